@@ -1,0 +1,43 @@
+import java.net.InetSocketAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.CountDownLatch;
+
+import de.bwaldvogel.mongo.MongoServer;
+import de.bwaldvogel.mongo.backend.h2.H2Backend;
+
+/**
+ * MongoDB-wire server for local dev/test when no real mongod is installed.
+ * Data lives in one H2 MVStore file, so restarting this process keeps it.
+ *
+ * Usage: java -cp ... MongoLauncher <host> <port> <h2-file>
+ */
+public final class MongoLauncher {
+    public static void main(String[] args) throws Exception {
+        if (args.length != 3) {
+            System.err.println("usage: MongoLauncher <host> <port> <h2-file>");
+            System.exit(2);
+        }
+        String host = args[0];
+        int port = Integer.parseInt(args[1]);
+        Path file = Path.of(args[2]).toAbsolutePath();
+        Files.createDirectories(file.getParent());
+
+        MongoServer server = new MongoServer(new H2Backend(file.toString()));
+        CountDownLatch stopped = new CountDownLatch(1);
+        // Close on SIGTERM so the H2 store is flushed and not left half-written.
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            System.out.println("MongoLauncher: shutting down");
+            server.shutdown();
+            stopped.countDown();
+        }, "mongo-shutdown"));
+
+        server.bind(host, port);
+        InetSocketAddress addr = server.getLocalAddress();
+        // stack.sh waits for this exact line (plus the open port) before declaring mongo ready.
+        System.out.println("MongoLauncher: listening on " + addr.getHostString() + ":" + addr.getPort()
+                + " h2=" + file);
+        System.out.flush();
+        stopped.await();
+    }
+}

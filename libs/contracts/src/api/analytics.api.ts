@@ -1,0 +1,101 @@
+import { z } from 'zod';
+import { isoDate, listOf } from './common.ts';
+import { idSchema } from '../ids.ts';
+
+export const MEASURE_OPS = ['count', 'countDistinct', 'sum', 'avg', 'min', 'max', 'median', 'p90', 'p99'] as const;
+export const GRANULARITIES = ['hour', 'day', 'week', 'month', 'year'] as const;
+export const FILTER_OPS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'notIn', 'contains', 'startsWith', 'isNull', 'isNotNull'] as const;
+export const MAX_RESULT_ROWS = 10_000;
+
+const fieldName = z.string().min(1).max(128);
+const alias = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'an alias is letters, digits and _');
+const filterValue = z.union([z.string().max(1000), z.number(), z.boolean(), z.null()]);
+
+export const measureSchema = z.strictObject({ op: z.enum(MEASURE_OPS), field: fieldName.optional(), as: alias.optional() });
+
+export type Filter =
+  | { field: string; op: (typeof FILTER_OPS)[number]; value?: z.infer<typeof filterValue> | z.infer<typeof filterValue>[] }
+  | { and: Filter[] }
+  | { or: Filter[] };
+
+export const filterSchema: z.ZodType<Filter> = z.lazy(() =>
+  z.union([
+    z.strictObject({
+      field: fieldName,
+      op: z.enum(FILTER_OPS),
+      value: z.union([filterValue, z.array(filterValue).max(1000)]).optional(),
+    }),
+    z.strictObject({ and: z.array(filterSchema).min(1).max(50) }),
+    z.strictObject({ or: z.array(filterSchema).min(1).max(50) }),
+  ]),
+);
+
+export const querySchema = z
+  .strictObject({
+    sourceId: idSchema('src'),
+    measures: z.array(measureSchema).min(1).max(20),
+    dimensions: z.array(fieldName).max(10).default([]),
+    timeDimension: z
+      .strictObject({
+        field: fieldName,
+        granularity: z.enum(GRANULARITIES),
+        from: isoDate.optional(),
+        to: isoDate.optional(),
+      })
+      .optional(),
+    filters: z.array(filterSchema).max(50).default([]),
+    orderBy: z.array(z.strictObject({ field: fieldName, direction: z.enum(['asc', 'desc']).default('asc') })).max(10).default([]),
+    limit: z.number().int().min(1).max(MAX_RESULT_ROWS).default(1000),
+    offset: z.number().int().min(0).max(1_000_000).default(0),
+    async: z.boolean().default(false),
+  })
+  .meta({
+    id: 'AnalyticsQuery',
+    examples: [
+      {
+        sourceId: 'src_01JCQ3N6W4X8Z5Y7A9B2C4D6E8',
+        measures: [{ op: 'count', as: 'orders' }, { op: 'sum', field: 'amount', as: 'revenue' }],
+        dimensions: ['country'],
+        filters: [{ field: 'status', op: 'eq', value: 'paid' }],
+        orderBy: [{ field: 'revenue', direction: 'desc' }],
+        limit: 10,
+      },
+    ],
+  });
+export type AnalyticsQuery = z.infer<typeof querySchema>;
+
+export const REPORT_STATUSES = ['running', 'completed', 'failed'] as const;
+const cell = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+
+export const reportSchema = z
+  .object({
+    id: z.string(),
+    query: z.record(z.string(), z.unknown()),
+    status: z.enum(REPORT_STATUSES),
+    error: z.string().nullable(),
+    columns: z.array(z.object({ name: z.string(), type: z.string() })),
+    rows: z.array(z.record(z.string(), cell)),
+    rowCount: z.number().int(),
+    durationMs: z.number().nullable(),
+    createdAt: isoDate,
+    completedAt: isoDate.nullable(),
+  })
+  .meta({ id: 'Report' });
+export type ReportDto = z.infer<typeof reportSchema>;
+export const reportListSchema = listOf(reportSchema).meta({ id: 'ReportList' });
+
+export const overviewSchema = z
+  .object({
+    counts: z.object({
+      sources: z.number().int(),
+      rows: z.number().int(),
+      reports: z.number().int(),
+      models: z.number().int(),
+      predictions: z.number().int(),
+      webhooks: z.number().int(),
+    }),
+    recentActivity: z.array(z.object({ id: z.string(), type: z.string(), subject: z.string(), occurredAt: isoDate })),
+    generatedAt: isoDate,
+  })
+  .meta({ id: 'AnalyticsOverview' });
+export type OverviewDto = z.infer<typeof overviewSchema>;

@@ -1,0 +1,36 @@
+import { z } from 'zod';
+
+export const problemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    instance: z.string(),
+    code: z.string(),
+    requestId: z.string(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  })
+  .meta({ id: 'Problem' });
+export type Problem = z.infer<typeof problemSchema>;
+
+export const listQuerySchema = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  cursor: z.string().max(200).optional(),
+});
+export type ListQuery = z.infer<typeof listQuerySchema>;
+
+export function listOf<T extends z.ZodType>(item: T) {
+  return z.object({ data: z.array(item), hasMore: z.boolean(), nextCursor: z.string().nullable() });
+}
+
+export const isoDate = z.string().describe('ISO-8601 UTC timestamp');
+
+/** JSON field names that could be read as MongoDB operators or prototype keys are refused everywhere. */
+export const safeKey = z
+  .string()
+  .min(1)
+  .max(128)
+  .refine((k) => !k.startsWith('$') && !k.includes('\u0000') && k !== '__proto__' && k !== 'constructor' && k !== 'prototype', {
+    message: 'field names may not start with $ or be reserved words',
+  });

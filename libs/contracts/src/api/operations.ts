@@ -1,0 +1,82 @@
+import { z } from 'zod';
+import type { Scope } from '../plans.ts';
+import { listQuerySchema } from './common.ts';
+import { createSourceBody, sourceListSchema, sourceSchema } from './sources.api.ts';
+import { overviewSchema, querySchema, reportListSchema, reportSchema } from './analytics.api.ts';
+import { metricsSchema, modelListSchema, modelSchema, predictBody, predictionSchema } from './models.api.ts';
+import { createWebhookBody, webhookCreatedSchema, webhookListSchema, webhookSchema } from './webhooks.api.ts';
+
+export const SERVICES = ['sources', 'analytics', 'models', 'webhooks'] as const;
+export type ServiceName = (typeof SERVICES)[number];
+
+/**
+ * The public /v1 surface in one table. The gateway routes and checks scopes from it, the services validate
+ * with its schemas, and the OpenAPI document is generated from it, so the three cannot drift apart.
+ */
+export interface ApiOperation {
+  operationId: string;
+  method: 'get' | 'post' | 'delete';
+  /** OpenAPI-style template relative to /v1, e.g. /sources/{id}. */
+  path: string;
+  service: ServiceName;
+  scope: Scope;
+  summary: string;
+  body?: z.ZodType;
+  query?: z.ZodType;
+  /** Success status → body schema (null for an empty body). */
+  success: { status: 200 | 201 | 202 | 204; schema: z.ZodType | null; alt?: { status: 202; schema: z.ZodType } };
+  /** Error statuses the operation can answer besides the common ones (400, 401, 403, 429, 500). */
+  errors: readonly number[];
+}
+
+export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
+  { operationId: 'listSources', method: 'get', path: '/sources', service: 'sources', scope: 'sources:read', summary: 'List all connected data sources.', query: listQuerySchema, success: { status: 200, schema: sourceListSchema }, errors: [] },
+  { operationId: 'createSource', method: 'post', path: '/sources', service: 'sources', scope: 'sources:write', summary: 'Connect a new data source.', body: createSourceBody, success: { status: 201, schema: sourceSchema }, errors: [413, 409, 422] },
+  { operationId: 'getSource', method: 'get', path: '/sources/{id}', service: 'sources', scope: 'sources:read', summary: 'Get one data source.', success: { status: 200, schema: sourceSchema }, errors: [404] },
+  { operationId: 'deleteSource', method: 'delete', path: '/sources/{id}', service: 'sources', scope: 'sources:write', summary: 'Remove a data source and its data.', success: { status: 204, schema: null }, errors: [404] },
+  { operationId: 'getOverview', method: 'get', path: '/analytics/overview', service: 'analytics', scope: 'analytics:read', summary: 'Get the analytics overview and summary.', success: { status: 200, schema: overviewSchema }, errors: [] },
+  { operationId: 'listReports', method: 'get', path: '/analytics/reports', service: 'analytics', scope: 'analytics:read', summary: 'List reports, newest first.', query: listQuerySchema, success: { status: 200, schema: reportListSchema }, errors: [] },
+  { operationId: 'getReport', method: 'get', path: '/analytics/reports/{id}', service: 'analytics', scope: 'analytics:read', summary: 'Retrieve one report by identifier.', success: { status: 200, schema: reportSchema }, errors: [404] },
+  { operationId: 'runQuery', method: 'post', path: '/analytics/query', service: 'analytics', scope: 'analytics:write', summary: 'Execute a custom analytics query; the result is saved as a report.', body: querySchema, success: { status: 201, schema: reportSchema, alt: { status: 202, schema: reportSchema } }, errors: [404, 409, 413, 422] },
+  { operationId: 'listModels', method: 'get', path: '/models', service: 'models', scope: 'models:read', summary: 'List all available AI models.', query: listQuerySchema, success: { status: 200, schema: modelListSchema }, errors: [] },
+  { operationId: 'getModel', method: 'get', path: '/models/{id}', service: 'models', scope: 'models:read', summary: 'Get one model.', success: { status: 200, schema: modelSchema }, errors: [404] },
+  { operationId: 'predict', method: 'post', path: '/models/{id}/predict', service: 'models', scope: 'models:write', summary: 'Run a prediction on a model.', body: predictBody, success: { status: 200, schema: predictionSchema }, errors: [404, 409, 413, 422] },
+  { operationId: 'getModelMetrics', method: 'get', path: '/models/{id}/metrics', service: 'models', scope: 'models:read', summary: 'Get the performance metrics of a model.', success: { status: 200, schema: metricsSchema }, errors: [404] },
+  { operationId: 'listWebhooks', method: 'get', path: '/webhooks', service: 'webhooks', scope: 'webhooks:read', summary: 'List registered webhook endpoints.', query: listQuerySchema, success: { status: 200, schema: webhookListSchema }, errors: [] },
+  { operationId: 'createWebhook', method: 'post', path: '/webhooks', service: 'webhooks', scope: 'webhooks:write', summary: 'Register a new webhook endpoint; the signing secret is returned once.', body: createWebhookBody, success: { status: 201, schema: webhookCreatedSchema }, errors: [413, 409, 422] },
+  { operationId: 'getWebhook', method: 'get', path: '/webhooks/{id}', service: 'webhooks', scope: 'webhooks:read', summary: 'Get one webhook endpoint.', success: { status: 200, schema: webhookSchema }, errors: [404] },
+  { operationId: 'deleteWebhook', method: 'delete', path: '/webhooks/{id}', service: 'webhooks', scope: 'webhooks:write', summary: 'Remove a webhook by identifier.', success: { status: 204, schema: null }, errors: [404] },
+] satisfies ApiOperation[]);
+
+export interface MatchedOperation {
+  operation: ApiOperation;
+  params: Record<string, string>;
+}
+
+const compiled = API_OPERATIONS.map((operation) => {
+  const names: string[] = [];
+  const pattern = operation.path.replace(/\{(\w+)\}/g, (_m, name: string) => {
+    names.push(name);
+    return '([^/]+)';
+  });
+  return { operation, names, regex: new RegExp(`^${pattern}/?$`) };
+});
+
+/** Finds the operation for a method and a path relative to /v1; `pathKnown` tells 404 from 405. */
+export function matchOperation(method: string, path: string): { match: MatchedOperation | null; pathKnown: boolean } {
+  let pathKnown = false;
+  for (const c of compiled) {
+    const m = c.regex.exec(path);
+    if (!m) continue;
+    pathKnown = true;
+    if (c.operation.method !== method.toLowerCase()) continue;
+    const params: Record<string, string> = {};
+    try {
+      c.names.forEach((n, i) => (params[n] = decodeURIComponent(m[i + 1] ?? '')));
+    } catch {
+      return { match: null, pathKnown: false }; // malformed percent-encoding names nothing
+    }
+    return { match: { operation: c.operation, params }, pathKnown };
+  }
+  return { match: null, pathKnown };
+}

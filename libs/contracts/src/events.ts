@@ -1,0 +1,131 @@
+import { z } from 'zod';
+import { newId } from './ids.ts';
+
+/** One topic per producing service; the message key is always the account id. */
+export const TOPICS = Object.freeze({
+  accounts: 'accounts.events',
+  sources: 'sources.events',
+  analytics: 'analytics.events',
+  models: 'models.events',
+  webhooks: 'webhooks.events',
+} as const);
+export type Topic = (typeof TOPICS)[keyof typeof TOPICS];
+export const ALL_TOPICS: readonly Topic[] = Object.freeze(Object.values(TOPICS));
+
+const columnSchema = z.object({ name: z.string(), type: z.string() });
+
+const envelope = <T extends string, D extends z.ZodType>(type: T, data: D) =>
+  z.object({
+    id: z.string(),
+    type: z.literal(type),
+    version: z.literal(1),
+    accountId: z.string(),
+    subject: z.string(),
+    occurredAt: z.string(),
+    requestId: z.string().nullable(),
+    data,
+  });
+
+/** Version 1 of every event. A breaking change adds a new version beside these; an old one is never edited. */
+export const SourceCreated = envelope('source.created', z.object({ id: z.string(), name: z.string(), type: z.string() }));
+export const SourceReady = envelope(
+  'source.ready',
+  z.object({ id: z.string(), name: z.string(), type: z.string(), rowCount: z.number(), schema: z.array(columnSchema) }),
+);
+export const SourceFailed = envelope('source.failed', z.object({ id: z.string(), name: z.string(), error: z.string() }));
+export const SourceDeleted = envelope('source.deleted', z.object({ id: z.string() }));
+export const ReportCompleted = envelope(
+  'report.completed',
+  z.object({ id: z.string(), sourceId: z.string(), rowCount: z.number(), durationMs: z.number() }),
+);
+export const ReportFailed = envelope('report.failed', z.object({ id: z.string(), sourceId: z.string(), error: z.string() }));
+export const ModelReady = envelope('model.ready', z.object({ id: z.string(), name: z.string(), type: z.string() }));
+export const ModelFailed = envelope('model.failed', z.object({ id: z.string(), name: z.string(), error: z.string() }));
+export const PredictionCompleted = envelope(
+  'prediction.completed',
+  z.object({ id: z.string(), modelId: z.string(), count: z.number().int(), latencyMs: z.number() }),
+);
+export const WebhookTest = envelope('webhook.test', z.object({ endpointId: z.string(), message: z.string() }));
+export const EndpointDisabled = envelope('endpoint.disabled', z.object({ endpointId: z.string(), reason: z.string() }));
+// Internal events: consumed by our own services, never delivered to customers.
+export const ApiKeyCreated = envelope('apikey.created', z.object({ keyId: z.string() }));
+export const ApiKeyRevoked = envelope('apikey.revoked', z.object({ keyId: z.string() }));
+export const AccountPlanChanged = envelope('account.plan_changed', z.object({ plan: z.string() }));
+export const WebhookCreated = envelope('webhook.created', z.object({ id: z.string(), url: z.string() }));
+export const WebhookDeleted = envelope('webhook.deleted', z.object({ id: z.string() }));
+
+export const domainEventSchema = z.discriminatedUnion('type', [
+  SourceCreated,
+  SourceReady,
+  SourceFailed,
+  SourceDeleted,
+  ReportCompleted,
+  ReportFailed,
+  ModelReady,
+  ModelFailed,
+  PredictionCompleted,
+  WebhookTest,
+  EndpointDisabled,
+  ApiKeyCreated,
+  ApiKeyRevoked,
+  AccountPlanChanged,
+  WebhookCreated,
+  WebhookDeleted,
+]);
+export type DomainEvent = z.infer<typeof domainEventSchema>;
+export type EventType = DomainEvent['type'];
+export type EventOf<T extends EventType> = Extract<DomainEvent, { type: T }>;
+
+/** The event types a customer can subscribe a webhook to. */
+export const PUBLIC_EVENT_TYPES = Object.freeze([
+  'source.created',
+  'source.ready',
+  'source.failed',
+  'source.deleted',
+  'report.completed',
+  'report.failed',
+  'model.ready',
+  'model.failed',
+  'prediction.completed',
+  'webhook.test',
+  'endpoint.disabled',
+] as const satisfies readonly EventType[]);
+export type PublicEventType = (typeof PUBLIC_EVENT_TYPES)[number];
+
+export function isPublicEventType(type: string): type is PublicEventType {
+  return (PUBLIC_EVENT_TYPES as readonly string[]).includes(type);
+}
+
+const TOPIC_BY_PREFIX: Record<string, Topic> = {
+  source: TOPICS.sources,
+  report: TOPICS.analytics,
+  model: TOPICS.models,
+  prediction: TOPICS.models,
+  webhook: TOPICS.webhooks,
+  endpoint: TOPICS.webhooks,
+  apikey: TOPICS.accounts,
+  account: TOPICS.accounts,
+};
+
+export function topicOf(type: EventType): Topic {
+  const topic = TOPIC_BY_PREFIX[type.split('.')[0] ?? ''];
+  if (!topic) throw new Error(`no topic for event type ${type}`);
+  return topic;
+}
+
+/** Builds a typed event; `data` must match the event's schema at compile time. */
+export function makeEvent<T extends EventType>(
+  type: T,
+  fields: { accountId: string; subject: string; requestId?: string | null; data: EventOf<T>['data'] },
+): EventOf<T> {
+  return {
+    id: newId('evt'),
+    type,
+    version: 1,
+    accountId: fields.accountId,
+    subject: fields.subject,
+    occurredAt: new Date().toISOString(),
+    requestId: fields.requestId ?? null,
+    data: fields.data,
+  } as EventOf<T>;
+}

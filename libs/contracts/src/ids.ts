@@ -1,0 +1,21 @@
+import { monotonicFactory } from 'ulid';
+import { z } from 'zod';
+
+/** Every id is a known prefix plus a ULID, so ids are self-describing and sort by creation time. */
+export const ID_PREFIXES = ['acct', 'key', 'src', 'rpt', 'mdl', 'whk', 'evt', 'msg', 'req', 'usr', 'sess', 'prd'] as const;
+export type IdPrefix = (typeof ID_PREFIXES)[number];
+
+const ULID = '[0-9A-HJKMNP-TV-Z]{26}';
+const nextUlid = monotonicFactory();
+
+export function newId<P extends IdPrefix>(prefix: P): `${P}_${string}` {
+  return `${prefix}_${nextUlid()}`;
+}
+
+export function isId(prefix: IdPrefix, value: unknown): value is string {
+  return typeof value === 'string' && new RegExp(`^${prefix}_${ULID}$`).test(value);
+}
+
+export function idSchema(prefix: IdPrefix) {
+  return z.string().regex(new RegExp(`^${prefix}_${ULID}$`), `must be a ${prefix}_ id`);
+}

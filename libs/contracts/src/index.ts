@@ -1,0 +1,5 @@
+export * from './ids.ts';
+export * from './plans.ts';
+export * from './events.ts';
+export * from './internal-auth.ts';
+export * from './api/index.ts';

@@ -1,0 +1,49 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
+import { planSchema, scopeSchema } from './plans.ts';
+
+/**
+ * The gateway forwards the caller's identity to services in two headers: a base64url JSON context and an
+ * HMAC over it with the internal secret. A service trusts nothing else, so bypassing the gateway gets 401.
+ */
+export const INTERNAL_CONTEXT_HEADER = 'x-dap-context';
+export const INTERNAL_SIGNATURE_HEADER = 'x-dap-signature';
+const MAX_SKEW_MS = 5 * 60_000;
+
+export const callerContextSchema = z.object({
+  accountId: z.string(),
+  plan: planSchema,
+  scopes: z.array(scopeSchema),
+  keyId: z.string().optional(),
+  requestId: z.string(),
+  issuedAt: z.number().int(),
+});
+export type CallerContext = z.infer<typeof callerContextSchema>;
+
+function hmac(secret: string, payload: string): string {
+  return createHmac('sha256', secret).update(payload).digest('base64url');
+}
+
+export function signCallerContext(secret: string, ctx: CallerContext): { context: string; signature: string } {
+  const context = Buffer.from(JSON.stringify(ctx)).toString('base64url');
+  return { context, signature: hmac(secret, context) };
+}
+
+export function verifyCallerContext(
+  secret: string,
+  context: string | undefined,
+  signature: string | undefined,
+  now = Date.now(),
+): CallerContext | null {
+  if (!context || !signature) return null;
+  const expected = Buffer.from(hmac(secret, context));
+  const given = Buffer.from(signature);
+  if (expected.length !== given.length || !timingSafeEqual(expected, given)) return null;
+  try {
+    const parsed = callerContextSchema.safeParse(JSON.parse(Buffer.from(context, 'base64url').toString('utf8')));
+    if (!parsed.success || Math.abs(now - parsed.data.issuedAt) > MAX_SKEW_MS) return null;
+    return parsed.data;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,2 @@
+export * from './duck.ts';
+export * from './store.ts';

@@ -1,0 +1,150 @@
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import { newId, verifyCallerContext, INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, type CallerContext } from '@dap/contracts';
+import type { Logger } from '@dap/logger';
+import { AppError, problemOf } from './errors.ts';
+import { checkJsonShape } from './validation.ts';
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    requestId: string;
+    caller?: CallerContext;
+  }
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const UNAVAILABLE_ERRORS = new Set([
+  'MongoServerSelectionError',
+  'MongoNetworkError',
+  'MongoNetworkTimeoutError',
+  'MongoNotConnectedError',
+  'MongoTopologyClosedError',
+  'MongoPoolClearedError',
+]);
+
+export interface HttpAppOptions {
+  logger: Logger;
+  bodyLimitBytes: number;
+  /** Services pass the internal secret; every /v1 request must then carry a valid gateway signature. */
+  internalSecret?: string;
+  /** Readiness probe: resolves when the process's dependencies answer. */
+  ready?: () => Promise<void>;
+}
+
+export function requestId(req: Request, res: Response, next: NextFunction): void {
+  const given = req.header('x-request-id');
+  req.requestId = given && REQUEST_ID.test(given) ? given : newId('req');
+  res.setHeader('X-Request-Id', req.requestId);
+  next();
+}
+
+export function accessLog(logger: Logger) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const start = process.hrtime.bigint();
+    res.on('finish', () => {
+      const ms = Number(process.hrtime.bigint() - start) / 1e6;
+      const level = res.statusCode >= 500 ? 'error' : 'debug';
+      logger[level](
+        { requestId: req.requestId, accountId: req.caller?.accountId, method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 100) / 100 },
+        'request',
+      );
+    });
+    next();
+  };
+}
+
+/** JSON only: a body with another content type is a 400, a malformed one a 400, an oversize one a 413. */
+export function jsonBody(limitBytes: number) {
+  const parse = express.json({ limit: limitBytes, strict: true, type: () => true });
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+    if (!hasBody) return next();
+    const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (type !== 'application/json') {
+      return next(new AppError('unsupported_content_type', 'the request body must be application/json'));
+    }
+    parse(req, res, (err?: unknown) => {
+      if (err) return next(err);
+      try {
+        checkJsonShape(req.body);
+        next();
+      } catch (e) {
+        next(e);
+      }
+    });
+  };
+}
+
+export function requireGatewaySignature(secret: string) {
+  return (req: Request, _res: Response, next: NextFunction): void => {
+    const caller = verifyCallerContext(secret, req.header(INTERNAL_CONTEXT_HEADER), req.header(INTERNAL_SIGNATURE_HEADER));
+    if (!caller) return next(new AppError('unauthorized', 'requests must come through the API gateway'));
+    req.caller = caller;
+    if (!req.header('x-request-id')) req.requestId = caller.requestId;
+    next();
+  };
+}
+
+/** The caller of an authenticated route; routes behind requireGatewaySignature always have one. */
+export function callerOf(req: Request): CallerContext {
+  if (!req.caller) throw new AppError('unauthorized', 'no authenticated caller');
+  return req.caller;
+}
+
+/** Creates an express app with the shared conventions; routes go on it, then `finishApp`. */
+export function createHttpApp(opts: HttpAppOptions): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', 'loopback');
+  app.use(requestId);
+  app.use(accessLog(opts.logger));
+  app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
+  app.get('/readyz', async (_req, res, next) => {
+    try {
+      await opts.ready?.();
+      res.json({ status: 'ready' });
+    } catch (err) {
+      next(new AppError('unavailable', 'a dependency is not ready', { cause: err, headers: { 'Retry-After': '5' } }));
+    }
+  });
+  if (opts.internalSecret) app.use('/v1', requireGatewaySignature(opts.internalSecret));
+  app.use(jsonBody(opts.bodyLimitBytes));
+  return app;
+}
+
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const e = err as { type?: string; status?: number; name?: string; message?: string };
+  switch (e?.type) {
+    case 'entity.parse.failed':
+      return new AppError('malformed_json', 'the request body is not valid JSON');
+    case 'entity.too.large':
+      return new AppError('payload_too_large', 'the request body is too large');
+    case 'charset.unsupported':
+    case 'encoding.unsupported':
+      return new AppError('bad_request', 'the request body encoding is not supported; send UTF-8 JSON');
+    case 'request.aborted':
+      return new AppError('bad_request', 'the request was aborted');
+  }
+  if (e?.name && UNAVAILABLE_ERRORS.has(e.name)) {
+    return new AppError('unavailable', 'the service is temporarily unavailable; retry shortly', { cause: err, headers: { 'Retry-After': '5' } });
+  }
+  if (err instanceof URIError) return new AppError('not_found', 'the path is malformed');
+  return new AppError('internal', 'an unexpected error occurred; contact support with the request id if it persists', { cause: err });
+}
+
+export function sendProblem(req: Request, res: Response, err: AppError): void {
+  if (res.headersSent) return;
+  for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
+  res.status(err.status).type('application/problem+json').send(JSON.stringify(problemOf(err, req.originalUrl, req.requestId ?? 'unknown')));
+}
+
+/** Adds the 404 for unknown paths and the one error handler that turns everything into a problem body. */
+export function finishApp(app: Express, logger: Logger): Express {
+  app.use((req, _res, next) => next(new AppError('not_found', `no route for ${req.method} ${req.path}`)));
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const appErr = toAppError(err);
+    if (appErr.status >= 500) logger.error({ err: appErr.cause ?? appErr, requestId: req.requestId }, 'request failed');
+    sendProblem(req, res, appErr);
+  });
+  return app;
+}

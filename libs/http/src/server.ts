@@ -1,0 +1,31 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Express } from 'express';
+
+export interface RunningServer {
+  server: Server;
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Listens and resolves with the bound URL; `close` stops accepting and waits for in-flight requests. */
+export async function listen(app: Express, host: string, port: number): Promise<RunningServer> {
+  const server = createServer({ keepAliveTimeout: 65_000, headersTimeout: 66_000, requestTimeout: 60_000 }, app);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const bound = (server.address() as AddressInfo).port;
+  return {
+    server,
+    port: bound,
+    url: `http://${host}:${bound}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+        setTimeout(() => server.closeAllConnections(), 5_000).unref();
+      }),
+  };
+}

@@ -1,0 +1,175 @@
+import { Kafka, logLevel, type Consumer, type Producer, type KafkaMessage } from 'kafkajs';
+import { ALL_TOPICS, domainEventSchema, topicOf, type DomainEvent, type Topic } from '@dap/contracts';
+import type { Logger } from '@dap/logger';
+
+export interface KafkaSettings {
+  brokers: string[];
+  clientId: string;
+  topicPrefix: string;
+}
+
+export function createKafka(s: KafkaSettings, logger: Logger): Kafka {
+  return new Kafka({
+    clientId: s.clientId,
+    brokers: s.brokers,
+    connectionTimeout: 3_000,
+    requestTimeout: 10_000,
+    retry: { initialRetryTime: 200, retries: 8 },
+    logLevel: logLevel.WARN,
+    logCreator: () => ({ level, log }) => {
+      const { message, ...extra } = log;
+      if (level <= logLevel.ERROR) logger.warn({ kafka: extra }, `kafka: ${message}`);
+      else logger.debug({ kafka: extra }, `kafka: ${message}`);
+    },
+  });
+}
+
+export const topicName = (s: Pick<KafkaSettings, 'topicPrefix'>, topic: Topic | string) => `${s.topicPrefix}${topic}`;
+export const deadLetterTopic = (s: Pick<KafkaSettings, 'topicPrefix'>, groupId: string) => `${s.topicPrefix}dlq.${groupId}`;
+
+/** Creates the domain topics if they are missing (idempotent; safe from every service). */
+export async function ensureTopics(kafka: Kafka, s: KafkaSettings, extra: string[] = []): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const existing = new Set(await admin.listTopics());
+    const wanted = [...ALL_TOPICS.map((t) => topicName(s, t)), ...extra].filter((t) => !existing.has(t));
+    if (wanted.length) {
+      await admin.createTopics({ waitForLeaders: true, topics: wanted.map((topic) => ({ topic, numPartitions: 3, replicationFactor: 1 })) });
+    }
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** An idempotent, acks=all producer that sends each event to its service's topic, keyed by account. */
+export class EventProducer {
+  private readonly producer: Producer;
+  private readonly settings: KafkaSettings;
+
+  constructor(kafka: Kafka, settings: KafkaSettings) {
+    this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 5, allowAutoTopicCreation: false });
+    this.settings = settings;
+  }
+
+  connect(): Promise<void> {
+    return this.producer.connect();
+  }
+
+  disconnect(): Promise<void> {
+    return this.producer.disconnect();
+  }
+
+  async publish(events: DomainEvent[]): Promise<void> {
+    const byTopic = new Map<string, DomainEvent[]>();
+    for (const e of events) {
+      const t = topicName(this.settings, topicOf(e.type));
+      byTopic.set(t, [...(byTopic.get(t) ?? []), e]);
+    }
+    await this.producer.sendBatch({
+      acks: -1,
+      topicMessages: [...byTopic].map(([topic, evts]) => ({
+        topic,
+        messages: evts.map((e) => ({
+          key: e.accountId,
+          value: JSON.stringify(e),
+          headers: { 'event-type': e.type, 'event-id': e.id, ...(e.requestId ? { 'x-request-id': e.requestId } : {}) },
+        })),
+      })),
+    });
+  }
+
+  /** Raw send, used for dead letters. */
+  async sendRaw(topic: string, message: { key: Buffer | string | null; value: Buffer | string | null; headers?: Record<string, string> }): Promise<void> {
+    await this.producer.send({ topic, acks: -1, messages: [message] });
+  }
+}
+
+export interface ConsumerOptions {
+  groupId: string;
+  topics: Topic[];
+  /** Applies one event durably; throwing means "not applied" and the event is retried. */
+  handle: (event: DomainEvent) => Promise<void>;
+  maxAttempts?: number;
+  fromBeginning?: boolean;
+}
+
+/**
+ * Runs a consumer that decodes events at the boundary and commits an offset only after its handler has
+ * returned. An undecodable message, or one that fails `maxAttempts` times, goes to the group's dead-letter
+ * topic so one poison message cannot stall a partition.
+ */
+export async function runEventConsumer(
+  kafka: Kafka,
+  settings: KafkaSettings,
+  producer: EventProducer,
+  logger: Logger,
+  opts: ConsumerOptions,
+): Promise<Consumer> {
+  const groupId = `${settings.topicPrefix}${opts.groupId}`;
+  const consumer = kafka.consumer({ groupId, sessionTimeout: 10_000, heartbeatInterval: 1_000, maxWaitTimeInMs: 50, retry: { retries: 10 } });
+  const dlq = deadLetterTopic(settings, opts.groupId);
+  const maxAttempts = opts.maxAttempts ?? 5;
+  await consumer.connect();
+  await consumer.subscribe({ topics: opts.topics.map((t) => topicName(settings, t)), fromBeginning: opts.fromBeginning ?? true });
+
+  const toDeadLetter = async (topic: string, message: KafkaMessage, reason: string) => {
+    logger.error({ topic, offset: message.offset, reason }, 'event sent to dead-letter topic');
+    await producer.sendRaw(dlq, {
+      key: message.key,
+      value: message.value,
+      headers: { 'dlq-reason': reason.slice(0, 500), 'dlq-source-topic': topic, 'dlq-source-offset': message.offset },
+    });
+  };
+
+  await consumer.run({
+    autoCommit: true,
+    eachMessage: async ({ topic, message }) => {
+      let event: DomainEvent;
+      try {
+        event = domainEventSchema.parse(JSON.parse(message.value?.toString('utf8') ?? ''));
+      } catch (err) {
+        await toDeadLetter(topic, message, `undecodable: ${(err as Error).message}`);
+        return;
+      }
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await opts.handle(event);
+          return;
+        } catch (err) {
+          if (attempt >= maxAttempts && !isTransient(err)) {
+            await toDeadLetter(topic, message, (err as Error).message);
+            return;
+          }
+          logger.warn({ err, eventId: event.id, attempt }, 'event handler failed; retrying');
+          await new Promise((r) => setTimeout(r, Math.min(200 * 2 ** attempt, 5_000)));
+        }
+      }
+    },
+  });
+  return consumer;
+}
+
+/** Infrastructure outages are retried for as long as they last; only a handler bug dead-letters a message. */
+function isTransient(err: unknown): boolean {
+  const e = err as { name?: string; code?: string };
+  return Boolean(e?.name?.startsWith('MongoNetwork') || e?.name === 'MongoServerSelectionError' || e?.name === 'MongoNotConnectedError' || e?.code === 'ECONNREFUSED');
+}
+
+export type { Kafka, Consumer };
+
+export interface Eventing {
+  kafka: Kafka;
+  settings: KafkaSettings;
+  producer: EventProducer;
+  close(): Promise<void>;
+}
+
+/** Connects the producer after making sure the domain topics exist. */
+export async function connectEventing(settings: KafkaSettings, logger: Logger): Promise<Eventing> {
+  const kafka = createKafka(settings, logger);
+  await ensureTopics(kafka, settings);
+  const producer = new EventProducer(kafka, settings);
+  await producer.connect();
+  return { kafka, settings, producer, close: () => producer.disconnect() };
+}

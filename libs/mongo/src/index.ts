@@ -1,0 +1,4 @@
+export * from './client.ts';
+export * from './tenant-collection.ts';
+export * from './outbox.ts';
+export * from './processed-events.ts';

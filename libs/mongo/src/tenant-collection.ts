@@ -1,0 +1,74 @@
+import type { Collection, Db, Document, Filter } from 'mongodb';
+import type { DomainEvent } from '@dap/contracts';
+
+/** Every stored document names its tenant and may carry events waiting for the outbox relay. */
+export interface TenantDoc {
+  _id: string;
+  accountId: string;
+  deletedAt?: Date | null;
+  _outbox?: DomainEvent[];
+  _outboxPending?: boolean;
+}
+
+type Fields<T> = Partial<Omit<T, '_id' | 'accountId' | '_outbox' | '_outboxPending'>>;
+
+/**
+ * A collection whose every method takes the account id first, so a query without a tenant does not compile.
+ * State changes and their events are one atomic document write (the outbox lives in the document).
+ */
+export class TenantCollection<T extends TenantDoc> {
+  readonly raw: Collection<Document>;
+  private readonly onEvents: () => void;
+
+  constructor(db: Db, name: string, onEvents: () => void = () => {}) {
+    this.raw = db.collection(name);
+    this.onEvents = onEvents;
+  }
+
+  private scope(accountId: string, filter: Filter<Document> = {}): Filter<Document> {
+    if (!accountId) throw new Error('accountId is required');
+    return { ...filter, accountId, deletedAt: null };
+  }
+
+  async findById(accountId: string, id: string): Promise<T | null> {
+    return (await this.raw.findOne(this.scope(accountId, { _id: id as unknown as Document['_id'] }), { projection: { _outbox: 0 } })) as T | null;
+  }
+
+  /** Newest first, keyset-paginated on the time-sortable id. */
+  async list(accountId: string, opts: { limit: number; before?: string; filter?: Filter<Document> }): Promise<T[]> {
+    const filter = this.scope(accountId, opts.filter);
+    if (opts.before) filter._id = { $lt: opts.before as unknown as Document["_id"] };
+    return (await this.raw.find(filter, { projection: { _outbox: 0 } }).sort({ _id: -1 }).limit(opts.limit).toArray()) as unknown as T[];
+  }
+
+  async count(accountId: string, filter?: Filter<Document>): Promise<number> {
+    return this.raw.countDocuments(this.scope(accountId, filter));
+  }
+
+  async insert(accountId: string, doc: Omit<T, 'accountId'>, events: DomainEvent[] = []): Promise<T> {
+    const full = { ...doc, accountId, deletedAt: null, _outbox: events, _outboxPending: events.length > 0 } as Document;
+    await this.raw.insertOne(full);
+    if (events.length) this.onEvents();
+    return full as T;
+  }
+
+  /** Applies `set` (and records events) only when the document matches `where`; returns the new document. */
+  async update(accountId: string, id: string, set: Fields<T>, events: DomainEvent[] = [], where: Filter<Document> = {}): Promise<T | null> {
+    const update: Document = { $set: { ...set } };
+    if (events.length) {
+      update.$push = { _outbox: { $each: events } };
+      update.$set._outboxPending = true;
+    }
+    const result = await this.raw.findOneAndUpdate(this.scope(accountId, { ...where, _id: id as unknown as Document['_id'] }), update, {
+      returnDocument: 'after',
+      projection: { _outbox: 0 },
+    });
+    if (result && events.length) this.onEvents();
+    return result as T | null;
+  }
+
+  /** Soft-deletes with its event; the relay removes the tombstone once the event is published. */
+  async softDelete(accountId: string, id: string, events: DomainEvent[] = []): Promise<T | null> {
+    return this.update(accountId, id, { deletedAt: new Date() } as Fields<T>, events);
+  }
+}

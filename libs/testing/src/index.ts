@@ -1,0 +1,108 @@
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** Reads the test stack's addresses (written by `deploy/local/stack.sh up test`), overridable by env. */
+export function stackEnv(): { REDIS_URL: string; KAFKA_BROKERS: string; MONGO_URL: string } {
+  const file = join(repoRoot(), '.local', 'test', 'stack.env');
+  const fromFile: Record<string, string> = {};
+  if (existsSync(file)) {
+    for (const line of readFileSync(file, 'utf8').split('\n')) {
+      const i = line.indexOf('=');
+      if (i > 0) fromFile[line.slice(0, i)] = line.slice(i + 1);
+    }
+  }
+  const pick = (k: string) => process.env[`TEST_${k}`] ?? fromFile[k] ?? '';
+  const env = { REDIS_URL: pick('REDIS_URL'), KAFKA_BROKERS: pick('KAFKA_BROKERS'), MONGO_URL: pick('MONGO_URL') };
+  if (!env.KAFKA_BROKERS || !env.MONGO_URL) {
+    throw new Error('the test stack is not running: run `npm test` (or `bash deploy/local/stack.sh up test`) first');
+  }
+  return env;
+}
+
+export function repoRoot(): string {
+  let dir = process.cwd();
+  while (!existsSync(join(dir, 'tsconfig.base.json'))) {
+    const up = join(dir, '..');
+    if (up === dir) throw new Error('repo root not found');
+    dir = up;
+  }
+  return dir;
+}
+
+/** A unique, short suffix so each test file gets its own databases, topics and consumer groups. */
+export function uniqueSuffix(): string {
+  return randomBytes(4).toString('hex');
+}
+
+export const TEST_INTERNAL_SECRET = 'test-internal-secret-0123456789abcdef0123456789';
+
+export async function waitFor<T>(fn: () => Promise<T | undefined | null | false> | T | undefined | null | false, opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<T> {
+  const deadline = Date.now() + (opts.timeoutMs ?? 20_000);
+  let lastErr: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v) return v as T;
+    } catch (err) {
+      lastErr = err;
+    }
+    await new Promise((r) => setTimeout(r, opts.intervalMs ?? 100));
+  }
+  throw new Error(`timed out waiting for ${opts.what ?? 'condition'}${lastErr ? `: ${(lastErr as Error).message}` : ''}`);
+}
+
+export interface ReceivedRequest {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+  at: number;
+}
+
+/** A real HTTP server on loopback that records every request; `respond` decides each answer. */
+export async function startReceiver(respond: (req: ReceivedRequest) => { status: number; delayMs?: number } = () => ({ status: 200 })) {
+  const received: ReceivedRequest[] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const r: ReceivedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
+      received.push(r);
+      const { status, delayMs } = respond(r);
+      const send = () => res.writeHead(status, { 'content-type': 'text/plain' }).end('ok');
+      if (delayMs) setTimeout(send, delayMs);
+      else send();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    received,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** JSON over fetch with the response body parsed, for readable assertions. */
+export async function http(method: string, url: string, opts: { body?: unknown; headers?: Record<string, string> } = {}) {
+  const res = await fetch(url, {
+    method,
+    headers: { ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}), ...opts.headers },
+    body: opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body),
+  });
+  const text = await res.text();
+  let json: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- test bodies are asserted field by field
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: json, text };
+}
