@@ -27,6 +27,7 @@ STOP_TIMEOUT=10
 
 STEP="init"
 STEP_LOGS=()   # files whose tail is shown if the current step fails
+FAIL_HINT=""   # extra advice printed after a failure
 
 say() { printf '[stack] %s\n' "$*"; }
 step() { STEP=$1; STEP_LOGS=("${@:2}"); say "$1..."; }
@@ -36,11 +37,16 @@ die() {
   printf '[stack] FAILED at %s: %s\n' "$STEP" "$*" >&2
   local f
   for f in "${STEP_LOGS[@]}"; do
-    if [[ -s $f ]]; then
-      printf -- '----- last 30 lines of %s -----\n' "$f" >&2
-      tail -n 30 -- "$f" >&2
+    [[ -s $f ]] || continue
+    # Kafka logs pages of shutdown noise after the real error, so surface the first errors too.
+    if grep -qE '\b(ERROR|FATAL)\b' -- "$f"; then
+      printf -- '----- first errors in %s -----\n' "$f" >&2
+      grep -m 3 -A 3 -E '\b(ERROR|FATAL)\b' -- "$f" | cut -c1-400 >&2 || true
     fi
+    printf -- '----- last 30 lines of %s -----\n' "$f" >&2
+    tail -n 30 -- "$f" >&2
   done
+  if [[ -n $FAIL_HINT ]]; then printf '[stack] hint: %s\n' "$FAIL_HINT" >&2; fi
   exit 1
 }
 # Anything failing that we did not anticipate still gets the "[stack] FAILED at" line.
@@ -326,16 +332,26 @@ launch_mongo() {
     spawn mongo "$LOGS/mongo.log" mongod --port "$MONGO_PORT" --bind_ip 127.0.0.1 \
       --dbpath "$BASE/mongo"
   else
+    # Per-connection INFO lines from the wire handler would drown the log (and every probe).
     spawn mongo "$LOGS/mongo.log" java -Xmx384m -XX:+UseSerialGC \
+      -Dorg.slf4j.simpleLogger.showDateTime=true \
+      -Dorg.slf4j.simpleLogger.dateTimeFormat="yyyy-MM-dd'T'HH:mm:ss.SSS" \
+      -Dorg.slf4j.simpleLogger.log.de.bwaldvogel.mongo.wire.MongoWireProtocolHandler=warn \
       -cp "$JARS/mongo/*:$JARS/mongo-launcher" MongoLauncher 127.0.0.1 "$MONGO_PORT" \
       "$BASE/mongo/mongo.h2"
   fi
 }
 
-ready_redis() { [[ $(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null) == PONG ]]; }
+# Raw RESP PING over /dev/tcp: no redis-cli needed, and "-LOADING" (AOF replay) counts as not ready.
+ready_redis() {
+  (
+    exec 3<>"/dev/tcp/127.0.0.1/$REDIS_PORT" && printf 'PING\r\n' >&3 &&
+      IFS= read -r -t 2 reply <&3 && [[ $reply == +PONG* ]]
+  ) 2>/dev/null
+}
 
-# The log line alone is not enough (the broker can log it before the controller has
-# registered it); a real Admin metadata round trip proves clients will work.
+# "Kafka Server started" only says the JVM finished booting; an Admin metadata round trip
+# (what kafka-topics.sh --list does) proves a client can actually talk to the broker.
 ready_kafka() {
   port_open "$KAFKA_PORT" || return 1
   grep -q 'Kafka Server started' "$LOGS/kafka.log" 2>/dev/null || return 1
@@ -440,6 +456,8 @@ wipe_test_data() {
 cmd_up() {
   load_profile "$1"
   lock_profile
+  # `up` does not roll back on failure: leaving the rest running helps debugging.
+  FAIL_HINT="components already started keep running; 'stack.sh down $PROFILE' stops them"
   # Cached, so this costs well under a second; keeps `up` working on a fresh clone.
   step "$PROFILE: check install"
   cmd_install >/dev/null
@@ -457,8 +475,8 @@ cmd_down() {
   load_profile "$1"
   lock_profile
   local c
-  # Reverse order: clients (none here) first, storage last; also stop mongo even if
-  # MONGO_URL is set now, since a pid file means we started one earlier.
+  # Reverse start order. Mongo is stopped even if MONGO_URL is set now: a live pid file
+  # means an earlier `up` started one.
   for c in mongo kafka redis; do stop_component "$c"; done
   say "$PROFILE is down"
 }
@@ -467,6 +485,10 @@ cmd_start_one() {
   load_profile "$1"
   check_component "$2"
   lock_profile
+  if [[ $2 == mongo && -n $EXTERNAL_MONGO_URL ]]; then
+    say "MONGO_URL is set, not starting mongo"
+    return
+  fi
   step "$PROFILE: check install"
   cmd_install >/dev/null
   launch_component "$2"

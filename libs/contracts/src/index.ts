@@ -3,3 +3,4 @@ export * from './plans.ts';
 export * from './events.ts';
 export * from './internal-auth.ts';
 export * from './api/index.ts';
+export * from './api-key.ts';

@@ -47,3 +47,17 @@ export function verifyCallerContext(
     return null;
   }
 }
+
+/** Service-to-service calls that carry no customer (the gateway asking accounts to verify a key). */
+export const INTERNAL_TOKEN_HEADER = 'x-dap-internal-token';
+
+export function internalServiceToken(secret: string): string {
+  return hmac(secret, 'dap-internal-service-call-v1');
+}
+
+export function isInternalServiceToken(secret: string, token: string | undefined): boolean {
+  if (!token) return false;
+  const expected = Buffer.from(internalServiceToken(secret));
+  const given = Buffer.from(token);
+  return expected.length === given.length && timingSafeEqual(expected, given);
+}

@@ -1,5 +1,13 @@
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
-import { newId, verifyCallerContext, INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, type CallerContext } from '@dap/contracts';
+import {
+  newId,
+  verifyCallerContext,
+  isInternalServiceToken,
+  INTERNAL_CONTEXT_HEADER,
+  INTERNAL_SIGNATURE_HEADER,
+  INTERNAL_TOKEN_HEADER,
+  type CallerContext,
+} from '@dap/contracts';
 import type { Logger } from '@dap/logger';
 import { AppError, problemOf } from './errors.ts';
 import { checkJsonShape } from './validation.ts';
@@ -147,4 +155,12 @@ export function finishApp(app: Express, logger: Logger): Express {
     sendProblem(req, res, appErr);
   });
   return app;
+}
+
+/** Guards /internal routes: only our own services, holding the internal secret, may call them. */
+export function requireInternalToken(secret: string) {
+  return (req: Request, _res: Response, next: NextFunction): void => {
+    if (!isInternalServiceToken(secret, req.header(INTERNAL_TOKEN_HEADER))) return next(new AppError('unauthorized', 'internal route'));
+    next();
+  };
 }

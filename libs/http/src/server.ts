@@ -11,7 +11,7 @@ export interface RunningServer {
 
 /** Listens and resolves with the bound URL; `close` stops accepting and waits for in-flight requests. */
 export async function listen(app: Express, host: string, port: number): Promise<RunningServer> {
-  const server = createServer({ keepAliveTimeout: 65_000, headersTimeout: 66_000, requestTimeout: 60_000 }, app);
+  const server = createServer({ keepAliveTimeout: 65_000, headersTimeout: 30_000, requestTimeout: 120_000 }, app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());

@@ -1,9 +1,12 @@
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.CountDownLatch;
 
+import de.bwaldvogel.mongo.MongoBackend;
 import de.bwaldvogel.mongo.MongoServer;
+import de.bwaldvogel.mongo.MongoVersion;
 import de.bwaldvogel.mongo.backend.h2.H2Backend;
 
 /**
@@ -13,6 +16,23 @@ import de.bwaldvogel.mongo.backend.h2.H2Backend;
  * Usage: java -cp ... MongoLauncher <host> <port> <h2-file>
  */
 public final class MongoLauncher {
+    /**
+     * mongo-java-server announces at most maxWireVersion 8, which the Node.js driver 7.x rejects
+     * ("requires at least 9 (MongoDB 4.4)"). Announce exactly that minimum: 4.4 / wire 9, so the
+     * driver connects but does not assume newer server features.
+     */
+    private static final MongoVersion ANNOUNCED_VERSION = new MongoVersion() {
+        @Override
+        public List<Integer> getVersionArray() {
+            return List.of(4, 4, 0);
+        }
+
+        @Override
+        public int getWireVersion() {
+            return 9;
+        }
+    };
+
     public static void main(String[] args) throws Exception {
         if (args.length != 3) {
             System.err.println("usage: MongoLauncher <host> <port> <h2-file>");
@@ -23,7 +43,8 @@ public final class MongoLauncher {
         Path file = Path.of(args[2]).toAbsolutePath();
         Files.createDirectories(file.getParent());
 
-        MongoServer server = new MongoServer(new H2Backend(file.toString()));
+        MongoBackend backend = new H2Backend(file.toString()).version(ANNOUNCED_VERSION);
+        MongoServer server = new MongoServer(backend);
         CountDownLatch stopped = new CountDownLatch(1);
         // Close on SIGTERM so the H2 store is flushed and not left half-written.
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {

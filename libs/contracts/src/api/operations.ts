@@ -4,7 +4,7 @@ import { listQuerySchema } from './common.ts';
 import { createSourceBody, sourceListSchema, sourceSchema } from './sources.api.ts';
 import { overviewSchema, querySchema, reportListSchema, reportSchema } from './analytics.api.ts';
 import { metricsSchema, modelListSchema, modelSchema, predictBody, predictionSchema } from './models.api.ts';
-import { createWebhookBody, webhookCreatedSchema, webhookListSchema, webhookSchema } from './webhooks.api.ts';
+import { createWebhookBody, deliveryListSchema, webhookCreatedSchema, webhookListSchema, webhookSchema, webhookTestSchema } from './webhooks.api.ts';
 
 export const SERVICES = ['sources', 'analytics', 'models', 'webhooks'] as const;
 export type ServiceName = (typeof SERVICES)[number];
@@ -46,6 +46,8 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
   { operationId: 'createWebhook', method: 'post', path: '/webhooks', service: 'webhooks', scope: 'webhooks:write', summary: 'Register a new webhook endpoint; the signing secret is returned once.', body: createWebhookBody, success: { status: 201, schema: webhookCreatedSchema }, errors: [413, 409, 422] },
   { operationId: 'getWebhook', method: 'get', path: '/webhooks/{id}', service: 'webhooks', scope: 'webhooks:read', summary: 'Get one webhook endpoint.', success: { status: 200, schema: webhookSchema }, errors: [404] },
   { operationId: 'deleteWebhook', method: 'delete', path: '/webhooks/{id}', service: 'webhooks', scope: 'webhooks:write', summary: 'Remove a webhook by identifier.', success: { status: 204, schema: null }, errors: [404] },
+  { operationId: 'listDeliveries', method: 'get', path: '/webhooks/{id}/deliveries', service: 'webhooks', scope: 'webhooks:read', summary: 'List the messages sent to a webhook endpoint, newest first, with every delivery attempt.', query: listQuerySchema, success: { status: 200, schema: deliveryListSchema }, errors: [404] },
+  { operationId: 'sendTestEvent', method: 'post', path: '/webhooks/{id}/test', service: 'webhooks', scope: 'webhooks:write', summary: 'Send a webhook.test event to this endpoint through the normal delivery path.', success: { status: 202, schema: webhookTestSchema }, errors: [404, 409] },
 ] satisfies ApiOperation[]);
 
 export interface MatchedOperation {
@@ -55,10 +57,15 @@ export interface MatchedOperation {
 
 const compiled = API_OPERATIONS.map((operation) => {
   const names: string[] = [];
-  const pattern = operation.path.replace(/\{(\w+)\}/g, (_m, name: string) => {
-    names.push(name);
-    return '([^/]+)';
-  });
+  const pattern = operation.path
+    .split(/(\{\w+\})/)
+    .map((part) => {
+      const param = /^\{(\w+)\}$/.exec(part);
+      if (!param) return part.replace(/[.*+?^$()|[\]\\]/g, '\\$&');
+      names.push(param[1]!);
+      return '([^/]+)';
+    })
+    .join('');
   return { operation, names, regex: new RegExp(`^${pattern}/?$`) };
 });
 

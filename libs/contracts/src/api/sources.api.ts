@@ -4,6 +4,8 @@ import { isoDate, listOf, safeKey } from './common.ts';
 export const SOURCE_TYPES = ['inline', 'csv'] as const;
 export const SOURCE_STATUSES = ['pending', 'syncing', 'ready', 'failed'] as const;
 export const COLUMN_TYPES = ['string', 'integer', 'number', 'boolean', 'timestamp'] as const;
+export type SourceType = (typeof SOURCE_TYPES)[number];
+export type SourceStatus = (typeof SOURCE_STATUSES)[number];
 
 export const MAX_INLINE_ROWS = 10_000;
 export const MAX_CSV_CHARS = 5_000_000;

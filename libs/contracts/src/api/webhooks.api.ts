@@ -14,14 +14,33 @@ export const eventFilterSchema = z
     { message: `must be one of ${PUBLIC_EVENT_TYPES.join(', ')}, a family wildcard like report.*, or *` },
   );
 
+/** Only http(s), and no credentials in the URL (they would be stored and shown in clear). */
+export const webhookUrlSchema = z
+  .string()
+  .max(2048)
+  .url()
+  .superRefine((value, ctx) => {
+    let u: URL;
+    try {
+      u = new URL(value);
+    } catch {
+      return; // .url() has already reported it
+    }
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') ctx.addIssue({ code: 'custom', message: 'the URL must use http or https' });
+    if (u.username || u.password) ctx.addIssue({ code: 'custom', message: 'the URL may not contain credentials' });
+    if (!u.hostname) ctx.addIssue({ code: 'custom', message: 'the URL must name a host' });
+  });
+
 export const createWebhookBody = z
   .strictObject({
-    url: z.string().url().max(2048),
+    url: webhookUrlSchema,
     events: z.array(eventFilterSchema).min(1).max(50).default(['*']),
     description: z.string().max(500).default(''),
   })
   .meta({ id: 'CreateWebhook', examples: [{ url: 'https://example.com/hooks', events: ['source.*', 'report.completed'] }] });
 export type CreateWebhookBody = z.infer<typeof createWebhookBody>;
+
+export const WEBHOOK_STATUSES = ['enabled', 'disabled'] as const;
 
 export const webhookSchema = z
   .object({
@@ -29,7 +48,8 @@ export const webhookSchema = z
     url: z.string(),
     events: z.array(z.string()),
     description: z.string(),
-    status: z.enum(['enabled', 'disabled']),
+    status: z.enum(WEBHOOK_STATUSES),
+    disabledReason: z.string().nullable().describe('why the endpoint was disabled (a 410 answer, or days of failures)'),
     createdAt: isoDate,
     updatedAt: isoDate,
   })
@@ -38,7 +58,43 @@ export type WebhookDto = z.infer<typeof webhookSchema>;
 export const webhookCreatedSchema = webhookSchema
   .extend({ secret: z.string().describe('whsec_… signing secret, shown only in this response') })
   .meta({ id: 'WebhookCreated' });
+export type WebhookCreatedDto = z.infer<typeof webhookCreatedSchema>;
 export const webhookListSchema = listOf(webhookSchema).meta({ id: 'WebhookList' });
+
+export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled'] as const;
+
+export const deliveryAttemptSchema = z
+  .object({
+    at: isoDate,
+    statusCode: z.number().int().nullable().describe('the HTTP status answered, or null when no answer came'),
+    latencyMs: z.number(),
+    error: z.string().nullable(),
+  })
+  .meta({ id: 'DeliveryAttempt' });
+
+/** One message sent (or to be sent) to one endpoint, with every attempt made so far. */
+export const deliverySchema = z
+  .object({
+    id: z.string().describe('the event id, sent as the webhook-id header on every attempt'),
+    type: z.string(),
+    status: z.enum(DELIVERY_STATUSES),
+    attempts: z.array(deliveryAttemptSchema),
+    nextAttemptAt: isoDate.nullable(),
+    createdAt: isoDate,
+    updatedAt: isoDate,
+  })
+  .meta({ id: 'Delivery' });
+export type DeliveryDto = z.infer<typeof deliverySchema>;
+export const deliveryListSchema = listOf(deliverySchema).meta({ id: 'DeliveryList' });
+
+export const webhookTestSchema = z
+  .object({
+    eventId: z.string().describe('the id of the webhook.test event; its delivery appears in the deliveries log'),
+    webhookId: z.string(),
+    type: z.literal('webhook.test'),
+  })
+  .meta({ id: 'WebhookTest' });
+export type WebhookTestDto = z.infer<typeof webhookTestSchema>;
 
 export function eventMatches(filters: readonly string[], type: string): boolean {
   return filters.some((f) => f === '*' || f === type || (f.endsWith('.*') && type.startsWith(f.slice(0, -1))));

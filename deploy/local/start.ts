@@ -1,0 +1,78 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { startServices, type DeployableName } from './supervisor.ts';
+
+/** `npm start`: runs every service against the dev stack, mints a development key and prints the URLs. */
+const root = process.cwd();
+const local = join(root, '.local');
+const dev = join(local, 'dev');
+mkdirSync(dev, { recursive: true });
+
+function readEnvFile(file: string): Record<string, string> {
+  if (!existsSync(file)) return {};
+  return Object.fromEntries(
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('='))
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  );
+}
+
+// Secrets for the local stack are generated once and kept in the git-ignored .local folder.
+const secretsFile = join(dev, 'secrets.env');
+let secrets = readEnvFile(secretsFile);
+if (!secrets.INTERNAL_SECRET || !secrets.WEBHOOK_SECRET_KEY || !secrets.SOURCE_CREDENTIALS_KEY) {
+  secrets = {
+    INTERNAL_SECRET: randomBytes(32).toString('hex'),
+    WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
+    SOURCE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
+  };
+  writeFileSync(secretsFile, Object.entries(secrets).map(([k, v]) => `${k}=${v}`).join('\n') + '\n', { mode: 0o600 });
+}
+
+const stack = readEnvFile(join(dev, 'stack.env'));
+const ports: Record<DeployableName, number> = { gateway: 8080, accounts: 8091, sources: 8092, analytics: 8093, models: 8094, webhooks: 8095 };
+const env: Record<string, string> = {
+  ...stack,
+  ...secrets,
+  LOG_LEVEL: 'info',
+  DATASET_DIR: join(dev, 'datasets'),
+  // The local stack lets webhooks reach receivers on this machine; production refuses private targets.
+  ALLOW_PRIVATE_TARGETS: 'true',
+};
+
+const services = await startServices({ root, env, ports, logDir: join(dev, 'logs') });
+const cli = execFileSync(process.execPath, ['--no-warnings', join(root, 'services/accounts/src/cli.ts'), 'ensure-dev'], {
+  env: { PATH: process.env.PATH ?? '', MONGO_URL: stack.MONGO_URL ?? '', MONGO_DB: 'dap_accounts' },
+  encoding: 'utf8',
+});
+const { apiKey, accountId } = JSON.parse(cli) as { apiKey: string; accountId: string };
+const gatewayUrl = services.urls.gateway;
+const dashboardUrl = `${gatewayUrl}/`;
+writeFileSync(join(local, 'dev.env'), `GATEWAY_URL=${gatewayUrl}\nDASHBOARD_URL=${dashboardUrl}\nAPI_KEY=${apiKey}\nACCOUNT_ID=${accountId}\n`, { mode: 0o600 });
+
+process.stdout.write(`
+  Data Analytics & Model Prediction API is running.
+
+  GATEWAY_URL=${gatewayUrl}
+  DASHBOARD_URL=${dashboardUrl}
+  API_KEY=${apiKey}
+  API docs: ${gatewayUrl}/docs
+
+  Try: curl -H "Authorization: Bearer $API_KEY" ${gatewayUrl}/v1/sources
+  (also written to .local/dev.env; logs in .local/dev/logs/; Ctrl-C stops everything)
+`);
+
+let stopping = false;
+const shutdown = async () => {
+  if (stopping) return;
+  stopping = true;
+  process.stdout.write('\nstopping services...\n');
+  await services.stop();
+  process.exit(0);
+};
+process.on('SIGINT', shutdown);
+process.on('SIGTERM', shutdown);
+setInterval(() => {}, 1 << 30);

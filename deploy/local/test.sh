@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# `npm test`: dependencies, a fresh test stack on its own ports, the type check, then every jest test.
+set -Eeuo pipefail
+ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+bash deploy/local/bootstrap.sh
+NODE=node_modules/.bin/node
+
+started_stack=0
+if ! bash deploy/local/stack.sh status test >/dev/null 2>&1; then
+  started_stack=1
+  bash deploy/local/stack.sh up test
+fi
+cleanup() { if [[ $started_stack == 1 ]]; then bash deploy/local/stack.sh down test >/dev/null 2>&1 || true; fi; }
+trap cleanup EXIT
+
+echo "[test] type check (tsc --noEmit)..."
+$NODE node_modules/typescript/bin/tsc -p tsconfig.json --noEmit
+
+echo "[test] jest..."
+$NODE --no-warnings node_modules/jest/bin/jest.js --ci "$@"

@@ -1,0 +1,141 @@
+import { z } from 'zod';
+import { API_OPERATIONS, listQuerySchema, problemSchema, type ApiOperation } from '@dap/contracts';
+
+type Json = Record<string, unknown>;
+
+/** JSON Schema (2020-12, as OpenAPI 3.1 uses) for one zod schema; named schemas become components. */
+function schemaOf(schema: z.ZodType, io: 'input' | 'output', components: Json): Json {
+  const id = z.globalRegistry.get(schema)?.id;
+  const json = z.toJSONSchema(schema, { io, target: 'draft-2020-12', unrepresentable: 'any', reused: 'inline', cycles: 'ref' }) as Json;
+  const toComponents = (v: unknown) => JSON.parse(JSON.stringify(v).replaceAll('"#/$defs/', '"#/components/schemas/')) as Json;
+  const { $schema: _drop, $defs: defs, ...rest } = json;
+  for (const [k, v] of Object.entries((defs ?? {}) as Json)) components[k] = toComponents(v);
+  const body = toComponents(rest);
+  if (!id) return body;
+  if (body.$ref !== `#/components/schemas/${id}`) components[id] = body;
+  return { $ref: `#/components/schemas/${id}` };
+}
+
+const problemResponse = (description: string) => ({
+  description,
+  content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+});
+
+const rateHeaders = {
+  'X-Request-Id': { description: 'The request id, also in logs and error bodies.', schema: { type: 'string' } },
+  RateLimit: { description: 'IETF draft RateLimit: remaining requests (r) and seconds to reset (t).', schema: { type: 'string' } },
+  'RateLimit-Policy': { description: 'IETF draft RateLimit-Policy: quota (q) per window seconds (w).', schema: { type: 'string' } },
+  'X-RateLimit-Limit': { description: 'Requests allowed per minute on the plan.', schema: { type: 'integer' } },
+  'X-RateLimit-Remaining': { description: 'Requests left in the current sliding window.', schema: { type: 'integer' } },
+  'X-RateLimit-Reset': { description: 'Unix time (seconds) when a request slot frees up.', schema: { type: 'integer' } },
+};
+
+const COMMON_ERRORS: Record<number, string> = {
+  400: 'The request is malformed or fails validation.',
+  401: 'The API key is missing or invalid.',
+  403: 'The API key lacks the scope for this operation.',
+  429: 'The plan rate limit is exceeded; see Retry-After.',
+  500: 'An unexpected error occurred.',
+};
+const EXTRA_ERRORS: Record<number, string> = {
+  404: 'The resource does not exist (or belongs to another account).',
+  409: 'The request conflicts with the resource state.',
+  413: 'The request body is too large.',
+  422: 'The Idempotency-Key was reused with a different body.',
+};
+
+function parametersOf(op: ApiOperation, components: Json): Json[] {
+  const params: Json[] = [];
+  for (const m of op.path.matchAll(/\{(\w+)\}/g)) {
+    params.push({ name: m[1], in: 'path', required: true, schema: { type: 'string' }, description: 'Resource identifier.' });
+  }
+  if (op.query === listQuerySchema) {
+    const q = schemaOf(listQuerySchema, 'input', components) as { properties?: Record<string, Json> };
+    for (const [name, schema] of Object.entries(q.properties ?? {})) params.push({ name, in: 'query', required: false, schema });
+  }
+  return params;
+}
+
+/** The OpenAPI 3.1 document, generated from the same operation table and zod schemas that validate. */
+export function buildOpenApi(serverUrl: string): Json {
+  const components: Json = {};
+  schemaOf(problemSchema, 'output', components);
+  const paths: Record<string, Json> = {};
+  for (const op of API_OPERATIONS) {
+    const responses: Json = {};
+    const success = op.success;
+    const okBody = success.schema
+      ? { content: { 'application/json': { schema: schemaOf(success.schema, 'output', components) } } }
+      : {};
+    responses[String(success.status)] = {
+      description: success.status === 204 ? 'Done; no content.' : 'Success.',
+      headers: { ...rateHeaders, ...(success.status === 201 || success.status === 202 ? { Location: { schema: { type: 'string' } } } : {}) },
+      ...okBody,
+    };
+    if (success.alt) {
+      responses[String(success.alt.status)] = {
+        description: 'Accepted; the work finishes in the background. Poll the Location.',
+        headers: { ...rateHeaders, Location: { schema: { type: 'string' } } },
+        content: { 'application/json': { schema: schemaOf(success.alt.schema, 'output', components) } },
+      };
+    }
+    for (const [status, description] of Object.entries(COMMON_ERRORS)) responses[status] = problemResponse(description);
+    for (const status of op.errors) responses[String(status)] = problemResponse(EXTRA_ERRORS[status] ?? 'Error.');
+    const operation: Json = {
+      operationId: op.operationId,
+      summary: op.summary,
+      tags: [op.service],
+      'x-required-scope': op.scope,
+      security: [{ bearerAuth: [op.scope] }],
+      parameters: parametersOf(op, components),
+      responses,
+    };
+    if (op.body) {
+      operation.requestBody = { required: true, content: { 'application/json': { schema: schemaOf(op.body, 'input', components) } } };
+      (operation.parameters as Json[]).push({
+        name: 'Idempotency-Key',
+        in: 'header',
+        required: false,
+        schema: { type: 'string', maxLength: 255 },
+        description: 'Replays the first response for the same key and body within 24 h.',
+      });
+    }
+    paths[op.path] = { ...(paths[op.path] ?? {}), [op.method]: operation };
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Data Analytics and Model Prediction API',
+      version: '1.0.0',
+      description:
+        'Connect data sources, run analytics queries that produce reports, run predictions on models and receive signed webhooks. Every request carries `Authorization: Bearer <API_KEY>`; API keys are created in the dashboard under Settings > API Keys. Rate limits are per account and per minute: Starter 100, Professional 1,000, Enterprise 10,000. Errors are RFC 9457 problem documents.',
+    },
+    servers: [{ url: `${serverUrl}/v1` }],
+    security: [{ bearerAuth: [] }],
+    paths,
+    components: {
+      schemas: components,
+      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key from Settings > API Keys.' } },
+    },
+  };
+}
+
+/** A readable, dependency-free reference page rendered from the document. */
+export function docsPage(doc: Json): string {
+  const esc = (s: unknown) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+  const info = doc.info as { title: string; description: string; version: string };
+  const rows: string[] = [];
+  for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, Json>>)) {
+    for (const [method, op] of Object.entries(methods)) {
+      const statuses = Object.keys(op.responses as Json).join(', ');
+      rows.push(
+        `<section><h3><span class="m ${method}">${method.toUpperCase()}</span> <code>/v1${esc(path)}</code></h3><p>${esc(op.summary)}</p><p class="meta">Scope <code>${esc(op['x-required-scope'])}</code> · responses ${esc(statuses)}</p>${
+          op.requestBody ? `<details><summary>Request body schema</summary><pre>${esc(JSON.stringify(op.requestBody, null, 2))}</pre></details>` : ''
+        }</section>`,
+      );
+    }
+  }
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${esc(info.title)} — API reference</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:960px;margin:0 auto;padding:1.5rem;color:#1a1a2e}h1{font-size:1.6rem}section{border-top:1px solid #ddd;padding:.5rem 0}code{background:#f3f3f7;padding:0 .25rem;border-radius:4px}.m{display:inline-block;min-width:4.5rem;text-align:center;border-radius:4px;color:#fff;font-size:.8rem;padding:.1rem .4rem}.get{background:#1f6feb}.post{background:#1a7f37}.delete{background:#cf222e}.meta{color:#555;font-size:.9rem}pre{overflow:auto;background:#f6f8fa;padding:.75rem;border-radius:6px;font-size:.8rem}</style></head>
+<body><h1>${esc(info.title)} <small>v${esc(info.version)}</small></h1><p>${esc(info.description)}</p><p>Machine-readable: <a href="/v1/openapi.json">/v1/openapi.json</a> (OpenAPI 3.1).</p>${rows.join('\n')}</body></html>`;
+}

@@ -1,0 +1,99 @@
+import type { Redis } from '@dap/redis';
+
+export interface LimitDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Milliseconds until the oldest counted request leaves the window (when a slot frees up). */
+  resetMs: number;
+  source: 'redis' | 'fallback';
+}
+
+export interface Limiter {
+  check(accountId: string, limit: number): Promise<LimitDecision>;
+}
+
+/**
+ * An exact sliding window: a sorted set of admitted request times per account, trimmed and checked in one
+ * atomic script that reads the Redis server's clock, so no 60-s window ever admits more than the limit,
+ * however many gateway instances share it.
+ */
+const SCRIPT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local limit = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local count = redis.call('ZCARD', KEYS[1])
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local reset = window
+if oldest[2] then reset = tonumber(oldest[2]) + window - now end
+if count < limit then
+  local seq = redis.call('INCR', KEYS[2])
+  redis.call('PEXPIRE', KEYS[2], window)
+  redis.call('ZADD', KEYS[1], now, now .. ':' .. seq)
+  redis.call('PEXPIRE', KEYS[1], window)
+  return {1, limit - count - 1, reset}
+end
+return {0, 0, reset}
+`;
+
+export class SlidingWindowLimiter implements Limiter {
+  private readonly redis: Redis;
+  private readonly windowMs: number;
+
+  constructor(redis: Redis, windowMs: number) {
+    this.redis = redis;
+    this.windowMs = windowMs;
+    redis.defineCommand('dapSlidingWindow', { numberOfKeys: 2, lua: SCRIPT });
+  }
+
+  async check(accountId: string, limit: number): Promise<LimitDecision> {
+    const key = `rl:{${accountId}}`;
+    const run = (this.redis as unknown as { dapSlidingWindow(k1: string, k2: string, limit: number, window: number): Promise<[number, number, number]> })
+      .dapSlidingWindow;
+    const [allowed, remaining, resetMs] = await run.call(this.redis, key, `${key}:seq`, limit, this.windowMs);
+    return { allowed: allowed === 1, limit, remaining, resetMs, source: 'redis' };
+  }
+}
+
+/** Per-instance sliding window used only while Redis is unreachable (fail open, but not unlimited). */
+export class InMemoryLimiter implements Limiter {
+  private readonly windowMs: number;
+  private readonly hits = new Map<string, number[]>();
+
+  constructor(windowMs: number) {
+    this.windowMs = windowMs;
+  }
+
+  async check(accountId: string, limit: number, now = Date.now()): Promise<LimitDecision> {
+    const times = (this.hits.get(accountId) ?? []).filter((t) => t > now - this.windowMs);
+    const allowed = times.length < limit;
+    if (allowed) times.push(now);
+    this.hits.set(accountId, times);
+    const resetMs = times.length ? times[0]! + this.windowMs - now : this.windowMs;
+    return { allowed, limit, remaining: Math.max(0, limit - times.length), resetMs, source: 'fallback' };
+  }
+}
+
+/** Redis first; on any Redis error the fallback decides, and the caller is told so it can log and count. */
+export class FailOpenLimiter implements Limiter {
+  private readonly primary: Limiter;
+  private readonly fallback: Limiter;
+  private readonly onFallback: (err: unknown) => void;
+
+  constructor(primary: Limiter, fallback: Limiter, onFallback: (err: unknown) => void) {
+    this.primary = primary;
+    this.fallback = fallback;
+    this.onFallback = onFallback;
+  }
+
+  async check(accountId: string, limit: number): Promise<LimitDecision> {
+    try {
+      return await this.primary.check(accountId, limit);
+    } catch (err) {
+      this.onFallback(err);
+      return this.fallback.check(accountId, limit);
+    }
+  }
+}

@@ -1,0 +1,188 @@
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, verifyCallerContext } from '@dap/contracts';
+import { createLogger } from '@dap/logger';
+import { http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
+import { startAccounts } from '../../services/accounts/src/index.ts';
+import { loadAccountsConfig } from '../../services/accounts/src/config.ts';
+import { startGateway } from '../src/index.ts';
+import { loadGatewayConfig } from '../src/config.ts';
+
+/** A real upstream that records what the gateway forwarded, standing in for all four services. */
+async function startEchoUpstream() {
+  const seen: { method: string; url: string; headers: IncomingHttpHeaders }[] = [];
+  const server: Server = createServer((req, res) => {
+    seen.push({ method: req.method!, url: req.url!, headers: req.headers });
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: [], hasMore: false, nextCursor: null })));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+const logger = createLogger({ name: 'test', level: 'silent' });
+const suffix = uniqueSuffix();
+const stack = stackEnv();
+const common = { ...stack, KAFKA_TOPIC_PREFIX: `t${suffix}.`, INTERNAL_SECRET: TEST_INTERNAL_SECRET, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'silent' };
+
+let accounts: Awaited<ReturnType<typeof startAccounts>>;
+let upstream: Awaited<ReturnType<typeof startEchoUpstream>>;
+const gateways: Awaited<ReturnType<typeof startGateway>>[] = [];
+
+function gatewayConfig(overrides: Record<string, string> = {}) {
+  return loadGatewayConfig({
+    ...common,
+    ACCOUNTS_URL: accounts.url,
+    SOURCES_URL: upstream.url,
+    ANALYTICS_URL: upstream.url,
+    MODELS_URL: upstream.url,
+    WEBHOOKS_URL: upstream.url,
+    ...overrides,
+  });
+}
+
+async function newAccount(plan: 'starter' | 'professional' = 'starter') {
+  const account = await accounts.accounts.createAccount({ name: `acme-${plan}`, plan });
+  const { secret, key } = await accounts.accounts.createKey(account._id, { name: 'all' });
+  return { accountId: account._id, secret, keyId: key._id };
+}
+
+beforeAll(async () => {
+  upstream = await startEchoUpstream();
+  accounts = await startAccounts(loadAccountsConfig({ ...common, MONGO_DB: `acc_${suffix}` }), { logger });
+  gateways.push(await startGateway(gatewayConfig(), { logger }));
+  gateways.push(await startGateway(gatewayConfig(), { logger }));
+});
+
+afterAll(async () => {
+  for (const g of gateways) await g.stop();
+  await accounts?.stop();
+  await upstream?.close();
+});
+
+const auth = (secret: string) => ({ authorization: `Bearer ${secret}` });
+
+describe('gateway authentication', () => {
+  it('answers 401 with WWW-Authenticate and a problem body when the key is missing', async () => {
+    const res = await http('GET', `${gateways[0]!.url}/v1/sources`);
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    expect(res.headers.get('content-type')).toMatch(/application\/problem\+json/);
+    expect(res.body).toMatchObject({ status: 401, code: 'unauthorized', title: 'Unauthorized', instance: '/v1/sources' });
+    expect(res.body.requestId).toBe(res.headers.get('x-request-id'));
+    expect(upstream.seen).toHaveLength(0);
+  });
+
+  it.each([
+    ['a malformed header', 'Basic abc'],
+    ['a malformed key', 'Bearer not-a-key'],
+    ['an unknown but well-formed key', 'Bearer dap_sk_000000000000000000000000000000000000'],
+  ])('answers 401 for %s', async (_what, header) => {
+    const res = await http('GET', `${gateways[0]!.url}/v1/sources`, { headers: { authorization: header } });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/);
+  });
+
+  it('proxies a valid key with a signed caller context and without the client credentials', async () => {
+    const { accountId, secret, keyId } = await newAccount();
+    const res = await http('GET', `${gateways[0]!.url}/v1/sources?limit=5`, { headers: { ...auth(secret), 'x-request-id': 'req-from-client-1', [INTERNAL_CONTEXT_HEADER]: 'forged' } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-request-id')).toBe('req-from-client-1');
+    const forwarded = upstream.seen.at(-1)!;
+    expect(forwarded.url).toBe('/v1/sources?limit=5');
+    expect(forwarded.headers.authorization).toBeUndefined();
+    const caller = verifyCallerContext(TEST_INTERNAL_SECRET, forwarded.headers[INTERNAL_CONTEXT_HEADER] as string, forwarded.headers[INTERNAL_SIGNATURE_HEADER] as string);
+    expect(caller).toMatchObject({ accountId, keyId, plan: 'starter', requestId: 'req-from-client-1' });
+    expect(JSON.stringify(forwarded.headers)).not.toContain(secret);
+  });
+
+  it('answers 403 when the key lacks the scope, 404 for unknown paths and 405 for a wrong method', async () => {
+    const { accountId } = await newAccount();
+    const { secret } = await accounts.accounts.createKey(accountId, { name: 'read-only', scopes: ['sources:read'] });
+    expect((await http('GET', `${gateways[0]!.url}/v1/sources`, { headers: auth(secret) })).status).toBe(200);
+    const forbidden = await http('POST', `${gateways[0]!.url}/v1/webhooks`, { headers: auth(secret), body: { url: 'https://example.com' } });
+    expect(forbidden.status).toBe(403);
+    expect(forbidden.body.detail).toContain('webhooks:write');
+    const missing = await http('GET', `${gateways[0]!.url}/v1/nothing-here`, { headers: auth(secret) });
+    expect(missing.status).toBe(404);
+    expect(missing.body.code).toBe('not_found');
+    expect((await http('PUT', `${gateways[0]!.url}/v1/sources`, { headers: auth(secret), body: {} })).status).toBe(405);
+  });
+
+  it('refuses an expired key and a revoked key on every instance within 2 s', async () => {
+    const { accountId, secret, keyId } = await newAccount();
+    const expiring = await accounts.accounts.createKey(accountId, { name: 'short', expiresAt: new Date(Date.now() + 1_500) });
+    for (const g of gateways) {
+      expect((await http('GET', `${g.url}/v1/sources`, { headers: auth(secret) })).status).toBe(200);
+      expect((await http('GET', `${g.url}/v1/sources`, { headers: auth(expiring.secret) })).status).toBe(200);
+    }
+    await accounts.accounts.revokeKey(accountId, keyId);
+    const revokedAt = Date.now();
+    for (const g of gateways) {
+      await waitFor(async () => (await http('GET', `${g.url}/v1/sources`, { headers: auth(secret) })).status === 401, { timeoutMs: 2_000, intervalMs: 50, what: 'revocation' });
+    }
+    expect(Date.now() - revokedAt).toBeLessThan(2_000);
+    await new Promise((r) => setTimeout(r, 1_600));
+    const expired = await http('GET', `${gateways[1]!.url}/v1/sources`, { headers: auth(expiring.secret) });
+    expect(expired.status).toBe(401);
+    expect(expired.body.detail).toMatch(/expired/);
+  });
+});
+
+describe('gateway rate limit', () => {
+  it('admits exactly the plan limit per account across two instances and keys, then 429 with Retry-After', async () => {
+    const { accountId, secret } = await newAccount('starter');
+    const second = await accounts.accounts.createKey(accountId, { name: 'second' });
+    const statuses: number[] = [];
+    let last: Awaited<ReturnType<typeof http>> | undefined;
+    for (let i = 0; i < 100; i += 10) {
+      const batch = await Promise.all(
+        Array.from({ length: 10 }, (_, j) => http('GET', `${gateways[j % 2]!.url}/v1/models`, { headers: auth(j % 3 === 0 ? second.secret : secret) })),
+      );
+      statuses.push(...batch.map((r) => r.status));
+      last = batch.at(-1);
+    }
+    expect(statuses.filter((s) => s === 200)).toHaveLength(100);
+    expect(last!.headers.get('x-ratelimit-limit')).toBe('100');
+    expect(last!.headers.get('ratelimit-policy')).toBe('"per-account";q=100;w=60');
+    expect(last!.headers.get('ratelimit')).toMatch(/^"per-account";r=\d+;t=\d+$/);
+    const over = await http('GET', `${gateways[1]!.url}/v1/models`, { headers: auth(secret) });
+    expect(over.status).toBe(429);
+    expect(Number(over.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(Number(over.headers.get('retry-after'))).toBeLessThanOrEqual(60);
+    expect(over.headers.get('x-ratelimit-remaining')).toBe('0');
+    expect(over.body).toMatchObject({ status: 429, code: 'quota_exceeded', type: expect.stringContaining('quota-exceeded') });
+    // Another account is not affected.
+    const other = await newAccount('starter');
+    expect((await http('GET', `${gateways[0]!.url}/v1/models`, { headers: auth(other.secret) })).status).toBe(200);
+  });
+
+  it('fails open to the per-instance fallback limit when Redis is unreachable, never a 5xx', async () => {
+    const g = await startGateway(gatewayConfig({ REDIS_URL: 'redis://127.0.0.1:1' }), { logger });
+    try {
+      const { secret } = await newAccount('starter');
+      const statuses: number[] = [];
+      for (let i = 0; i < 105; i++) statuses.push((await http('GET', `${g.url}/v1/models`, { headers: auth(secret) })).status);
+      expect(statuses.filter((s) => s >= 500)).toHaveLength(0);
+      expect(statuses.filter((s) => s === 200)).toHaveLength(100);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(5);
+      expect(g.stats.limiterFallbacks).toBeGreaterThanOrEqual(105);
+    } finally {
+      await g.stop();
+    }
+  });
+});
+
+describe('gateway documents', () => {
+  it('serves the OpenAPI 3.1 document and a docs page without a key', async () => {
+    const doc = await http('GET', `${gateways[0]!.url}/v1/openapi.json`);
+    expect(doc.status).toBe(200);
+    expect(doc.body.openapi).toBe('3.1.0');
+    for (const p of ['/sources', '/sources/{id}', '/analytics/overview', '/analytics/reports/{id}', '/analytics/query', '/models', '/models/{id}/predict', '/models/{id}/metrics', '/webhooks', '/webhooks/{id}']) {
+      expect(doc.body.paths[p]).toBeDefined();
+    }
+    const page = await http('GET', `${gateways[0]!.url}/docs`);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('/v1/analytics/query');
+  });
+});

@@ -1,0 +1,88 @@
+import { parseArgs } from 'node:util';
+import { planSchema, scopeSchema, SCOPES } from '@dap/contracts';
+import { loadConfig, mongoConfig } from '@dap/config';
+import { z } from 'zod';
+import { openAccountsDomain } from './index.ts';
+
+/**
+ * Operator CLI: accounts and keys without the dashboard. It writes to the accounts database; the running
+ * accounts service relays the events it records (so a revocation still reaches every gateway).
+ *
+ *   npm run cli -- create-account --name Acme --plan starter [--email ops@acme.test]
+ *   npm run cli -- create-key --account acct_… --name ci [--scopes sources:read,models:read] [--expires 2027-01-01T00:00:00Z]
+ *   npm run cli -- revoke-key --account acct_… --key key_…
+ *   npm run cli -- set-plan --account acct_… --plan professional
+ *   npm run cli -- ensure-dev --email dev@localhost   (reuses the dev account, always makes a fresh key)
+ *   npm run cli -- check-key           (reads the key from the DAP_API_KEY environment variable; exits 1 if it is not valid)
+ */
+const { positionals, values } = parseArgs({
+  allowPositionals: true,
+  options: {
+    name: { type: 'string' },
+    plan: { type: 'string' },
+    email: { type: 'string' },
+    account: { type: 'string' },
+    key: { type: 'string' },
+    scopes: { type: 'string' },
+    expires: { type: 'string' },
+  },
+});
+
+const config = loadConfig({ ...mongoConfig, MONGO_DB: z.string().default('dap_accounts'), DAP_API_KEY: z.string().optional() });
+const domain = await openAccountsDomain(config);
+const out = (v: unknown) => process.stdout.write(`${JSON.stringify(v, null, 2)}\n`);
+const need = (v: string | undefined, flag: string): string => {
+  if (!v) throw new Error(`--${flag} is required`);
+  return v;
+};
+const scopes = () => (values.scopes ? values.scopes.split(',').map((s) => scopeSchema.parse(s.trim())) : [...SCOPES]);
+
+try {
+  switch (positionals[0]) {
+    case 'create-account': {
+      const account = await domain.accounts.createAccount({ name: need(values.name, 'name'), plan: planSchema.parse(values.plan ?? 'starter'), email: values.email ?? null });
+      const { secret, key } = await domain.accounts.createKey(account._id, { name: 'default', scopes: scopes() });
+      out({ accountId: account._id, plan: account.plan, keyId: key._id, apiKey: secret });
+      break;
+    }
+    case 'create-key': {
+      const { secret, key } = await domain.accounts.createKey(need(values.account, 'account'), {
+        name: values.name ?? 'cli',
+        scopes: scopes(),
+        expiresAt: values.expires ? new Date(values.expires) : null,
+      });
+      out({ keyId: key._id, scopes: key.scopes, expiresAt: key.expiresAt, apiKey: secret });
+      break;
+    }
+    case 'revoke-key': {
+      const key = await domain.accounts.revokeKey(need(values.account, 'account'), need(values.key, 'key'));
+      out({ keyId: key._id, revokedAt: key.revokedAt });
+      break;
+    }
+    case 'set-plan': {
+      const account = await domain.accounts.changePlan(need(values.account, 'account'), planSchema.parse(values.plan));
+      out({ accountId: account._id, plan: account.plan });
+      break;
+    }
+    case 'ensure-dev': {
+      const email = values.email ?? 'dev@localhost';
+      const account = (await domain.accounts.findAccountByEmail(email)) ?? (await domain.accounts.createAccount({ name: 'Development', plan: 'starter', email }));
+      const { secret, key } = await domain.accounts.createKey(account._id, { name: `dev ${new Date().toISOString()}` });
+      out({ accountId: account._id, plan: account.plan, keyId: key._id, apiKey: secret });
+      break;
+    }
+    case 'check-key': {
+      const outcome = await domain.accounts.verifySecret(config.DAP_API_KEY ?? '');
+      out(outcome.ok ? { ok: true, accountId: outcome.key.accountId } : outcome);
+      process.exitCode = outcome.ok ? 0 : 1;
+      break;
+    }
+    default:
+      throw new Error(`unknown command ${positionals[0] ?? '(none)'}; see the header of services/accounts/src/cli.ts`);
+  }
+} catch (err) {
+  process.stderr.write(`error: ${(err as Error).message}\n`);
+  process.exitCode = 2;
+} finally {
+  await domain.mongo.close();
+}

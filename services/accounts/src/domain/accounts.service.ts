@@ -1,0 +1,106 @@
+import { generateApiKey, hashApiKey, isWellFormedApiKey, keyHint, makeEvent, newId, type Plan, type Scope, SCOPES } from '@dap/contracts';
+import { AppError, notFound } from '@dap/http';
+import type { AccountDoc, AccountRepository } from '../persistence/account.repository.ts';
+import type { ApiKeyDoc, ApiKeyRepository } from '../persistence/api-key.repository.ts';
+
+export interface VerifiedKey {
+  keyId: string;
+  accountId: string;
+  plan: Plan;
+  scopes: Scope[];
+  expiresAt: string | null;
+}
+
+export type VerifyOutcome = { ok: true; key: VerifiedKey } | { ok: false; reason: 'unknown' | 'revoked' | 'expired' };
+
+/** Only touch lastUsedAt once a minute per key, so verification stays a read. */
+const TOUCH_EVERY_MS = 60_000;
+
+export class AccountsService {
+  private readonly accounts: AccountRepository;
+  private readonly keys: ApiKeyRepository;
+
+  constructor(accounts: AccountRepository, keys: ApiKeyRepository) {
+    this.accounts = accounts;
+    this.keys = keys;
+  }
+
+  async createAccount(input: { name: string; plan: Plan; email?: string | null }): Promise<AccountDoc> {
+    const id = newId('acct');
+    const now = new Date();
+    return this.accounts.coll.insert(id, { _id: id, name: input.name, ...(input.email ? { email: input.email } : {}), plan: input.plan, createdAt: now, updatedAt: now });
+  }
+
+  async getAccount(accountId: string): Promise<AccountDoc> {
+    const account = await this.accounts.get(accountId);
+    if (!account) throw notFound('account');
+    return account;
+  }
+
+  findAccountByEmail(email: string) {
+    return this.accounts.findByEmail(email);
+  }
+
+  async changePlan(accountId: string, plan: Plan): Promise<AccountDoc> {
+    const event = makeEvent('account.plan_changed', { accountId, subject: accountId, data: { plan } });
+    const updated = await this.accounts.coll.update(accountId, accountId, { plan, updatedAt: new Date() }, [event]);
+    if (!updated) throw notFound('account');
+    return updated;
+  }
+
+  /** Creates a key; the returned secret is the only copy that will ever exist. */
+  async createKey(accountId: string, input: { name: string; scopes?: Scope[]; expiresAt?: Date | null }): Promise<{ secret: string; key: ApiKeyDoc }> {
+    await this.getAccount(accountId);
+    if (input.expiresAt && input.expiresAt.getTime() <= Date.now()) throw new AppError('validation_failed', 'expiresAt must be in the future');
+    const secret = generateApiKey();
+    const id = newId('key');
+    const event = makeEvent('apikey.created', { accountId, subject: id, data: { keyId: id } });
+    const key = await this.keys.coll.insert(
+      accountId,
+      {
+        _id: id,
+        name: input.name,
+        hash: hashApiKey(secret),
+        hint: keyHint(secret),
+        scopes: input.scopes ?? [...SCOPES],
+        createdAt: new Date(),
+        lastUsedAt: null,
+        expiresAt: input.expiresAt ?? null,
+        revokedAt: null,
+      },
+      [event],
+    );
+    return { secret, key };
+  }
+
+  async revokeKey(accountId: string, keyId: string): Promise<ApiKeyDoc> {
+    const event = makeEvent('apikey.revoked', { accountId, subject: keyId, data: { keyId } });
+    const updated = await this.keys.coll.update(accountId, keyId, { revokedAt: new Date() }, [event], { revokedAt: null });
+    if (!updated) {
+      const existing = await this.keys.coll.findById(accountId, keyId);
+      if (!existing) throw notFound('API key');
+      return existing; // already revoked: idempotent
+    }
+    return updated;
+  }
+
+  /** Verifies a key by its hash (the gateway never sends the key itself). */
+  async verifyHash(hash: string, now = new Date()): Promise<VerifyOutcome> {
+    const key = await this.keys.findByHash(hash);
+    if (!key) return { ok: false, reason: 'unknown' };
+    if (key.revokedAt) return { ok: false, reason: 'revoked' };
+    if (key.expiresAt && key.expiresAt.getTime() <= now.getTime()) return { ok: false, reason: 'expired' };
+    const account = await this.accounts.get(key.accountId);
+    if (!account) return { ok: false, reason: 'unknown' };
+    if (!key.lastUsedAt || now.getTime() - key.lastUsedAt.getTime() > TOUCH_EVERY_MS) await this.keys.touch(key.accountId, key._id, now);
+    return {
+      ok: true,
+      key: { keyId: key._id, accountId: key.accountId, plan: account.plan, scopes: key.scopes, expiresAt: key.expiresAt?.toISOString() ?? null },
+    };
+  }
+
+  async verifySecret(secret: string): Promise<VerifyOutcome> {
+    if (!isWellFormedApiKey(secret)) return { ok: false, reason: 'unknown' };
+    return this.verifyHash(hashApiKey(secret));
+  }
+}

@@ -1,0 +1,61 @@
+import { kafkaSettingsOf } from '@dap/config';
+import { listen } from '@dap/http';
+import { connectEventing } from '@dap/kafka';
+import { createLogger, type Logger } from '@dap/logger';
+import { connectMongo, OutboxRelay, type MongoHandle } from '@dap/mongo';
+import { createApp } from './app.ts';
+import type { AccountsConfig } from './config.ts';
+import { AccountsService } from './domain/accounts.service.ts';
+import { AccountRepository } from './persistence/account.repository.ts';
+import { ApiKeyRepository } from './persistence/api-key.repository.ts';
+
+export interface AccountsDomain {
+  mongo: MongoHandle;
+  accounts: AccountsService;
+  accountRepo: AccountRepository;
+  keyRepo: ApiKeyRepository;
+}
+
+/** The domain on its database alone; the CLI uses it, and the service's relay publishes what it writes. */
+export async function openAccountsDomain(config: Pick<AccountsConfig, 'MONGO_URL' | 'MONGO_DB'>, onEvents: () => void = () => {}): Promise<AccountsDomain> {
+  const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB);
+  const accountRepo = new AccountRepository(mongo.db, onEvents);
+  const keyRepo = new ApiKeyRepository(mongo.db, onEvents);
+  await Promise.all([accountRepo.init(), keyRepo.init()]);
+  return { mongo, accounts: new AccountsService(accountRepo, keyRepo), accountRepo, keyRepo };
+}
+
+export async function startAccounts(config: AccountsConfig, deps: { logger?: Logger } = {}) {
+  const logger = deps.logger ?? createLogger({ name: 'accounts', level: config.LOG_LEVEL });
+  const eventing = await connectEventing(kafkaSettingsOf(config), logger);
+  let relay: OutboxRelay | null = null;
+  const domain = await openAccountsDomain(config, () => relay?.kick());
+  relay = new OutboxRelay({
+    collections: [domain.accountRepo.coll.raw, domain.keyRepo.coll.raw],
+    publisher: eventing.producer,
+    logger,
+    intervalMs: 250, // the CLI writes events from another process; poll often so revocations travel fast
+  });
+  relay.start();
+  const app = createApp({
+    logger,
+    accounts: domain.accounts,
+    internalSecret: config.INTERNAL_SECRET,
+    bodyLimitBytes: config.BODY_LIMIT_BYTES,
+    ready: domain.mongo.ping,
+  });
+  const server = await listen(app, config.HOST, config.PORT);
+  logger.info({ url: server.url }, 'accounts listening');
+  return {
+    ...domain,
+    url: server.url,
+    port: server.port,
+    relay,
+    async stop() {
+      await server.close();
+      await relay?.stop();
+      await eventing.close();
+      await domain.mongo.close();
+    },
+  };
+}

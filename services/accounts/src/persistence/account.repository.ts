@@ -1,0 +1,35 @@
+import type { Db } from 'mongodb';
+import { TenantCollection, type TenantDoc } from '@dap/mongo';
+import type { Plan } from '@dap/contracts';
+
+export interface AccountDoc extends TenantDoc {
+  name: string;
+  /** Absent rather than null, so the sparse unique index ignores accounts without one. */
+  email?: string;
+  plan: Plan;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** An account is its own tenant: `_id` and `accountId` are the same id. */
+export class AccountRepository {
+  readonly coll: TenantCollection<AccountDoc>;
+
+  constructor(db: Db, onEvents: () => void) {
+    this.coll = new TenantCollection<AccountDoc>(db, 'accounts', onEvents);
+  }
+
+  async init(): Promise<void> {
+    // Sparse (not partial): the wire-compatible local server supports only sparse unique indexes.
+    await this.coll.raw.createIndex({ email: 1 }, { unique: true, sparse: true });
+  }
+
+  get(accountId: string) {
+    return this.coll.findById(accountId, accountId);
+  }
+
+  /** Operator lookup by e-mail (CLI); not reachable from the public API. */
+  async findByEmail(email: string): Promise<AccountDoc | null> {
+    return (await this.coll.raw.findOne({ email, deletedAt: null })) as AccountDoc | null;
+  }
+}
