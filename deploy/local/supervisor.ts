@@ -59,6 +59,8 @@ export async function startServices(opts: {
   env: Record<string, string>;
   ports: Record<DeployableName, number>;
   logDir: string;
+  /** Each service gets its own database, `<prefix><service>` (default `dap_<service>`). */
+  mongoDbPrefix?: string;
   nodeBin?: string;
   timeoutMs?: number;
 }): Promise<Supervised> {
@@ -69,7 +71,12 @@ export async function startServices(opts: {
 
   const launch = async (d: (typeof DEPLOYABLES)[number]) => {
     const log = createWriteStream(join(opts.logDir, `${d.name}.log`), { flags: 'a' });
-    const env: Record<string, string> = { ...opts.env, HOST: '127.0.0.1', PORT: String(opts.ports[d.name]) };
+    const env: Record<string, string> = {
+      ...opts.env,
+      HOST: '127.0.0.1',
+      PORT: String(opts.ports[d.name]),
+      MONGO_DB: `${opts.mongoDbPrefix ?? 'dap_'}${d.name}`,
+    };
     for (const other of DEPLOYABLES) env[other.urlEnv] = urls[other.name];
     const child = spawn(nodeBin, ['--no-warnings', '--enable-source-maps', join(opts.root, d.entry)], {
       cwd: opts.root,

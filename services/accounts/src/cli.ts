@@ -81,7 +81,8 @@ try {
       throw new Error(`unknown command ${positionals[0] ?? '(none)'}; see the header of services/accounts/src/cli.ts`);
   }
 } catch (err) {
-  process.stderr.write(`error: ${(err as Error).message}\n`);
+  const message = err instanceof z.ZodError ? err.issues.map((i) => i.message).join('; ') : (err as Error).message;
+  process.stderr.write(`error: ${message}\n`);
   process.exitCode = 2;
 } finally {
   await domain.mongo.close();

@@ -82,7 +82,10 @@ export const reportSchema = z
   })
   .meta({ id: 'Report' });
 export type ReportDto = z.infer<typeof reportSchema>;
-export const reportListSchema = listOf(reportSchema).meta({ id: 'ReportList' });
+/** A list carries reports without their rows (up to MAX_RESULT_ROWS each); GET the report for them. */
+export const reportSummarySchema = reportSchema.omit({ rows: true }).meta({ id: 'ReportSummary' });
+export type ReportSummaryDto = z.infer<typeof reportSummarySchema>;
+export const reportListSchema = listOf(reportSummarySchema).meta({ id: 'ReportList' });
 
 export const overviewSchema = z
   .object({
@@ -99,3 +102,9 @@ export const overviewSchema = z
   })
   .meta({ id: 'AnalyticsOverview' });
 export type OverviewDto = z.infer<typeof overviewSchema>;
+
+/** GET /analytics/reports/{id}/export.csv answers `text/csv`: RFC 4180, a header row of column names, CRLF lines. */
+export const REPORT_CSV_MEDIA_TYPE = 'text/csv';
+export const reportCsvSchema = z
+  .string()
+  .meta({ id: 'ReportCsv', description: 'The report rows as CSV (text/csv; charset=utf-8): a header row of column names, then one line per row.' });

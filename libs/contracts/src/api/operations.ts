@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Scope } from '../plans.ts';
 import { listQuerySchema } from './common.ts';
 import { createSourceBody, sourceListSchema, sourceSchema } from './sources.api.ts';
-import { overviewSchema, querySchema, reportListSchema, reportSchema } from './analytics.api.ts';
+import { overviewSchema, querySchema, reportCsvSchema, reportListSchema, reportSchema } from './analytics.api.ts';
 import { metricsSchema, modelListSchema, modelSchema, predictBody, predictionSchema } from './models.api.ts';
 import { createWebhookBody, deliveryListSchema, webhookCreatedSchema, webhookListSchema, webhookSchema, webhookTestSchema } from './webhooks.api.ts';
 
@@ -37,6 +37,7 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
   { operationId: 'getOverview', method: 'get', path: '/analytics/overview', service: 'analytics', scope: 'analytics:read', summary: 'Get the analytics overview and summary.', success: { status: 200, schema: overviewSchema }, errors: [] },
   { operationId: 'listReports', method: 'get', path: '/analytics/reports', service: 'analytics', scope: 'analytics:read', summary: 'List reports, newest first.', query: listQuerySchema, success: { status: 200, schema: reportListSchema }, errors: [] },
   { operationId: 'getReport', method: 'get', path: '/analytics/reports/{id}', service: 'analytics', scope: 'analytics:read', summary: 'Retrieve one report by identifier.', success: { status: 200, schema: reportSchema }, errors: [404] },
+  { operationId: 'exportReportCsv', method: 'get', path: '/analytics/reports/{id}/export.csv', service: 'analytics', scope: 'analytics:read', summary: "Download a completed report's rows as CSV (text/csv).", success: { status: 200, schema: reportCsvSchema }, errors: [404, 409] },
   { operationId: 'runQuery', method: 'post', path: '/analytics/query', service: 'analytics', scope: 'analytics:write', summary: 'Execute a custom analytics query; the result is saved as a report.', body: querySchema, success: { status: 201, schema: reportSchema, alt: { status: 202, schema: reportSchema } }, errors: [404, 409, 413, 422] },
   { operationId: 'listModels', method: 'get', path: '/models', service: 'models', scope: 'models:read', summary: 'List all available AI models.', query: listQuerySchema, success: { status: 200, schema: modelListSchema }, errors: [] },
   { operationId: 'getModel', method: 'get', path: '/models/{id}', service: 'models', scope: 'models:read', summary: 'Get one model.', success: { status: 200, schema: modelSchema }, errors: [404] },

@@ -1,0 +1,31 @@
+import { matchOperation } from './operations.ts';
+
+describe('the /v1 route table', () => {
+  it('matches every spec endpoint to its service and scope', () => {
+    const cases: [string, string, string, string][] = [
+      ['GET', '/sources', 'sources', 'sources:read'],
+      ['POST', '/sources', 'sources', 'sources:write'],
+      ['DELETE', '/sources/src_1', 'sources', 'sources:write'],
+      ['GET', '/analytics/overview', 'analytics', 'analytics:read'],
+      ['GET', '/analytics/reports/rpt_1', 'analytics', 'analytics:read'],
+      ['POST', '/analytics/query', 'analytics', 'analytics:write'],
+      ['GET', '/models', 'models', 'models:read'],
+      ['POST', '/models/mdl_1/predict', 'models', 'models:write'],
+      ['GET', '/models/mdl_1/metrics', 'models', 'models:read'],
+      ['POST', '/webhooks', 'webhooks', 'webhooks:write'],
+      ['DELETE', '/webhooks/whk_1', 'webhooks', 'webhooks:write'],
+    ];
+    for (const [method, path, service, scope] of cases) {
+      const { match } = matchOperation(method, path);
+      expect({ path, service: match?.operation.service, scope: match?.operation.scope }).toEqual({ path, service, scope });
+    }
+    expect(matchOperation('DELETE', '/sources/src_9').match?.params).toEqual({ id: 'src_9' });
+  });
+
+  it('tells an unknown path (404) from a known path with the wrong method (405)', () => {
+    expect(matchOperation('GET', '/nope')).toEqual({ match: null, pathKnown: false });
+    expect(matchOperation('PUT', '/sources')).toEqual({ match: null, pathKnown: true });
+    expect(matchOperation('GET', '/sources/a/b/c').match).toBeNull();
+    expect(matchOperation('GET', '/sources/%E0%A4%A').match).toBeNull();
+  });
+});

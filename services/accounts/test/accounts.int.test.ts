@@ -1,0 +1,72 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { hashApiKey, internalServiceToken, INTERNAL_TOKEN_HEADER } from '@dap/contracts';
+import { createLogger } from '@dap/logger';
+import { http, repoRoot, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix } from '@dap/testing';
+import { loadAccountsConfig } from '../src/config.ts';
+import { startAccounts } from '../src/index.ts';
+
+const suffix = uniqueSuffix();
+const stack = stackEnv();
+const db = `acc_${suffix}`;
+let svc: Awaited<ReturnType<typeof startAccounts>>;
+
+beforeAll(async () => {
+  svc = await startAccounts(
+    loadAccountsConfig({ ...stack, MONGO_DB: db, KAFKA_TOPIC_PREFIX: `t${suffix}.`, INTERNAL_SECRET: TEST_INTERNAL_SECRET, PORT: '0', LOG_LEVEL: 'silent' }),
+    { logger: createLogger({ name: 'test', level: 'silent' }) },
+  );
+});
+afterAll(() => svc?.stop());
+
+const verify = (hash: string, token?: string) =>
+  http('POST', `${svc.url}/internal/keys/verify`, { body: { hash }, headers: token ? { [INTERNAL_TOKEN_HEADER]: token } : {} });
+
+function cli(...args: string[]): { status: number; out: unknown } {
+  try {
+    const out = execFileSync(process.execPath, ['--no-warnings', join(repoRoot(), 'services/accounts/src/cli.ts'), ...args], {
+      env: { PATH: process.env.PATH ?? '', MONGO_URL: stack.MONGO_URL, MONGO_DB: db, DAP_API_KEY: process.env.__KEY ?? '' },
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    return { status: 0, out: JSON.parse(out) };
+  } catch (err) {
+    const e = err as { status: number; stdout: string };
+    return { status: e.status, out: e.stdout ? JSON.parse(e.stdout) : null };
+  }
+}
+
+describe('accounts', () => {
+  it('guards the internal verify route with the internal token', async () => {
+    expect((await verify('0'.repeat(64))).status).toBe(401);
+    expect((await verify('0'.repeat(64), internalServiceToken('x'.repeat(40)))).status).toBe(401);
+    const unknown = await verify('0'.repeat(64), internalServiceToken(TEST_INTERNAL_SECRET));
+    expect(unknown.body).toEqual({ ok: false, reason: 'unknown' });
+    expect((await verify('not-a-hash', internalServiceToken(TEST_INTERNAL_SECRET))).status).toBe(400);
+  });
+
+  it('creates an account and key from the operator CLI; the key verifies, stores only its hash, and revokes', async () => {
+    const created = cli('create-account', '--name', 'Acme', '--plan', 'professional').out as { accountId: string; keyId: string; apiKey: string; plan: string };
+    expect(created.plan).toBe('professional');
+    expect(created.apiKey).toMatch(/^dap_sk_/);
+    const token = internalServiceToken(TEST_INTERNAL_SECRET);
+    const ok = await verify(hashApiKey(created.apiKey), token);
+    expect(ok.body).toMatchObject({ ok: true, key: { accountId: created.accountId, keyId: created.keyId, plan: 'professional' } });
+    const stored = await svc.keyRepo.coll.raw.findOne({ _id: created.keyId as never });
+    expect(JSON.stringify(stored)).not.toContain(created.apiKey);
+    expect(stored?.hash).toBe(hashApiKey(created.apiKey));
+
+    process.env.__KEY = created.apiKey;
+    expect(cli('check-key').status).toBe(0);
+    expect(cli('revoke-key', '--account', created.accountId, '--key', created.keyId).status).toBe(0);
+    expect(cli('check-key')).toEqual({ status: 1, out: { ok: false, reason: 'revoked' } });
+    delete process.env.__KEY;
+    expect((await verify(hashApiKey(created.apiKey), token)).body).toEqual({ ok: false, reason: 'revoked' });
+  });
+
+  it('changes the plan for an operator and refuses an unknown plan', async () => {
+    const { accountId } = cli('create-account', '--name', 'Beta').out as { accountId: string };
+    expect(cli('set-plan', '--account', accountId, '--plan', 'enterprise').out).toEqual({ accountId, plan: 'enterprise' });
+    expect(cli('set-plan', '--account', accountId, '--plan', 'platinum').status).toBe(2);
+  });
+});
