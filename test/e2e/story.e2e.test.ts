@@ -119,7 +119,7 @@ it('runs the whole story through the gateway', async () => {
   // Predict on a built-in model, then read its serving metrics.
   const models = await http('GET', `${gw}/v1/models`, { headers: authed() });
   expect(models.status).toBe(200);
-  const forecast = models.body.data.find((m: { type: string }) => m.type === 'forecast');
+  const forecast = models.body.data.find((m: { name: string }) => m.name === 'forecast');
   expect(forecast).toBeDefined();
   const series = Array.from({ length: 28 }, (_, i) => 100 + i + 10 * Math.sin((2 * Math.PI * i) / 7));
   const prediction = await http('POST', `${gw}/v1/models/${forecast.id}/predict`, { headers: authed(), body: { inputs: [{ series, horizon: 7, seasonLength: 7 }] } });

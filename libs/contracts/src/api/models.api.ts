@@ -40,8 +40,10 @@ export const predictionSchema = z
     id: z.string(),
     modelId: z.string(),
     modelVersion: z.number().int(),
-    predictions: z.array(z.record(z.string(), z.unknown())),
-    latencyMs: z.number(),
+    predictions: z
+      .array(z.record(z.string(), z.unknown()))
+      .describe("One output per input, in the inputs' order; its fields are the model's (see the model's description)."),
+    latencyMs: z.number().describe('Time spent in the model itself, in milliseconds.'),
   })
   .meta({ id: 'Prediction' });
 export type PredictionDto = z.infer<typeof predictionSchema>;

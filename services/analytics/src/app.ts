@@ -1,0 +1,23 @@
+import type { Express } from 'express';
+import { createHttpApp, finishApp } from '@dap/http';
+import type { Logger } from '@dap/logger';
+import type { OverviewService } from './domain/overview.service.ts';
+import type { ReportsService } from './domain/reports.service.ts';
+import { overviewRoutes } from './http/overview.routes.ts';
+import { reportsRoutes } from './http/reports.routes.ts';
+
+export interface AnalyticsAppDeps {
+  logger: Logger;
+  reports: ReportsService;
+  overview: OverviewService;
+  internalSecret: string;
+  bodyLimitBytes: number;
+  ready: () => Promise<void>;
+}
+
+export function createApp(deps: AnalyticsAppDeps): Express {
+  const app = createHttpApp({ logger: deps.logger, bodyLimitBytes: deps.bodyLimitBytes, internalSecret: deps.internalSecret, ready: deps.ready });
+  app.use(reportsRoutes(deps.reports));
+  app.use(overviewRoutes(deps.overview));
+  return finishApp(app, deps.logger);
+}

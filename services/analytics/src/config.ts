@@ -1,0 +1,20 @@
+import { z } from 'zod';
+import { datasetConfig, loadConfig, serviceConfigShape } from '@dap/config';
+
+export const analyticsConfigShape = {
+  ...serviceConfigShape('analytics'),
+  ...datasetConfig,
+  /** A query still running after this long answers 202 and finishes in the background. */
+  QUERY_BUDGET_MS: z.coerce.number().int().min(0).max(60_000).default(2_000),
+  /** A query running longer than this is interrupted and its report fails. */
+  QUERY_TIMEOUT_MS: z.coerce.number().int().min(1).max(3_600_000).default(30_000),
+  /** Queries one account may have running at once. */
+  MAX_CONCURRENT_QUERIES: z.coerce.number().int().min(1).max(1_000).default(4),
+  DUCKDB_MEMORY_LIMIT: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, 'like 1GB or 512MB').default('1GB'),
+  DUCKDB_THREADS: z.coerce.number().int().min(1).max(256).optional(),
+};
+export type AnalyticsConfig = ReturnType<typeof loadAnalyticsConfig>;
+
+export function loadAnalyticsConfig(env: Record<string, string | undefined> = process.env) {
+  return loadConfig(analyticsConfigShape, env);
+}

@@ -1,0 +1,28 @@
+import { AppError, notFound } from '@dap/http';
+
+/** The analytics error catalogue: each failure has a code here; the shared handler picks the status. */
+export const sourceNotFound = () => notFound('source');
+export const reportNotFound = () => notFound('report');
+
+export const sourceNotReady = (sourceId: string, status: string) =>
+  new AppError('conflict', `source ${sourceId} cannot be queried yet: its status is ${status}; query it after it is ready (the source.ready event)`);
+
+export const sourceHasNoData = (sourceId: string) =>
+  new AppError('conflict', `source ${sourceId} has no data to query yet; sync it and wait for source.ready`);
+
+export const tooManyQueries = (max: number) =>
+  new AppError('conflict', `this account already has ${max} queries running, the most allowed at once; wait for one to finish and retry`, {
+    headers: { 'Retry-After': '1' },
+  });
+
+export const reportNotExportable = (id: string, status: string, error: string | null) =>
+  status === 'running'
+    ? new AppError('conflict', `report ${id} is still running; export it once it has completed`, { headers: { 'Retry-After': '1' } })
+    : new AppError('conflict', `report ${id} failed${error ? ` (${error})` : ''}; there is nothing to export`);
+
+/** Reasons a report fails with, in words a customer can act on. */
+export const FAILURE = Object.freeze({
+  tooLarge: (bytes: number, max: number) =>
+    `the result is too large to store (${Math.round(bytes / 1024)} KiB, the limit is ${Math.round(max / 1024)} KiB); lower limit or select fewer columns`,
+  interrupted: 'the query was interrupted by a service restart; run it again',
+});

@@ -1,0 +1,365 @@
+import { sqlIdent, type DatasetColumn } from '@dap/datasets';
+import { AppError, type FieldError } from '@dap/http';
+import type { AnalyticsQuery, Filter } from '@dap/contracts';
+
+/**
+ * Compiles the analytics DSL to one parameterised DuckDB statement over a source's Parquet file.
+ *
+ * Safety: an identifier reaches the SQL only after it matched a column of the source's schema exactly, and
+ * then only through `sqlIdent`; every value (the file path included) is a `$n` parameter; operators,
+ * functions and granularities come from fixed tables below, never from the request.
+ */
+
+export type ParamValue = string | number | boolean | null;
+export type ColumnType = DatasetColumn['type'];
+
+export interface CompiledQuery {
+  sql: string;
+  params: ParamValue[];
+  /** Output columns in select order. */
+  columns: { name: string; role: 'dimension' | 'time' | 'measure' }[];
+}
+
+const MAX_PARAMS = 5_000;
+const MAX_FILTER_NODES = 500;
+
+const GRANULARITY_SQL: Readonly<Record<string, string>> = Object.freeze({
+  hour: "'hour'",
+  day: "'day'",
+  week: "'week'",
+  month: "'month'",
+  year: "'year'",
+});
+
+type MeasureOp = AnalyticsQuery['measures'][number]['op'];
+const NUMERIC: readonly ColumnType[] = ['integer', 'number'];
+const ORDERED: readonly ColumnType[] = ['integer', 'number', 'timestamp', 'string'];
+
+/** Which field types each measure accepts (null: any type), and its SQL shape. */
+const MEASURES: Readonly<Record<MeasureOp, { needsField: boolean; types: readonly ColumnType[] | null; sql: (f: string) => string }>> = Object.freeze({
+  count: { needsField: false, types: null, sql: (f) => (f ? `count(${f})` : 'count(*)') },
+  countDistinct: { needsField: true, types: null, sql: (f) => `count(DISTINCT ${f})` },
+  sum: { needsField: true, types: NUMERIC, sql: (f) => `sum(${f})` },
+  avg: { needsField: true, types: NUMERIC, sql: (f) => `avg(${f})` },
+  min: { needsField: true, types: ORDERED, sql: (f) => `min(${f})` },
+  max: { needsField: true, types: ORDERED, sql: (f) => `max(${f})` },
+  // Continuous quantiles (linear interpolation between the two nearest values), like numpy's default.
+  median: { needsField: true, types: NUMERIC, sql: (f) => `quantile_cont(${f}, 0.5)` },
+  p90: { needsField: true, types: NUMERIC, sql: (f) => `quantile_cont(${f}, 0.9)` },
+  p99: { needsField: true, types: NUMERIC, sql: (f) => `quantile_cont(${f}, 0.99)` },
+});
+
+type FilterOp = Extract<Filter, { field: string }>['op'];
+const COMPARISON_SQL: Readonly<Record<string, string>> = Object.freeze({ gt: '>', gte: '>=', lt: '<', lte: '<=' });
+/** Which field types each filter operator accepts. */
+const FILTER_TYPES: Readonly<Record<FilterOp, readonly ColumnType[]>> = Object.freeze({
+  eq: ['string', 'integer', 'number', 'boolean', 'timestamp'],
+  ne: ['string', 'integer', 'number', 'boolean', 'timestamp'],
+  in: ['string', 'integer', 'number', 'boolean', 'timestamp'],
+  notIn: ['string', 'integer', 'number', 'boolean', 'timestamp'],
+  gt: ORDERED,
+  gte: ORDERED,
+  lt: ORDERED,
+  lte: ORDERED,
+  contains: ['string'],
+  startsWith: ['string'],
+  isNull: ['string', 'integer', 'number', 'boolean', 'timestamp'],
+  isNotNull: ['string', 'integer', 'number', 'boolean', 'timestamp'],
+});
+
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)?(?:Z|[+-]\d{2}:?\d{2})?$/;
+
+/** An ISO-8601 time as the UTC `YYYY-MM-DD HH:MM:SS.mmm` DuckDB casts to TIMESTAMP, or null when invalid. */
+export function toUtcTimestamp(value: string): string | null {
+  if (!ISO_TIME.test(value)) return null;
+  const v = value.replace(' ', 'T');
+  // A time without a zone is UTC (JavaScript would read it as local time).
+  const ms = Date.parse(v.length === 10 || /(?:Z|[+-]\d{2}:?\d{2})$/.test(v) ? v : `${v}Z`);
+  if (Number.isNaN(ms)) return null;
+  return new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
+}
+
+/** The default output name of a measure: `count`, `sum_amount`, `countDistinct_user`. */
+export function defaultAlias(op: MeasureOp, field: string | undefined): string {
+  return field ? `${op}_${field}` : op;
+}
+
+class Compiler {
+  readonly errors: FieldError[] = [];
+  readonly params: ParamValue[] = [];
+  private readonly fields: Map<string, ColumnType>;
+  private filterNodes = 0;
+
+  constructor(schema: readonly DatasetColumn[]) {
+    this.fields = new Map(schema.map((c) => [c.name, c.type]));
+  }
+
+  fail(path: string, message: string): void {
+    if (this.errors.length < 100) this.errors.push({ path, message });
+  }
+
+  param(value: ParamValue): string {
+    this.params.push(value);
+    return `$${this.params.length}`;
+  }
+
+  /** The field's type when it is one of the source's columns; records a 400 entry otherwise. */
+  field(name: string, path: string): ColumnType | null {
+    const type = this.fields.get(name);
+    if (type === undefined) {
+      const known = [...this.fields.keys()];
+      const list = known.slice(0, 20).map((k) => JSON.stringify(k)).join(', ') + (known.length > 20 ? ', …' : '');
+      this.fail(path, `unknown field ${JSON.stringify(name)}: the source has no such column (its fields are ${list || 'none'})`);
+      return null;
+    }
+    return type;
+  }
+
+  /** A column reference usable in comparisons; time-like columns compare as TIMESTAMP. */
+  columnExpr(name: string, type: ColumnType): string {
+    return type === 'timestamp' ? `CAST(${sqlIdent(name)} AS TIMESTAMP)` : sqlIdent(name);
+  }
+
+  /** A checked value as a parameter placeholder, or null (with an error) when its type does not fit. */
+  value(v: unknown, type: ColumnType, path: string, opName: string): string | null {
+    const bad = (expected: string) => {
+      this.fail(path, `${opName} on a ${type} field needs ${expected}, got ${v === null ? 'null' : typeof v}`);
+      return null;
+    };
+    switch (type) {
+      case 'integer':
+      case 'number':
+        return typeof v === 'number' && Number.isFinite(v) ? this.param(v) : bad('a number');
+      case 'boolean':
+        return typeof v === 'boolean' ? this.param(v) : bad('true or false');
+      case 'string':
+        return typeof v === 'string' ? this.param(v) : bad('a string');
+      case 'timestamp': {
+        if (typeof v !== 'string') return bad('an ISO-8601 time string');
+        const ts = toUtcTimestamp(v);
+        if (ts === null) {
+          this.fail(path, `${opName} on a timestamp field needs an ISO-8601 time such as 2024-01-31T12:00:00Z, got ${JSON.stringify(v.slice(0, 50))}`);
+          return null;
+        }
+        return `CAST(${this.param(ts)} AS TIMESTAMP)`;
+      }
+    }
+  }
+
+  filter(f: Filter, path: string, depth: number): string | null {
+    if (++this.filterNodes > MAX_FILTER_NODES) {
+      if (this.filterNodes === MAX_FILTER_NODES + 1) this.fail(path, `a query may have at most ${MAX_FILTER_NODES} filter conditions`);
+      return null;
+    }
+    if (depth > 10) {
+      this.fail(path, 'filters nest at most 10 levels deep');
+      return null;
+    }
+    if ('and' in f || 'or' in f) {
+      const [joiner, items] = 'and' in f ? (['AND', f.and] as const) : (['OR', f.or] as const);
+      const key = joiner === 'AND' ? 'and' : 'or';
+      if (!Array.isArray(items) || items.length === 0) {
+        this.fail(`${path}.${key}`, `${key} needs at least one condition`);
+        return null;
+      }
+      const parts = items.map((item, i) => this.filter(item, `${path}.${key}.${i}`, depth + 1));
+      return parts.every((p) => p !== null) ? `(${parts.join(` ${joiner} `)})` : null;
+    }
+    const op = f.op;
+    const allowed = FILTER_TYPES[op];
+    if (!allowed) {
+      this.fail(`${path}.op`, `unknown filter operator ${JSON.stringify(op)}`);
+      return null;
+    }
+    const type = this.field(f.field, `${path}.field`);
+    if (type === null) return null;
+    if (!allowed.includes(type)) {
+      this.fail(`${path}.op`, `${op} cannot be used on ${JSON.stringify(f.field)}, a ${type} field (it works on ${allowed.join(', ')} fields)`);
+      return null;
+    }
+    const col = this.columnExpr(f.field, type);
+    const v = f.value;
+    switch (op) {
+      case 'isNull':
+      case 'isNotNull':
+        if (v !== undefined && v !== null) {
+          this.fail(`${path}.value`, `${op} takes no value`);
+          return null;
+        }
+        return `${col} IS ${op === 'isNull' ? '' : 'NOT '}NULL`;
+      case 'in':
+      case 'notIn': {
+        if (!Array.isArray(v) || v.length === 0) {
+          this.fail(`${path}.value`, `${op} needs a non-empty array of values`);
+          return null;
+        }
+        const ps = v.map((item, i) => this.value(item, type, `${path}.value.${i}`, op));
+        if (ps.some((p) => p === null)) return null;
+        // notIn keeps rows whose field is null: "not one of these" is true of a missing value.
+        return op === 'in' ? `${col} IN (${ps.join(', ')})` : `(${col} IS NULL OR ${col} NOT IN (${ps.join(', ')}))`;
+      }
+      default: {
+        if (v === undefined || v === null || Array.isArray(v)) {
+          const hint = v === null ? '; use isNull or isNotNull to test for null' : '';
+          this.fail(`${path}.value`, `${op} needs a single value${hint}`);
+          return null;
+        }
+        const p = this.value(v, type, `${path}.value`, op);
+        if (p === null) return null;
+        if (op === 'eq') return `${col} = ${p}`;
+        // ne keeps rows whose field is null, like notIn.
+        if (op === 'ne') return `${col} IS DISTINCT FROM ${p}`;
+        if (op === 'contains') return `contains(${col}, ${p})`;
+        if (op === 'startsWith') return `starts_with(${col}, ${p})`;
+        const cmp = COMPARISON_SQL[op];
+        if (!cmp) {
+          this.fail(`${path}.op`, `unknown filter operator ${JSON.stringify(op)}`);
+          return null;
+        }
+        return `${col} ${cmp} ${p}`;
+      }
+    }
+  }
+}
+
+/**
+ * Validates `query` against the source's schema and compiles it. Every problem found is reported at once
+ * as a 400 with one entry per bad field.
+ */
+export function compileQuery(query: AnalyticsQuery, schema: readonly DatasetColumn[], file: string): CompiledQuery {
+  const c = new Compiler(schema);
+  const fileParam = c.param(file);
+  const select: string[] = [];
+  const columns: CompiledQuery['columns'] = [];
+  const outputs = new Map<string, number>(); // output name → 1-based select position
+
+  /** Adds a select item; returns its 1-based position, or null when its name is taken. */
+  const addOutput = (name: string, expr: string, role: CompiledQuery['columns'][number]['role'], path: string): number | null => {
+    if (outputs.has(name)) {
+      c.fail(path, `the result already has a column named ${JSON.stringify(name)}; give this one a different name`);
+      return null;
+    }
+    select.push(`${expr} AS ${sqlIdent(name)}`);
+    columns.push({ name, role });
+    outputs.set(name, select.length);
+    return select.length;
+  };
+
+  const groupBy: number[] = [];
+  query.dimensions.forEach((d, i) => {
+    if (c.field(d, `dimensions.${i}`) === null) return;
+    if (query.timeDimension?.field === d) {
+      c.fail(`dimensions.${i}`, `${JSON.stringify(d)} is already the time dimension`);
+      return;
+    }
+    const pos = addOutput(d, sqlIdent(d), 'dimension', `dimensions.${i}`);
+    if (pos !== null) groupBy.push(pos);
+  });
+
+  const where: string[] = [];
+  let timePosition: number | null = null;
+  const td = query.timeDimension;
+  if (td) {
+    const type = c.field(td.field, 'timeDimension.field');
+    const unit = GRANULARITY_SQL[td.granularity];
+    if (!unit) c.fail('timeDimension.granularity', `granularity must be one of ${Object.keys(GRANULARITY_SQL).join(', ')}`);
+    if (type !== null && type !== 'timestamp' && type !== 'string') {
+      c.fail('timeDimension.field', `${JSON.stringify(td.field)} is a ${type} field; a time dimension needs a timestamp field`);
+    } else if (type !== null && unit) {
+      // A string column holding ISO times is read as time too; values that are not times fall in a null bucket.
+      const t = type === 'timestamp' ? `CAST(${sqlIdent(td.field)} AS TIMESTAMP)` : `TRY_CAST(${sqlIdent(td.field)} AS TIMESTAMP)`;
+      timePosition = addOutput(td.field, `date_trunc(${unit}, ${t})`, 'time', 'timeDimension.field');
+      if (timePosition !== null) groupBy.push(timePosition);
+      const bound = (key: 'from' | 'to', cmp: string) => {
+        const raw = td[key];
+        if (raw === undefined) return null;
+        const ts = toUtcTimestamp(raw);
+        if (ts === null) {
+          c.fail(`timeDimension.${key}`, `must be an ISO-8601 time such as 2024-01-31T00:00:00Z`);
+          return null;
+        }
+        where.push(`${t} ${cmp} CAST(${c.param(ts)} AS TIMESTAMP)`);
+        return ts;
+      };
+      const from = bound('from', '>=');
+      const to = bound('to', '<');
+      if (from !== null && to !== null && from >= to) c.fail('timeDimension.to', 'to must be later than from (from is inclusive, to exclusive)');
+    }
+  }
+
+  query.measures.forEach((m, i) => {
+    const spec = MEASURES[m.op];
+    if (!spec) {
+      c.fail(`measures.${i}.op`, `unknown measure ${JSON.stringify(m.op)}`);
+      return;
+    }
+    let expr: string;
+    if (m.field === undefined) {
+      if (spec.needsField) {
+        c.fail(`measures.${i}.field`, `${m.op} needs a field`);
+        return;
+      }
+      expr = spec.sql('');
+    } else {
+      const type = c.field(m.field, `measures.${i}.field`);
+      if (type === null) return;
+      if (spec.types && !spec.types.includes(type)) {
+        c.fail(`measures.${i}.field`, `${m.op} cannot be computed on ${JSON.stringify(m.field)}, a ${type} field (it needs ${spec.types.join(' or ')})`);
+        return;
+      }
+      expr = spec.sql(sqlIdent(m.field));
+    }
+    addOutput(m.as ?? defaultAlias(m.op, m.field), expr, 'measure', m.as ? `measures.${i}.as` : `measures.${i}`);
+  });
+
+  query.filters.forEach((f, i) => {
+    const sql = c.filter(f, `filters.${i}`, 1);
+    if (sql !== null) where.push(sql);
+  });
+
+  const order: string[] = [];
+  const ordered = new Set<number>();
+  query.orderBy.forEach((o, i) => {
+    const pos = outputs.get(o.field);
+    if (pos === undefined) {
+      const names = [...outputs.keys()].map((n) => JSON.stringify(n)).join(', ');
+      c.fail(`orderBy.${i}.field`, `cannot order by ${JSON.stringify(o.field)}: it is not a dimension, measure or the time dimension of this query (those are ${names || 'none'})`);
+      return;
+    }
+    if (ordered.has(pos)) {
+      c.fail(`orderBy.${i}.field`, `${JSON.stringify(o.field)} is already in orderBy`);
+      return;
+    }
+    if (o.direction !== 'asc' && o.direction !== 'desc') {
+      c.fail(`orderBy.${i}.direction`, 'direction must be asc or desc');
+      return;
+    }
+    ordered.add(pos);
+    order.push(`${pos} ${o.direction === 'desc' ? 'DESC' : 'ASC'} NULLS LAST`);
+  });
+  // Then every group key, time first, so a page boundary (limit/offset) is always the same.
+  const tieBreak = timePosition === null ? groupBy : [timePosition, ...groupBy.filter((p) => p !== timePosition)];
+  for (const pos of tieBreak) if (!ordered.has(pos)) order.push(`${pos} ASC NULLS LAST`);
+
+  if (!Number.isInteger(query.limit) || query.limit < 1) c.fail('limit', 'limit must be a positive integer');
+  if (!Number.isInteger(query.offset) || query.offset < 0) c.fail('offset', 'offset must be a non-negative integer');
+  if (c.params.length > MAX_PARAMS) c.fail('filters', `a query may carry at most ${MAX_PARAMS} values`);
+
+  if (c.errors.length) {
+    throw new AppError('validation_failed', `the query is invalid: ${c.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, { errors: c.errors });
+  }
+
+  const limit = c.param(query.limit);
+  const offset = c.param(query.offset);
+  const sql = [
+    `SELECT ${select.join(', ')}`,
+    `FROM read_parquet(${fileParam})`,
+    where.length ? `WHERE ${where.join(' AND ')}` : '',
+    groupBy.length ? `GROUP BY ${groupBy.join(', ')}` : '',
+    order.length ? `ORDER BY ${order.join(', ')}` : '',
+    `LIMIT ${limit} OFFSET ${offset}`,
+  ]
+    .filter(Boolean)
+    .join(' ');
+  return { sql, params: c.params, columns };
+}

@@ -1,0 +1,127 @@
+import { newId, querySchema, type AnalyticsQuery, type CallerContext, type DomainEvent } from '@dap/contracts';
+import type { QueryResult } from '@dap/datasets';
+import { AppError } from '@dap/http';
+import { createLogger } from '@dap/logger';
+import type { ReportDoc, ReportRepository } from '../persistence/report.repository.ts';
+import type { SourceProjection, SourceProjectionRepository } from '../persistence/source-projection.repository.ts';
+import { QueryInterruptedError, type RunOptions } from '../persistence/query.runner.ts';
+import { ReportsService, type ReportsLimits } from './reports.service.ts';
+
+const accountId = newId('acct');
+const sourceId = newId('src');
+const caller: CallerContext = { accountId, plan: 'starter', scopes: [], requestId: newId('req'), issuedAt: Date.now() };
+const q = (extra: Record<string, unknown> = {}) => querySchema.parse({ sourceId, measures: [{ op: 'count' }], ...extra }) as AnalyticsQuery;
+
+/** In-memory stand-ins with the repositories' semantics (finish only while running, events with the write). */
+function harness(limits: Partial<ReportsLimits>, run: (opts: RunOptions) => Promise<QueryResult>) {
+  const docs = new Map<string, ReportDoc>();
+  const events: DomainEvent[] = [];
+  const reports = {
+    insert: async (acct: string, doc: Omit<ReportDoc, 'accountId'>) => {
+      const full = { ...doc, accountId: acct } as ReportDoc;
+      docs.set(doc._id, full);
+      return full;
+    },
+    countRunning: async (acct: string) => [...docs.values()].filter((d) => d.accountId === acct && d.status === 'running').length,
+    finish: async (_acct: string, id: string, outcome: Partial<ReportDoc>, event: DomainEvent) => {
+      const d = docs.get(id);
+      if (!d || d.status !== 'running') return null;
+      Object.assign(d, outcome);
+      events.push(event);
+      return d;
+    },
+  } as unknown as ReportRepository;
+  const source: SourceProjection = {
+    _id: sourceId,
+    accountId,
+    name: 's',
+    type: 'inline',
+    status: 'ready',
+    error: null,
+    schema: [{ name: 'x', type: 'integer' }],
+    rowCount: 1,
+    deleted: false,
+    lastEventId: 'evt_0',
+    updatedAt: new Date(),
+  };
+  const sources = { find: async (acct: string, id: string) => (acct === accountId && id === sourceId ? source : null) } as unknown as SourceProjectionRepository;
+  const service = new ReportsService({
+    reports,
+    sources,
+    store: { currentFile: async () => '/data/file.parquet' },
+    runner: { run: (_sql: string, _params: unknown[], opts: RunOptions) => run(opts) },
+    logger: createLogger({ name: 'test', level: 'silent' }),
+    limits: { budgetMs: 1_000, timeoutMs: 30_000, maxConcurrent: 4, maxResultBytes: 1_000_000, ...limits },
+  });
+  return { service, docs, events, source };
+}
+
+const ONE_ROW: QueryResult = { columns: [{ name: 'count', type: 'integer' }], rows: [{ count: 1 }] };
+
+describe('ReportsService', () => {
+  it('answers a fast query completed (201) with its report.completed event', async () => {
+    const h = harness({}, async () => ONE_ROW);
+    const { report, accepted } = await h.service.run(caller, q());
+    expect(accepted).toBe(false);
+    expect(report).toMatchObject({ status: 'completed', rows: [[1]], rowCount: 1, columns: ONE_ROW.columns });
+    expect(h.events).toEqual([expect.objectContaining({ type: 'report.completed', subject: report._id, requestId: caller.requestId })]);
+  });
+
+  it('answers 202 once the budget passes, and finishes in the background', async () => {
+    let release!: () => void;
+    const h = harness({ budgetMs: 20 }, () => new Promise((r) => (release = () => r(ONE_ROW))));
+    const { report, accepted } = await h.service.run(caller, q());
+    expect([accepted, report.status]).toEqual([true, 'running']);
+    release();
+    await h.service.stop();
+    expect(h.docs.get(report._id)!.status).toBe('completed');
+  });
+
+  it('refuses a fifth concurrent query with 409, and admits again once one finishes', async () => {
+    const releases: (() => void)[] = [];
+    const h = harness({ budgetMs: 0 }, () => new Promise((r) => releases.push(() => r(ONE_ROW))));
+    for (let i = 0; i < 4; i++) expect((await h.service.run(caller, q({ async: true }))).accepted).toBe(true);
+    const err = await h.service.run(caller, q()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AppError);
+    expect((err as AppError).status).toBe(409);
+    expect((err as AppError).message).toMatch(/already has 4 queries running/);
+    expect(h.docs.size).toBe(4); // the refused query left no report behind
+    releases.shift()!();
+    await new Promise((r) => setTimeout(r, 10));
+    expect((await h.service.run(caller, q({ async: true }))).accepted).toBe(true);
+    releases.forEach((r) => r());
+    await h.service.stop();
+  });
+
+  it('fails a query that times out with the reason, and emits report.failed', async () => {
+    const h = harness({ timeoutMs: 50 }, async (opts) => {
+      throw new QueryInterruptedError('timeout', `the query ran longer than its ${opts.timeoutMs} ms time limit and was stopped`);
+    });
+    const { report } = await h.service.run(caller, q());
+    expect(report).toMatchObject({ status: 'failed', error: 'the query ran longer than its 50 ms time limit and was stopped' });
+    expect(h.events[0]).toMatchObject({ type: 'report.failed', data: { id: report._id, sourceId, error: report.error } });
+  });
+
+  it('fails a result too large to store', async () => {
+    const h = harness({ maxResultBytes: 10 }, async () => ({ columns: [{ name: 's', type: 'string' }], rows: [{ s: 'x'.repeat(100) }] }));
+    const { report } = await h.service.run(caller, q());
+    expect(report.status).toBe('failed');
+    expect(report.error).toMatch(/too large to store/);
+  });
+
+  it('cancels running queries on stop, failing their reports with a clear reason', async () => {
+    const h = harness({ budgetMs: 0 }, (opts) => new Promise((_r, reject) => opts.signal!.addEventListener('abort', () => reject(new QueryInterruptedError('aborted', 'cancelled: shutting down')))));
+    const { report } = await h.service.run(caller, q({ async: true }));
+    await h.service.stop();
+    expect(h.docs.get(report._id)).toMatchObject({ status: 'failed', error: 'cancelled: shutting down' });
+  });
+
+  it('answers 404 for an unknown or deleted source and 409 for one not ready', async () => {
+    const h = harness({}, async () => ONE_ROW);
+    await expect(h.service.run({ ...caller, accountId: newId('acct') }, q())).rejects.toMatchObject({ status: 404 });
+    h.source.status = 'syncing';
+    await expect(h.service.run(caller, q())).rejects.toMatchObject({ status: 409, message: expect.stringContaining('status is syncing') });
+    h.source.deleted = true;
+    await expect(h.service.run(caller, q())).rejects.toMatchObject({ status: 404 });
+  });
+});

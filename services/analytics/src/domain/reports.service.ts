@@ -1,0 +1,194 @@
+import { resolve } from 'node:path';
+import { newId, type AnalyticsQuery, type CallerContext } from '@dap/contracts';
+import type { QueryResult } from '@dap/datasets';
+import type { Logger } from '@dap/logger';
+import type { ReportDoc, ReportRepository, ReportSummaryDoc } from '../persistence/report.repository.ts';
+import type { SourceProjectionRepository } from '../persistence/source-projection.repository.ts';
+import type { RunOptions } from '../persistence/query.runner.ts';
+import { compileQuery, type CompiledQuery, type ParamValue } from './query-compiler.ts';
+import { FAILURE, reportNotFound, sourceHasNoData, sourceNotFound, sourceNotReady, tooManyQueries } from './errors.ts';
+import { reportCompleted, reportFailed } from './events.ts';
+import { settleWithin } from './settle.ts';
+
+export interface ReportsLimits {
+  /** How long a request waits for its query before answering 202. */
+  budgetMs: number;
+  timeoutMs: number;
+  maxConcurrent: number;
+  /** The largest result (serialised) a report stores; MongoDB documents top out at 16 MiB. */
+  maxResultBytes: number;
+}
+
+export interface ReportsDeps {
+  reports: ReportRepository;
+  sources: SourceProjectionRepository;
+  store: { currentFile(accountId: string, sourceId: string): Promise<string | null> };
+  runner: { run(sql: string, params: ParamValue[], opts: RunOptions): Promise<QueryResult> };
+  logger: Logger;
+  limits: ReportsLimits;
+}
+
+/** A stale report is one older than any query can run, plus this much for the final write. */
+const STALE_GRACE_MS = 60_000;
+
+/** Runs queries as reports: compile, admit, record, run (waiting up to the budget), record the outcome. */
+export class ReportsService {
+  private readonly deps: ReportsDeps;
+  private readonly runningByAccount = new Map<string, number>();
+  private readonly inflight = new Set<Promise<unknown>>();
+  private readonly shutdown = new AbortController();
+
+  constructor(deps: ReportsDeps) {
+    this.deps = deps;
+  }
+
+  /** Returns the report, and whether it is still running (202) or already finished (201). */
+  async run(caller: CallerContext, query: AnalyticsQuery): Promise<{ report: ReportDoc; accepted: boolean }> {
+    const { accountId } = caller;
+    const source = await this.deps.sources.find(accountId, query.sourceId);
+    if (!source || source.deleted) throw sourceNotFound();
+    if (source.status !== 'ready') throw sourceNotReady(source._id, source.status);
+    const file = await this.deps.store.currentFile(accountId, source._id);
+    if (!file) throw sourceHasNoData(source._id);
+    const compiled = compileQuery(query, source.schema, resolve(file));
+
+    await this.admit(accountId);
+    let report: ReportDoc;
+    try {
+      report = await this.deps.reports.insert(accountId, {
+        _id: newId('rpt'),
+        sourceId: source._id,
+        query,
+        status: 'running',
+        error: null,
+        columns: [],
+        rows: [],
+        rowCount: 0,
+        durationMs: null,
+        createdAt: new Date(),
+        completedAt: null,
+      });
+    } catch (err) {
+      this.release(accountId);
+      throw err;
+    }
+    const outcome = this.execute(report, compiled, caller.requestId).finally(() => this.release(accountId));
+    this.inflight.add(outcome);
+    void outcome.finally(() => this.inflight.delete(outcome));
+    if (query.async) return { report, accepted: true };
+    const settled = await settleWithin(outcome, this.deps.limits.budgetMs);
+    return settled.done ? { report: settled.value, accepted: false } : { report, accepted: true };
+  }
+
+  async get(accountId: string, id: string): Promise<ReportDoc> {
+    const report = await this.deps.reports.findById(accountId, id);
+    if (!report) throw reportNotFound();
+    return report;
+  }
+
+  list(accountId: string, opts: { limit: number; before?: string }): Promise<ReportSummaryDoc[]> {
+    return this.deps.reports.list(accountId, opts);
+  }
+
+  /**
+   * Reserves one of the account's query slots. The in-process count is exact for this instance; the
+   * count of running reports in MongoDB covers the other instances.
+   */
+  private async admit(accountId: string): Promise<void> {
+    const max = this.deps.limits.maxConcurrent;
+    const local = this.runningByAccount.get(accountId) ?? 0;
+    if (local >= max) throw tooManyQueries(max);
+    this.runningByAccount.set(accountId, local + 1);
+    try {
+      const since = new Date(Date.now() - this.deps.limits.timeoutMs - STALE_GRACE_MS);
+      if ((await this.deps.reports.countRunning(accountId, since)) >= max) throw tooManyQueries(max);
+    } catch (err) {
+      this.release(accountId);
+      throw err;
+    }
+  }
+
+  private release(accountId: string): void {
+    const n = (this.runningByAccount.get(accountId) ?? 1) - 1;
+    if (n > 0) this.runningByAccount.set(accountId, n);
+    else this.runningByAccount.delete(accountId);
+  }
+
+  /** Runs the query and stores its outcome with its event; never rejects. */
+  private async execute(report: ReportDoc, compiled: CompiledQuery, requestId: string): Promise<ReportDoc> {
+    const { logger, limits } = this.deps;
+    const started = performance.now();
+    const elapsed = () => Math.round((performance.now() - started) * 100) / 100;
+    let outcome: { ok: true; result: QueryResult } | { ok: false; error: string };
+    try {
+      const result = await this.deps.runner.run(compiled.sql, compiled.params, { timeoutMs: limits.timeoutMs, signal: this.shutdown.signal });
+      const bytes = Buffer.byteLength(JSON.stringify(result.rows));
+      outcome = bytes > limits.maxResultBytes ? { ok: false, error: FAILURE.tooLarge(bytes, limits.maxResultBytes) } : { ok: true, result };
+    } catch (err) {
+      outcome = { ok: false, error: this.describe(err) };
+      if (!(err instanceof Error && err.name === 'QueryInterruptedError')) logger.warn({ err, reportId: report._id }, 'analytics query failed');
+    }
+    const durationMs = elapsed();
+    const completedAt = new Date();
+    try {
+      const updated = outcome.ok
+        ? await this.deps.reports.finish(
+            report.accountId,
+            report._id,
+            {
+              status: 'completed',
+              error: null,
+              columns: outcome.result.columns,
+              rows: outcome.result.rows.map((r) => outcome.result.columns.map((c) => r[c.name] ?? null)),
+              rowCount: outcome.result.rows.length,
+              durationMs,
+              completedAt,
+            },
+            reportCompleted(report.accountId, requestId, { id: report._id, sourceId: report.sourceId, rowCount: outcome.result.rows.length, durationMs }),
+          )
+        : await this.deps.reports.finish(
+            report.accountId,
+            report._id,
+            { status: 'failed', error: outcome.error, columns: [], rows: [], rowCount: 0, durationMs, completedAt },
+            reportFailed(report.accountId, requestId, { id: report._id, sourceId: report.sourceId, error: outcome.error }),
+          );
+      return updated ?? report;
+    } catch (err) {
+      // The sweeper marks the report failed later; nothing is lost but this query's result.
+      logger.error({ err, reportId: report._id }, 'could not store a report outcome');
+      return report;
+    }
+  }
+
+  /** A failure reason a customer can act on, without file paths or internals. */
+  private describe(err: unknown): string {
+    if (err instanceof Error && err.name === 'QueryInterruptedError') return err.message;
+    const message = err instanceof Error ? err.message : String(err);
+    const firstLine = (message.split('\n')[0] ?? '').replace(/(["'])\/[^"']*\1/g, '$1<dataset>$1').replace(/\/[^\s"']+/g, '<dataset>');
+    if (/no files found|cannot open file|no such file/i.test(message)) return "the source's data could not be read; sync the source again";
+    return `the query could not be executed: ${firstLine.slice(0, 300)}`;
+  }
+
+  /** Marks reports whose process died mid-query as failed (with their event). */
+  async sweepStale(): Promise<number> {
+    const before = new Date(Date.now() - this.deps.limits.timeoutMs - STALE_GRACE_MS);
+    const stale = await this.deps.reports.findStale(before, 100);
+    let n = 0;
+    for (const r of stale) {
+      const done = await this.deps.reports.finish(
+        r.accountId,
+        r._id,
+        { status: 'failed', error: FAILURE.interrupted, columns: [], rows: [], rowCount: 0, durationMs: null, completedAt: new Date() },
+        reportFailed(r.accountId, null, { id: r._id, sourceId: r.sourceId, error: FAILURE.interrupted }),
+      );
+      if (done) n++;
+    }
+    return n;
+  }
+
+  /** Cancels running queries (their reports fail with a clear reason) and waits for their outcomes. */
+  async stop(): Promise<void> {
+    this.shutdown.abort();
+    await Promise.allSettled([...this.inflight]);
+  }
+}

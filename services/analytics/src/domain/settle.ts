@@ -1,0 +1,14 @@
+export type Settled<T> = { done: true; value: T } | { done: false };
+
+/** Waits for `promise` at most `ms`; the promise keeps running either way. */
+export async function settleWithin<T>(promise: Promise<T>, ms: number): Promise<Settled<T>> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<Settled<T>>((resolve) => {
+    timer = setTimeout(() => resolve({ done: false }), ms);
+  });
+  try {
+    return await Promise.race([promise.then((value): Settled<T> => ({ done: true, value })), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,109 @@
+import { kafkaSettingsOf } from '@dap/config';
+import { DatasetStore } from '@dap/datasets';
+import { listen, type RunningServer } from '@dap/http';
+import { connectEventing, type Consumer, type Eventing } from '@dap/kafka';
+import { createLogger, type Logger } from '@dap/logger';
+import { connectMongo, OutboxRelay, type MongoHandle } from '@dap/mongo';
+import { createApp } from './app.ts';
+import type { AnalyticsConfig } from './config.ts';
+import { OverviewService } from './domain/overview.service.ts';
+import { ReportsService } from './domain/reports.service.ts';
+import { runProjectionConsumer } from './events/projection.consumer.ts';
+import { ActivityRepository } from './persistence/activity.repository.ts';
+import { QueryRunner } from './persistence/query.runner.ts';
+import { ReportRepository } from './persistence/report.repository.ts';
+import { SourceProjectionRepository } from './persistence/source-projection.repository.ts';
+
+/** MongoDB documents top out at 16 MiB; a stored result stays well below. */
+const MAX_RESULT_BYTES = 12 * 1024 * 1024;
+const SWEEP_INTERVAL_MS = 60_000;
+
+export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: Logger } = {}) {
+  const logger = deps.logger ?? createLogger({ name: 'analytics', level: config.LOG_LEVEL });
+  // Everything opened so far, closed in reverse if start-up fails half way.
+  const closers: (() => Promise<void> | void)[] = [];
+  const closeAll = async () => {
+    for (const close of closers.reverse()) {
+      try {
+        await close();
+      } catch (err) {
+        logger.warn({ err }, 'error while stopping');
+      }
+    }
+  };
+  try {
+    const mongo: MongoHandle = await connectMongo(config.MONGO_URL, config.MONGO_DB);
+    closers.push(() => mongo.close());
+    const eventing: Eventing = await connectEventing(kafkaSettingsOf(config), logger);
+    closers.push(() => eventing.close());
+
+    let relay: OutboxRelay | null = null;
+    const reportRepo = new ReportRepository(mongo.db, () => relay?.kick());
+    const sourceRepo = new SourceProjectionRepository(mongo.db);
+    const activityRepo = new ActivityRepository(mongo.db);
+    await Promise.all([reportRepo.init(), sourceRepo.init(), activityRepo.init()]);
+
+    const store = await DatasetStore.open(config.DATASET_DIR);
+    closers.push(() => store.duck.close());
+    const runner = await QueryRunner.open({ datasetDir: config.DATASET_DIR, memoryLimit: config.DUCKDB_MEMORY_LIMIT, threads: config.DUCKDB_THREADS });
+    closers.push(() => runner.close());
+
+    relay = new OutboxRelay({ collections: [reportRepo.coll.raw], publisher: eventing.producer, logger });
+    const relayRef = relay;
+    closers.push(async () => {
+      await relayRef.flush().catch((err) => logger.warn({ err }, 'outbox flush at shutdown failed; the next start publishes'));
+      await relayRef.stop();
+    });
+
+    const reports = new ReportsService({
+      reports: reportRepo,
+      sources: sourceRepo,
+      store,
+      runner,
+      logger,
+      limits: {
+        budgetMs: config.QUERY_BUDGET_MS,
+        timeoutMs: config.QUERY_TIMEOUT_MS,
+        maxConcurrent: config.MAX_CONCURRENT_QUERIES,
+        maxResultBytes: MAX_RESULT_BYTES,
+      },
+    });
+    closers.push(() => reports.stop());
+    const overview = new OverviewService({ sources: sourceRepo, activity: activityRepo, reports: reportRepo });
+
+    const app = createApp({ logger, reports, overview, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: config.BODY_LIMIT_BYTES, ready: mongo.ping });
+    const server: RunningServer = await listen(app, config.HOST, config.PORT);
+    closers.push(() => server.close());
+
+    const consumer: Consumer = await runProjectionConsumer(eventing, logger, { sources: sourceRepo, activity: activityRepo });
+    closers.push(() => consumer.disconnect());
+
+    relay.start();
+    const sweep = () =>
+      reports.sweepStale().then(
+        (n) => n && logger.warn({ reports: n }, 'marked reports left running by a stopped process as failed'),
+        (err) => logger.warn({ err }, 'stale report sweep failed'),
+      );
+    void sweep();
+    const sweeper = setInterval(() => void sweep(), SWEEP_INTERVAL_MS);
+    sweeper.unref();
+    closers.push(() => clearInterval(sweeper));
+
+    logger.info({ url: server.url }, 'analytics listening');
+    let stopped: Promise<void> | null = null;
+    return {
+      url: server.url,
+      port: server.port,
+      mongo,
+      eventing,
+      store,
+      reports,
+      relay,
+      /** Stops in reverse order: sweeper, consumer, server, running queries, outbox, DuckDB, Kafka, MongoDB. */
+      stop: () => (stopped ??= closeAll()),
+    };
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
+}

@@ -1,0 +1,49 @@
+import type { Collection, Db, Document } from 'mongodb';
+import type { DomainEvent } from '@dap/contracts';
+
+/** One document per event, keyed by the event id, so a redelivered event is stored once. */
+export interface ActivityDoc {
+  _id: string;
+  accountId: string;
+  type: string;
+  subject: string;
+  occurredAt: Date;
+}
+
+export class ActivityRepository {
+  readonly raw: Collection<Document>;
+
+  constructor(db: Db) {
+    this.raw = db.collection('activity');
+  }
+
+  async init(): Promise<void> {
+    await this.raw.createIndex({ accountId: 1, occurredAt: -1 });
+    await this.raw.createIndex({ accountId: 1, type: 1 });
+  }
+
+  /** Returns true when the event was new. */
+  async record(event: DomainEvent): Promise<boolean> {
+    const parsed = Date.parse(event.occurredAt);
+    const doc = { accountId: event.accountId, type: event.type, subject: event.subject, occurredAt: new Date(Number.isNaN(parsed) ? Date.now() : parsed) };
+    const res = await this.raw.updateOne({ _id: event.id as never }, { $setOnInsert: doc }, { upsert: true });
+    return res.upsertedCount === 1;
+  }
+
+  async recent(accountId: string, limit: number): Promise<ActivityDoc[]> {
+    if (!accountId) throw new Error('accountId is required');
+    return (await this.raw.find({ accountId }).sort({ occurredAt: -1, _id: -1 }).limit(limit).toArray()) as unknown as ActivityDoc[];
+  }
+
+  countOfType(accountId: string, type: DomainEvent['type']): Promise<number> {
+    if (!accountId) throw new Error('accountId is required');
+    return this.raw.countDocuments({ accountId, type });
+  }
+
+  /** Distinct subjects (resource ids) with an event of this type. */
+  async subjectsOfType(accountId: string, type: DomainEvent['type']): Promise<Set<string>> {
+    if (!accountId) throw new Error('accountId is required');
+    const docs = await this.raw.find({ accountId, type }, { projection: { subject: 1 } }).toArray();
+    return new Set(docs.map((d) => String(d.subject)));
+  }
+}

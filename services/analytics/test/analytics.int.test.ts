@@ -1,0 +1,500 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  domainEventSchema,
+  makeEvent,
+  newId,
+  reportListSchema,
+  reportSchema,
+  overviewSchema,
+  signCallerContext,
+  SCOPES,
+  type DomainEvent,
+  type EventOf,
+  type EventType,
+} from '@dap/contracts';
+import { DatasetStore } from '@dap/datasets';
+import { createKafka, EventProducer, type Consumer } from '@dap/kafka';
+import { createLogger } from '@dap/logger';
+import { http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
+import { loadAnalyticsConfig } from '../src/config.ts';
+import { startAnalytics } from '../src/index.ts';
+import { FILTER_CASES, goldenRows, groupRows, measureRow, MEASURE_DSL, truncate, type Cell, type Granularity, type GoldenRow } from './golden.ts';
+
+const logger = createLogger({ name: 'analytics-test', level: 'silent' });
+const suffix = uniqueSuffix();
+const prefix = `t${suffix}.`;
+const stack = stackEnv();
+const ROWS = goldenRows();
+
+type Service = Awaited<ReturnType<typeof startAnalytics>>;
+let svc: Service;
+let dataDir: string;
+let store: DatasetStore;
+let producer: EventProducer;
+let watcher: Consumer;
+const seen: DomainEvent[] = [];
+
+const accountA = newId('acct');
+const accountB = newId('acct');
+const sourceA = newId('src');
+const ghostSource = newId('src');
+
+function headers(accountId: string): Record<string, string> {
+  const { context, signature } = signCallerContext(TEST_INTERNAL_SECRET, {
+    accountId,
+    plan: 'starter',
+    scopes: [...SCOPES],
+    requestId: newId('req'),
+    issuedAt: Date.now(),
+  });
+  return { 'x-dap-context': context, 'x-dap-signature': signature };
+}
+
+function envFor(extra: Record<string, string> = {}) {
+  return loadAnalyticsConfig({
+    HOST: '127.0.0.1',
+    PORT: '0',
+    LOG_LEVEL: 'silent',
+    MONGO_URL: stack.MONGO_URL,
+    MONGO_DB: `analytics_${suffix}`,
+    KAFKA_BROKERS: stack.KAFKA_BROKERS,
+    KAFKA_TOPIC_PREFIX: prefix,
+    INTERNAL_SECRET: TEST_INTERNAL_SECRET,
+    DATASET_DIR: join(dataDir, 'datasets'),
+    ...extra,
+  });
+}
+
+const api = (method: string, path: string, accountId: string, body?: unknown) =>
+  http(method, `${svc.url}/v1${path}`, { headers: headers(accountId), ...(body === undefined ? {} : { body }) });
+
+const query = (accountId: string, q: Record<string, unknown>) => api('POST', '/analytics/query', accountId, { sourceId: sourceA, ...q });
+
+/** Publishes events as the other services would; `at` pins occurredAt so ordering is checkable. */
+async function publish<T extends EventType>(type: T, accountId: string, subject: string, data: EventOf<T>['data'], at?: Date): Promise<EventOf<T>> {
+  const e = makeEvent(type, { accountId, subject, data });
+  if (at) e.occurredAt = at.toISOString();
+  await producer.publish([e]);
+  return e;
+}
+
+/** Numbers compare to 1e-6 (DuckDB may sum floats in another order); everything else exactly. */
+function expectRowsClose(actual: Record<string, Cell>[], expected: Record<string, Cell>[]): void {
+  expect(actual.length).toBe(expected.length);
+  expected.forEach((row, i) => {
+    const got = actual[i]!;
+    expect(Object.keys(got)).toEqual(Object.keys(row));
+    for (const [k, v] of Object.entries(row)) {
+      if (typeof v === 'number' && !Number.isInteger(v)) {
+        expect(typeof got[k]).toBe('number');
+        expect(Math.abs((got[k] as number) - v)).toBeLessThan(1e-6 * Math.max(1, Math.abs(v)));
+      } else {
+        expect([k, got[k]]).toEqual([k, v]);
+      }
+    }
+  });
+}
+
+async function ingest(accountId: string, sourceId: string, rows: object[]) {
+  await store.stage(accountId, sourceId, 'ndjson', rows.map((r) => `${JSON.stringify(r)}\n`));
+  return store.ingest(accountId, sourceId, 'ndjson');
+}
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'analytics-int-'));
+  svc = await startAnalytics(envFor(), { logger });
+  store = await DatasetStore.open(join(dataDir, 'datasets'));
+
+  const settings = { brokers: stack.KAFKA_BROKERS.split(','), clientId: 'analytics-test', topicPrefix: prefix };
+  const kafka = createKafka(settings, logger);
+  producer = new EventProducer(kafka, settings);
+  await producer.connect();
+  watcher = kafka.consumer({ groupId: `${prefix}test-watch`, maxWaitTimeInMs: 50 });
+  await watcher.connect();
+  await watcher.subscribe({ topics: [`${prefix}analytics.events`], fromBeginning: true });
+  await watcher.run({ eachMessage: async ({ message }) => void seen.push(domainEventSchema.parse(JSON.parse(message.value!.toString()))) });
+
+  // Play the sources service: write the Parquet file, then announce it.
+  const result = await ingest(accountA, sourceA, ROWS);
+  expect(result.schema).toEqual([
+    { name: 'id', type: 'integer' },
+    { name: 'country', type: 'string' },
+    { name: 'status', type: 'string' },
+    { name: 'amount', type: 'number' },
+    { name: 'qty', type: 'integer' },
+    { name: 'paid', type: 'boolean' },
+    { name: 'ts', type: 'timestamp' },
+  ]);
+  await publish('source.created', accountA, sourceA, { id: sourceA, name: 'orders', type: 'inline' });
+  await publish('source.ready', accountA, sourceA, { id: sourceA, name: 'orders', type: 'inline', rowCount: result.rowCount, schema: result.schema });
+  await waitFor(async () => (await query(accountA, { measures: [{ op: 'count' }] })).status === 201, { what: 'the source projection', timeoutMs: 30_000 });
+}, 60_000);
+
+afterAll(async () => {
+  await watcher?.disconnect();
+  await producer?.disconnect();
+  await svc?.stop();
+  store?.duck.close();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+describe('golden numbers (checked against a plain TypeScript reference)', () => {
+  it('computes every measure over the whole dataset', async () => {
+    const res = await query(accountA, { measures: MEASURE_DSL });
+    expect(res.status).toBe(201);
+    expect(res.headers.get('location')).toBe(`/v1/analytics/reports/${res.body.id}`);
+    expect(reportSchema.parse(res.body).status).toBe('completed');
+    expect(res.body.columns.map((c: { name: string }) => c.name)).toEqual(Object.keys(measureRow(ROWS)));
+    expect(res.body.columns.find((c: { name: string }) => c.name === 'min_ts').type).toBe('timestamp');
+    expectRowsClose(res.body.rows, [measureRow(ROWS)]);
+    expect(res.body.rowCount).toBe(1);
+    expect(res.body.durationMs).toBeGreaterThanOrEqual(0);
+    expect(res.body.completedAt).not.toBeNull();
+  });
+
+  it('groups every measure by a dimension, nulls last', async () => {
+    const res = await query(accountA, { measures: MEASURE_DSL, dimensions: ['country'] });
+    expect(res.status).toBe(201);
+    expectRowsClose(
+      res.body.rows,
+      groupRows(ROWS, (r) => r.country).map(([country, rows]) => ({ country, ...measureRow(rows) })),
+    );
+  });
+
+  it.each(['hour', 'day', 'week', 'month', 'year'] as Granularity[])('buckets by %s', async (g) => {
+    const res = await query(accountA, {
+      measures: [{ op: 'count' }, { op: 'sum', field: 'qty' }, { op: 'avg', field: 'amount' }],
+      timeDimension: { field: 'ts', granularity: g },
+      limit: 10_000,
+    });
+    expect(res.status).toBe(201);
+    const expected = groupRows(ROWS, (r) => truncate(r.ts, g)).map(([ts, rows]) => ({
+      ts,
+      count: rows.length,
+      sum_qty: rows.reduce((a, r) => a + r.qty, 0),
+      avg_amount: measureRow(rows).avg_amount!,
+    }));
+    expect(expected.length).toBeGreaterThan(1);
+    expectRowsClose(res.body.rows, expected);
+  });
+
+  it('applies from (inclusive) and to (exclusive) with a dimension inside each bucket', async () => {
+    const from = '2024-03-04T00:00:00Z';
+    const to = '2024-07-01T00:00:00Z';
+    const res = await query(accountA, {
+      measures: [{ op: 'count' }, { op: 'max', field: 'qty' }],
+      dimensions: ['paid'],
+      timeDimension: { field: 'ts', granularity: 'month', from, to },
+    });
+    expect(res.status).toBe(201);
+    const inRange = ROWS.filter((r) => Date.parse(r.ts) >= Date.parse(from) && Date.parse(r.ts) < Date.parse(to));
+    const expected = groupRows(inRange, (r) => truncate(r.ts, 'month')).flatMap(([ts, rows]) =>
+      groupRows(rows, (r) => r.paid).map(([paid, rs]) => ({ paid, ts, count: rs.length, max_qty: Math.max(...rs.map((r) => r.qty)) })),
+    );
+    expectRowsClose(res.body.rows, expected);
+  });
+
+  it.each(FILTER_CASES.map((c) => [c.name, c] as const))('filter: %s', async (_name, c) => {
+    const res = await query(accountA, { measures: [{ op: 'count' }, { op: 'sum', field: 'qty' }], filters: [c.filter] });
+    expect(res.status).toBe(201);
+    const kept = ROWS.filter(c.keep);
+    if (c.name !== 'contains is case-sensitive') expect(kept.length).toBeGreaterThan(0);
+    expect(res.body.rows).toEqual([{ count: kept.length, sum_qty: kept.length ? kept.reduce((a, r) => a + r.qty, 0) : null }]);
+  });
+
+  it('ANDs the top-level filters', async () => {
+    const res = await query(accountA, {
+      measures: [{ op: 'count' }],
+      filters: [FILTER_CASES[0]!.filter, FILTER_CASES[5]!.filter],
+    });
+    expect(res.body.rows).toEqual([{ count: ROWS.filter((r) => FILTER_CASES[0]!.keep(r) && FILTER_CASES[5]!.keep(r)).length }]);
+  });
+
+  it('orders by a measure alias, then pages with limit and offset', async () => {
+    const all = groupRows(ROWS, (r) => r.status)
+      .map(([status, rows]) => ({ status, revenue: measureRow(rows).sum_amount as number }))
+      .sort((a, b) => b.revenue - a.revenue);
+    const res = await query(accountA, {
+      measures: [{ op: 'sum', field: 'amount', as: 'revenue' }],
+      dimensions: ['status'],
+      orderBy: [{ field: 'revenue', direction: 'desc' }],
+      limit: 2,
+      offset: 1,
+    });
+    expect(res.status).toBe(201);
+    expectRowsClose(res.body.rows, all.slice(1, 3));
+    expect(res.body.query).toMatchObject({ limit: 2, offset: 1, async: false });
+  });
+});
+
+describe('validation, tenancy and states', () => {
+  it('answers 400 naming the field for an unknown field, a type mismatch or a bad orderBy', async () => {
+    const res = await query(accountA, {
+      measures: [{ op: 'sum', field: 'country' }],
+      dimensions: ['nope"; DROP TABLE x; --'],
+      orderBy: [{ field: 'amount' }],
+    });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toMatch(/application\/problem\+json/);
+    expect(res.body.code).toBe('validation_failed');
+    expect(res.body.errors.map((e: { path: string }) => e.path).sort()).toEqual(['dimensions.0', 'measures.0.field', 'orderBy.0.field']);
+    expect(res.body.errors.find((e: { path: string }) => e.path === 'measures.0.field').message).toMatch(/sum cannot be computed on "country", a string field/);
+  });
+
+  it('answers 400 for a malformed body, a bogus granularity, a limit above MAX_RESULT_ROWS and a wrong content type', async () => {
+    expect((await api('POST', '/analytics/query', accountA, { sourceId: sourceA })).body.errors[0].path).toBe('measures');
+    const g = await query(accountA, { measures: [{ op: 'count' }], timeDimension: { field: 'ts', granularity: 'fortnight' } });
+    expect([g.status, g.body.errors[0].path]).toEqual([400, 'timeDimension.granularity']);
+    const big = await query(accountA, { measures: [{ op: 'count' }], limit: 10_001 });
+    expect([big.status, big.body.errors[0].path]).toEqual([400, 'limit']);
+    const text = await http('POST', `${svc.url}/v1/analytics/query`, { headers: { ...headers(accountA), 'content-type': 'text/plain' }, body: 'x' });
+    expect(text.status).toBe(400);
+    const op = await query(accountA, { measures: [{ op: 'count', $where: 'x' }] });
+    expect(op.status).toBe(400);
+  });
+
+  it("answers 404 for an unknown source and another account's source", async () => {
+    expect((await query(accountA, { sourceId: newId('src'), measures: [{ op: 'count' }] })).status).toBe(404);
+    const other = await query(accountB, { measures: [{ op: 'count' }] });
+    expect(other.status).toBe(404);
+    expect(other.body.detail).toBe('source was not found');
+  });
+
+  it("answers 404 for another account's report, an unknown one and a malformed id", async () => {
+    const mine = await query(accountA, { measures: [{ op: 'count' }] });
+    expect((await api('GET', `/analytics/reports/${mine.body.id}`, accountA)).status).toBe(200);
+    expect((await api('GET', `/analytics/reports/${mine.body.id}`, accountB)).status).toBe(404);
+    expect((await api('GET', `/analytics/reports/${mine.body.id}/export.csv`, accountB)).status).toBe(404);
+    expect((await api('GET', `/analytics/reports/${newId('rpt')}`, accountA)).status).toBe(404);
+    expect((await api('GET', '/analytics/reports/rpt_not-an-id', accountA)).status).toBe(404);
+    expect((await api('GET', '/analytics/reports/x/export.csv', accountA)).status).toBe(404);
+  });
+
+  it('answers 409 for a source that is not ready', async () => {
+    const pending = newId('src');
+    await publish('source.created', accountA, pending, { id: pending, name: 'later', type: 'csv' });
+    const res = await waitFor(async () => {
+      const r = await query(accountA, { sourceId: pending, measures: [{ op: 'count' }] });
+      return r.status === 409 ? r : null;
+    });
+    expect(res.body.detail).toMatch(/status is pending/);
+  });
+
+  it('answers 401 to a direct call without (or with a forged) gateway signature', async () => {
+    const bare = await http('POST', `${svc.url}/v1/analytics/query`, { body: { sourceId: sourceA, measures: [{ op: 'count' }] } });
+    expect(bare.status).toBe(401);
+    expect((await http('GET', `${svc.url}/v1/analytics/overview`)).status).toBe(401);
+    const forged = { ...headers(accountA), 'x-dap-signature': 'AAAA' };
+    expect((await http('GET', `${svc.url}/v1/analytics/reports`, { headers: forged })).status).toBe(401);
+  });
+
+  it('answers 409 when the account already has MAX_CONCURRENT_QUERIES queries running', async () => {
+    // Queries running on other instances are known by their reports; four of them fill the account's slots.
+    const raw = svc.mongo.db.collection('reports');
+    const ids = [1, 2, 3, 4].map(() => newId('rpt'));
+    await raw.insertMany(
+      ids.map((id) => ({ _id: id as never, accountId: accountA, sourceId: sourceA, query: {}, status: 'running', error: null, columns: [], rows: [], rowCount: 0, durationMs: null, createdAt: new Date(), completedAt: null, deletedAt: null })),
+    );
+    try {
+      const res = await query(accountA, { measures: [{ op: 'count' }] });
+      expect(res.status).toBe(409);
+      expect(res.body.detail).toMatch(/already has 4 queries running/);
+      expect((await query(accountB, { sourceId: sourceA, measures: [{ op: 'count' }] })).status).toBe(404);
+    } finally {
+      await raw.deleteMany({ _id: { $in: ids as never[] } });
+    }
+    expect((await query(accountA, { measures: [{ op: 'count' }] })).status).toBe(201);
+  });
+});
+
+describe('reports', () => {
+  it('runs an async query: 202 + Location, then completed with rows and a report.completed event', async () => {
+    const res = await query(accountA, { measures: [{ op: 'count' }, { op: 'sum', field: 'qty' }], dimensions: ['paid'], async: true });
+    expect(res.status).toBe(202);
+    expect(res.body.status).toBe('running');
+    expect(res.body.rows).toEqual([]);
+    const location = res.headers.get('location')!;
+    expect(location).toBe(`/v1/analytics/reports/${res.body.id}`);
+    const done = await waitFor(async () => {
+      const r = await http('GET', `${svc.url}${location}`, { headers: headers(accountA) });
+      return r.body.status === 'completed' ? r.body : null;
+    });
+    const expected = groupRows(ROWS, (r) => r.paid).map(([paid, rows]) => ({ paid, count: rows.length, sum_qty: rows.reduce((a, r) => a + r.qty, 0) }));
+    expect(done.rows).toEqual(expected);
+    expect(done.rowCount).toBe(2);
+    const event = await waitFor(() => seen.find((e) => e.type === 'report.completed' && e.subject === res.body.id), { what: 'report.completed on Kafka' });
+    expect(event).toMatchObject({ accountId: accountA, data: { id: res.body.id, sourceId: sourceA, rowCount: 2 } });
+  });
+
+  it('ends a query that fails at run time as failed with a reason and a report.failed event', async () => {
+    // The projection claims a column the file lacks, as if the data changed under a stale schema.
+    const result = await ingest(accountA, ghostSource, [{ a: 1 }, { a: 2 }]);
+    await publish('source.ready', accountA, ghostSource, {
+      id: ghostSource,
+      name: 'ghost',
+      type: 'inline',
+      rowCount: result.rowCount,
+      schema: [...result.schema, { name: 'ghost', type: 'number' }],
+    });
+    await waitFor(async () => (await query(accountA, { sourceId: ghostSource, measures: [{ op: 'count' }] })).status === 201, { what: 'ghost source' });
+
+    const sync = await query(accountA, { sourceId: ghostSource, measures: [{ op: 'sum', field: 'ghost' }] });
+    expect(sync.status).toBe(201);
+    expect(sync.body.status).toBe('failed');
+    expect(sync.body.error).toMatch(/^the query could not be executed: .*ghost/);
+    expect(sync.body.error).not.toContain(dataDir);
+
+    const res = await query(accountA, { sourceId: ghostSource, measures: [{ op: 'avg', field: 'ghost' }], async: true });
+    expect(res.status).toBe(202);
+    const failed = await waitFor(async () => {
+      const r = await api('GET', `/analytics/reports/${res.body.id}`, accountA);
+      return r.body.status === 'failed' ? r.body : null;
+    });
+    expect(failed.error).toMatch(/ghost/);
+    expect(failed.rows).toEqual([]);
+    const event = await waitFor(() => seen.find((e) => e.type === 'report.failed' && e.subject === res.body.id), { what: 'report.failed on Kafka' });
+    expect(event).toMatchObject({ data: { id: res.body.id, sourceId: ghostSource, error: failed.error } });
+
+    const csv = await api('GET', `/analytics/reports/${res.body.id}/export.csv`, accountA);
+    expect(csv.status).toBe(409);
+    expect(csv.body.detail).toMatch(/failed .*nothing to export/);
+  });
+
+  it('exports a completed report as CSV', async () => {
+    const res = await query(accountA, { measures: [{ op: 'count' }, { op: 'max', field: 'amount', as: 'top' }], dimensions: ['country'] });
+    const csv = await http('GET', `${svc.url}/v1/analytics/reports/${res.body.id}/export.csv`, { headers: headers(accountA) });
+    expect(csv.status).toBe(200);
+    expect(csv.headers.get('content-type')).toBe('text/csv; charset=utf-8');
+    expect(csv.headers.get('content-disposition')).toBe(`attachment; filename="${res.body.id}.csv"`);
+    const lines = groupRows(ROWS, (r) => r.country).map(
+      ([country, rows]) => `${country ?? ''},${rows.length},${Math.max(...rows.filter((r) => r.amount !== null).map((r) => r.amount!))}`,
+    );
+    expect(csv.text).toBe(['country,count,top', ...lines].join('\r\n') + '\r\n');
+  });
+
+  it('lists reports newest first without rows, with cursor paging', async () => {
+    const first = await api('GET', '/analytics/reports?limit=2', accountA);
+    expect(first.status).toBe(200);
+    const page = reportListSchema.parse(first.body);
+    expect(page.data).toHaveLength(2);
+    expect(page.hasMore).toBe(true);
+    expect(first.body.data[0]).not.toHaveProperty('rows');
+    expect(page.data[0]!.id > page.data[1]!.id).toBe(true);
+    const second = await api('GET', `/analytics/reports?limit=2&cursor=${page.nextCursor}`, accountA);
+    expect(second.body.data[0].id < page.data[1]!.id).toBe(true);
+    expect((await api('GET', '/analytics/reports', accountB)).body).toEqual({ data: [], hasMore: false, nextCursor: null });
+    expect((await api('GET', '/analytics/reports?limit=0', accountA)).status).toBe(400);
+    expect((await api('GET', '/analytics/reports?cursor=bogus', accountA)).status).toBe(400);
+  });
+
+  it('marks a report left running by a dead process as failed, with report.failed', async () => {
+    const id = newId('rpt');
+    await svc.mongo.db.collection('reports').insertOne({
+      _id: id as never,
+      accountId: accountA,
+      sourceId: sourceA,
+      query: { sourceId: sourceA },
+      status: 'running',
+      error: null,
+      columns: [],
+      rows: [],
+      rowCount: 0,
+      durationMs: null,
+      createdAt: new Date(Date.now() - 3_600_000),
+      completedAt: null,
+      deletedAt: null,
+    });
+    expect(await svc.reports.sweepStale()).toBe(1);
+    const r = await api('GET', `/analytics/reports/${id}`, accountA);
+    expect(r.body).toMatchObject({ status: 'failed', error: 'the query was interrupted by a service restart; run it again' });
+    await waitFor(() => seen.find((e) => e.type === 'report.failed' && e.subject === id), { what: 'report.failed for the stale report' });
+  });
+});
+
+describe('overview', () => {
+  it('counts from the events, idempotently, with the latest 20 activities', async () => {
+    const [s1, s2, s3] = [newId('src'), newId('src'), newId('src')];
+    const [m1, m2, m3] = [newId('mdl'), newId('mdl'), newId('mdl')];
+    const [w1, w2] = [newId('whk'), newId('whk')];
+    let t = Date.UTC(2025, 0, 1);
+    const at = () => new Date((t += 1_000));
+    const events: DomainEvent[] = [];
+    const add = async <T extends EventType>(type: T, subject: string, data: EventOf<T>['data']) => events.push(await publish(type, accountB, subject, data, at()));
+
+    await add('source.created', s1, { id: s1, name: 'one', type: 'inline' });
+    await add('source.ready', s1, { id: s1, name: 'one', type: 'inline', rowCount: 10, schema: [{ name: 'x', type: 'integer' }] });
+    await add('source.created', s2, { id: s2, name: 'two', type: 'inline' });
+    await add('source.ready', s2, { id: s2, name: 'two', type: 'inline', rowCount: 5, schema: [] });
+    await add('source.deleted', s2, { id: s2 });
+    await add('source.created', s3, { id: s3, name: 'three', type: 'csv' });
+    await add('source.failed', s3, { id: s3, name: 'three', error: 'bad csv' });
+    await add('model.ready', m1, { id: m1, name: 'm1', type: 'linear' });
+    await add('model.ready', m1, { id: m1, name: 'm1', type: 'linear' }); // retrained: still one model
+    await add('model.ready', m2, { id: m2, name: 'm2', type: 'kmeans' });
+    await add('model.failed', m3, { id: m3, name: 'm3', error: 'no rows' });
+    for (let i = 0; i < 8; i++) await add('prediction.completed', m1, { id: newId('prd'), modelId: m1, count: 5, latencyMs: 2 });
+    await add('webhook.created', w1, { id: w1, url: 'https://example.com/a' });
+    await add('webhook.created', w2, { id: w2, url: 'https://example.com/b' });
+    await add('webhook.deleted', w1, { id: w1 });
+
+    const expected = { sources: 2, rows: 10, reports: 0, models: 4, predictions: 8, webhooks: 1 };
+    expect(events.length).toBe(22);
+    const last = events.at(-1)!;
+    const overview = async () => (await api('GET', '/analytics/overview', accountB)).body;
+    const newestFirst = [...events].reverse().slice(0, 20).map((e) => ({ id: e.id, type: e.type, subject: e.subject, occurredAt: e.occurredAt }));
+    // Topics are consumed independently: wait until every event is in (the counts alone can match early).
+    const body = await waitFor(async () => {
+      const o = await overview();
+      const ids = o.recentActivity.map((a: { id: string }) => a.id).join();
+      return JSON.stringify(o.counts) === JSON.stringify(expected) && ids === newestFirst.map((e) => e.id).join() ? o : null;
+    }, { what: 'overview counts' });
+    overviewSchema.parse(body);
+    expect(body.recentActivity).toEqual(newestFirst);
+    expect(body.recentActivity[0].id).toBe(last.id);
+
+    // Redeliver everything (the deleted source's old source.ready included), then a marker on each topic.
+    await producer.publish(events);
+    const markerSrc = newId('src');
+    const markers = [
+      await publish('source.failed', accountB, markerSrc, { id: markerSrc, name: 'marker', error: 'x' }, new Date(Date.UTC(2024, 0, 1))),
+      await publish('model.failed', accountB, m3, { id: m3, name: 'm3', error: 'again' }, new Date(Date.UTC(2024, 0, 1))),
+      await publish('webhook.test', accountB, w2, { endpointId: w2, message: 'hi' }, new Date(Date.UTC(2024, 0, 1))),
+    ];
+    await waitFor(async () => {
+      const n = await svc.mongo.db.collection('activity').countDocuments({ _id: { $in: markers.map((m) => m.id) as never[] } });
+      return n === markers.length;
+    }, { what: 'the marker events' });
+    const again = await overview();
+    expect(again.counts).toEqual({ ...expected, sources: 3 }); // the marker source (failed) is the only new source
+    expect(again.recentActivity).toEqual(newestFirst); // markers are older; duplicates were not stored twice
+    expect(await svc.mongo.db.collection('activity').countDocuments({ accountId: accountB })).toBe(events.length + markers.length);
+  });
+
+  it("counts the account's own sources, rows and reports", async () => {
+    const body = (await api('GET', '/analytics/overview', accountA)).body;
+    const reports = await svc.mongo.db.collection('reports').countDocuments({ accountId: accountA });
+    expect(body.counts).toMatchObject({ sources: 3, rows: ROWS.length + 2, reports, models: 2, predictions: 0, webhooks: 0 });
+    expect(reports).toBeGreaterThan(20);
+    const types = new Set(body.recentActivity.map((a: { type: string }) => a.type));
+    expect(types.has('report.completed')).toBe(true);
+  });
+});
+
+describe('a second instance with no time budget', () => {
+  it('answers a synchronous query 202 and finishes it in the background', async () => {
+    const second = await startAnalytics(envFor({ QUERY_BUDGET_MS: '0' }), { logger });
+    try {
+      const res = await http('POST', `${second.url}/v1/analytics/query`, { headers: headers(accountA), body: { sourceId: sourceA, measures: [{ op: 'count' }] } });
+      expect(res.status).toBe(202);
+      const done = await waitFor(async () => {
+        const r = await api('GET', `/analytics/reports/${res.body.id}`, accountA); // the first instance reads it
+        return r.body.status === 'completed' ? r.body : null;
+      });
+      expect(done.rows).toEqual([{ count: ROWS.length }]);
+    } finally {
+      await second.stop();
+    }
+  });
+});

@@ -1,0 +1,19 @@
+import type { Express } from 'express';
+import { createHttpApp, finishApp } from '@dap/http';
+import type { Logger } from '@dap/logger';
+import type { ModelsService } from './domain/models.service.ts';
+import { modelsRouter } from './http/models.routes.ts';
+
+export interface AppDeps {
+  logger: Logger;
+  bodyLimitBytes: number;
+  internalSecret: string;
+  ready: () => Promise<void>;
+  models: ModelsService;
+}
+
+export function createApp(deps: AppDeps): Express {
+  const app = createHttpApp({ logger: deps.logger, bodyLimitBytes: deps.bodyLimitBytes, internalSecret: deps.internalSecret, ready: deps.ready });
+  app.use(modelsRouter(deps.models));
+  return finishApp(app, deps.logger);
+}

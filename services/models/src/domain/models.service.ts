@@ -1,0 +1,179 @@
+import { isId, newId, predictBody, type CallerContext, type MetricsDto } from '@dap/contracts';
+import { AppError, parseOr400 } from '@dap/http';
+import type { Logger } from '@dap/logger';
+import type { PredictionLogRepository, WindowCounts } from '../persistence/prediction-log.repository.ts';
+import type { ModelCatalog } from './catalog.ts';
+import { invalidInputs, modelHasNoRuntime, modelNotFound, modelNotReady } from './errors.ts';
+import { predictionCompleted } from './events.ts';
+import type { ModelRecord } from './model.ts';
+import type { ModelRuntime, PredictionOutput } from './runtime.ts';
+import type { PredictWorkerPool } from './worker-pool.ts';
+import { latencySummary } from './serving-stats.ts';
+
+export interface PredictionResult {
+  id: string;
+  model: ModelRecord;
+  predictions: PredictionOutput[];
+  latencyMs: number;
+  /** Where the request's time went, for the Server-Timing header. */
+  timing: { validateMs: number; modelMs: number; logMs: number };
+}
+
+export interface Offload {
+  pool: PredictWorkerPool;
+  /** Batches whose runtime cost reaches this run on a worker. */
+  minCost: number;
+}
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+const ms = (from: number) => Math.round((performance.now() - from) * 1000) / 1000;
+
+export class ModelsService {
+  private readonly catalog: ModelCatalog;
+  private readonly log: PredictionLogRepository;
+  private readonly logger: Logger;
+  private readonly metricsMaxSamples: number;
+  private readonly offload: Offload | null;
+
+  constructor(opts: {
+    catalog: ModelCatalog;
+    predictionLog: PredictionLogRepository;
+    logger: Logger;
+    metricsMaxSamples: number;
+    offload?: Offload | null;
+  }) {
+    this.catalog = opts.catalog;
+    this.log = opts.predictionLog;
+    this.logger = opts.logger;
+    this.metricsMaxSamples = opts.metricsMaxSamples;
+    this.offload = opts.offload ?? null;
+  }
+
+  /** A malformed id, an unknown id and another account's id all answer 404 alike. */
+  async get(accountId: string, id: string): Promise<ModelRecord> {
+    if (!isId('mdl', id)) throw modelNotFound();
+    const model = await this.catalog.get(accountId, id);
+    if (!model) throw modelNotFound();
+    return model;
+  }
+
+  list(accountId: string, opts: { limit: number; before?: string }): Promise<ModelRecord[]> {
+    return this.catalog.list(accountId, opts);
+  }
+
+  /**
+   * Validates the body and each input against the model, runs it, and logs the request with its
+   * `prediction.completed` event in one write. Invalid requests are logged too, as errors.
+   */
+  async predict(caller: CallerContext, id: string, body: unknown): Promise<PredictionResult> {
+    const model = await this.get(caller.accountId, id);
+    if (model.status !== 'ready') throw modelNotReady(model.status);
+    const runtime = this.catalog.runtimeOf(model);
+    if (!runtime) throw modelHasNoRuntime();
+
+    const predictionId = newId('prd');
+    const started = performance.now();
+    let inputs: unknown[];
+    try {
+      const parsed = parseOr400(predictBody, body, 'body');
+      const validated = runtime.validate(parsed.inputs);
+      if (!validated.ok) throw invalidInputs(validated.errors);
+      inputs = validated.inputs;
+    } catch (err) {
+      await this.logFailure(caller, model, predictionId, inputCount(body), ms(started), err);
+      throw err;
+    }
+    const validateMs = ms(started);
+
+    const modelStart = performance.now();
+    let predictions: PredictionOutput[];
+    try {
+      predictions = await this.run(model, runtime, inputs);
+    } catch (err) {
+      await this.logFailure(caller, model, predictionId, inputs.length, ms(modelStart), err);
+      throw err;
+    }
+    const latencyMs = ms(modelStart);
+
+    const logStart = performance.now();
+    const event = predictionCompleted(caller, { id: predictionId, modelId: model.id, count: inputs.length, latencyMs });
+    await this.log.record(
+      caller.accountId,
+      { _id: predictionId, modelId: model.id, modelVersion: model.version, ok: true, count: inputs.length, latencyMs, errorCode: null, at: new Date() },
+      [event],
+    );
+    return { id: predictionId, model, predictions, latencyMs, timing: { validateMs, modelMs: latencyMs, logMs: ms(logStart) } };
+  }
+
+  async metrics(accountId: string, id: string, now = new Date()): Promise<MetricsDto> {
+    const model = await this.get(accountId, id);
+    const hourAgo = new Date(now.getTime() - HOUR_MS);
+    const dayAgo = new Date(now.getTime() - DAY_MS);
+    const cap = this.metricsMaxSamples;
+    const [day, hour, recent] = await Promise.all([
+      this.log.counts(accountId, model.id, dayAgo),
+      this.log.counts(accountId, model.id, hourAgo),
+      this.log.latencies(accountId, model.id, dayAgo, cap),
+    ]);
+    // Newest first and capped: the day is sampled when the cap was hit; the hour only if the cap was hit
+    // before reaching an hour back.
+    const daySampled = recent.length >= cap;
+    const hourRows = recent.filter((r) => r.at >= hourAgo);
+    const hourSampled = daySampled && hourRows.length === recent.length;
+    return {
+      modelId: model.id,
+      modelVersion: model.version,
+      evaluation: this.catalog.evaluationOf(model),
+      serving: {
+        lastHour: servingWindow(hour, hourRows, hourSampled),
+        lastDay: servingWindow(day, recent, daySampled),
+      },
+      generatedAt: now.toISOString(),
+    };
+  }
+
+  /** Small batches run inline (fastest); large built-in batches go to a worker thread. */
+  private run(model: ModelRecord, runtime: ModelRuntime, inputs: unknown[]): PredictionOutput[] | Promise<PredictionOutput[]> {
+    const offload = this.offload;
+    if (offload && offload.pool.size > 0 && model.kind === 'builtin' && (runtime.cost?.(inputs) ?? 0) >= offload.minCost) {
+      return offload.pool.run(model.id, inputs);
+    }
+    return runtime.predict(inputs);
+  }
+
+  /** Records a failed request; a failure to record is logged and never hides the request's own error. */
+  private async logFailure(caller: CallerContext, model: ModelRecord, predictionId: string, count: number, latencyMs: number, err: unknown): Promise<void> {
+    const errorCode = err instanceof AppError ? err.code : 'internal';
+    try {
+      await this.log.record(caller.accountId, {
+        _id: predictionId,
+        modelId: model.id,
+        modelVersion: model.version,
+        ok: false,
+        count,
+        latencyMs,
+        errorCode,
+        at: new Date(),
+      });
+    } catch (logErr) {
+      this.logger.warn({ err: logErr, requestId: caller.requestId }, 'could not record a failed prediction');
+    }
+  }
+}
+
+function inputCount(body: unknown): number {
+  const inputs = (body as { inputs?: unknown } | null)?.inputs;
+  return Array.isArray(inputs) ? inputs.length : 0;
+}
+
+function servingWindow(counts: WindowCounts, rows: readonly { latencyMs: number }[], sampled: boolean): MetricsDto['serving']['lastDay'] {
+  return {
+    count: counts.count,
+    errors: counts.errors,
+    errorRate: counts.count ? counts.errors / counts.count : 0,
+    inputs: counts.inputs,
+    latencyMs: latencySummary(rows.map((r) => r.latencyMs)),
+    sampled,
+  };
+}

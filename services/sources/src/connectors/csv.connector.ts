@@ -1,0 +1,117 @@
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sqlLiteral, type DatasetStore } from '@dap/datasets';
+import { ConnectorCheckError, type Connector, type ConnectorContext } from './connector.ts';
+import { duckReason } from './duck-errors.ts';
+
+/** The check parses at most this much of a CSV: enough to catch a wrong dialect, far cheaper than a load. */
+export const CSV_PROBE_CHARS = 1024 * 1024;
+
+export interface CsvScan {
+  /** Index just past the header record, or -1 when the text is a single record. */
+  headerEnd: number;
+  /** The longest prefix of whole records no longer than the probe limit (the whole text when it is shorter). */
+  probeEnd: number;
+}
+
+/** Finds record boundaries without a parser: a line break outside double quotes ends a record (RFC 4180). */
+export function scanCsv(text: string, probeChars = CSV_PROBE_CHARS): CsvScan {
+  const end = Math.min(text.length, probeChars);
+  let inQuotes = false;
+  let headerEnd = -1;
+  let lastBoundary = 0;
+  for (let i = 0; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 34) inQuotes = !inQuotes;
+    else if (!inQuotes && (c === 10 || c === 13)) {
+      if (headerEnd < 0) headerEnd = i + 1;
+      lastBoundary = i + 1;
+    }
+  }
+  return { headerEnd, probeEnd: text.length <= probeChars ? text.length : lastBoundary };
+}
+
+const DELIMITERS = /[,;\t|]/;
+
+interface CsvShape {
+  skipRows: number;
+  columns: number;
+}
+
+/** Runs DuckDB's CSV sniffer over a whole file, as `read_csv(auto_detect)` will when the source is loaded. */
+async function sniff(store: DatasetStore, file: string, roots: string[]): Promise<CsvShape> {
+  try {
+    const res = await store.duck.run(
+      `SELECT SkipRows AS skip, len(Columns) AS columns FROM sniff_csv(${sqlLiteral(file)}, header = true, sample_size = -1)`,
+    );
+    return { skipRows: Number(res.rows[0]?.skip ?? 0), columns: Number(res.rows[0]?.columns ?? 0) };
+  } catch (err) {
+    throw new ConnectorCheckError('csv', `the CSV could not be parsed: ${duckReason(err, roots)}`);
+  }
+}
+
+/**
+ * When a row has more columns than the header, DuckDB's sniffer "succeeds" by skipping every row before it
+ * and taking that row as the header; that would silently drop data, so it is refused.
+ */
+function refuseSkippedRows(shape: CsvShape): void {
+  if (shape.skipRows > 0) {
+    throw new ConnectorCheckError(
+      'csv',
+      `the CSV could not be parsed: its rows do not have a consistent number of columns (row ${shape.skipRows + 1} differs from the header)`,
+    );
+  }
+}
+
+/** Shape checks in plain JS, then DuckDB's own sniffer over a bounded prefix, so "accepted" means "parses". */
+export async function checkCsv(csv: string, ctx: Pick<ConnectorContext, 'store'>): Promise<void> {
+  if (!csv.trim()) throw new ConnectorCheckError('csv', 'the CSV is empty');
+  if (csv.includes('\u0000')) throw new ConnectorCheckError('csv', 'the CSV contains NUL characters; it looks like a binary file');
+  const { headerEnd, probeEnd } = scanCsv(csv);
+  if (headerEnd < 0 && csv.length > CSV_PROBE_CHARS) {
+    throw new ConnectorCheckError('csv', `the first row of the CSV is longer than ${CSV_PROBE_CHARS} characters`);
+  }
+  if (headerEnd < 0 || !csv.slice(headerEnd).trim()) {
+    throw new ConnectorCheckError('csv', 'the CSV has a header row but no data rows');
+  }
+  const dir = await mkdtemp(join(tmpdir(), 'dap-csv-probe-'));
+  const file = join(dir, 'probe.csv');
+  try {
+    await writeFile(file, csv.slice(0, probeEnd));
+    const shape = await sniff(ctx.store, file, [dir]);
+    refuseSkippedRows(shape);
+    let rows: number;
+    try {
+      const reader = `read_csv(${sqlLiteral(file)}, header = true, auto_detect = true, sample_size = -1)`;
+      rows = Number((await ctx.store.duck.run(`SELECT count(*) AS n FROM ${reader}`)).rows[0]?.n ?? 0);
+    } catch (err) {
+      throw new ConnectorCheckError('csv', `the CSV could not be parsed: ${duckReason(err, [dir])}`);
+    }
+    if (rows === 0) throw new ConnectorCheckError('csv', 'the CSV has a header row but no data rows');
+    // With no delimiter that fits every row, DuckDB falls back to one column; a header with delimiters then means ragged rows.
+    const header = csv.slice(0, headerEnd).replace(/"[^"]*"/g, '');
+    if (shape.columns === 1 && DELIMITERS.test(header)) {
+      throw new ConnectorCheckError('csv', 'the CSV could not be parsed: its rows do not have a consistent number of columns');
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+export const csvConnector: Connector<'csv'> = {
+  type: 'csv',
+  mode: 'upload',
+  check: (body, ctx) => checkCsv(body.csv, ctx),
+  async stage(body, ctx) {
+    await ctx.store.stage(ctx.accountId, ctx.sourceId, 'csv', body.csv);
+    return 'csv';
+  },
+  /** The check saw only a prefix of a large file; before each load the whole file gets the same dialect checks. */
+  async validateStaged(ctx) {
+    const file = ctx.store.stagingFile(ctx.accountId, ctx.sourceId, 'csv');
+    if ((await stat(file)).size <= CSV_PROBE_CHARS) return; // small enough that the create-time check read all of it
+    refuseSkippedRows(await sniff(ctx.store, file, [ctx.store.root]));
+  },
+  configOf: () => ({}),
+};

@@ -1,0 +1,8 @@
+import { AppError, notFound } from '@dap/http';
+import type { ConnectorCheckError } from '../connectors/index.ts';
+
+/** The sources domain's errors; statuses come from the shared catalogue at the edge. */
+export const sourceNotFound = () => notFound('source');
+
+export const sourceRefused = (err: ConnectorCheckError) =>
+  new AppError('validation_failed', `the data source was refused: ${err.message}`, { errors: [{ path: err.field, message: err.message }] });

@@ -1,0 +1,20 @@
+import { makeEvent, type Column } from '@dap/contracts';
+import type { SourceDoc } from '../persistence/source.repository.ts';
+
+/** Each state change of a source and the event announcing it are built here and stored in one write. */
+export const sourceCreated = (accountId: string, doc: Pick<SourceDoc, '_id' | 'name' | 'type'>, requestId: string | null) =>
+  makeEvent('source.created', { accountId, subject: doc._id, requestId, data: { id: doc._id, name: doc.name, type: doc.type } });
+
+export const sourceReady = (doc: SourceDoc, result: { rowCount: number; schema: Column[] }) =>
+  makeEvent('source.ready', {
+    accountId: doc.accountId,
+    subject: doc._id,
+    requestId: doc.requestId,
+    data: { id: doc._id, name: doc.name, type: doc.type, rowCount: result.rowCount, schema: result.schema },
+  });
+
+export const sourceFailed = (doc: SourceDoc, error: string) =>
+  makeEvent('source.failed', { accountId: doc.accountId, subject: doc._id, requestId: doc.requestId, data: { id: doc._id, name: doc.name, error } });
+
+export const sourceDeleted = (accountId: string, id: string, requestId: string | null) =>
+  makeEvent('source.deleted', { accountId, subject: id, requestId, data: { id } });

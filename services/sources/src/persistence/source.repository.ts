@@ -1,0 +1,130 @@
+import type { Column, DomainEvent, SourceStatus, SourceType } from '@dap/contracts';
+import type { StagedFormat } from '@dap/datasets';
+import { TenantCollection, type TenantDoc } from '@dap/mongo';
+
+export interface SourceDoc extends TenantDoc {
+  name: string;
+  type: SourceType;
+  /** Connector settings needed to sync again; upload sources keep nothing here (their data is staged). */
+  config: Record<string, unknown>;
+  /** Format of the staged upload that every sync re-ingests; null for remote sources. */
+  staged: StagedFormat | null;
+  status: SourceStatus;
+  error: string | null;
+  schema: Column[];
+  rowCount: number;
+  lastSyncedAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+  /** The request that asked for the current sync; its events carry it. */
+  requestId: string | null;
+  /** Held by the worker running the sync; an expired lease means that worker died and another may take over. */
+  syncToken: string | null;
+  syncOwner: string | null;
+  syncLeaseUntil: Date | null;
+}
+
+export const SOURCES_COLLECTION = 'sources';
+
+type Db = ConstructorParameters<typeof TenantCollection>[0];
+type NewSource = Omit<SourceDoc, 'accountId' | 'deletedAt' | '_outbox' | '_outboxPending'>;
+
+/** Every method takes the account id first; the one cross-tenant read (crash recovery) says so in its name. */
+export class SourceRepository {
+  readonly coll: TenantCollection<SourceDoc>;
+
+  constructor(db: Db, onEvents: () => void) {
+    this.coll = new TenantCollection<SourceDoc>(db, SOURCES_COLLECTION, onEvents);
+  }
+
+  async ensureIndexes(): Promise<void> {
+    await this.coll.raw.createIndex({ accountId: 1, _id: -1 });
+    await this.coll.raw.createIndex({ status: 1 });
+    await this.coll.raw.createIndex({ _outboxPending: 1 });
+  }
+
+  findById(accountId: string, id: string): Promise<SourceDoc | null> {
+    return this.coll.findById(accountId, id);
+  }
+
+  list(accountId: string, limit: number, before?: string): Promise<SourceDoc[]> {
+    return this.coll.list(accountId, { limit, ...(before ? { before } : {}) });
+  }
+
+  insert(accountId: string, doc: NewSource, events: DomainEvent[]): Promise<SourceDoc> {
+    return this.coll.insert(accountId, doc, events);
+  }
+
+  /** Puts a settled source (ready or failed) back to pending; null when it is missing or already queued. */
+  requestSync(accountId: string, id: string, requestId: string, now: Date): Promise<SourceDoc | null> {
+    return this.coll.update(
+      accountId,
+      id,
+      { status: 'pending', error: null, requestId, updatedAt: now },
+      [],
+      { status: { $in: ['ready', 'failed'] } },
+    );
+  }
+
+  /** Takes a pending source, or one whose sync lease has expired; null when another worker holds it. */
+  claim(accountId: string, id: string, lease: { token: string; owner: string; until: Date }, now: Date): Promise<SourceDoc | null> {
+    return this.coll.update(
+      accountId,
+      id,
+      { status: 'syncing', syncToken: lease.token, syncOwner: lease.owner, syncLeaseUntil: lease.until, updatedAt: now },
+      [],
+      { $or: [{ status: 'pending' }, { status: 'syncing', syncLeaseUntil: { $lt: now } }] },
+    );
+  }
+
+  async renewLease(accountId: string, id: string, token: string, leaseUntil: Date): Promise<boolean> {
+    return (await this.coll.update(accountId, id, { syncLeaseUntil: leaseUntil }, [], { syncToken: token })) !== null;
+  }
+
+  /** Records the outcome of a sync with its event, only if this worker still holds the source. */
+  finish(
+    accountId: string,
+    id: string,
+    token: string,
+    outcome: Pick<SourceDoc, 'status' | 'error'> & Partial<Pick<SourceDoc, 'schema' | 'rowCount' | 'lastSyncedAt'>>,
+    events: DomainEvent[],
+    now: Date,
+  ): Promise<SourceDoc | null> {
+    return this.coll.update(
+      accountId,
+      id,
+      { ...outcome, updatedAt: now, syncToken: null, syncOwner: null, syncLeaseUntil: null },
+      events,
+      { syncToken: token, status: 'syncing' },
+    );
+  }
+
+  softDelete(accountId: string, id: string, events: DomainEvent[]): Promise<SourceDoc | null> {
+    return this.coll.softDelete(accountId, id, events);
+  }
+
+  /**
+   * Crash recovery across all accounts, run once at start-up: syncs this instance held before it stopped cannot
+   * still be running, so they go back to pending without waiting for their leases to expire.
+   */
+  async releaseOwnedAcrossAccounts(owner: string, now: Date): Promise<number> {
+    const res = await this.coll.raw.updateMany(
+      { deletedAt: null, status: 'syncing', syncOwner: owner },
+      { $set: { status: 'pending', syncToken: null, syncOwner: null, syncLeaseUntil: null, updatedAt: now } },
+    );
+    return res.modifiedCount;
+  }
+
+  /** Crash recovery across all accounts: sources waiting for a sync, or whose worker's lease has run out. */
+  async findUnfinishedAcrossAccounts(now: Date, limit: number): Promise<{ accountId: string; id: string }[]> {
+    const docs = await this.coll.raw
+      .find(
+        { deletedAt: null, $or: [{ status: 'pending' }, { status: 'syncing', syncLeaseUntil: { $lt: now } }] },
+        { projection: { accountId: 1 } },
+      )
+      .sort({ _id: 1 })
+      .limit(limit)
+      .toArray();
+    return docs.map((d) => ({ accountId: String(d.accountId), id: String(d._id) }));
+  }
+}

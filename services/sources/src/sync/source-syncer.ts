@@ -1,0 +1,153 @@
+import { access, readdir, rm } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { newId } from '@dap/contracts';
+import type { DatasetStore, IngestResult } from '@dap/datasets';
+import type { Logger } from '@dap/logger';
+import { duckReason, isDuckError } from '../connectors/duck-errors.ts';
+import { ConnectorCheckError, connectorFor } from '../connectors/index.ts';
+import { sourceFailed, sourceReady } from '../domain/events.ts';
+import type { SourceDoc, SourceRepository } from '../persistence/source.repository.ts';
+import { JobRunner } from './job-runner.ts';
+
+/** A sync failure whose message is meant for the customer as is. */
+export class SyncFailure extends Error {}
+
+export interface SyncerOptions {
+  repo: SourceRepository;
+  store: DatasetStore;
+  logger: Logger;
+  concurrency: number;
+  leaseMs: number;
+  sweepMs: number;
+  instanceId: string;
+}
+
+const SWEEP_BATCH = 100;
+
+/**
+ * Moves sources pending → syncing → ready|failed in the background. Every state change is a conditional
+ * write on the lease token, so two instances never both finish one sync, and a sync whose worker died (its
+ * lease expired) is picked up again by the next sweep.
+ */
+export class SourceSyncer {
+  private readonly opts: SyncerOptions;
+  private readonly runner: JobRunner;
+  private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
+
+  constructor(opts: SyncerOptions) {
+    this.opts = opts;
+    this.runner = new JobRunner({ concurrency: opts.concurrency, logger: opts.logger });
+  }
+
+  get enabled(): boolean {
+    return this.opts.concurrency > 0;
+  }
+
+  /** Resumes what this instance left unfinished, then sweeps for pending work now and on a timer. */
+  async start(): Promise<void> {
+    if (!this.enabled) return;
+    const released = await this.opts.repo.releaseOwnedAcrossAccounts(this.opts.instanceId, new Date());
+    if (released) this.opts.logger.info({ released }, 'resuming syncs interrupted by the last shutdown');
+    await this.sweep();
+    const tick = () => {
+      this.timer = setTimeout(() => {
+        this.sweep()
+          .catch((err) => this.opts.logger.warn({ err }, 'sync sweep failed; will retry'))
+          .finally(() => {
+            if (!this.stopped) tick();
+          });
+      }, this.opts.sweepMs);
+    };
+    tick();
+  }
+
+  schedule(accountId: string, sourceId: string): void {
+    this.runner.enqueue(`${accountId}/${sourceId}`, () => this.syncOne(accountId, sourceId));
+  }
+
+  /** Queues every source waiting for a sync or abandoned by a dead worker; returns how many it found. */
+  async sweep(): Promise<number> {
+    const found = await this.opts.repo.findUnfinishedAcrossAccounts(new Date(), SWEEP_BATCH);
+    for (const s of found) this.schedule(s.accountId, s.id);
+    return found.length;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.runner.stop();
+  }
+
+  async syncOne(accountId: string, sourceId: string): Promise<void> {
+    const { repo, store, logger, leaseMs, instanceId } = this.opts;
+    const token = newId('msg');
+    const doc = await repo.claim(accountId, sourceId, { token, owner: instanceId, until: new Date(Date.now() + leaseMs) }, new Date());
+    if (!doc) return; // deleted, settled, or held by a live worker
+    const heartbeat = setInterval(() => {
+      repo.renewLease(accountId, sourceId, token, new Date(Date.now() + leaseMs)).catch((err) => logger.warn({ err, sourceId }, 'lease renewal failed'));
+    }, Math.max(250, Math.floor(leaseMs / 3)));
+    heartbeat.unref();
+    let result: IngestResult;
+    try {
+      result = await this.load(doc);
+    } catch (err) {
+      clearInterval(heartbeat);
+      const reason = this.reasonOf(err, doc);
+      await this.removeUnpublished(accountId, sourceId);
+      await repo.finish(accountId, sourceId, token, { status: 'failed', error: reason }, [sourceFailed(doc, reason)], new Date());
+      logger.info({ accountId, sourceId, reason }, 'source sync failed');
+      return;
+    }
+    clearInterval(heartbeat);
+    const now = new Date();
+    const done = await repo.finish(
+      accountId,
+      sourceId,
+      token,
+      { status: 'ready', error: null, rowCount: result.rowCount, schema: result.schema, lastSyncedAt: now },
+      [sourceReady(doc, result)],
+      now,
+    );
+    if (!done && !(await repo.findById(accountId, sourceId))) await store.remove(accountId, sourceId); // deleted mid-sync
+    logger.info({ accountId, sourceId, rowCount: result.rowCount, recorded: Boolean(done) }, 'source synced');
+  }
+
+  private async load(doc: SourceDoc): Promise<IngestResult> {
+    const { store } = this.opts;
+    if (!doc.staged) throw new SyncFailure(`sources of type ${doc.type} cannot be synced yet`);
+    try {
+      await access(store.stagingFile(doc.accountId, doc._id, doc.staged));
+    } catch {
+      throw new SyncFailure('the uploaded data is no longer available; create the source again');
+    }
+    const connector = connectorFor(doc.type);
+    try {
+      await connector.validateStaged?.({ store, accountId: doc.accountId, sourceId: doc._id });
+    } catch (err) {
+      if (err instanceof ConnectorCheckError) throw new SyncFailure(`the data could not be loaded: ${err.message}`);
+      throw err;
+    }
+    return store.ingest(doc.accountId, doc._id, doc.staged);
+  }
+
+  private reasonOf(err: unknown, doc: SourceDoc): string {
+    if (err instanceof SyncFailure) return err.message;
+    if (isDuckError(err)) return `the data could not be loaded: ${duckReason(err, [this.opts.store.root])}`;
+    this.opts.logger.error({ err, accountId: doc.accountId, sourceId: doc._id }, 'source sync failed unexpectedly');
+    return 'the data could not be loaded because of an internal error; try syncing again';
+  }
+
+  /** A failed ingest may leave a half-written Parquet file beside the published one. */
+  private async removeUnpublished(accountId: string, sourceId: string): Promise<void> {
+    const { store } = this.opts;
+    try {
+      const current = await store.currentFile(accountId, sourceId);
+      const keep = current ? basename(current) : null;
+      const dir = store.dir(accountId, sourceId);
+      for (const f of await readdir(dir)) if (f.endsWith('.parquet') && f !== keep) await rm(join(dir, f), { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.opts.logger.warn({ err, sourceId }, 'could not clean up after a failed sync');
+    }
+  }
+}

@@ -1,0 +1,78 @@
+import { startReceiver } from '@dap/testing';
+import { HttpSender } from './http-sender.ts';
+
+describe('HttpSender', () => {
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let status = 200;
+  let delayMs = 0;
+  const open = new HttpSender({ timeoutMs: 300, allowPrivateTargets: true, userAgent: 'test' });
+  const strict = new HttpSender({ timeoutMs: 300, allowPrivateTargets: false, userAgent: 'test' });
+
+  beforeAll(async () => {
+    receiver = await startReceiver(() => ({ status, delayMs }));
+  });
+  afterAll(async () => {
+    open.close();
+    strict.close();
+    await receiver.close();
+  });
+  beforeEach(() => {
+    status = 200;
+    delayMs = 0;
+  });
+
+  it('posts the body with the given headers and reports 2xx as success', async () => {
+    const r = await open.send(`${receiver.url}/hook?x=1`, { 'content-type': 'application/json', 'webhook-id': 'evt_1' }, '{"a":1}');
+    expect(r).toMatchObject({ ok: true, statusCode: 200, error: null, aborted: false });
+    const got = receiver.received.at(-1)!;
+    expect(got).toMatchObject({ method: 'POST', path: '/hook?x=1', body: '{"a":1}' });
+    expect(got.headers['webhook-id']).toBe('evt_1');
+    expect(got.headers['content-length']).toBe('7');
+  });
+
+  it('treats a redirect as a failure and does not follow it', async () => {
+    status = 302;
+    const before = receiver.received.length;
+    const r = await open.send(receiver.url, {}, '{}');
+    expect(r).toMatchObject({ ok: false, statusCode: 302, error: 'redirect (302) not followed' });
+    expect(receiver.received.length).toBe(before + 1);
+  });
+
+  it('reports an error status', async () => {
+    status = 503;
+    expect(await open.send(receiver.url, {}, '{}')).toMatchObject({ ok: false, statusCode: 503, error: 'HTTP 503' });
+  });
+
+  it('gives up at the per-attempt deadline', async () => {
+    delayMs = 700;
+    const r = await open.send(receiver.url, {}, '{}');
+    expect(r).toMatchObject({ ok: false, statusCode: null, error: 'timed out after 300 ms' });
+    expect(r.latencyMs).toBeGreaterThanOrEqual(290);
+    expect(r.latencyMs).toBeLessThan(1_000);
+  });
+
+  it('refuses a loopback target at connect time when private targets are not allowed', async () => {
+    const before = receiver.received.length;
+    const literal = await strict.send(receiver.url, {}, '{}');
+    expect(literal).toMatchObject({ ok: false, statusCode: null });
+    expect(literal.error).toMatch(/127\.0\.0\.1 is not allowed \(loopback\)/);
+    const port = new URL(receiver.url).port;
+    const named = await strict.send(`http://localhost:${port}/`, {}, '{}');
+    expect(named.error).toMatch(/localhost resolves to the address .* is not allowed/);
+    expect(receiver.received.length).toBe(before);
+  });
+
+  it('reports a refused connection', async () => {
+    const r = await open.send('http://127.0.0.1:9/', {}, '{}');
+    expect(r).toMatchObject({ ok: false, statusCode: null, error: 'connection refused' });
+  });
+
+  it('stops at once when aborted', async () => {
+    delayMs = 700;
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 50);
+    const r = await open.send(receiver.url, {}, '{}', ac.signal);
+    expect(r).toMatchObject({ ok: false, aborted: true });
+    expect(r.latencyMs).toBeLessThan(250);
+  });
+});

@@ -1,0 +1,43 @@
+import { DEFAULT_RETRY_SCHEDULE_MS, parseRetrySchedule, parseSecretKey } from '../config.ts';
+import { nextDelayMs, withJitter } from './retry-schedule.ts';
+
+describe('retry schedule', () => {
+  it('defaults to DESIGN §7: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h', () => {
+    expect([...DEFAULT_RETRY_SCHEDULE_MS]).toEqual([0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
+  });
+
+  it('gives the delay after each failed attempt and none after the last', () => {
+    const noJitter = () => 0.5;
+    const delays = [1, 2, 3, 4, 5, 6, 7].map((n) => nextDelayMs(DEFAULT_RETRY_SCHEDULE_MS, n, noJitter));
+    expect(delays).toEqual([5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
+    expect(nextDelayMs(DEFAULT_RETRY_SCHEDULE_MS, 8, noJitter)).toBeNull();
+    expect(nextDelayMs([0, 200, 400], 3)).toBeNull();
+  });
+
+  it('jitters by at most ±10%', () => {
+    expect(withJitter(1_000, () => 0)).toBe(900);
+    expect(withJitter(1_000, () => 0.999999)).toBe(1_100);
+    expect(withJitter(0, () => 0)).toBe(0);
+    for (let i = 0; i < 200; i++) {
+      const d = nextDelayMs(DEFAULT_RETRY_SCHEDULE_MS, 2)!;
+      expect(d).toBeGreaterThanOrEqual(270_000);
+      expect(d).toBeLessThanOrEqual(330_000);
+    }
+  });
+
+  it('parses a compressed schedule from config and refuses a bad one', () => {
+    expect(parseRetrySchedule('0,200, 400')).toEqual([0, 200, 400]);
+    expect(parseRetrySchedule('0,-5')).toBeNull();
+    expect(parseRetrySchedule('0,abc')).toBeNull();
+    expect(parseRetrySchedule('')).toBeNull();
+  });
+});
+
+describe('secret key config', () => {
+  it('takes 32 bytes as hex or base64 and refuses other lengths', () => {
+    expect(parseSecretKey('ab'.repeat(32))).toHaveLength(32);
+    expect(parseSecretKey(Buffer.alloc(32, 7).toString('base64'))).toHaveLength(32);
+    expect(parseSecretKey(Buffer.alloc(16, 7).toString('base64'))).toBeNull();
+    expect(parseSecretKey('not a key')).toBeNull();
+  });
+});

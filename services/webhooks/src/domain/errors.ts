@@ -1,0 +1,12 @@
+import { AppError } from '@dap/http';
+import { MAX_ENDPOINTS_PER_ACCOUNT } from '../persistence/endpoint.repository.ts';
+
+/** The webhooks service's error catalogue; statuses come from the shared codes at the edge. */
+export const webhookErrors = {
+  targetNotAllowed: (reason: string) =>
+    new AppError('unprocessable', `the webhook URL's target is not allowed: ${reason}`, { errors: [{ path: 'url', message: reason }] }),
+  tooManyEndpoints: () =>
+    new AppError('unprocessable', `an account can register at most ${MAX_ENDPOINTS_PER_ACCOUNT} webhook endpoints; delete one first`),
+  endpointDisabled: (reason: string | null) =>
+    new AppError('conflict', `the webhook endpoint is disabled${reason ? ` (${reason})` : ''}; register it again to receive events`),
+};

@@ -1,0 +1,84 @@
+import { Router, type Request } from 'express';
+import {
+  createWebhookBody,
+  listQuerySchema,
+  type DeliveryDto,
+  type WebhookCreatedDto,
+  type WebhookDto,
+  type WebhookTestDto,
+  type CallerContext,
+} from '@dap/contracts';
+import { callerOf, parseOr400 } from '@dap/http';
+import type { WebhooksService } from '../domain/webhooks.service.ts';
+import type { DeliveryDoc } from '../persistence/delivery.repository.ts';
+import type { EndpointDoc } from '../persistence/endpoint.repository.ts';
+
+export function toWebhookDto(e: EndpointDoc): WebhookDto {
+  return {
+    id: e._id,
+    url: e.url,
+    events: e.events,
+    description: e.description,
+    status: e.status,
+    disabledReason: e.disabledReason ?? null,
+    createdAt: e.createdAt.toISOString(),
+    updatedAt: e.updatedAt.toISOString(),
+  };
+}
+
+export function toDeliveryDto(d: DeliveryDoc): DeliveryDto {
+  return {
+    id: d.eventId,
+    type: d.eventType,
+    status: d.status,
+    attempts: d.attempts.map((a) => ({ at: a.at.toISOString(), statusCode: a.statusCode, latencyMs: a.latencyMs, error: a.error })),
+    nextAttemptAt: d.status === 'pending' && d.nextAttemptAt ? d.nextAttemptAt.toISOString() : null,
+    createdAt: d.createdAt.toISOString(),
+    updatedAt: d.updatedAt.toISOString(),
+  };
+}
+
+/** The caller, with the request id this response carries (it travels on into events and deliveries). */
+function callerWithRequestId(req: Request): CallerContext {
+  return { ...callerOf(req), requestId: req.requestId };
+}
+
+export function webhookRoutes(service: WebhooksService): Router {
+  const r = Router();
+
+  r.post('/webhooks', async (req, res) => {
+    const body = parseOr400(createWebhookBody, req.body ?? {}, 'body');
+    const { endpoint, secret } = await service.create(callerWithRequestId(req), body);
+    const dto: WebhookCreatedDto = { ...toWebhookDto(endpoint), secret };
+    res.status(201).location(`/v1/webhooks/${endpoint._id}`).json(dto);
+  });
+
+  r.get('/webhooks', async (req, res) => {
+    const query = parseOr400(listQuerySchema, req.query, 'query');
+    const page = await service.list(callerOf(req).accountId, query);
+    res.json({ ...page, data: page.data.map(toWebhookDto) });
+  });
+
+  r.get('/webhooks/:id', async (req, res) => {
+    res.json(toWebhookDto(await service.get(callerOf(req).accountId, req.params.id)));
+  });
+
+  r.delete('/webhooks/:id', async (req, res) => {
+    await service.delete(callerWithRequestId(req), req.params.id);
+    res.status(204).end();
+  });
+
+  r.get('/webhooks/:id/deliveries', async (req, res) => {
+    const query = parseOr400(listQuerySchema, req.query, 'query');
+    const page = await service.listDeliveries(callerOf(req).accountId, req.params.id, query);
+    res.json({ ...page, data: page.data.map(toDeliveryDto) });
+  });
+
+  r.post('/webhooks/:id/test', async (req, res) => {
+    const event = await service.sendTest(callerWithRequestId(req), req.params.id);
+    const dto: WebhookTestDto = { eventId: event.id, webhookId: req.params.id, type: 'webhook.test' };
+    res.status(202).location(`/v1/webhooks/${req.params.id}/deliveries`).json(dto);
+  });
+
+  return r;
+}

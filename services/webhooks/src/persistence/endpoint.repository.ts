@@ -1,0 +1,87 @@
+import type { Db, Document } from 'mongodb';
+import type { DomainEvent } from '@dap/contracts';
+import { TenantCollection, type TenantDoc } from '@dap/mongo';
+
+export interface EndpointDoc extends TenantDoc {
+  url: string;
+  events: string[];
+  description: string;
+  status: 'enabled' | 'disabled';
+  disabledReason: string | null;
+  /** The whsec_ secret, sealed with AES-256-GCM (never returned after create). */
+  secretSealed: string;
+  /** Start of the current run of failed attempts; null while the endpoint answers 2xx. */
+  failingSince: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export const MAX_ENDPOINTS_PER_ACCOUNT = 100;
+
+export class EndpointRepository {
+  readonly coll: TenantCollection<EndpointDoc>;
+
+  constructor(db: Db, onEvents: () => void) {
+    this.coll = new TenantCollection<EndpointDoc>(db, 'endpoints', onEvents);
+  }
+
+  async init(): Promise<void> {
+    await this.coll.raw.createIndex({ accountId: 1, _id: -1 });
+    await this.coll.raw.createIndex({ accountId: 1, status: 1 });
+  }
+
+  insert(accountId: string, doc: Omit<EndpointDoc, 'accountId'>, events: DomainEvent[]): Promise<EndpointDoc> {
+    return this.coll.insert(accountId, doc, events);
+  }
+
+  findById(accountId: string, id: string): Promise<EndpointDoc | null> {
+    return this.coll.findById(accountId, id);
+  }
+
+  list(accountId: string, opts: { limit: number; before?: string }): Promise<EndpointDoc[]> {
+    return this.coll.list(accountId, opts);
+  }
+
+  count(accountId: string): Promise<number> {
+    return this.coll.count(accountId);
+  }
+
+  /** The endpoints an event of this account may go to. */
+  async listEnabled(accountId: string): Promise<EndpointDoc[]> {
+    return (await this.coll.raw
+      .find({ accountId, deletedAt: null, status: 'enabled' }, { projection: { _outbox: 0 } })
+      .limit(MAX_ENDPOINTS_PER_ACCOUNT)
+      .toArray()) as unknown as EndpointDoc[];
+  }
+
+  softDelete(accountId: string, id: string, events: DomainEvent[]): Promise<EndpointDoc | null> {
+    return this.coll.softDelete(accountId, id, events);
+  }
+
+  /** Records an event on an enabled endpoint (the test event goes through the outbox like any other). */
+  emitIfEnabled(accountId: string, id: string, event: DomainEvent): Promise<EndpointDoc | null> {
+    return this.coll.update(accountId, id, { updatedAt: new Date() }, [event], { status: 'enabled' });
+  }
+
+  /** Starts the failure run if none is open; answers when the current run started. */
+  async markFailing(accountId: string, id: string, at: Date): Promise<Date | null> {
+    const doc = await this.coll.raw.findOneAndUpdate(
+      { _id: id as unknown as Document['_id'], accountId, failingSince: null },
+      { $set: { failingSince: at } },
+      { returnDocument: 'after', projection: { failingSince: 1 } },
+    );
+    if (doc) return doc.failingSince as Date;
+    const current = await this.coll.raw.findOne({ _id: id as unknown as Document['_id'], accountId }, { projection: { failingSince: 1 } });
+    return (current?.failingSince as Date | null | undefined) ?? null;
+  }
+
+  async markHealthy(accountId: string, id: string): Promise<void> {
+    await this.coll.raw.updateOne({ _id: id as unknown as Document['_id'], accountId, failingSince: { $ne: null } }, { $set: { failingSince: null } });
+  }
+
+  /** Disables an enabled endpoint with its event in the same write; null if it was not enabled (or matched `where`). */
+  disable(accountId: string, id: string, reason: string, event: DomainEvent, where: Document = {}): Promise<EndpointDoc | null> {
+    const now = new Date();
+    return this.coll.update(accountId, id, { status: 'disabled', disabledReason: reason, updatedAt: now }, [event], { ...where, status: 'enabled' });
+  }
+}

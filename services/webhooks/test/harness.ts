@@ -1,0 +1,85 @@
+import { randomBytes } from 'node:crypto';
+import { makeEvent, newId, SCOPES, signCallerContext, type DomainEvent, type EventOf, type EventType } from '@dap/contracts';
+import { createKafka, EventProducer } from '@dap/kafka';
+import { createLogger } from '@dap/logger';
+import { connectMongo } from '@dap/mongo';
+import { http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix } from '@dap/testing';
+import { loadWebhooksConfig } from '../src/config.ts';
+import { startWebhooks, type RunningWebhooks } from '../src/index.ts';
+
+export const silent = createLogger({ name: 'webhooks-test', level: 'silent' });
+
+/** Config for one test file: its own database, topics and consumer group on the shared test stack. */
+export function testConfig(overrides: Record<string, string> = {}) {
+  const env = stackEnv();
+  const suffix = uniqueSuffix();
+  return loadWebhooksConfig({
+    HOST: '127.0.0.1',
+    PORT: '0',
+    LOG_LEVEL: 'silent',
+    MONGO_URL: env.MONGO_URL,
+    MONGO_DB: `t${suffix}_webhooks`,
+    KAFKA_BROKERS: env.KAFKA_BROKERS,
+    KAFKA_TOPIC_PREFIX: `t${suffix}.`,
+    INTERNAL_SECRET: TEST_INTERNAL_SECRET,
+    WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
+    ALLOW_PRIVATE_TARGETS: 'true',
+    ...overrides,
+  });
+}
+export type TestConfig = ReturnType<typeof testConfig>;
+
+export function callerHeaders(accountId: string, requestId = newId('req')): Record<string, string> {
+  const { context, signature } = signCallerContext(TEST_INTERNAL_SECRET, {
+    accountId,
+    plan: 'starter',
+    scopes: [...SCOPES],
+    requestId,
+    issuedAt: Date.now(),
+  });
+  return { 'x-dap-context': context, 'x-dap-signature': signature };
+}
+
+/** A caller bound to one account and one running service. */
+export function clientFor(svc: () => Pick<RunningWebhooks, 'url'>, accountId = newId('acct')) {
+  const call = (method: string, path: string, body?: unknown, extra: Record<string, string> = {}) =>
+    http(method, `${svc().url}/v1${path}`, { body, headers: { ...callerHeaders(accountId), ...extra } });
+  return { accountId, call };
+}
+
+/** Publishes domain events the way the other services' outbox relays do. */
+export async function eventPublisher(config: TestConfig) {
+  const settings = { brokers: config.KAFKA_BROKERS, clientId: 'webhooks-test', topicPrefix: config.KAFKA_TOPIC_PREFIX };
+  const producer = new EventProducer(createKafka(settings, silent), settings);
+  await producer.connect();
+  return {
+    async publish<T extends EventType>(type: T, accountId: string, data: EventOf<T>['data'], requestId: string | null = null): Promise<EventOf<T> & { publishedAt: number }> {
+      const event = makeEvent(type, { accountId, subject: (data as { id?: string }).id ?? 'subject', requestId, data });
+      const publishedAt = Date.now();
+      await producer.publish([event as DomainEvent]);
+      return { ...event, publishedAt };
+    },
+    /** Sends an already published event again, as a relay does after a crash. */
+    republish: (event: DomainEvent) => producer.publish([event]),
+    close: () => producer.disconnect(),
+  };
+}
+
+export { startWebhooks };
+
+/** Drops the file's database once the service is stopped, so test runs leave nothing behind. */
+export async function dropTestDatabase(config: TestConfig): Promise<void> {
+  const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB);
+  try {
+    await mongo.db.dropDatabase();
+  } finally {
+    await mongo.close();
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}

@@ -1,0 +1,184 @@
+import { randomBytes } from 'node:crypto';
+import type { Consumer } from 'kafkajs';
+import { newId, webhookCreatedSchema, webhookListSchema, webhookSchema, type DomainEvent } from '@dap/contracts';
+import { listen, type RunningServer } from '@dap/http';
+import { createKafka } from '@dap/kafka';
+import { http, waitFor } from '@dap/testing';
+import { createApp } from '../src/app.ts';
+import { SecretBox } from '../src/domain/secret.ts';
+import { WebhooksService } from '../src/domain/webhooks.service.ts';
+import type { RunningWebhooks } from '../src/index.ts';
+import { callerHeaders, clientFor, dropTestDatabase, silent, startWebhooks, testConfig } from './harness.ts';
+
+describe('webhooks API', () => {
+  const config = testConfig();
+  let svc: RunningWebhooks;
+  let strict: RunningServer;
+  let watcher: Consumer;
+  const published: DomainEvent[] = [];
+  const alice = clientFor(() => svc);
+  const bob = clientFor(() => svc);
+
+  beforeAll(async () => {
+    svc = await startWebhooks(config, { logger: silent });
+    // The same service with production's SSRF setting, to show what registration refuses.
+    const strictService = new WebhooksService({
+      endpoints: svc.endpoints,
+      deliveries: svc.deliveries,
+      secrets: new SecretBox(randomBytes(32)),
+      allowPrivateTargets: false,
+    });
+    strict = await listen(createApp({ logger: silent, webhooks: strictService, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: 1_000_000, ready: async () => {} }), '127.0.0.1', 0);
+    const kafka = createKafka({ brokers: config.KAFKA_BROKERS, clientId: 'watch', topicPrefix: config.KAFKA_TOPIC_PREFIX }, silent);
+    watcher = kafka.consumer({ groupId: `${config.KAFKA_TOPIC_PREFIX}watch`, maxWaitTimeInMs: 50 });
+    await watcher.connect();
+    await watcher.subscribe({ topic: `${config.KAFKA_TOPIC_PREFIX}webhooks.events`, fromBeginning: true });
+    await watcher.run({ eachMessage: async ({ message }) => void published.push(JSON.parse(message.value!.toString())) });
+  });
+
+  afterAll(async () => {
+    await watcher?.disconnect();
+    await strict?.close();
+    await svc?.stop();
+    await dropTestDatabase(config);
+  });
+
+  it('creates an endpoint: 201, Location, the whsec_ secret once, and webhook.created in the outbox', async () => {
+    const res = await alice.call('POST', '/webhooks', { url: 'http://127.0.0.1:9/hooks', events: ['report.*', 'source.ready'], description: 'ops' });
+    expect(res.status).toBe(201);
+    expect(res.headers.get('location')).toBe(`/v1/webhooks/${res.body.id}`);
+    expect(webhookCreatedSchema.parse(res.body)).toEqual(res.body);
+    expect(res.body).toMatchObject({ url: 'http://127.0.0.1:9/hooks', events: ['report.*', 'source.ready'], description: 'ops', status: 'enabled', disabledReason: null });
+    expect(res.body.id).toMatch(/^whk_[0-9A-Z]{26}$/);
+    const secret: string = res.body.secret;
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(Buffer.from(secret.slice(6), 'base64')).toHaveLength(32);
+
+    const got = await alice.call('GET', `/webhooks/${res.body.id}`);
+    expect(got.status).toBe(200);
+    expect(webhookSchema.strict().parse(got.body)).toEqual(got.body);
+    expect(got.body).not.toHaveProperty('secret');
+    expect(got.text).not.toContain(secret.slice(6, 20));
+    const list = await alice.call('GET', '/webhooks');
+    expect(list.text).not.toContain(secret.slice(6, 20));
+
+    // Stored sealed, never in clear.
+    const stored = await svc.endpoints.coll.raw.findOne({ _id: res.body.id });
+    expect(JSON.stringify(stored)).not.toContain(secret.slice(6));
+    expect(stored?.secretSealed).toMatch(/^v1\./);
+
+    const created = await waitFor(() => published.find((e) => e.type === 'webhook.created' && e.subject === res.body.id), { what: 'webhook.created' });
+    expect(created).toMatchObject({ accountId: alice.accountId, data: { id: res.body.id, url: 'http://127.0.0.1:9/hooks' } });
+  });
+
+  it('defaults events to all and description to empty', async () => {
+    const res = await alice.call('POST', '/webhooks', { url: 'https://hooks.example.com/a' });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ events: ['*'], description: '' });
+  });
+
+  it('lists newest first with a cursor, only the caller’s endpoints', async () => {
+    await bob.call('POST', '/webhooks', { url: 'https://hooks.example.com/bob' });
+    const first = await alice.call('GET', '/webhooks?limit=1');
+    expect(first.status).toBe(200);
+    expect(webhookListSchema.parse(first.body)).toBeTruthy();
+    expect(first.body.data).toHaveLength(1);
+    expect(first.body.data[0].url).toBe('https://hooks.example.com/a');
+    expect(first.body.hasMore).toBe(true);
+    const second = await alice.call('GET', `/webhooks?limit=1&cursor=${first.body.nextCursor}`);
+    expect(second.body.data.map((w: { url: string }) => w.url)).toEqual(['http://127.0.0.1:9/hooks']);
+    expect(second.body).toMatchObject({ hasMore: false, nextCursor: null });
+    const bobs = await bob.call('GET', '/webhooks');
+    expect(bobs.body.data.map((w: { url: string }) => w.url)).toEqual(['https://hooks.example.com/bob']);
+  });
+
+  it.each([
+    ['no url', {}, 'url'],
+    ['a non-URL', { url: 'not a url' }, 'url'],
+    ['ftp', { url: 'ftp://example.com/x' }, 'url'],
+    ['javascript', { url: 'javascript:alert(1)' }, 'url'],
+    ['credentials in the URL', { url: 'https://user:pw@example.com/x' }, 'url'],
+    ['an unknown event type', { url: 'https://example.com/x', events: ['foo.bar'] }, 'events.0'],
+    ['an internal event type', { url: 'https://example.com/x', events: ['apikey.created'] }, 'events.0'],
+    ['an empty filter list', { url: 'https://example.com/x', events: [] }, 'events'],
+    ['a wrong type', { url: 'https://example.com/x', description: 5 }, 'description'],
+    ['an unknown field', { url: 'https://example.com/x', secret: 'whsec_mine' }, '(root)'],
+  ])('refuses %s with 400 and the bad field', async (_name, body, path) => {
+    const res = await alice.call('POST', '/webhooks', body);
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toMatch(/application\/problem\+json/);
+    expect(res.body.code).toBe('validation_failed');
+    expect(res.body.errors.map((e: { path: string }) => e.path)).toContain(path);
+  });
+
+  it('refuses malformed JSON, another content type and $-operator keys with 400', async () => {
+    expect((await alice.call('POST', '/webhooks', '{"url":', {})).status).toBe(400);
+    const text = await http('POST', `${svc.url}/v1/webhooks`, { body: 'url=x', headers: { ...callerHeaders(alice.accountId), 'content-type': 'text/plain' } });
+    expect(text.status).toBe(400);
+    const op = await alice.call('POST', '/webhooks', { url: 'https://example.com/x', $where: '1' });
+    expect(op.status).toBe(400);
+  });
+
+  it('refuses bad list parameters with 400', async () => {
+    expect((await alice.call('GET', '/webhooks?limit=0')).status).toBe(400);
+    expect((await alice.call('GET', '/webhooks?limit=101')).status).toBe(400);
+    const badCursor = await alice.call('GET', '/webhooks?cursor=bm9wZQ');
+    expect(badCursor.status).toBe(400);
+    expect(badCursor.body.errors[0].path).toBe('cursor');
+  });
+
+  it('refuses private and loopback targets at registration when the operator does not allow them', async () => {
+    for (const url of ['http://127.0.0.1:8080/x', 'http://10.0.0.8/x', 'http://[::1]/x', 'http://169.254.169.254/latest', 'http://localhost:3000/x', 'http://0.0.0.0/x']) {
+      const res = await http('POST', `${strict.url}/v1/webhooks`, { body: { url }, headers: callerHeaders(alice.accountId) });
+      expect({ url, status: res.status }).toEqual({ url, status: 422 });
+      expect(res.body.errors[0].path).toBe('url');
+    }
+    const ok = await http('POST', `${strict.url}/v1/webhooks`, { body: { url: 'https://8.8.8.8/hook' }, headers: callerHeaders(alice.accountId) });
+    expect(ok.status).toBe(201);
+  });
+
+  it('answers 404 for another account’s id and for malformed or unknown ids, on every route', async () => {
+    const mine = await alice.call('POST', '/webhooks', { url: 'https://hooks.example.com/private' });
+    for (const id of [mine.body.id, 'whk_nope', newId('whk'), 'src_01JCQ3N6W4X8Z5Y7A9B2C4D6E8']) {
+      const who = id === mine.body.id ? bob : alice;
+      expect((await who.call('GET', `/webhooks/${id}`)).status).toBe(404);
+      expect((await who.call('GET', `/webhooks/${id}/deliveries`)).status).toBe(404);
+      expect((await who.call('POST', `/webhooks/${id}/test`)).status).toBe(404);
+      expect((await who.call('DELETE', `/webhooks/${id}`)).status).toBe(404);
+    }
+    // Bob's attempts changed nothing.
+    expect((await alice.call('GET', `/webhooks/${mine.body.id}`)).body.status).toBe('enabled');
+  });
+
+  it('answers 401 to a direct call without the gateway signature, and to a forged one', async () => {
+    const bare = await http('GET', `${svc.url}/v1/webhooks`);
+    expect(bare.status).toBe(401);
+    expect(bare.body.code).toBe('unauthorized');
+    const forged = await http('POST', `${svc.url}/v1/webhooks`, {
+      body: { url: 'https://example.com/x' },
+      headers: { ...callerHeaders(alice.accountId), 'x-dap-signature': 'A'.repeat(43) },
+    });
+    expect(forged.status).toBe(401);
+  });
+
+  it('deletes: 204, then 404, gone from the list, with webhook.deleted published', async () => {
+    const made = await alice.call('POST', '/webhooks', { url: 'https://hooks.example.com/doomed' });
+    const del = await alice.call('DELETE', `/webhooks/${made.body.id}`);
+    expect(del.status).toBe(204);
+    expect(del.text).toBe('');
+    expect((await alice.call('GET', `/webhooks/${made.body.id}`)).status).toBe(404);
+    expect((await alice.call('DELETE', `/webhooks/${made.body.id}`)).status).toBe(404);
+    const list = await alice.call('GET', '/webhooks?limit=100');
+    expect(list.body.data.map((w: { id: string }) => w.id)).not.toContain(made.body.id);
+    const deleted = await waitFor(() => published.find((e) => e.type === 'webhook.deleted' && e.subject === made.body.id), { what: 'webhook.deleted' });
+    expect(deleted).toMatchObject({ accountId: alice.accountId, data: { id: made.body.id } });
+  });
+
+  it('answers an empty deliveries log for a new endpoint, and 400 for a bad cursor', async () => {
+    const made = await alice.call('POST', '/webhooks', { url: 'https://hooks.example.com/quiet' });
+    const log = await alice.call('GET', `/webhooks/${made.body.id}/deliveries`);
+    expect(log.status).toBe(200);
+    expect(log.body).toEqual({ data: [], hasMore: false, nextCursor: null });
+    expect((await alice.call('GET', `/webhooks/${made.body.id}/deliveries?cursor=eHl6`)).status).toBe(400);
+  });
+});
