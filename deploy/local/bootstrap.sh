@@ -7,13 +7,16 @@ cd "$ROOT"
 say() { printf '[bootstrap] %s\n' "$*"; }
 fail() { printf '[bootstrap] FAILED at %s\n' "$*" >&2; exit 1; }
 
-stamp=node_modules/.dap-lock.sha256
-want=$(sha256sum package-lock.json | cut -d' ' -f1)
-if [[ ! -f $stamp || $(cat "$stamp") != "$want" || ! -x node_modules/.bin/node ]]; then
-  say "installing npm dependencies (npm ci)..."
-  npm ci --no-audit --no-fund >/tmp/dap-npm-ci.$$.log 2>&1 || { tail -30 /tmp/dap-npm-ci.$$.log >&2; fail "npm ci (log above)"; }
-  rm -f /tmp/dap-npm-ci.$$.log
-  echo "$want" >"$stamp"
+# `npm install` rather than `npm ci`: the npm on these machines writes lock files without other platforms'
+# optional packages, which `npm ci` then rejects as out of sync. The lock still pins every version we use.
+manifest_hash() { cat package-lock.json package.json {libs,services}/*/package.json gateway/package.json 2>/dev/null | sha256sum | cut -d' ' -f1; }
+stamp=node_modules/.dap-manifests.sha256
+if [[ ! -f $stamp || $(cat "$stamp") != "$(manifest_hash)" || ! -x node_modules/.bin/node ]]; then
+  say "installing npm dependencies (npm install)..."
+  log=$(mktemp)
+  npm install --no-audit --no-fund >"$log" 2>&1 || { tail -30 "$log" >&2; fail "npm install (log above)"; }
+  rm -f "$log"
+  manifest_hash >"$stamp"
 fi
 # The `node` package ships Node 24 through its install script (approved in package.json allowScripts).
 # If an npm configured with ignore-scripts skipped it, run that one script explicitly.
