@@ -8,6 +8,7 @@ export const TOPICS = Object.freeze({
   analytics: 'analytics.events',
   models: 'models.events',
   webhooks: 'webhooks.events',
+  gateway: 'gateway.events',
 } as const);
 export type Topic = (typeof TOPICS)[keyof typeof TOPICS];
 export const ALL_TOPICS: readonly Topic[] = Object.freeze(Object.values(TOPICS));
@@ -53,6 +54,16 @@ export const ApiKeyRevoked = envelope('apikey.revoked', z.object({ keyId: z.stri
 export const AccountPlanChanged = envelope('account.plan_changed', z.object({ plan: z.string() }));
 export const WebhookCreated = envelope('webhook.created', z.object({ id: z.string(), url: z.string() }));
 export const WebhookDeleted = envelope('webhook.deleted', z.object({ id: z.string() }));
+/** The gateway's per-account request counts, aggregated over a short window (feeds usage per day). */
+export const UsageRecorded = envelope(
+  'usage.recorded',
+  z.object({ windowStart: z.string(), windowEnd: z.string(), requests: z.number().int().nonnegative(), rejected: z.number().int().nonnegative() }),
+);
+/** One webhook message reached a final state (feeds the deliveries count). */
+export const DeliveryCompleted = envelope(
+  'delivery.completed',
+  z.object({ endpointId: z.string(), eventId: z.string(), outcome: z.enum(['succeeded', 'failed']), attempts: z.number().int() }),
+);
 
 export const domainEventSchema = z.discriminatedUnion('type', [
   SourceCreated,
@@ -71,6 +82,8 @@ export const domainEventSchema = z.discriminatedUnion('type', [
   AccountPlanChanged,
   WebhookCreated,
   WebhookDeleted,
+  UsageRecorded,
+  DeliveryCompleted,
 ]);
 export type DomainEvent = z.infer<typeof domainEventSchema>;
 export type EventType = DomainEvent['type'];
@@ -105,6 +118,8 @@ const TOPIC_BY_PREFIX: Record<string, Topic> = {
   endpoint: TOPICS.webhooks,
   apikey: TOPICS.accounts,
   account: TOPICS.accounts,
+  usage: TOPICS.gateway,
+  delivery: TOPICS.webhooks,
 };
 
 export function topicOf(type: EventType): Topic {
