@@ -1,22 +1,34 @@
-import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import type { Plan } from '@dap/contracts';
 import { AppError, accessLog, finishApp, requestId } from '@dap/http';
 import type { Logger } from '@dap/logger';
 import { authenticate } from './auth/authenticate.ts';
+import type { AuthFailureLimiter } from './auth/auth-failure.limiter.ts';
 import type { KeyVerifier } from './auth/key-verifier.ts';
+import type { SessionVerifier } from './auth/session-verifier.ts';
 import { buildOpenApi, docsPage } from './openapi/openapi.ts';
-import { routeOperation } from './proxy/route.ts';
-import { rateLimit } from './rate-limit/rate-limit.middleware.ts';
+import { authorizeOperation, findOperation } from './proxy/route.ts';
+import { rateLimit, usageRoute } from './rate-limit/rate-limit.middleware.ts';
 import type { Limiter } from './rate-limit/sliding-window.limiter.ts';
 
 export interface GatewayAppDeps {
   logger: Logger;
-  verifier: KeyVerifier;
+  keys: KeyVerifier;
+  sessions: SessionVerifier;
+  failures: AuthFailureLimiter;
   limiter: Limiter;
-  proxy: express.RequestHandler;
+  limits: Record<Plan, number>;
+  publicPerMinute: number;
+  proxy: RequestHandler;
+  idempotency: RequestHandler;
   windowMs: number;
   bodyLimitBytes: number;
+  corsOrigins: string[];
   publicUrl: () => string;
   ready: () => Promise<void>;
+  onResponse: (req: Request, res: Response) => void;
+  /** Extra routes mounted before the API (the dashboard's static files). */
+  extraRoutes?: (app: Express) => void;
 }
 
 function securityHeaders(_req: Request, res: Response, next: NextFunction): void {
@@ -25,7 +37,28 @@ function securityHeaders(_req: Request, res: Response, next: NextFunction): void
   res.setHeader('Referrer-Policy', 'no-referrer');
   res.setHeader('Cross-Origin-Resource-Policy', 'same-origin');
   res.setHeader('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
+  if (_req.header('x-forwarded-proto') === 'https') res.setHeader('Strict-Transport-Security', 'max-age=31536000; includeSubDomains');
   next();
+}
+
+/** CORS for the configured dashboard origins only; any other origin gets no CORS headers at all. */
+function cors(origins: string[]) {
+  const allowed = new Set(origins);
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const origin = req.header('origin');
+    if (!origin || !allowed.has(origin)) return next();
+    res.setHeader('Access-Control-Allow-Origin', origin);
+    res.setHeader('Access-Control-Allow-Credentials', 'true');
+    res.setHeader('Vary', 'Origin');
+    res.setHeader('Access-Control-Expose-Headers', 'Location, Retry-After, RateLimit, RateLimit-Policy, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-Request-Id');
+    if (req.method === 'OPTIONS') {
+      res.setHeader('Access-Control-Allow-Methods', 'GET, POST, DELETE');
+      res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, Idempotency-Key, X-CSRF-Token, X-Request-Id');
+      res.setHeader('Access-Control-Max-Age', '600');
+      return void res.status(204).end();
+    }
+    next();
+  };
 }
 
 /** Refuses an oversize body from its declared length before anything is read or proxied. */
@@ -43,6 +76,7 @@ export function createApp(deps: GatewayAppDeps): Express {
   app.use(requestId);
   app.use(securityHeaders);
   app.use(accessLog(deps.logger));
+  app.use(cors(deps.corsOrigins));
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', async (_req, res, next) => {
     try {
@@ -60,18 +94,25 @@ export function createApp(deps: GatewayAppDeps): Express {
     res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'");
     res.type('html').send(docsPage(JSON.parse(openapiJson())));
   });
+  deps.extraRoutes?.(app);
 
-  app.use('/v1', (req, res, next) => {
+  const v1 = express.Router();
+  v1.use((req, res, next) => {
     res.setHeader('Cache-Control', 'no-store');
+    res.on('finish', () => deps.onResponse(req, res));
     next();
   });
-  app.use('/v1', authenticate(deps.verifier, deps.logger));
-  app.use('/v1', rateLimit(deps.limiter, deps.windowMs));
-  app.use('/v1', routeOperation);
-  app.use('/v1', declaredBodyLimit(deps.bodyLimitBytes));
-  app.use('/v1', (req, res, next) => {
+  v1.use(findOperation);
+  v1.use(authenticate({ keys: deps.keys, sessions: deps.sessions, failures: deps.failures, logger: deps.logger }));
+  v1.use(rateLimit(deps.limiter, { windowMs: deps.windowMs, limits: deps.limits, publicPerMinute: deps.publicPerMinute }));
+  v1.use(authorizeOperation);
+  v1.use(declaredBodyLimit(deps.bodyLimitBytes));
+  v1.get('/usage', usageRoute(deps.limiter, { windowMs: deps.windowMs, limits: deps.limits }));
+  v1.use(deps.idempotency);
+  v1.use((req, res, next) => {
     req.url = req.originalUrl; // the services route on the full /v1 path
     deps.proxy(req, res, next);
   });
+  app.use('/v1', v1);
   return finishApp(app, deps.logger);
 }

@@ -19,6 +19,18 @@ export const gatewayConfigShape = {
   KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(30_000),
   UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
   RATE_LIMIT_WINDOW_MS: z.coerce.number().int().positive().default(60_000),
+  /** Per-plan limits, e.g. `starter=20`; overrides the plan table (small limits make exactness tests short). */
+  PLAN_LIMITS_OVERRIDE: z
+    .string()
+    .regex(/^((starter|professional|enterprise)=\d+)(,(starter|professional|enterprise)=\d+)*$/, 'like starter=20,professional=200')
+    .optional(),
+  /** Failed authentications one client address may make per minute before it gets 429s. */
+  AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().positive().default(30),
+  /** Unauthenticated requests (sign-up, login) one client address may make per minute. */
+  PUBLIC_REQUESTS_PER_MINUTE: z.coerce.number().int().positive().default(30),
+  /** Origins allowed by CORS (the dashboard's, when it is served from elsewhere); comma-separated. */
+  DASHBOARD_ORIGINS: z.string().default(''),
+  USAGE_FLUSH_MS: z.coerce.number().int().min(100).default(10_000),
 };
 export type GatewayConfig = ReturnType<typeof loadGatewayConfig>;
 

@@ -1,17 +1,34 @@
 import { randomBytes } from 'node:crypto';
+import { Agent } from 'node:http';
+import type { Express } from 'express';
 import { kafkaSettingsOf } from '@dap/config';
+import { PLAN_LIMITS, type Plan } from '@dap/contracts';
 import { listen } from '@dap/http';
 import { connectEventing } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
 import { createRedis } from '@dap/redis';
 import { createApp } from './app.ts';
+import { AuthFailureLimiter } from './auth/auth-failure.limiter.ts';
 import { KeyVerifier } from './auth/key-verifier.ts';
+import { SessionVerifier } from './auth/session-verifier.ts';
 import type { GatewayConfig } from './config.ts';
 import { consumeKeyEvents } from './events/key-events.consumer.ts';
-import { serviceProxy } from './proxy/service-proxy.ts';
+import { idempotency } from './idempotency/idempotency.ts';
+import { serviceProxy, upstreamError } from './proxy/service-proxy.ts';
+import { forwardBuffered, type Targets } from './proxy/upstream.ts';
 import { FailOpenLimiter, InMemoryLimiter, SlidingWindowLimiter } from './rate-limit/sliding-window.limiter.ts';
+import { UsageRecorder } from './usage/usage-recorder.ts';
 
-export async function startGateway(config: GatewayConfig, deps: { logger?: Logger } = {}) {
+export function planLimits(override: string | undefined): Record<Plan, number> {
+  const limits = { ...PLAN_LIMITS };
+  for (const pair of override?.split(',') ?? []) {
+    const [plan, n] = pair.split('=') as [Plan, string];
+    limits[plan] = Number(n);
+  }
+  return limits;
+}
+
+export async function startGateway(config: GatewayConfig, deps: { logger?: Logger; extraRoutes?: (app: Express) => void } = {}) {
   const logger = deps.logger ?? createLogger({ name: 'gateway', level: config.LOG_LEVEL });
   const instanceId = randomBytes(4).toString('hex');
   const redis = createRedis(config.REDIS_URL);
@@ -25,25 +42,58 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
       logger.warn({ err: (err as Error).message, fallbacks: stats.limiterFallbacks }, 'redis unavailable: rate limiting with the per-instance fallback');
     }
   });
-  const verifier = new KeyVerifier({ accountsUrl: config.ACCOUNTS_URL, internalSecret: config.INTERNAL_SECRET, ttlMs: config.KEY_CACHE_TTL_MS });
+  const keys = new KeyVerifier({ accountsUrl: config.ACCOUNTS_URL, internalSecret: config.INTERNAL_SECRET, ttlMs: config.KEY_CACHE_TTL_MS, redis });
+  const sessions = new SessionVerifier({ accountsUrl: config.ACCOUNTS_URL, internalSecret: config.INTERNAL_SECRET });
+  const failures = new AuthFailureLimiter(redis, config.AUTH_FAILURES_PER_MINUTE);
   const eventing = await connectEventing(kafkaSettingsOf(config), logger);
-  const consumer = await consumeKeyEvents(eventing, logger, verifier, instanceId);
-  const proxy = serviceProxy({
-    targets: { sources: config.SOURCES_URL, analytics: config.ANALYTICS_URL, models: config.MODELS_URL, webhooks: config.WEBHOOKS_URL },
-    internalSecret: config.INTERNAL_SECRET,
-    timeoutMs: config.UPSTREAM_TIMEOUT_MS,
+  const consumer = await consumeKeyEvents(eventing, logger, keys, instanceId);
+  const usage = new UsageRecorder({ publish: (events) => eventing.producer.publish(events), logger, intervalMs: config.USAGE_FLUSH_MS });
+  usage.start();
+
+  const targets: Targets = {
+    accounts: config.ACCOUNTS_URL,
+    sources: config.SOURCES_URL,
+    analytics: config.ANALYTICS_URL,
+    models: config.MODELS_URL,
+    webhooks: config.WEBHOOKS_URL,
+  };
+  const agent = new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, keepAliveMsecs: 10_000 });
+  const proxy = serviceProxy({ targets, internalSecret: config.INTERNAL_SECRET, timeoutMs: config.UPSTREAM_TIMEOUT_MS, agent, logger });
+  const idem = idempotency({
+    redis,
+    bodyLimit: config.BODY_LIMIT_BYTES,
     logger,
+    forward: (req, body) =>
+      forwardBuffered({ req, body, target: targets[req.operation!.service as keyof Targets], internalSecret: config.INTERNAL_SECRET, agent, timeoutMs: config.UPSTREAM_TIMEOUT_MS }).catch(
+        (err: Error) => {
+          throw upstreamError(err);
+        },
+      ),
   });
+
   let publicUrl = '';
   const app = createApp({
     logger,
-    verifier,
+    keys,
+    sessions,
+    failures,
     limiter,
+    limits: planLimits(config.PLAN_LIMITS_OVERRIDE),
+    publicPerMinute: config.PUBLIC_REQUESTS_PER_MINUTE,
     proxy,
+    idempotency: idem,
     windowMs: config.RATE_LIMIT_WINDOW_MS,
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
+    corsOrigins: config.DASHBOARD_ORIGINS.split(',').map((o) => o.trim()).filter(Boolean),
     publicUrl: () => publicUrl,
     ready: async () => void (await redis.ping()),
+    onResponse: (req, res) => {
+      const p = req.principal;
+      if (p && p.kind !== 'anonymous') usage.record(p.accountId, res.statusCode === 429);
+      // A wrong password at login counts like a wrong key.
+      if (req.operation?.auth === 'public' && res.statusCode === 401) void failures.recordFailure(req.ip ?? 'unknown');
+    },
+    ...(deps.extraRoutes ? { extraRoutes: deps.extraRoutes } : {}),
   });
   const server = await listen(app, config.HOST, config.PORT);
   publicUrl = server.url;
@@ -51,12 +101,15 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
   return {
     url: server.url,
     port: server.port,
-    verifier,
+    keys,
     stats,
+    usage,
     async stop() {
       await server.close();
+      await usage.stop();
       await consumer.disconnect();
       await eventing.close();
+      agent.destroy();
       redis.disconnect();
     },
   };

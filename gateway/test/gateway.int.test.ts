@@ -1,64 +1,23 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, verifyCallerContext } from '@dap/contracts';
-import { createLogger } from '@dap/logger';
-import { http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
-import { startAccounts } from '../../services/accounts/src/index.ts';
-import { loadAccountsConfig } from '../../services/accounts/src/config.ts';
+import { http, TEST_INTERNAL_SECRET, waitFor } from '@dap/testing';
 import { startGateway } from '../src/index.ts';
-import { loadGatewayConfig } from '../src/config.ts';
+import { quietLogger, startHarness } from './harness.ts';
 
-/** A real upstream that records what the gateway forwarded, standing in for all four services. */
-async function startEchoUpstream() {
-  const seen: { method: string; url: string; headers: IncomingHttpHeaders }[] = [];
-  const server: Server = createServer((req, res) => {
-    seen.push({ method: req.method!, url: req.url!, headers: req.headers });
-    req.resume();
-    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: [], hasMore: false, nextCursor: null })));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, close: () => new Promise<void>((r) => server.close(() => r())) };
-}
-
-const logger = createLogger({ name: 'test', level: 'silent' });
-const suffix = uniqueSuffix();
-const stack = stackEnv();
-const common = { ...stack, KAFKA_TOPIC_PREFIX: `t${suffix}.`, INTERNAL_SECRET: TEST_INTERNAL_SECRET, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'silent' };
-
-let accounts: Awaited<ReturnType<typeof startAccounts>>;
-let upstream: Awaited<ReturnType<typeof startEchoUpstream>>;
+let h: Awaited<ReturnType<typeof startHarness>>;
+let upstream: Awaited<ReturnType<typeof startHarness>>['upstream'];
+let accounts: Awaited<ReturnType<typeof startHarness>>['accounts'];
 const gateways: Awaited<ReturnType<typeof startGateway>>[] = [];
-
-function gatewayConfig(overrides: Record<string, string> = {}) {
-  return loadGatewayConfig({
-    ...common,
-    ACCOUNTS_URL: accounts.url,
-    SOURCES_URL: upstream.url,
-    ANALYTICS_URL: upstream.url,
-    MODELS_URL: upstream.url,
-    WEBHOOKS_URL: upstream.url,
-    ...overrides,
-  });
-}
-
-async function newAccount(plan: 'starter' | 'professional' = 'starter') {
-  const account = await accounts.accounts.createAccount({ name: `acme-${plan}`, plan });
-  const { secret, key } = await accounts.accounts.createKey(account._id, { name: 'all' });
-  return { accountId: account._id, secret, keyId: key._id };
-}
+const gatewayConfig = (o: Record<string, string> = {}) => h.gatewayConfig(o);
+const newAccount = (plan: 'starter' | 'professional' = 'starter') => h.newAccount(plan);
+const logger = quietLogger;
 
 beforeAll(async () => {
-  upstream = await startEchoUpstream();
-  accounts = await startAccounts(loadAccountsConfig({ ...common, MONGO_DB: `acc_${suffix}` }), { logger });
-  gateways.push(await startGateway(gatewayConfig(), { logger }));
-  gateways.push(await startGateway(gatewayConfig(), { logger }));
+  h = await startHarness();
+  upstream = h.upstream;
+  accounts = h.accounts;
+  gateways.push(await h.gateway(), await h.gateway());
 });
-
-afterAll(async () => {
-  for (const g of gateways) await g.stop();
-  await accounts?.stop();
-  await upstream?.close();
-});
+afterAll(() => h?.stop());
 
 const auth = (secret: string) => ({ authorization: `Bearer ${secret}` });
 

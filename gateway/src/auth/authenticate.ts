@@ -1,11 +1,27 @@
+import { timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
+import { CSRF_HEADER, SCOPES, SESSION_COOKIE, type ApiOperation, type Plan, type Scope } from '@dap/contracts';
 import { AppError } from '@dap/http';
 import type { Logger } from '@dap/logger';
-import type { KeyVerifier, VerifiedKey } from './key-verifier.ts';
+import type { AuthFailureLimiter } from './auth-failure.limiter.ts';
+import type { KeyVerifier } from './key-verifier.ts';
+import type { SessionVerifier } from './session-verifier.ts';
+
+/** Who is calling, however they proved it. */
+export interface Principal {
+  kind: 'key' | 'session' | 'anonymous';
+  accountId: string;
+  plan: Plan;
+  scopes: Scope[];
+  keyId?: string;
+  sessionId?: string;
+  userId?: string;
+}
 
 declare module 'express-serve-static-core' {
   interface Request {
-    apiKey?: VerifiedKey;
+    principal?: Principal;
+    operation?: ApiOperation | null;
   }
 }
 
@@ -21,20 +37,69 @@ const REASONS: Record<string, string> = {
   expired: 'the API key has expired',
 };
 
-/** Bearer API key → the verified key on the request, or a 401 with WWW-Authenticate. */
-export function authenticate(verifier: KeyVerifier, logger: Logger) {
+export function cookieValue(req: Request, name: string): string | undefined {
+  const header = req.headers.cookie;
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const i = part.indexOf('=');
+    if (i > 0 && part.slice(0, i).trim() === name) return part.slice(i + 1).trim();
+  }
+  return undefined;
+}
+
+function sameToken(a: string | undefined, b: string): boolean {
+  if (!a) return false;
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * A Bearer API key or a dashboard session cookie (with its CSRF token on writes) → the request's principal.
+ * Public operations pass with an anonymous principal. Failures count against the client address.
+ */
+export function authenticate(deps: { keys: KeyVerifier; sessions: SessionVerifier; failures: AuthFailureLimiter; logger: Logger }) {
   return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
-    const header = req.header('authorization');
-    if (!header) return next(unauthorized('an API key is required: send Authorization: Bearer <API_KEY>'));
-    const match = /^Bearer ([^\s]+)$/i.exec(header.trim());
-    if (!match) return next(unauthorized('the Authorization header must be "Bearer <API_KEY>"', 'invalid_request'));
+    const ip = req.ip ?? 'unknown';
+    const fail = async (err: AppError) => {
+      await deps.failures.recordFailure(ip);
+      next(err);
+    };
     try {
-      const outcome = await verifier.verify(match[1]!);
-      if (!outcome.ok) return next(unauthorized(REASONS[outcome.reason] ?? 'the API key is not valid', 'invalid_token'));
-      req.apiKey = outcome.key;
-      next();
+      const retryAfter = await deps.failures.blocked(ip);
+      if (retryAfter !== null) {
+        return next(new AppError('quota_exceeded', 'too many failed authentications from this address; wait before retrying', { headers: { 'Retry-After': String(retryAfter) } }));
+      }
+      if (req.operation?.auth === 'public') {
+        req.principal = { kind: 'anonymous', accountId: '', plan: 'starter', scopes: [] };
+        return next();
+      }
+      const header = req.header('authorization');
+      if (header) {
+        const match = /^Bearer ([^\s]+)$/i.exec(header.trim());
+        if (!match) return fail(unauthorized('the Authorization header must be "Bearer <API_KEY>"', 'invalid_request'));
+        const outcome = await deps.keys.verify(match[1]!);
+        if (!outcome.ok) return fail(unauthorized(REASONS[outcome.reason] ?? 'the API key is not valid', 'invalid_token'));
+        if (req.operation?.auth === 'session') return next(new AppError('forbidden', 'this operation needs a dashboard session, not an API key'));
+        const k = outcome.key;
+        req.principal = { kind: 'key', accountId: k.accountId, plan: k.plan, scopes: k.scopes, keyId: k.keyId };
+        return next();
+      }
+      const cookie = cookieValue(req, SESSION_COOKIE);
+      if (cookie) {
+        const session = await deps.sessions.verify(cookie);
+        if (!session) return fail(unauthorized('the session has ended; log in again'));
+        if (!SAFE_METHODS.has(req.method) && !sameToken(req.header(CSRF_HEADER), session.csrfToken)) {
+          return next(new AppError('forbidden', `a dashboard request that changes state must carry the ${CSRF_HEADER} header from GET /v1/auth/session`));
+        }
+        req.principal = { kind: 'session', accountId: session.accountId, plan: session.plan, scopes: [...SCOPES], sessionId: session.sessionId, userId: session.userId };
+        return next();
+      }
+      return next(unauthorized('an API key is required: send Authorization: Bearer <API_KEY>'));
     } catch (err) {
-      logger.error({ err, requestId: req.requestId }, 'key verification unavailable');
+      deps.logger.error({ err, requestId: req.requestId }, 'authentication unavailable');
       next(new AppError('unavailable', 'authentication is temporarily unavailable; retry shortly', { headers: { 'Retry-After': '2' } }));
     }
   };

@@ -1,4 +1,5 @@
 import { hashApiKey, INTERNAL_TOKEN_HEADER, internalServiceToken, isWellFormedApiKey, type Plan, type Scope } from '@dap/contracts';
+import type { Redis } from '@dap/redis';
 
 export interface VerifiedKey {
   keyId: string;
@@ -17,9 +18,11 @@ interface CacheEntry {
 const NEGATIVE_TTL_MS = 5_000;
 
 /**
- * Verifies API keys against the accounts service, caching outcomes in process. Only the SHA-256 of a key
- * leaves the gateway. Revocation and plan-change events evict entries at once, so the TTL only bounds how
- * stale a missed event could leave us.
+ * Verifies API keys against the accounts service, caching positive outcomes in process and in Redis (shared
+ * by every gateway instance, so a new instance or a cold key costs no accounts call). Only the SHA-256 of a
+ * key leaves the gateway. Revocation, expiry and plan-change events evict entries at once, so the TTL only
+ * bounds how stale a missed event could leave us. Negative outcomes stay in process, so a flood of random
+ * keys cannot fill Redis.
  */
 export class KeyVerifier {
   private readonly cache = new Map<string, CacheEntry>();
@@ -27,35 +30,84 @@ export class KeyVerifier {
   private readonly accountsUrl: string;
   private readonly token: string;
   private readonly ttlMs: number;
+  private readonly redis: Redis | null;
+  readonly stats = { memoryHits: 0, redisHits: 0, accountsCalls: 0 };
 
-  constructor(opts: { accountsUrl: string; internalSecret: string; ttlMs: number }) {
+  constructor(opts: { accountsUrl: string; internalSecret: string; ttlMs: number; redis?: Redis }) {
     this.accountsUrl = opts.accountsUrl;
     this.token = internalServiceToken(opts.internalSecret);
     this.ttlMs = opts.ttlMs;
+    this.redis = opts.redis ?? null;
   }
 
   async verify(secret: string, now = Date.now()): Promise<VerifyOutcome> {
     if (!isWellFormedApiKey(secret)) return { ok: false, reason: 'malformed' };
     const hash = hashApiKey(secret);
     const hit = this.cache.get(hash);
+    if (hit && hit.until > now) this.stats.memoryHits++;
     const outcome = hit && hit.until > now ? hit.outcome : await this.lookup(hash, now);
     if (outcome.ok && outcome.key.expiresAt && Date.parse(outcome.key.expiresAt) <= now) return { ok: false, reason: 'expired' };
     return outcome;
   }
 
-  evictKey(keyId: string): void {
+  async evictKey(keyId: string): Promise<void> {
     for (const [hash, entry] of this.cache) if (entry.outcome.ok && entry.outcome.key.keyId === keyId) this.cache.delete(hash);
+    await this.redisDrop([keyId]);
   }
 
-  evictAccount(accountId: string): void {
-    for (const [hash, entry] of this.cache) if (entry.outcome.ok && entry.outcome.key.accountId === accountId) this.cache.delete(hash);
+  async evictAccount(accountId: string): Promise<void> {
+    const keyIds: string[] = [];
+    for (const [hash, entry] of this.cache) {
+      if (entry.outcome.ok && entry.outcome.key.accountId === accountId) {
+        keyIds.push(entry.outcome.key.keyId);
+        this.cache.delete(hash);
+      }
+    }
+    if (this.redis) keyIds.push(...(await this.redis.smembers(`kc:acct:${accountId}`).catch(() => [])));
+    await this.redisDrop(keyIds);
+  }
+
+  private async redisDrop(keyIds: string[]): Promise<void> {
+    if (!this.redis || !keyIds.length) return;
+    try {
+      const hashes = (await this.redis.mget(...keyIds.map((id) => `kc:id:${id}`))).filter((h): h is string => Boolean(h));
+      if (hashes.length) await this.redis.del(...hashes.map((h) => `kc:${h}`));
+    } catch {
+      // Redis away: entries expire by TTL; the in-process cache is already clean.
+    }
+  }
+
+  private async redisGet(hash: string): Promise<VerifyOutcome | null> {
+    if (!this.redis) return null;
+    try {
+      const raw = await this.redis.get(`kc:${hash}`);
+      return raw ? (JSON.parse(raw) as VerifyOutcome) : null;
+    } catch {
+      return null;
+    }
+  }
+
+  private async redisPut(hash: string, outcome: VerifyOutcome): Promise<void> {
+    if (!this.redis || !outcome.ok) return;
+    const ttl = Math.max(1, Math.ceil(this.ttlMs / 1000));
+    try {
+      await this.redis
+        .multi()
+        .set(`kc:${hash}`, JSON.stringify(outcome), 'EX', ttl)
+        .set(`kc:id:${outcome.key.keyId}`, hash, 'EX', ttl)
+        .sadd(`kc:acct:${outcome.key.accountId}`, outcome.key.keyId)
+        .expire(`kc:acct:${outcome.key.accountId}`, ttl)
+        .exec();
+    } catch {
+      // best effort
+    }
   }
 
   /** One request to accounts per key at a time, however many callers are waiting on it. */
   private lookup(hash: string, now: number): Promise<VerifyOutcome> {
     let pending = this.inflight.get(hash);
     if (!pending) {
-      pending = this.fetchOutcome(hash)
+      pending = this.resolve(hash)
         .then((outcome) => {
           this.cache.set(hash, { outcome, until: now + (outcome.ok ? this.ttlMs : NEGATIVE_TTL_MS) });
           return outcome;
@@ -66,7 +118,19 @@ export class KeyVerifier {
     return pending;
   }
 
+  private async resolve(hash: string): Promise<VerifyOutcome> {
+    const shared = await this.redisGet(hash);
+    if (shared) {
+      this.stats.redisHits++;
+      return shared;
+    }
+    const outcome = await this.fetchOutcome(hash);
+    await this.redisPut(hash, outcome);
+    return outcome;
+  }
+
   private async fetchOutcome(hash: string): Promise<VerifyOutcome> {
+    this.stats.accountsCalls++;
     const res = await fetch(`${this.accountsUrl}/internal/keys/verify`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', [INTERNAL_TOKEN_HEADER]: this.token },

@@ -15,11 +15,12 @@ export function consumeKeyEvents(eventing: Eventing, logger: Logger, verifier: K
     handle: async (event: DomainEvent) => {
       switch (event.type) {
         case 'apikey.revoked':
-          verifier.evictKey(event.data.keyId);
+        case 'apikey.updated':
+          await verifier.evictKey(event.data.keyId);
           logger.info({ keyId: event.data.keyId }, 'revoked key evicted from cache');
           break;
         case 'account.plan_changed':
-          verifier.evictAccount(event.accountId);
+          await verifier.evictAccount(event.accountId);
           break;
         default:
           break;

@@ -2,16 +2,22 @@ import type { NextFunction, Request, Response } from 'express';
 import { matchOperation } from '@dap/contracts';
 import { AppError } from '@dap/http';
 
-/** Finds the operation for the request (404/405 otherwise) and checks the key's scope for it (403). */
-export function routeOperation(req: Request, _res: Response, next: NextFunction): void {
-  const { match, pathKnown } = matchOperation(req.method, req.path.replace(/^\/v1/, ''));
-  if (!match) {
-    return next(pathKnown ? new AppError('method_not_allowed', `${req.method} is not allowed on ${req.path}`) : new AppError('not_found', `no route for ${req.method} ${req.path}`));
+/** Looks up the operation first: it decides how the caller must authenticate. Unknown paths still need credentials. */
+export function findOperation(req: Request, _res: Response, next: NextFunction): void {
+  req.operation = matchOperation(req.method, req.path).match?.operation ?? null;
+  next();
+}
+
+/** After authentication: 404/405 for unknown routes, 403 when an API key lacks the operation's scope. */
+export function authorizeOperation(req: Request, _res: Response, next: NextFunction): void {
+  const op = req.operation;
+  if (!op) {
+    const { pathKnown } = matchOperation(req.method, req.path);
+    return next(pathKnown ? new AppError('method_not_allowed', `${req.method} is not allowed on /v1${req.path}`) : new AppError('not_found', `no route for ${req.method} /v1${req.path}`));
   }
-  const needed = match.operation.scope;
-  if (!req.apiKey!.scopes.includes(needed)) {
-    return next(new AppError('forbidden', `the API key lacks the ${needed} scope needed for ${match.operation.operationId}`));
+  const principal = req.principal!;
+  if (principal.kind === 'key' && op.scope && !principal.scopes.includes(op.scope)) {
+    return next(new AppError('forbidden', `the API key lacks the ${op.scope} scope needed for ${op.operationId}`));
   }
-  req.targetService = match.operation.service;
   next();
 }

@@ -11,6 +11,8 @@ export interface LimitDecision {
 
 export interface Limiter {
   check(accountId: string, limit: number): Promise<LimitDecision>;
+  /** How much of the window is used, without counting a request. */
+  peek(accountId: string, limit: number): Promise<LimitDecision>;
 }
 
 /**
@@ -38,6 +40,23 @@ end
 return {0, 0, reset}
 `;
 
+const PEEK_SCRIPT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local count = redis.call('ZCARD', KEYS[1])
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local reset = window
+if oldest[2] then reset = tonumber(oldest[2]) + window - now end
+return {count, reset}
+`;
+
+type ScriptedRedis = {
+  dapSlidingWindow(k1: string, k2: string, limit: number, window: number): Promise<[number, number, number]>;
+  dapSlidingPeek(k1: string, window: number): Promise<[number, number]>;
+};
+
 export class SlidingWindowLimiter implements Limiter {
   private readonly redis: Redis;
   private readonly windowMs: number;
@@ -46,14 +65,22 @@ export class SlidingWindowLimiter implements Limiter {
     this.redis = redis;
     this.windowMs = windowMs;
     redis.defineCommand('dapSlidingWindow', { numberOfKeys: 2, lua: SCRIPT });
+    redis.defineCommand('dapSlidingPeek', { numberOfKeys: 1, lua: PEEK_SCRIPT });
+  }
+
+  private get scripts(): ScriptedRedis {
+    return this.redis as unknown as ScriptedRedis;
   }
 
   async check(accountId: string, limit: number): Promise<LimitDecision> {
     const key = `rl:{${accountId}}`;
-    const run = (this.redis as unknown as { dapSlidingWindow(k1: string, k2: string, limit: number, window: number): Promise<[number, number, number]> })
-      .dapSlidingWindow;
-    const [allowed, remaining, resetMs] = await run.call(this.redis, key, `${key}:seq`, limit, this.windowMs);
+    const [allowed, remaining, resetMs] = await this.scripts.dapSlidingWindow(key, `${key}:seq`, limit, this.windowMs);
     return { allowed: allowed === 1, limit, remaining, resetMs, source: 'redis' };
+  }
+
+  async peek(accountId: string, limit: number): Promise<LimitDecision> {
+    const [used, resetMs] = await this.scripts.dapSlidingPeek(`rl:{${accountId}}`, this.windowMs);
+    return { allowed: used < limit, limit, remaining: Math.max(0, limit - used), resetMs, source: 'redis' };
   }
 }
 
@@ -73,6 +100,12 @@ export class InMemoryLimiter implements Limiter {
     this.hits.set(accountId, times);
     const resetMs = times.length ? times[0]! + this.windowMs - now : this.windowMs;
     return { allowed, limit, remaining: Math.max(0, limit - times.length), resetMs, source: 'fallback' };
+  }
+
+  async peek(accountId: string, limit: number, now = Date.now()): Promise<LimitDecision> {
+    const times = (this.hits.get(accountId) ?? []).filter((t) => t > now - this.windowMs);
+    const resetMs = times.length ? times[0]! + this.windowMs - now : this.windowMs;
+    return { allowed: times.length < limit, limit, remaining: Math.max(0, limit - times.length), resetMs, source: 'fallback' };
   }
 }
 
@@ -94,6 +127,14 @@ export class FailOpenLimiter implements Limiter {
     } catch (err) {
       this.onFallback(err);
       return this.fallback.check(accountId, limit);
+    }
+  }
+
+  async peek(accountId: string, limit: number): Promise<LimitDecision> {
+    try {
+      return await this.primary.peek(accountId, limit);
+    } catch {
+      return this.fallback.peek(accountId, limit);
     }
   }
 }

@@ -51,6 +51,8 @@ export const EndpointDisabled = envelope('endpoint.disabled', z.object({ endpoin
 // Internal events: consumed by our own services, never delivered to customers.
 export const ApiKeyCreated = envelope('apikey.created', z.object({ keyId: z.string() }));
 export const ApiKeyRevoked = envelope('apikey.revoked', z.object({ keyId: z.string() }));
+/** A key's expiry changed (a roll's grace period): caches must drop it. */
+export const ApiKeyUpdated = envelope('apikey.updated', z.object({ keyId: z.string() }));
 export const AccountPlanChanged = envelope('account.plan_changed', z.object({ plan: z.string() }));
 export const WebhookCreated = envelope('webhook.created', z.object({ id: z.string(), url: z.string() }));
 export const WebhookDeleted = envelope('webhook.deleted', z.object({ id: z.string() }));
@@ -79,6 +81,7 @@ export const domainEventSchema = z.discriminatedUnion('type', [
   EndpointDisabled,
   ApiKeyCreated,
   ApiKeyRevoked,
+  ApiKeyUpdated,
   AccountPlanChanged,
   WebhookCreated,
   WebhookDeleted,

@@ -11,10 +11,14 @@ export const INTERNAL_SIGNATURE_HEADER = 'x-dap-signature';
 const MAX_SKEW_MS = 5 * 60_000;
 
 export const callerContextSchema = z.object({
+  /** Empty only for a public operation (sign-up, login), which has no caller yet. */
   accountId: z.string(),
   plan: planSchema,
   scopes: z.array(scopeSchema),
   keyId: z.string().optional(),
+  /** Set when the caller is a dashboard session rather than an API key. */
+  sessionId: z.string().optional(),
+  userId: z.string().optional(),
   requestId: z.string(),
   issuedAt: z.number().int(),
 });

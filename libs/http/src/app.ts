@@ -10,12 +10,17 @@ import {
 } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
 import { AppError, problemOf } from './errors.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
 import { checkJsonShape } from './validation.ts';
 
 declare module 'express-serve-static-core' {
   interface Request {
     requestId: string;
     caller?: CallerContext;
+  }
+  interface Locals {
+    /** The account the request acts for, when the caller is not a signed context (the gateway sets it after auth). */
+    accountId?: string;
   }
 }
 
@@ -36,6 +41,8 @@ export interface HttpAppOptions {
   internalSecret?: string;
   /** Readiness probe: resolves when the process's dependencies answer. */
   ready?: () => Promise<void>;
+  /** This process's metrics registry; one is made (named after the logger's `service`) when not given. */
+  metrics?: Metrics;
 }
 
 export function requestId(req: Request, res: Response, next: NextFunction): void {
@@ -52,7 +59,7 @@ export function accessLog(logger: Logger) {
       const ms = Number(process.hrtime.bigint() - start) / 1e6;
       const level = res.statusCode >= 500 ? 'error' : 'debug';
       logger[level](
-        { requestId: req.requestId, accountId: req.caller?.accountId, method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 100) / 100 },
+        { requestId: req.requestId, accountId: req.caller?.accountId ?? res.locals.accountId, method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 100) / 100 },
         'request',
       );
     });
@@ -94,8 +101,18 @@ export function requireGatewaySignature(secret: string) {
 
 /** The caller of an authenticated route; routes behind requireGatewaySignature always have one. */
 export function callerOf(req: Request): CallerContext {
-  if (!req.caller) throw new AppError('unauthorized', 'no authenticated caller');
+  if (!req.caller?.accountId) throw new AppError('unauthorized', 'no authenticated caller');
   return req.caller;
+}
+
+function serviceNameOf(logger: Logger): string {
+  const bound = logger.bindings() as { service?: unknown; name?: unknown };
+  return String(bound.service ?? bound.name ?? 'unknown');
+}
+
+/** The metrics of an app made by createHttpApp, for code that registers its own counters or histograms. */
+export function metricsOf(app: Express): Metrics {
+  return app.locals.metrics as Metrics;
 }
 
 /** Creates an express app with the shared conventions; routes go on it, then `finishApp`. */
@@ -103,8 +120,12 @@ export function createHttpApp(opts: HttpAppOptions): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', 'loopback');
+  const metrics = opts.metrics ?? createMetrics({ service: serviceNameOf(opts.logger) });
+  app.locals.metrics = metrics;
   app.use(requestId);
+  app.use(metrics.httpMiddleware());
   app.use(accessLog(opts.logger));
+  app.get('/metrics', metrics.handler());
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', async (_req, res, next) => {
     try {

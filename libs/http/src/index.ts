@@ -4,3 +4,4 @@ export * from './pagination.ts';
 export * from './app.ts';
 export * from './server.ts';
 export * from './lifecycle.ts';
+export * from './metrics.ts';

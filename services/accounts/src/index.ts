@@ -8,10 +8,14 @@ import type { AccountsConfig } from './config.ts';
 import { AccountsService } from './domain/accounts.service.ts';
 import { AccountRepository } from './persistence/account.repository.ts';
 import { ApiKeyRepository } from './persistence/api-key.repository.ts';
+import { IdentityService } from './domain/identity.service.ts';
+import { SessionRepository } from './persistence/session.repository.ts';
+import { UserRepository } from './persistence/user.repository.ts';
 
 export interface AccountsDomain {
   mongo: MongoHandle;
   accounts: AccountsService;
+  identity: IdentityService;
   accountRepo: AccountRepository;
   keyRepo: ApiKeyRepository;
 }
@@ -21,8 +25,11 @@ export async function openAccountsDomain(config: Pick<AccountsConfig, 'MONGO_URL
   const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB);
   const accountRepo = new AccountRepository(mongo.db, onEvents);
   const keyRepo = new ApiKeyRepository(mongo.db, onEvents);
-  await Promise.all([accountRepo.init(), keyRepo.init()]);
-  return { mongo, accounts: new AccountsService(accountRepo, keyRepo), accountRepo, keyRepo };
+  const users = new UserRepository(mongo.db);
+  const sessions = new SessionRepository(mongo.db);
+  await Promise.all([accountRepo.init(), keyRepo.init(), users.init(), sessions.init()]);
+  const accounts = new AccountsService(accountRepo, keyRepo);
+  return { mongo, accounts, identity: new IdentityService(accounts, users, sessions), accountRepo, keyRepo };
 }
 
 export async function startAccounts(config: AccountsConfig, deps: { logger?: Logger } = {}) {
@@ -40,6 +47,8 @@ export async function startAccounts(config: AccountsConfig, deps: { logger?: Log
   const app = createApp({
     logger,
     accounts: domain.accounts,
+    identity: domain.identity,
+    secureCookies: config.COOKIE_SECURE,
     internalSecret: config.INTERNAL_SECRET,
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
     ready: domain.mongo.ping,

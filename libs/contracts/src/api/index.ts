@@ -3,4 +3,5 @@ export * from './sources.api.ts';
 export * from './analytics.api.ts';
 export * from './models.api.ts';
 export * from './webhooks.api.ts';
+export * from './accounts.api.ts';
 export * from './operations.ts';

@@ -4,10 +4,38 @@ import { listQuerySchema } from './common.ts';
 import { createSourceBody, sourceListSchema, sourceSchema } from './sources.api.ts';
 import { overviewSchema, querySchema, reportCsvSchema, reportListSchema, reportSchema } from './analytics.api.ts';
 import { metricsSchema, modelListSchema, modelSchema, predictBody, predictionSchema } from './models.api.ts';
-import { createWebhookBody, deliveryListSchema, webhookCreatedSchema, webhookListSchema, webhookSchema, webhookTestSchema } from './webhooks.api.ts';
+import {
+  accountSchema,
+  apiKeyCreatedSchema,
+  apiKeyListSchema,
+  apiKeySchema,
+  createKeyBody,
+  loginBody,
+  rollKeyBody,
+  sessionSchema,
+  signupBody,
+  usageSchema,
+} from './accounts.api.ts';
+import {
+  createWebhookBody,
+  deliveryListSchema,
+  deliverySchema,
+  webhookCreatedSchema,
+  webhookListSchema,
+  webhookSchema,
+  webhookSecretRotatedSchema,
+  webhookTestSchema,
+} from './webhooks.api.ts';
 
-export const SERVICES = ['sources', 'analytics', 'models', 'webhooks'] as const;
-export type ServiceName = (typeof SERVICES)[number];
+export const SERVICES = ['accounts', 'sources', 'analytics', 'models', 'webhooks'] as const;
+/** `gateway` operations are answered by the gateway itself. */
+export type ServiceName = (typeof SERVICES)[number] | 'gateway';
+
+/**
+ * Who may call an operation: `any` = an API key with the scope, or a dashboard session (all scopes);
+ * `session` = a dashboard session only (with its CSRF token on writes); `public` = no credentials.
+ */
+export type OperationAuth = 'any' | 'session' | 'public';
 
 /**
  * The public /v1 surface in one table. The gateway routes and checks scopes from it, the services validate
@@ -19,7 +47,10 @@ export interface ApiOperation {
   /** OpenAPI-style template relative to /v1, e.g. /sources/{id}. */
   path: string;
   service: ServiceName;
-  scope: Scope;
+  /** The scope an API key needs; null when any valid credential will do. */
+  scope: Scope | null;
+  /** Defaults to `any`. */
+  auth?: OperationAuth;
   summary: string;
   body?: z.ZodType;
   query?: z.ZodType;
@@ -30,6 +61,17 @@ export interface ApiOperation {
 }
 
 export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
+  { operationId: 'signup', method: 'post', path: '/auth/signup', service: 'accounts', scope: null, auth: 'public', summary: 'Create an account and its owner, and start a dashboard session (cookie).', body: signupBody, success: { status: 201, schema: sessionSchema }, errors: [409] },
+  { operationId: 'login', method: 'post', path: '/auth/login', service: 'accounts', scope: null, auth: 'public', summary: 'Start a dashboard session (cookie).', body: loginBody, success: { status: 200, schema: sessionSchema }, errors: [] },
+  { operationId: 'logout', method: 'post', path: '/auth/logout', service: 'accounts', scope: null, auth: 'session', summary: 'End the dashboard session.', success: { status: 204, schema: null }, errors: [] },
+  { operationId: 'getSession', method: 'get', path: '/auth/session', service: 'accounts', scope: null, auth: 'session', summary: 'The signed-in user, their account and the CSRF token.', success: { status: 200, schema: sessionSchema }, errors: [] },
+  { operationId: 'getAccount', method: 'get', path: '/account', service: 'accounts', scope: null, summary: 'The caller\'s account and plan.', success: { status: 200, schema: accountSchema }, errors: [] },
+  { operationId: 'getUsage', method: 'get', path: '/usage', service: 'gateway', scope: null, summary: 'Requests counted in the current 60-s window against the plan limit.', success: { status: 200, schema: usageSchema }, errors: [] },
+  { operationId: 'listKeys', method: 'get', path: '/keys', service: 'accounts', scope: null, auth: 'session', summary: 'List API keys (Settings > API Keys), without their secrets.', query: listQuerySchema, success: { status: 200, schema: apiKeyListSchema }, errors: [] },
+  { operationId: 'createKey', method: 'post', path: '/keys', service: 'accounts', scope: null, auth: 'session', summary: 'Create an API key; its secret is shown only in this response.', body: createKeyBody, success: { status: 201, schema: apiKeyCreatedSchema }, errors: [] },
+  { operationId: 'getKey', method: 'get', path: '/keys/{id}', service: 'accounts', scope: null, auth: 'session', summary: 'Get one API key, without its secret.', success: { status: 200, schema: apiKeySchema }, errors: [404] },
+  { operationId: 'revokeKey', method: 'delete', path: '/keys/{id}', service: 'accounts', scope: null, auth: 'session', summary: 'Revoke an API key; every gateway refuses it within 2 s.', success: { status: 204, schema: null }, errors: [404] },
+  { operationId: 'rollKey', method: 'post', path: '/keys/{id}/roll', service: 'accounts', scope: null, auth: 'session', summary: 'Replace a key with a new secret; the old one keeps working for the grace period.', body: rollKeyBody, success: { status: 201, schema: apiKeyCreatedSchema }, errors: [404, 409] },
   { operationId: 'listSources', method: 'get', path: '/sources', service: 'sources', scope: 'sources:read', summary: 'List all connected data sources.', query: listQuerySchema, success: { status: 200, schema: sourceListSchema }, errors: [] },
   { operationId: 'createSource', method: 'post', path: '/sources', service: 'sources', scope: 'sources:write', summary: 'Connect a new data source.', body: createSourceBody, success: { status: 201, schema: sourceSchema }, errors: [413, 409, 422] },
   { operationId: 'getSource', method: 'get', path: '/sources/{id}', service: 'sources', scope: 'sources:read', summary: 'Get one data source.', success: { status: 200, schema: sourceSchema }, errors: [404] },
@@ -50,6 +92,8 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
   { operationId: 'deleteWebhook', method: 'delete', path: '/webhooks/{id}', service: 'webhooks', scope: 'webhooks:write', summary: 'Remove a webhook by identifier.', success: { status: 204, schema: null }, errors: [404] },
   { operationId: 'listDeliveries', method: 'get', path: '/webhooks/{id}/deliveries', service: 'webhooks', scope: 'webhooks:read', summary: 'List the messages sent to a webhook endpoint, newest first, with every delivery attempt.', query: listQuerySchema, success: { status: 200, schema: deliveryListSchema }, errors: [404] },
   { operationId: 'sendTestEvent', method: 'post', path: '/webhooks/{id}/test', service: 'webhooks', scope: 'webhooks:write', summary: 'Send a webhook.test event to this endpoint through the normal delivery path.', success: { status: 202, schema: webhookTestSchema }, errors: [404, 409] },
+  { operationId: 'rotateWebhookSecret', method: 'post', path: '/webhooks/{id}/rotate-secret', service: 'webhooks', scope: 'webhooks:write', summary: 'Issue a new signing secret (returned once); deliveries are signed with the old one too until previousSecretExpiresAt.', success: { status: 200, schema: webhookSecretRotatedSchema }, errors: [404, 409] },
+  { operationId: 'redeliverMessage', method: 'post', path: '/webhooks/{id}/deliveries/{messageId}/redeliver', service: 'webhooks', scope: 'webhooks:write', summary: 'Send a message (by its event id, the webhook-id) to this endpoint again, as a new series of attempts.', success: { status: 202, schema: deliverySchema }, errors: [404, 409] },
 ] satisfies ApiOperation[]);
 
 export interface MatchedOperation {

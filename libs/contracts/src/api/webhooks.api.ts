@@ -60,6 +60,13 @@ export const webhookCreatedSchema = webhookSchema
   .meta({ id: 'WebhookCreated' });
 export type WebhookCreatedDto = z.infer<typeof webhookCreatedSchema>;
 export const webhookListSchema = listOf(webhookSchema).meta({ id: 'WebhookList' });
+export const webhookSecretRotatedSchema = webhookSchema
+  .extend({
+    secret: z.string().describe('the new whsec_… signing secret, shown only in this response'),
+    previousSecretExpiresAt: isoDate.describe('until then deliveries carry a signature with the old secret too'),
+  })
+  .meta({ id: 'WebhookSecretRotated' });
+export type WebhookSecretRotatedDto = z.infer<typeof webhookSecretRotatedSchema>;
 
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled'] as const;
 

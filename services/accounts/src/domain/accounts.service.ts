@@ -73,6 +73,33 @@ export class AccountsService {
     return { secret, key };
   }
 
+  async getKey(accountId: string, keyId: string): Promise<ApiKeyDoc> {
+    const key = await this.keys.coll.findById(accountId, keyId);
+    if (!key) throw notFound('API key');
+    return key;
+  }
+
+  listKeys(accountId: string, opts: { limit: number; before?: string }): Promise<ApiKeyDoc[]> {
+    return this.keys.coll.list(accountId, opts);
+  }
+
+  /**
+   * Issues a new secret with the same name and scopes; the old key keeps working for the grace period
+   * (so deployments can switch over), then expires. Rolling a revoked or expired key is refused.
+   */
+  async rollKey(accountId: string, keyId: string, graceSeconds: number): Promise<{ secret: string; key: ApiKeyDoc }> {
+    const old = await this.getKey(accountId, keyId);
+    const now = Date.now();
+    if (old.revokedAt || (old.expiresAt && old.expiresAt.getTime() <= now)) throw new AppError('conflict', 'a revoked or expired key cannot be rolled');
+    const graceEnd = new Date(now + graceSeconds * 1000);
+    const oldExpiry = old.expiresAt && old.expiresAt < graceEnd ? old.expiresAt : graceEnd;
+    const created = await this.createKey(accountId, { name: old.name, scopes: old.scopes, expiresAt: old.expiresAt });
+    // Gateways cache verified keys; the event evicts the old entry so its new expiry applies at once.
+    const event = makeEvent('apikey.updated', { accountId, subject: keyId, data: { keyId } });
+    await this.keys.coll.update(accountId, keyId, { expiresAt: oldExpiry }, [event]);
+    return created;
+  }
+
   async revokeKey(accountId: string, keyId: string): Promise<ApiKeyDoc> {
     const event = makeEvent('apikey.revoked', { accountId, subject: keyId, data: { keyId } });
     const updated = await this.keys.coll.update(accountId, keyId, { revokedAt: new Date() }, [event], { revokedAt: null });

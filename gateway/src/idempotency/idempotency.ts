@@ -1,0 +1,89 @@
+import { createHash } from 'node:crypto';
+import type { NextFunction, Request, Response } from 'express';
+import { AppError } from '@dap/http';
+import type { Logger } from '@dap/logger';
+import type { Redis } from '@dap/redis';
+import type { BufferedResponse } from '../proxy/upstream.ts';
+
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+const REPLAY_TTL_MS = 24 * 3600 * 1000;
+/** An in-flight marker outlives any request the gateway lets run, then frees the key for a retry. */
+const IN_FLIGHT_TTL_MS = 120_000;
+const MAX_STORED_BODY = 1024 * 1024;
+const REPLAYED_HEADERS = ['content-type', 'location'];
+
+interface Stored {
+  state: 'in_flight' | 'done';
+  fingerprint: string;
+  status?: number;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+async function readBody(req: Request, limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > limit) throw new AppError('payload_too_large', `the request body is larger than ${limit} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+/**
+ * `Idempotency-Key` on POST: the first response (below 500) is kept for 24 h and replayed for the same key
+ * and body; the same key with another body is a 422, and while the first request runs a retry gets 409.
+ * Keys are per account. If Redis is away the request runs once, unprotected, and a log line says so.
+ */
+export function idempotency(deps: { redis: Redis; bodyLimit: number; logger: Logger; forward: (req: Request, body: Buffer) => Promise<BufferedResponse> }) {
+  const send = (res: Response, r: { status: number; headers: Record<string, string | string[]>; body: Buffer }, replayed: boolean) => {
+    for (const h of REPLAYED_HEADERS) if (r.headers[h]) res.setHeader(h, r.headers[h]!);
+    if (replayed) res.setHeader('Idempotent-Replayed', 'true');
+    res.status(r.status).send(r.body);
+  };
+
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    const key = req.header('idempotency-key');
+    if (req.method !== 'POST' || key === undefined) return next();
+    try {
+      if (!KEY_PATTERN.test(key)) throw new AppError('validation_failed', 'Idempotency-Key must be 1 to 255 visible ASCII characters', { errors: [{ path: 'Idempotency-Key', message: 'invalid' }] });
+      const body = await readBody(req, deps.bodyLimit);
+      const fingerprint = createHash('sha256').update(req.method).update('\0').update(req.originalUrl).update('\0').update(body).digest('hex');
+      const slot = `idem:${req.principal!.accountId}:${createHash('sha256').update(key).digest('hex')}`;
+      let claimed = false;
+      try {
+        claimed = (await deps.redis.set(slot, JSON.stringify({ state: 'in_flight', fingerprint } satisfies Stored), 'PX', IN_FLIGHT_TTL_MS, 'NX')) === 'OK';
+        if (!claimed) {
+          const existing = JSON.parse((await deps.redis.get(slot)) ?? 'null') as Stored | null;
+          if (existing && existing.fingerprint !== fingerprint) throw new AppError('unprocessable', 'this Idempotency-Key was used with a different request body');
+          if (existing?.state === 'in_flight') throw new AppError('conflict', 'a request with this Idempotency-Key is still in progress; retry later', { headers: { 'Retry-After': '1' } });
+          if (existing?.state === 'done') return send(res, { status: existing.status!, headers: existing.headers ?? {}, body: Buffer.from(existing.body ?? '', 'base64') }, true);
+          claimed = true; // expired between SET and GET: run it
+        }
+      } catch (err) {
+        if (err instanceof AppError) throw err;
+        deps.logger.warn({ err: (err as Error).message, requestId: req.requestId }, 'idempotency store unavailable; running the request unprotected');
+        return send(res, await deps.forward(req, body), false);
+      }
+      let result: BufferedResponse;
+      try {
+        result = await deps.forward(req, body);
+      } catch (err) {
+        await deps.redis.del(slot).catch(() => {});
+        throw err;
+      }
+      if (result.status < 500 && result.body.length <= MAX_STORED_BODY) {
+        const headers: Record<string, string> = {};
+        for (const h of REPLAYED_HEADERS) if (typeof result.headers[h] === 'string') headers[h] = result.headers[h] as string;
+        const stored: Stored = { state: 'done', fingerprint, status: result.status, headers, body: result.body.toString('base64') };
+        await deps.redis.set(slot, JSON.stringify(stored), 'PX', REPLAY_TTL_MS).catch(() => {});
+      } else {
+        await deps.redis.del(slot).catch(() => {});
+      }
+      send(res, result, false);
+    } catch (err) {
+      next(err);
+    }
+  };
+}

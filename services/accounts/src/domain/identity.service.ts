@@ -1,0 +1,104 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { newId, PLAN_LIMITS, type Plan } from '@dap/contracts';
+import { AppError } from '@dap/http';
+import type { AccountDoc } from '../persistence/account.repository.ts';
+import type { SessionRepository } from '../persistence/session.repository.ts';
+import type { UserDoc, UserRepository } from '../persistence/user.repository.ts';
+import type { AccountsService } from './accounts.service.ts';
+import { DUMMY_PASSWORD_HASH, hashPassword, verifyPassword } from './password.ts';
+
+export const SESSION_TTL_MS = 7 * 24 * 3600 * 1000;
+
+export interface IssuedSession {
+  token: string;
+  expiresAt: Date;
+  user: UserDoc;
+  account: AccountDoc;
+  csrfToken: string;
+}
+
+export interface VerifiedSession {
+  sessionId: string;
+  userId: string;
+  accountId: string;
+  plan: Plan;
+  csrfToken: string;
+  expiresAt: string;
+}
+
+export const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
+
+/** Dashboard identity: owners sign up and log in; a session is an opaque cookie whose hash we store. */
+export class IdentityService {
+  private readonly accounts: AccountsService;
+  private readonly users: UserRepository;
+  private readonly sessions: SessionRepository;
+
+  constructor(accounts: AccountsService, users: UserRepository, sessions: SessionRepository) {
+    this.accounts = accounts;
+    this.users = users;
+    this.sessions = sessions;
+  }
+
+  async signup(input: { email: string; password: string; accountName: string }): Promise<IssuedSession> {
+    if (await this.users.findByEmail(input.email)) throw new AppError('conflict', 'an account with this e-mail already exists');
+    const passwordHash = await hashPassword(input.password);
+    const account = await this.accounts.createAccount({ name: input.accountName, plan: 'starter', email: input.email });
+    const userId = newId('usr');
+    let user: UserDoc;
+    try {
+      user = await this.users.coll.insert(account._id, { _id: userId, email: input.email, passwordHash, createdAt: new Date() });
+    } catch (err) {
+      if ((err as { code?: number }).code === 11000) throw new AppError('conflict', 'an account with this e-mail already exists');
+      throw err;
+    }
+    return this.issue(user, account);
+  }
+
+  async login(input: { email: string; password: string }): Promise<IssuedSession> {
+    const user = await this.users.findByEmail(input.email);
+    const ok = await verifyPassword(input.password, user?.passwordHash ?? DUMMY_PASSWORD_HASH);
+    if (!user || !ok) throw new AppError('unauthorized', 'the e-mail or password is wrong');
+    return this.issue(user, await this.accounts.getAccount(user.accountId));
+  }
+
+  async logout(accountId: string, sessionId: string): Promise<void> {
+    await this.sessions.remove(accountId, sessionId);
+  }
+
+  async describe(accountId: string, sessionId: string) {
+    const session = await this.sessions.coll.findById(accountId, sessionId);
+    if (!session || session.expiresAt.getTime() <= Date.now()) throw new AppError('unauthorized', 'the session has ended');
+    const [user, account] = await Promise.all([this.users.coll.findById(accountId, session.userId), this.accounts.getAccount(accountId)]);
+    if (!user) throw new AppError('unauthorized', 'the session has ended');
+    return { user, account, csrfToken: session.csrfToken };
+  }
+
+  async verifyTokenHash(tokenHash: string, now = Date.now()): Promise<VerifiedSession | null> {
+    const session = await this.sessions.findByTokenHash(tokenHash);
+    if (!session || session.expiresAt.getTime() <= now) return null;
+    const account = await this.accounts.getAccount(session.accountId).catch(() => null);
+    if (!account) return null;
+    return {
+      sessionId: session._id,
+      userId: session.userId,
+      accountId: session.accountId,
+      plan: account.plan,
+      csrfToken: session.csrfToken,
+      expiresAt: session.expiresAt.toISOString(),
+    };
+  }
+
+  private async issue(user: UserDoc, account: AccountDoc): Promise<IssuedSession> {
+    const token = randomBytes(32).toString('base64url');
+    const csrfToken = randomBytes(24).toString('base64url');
+    const expiresAt = new Date(Date.now() + SESSION_TTL_MS);
+    const id = newId('sess');
+    await this.sessions.coll.insert(account._id, { _id: id, userId: user._id, tokenHash: hashToken(token), csrfToken, createdAt: new Date(), expiresAt });
+    return { token, expiresAt, user, account, csrfToken };
+  }
+}
+
+export function accountDto(a: AccountDoc) {
+  return { id: a._id, name: a.name, plan: a.plan, rateLimitPerMinute: PLAN_LIMITS[a.plan], createdAt: a.createdAt.toISOString() };
+}

@@ -1,0 +1,32 @@
+import type { Db } from 'mongodb';
+import { TenantCollection, type TenantDoc } from '@dap/mongo';
+
+export interface SessionDoc extends TenantDoc {
+  userId: string;
+  tokenHash: string;
+  csrfToken: string;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+export class SessionRepository {
+  readonly coll: TenantCollection<SessionDoc>;
+
+  constructor(db: Db) {
+    this.coll = new TenantCollection<SessionDoc>(db, 'sessions');
+  }
+
+  async init(): Promise<void> {
+    await this.coll.raw.createIndex({ tokenHash: 1 }, { unique: true });
+    await this.coll.raw.createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0 });
+  }
+
+  /** The cookie's hash is what tells us the account; only the gateway asks, through the internal route. */
+  async findByTokenHash(tokenHash: string): Promise<SessionDoc | null> {
+    return (await this.coll.raw.findOne({ tokenHash, deletedAt: null })) as SessionDoc | null;
+  }
+
+  async remove(accountId: string, sessionId: string): Promise<void> {
+    await this.coll.raw.deleteOne({ _id: sessionId as never, accountId });
+  }
+}
