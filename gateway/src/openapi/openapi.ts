@@ -63,6 +63,7 @@ export function buildOpenApi(serverUrl: string): Json {
   const paths: Record<string, Json> = {};
   for (const op of API_OPERATIONS) {
     const responses: Json = {};
+    const auth = op.auth ?? 'any';
     const success = op.success;
     const okBody = success.schema
       ? { content: { 'application/json': { schema: schemaOf(success.schema, 'output', components) } } }
@@ -79,14 +80,20 @@ export function buildOpenApi(serverUrl: string): Json {
         content: { 'application/json': { schema: schemaOf(success.alt.schema, 'output', components) } },
       };
     }
-    for (const [status, description] of Object.entries(COMMON_ERRORS)) responses[status] = problemResponse(description);
+    for (const [status, description] of Object.entries(COMMON_ERRORS)) {
+      if (status === '403' && op.scope === null && auth !== 'session') continue;
+      if (status === '401' && auth === 'public' && op.operationId !== 'login') continue;
+      responses[status] = problemResponse(description);
+    }
     for (const status of op.errors) responses[String(status)] = problemResponse(EXTRA_ERRORS[status] ?? 'Error.');
+    const security = auth === 'public' ? [] : auth === 'session' ? [{ sessionCookie: [] }] : [{ bearerAuth: op.scope ? [op.scope] : [] }, { sessionCookie: [] }];
     const operation: Json = {
       operationId: op.operationId,
       summary: op.summary,
-      tags: [op.service],
+      tags: [op.service === 'gateway' ? 'account' : op.service],
       'x-required-scope': op.scope,
-      security: [{ bearerAuth: [op.scope] }],
+      'x-auth': auth,
+      security,
       parameters: parametersOf(op, components),
       responses,
     };
@@ -115,7 +122,15 @@ export function buildOpenApi(serverUrl: string): Json {
     paths,
     components: {
       schemas: components,
-      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key from Settings > API Keys.' } },
+      securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key from Settings > API Keys.' },
+        sessionCookie: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: 'dap_session',
+          description: 'A dashboard session from POST /v1/auth/login; requests that change state also send the x-csrf-token header.',
+        },
+      },
     },
   };
 }
@@ -129,7 +144,9 @@ export function docsPage(doc: Json): string {
     for (const [method, op] of Object.entries(methods)) {
       const statuses = Object.keys(op.responses as Json).join(', ');
       rows.push(
-        `<section><h3><span class="m ${method}">${method.toUpperCase()}</span> <code>/v1${esc(path)}</code></h3><p>${esc(op.summary)}</p><p class="meta">Scope <code>${esc(op['x-required-scope'])}</code> · responses ${esc(statuses)}</p>${
+        `<section><h3><span class="m ${method}">${method.toUpperCase()}</span> <code>/v1${esc(path)}</code></h3><p>${esc(op.summary)}</p><p class="meta">${
+          op['x-auth'] === 'public' ? 'No credentials' : op['x-auth'] === 'session' ? 'Dashboard session' : op['x-required-scope'] ? `Scope <code>${esc(op['x-required-scope'])}</code>` : 'Any valid key or session'
+        } · responses ${esc(statuses)}</p>${
           op.requestBody ? `<details><summary>Request body schema</summary><pre>${esc(JSON.stringify(op.requestBody, null, 2))}</pre></details>` : ''
         }</section>`,
       );

@@ -1,0 +1,61 @@
+import { http } from '@dap/testing';
+import { bearer, startHarness } from './harness.ts';
+
+let h: Awaited<ReturnType<typeof startHarness>>;
+let gw: string;
+let secret: string;
+
+beforeAll(async () => {
+  h = await startHarness();
+  gw = (await h.gateway()).url;
+  secret = (await h.newAccount('professional')).secret;
+});
+afterAll(() => h?.stop());
+
+const post = (key: string, body: unknown, path = '/v1/sources', extra: Record<string, string> = {}) =>
+  http('POST', `${gw}${path}`, { headers: { ...bearer(secret), 'idempotency-key': key, ...extra }, body });
+
+describe('Idempotency-Key', () => {
+  it('replays the first response for the same key and body, with one upstream call', async () => {
+    const key = `k-${Math.random()}`;
+    const before = h.upstream.seen.length;
+    const first = await post(key, { name: 'a' });
+    const second = await post(key, { name: 'a' });
+    expect(first.status).toBe(201);
+    expect(second.status).toBe(201);
+    expect(second.body).toEqual(first.body);
+    expect(second.headers.get('location')).toBe(first.headers.get('location'));
+    expect(second.headers.get('idempotent-replayed')).toBe('true');
+    expect(h.upstream.seen.length - before).toBe(1);
+    expect(h.upstream.seen.at(-1)!.headers['idempotency-key']).toBeUndefined();
+    expect(h.upstream.seen.at(-1)!.body).toBe('{"name":"a"}');
+  });
+
+  it('answers 422 when the key is reused with a different body, and keys are per account', async () => {
+    const key = `k-${Math.random()}`;
+    expect((await post(key, { name: 'a' })).status).toBe(201);
+    const mismatch = await post(key, { name: 'b' });
+    expect(mismatch.status).toBe(422);
+    expect(mismatch.body.code).toBe('unprocessable');
+    const other = await h.newAccount('professional');
+    const theirs = await http('POST', `${gw}/v1/sources`, { headers: { ...bearer(other.secret), 'idempotency-key': key }, body: { name: 'b' } });
+    expect(theirs.status).toBe(201);
+    expect(theirs.headers.get('idempotent-replayed')).toBeNull();
+  });
+
+  it('answers 409 while the first request is still in flight', async () => {
+    const key = `k-${Math.random()}`;
+    const slow = post(key, { name: 'slow' }, '/v1/sources?delay=600');
+    await new Promise((r) => setTimeout(r, 150));
+    const concurrent = await post(key, { name: 'slow' }, '/v1/sources?delay=600');
+    expect(concurrent.status).toBe(409);
+    expect(concurrent.headers.get('retry-after')).toBe('1');
+    expect((await slow).status).toBe(201);
+    expect((await post(key, { name: 'slow' }, '/v1/sources?delay=600')).headers.get('idempotent-replayed')).toBe('true');
+  });
+
+  it('refuses a malformed key', async () => {
+    const res = await post('bad key with spaces', { name: 'a' });
+    expect(res.status).toBe(400);
+  });
+});
