@@ -31,6 +31,8 @@ export const gatewayConfigShape = {
   /** Origins allowed by CORS (the dashboard's, when it is served from elsewhere); comma-separated. */
   DASHBOARD_ORIGINS: z.string().default(''),
   USAGE_FLUSH_MS: z.coerce.number().int().min(100).default(10_000),
+  /** The built dashboard (vite build output), served at `/`; relative to the working directory. */
+  DASHBOARD_DIR: z.string().min(1).default('gateway/dashboard/dist'),
 };
 export type GatewayConfig = ReturnType<typeof loadGatewayConfig>;
 
