@@ -1,14 +1,8 @@
-import { hashApiKey, INTERNAL_TOKEN_HEADER, internalServiceToken, isWellFormedApiKey, type Plan, type Scope } from '@dap/contracts';
+import { hashApiKey, INTERNAL_TOKEN_HEADER, internalServiceToken, isWellFormedApiKey, type KeyVerifyOutcome, type VerifiedKey } from '@dap/contracts';
 import type { Redis } from '@dap/redis';
 
-export interface VerifiedKey {
-  keyId: string;
-  accountId: string;
-  plan: Plan;
-  scopes: Scope[];
-  expiresAt: string | null;
-}
-export type VerifyOutcome = { ok: true; key: VerifiedKey } | { ok: false; reason: 'unknown' | 'revoked' | 'expired' | 'malformed' };
+export type { VerifiedKey };
+export type VerifyOutcome = KeyVerifyOutcome | { ok: false; reason: 'malformed' };
 
 interface CacheEntry {
   outcome: VerifyOutcome;

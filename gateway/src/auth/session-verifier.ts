@@ -1,14 +1,5 @@
 import { createHash } from 'node:crypto';
-import { INTERNAL_TOKEN_HEADER, internalServiceToken, type Plan } from '@dap/contracts';
-
-export interface VerifiedSession {
-  sessionId: string;
-  userId: string;
-  accountId: string;
-  plan: Plan;
-  csrfToken: string;
-  expiresAt: string;
-}
+import { INTERNAL_TOKEN_HEADER, internalServiceToken, type VerifiedSession } from '@dap/contracts';
 
 const TTL_MS = 5_000;
 const MAX_ENTRIES = 50_000;

@@ -65,3 +65,23 @@ export function isInternalServiceToken(secret: string, token: string | undefined
   const given = Buffer.from(token);
   return expected.length === given.length && timingSafeEqual(expected, given);
 }
+
+/** What accounts answers the gateway's internal key verification. */
+export interface VerifiedKey {
+  keyId: string;
+  accountId: string;
+  plan: z.infer<typeof planSchema>;
+  scopes: z.infer<typeof scopeSchema>[];
+  expiresAt: string | null;
+}
+export type KeyVerifyOutcome = { ok: true; key: VerifiedKey } | { ok: false; reason: 'unknown' | 'revoked' | 'expired' };
+
+/** What accounts answers the gateway's internal session verification. */
+export interface VerifiedSession {
+  sessionId: string;
+  userId: string;
+  accountId: string;
+  plan: z.infer<typeof planSchema>;
+  csrfToken: string;
+  expiresAt: string;
+}

@@ -1,17 +1,9 @@
-import { generateApiKey, hashApiKey, isWellFormedApiKey, keyHint, makeEvent, newId, type Plan, type Scope, SCOPES } from '@dap/contracts';
+import { type KeyVerifyOutcome, generateApiKey, hashApiKey, isWellFormedApiKey, keyHint, makeEvent, newId, type Plan, type Scope, SCOPES } from '@dap/contracts';
 import { AppError, notFound } from '@dap/http';
 import type { AccountDoc, AccountRepository } from '../persistence/account.repository.ts';
 import type { ApiKeyDoc, ApiKeyRepository } from '../persistence/api-key.repository.ts';
 
-export interface VerifiedKey {
-  keyId: string;
-  accountId: string;
-  plan: Plan;
-  scopes: Scope[];
-  expiresAt: string | null;
-}
-
-export type VerifyOutcome = { ok: true; key: VerifiedKey } | { ok: false; reason: 'unknown' | 'revoked' | 'expired' };
+export type VerifyOutcome = KeyVerifyOutcome;
 
 /** Only touch lastUsedAt once a minute per key, so verification stays a read. */
 const TOUCH_EVERY_MS = 60_000;

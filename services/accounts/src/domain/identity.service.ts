@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { newId, PLAN_LIMITS, type Plan } from '@dap/contracts';
+import { newId, PLAN_LIMITS, type VerifiedSession } from '@dap/contracts';
 import { AppError } from '@dap/http';
 import type { AccountDoc } from '../persistence/account.repository.ts';
 import type { SessionRepository } from '../persistence/session.repository.ts';
@@ -15,15 +15,6 @@ export interface IssuedSession {
   user: UserDoc;
   account: AccountDoc;
   csrfToken: string;
-}
-
-export interface VerifiedSession {
-  sessionId: string;
-  userId: string;
-  accountId: string;
-  plan: Plan;
-  csrfToken: string;
-  expiresAt: string;
 }
 
 export const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
