@@ -1,6 +1,6 @@
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { Plan } from '@dap/contracts';
-import { AppError, accessLog, finishApp, requestId } from '@dap/http';
+import { AppError, accessLog, finishApp, requestId, type Metrics } from '@dap/http';
 import type { Logger } from '@dap/logger';
 import { authenticate } from './auth/authenticate.ts';
 import type { AuthFailureLimiter } from './auth/auth-failure.limiter.ts';
@@ -13,6 +13,7 @@ import type { Limiter } from './rate-limit/sliding-window.limiter.ts';
 
 export interface GatewayAppDeps {
   logger: Logger;
+  metrics: Metrics;
   keys: KeyVerifier;
   sessions: SessionVerifier;
   failures: AuthFailureLimiter;
@@ -75,8 +76,10 @@ export function createApp(deps: GatewayAppDeps): Express {
   app.set('trust proxy', 'loopback');
   app.use(requestId);
   app.use(securityHeaders);
+  app.use(deps.metrics.httpMiddleware());
   app.use(accessLog(deps.logger));
   app.use(cors(deps.corsOrigins));
+  app.get('/metrics', deps.metrics.handler());
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', async (_req, res, next) => {
     try {
@@ -104,7 +107,15 @@ export function createApp(deps: GatewayAppDeps): Express {
   });
   v1.use(findOperation);
   v1.use(authenticate({ keys: deps.keys, sessions: deps.sessions, failures: deps.failures, logger: deps.logger }));
-  v1.use(rateLimit(deps.limiter, { windowMs: deps.windowMs, limits: deps.limits, publicPerMinute: deps.publicPerMinute }));
+  const decisions = deps.metrics.counter({ name: 'dap_rate_limit_decisions_total', help: 'Rate-limit decisions by outcome and by the store that made them.', labelNames: ['outcome', 'store'] });
+  v1.use(
+    rateLimit(deps.limiter, {
+      windowMs: deps.windowMs,
+      limits: deps.limits,
+      publicPerMinute: deps.publicPerMinute,
+      onDecision: (d) => decisions.inc({ outcome: d.allowed ? 'allowed' : 'rejected', store: d.source }),
+    }),
+  );
   v1.use(authorizeOperation);
   v1.use(declaredBodyLimit(deps.bodyLimitBytes));
   v1.get('/usage', usageRoute(deps.limiter, { windowMs: deps.windowMs, limits: deps.limits }));

@@ -3,7 +3,7 @@ import { Agent } from 'node:http';
 import type { Express } from 'express';
 import { kafkaSettingsOf } from '@dap/config';
 import { PLAN_LIMITS, type Plan } from '@dap/contracts';
-import { listen } from '@dap/http';
+import { createMetrics, listen } from '@dap/http';
 import { connectEventing } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
 import { createRedis } from '@dap/redis';
@@ -33,10 +33,13 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
   const instanceId = randomBytes(4).toString('hex');
   const redis = createRedis(config.REDIS_URL);
   redis.on('error', (err) => logger.debug({ err: err.message }, 'redis connection error'));
+  const metrics = createMetrics({ service: 'gateway' });
+  const fallbacks = metrics.counter({ name: 'dap_rate_limit_fallback_total', help: 'Limiter checks decided by the in-memory fallback because Redis was unreachable.' });
   const stats = { limiterFallbacks: 0 };
   let lastFallbackLog = 0;
   const limiter = new FailOpenLimiter(new SlidingWindowLimiter(redis, config.RATE_LIMIT_WINDOW_MS), new InMemoryLimiter(config.RATE_LIMIT_WINDOW_MS), (err) => {
     stats.limiterFallbacks++;
+    fallbacks.inc();
     if (Date.now() - lastFallbackLog > 10_000) {
       lastFallbackLog = Date.now();
       logger.warn({ err: (err as Error).message, fallbacks: stats.limiterFallbacks }, 'redis unavailable: rate limiting with the per-instance fallback');
@@ -74,6 +77,7 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
   let publicUrl = '';
   const app = createApp({
     logger,
+    metrics,
     keys,
     sessions,
     failures,

@@ -111,6 +111,9 @@ describe('gateway rate limit', () => {
     expect(Number(over.headers.get('retry-after'))).toBeLessThanOrEqual(60);
     expect(over.headers.get('x-ratelimit-remaining')).toBe('0');
     expect(over.body).toMatchObject({ status: 429, code: 'quota_exceeded', type: expect.stringContaining('quota-exceeded') });
+    const metrics = await http('GET', `${gateways[1]!.url}/metrics`);
+    expect(metrics.text).toMatch(/dap_rate_limit_decisions_total\{[^}]*outcome="rejected"[^}]*store="redis"[^}]*\} [1-9]/);
+    expect(metrics.text).toMatch(/http_request_duration_seconds_count\{[^}]*route="\/v1\/models"[^}]*status_code="429"[^}]*\} [1-9]/);
     // Another account is not affected.
     const other = await newAccount('starter');
     expect((await http('GET', `${gateways[0]!.url}/v1/models`, { headers: auth(other.secret) })).status).toBe(200);
@@ -126,6 +129,7 @@ describe('gateway rate limit', () => {
       expect(statuses.filter((s) => s === 200)).toHaveLength(100);
       expect(statuses.filter((s) => s === 429)).toHaveLength(5);
       expect(g.stats.limiterFallbacks).toBeGreaterThanOrEqual(105);
+      expect((await http('GET', `${g.url}/metrics`)).text).toMatch(/dap_rate_limit_fallback_total\{[^}]*\} (10[5-9]|1[1-9]\d|[2-9]\d\d)/);
     } finally {
       await g.stop();
     }

@@ -1,10 +1,11 @@
 import type { NextFunction, Request, Response } from 'express';
 import { matchOperation } from '@dap/contracts';
-import { AppError } from '@dap/http';
+import { AppError, UNMATCHED_ROUTE } from '@dap/http';
 
 /** Looks up the operation first: it decides how the caller must authenticate. Unknown paths still need credentials. */
-export function findOperation(req: Request, _res: Response, next: NextFunction): void {
+export function findOperation(req: Request, res: Response, next: NextFunction): void {
   req.operation = matchOperation(req.method, req.path).match?.operation ?? null;
+  res.locals.metricsRoute = req.operation ? `/v1${req.operation.path}` : UNMATCHED_ROUTE;
   next();
 }
 

@@ -17,13 +17,17 @@ export function setRateLimitHeaders(res: Response, d: LimitDecision, windowMs: n
  * Counts every authenticated request against its account's plan (anonymous calls to public operations
  * against their client address); a 429 says when to retry.
  */
-export function rateLimit(limiter: Limiter, opts: { windowMs: number; limits: Record<Plan, number>; publicPerMinute: number }) {
+export function rateLimit(
+  limiter: Limiter,
+  opts: { windowMs: number; limits: Record<Plan, number>; publicPerMinute: number; onDecision?: (d: LimitDecision) => void },
+) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     const p = req.principal!;
     const anonymous = p.kind === 'anonymous';
     const limit = anonymous ? opts.publicPerMinute : opts.limits[p.plan];
     const decision = await limiter.check(anonymous ? `ip:${req.ip}` : p.accountId, limit);
     setRateLimitHeaders(res, decision, opts.windowMs);
+    opts.onDecision?.(decision);
     if (decision.allowed) return next();
     const retryAfter = String(Math.max(1, Math.ceil(decision.resetMs / 1000)));
     const detail = anonymous
