@@ -25,3 +25,17 @@ if ! node_modules/.bin/node --version 2>/dev/null | grep -q '^v24\.'; then
   npm rebuild node --ignore-scripts=false >/dev/null 2>&1 || true
   node_modules/.bin/node --version 2>/dev/null | grep -q '^v24\.' || fail "installing Node 24 from the npm package 'node'"
 fi
+
+# The dashboard (gateway/dashboard: Vite + React) is built into gateway/dashboard/dist, which the gateway
+# serves at `/`, whenever its sources or the lock file changed. The stamp lives in dist/ so a clean tree rebuilds.
+dashboard_hash() {
+  { (cd gateway/dashboard && find . -path ./dist -prune -o -path ./node_modules -prune -o -type f -print | LC_ALL=C sort | xargs sha256sum); sha256sum package-lock.json; } | sha256sum | cut -d' ' -f1
+}
+dashboard_stamp=gateway/dashboard/dist/.sources.sha256
+if [[ ! -f $dashboard_stamp || $(cat "$dashboard_stamp") != "$(dashboard_hash)" ]]; then
+  say "building the dashboard (vite build gateway/dashboard)..."
+  log=$(mktemp)
+  node_modules/.bin/node node_modules/vite/bin/vite.js build gateway/dashboard >"$log" 2>&1 || { tail -30 "$log" >&2; fail "building the dashboard (log above)"; }
+  rm -f "$log"
+  dashboard_hash >"$dashboard_stamp"
+fi

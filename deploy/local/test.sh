@@ -16,6 +16,10 @@ trap cleanup EXIT
 
 echo "[test] type check (tsc --noEmit)..."
 $NODE node_modules/typescript/bin/tsc -p tsconfig.json --noEmit
+$NODE node_modules/typescript/bin/tsc -p gateway/dashboard/tsconfig.json --noEmit
+
+# The browser tests drive Debian's Chromium (installed here if missing).
+bash deploy/local/browser.sh
 
 echo "[test] jest..."
 $NODE --no-warnings node_modules/jest/bin/jest.js --ci "$@"

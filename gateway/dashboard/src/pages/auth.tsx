@@ -1,0 +1,158 @@
+import { useState, type FormEvent, type ReactNode } from 'react';
+import { ApiError } from '../api/client.ts';
+import type { SessionDto } from '../api/types.ts';
+import { Logo } from '../components/layout.tsx';
+import { Alert, Button, ErrorBanner, Field } from '../components/ui.tsx';
+import { useApi } from '../context.tsx';
+import { useAction, useDocumentTitle } from '../hooks.ts';
+import { Link, useLocation } from '../router.tsx';
+
+type OnSignedIn = (session: SessionDto, next: string | null) => void;
+
+function AuthFrame({ title, subtitle, children, footer }: { title: string; subtitle: string; children: ReactNode; footer: ReactNode }) {
+  return (
+    <div className="auth">
+      <aside className="auth-aside" aria-hidden="true">
+        <Logo />
+        <div className="auth-pitch">
+          <p className="auth-pitch-title">Your data, questions and models behind one API.</p>
+          <ul className="auth-points">
+            <li>Connect CSV, JSON or databases in minutes</li>
+            <li>Query with a JSON DSL, get charts and CSV</li>
+            <li>Forecast, detect anomalies, train models</li>
+            <li>Signed webhooks when anything happens</li>
+          </ul>
+        </div>
+        <p className="auth-foot">REST · Bearer keys · RFC 9457 errors · OpenAPI 3.1</p>
+      </aside>
+      <main className="auth-main" id="main">
+        <div className="auth-card">
+          <div className="auth-logo">
+            <Logo />
+          </div>
+          <h1 className="auth-title">{title}</h1>
+          <p className="auth-subtitle">{subtitle}</p>
+          {children}
+          <p className="auth-switch">{footer}</p>
+        </div>
+      </main>
+    </div>
+  );
+}
+
+function PasswordInput(props: { id: string; value: string; onChange: (v: string) => void; autoComplete: string; [aria: string]: unknown }) {
+  const { value, onChange, autoComplete, ...rest } = props;
+  const [show, setShow] = useState(false);
+  return (
+    <div className="input-group">
+      <input {...rest} className="input" type={show ? 'text' : 'password'} value={value} onChange={(e) => onChange(e.target.value)} autoComplete={autoComplete} />
+      <button type="button" className="input-addon" onClick={() => setShow((s) => !s)} aria-pressed={show} aria-label={show ? 'Hide password' : 'Show password'}>
+        {show ? 'Hide' : 'Show'}
+      </button>
+    </div>
+  );
+}
+
+/** Client-side checks mirror the API's so most mistakes show before a round trip; the API stays the judge. */
+function localError(fields: Record<string, string>): ApiError | null {
+  const errors = Object.entries(fields).map(([path, message]) => ({ path, message }));
+  return errors.length ? new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors }) : null;
+}
+
+export function LoginPage({ onSignedIn, notice }: { onSignedIn: OnSignedIn; notice?: string | undefined }) {
+  useDocumentTitle('Log in');
+  const api = useApi();
+  const { search } = useLocation();
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const login = useAction(async () => api.post<SessionDto>('/auth/login', { email, password }));
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    const local = localError({
+      ...(!email.trim() ? { email: 'Enter your email address' } : {}),
+      ...(!password ? { password: 'Enter your password' } : {}),
+    });
+    if (local) return login.setError(local);
+    const session = await login.run();
+    if (session) onSignedIn(session, search.get('next'));
+  };
+
+  const err = login.error;
+  return (
+    <AuthFrame
+      title="Log in"
+      subtitle="Welcome back. Log in to manage your keys, data and models."
+      footer={
+        <>
+          New here? <Link to={`/signup${search.get('next') ? `?next=${encodeURIComponent(search.get('next')!)}` : ''}`}>Create an account</Link>
+        </>
+      }
+    >
+      {notice && !err && <Alert tone="info">{notice}</Alert>}
+      <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} title={err?.status === 401 ? 'Wrong email or password' : undefined} />
+      <form className="form" onSubmit={submit} noValidate>
+        <Field label="Email" error={err?.fieldError('email')}>
+          {(p) => <input {...p} className="input" type="email" autoComplete="email" value={email} onChange={(e) => setEmail(e.target.value)} autoFocus />}
+        </Field>
+        <Field label="Password" error={err?.fieldError('password')}>
+          {(p) => <PasswordInput {...p} value={password} onChange={setPassword} autoComplete="current-password" />}
+        </Field>
+        <Button type="submit" variant="primary" loading={login.pending} className="btn-block">
+          Log in
+        </Button>
+      </form>
+    </AuthFrame>
+  );
+}
+
+export function SignupPage({ onSignedIn }: { onSignedIn: OnSignedIn }) {
+  useDocumentTitle('Create your account');
+  const api = useApi();
+  const { search } = useLocation();
+  const [accountName, setAccountName] = useState('');
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const signup = useAction(async () => api.post<SessionDto>('/auth/signup', { email, password, accountName }));
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    const local = localError({
+      ...(!accountName.trim() ? { accountName: 'Name your account (your company or project)' } : {}),
+      ...(!/^\S+@\S+\.\S+$/.test(email.trim()) ? { email: 'Enter a valid email address' } : {}),
+      ...(password.length < 10 ? { password: 'Use at least 10 characters' } : {}),
+    });
+    if (local) return signup.setError(local);
+    const session = await signup.run();
+    if (session) onSignedIn(session, search.get('next'));
+  };
+
+  const err = signup.error;
+  return (
+    <AuthFrame
+      title="Create your account"
+      subtitle="Start on the Starter plan: 100 requests per minute, no card needed."
+      footer={
+        <>
+          Already have an account? <Link to="/login">Log in</Link>
+        </>
+      }
+    >
+      <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} title={err?.status === 409 ? 'That email already has an account' : undefined} />
+      <form className="form" onSubmit={submit} noValidate>
+        <Field label="Account name" hint="Your company or project." error={err?.fieldError('accountName')}>
+          {(p) => <input {...p} className="input" autoComplete="organization" value={accountName} onChange={(e) => setAccountName(e.target.value)} autoFocus />}
+        </Field>
+        <Field label="Work email" error={err?.fieldError('email')}>
+          {(p) => <input {...p} className="input" type="email" autoComplete="email" value={email} onChange={(e) => setEmail(e.target.value)} />}
+        </Field>
+        <Field label="Password" hint="At least 10 characters. A passphrase of a few words is easy to remember." error={err?.fieldError('password')}>
+          {(p) => <PasswordInput {...p} value={password} onChange={setPassword} autoComplete="new-password" />}
+        </Field>
+        <Button type="submit" variant="primary" loading={signup.pending} className="btn-block">
+          Create account
+        </Button>
+      </form>
+    </AuthFrame>
+  );
+}

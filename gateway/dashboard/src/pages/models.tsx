@@ -1,0 +1,352 @@
+import type { ReactNode } from 'react';
+import type { MetricsDto, ModelDto, Page } from '../api/types.ts';
+import { BarChart } from '../components/charts.tsx';
+import { PredictionForm } from '../components/prediction.tsx';
+import { Alert, Badge, Button, ButtonLink, Card, EmptyState, ErrorBanner, KeyValue, Loading, PageHeader, Stat, StatusBadge, TableWrap } from '../components/ui.tsx';
+import { formatDate, formatInt, formatMs, formatNumber, formatPercent } from '../format.ts';
+import { useDocumentTitle, useInterval, useResource } from '../hooks.ts';
+import { Link } from '../router.tsx';
+import { TRAINING_AVAILABLE } from './train-model.tsx';
+
+const KIND_LABELS: Record<string, string> = { builtin: 'Built-in', trained: 'Trained', onnx: 'ONNX' };
+
+export function ModelsPage() {
+  useDocumentTitle('Models');
+  const models = useResource<Page<ModelDto>>('models', (api, signal) => api.get<Page<ModelDto>>('/models?limit=100', signal));
+  const list = models.data?.data ?? [];
+  useInterval(() => void models.reload(), list.some((m) => m.status === 'training') ? 3_000 : null);
+  return (
+    <>
+      <PageHeader
+        title="Models"
+        description="Built-in forecasting and anomaly detection work on any series you send. Train your own models on a source."
+        actions={
+          TRAINING_AVAILABLE && (
+            <ButtonLink to="/models/new" variant="primary">
+              + New model
+            </ButtonLink>
+          )
+        }
+      />
+      <ErrorBanner error={models.error} onRetry={() => void models.reload()} />
+      {!models.data && !models.error ? (
+        <Loading rows={3} />
+      ) : list.length === 0 ? (
+        <Card>
+          <EmptyState title="No models" icon="🧠" />
+        </Card>
+      ) : (
+        <ul className="model-grid" aria-label="Models">
+          {list.map((m) => (
+            <li key={m.id} className="model-card">
+              <div className="model-card-head">
+                <Link to={`/models/${m.id}`} className="model-name strong-link">
+                  {m.name}
+                </Link>
+                <StatusBadge status={m.status} />
+              </div>
+              <p className="model-badges">
+                <Badge tone="accent">{KIND_LABELS[m.kind] ?? m.kind}</Badge>
+                <Badge>{m.type}</Badge>
+                <Badge>v{m.version}</Badge>
+              </p>
+              <p className="model-desc">{m.description}</p>
+              <p className="model-features">
+                <span className="muted small">Inputs: </span>
+                {m.features.map((f) => (
+                  <code key={f.name} className="small">
+                    {f.name}
+                  </code>
+                ))}
+              </p>
+            </li>
+          ))}
+        </ul>
+      )}
+    </>
+  );
+}
+
+/** Numeric top-level entries of an evaluation, split into error-like figures and 0–1 scores for charting. */
+export function evaluationFigures(evaluation: Record<string, unknown>) {
+  const numeric = Object.entries(evaluation).filter((e): e is [string, number] => typeof e[1] === 'number' && Number.isFinite(e[1]));
+  const errors = numeric.filter(([k]) => /mae|mse|rmse|mape|error|loss/i.test(k));
+  const scores = numeric.filter(([k, v]) => !errors.some(([e]) => e === k) && v >= 0 && v <= 1);
+  return { numeric, errors, scores };
+}
+
+function ConfusionMatrix({ value }: { value: unknown }) {
+  const cm = value as { labels?: unknown; matrix?: unknown } | null;
+  if (!cm || !Array.isArray(cm.labels) || !Array.isArray(cm.matrix)) return null;
+  const labels = cm.labels.map(String);
+  const matrix = cm.matrix as number[][];
+  return (
+    <>
+      <h3 className="subheading">Confusion matrix</h3>
+      <TableWrap label="Confusion matrix">
+        <table className="table table-compact confusion">
+          <thead>
+            <tr>
+              <th scope="col">actual ↓ / predicted →</th>
+              {labels.map((l) => (
+                <th key={l} scope="col" className="num">
+                  {l}
+                </th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {matrix.map((row, i) => (
+              <tr key={i}>
+                <th scope="row">{labels[i]}</th>
+                {row.map((n, j) => (
+                  <td key={j} className={`num${i === j ? ' is-diagonal' : ''}`}>
+                    {formatInt(n)}
+                  </td>
+                ))}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableWrap>
+    </>
+  );
+}
+
+function Evaluation({ evaluation }: { evaluation: Record<string, unknown> | null }) {
+  if (!evaluation) return <p className="muted">This model has no held-out evaluation.</p>;
+  const { numeric, errors, scores } = evaluationFigures(evaluation);
+  const baseline = evaluation.baseline as Record<string, unknown> | undefined;
+  const rest = Object.entries(evaluation).filter(([k, v]) => typeof v !== 'number' && !['description', 'kind', 'confusionMatrix', 'task'].includes(k));
+  return (
+    <>
+      {typeof evaluation.description === 'string' && <p className="muted">{evaluation.description}</p>}
+      {evaluation.kind === 'holdout' && <p className="muted">Computed on rows held out of training{typeof evaluation.task === 'string' ? ` (${evaluation.task})` : ''}.</p>}
+      <div className="stats stats-compact metric-stats">
+        {numeric.map(([k, v]) => (
+          <Stat key={k} label={humanize(k)} value={formatNumber(v)} />
+        ))}
+      </div>
+      {errors.length >= 2 && <BarChart title="Error, lower is better" showTitle valueLabel="error" data={errors.map(([k, v]) => ({ label: humanize(k), value: v }))} height={200} />}
+      {scores.length >= 2 && <BarChart title="Scores, higher is better" showTitle valueLabel="score" data={scores.map(([k, v]) => ({ label: humanize(k), value: v }))} height={200} />}
+      {baseline && typeof baseline.description === 'string' && (
+        <p className="muted small">
+          Baseline ({baseline.description}):{' '}
+          {Object.entries(baseline)
+            .filter((e): e is [string, number] => typeof e[1] === 'number')
+            .map(([k, v]) => `${humanize(k)} ${formatNumber(v)}`)
+            .join(', ')}
+        </p>
+      )}
+      <ConfusionMatrix value={evaluation.confusionMatrix} />
+      {rest.length > 0 && (
+        <details className="query-json">
+          <summary>More details</summary>
+          <pre className="code-block">
+            <code>{JSON.stringify(Object.fromEntries(rest), null, 2)}</code>
+          </pre>
+        </details>
+      )}
+    </>
+  );
+}
+
+const ACRONYMS = new Set(['mae', 'mse', 'rmse', 'mape', 'f1', 'r2', 'auc', 'roc', 'id']);
+
+/** `seasonalNaiveMae` → "seasonal naive MAE", `coverage80` → "coverage 80". */
+export function humanize(key: string): string {
+  return key
+    .replace(/([a-z])([A-Z])/g, '$1 $2')
+    .replace(/([A-Za-z]{3,})(\d)/g, '$1 $2')
+    .replace(/_/g, ' ')
+    .split(' ')
+    .map((w) => (ACRONYMS.has(w.toLowerCase()) ? w.toUpperCase() : w.toLowerCase()))
+    .join(' ');
+}
+
+function Serving({ metrics }: { metrics: MetricsDto }) {
+  const windows = [
+    ['Last hour', metrics.serving.lastHour],
+    ['Last day', metrics.serving.lastDay],
+  ] as const;
+  const rows: [string, (w: MetricsDto['serving']['lastHour']) => string][] = [
+    ['Requests', (w) => formatInt(w.count)],
+    ['Inputs predicted', (w) => formatInt(w.inputs)],
+    ['Error rate', (w) => formatPercent(w.errorRate)],
+    ['Latency p50', (w) => formatMs(w.latencyMs.p50)],
+    ['Latency p95', (w) => formatMs(w.latencyMs.p95)],
+    ['Latency p99', (w) => formatMs(w.latencyMs.p99)],
+  ];
+  return (
+    <>
+      <TableWrap label="Serving metrics">
+        <table className="table table-compact" data-testid="serving">
+          <thead>
+            <tr>
+              <th scope="col">Metric</th>
+              {windows.map(([label]) => (
+                <th key={label} scope="col" className="num">
+                  {label}
+                </th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map(([label, value]) => (
+              <tr key={label}>
+                <th scope="row">{label}</th>
+                {windows.map(([w, data]) => (
+                  <td key={w} className="num">
+                    {value(data)}
+                  </td>
+                ))}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableWrap>
+      {metrics.serving.lastDay.latencyMs.p50 === null ? (
+        <p className="muted">No successful predictions in the last day yet: try one above.</p>
+      ) : (
+        <BarChart
+          title="Model latency percentiles (ms)"
+          showTitle
+          valueLabel="ms"
+          height={200}
+          format={(n) => `${formatNumber(Math.round(n * 100) / 100)} ms`}
+          data={windows.flatMap(([label, w]) =>
+            (['p50', 'p95', 'p99'] as const).filter((p) => w.latencyMs[p] !== null).map((p) => ({ label: `${p} · ${label === 'Last hour' ? '1 h' : '24 h'}`, value: w.latencyMs[p]! })),
+          )}
+        />
+      )}
+      {(metrics.serving.lastHour.sampled || metrics.serving.lastDay.sampled) && <p className="muted small">Percentiles come from a sample of the most recent requests.</p>}
+    </>
+  );
+}
+
+export function ModelDetailPage({ id }: { id: string }) {
+  const model = useResource<ModelDto>(`model:${id}`, (api, signal) => api.get<ModelDto>(`/models/${encodeURIComponent(id)}`, signal));
+  const m = model.data;
+  const metrics = useResource<MetricsDto>(m?.status === 'ready' ? `metrics:${id}` : null, (api, signal) => api.get<MetricsDto>(`/models/${encodeURIComponent(id)}/metrics`, signal));
+  useDocumentTitle(m?.name ?? 'Model');
+  useInterval(() => void model.reload(), m?.status === 'training' ? 3_000 : null);
+
+  if (!m) {
+    return (
+      <>
+        <PageHeader title="Model" back={{ to: '/models', label: 'Models' }} />
+        {model.error ? <ErrorBanner error={model.error} onRetry={() => void model.reload()} /> : <Loading rows={6} />}
+      </>
+    );
+  }
+  return (
+    <>
+      <PageHeader
+        title={
+          <span className="title-with-badge">
+            {m.name} <StatusBadge status={m.status} />
+          </span>
+        }
+        description={m.description}
+        back={{ to: '/models', label: 'Models' }}
+      />
+      {m.status === 'failed' && (
+        <Alert tone="error" title="Training failed">
+          <p>{m.error ?? 'The model could not be trained.'}</p>
+        </Alert>
+      )}
+      {m.status === 'training' && (
+        <Alert tone="info" title="Training">
+          <p>The model is learning from its source in the background. This page updates by itself.</p>
+        </Alert>
+      )}
+      <div className="grid grid-1-2">
+        <Card title="Details">
+          <KeyValue
+            items={[
+              ['Kind', KIND_LABELS[m.kind] ?? m.kind],
+              ...(m.training
+                ? ([
+                    ['Source', <Link key="src" to={`/sources/${m.training.sourceId}`}>{m.training.sourceId}</Link>],
+                    ...(m.training.target ? ([['Target', <code key="t">{m.training.target}</code>]] as [string, ReactNode][]) : []),
+                    ...(m.training.rows ? ([['Rows', `${formatInt(m.training.rows.train)} trained, ${formatInt(m.training.rows.test)} held out`]] as [string, ReactNode][]) : []),
+                    ['Training time', formatMs(m.training.durationMs)],
+                  ] as [string, ReactNode][])
+                : []),
+              ['Type', <code key="t">{m.type}</code>],
+              ['Version', String(m.version)],
+              ['Created', formatDate(m.createdAt, false)],
+              ['ID', <code key="id">{m.id}</code>],
+            ]}
+          />
+          <h3 className="subheading">Inputs</h3>
+          <ul className="feature-list">
+            {m.features.map((f) => (
+              <li key={f.name}>
+                <code>{f.name}</code> <Badge>{f.type}</Badge>
+                <p className="muted small">{f.description}</p>
+              </li>
+            ))}
+          </ul>
+        </Card>
+        <Card title="Try a prediction">
+          {m.status === 'ready' ? <PredictionForm model={m} onPredicted={() => void metrics.reload()} /> : <p className="muted">The model can predict once it is ready.</p>}
+        </Card>
+      </div>
+      {m.status === 'ready' && metrics.data?.drift && metrics.data.drift.features.length > 0 && (
+        <Card title="Input drift, last day">
+          <p className="muted small">
+            Population stability index of {formatInt(metrics.data.drift.inputs)} logged inputs against the training data: below 0.1 is stable, above 0.25 a significant shift.
+          </p>
+          <TableWrap label="Input drift">
+            <table className="table table-compact">
+              <thead>
+                <tr>
+                  <th scope="col">Feature</th>
+                  <th scope="col">Kind</th>
+                  <th scope="col" className="num">
+                    Values
+                  </th>
+                  <th scope="col" className="num">
+                    PSI
+                  </th>
+                  <th scope="col">Status</th>
+                </tr>
+              </thead>
+              <tbody>
+                {metrics.data.drift.features.map((f) => (
+                  <tr key={f.feature}>
+                    <td className="mono">{f.feature}</td>
+                    <td>{f.kind}</td>
+                    <td className="num">{formatInt(f.values)}</td>
+                    <td className="num">{f.psi === null ? '—' : formatNumber(f.psi)}</td>
+                    <td>
+                      <Badge tone={f.status === 'stable' ? 'success' : f.status === 'moderate' ? 'warning' : f.status === 'significant' ? 'danger' : 'neutral'}>{f.status.replace('_', ' ')}</Badge>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </TableWrap>
+        </Card>
+      )}
+      {m.status === 'ready' && (
+        <div className="grid grid-2">
+          <Card title="Evaluation">
+            {metrics.error ? <ErrorBanner error={metrics.error} onRetry={() => void metrics.reload()} /> : !metrics.data ? <Loading rows={3} /> : <Evaluation evaluation={metrics.data.evaluation} />}
+          </Card>
+          <Card
+            title="Serving"
+            actions={
+              <Button size="sm" variant="ghost" onClick={() => void metrics.reload()}>
+                Refresh
+              </Button>
+            }
+          >
+            {!metrics.data ? !metrics.error && <Loading rows={3} /> : <Serving metrics={metrics.data} />}
+          </Card>
+        </div>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,176 @@
+import { useState } from 'react';
+import type { Page, ReportDto, ReportSummaryDto, SourceDto } from '../api/types.ts';
+import { ResultView } from '../components/result-view.tsx';
+import { Alert, Badge, Button, ButtonLink, Card, CopyButton, EmptyState, ErrorBanner, KeyValue, Loading, PageHeader, StatusBadge } from '../components/ui.tsx';
+import { useApi } from '../context.tsx';
+import { formatDate, formatMs, formatNumber, formatRelative } from '../format.ts';
+import { useDocumentTitle, useInterval, useResource } from '../hooks.ts';
+import { Link } from '../router.tsx';
+
+/** A one-line reading of a query: "count, sum(amount) by country, per day". */
+export function describeQuery(q: Record<string, unknown>): string {
+  const measures = Array.isArray(q.measures)
+    ? (q.measures as { op?: string; field?: string; as?: string }[]).map((m) => m.as ?? (m.field ? `${m.op}(${m.field})` : m.op)).join(', ')
+    : '?';
+  const dims = Array.isArray(q.dimensions) && q.dimensions.length ? ` by ${(q.dimensions as string[]).join(', ')}` : '';
+  const td = q.timeDimension as { field?: string; granularity?: string } | undefined;
+  const time = td?.field ? `, per ${td.granularity} of ${td.field}` : '';
+  const filters = Array.isArray(q.filters) && q.filters.length ? `, ${q.filters.length} filter${q.filters.length > 1 ? 's' : ''}` : '';
+  return `${measures}${dims}${time}${filters}`;
+}
+
+function useSourceNames() {
+  const sources = useResource<Page<SourceDto>>('sources', (api, signal) => api.get<Page<SourceDto>>('/sources?limit=100', signal));
+  return (id: unknown) => sources.data?.data.find((s) => s.id === id)?.name ?? (typeof id === 'string' ? id : '—');
+}
+
+export function ReportsPage() {
+  useDocumentTitle('Reports');
+  const api = useApi();
+  const sourceName = useSourceNames();
+  const reports = useResource<Page<ReportSummaryDto>>('reports', (a, signal) => a.get<Page<ReportSummaryDto>>('/analytics/reports?limit=50', signal));
+  const [more, setMore] = useState<{ items: ReportSummaryDto[]; cursor: string | null; loading: boolean }>({ items: [], cursor: null, loading: false });
+  const list = [...(reports.data?.data ?? []), ...more.items];
+  const cursor = more.items.length ? more.cursor : (reports.data?.nextCursor ?? null);
+  const running = list.some((r) => r.status === 'running');
+  useInterval(() => void reports.reload(), running ? 2_000 : null);
+
+  const loadMore = async () => {
+    if (!cursor) return;
+    setMore((m) => ({ ...m, loading: true }));
+    try {
+      const page = await api.get<Page<ReportSummaryDto>>(`/analytics/reports?limit=50&cursor=${encodeURIComponent(cursor)}`);
+      setMore((m) => ({ items: [...m.items, ...page.data], cursor: page.hasMore ? page.nextCursor : null, loading: false }));
+    } catch {
+      setMore((m) => ({ ...m, loading: false }));
+    }
+  };
+
+  return (
+    <>
+      <PageHeader title="Reports" description="Every query you run, from here or the API, is saved with its result." actions={<ButtonLink to="/analytics" variant="primary">New query</ButtonLink>} />
+      <ErrorBanner error={reports.error} onRetry={() => void reports.reload()} />
+      <Card>
+        {!reports.data && !reports.error ? (
+          <Loading rows={4} />
+        ) : list.length === 0 ? (
+          <EmptyState title="No reports yet" icon="📄" action={<ButtonLink to="/analytics" variant="primary">Run a query</ButtonLink>}>
+            Run a query in Explore or with <code>POST /v1/analytics/query</code>.
+          </EmptyState>
+        ) : (
+          <table className="table table-responsive" aria-label="Reports">
+            <thead>
+              <tr>
+                <th scope="col">Query</th>
+                <th scope="col">Source</th>
+                <th scope="col">Status</th>
+                <th scope="col" className="num">
+                  Rows
+                </th>
+                <th scope="col" className="num">
+                  Time
+                </th>
+                <th scope="col">Created</th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.map((r) => (
+                <tr key={r.id}>
+                  <td data-label="Query">
+                    <Link to={`/analytics/reports/${r.id}`} className="strong-link">
+                      {describeQuery(r.query)}
+                    </Link>
+                  </td>
+                  <td data-label="Source">{sourceName(r.query.sourceId)}</td>
+                  <td data-label="Status">
+                    <StatusBadge status={r.status} />
+                  </td>
+                  <td data-label="Rows" className="num">
+                    {formatNumber(r.rowCount)}
+                  </td>
+                  <td data-label="Time" className="num">
+                    {formatMs(r.durationMs)}
+                  </td>
+                  <td data-label="Created">{formatRelative(r.createdAt)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+        {cursor && (reports.data?.hasMore || more.items.length > 0) && (
+          <div className="load-more">
+            <Button onClick={() => void loadMore()} loading={more.loading}>
+              Load more
+            </Button>
+          </div>
+        )}
+      </Card>
+    </>
+  );
+}
+
+export function ReportDetailPage({ id }: { id: string }) {
+  const report = useResource<ReportDto>(`report:${id}`, (api, signal) => api.get<ReportDto>(`/analytics/reports/${encodeURIComponent(id)}`, signal));
+  const sourceName = useSourceNames();
+  const r = report.data;
+  useDocumentTitle(r ? describeQuery(r.query) : 'Report');
+  useInterval(() => void report.reload(), r?.status === 'running' ? 1_500 : null);
+
+  if (!r) {
+    return (
+      <>
+        <PageHeader title="Report" back={{ to: '/analytics/reports', label: 'Reports' }} />
+        {report.error ? <ErrorBanner error={report.error} onRetry={() => void report.reload()} /> : <Loading rows={6} />}
+      </>
+    );
+  }
+  const json = JSON.stringify(r.query, null, 2);
+  return (
+    <>
+      <PageHeader
+        title={describeQuery(r.query)}
+        back={{ to: '/analytics/reports', label: 'Reports' }}
+        actions={
+          r.status === 'completed' && (
+            <a className="btn btn-secondary" href={`/v1/analytics/reports/${encodeURIComponent(r.id)}/export.csv`} download>
+              Download CSV
+            </a>
+          )
+        }
+      />
+      <div className="grid grid-1-2">
+        <Card title="Details">
+          <KeyValue
+            items={[
+              ['Status', <StatusBadge key="s" status={r.status} />],
+              ['Source', typeof r.query.sourceId === 'string' ? <Link key="src" to={`/sources/${r.query.sourceId}`}>{sourceName(r.query.sourceId)}</Link> : '—'],
+              ['Rows', formatNumber(r.rowCount)],
+              ['Duration', formatMs(r.durationMs)],
+              ['Created', formatDate(r.createdAt)],
+              ['Completed', formatDate(r.completedAt)],
+              ['ID', <code key="id">{r.id}</code>],
+            ]}
+          />
+          <details className="query-json">
+            <summary>Query (JSON)</summary>
+            <pre className="code-block">
+              <code>{json}</code>
+            </pre>
+            <CopyButton value={json} label="Copy JSON" size="sm" />
+          </details>
+        </Card>
+        <Card title="Result" actions={<Badge>{formatNumber(r.rowCount)} rows</Badge>}>
+          {r.status === 'running' ? (
+            <Loading label="The query is still running…" rows={5} />
+          ) : r.status === 'failed' ? (
+            <Alert tone="error" title="The query failed">
+              <p>{r.error}</p>
+            </Alert>
+          ) : (
+            <ResultView report={r} />
+          )}
+        </Card>
+      </div>
+    </>
+  );
+}

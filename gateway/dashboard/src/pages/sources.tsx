@@ -1,0 +1,139 @@
+import { useState } from 'react';
+import type { Page, SourceDto } from '../api/types.ts';
+import { Button, ButtonLink, Card, ConfirmDialog, EmptyState, ErrorBanner, Loading, PageHeader, StatusBadge } from '../components/ui.tsx';
+import { useApi, useNotify } from '../context.tsx';
+import { formatInt, formatRelative } from '../format.ts';
+import { useAction, useDocumentTitle, useInterval, useResource } from '../hooks.ts';
+import { Link } from '../router.tsx';
+import { SOURCE_TYPE_LABELS } from './connect-source.tsx';
+
+export const isBusy = (s: SourceDto) => s.status === 'pending' || s.status === 'syncing';
+
+/** Re-sync and delete, shared by the list and the detail page. */
+export function useSourceActions(onChange: () => void) {
+  const api = useApi();
+  const notify = useNotify();
+  const sync = useAction(async (s: SourceDto) => {
+    await api.post<SourceDto>(`/sources/${encodeURIComponent(s.id)}/sync`);
+    notify(`Syncing “${s.name}”`, 'info');
+    onChange();
+    return true;
+  });
+  const remove = useAction(async (s: SourceDto) => {
+    await api.del(`/sources/${encodeURIComponent(s.id)}`);
+    notify(`Source “${s.name}” deleted`);
+    return true;
+  });
+  return { sync, remove };
+}
+
+export function DeleteSourceDialog({ target, onClose, onDeleted, action }: { target: SourceDto | null; onClose: () => void; onDeleted: () => void; action: ReturnType<typeof useSourceActions>['remove'] }) {
+  return (
+    <ConfirmDialog
+      open={target !== null}
+      title={`Delete “${target?.name ?? ''}”?`}
+      confirmLabel="Delete source"
+      pending={action.pending}
+      error={action.error}
+      onClose={() => {
+        action.setError(null);
+        onClose();
+      }}
+      onConfirm={async () => {
+        if (target && (await action.run(target))) onDeleted();
+      }}
+    >
+      <p>Its {target ? formatInt(target.rowCount) : ''} ingested rows are removed. Saved reports keep their results, but new queries on this source will fail.</p>
+    </ConfirmDialog>
+  );
+}
+
+export function SourcesPage() {
+  useDocumentTitle('Sources');
+  const sources = useResource<Page<SourceDto>>('sources', (api, signal) => api.get<Page<SourceDto>>('/sources?limit=100', signal));
+  const list = sources.data?.data ?? [];
+  const busy = list.some(isBusy);
+  useInterval(() => void sources.reload(), busy ? 2_000 : null);
+  const actions = useSourceActions(() => void sources.reload());
+  const [deleting, setDeleting] = useState<SourceDto | null>(null);
+
+  return (
+    <>
+      <PageHeader
+        title="Sources"
+        description="The data you analyse and train on. Each source is ingested into fast columnar storage; re-sync it when the original changes."
+        actions={
+          <ButtonLink to="/sources/new" variant="primary">
+            + Connect source
+          </ButtonLink>
+        }
+      />
+      <ErrorBanner error={sources.error} onRetry={() => void sources.reload()} />
+      <ErrorBanner error={actions.sync.error} />
+      <Card>
+        {!sources.data && !sources.error ? (
+          <Loading rows={4} />
+        ) : list.length === 0 ? (
+          <EmptyState title="No sources yet" icon="🗄" action={<ButtonLink to="/sources/new" variant="primary">Connect your first source</ButtonLink>}>
+            Paste rows, upload a CSV, JSON or NDJSON file, and query it in seconds.
+          </EmptyState>
+        ) : (
+          <table className="table table-responsive" aria-label="Sources">
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Type</th>
+                <th scope="col">Status</th>
+                <th scope="col" className="num">
+                  Rows
+                </th>
+                <th scope="col" className="num">
+                  Columns
+                </th>
+                <th scope="col">Last synced</th>
+                <th scope="col">
+                  <span className="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.map((s) => (
+                <tr key={s.id} data-source-id={s.id}>
+                  <td data-label="Name">
+                    <Link to={`/sources/${s.id}`} className="strong-link">
+                      {s.name}
+                    </Link>
+                    {s.status === 'failed' && s.error && <p className="cell-error">{s.error}</p>}
+                  </td>
+                  <td data-label="Type">{SOURCE_TYPE_LABELS[s.type] ?? s.type}</td>
+                  <td data-label="Status">
+                    <StatusBadge status={s.status} />
+                  </td>
+                  <td data-label="Rows" className="num">
+                    {formatInt(s.rowCount)}
+                  </td>
+                  <td data-label="Columns" className="num">
+                    {s.schema.length}
+                  </td>
+                  <td data-label="Last synced">{s.lastSyncedAt ? formatRelative(s.lastSyncedAt) : '—'}</td>
+                  <td className="cell-actions">
+                    <Button size="sm" onClick={() => void actions.sync.run(s)} disabled={isBusy(s)} aria-label={`Re-sync ${s.name}`}>
+                      Re-sync
+                    </Button>
+                    <Button size="sm" variant="danger" onClick={() => setDeleting(s)} aria-label={`Delete ${s.name}`}>
+                      Delete
+                    </Button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </Card>
+      <DeleteSourceDialog target={deleting} action={actions.remove} onClose={() => setDeleting(null)} onDeleted={() => {
+        setDeleting(null);
+        void sources.reload();
+      }} />
+    </>
+  );
+}

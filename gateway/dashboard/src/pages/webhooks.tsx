@@ -1,0 +1,438 @@
+import { Fragment, useState, type FormEvent } from 'react';
+import { ApiError } from '../api/client.ts';
+import { EVENT_TYPES, type DeliveryDto, type Page, type WebhookCreated, type WebhookDto, type WebhookSecretRotated } from '../api/types.ts';
+import { Alert, Badge, Button, Card, ConfirmDialog, Dialog, EmptyState, ErrorBanner, Field, KeyValue, Loading, PageHeader, SecretReveal, StatusBadge } from '../components/ui.tsx';
+import { useApi, useNotify } from '../context.tsx';
+import { formatDate, formatMs, formatRelative } from '../format.ts';
+import { useAction, useDocumentTitle, useInterval, useResource } from '../hooks.ts';
+import { Link, navigate } from '../router.tsx';
+
+const FAMILIES = [...new Set(EVENT_TYPES.map((t) => t.split('.')[0]!))];
+
+function EventPicker({ value, onChange, error }: { value: string[]; onChange: (v: string[]) => void; error?: string | undefined }) {
+  const all = value.includes('*');
+  const has = (f: string) => value.includes(f);
+  const toggle = (f: string) => onChange(has(f) ? value.filter((x) => x !== f) : [...value.filter((x) => x !== '*'), f]);
+  return (
+    <fieldset className={`fieldset${error ? ' field-invalid' : ''}`}>
+      <legend className="field-label">Events</legend>
+      <div className="radio-cards">
+        <label className={`radio-card${all ? ' is-checked' : ''}`}>
+          <input type="radio" name="events-mode" checked={all} onChange={() => onChange(['*'])} />
+          <span>
+            <span className="radio-title">All events</span>
+            <span className="radio-desc">Including event types added later.</span>
+          </span>
+        </label>
+        <label className={`radio-card${!all ? ' is-checked' : ''}`}>
+          <input type="radio" name="events-mode" checked={!all} onChange={() => onChange([])} />
+          <span>
+            <span className="radio-title">Selected events</span>
+            <span className="radio-desc">Only the types you pick.</span>
+          </span>
+        </label>
+      </div>
+      {!all && (
+        <div className="event-families">
+          {FAMILIES.map((fam) => {
+            const wildcard = `${fam}.*`;
+            const types = EVENT_TYPES.filter((t) => t.startsWith(`${fam}.`));
+            return (
+              <div key={fam} className="event-family">
+                <label className="check">
+                  <input type="checkbox" checked={has(wildcard)} onChange={() => onChange(has(wildcard) ? value.filter((x) => x !== wildcard) : [...value.filter((x) => !x.startsWith(`${fam}.`)), wildcard])} />
+                  <code>{wildcard}</code>
+                </label>
+                {types.length > 1 &&
+                  types.map((t) => (
+                    <label key={t} className="check check-nested">
+                      <input type="checkbox" checked={has(wildcard) || has(t)} disabled={has(wildcard)} onChange={() => toggle(t)} />
+                      <code>{t}</code>
+                    </label>
+                  ))}
+              </div>
+            );
+          })}
+        </div>
+      )}
+      {error && <p className="field-error">⚠ {error}</p>}
+    </fieldset>
+  );
+}
+
+function CreateWebhookDialog({ open, onClose, onCreated }: { open: boolean; onClose: () => void; onCreated: (w: WebhookCreated) => void }) {
+  const api = useApi();
+  const [url, setUrl] = useState('');
+  const [events, setEvents] = useState<string[]>(['*']);
+  const [description, setDescription] = useState('');
+  const [created, setCreated] = useState<WebhookCreated | null>(null);
+  const create = useAction((body: unknown) => api.post<WebhookCreated>('/webhooks', body));
+  const close = () => {
+    setUrl('');
+    setEvents(['*']);
+    setDescription('');
+    setCreated(null);
+    create.setError(null);
+    onClose();
+  };
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    const local: { path: string; message: string }[] = [];
+    if (!/^https?:\/\/\S+$/i.test(url.trim())) local.push({ path: 'url', message: 'Enter an http(s) URL, like https://example.com/hooks' });
+    if (events.length === 0) local.push({ path: 'events', message: 'Pick at least one event' });
+    if (local.length) return create.setError(new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: local }));
+    const w = await create.run({ url: url.trim(), events, description: description.trim() });
+    if (w) {
+      setCreated(w);
+      onCreated(w);
+    }
+  };
+  const err = create.error;
+  if (created) {
+    return (
+      <Dialog open={open} onClose={close} title="Endpoint added" dismissible={false}>
+        <SecretReveal
+          label="Signing secret"
+          secret={created.secret}
+          warning="Use it to verify the webhook-signature header of every delivery (Standard Webhooks). It is shown only now; you can rotate it later."
+        />
+        <div className="dialog-footer">
+          <Button
+            variant="primary"
+            onClick={() => {
+              const id = created.id;
+              close();
+              navigate(`/webhooks/${id}`);
+            }}
+          >
+            I have saved it
+          </Button>
+        </div>
+      </Dialog>
+    );
+  }
+  return (
+    <Dialog open={open} onClose={close} title="Add a webhook endpoint" description="We POST signed JSON to this URL when events happen, retrying with backoff until it answers 2xx." wide>
+      <form className="form" onSubmit={submit} noValidate>
+        <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} />
+        <Field label="Endpoint URL" error={err?.fieldError('url')} required>
+          {(p) => <input {...p} className="input mono" type="url" inputMode="url" placeholder="https://example.com/webhooks" value={url} onChange={(e) => setUrl(e.target.value)} autoFocus />}
+        </Field>
+        <EventPicker value={events} onChange={setEvents} error={err?.fieldError('events')} />
+        <Field label="Description" hint="Optional, for your team." error={err?.fieldError('description')}>
+          {(p) => <input {...p} className="input" maxLength={500} value={description} onChange={(e) => setDescription(e.target.value)} />}
+        </Field>
+        <div className="dialog-footer">
+          <Button onClick={close}>Cancel</Button>
+          <Button type="submit" variant="primary" loading={create.pending}>
+            Add endpoint
+          </Button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}
+
+function EventList({ events }: { events: string[] }) {
+  if (events.includes('*')) return <Badge tone="accent">All events</Badge>;
+  return (
+    <span className="badge-list">
+      {events.map((e) => (
+        <Badge key={e}>{e}</Badge>
+      ))}
+    </span>
+  );
+}
+
+export function WebhooksPage() {
+  useDocumentTitle('Webhooks');
+  const hooks = useResource<Page<WebhookDto>>('webhooks', (api, signal) => api.get<Page<WebhookDto>>('/webhooks?limit=100', signal));
+  const [creating, setCreating] = useState(false);
+  const list = hooks.data?.data ?? [];
+  return (
+    <>
+      <PageHeader
+        title="Webhooks"
+        description="Get a signed HTTP callback when a source is ready, a report completes, a model is trained and more."
+        actions={
+          <Button variant="primary" onClick={() => setCreating(true)}>
+            + Add endpoint
+          </Button>
+        }
+      />
+      <ErrorBanner error={hooks.error} onRetry={() => void hooks.reload()} />
+      <Card>
+        {!hooks.data && !hooks.error ? (
+          <Loading rows={3} />
+        ) : list.length === 0 ? (
+          <EmptyState title="No endpoints yet" icon="↯" action={<Button variant="primary" onClick={() => setCreating(true)}>Add your first endpoint</Button>}>
+            Deliveries follow the Standard Webhooks format, so any of its libraries can verify them.
+          </EmptyState>
+        ) : (
+          <table className="table table-responsive" aria-label="Webhook endpoints">
+            <thead>
+              <tr>
+                <th scope="col">URL</th>
+                <th scope="col">Events</th>
+                <th scope="col">Status</th>
+                <th scope="col">Created</th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.map((w) => (
+                <tr key={w.id}>
+                  <td data-label="URL">
+                    <Link to={`/webhooks/${w.id}`} className="strong-link mono break">
+                      {w.url}
+                    </Link>
+                    {w.description && <p className="muted small">{w.description}</p>}
+                  </td>
+                  <td data-label="Events">
+                    <EventList events={w.events} />
+                  </td>
+                  <td data-label="Status">
+                    <StatusBadge status={w.status} />
+                  </td>
+                  <td data-label="Created">{formatRelative(w.createdAt)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </Card>
+      <CreateWebhookDialog open={creating} onClose={() => setCreating(false)} onCreated={() => void hooks.reload()} />
+    </>
+  );
+}
+
+function lastAttempt(d: DeliveryDto) {
+  return d.attempts[d.attempts.length - 1];
+}
+
+function DeliveryLog({ webhookId, watchUntil }: { webhookId: string; watchUntil: number }) {
+  const api = useApi();
+  const notify = useNotify();
+  const deliveries = useResource<Page<DeliveryDto>>(`deliveries:${webhookId}`, (a, signal) => a.get<Page<DeliveryDto>>(`/webhooks/${encodeURIComponent(webhookId)}/deliveries?limit=50`, signal));
+  const [open, setOpen] = useState<Set<string>>(new Set());
+  const list = deliveries.data?.data ?? [];
+  const pending = list.some((d) => d.status === 'pending');
+  const [now, setNow] = useState(Date.now());
+  useInterval(() => {
+    setNow(Date.now());
+    void deliveries.reload();
+  }, pending || now < watchUntil || Date.now() < watchUntil ? 1_500 : null);
+  const redeliver = useAction(async (d: DeliveryDto) => {
+    await api.post(`/webhooks/${encodeURIComponent(webhookId)}/deliveries/${encodeURIComponent(d.id)}/redeliver`);
+    notify('Message queued for redelivery', 'info');
+    void deliveries.reload();
+    return true;
+  });
+
+  return (
+    <Card
+      title="Deliveries"
+      actions={
+        <Button size="sm" variant="ghost" onClick={() => void deliveries.reload()}>
+          Refresh
+        </Button>
+      }
+    >
+      <ErrorBanner error={deliveries.error ?? redeliver.error} onRetry={deliveries.error ? () => void deliveries.reload() : undefined} />
+      {!deliveries.data && !deliveries.error ? (
+        <Loading rows={3} />
+      ) : list.length === 0 ? (
+        <EmptyState title="No deliveries yet" icon="✉">
+          Send a test event to see a delivery here.
+        </EmptyState>
+      ) : (
+        <table className="table table-responsive" aria-label="Deliveries" data-testid="deliveries">
+          <thead>
+            <tr>
+              <th scope="col">Event</th>
+              <th scope="col">Status</th>
+              <th scope="col" className="num">
+                Attempts
+              </th>
+              <th scope="col">Last response</th>
+              <th scope="col">When</th>
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.map((d) => {
+              const last = lastAttempt(d);
+              const expanded = open.has(d.id);
+              return (
+                <Fragment key={d.id}>
+                  <tr data-delivery-id={d.id} data-status={d.status}>
+                    <td data-label="Event">
+                      <Badge>{d.type}</Badge>
+                      <p className="mono small muted break">{d.id}</p>
+                    </td>
+                    <td data-label="Status">
+                      <StatusBadge status={d.status} />
+                      {d.nextAttemptAt && d.status === 'pending' && <p className="muted small">next try {formatRelative(d.nextAttemptAt)}</p>}
+                    </td>
+                    <td data-label="Attempts" className="num">
+                      {d.attempts.length}
+                    </td>
+                    <td data-label="Last response">
+                      {last ? (
+                        <>
+                          <Badge tone={last.statusCode && last.statusCode < 300 ? 'success' : 'danger'}>{last.statusCode ?? 'no answer'}</Badge> <span className="muted small">{formatMs(last.latencyMs)}</span>
+                        </>
+                      ) : (
+                        '—'
+                      )}
+                    </td>
+                    <td data-label="When">{formatRelative(d.createdAt)}</td>
+                    <td className="cell-actions">
+                      <Button
+                        size="sm"
+                        variant="ghost"
+                        aria-expanded={expanded}
+                        aria-controls={`attempts-${d.id}`}
+                        onClick={() =>
+                          setOpen((o) => {
+                            const n = new Set(o);
+                            if (n.has(d.id)) n.delete(d.id);
+                            else n.add(d.id);
+                            return n;
+                          })
+                        }
+                      >
+                        {expanded ? 'Hide attempts' : 'Attempts'}
+                      </Button>
+                      {d.status !== 'pending' && (
+                        <Button size="sm" variant="ghost" onClick={() => void redeliver.run(d)}>
+                          Redeliver
+                        </Button>
+                      )}
+                    </td>
+                  </tr>
+                  {expanded && (
+                    <tr id={`attempts-${d.id}`} className="subrow">
+                      <td colSpan={6}>
+                        {d.attempts.length === 0 ? (
+                          <p className="muted small">No attempt yet.</p>
+                        ) : (
+                          <ol className="attempts">
+                            {d.attempts.map((a, i) => (
+                              <li key={i}>
+                                <span className="attempt-n">#{i + 1}</span>
+                                <time dateTime={a.at}>{formatDate(a.at)}</time>
+                                <Badge tone={a.statusCode && a.statusCode < 300 ? 'success' : 'danger'}>{a.statusCode ?? 'no answer'}</Badge>
+                                <span className="muted">{formatMs(a.latencyMs)}</span>
+                                {a.error && <span className="cell-error">{a.error}</span>}
+                              </li>
+                            ))}
+                          </ol>
+                        )}
+                      </td>
+                    </tr>
+                  )}
+                </Fragment>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+    </Card>
+  );
+}
+
+export function WebhookDetailPage({ id }: { id: string }) {
+  const api = useApi();
+  const notify = useNotify();
+  const hook = useResource<WebhookDto>(`webhook:${id}`, (a, signal) => a.get<WebhookDto>(`/webhooks/${encodeURIComponent(id)}`, signal));
+  const w = hook.data;
+  useDocumentTitle(w ? `Webhook ${new URL(w.url).host}` : 'Webhook');
+  const [watchUntil, setWatchUntil] = useState(0);
+  const [rotated, setRotated] = useState<WebhookSecretRotated | null>(null);
+  const [confirmRotate, setConfirmRotate] = useState(false);
+  const [deleting, setDeleting] = useState(false);
+  const test = useAction(async () => {
+    await api.post(`/webhooks/${encodeURIComponent(id)}/test`);
+    notify('Test event sent; watch the deliveries below', 'info');
+    setWatchUntil(Date.now() + 20_000);
+    return true;
+  });
+  const rotate = useAction(async () => {
+    const r = await api.post<WebhookSecretRotated>(`/webhooks/${encodeURIComponent(id)}/rotate-secret`);
+    setConfirmRotate(false);
+    setRotated(r);
+    return r;
+  });
+  const remove = useAction(async () => {
+    await api.del(`/webhooks/${encodeURIComponent(id)}`);
+    notify('Endpoint deleted');
+    navigate('/webhooks', { replace: true });
+    return true;
+  });
+
+  if (!w) {
+    return (
+      <>
+        <PageHeader title="Webhook" back={{ to: '/webhooks', label: 'Webhooks' }} />
+        {hook.error ? <ErrorBanner error={hook.error} onRetry={() => void hook.reload()} /> : <Loading rows={5} />}
+      </>
+    );
+  }
+  return (
+    <>
+      <PageHeader
+        title={<span className="mono break">{w.url}</span>}
+        back={{ to: '/webhooks', label: 'Webhooks' }}
+        actions={
+          <>
+            <Button variant="primary" onClick={() => void test.run()} loading={test.pending} disabled={w.status !== 'enabled'}>
+              Send test event
+            </Button>
+            <Button onClick={() => setConfirmRotate(true)}>Rotate secret</Button>
+            <Button variant="danger" onClick={() => setDeleting(true)}>
+              Delete
+            </Button>
+          </>
+        }
+      />
+      <ErrorBanner error={test.error} />
+      {w.status === 'disabled' && (
+        <Alert tone="error" title="This endpoint is disabled">
+          <p>{w.disabledReason ?? 'Deliveries kept failing.'}</p>
+        </Alert>
+      )}
+      <Card title="Endpoint">
+        <KeyValue
+          items={[
+            ['Status', <StatusBadge key="s" status={w.status} />],
+            ['Events', <EventList key="e" events={w.events} />],
+            ['Description', w.description || '—'],
+            ['Created', formatDate(w.createdAt)],
+            ['ID', <code key="id">{w.id}</code>],
+          ]}
+        />
+      </Card>
+      <DeliveryLog webhookId={w.id} watchUntil={watchUntil} />
+      <ConfirmDialog open={confirmRotate} title="Rotate the signing secret?" confirmLabel="Rotate secret" pending={rotate.pending} error={rotate.error} onClose={() => setConfirmRotate(false)} onConfirm={() => void rotate.run()}>
+        <p>A new secret is issued. For a while, deliveries carry signatures with both secrets, so you can switch your receiver without dropping any.</p>
+      </ConfirmDialog>
+      <Dialog open={rotated !== null} onClose={() => setRotated(null)} title="New signing secret" dismissible={false}>
+        {rotated && (
+          <>
+            <SecretReveal label="Signing secret" secret={rotated.secret} warning={`Deliveries are also signed with the old secret until ${formatDate(rotated.previousSecretExpiresAt)}. Update your receiver before then.`} />
+            <div className="dialog-footer">
+              <Button variant="primary" onClick={() => setRotated(null)}>
+                I have saved it
+              </Button>
+            </div>
+          </>
+        )}
+      </Dialog>
+      <ConfirmDialog open={deleting} title="Delete this endpoint?" confirmLabel="Delete endpoint" pending={remove.pending} error={remove.error} onClose={() => setDeleting(false)} onConfirm={() => void remove.run()}>
+        <p>No more events are sent to <code className="break">{w.url}</code>. Pending retries are cancelled.</p>
+      </ConfirmDialog>
+    </>
+  );
+}

@@ -1,0 +1,107 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { repoRoot, stackEnv, uniqueSuffix } from '@dap/testing';
+import { DEPLOYABLES, freePort, startServices, type DeployableName, type Supervised } from '../../deploy/local/supervisor.ts';
+
+export const CHROMIUM = '/usr/bin/chromium';
+export const SCREENSHOT_DIR = join(repoRoot(), 'test-artifacts', 'screenshots');
+
+/**
+ * Every service as its own process on free ports (like the e2e story), the gateway serving the built
+ * dashboard from gateway/dashboard/dist (bootstrap builds it).
+ */
+export async function startSystem(extraEnv: Record<string, string> = {}): Promise<{ url: string; services: Supervised; stop: () => Promise<void> }> {
+  const root = repoRoot();
+  if (!existsSync(join(root, 'gateway', 'dashboard', 'dist', 'index.html'))) {
+    throw new Error('the dashboard is not built: run `bash deploy/local/bootstrap.sh` (npm test does)');
+  }
+  const suffix = uniqueSuffix();
+  const ports = {} as Record<DeployableName, number>;
+  for (const d of DEPLOYABLES) ports[d.name] = await freePort();
+  const datasets = join(root, '.local', 'test', `datasets-browser-${suffix}`);
+  const services = await startServices({
+    root,
+    ports,
+    logDir: join(root, '.local', 'test', 'logs', `browser-${suffix}`),
+    mongoDbPrefix: `br${suffix}_`,
+    env: {
+      ...stackEnv(),
+      KAFKA_TOPIC_PREFIX: `br${suffix}.`,
+      INTERNAL_SECRET: randomBytes(32).toString('hex'),
+      WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
+      SOURCE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
+      DATASET_DIR: datasets,
+      ALLOW_PRIVATE_TARGETS: 'true',
+      DASHBOARD_DIR: join(root, 'gateway', 'dashboard', 'dist'),
+      // The per-address limits count every test's requests from 127.0.0.1 in the shared test Redis; other
+      // suites running beside this one must not push the browser's sign-ups over them.
+      AUTH_FAILURES_PER_MINUTE: '1000',
+      PUBLIC_REQUESTS_PER_MINUTE: '1000',
+      LOG_LEVEL: 'info',
+      ...extraEnv,
+    },
+  });
+  return {
+    url: services.urls.gateway,
+    services,
+    stop: async () => {
+      await services.stop();
+      rmSync(datasets, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Debian's Chromium, headless. `launch` gives every run a fresh temporary user-data dir (profile) of its
+ * own and removes it on close, so no state leaks between runs.
+ */
+export async function launchBrowser(): Promise<{ browser: Browser; close: () => Promise<void> }> {
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-quic',
+    ],
+  });
+  return {
+    browser,
+    close: async () => {
+      await browser.close();
+    },
+  };
+}
+
+export const DESKTOP = { width: 1366, height: 900 };
+export const PHONE = { width: 390, height: 844 };
+
+export async function newContext(browser: Browser, baseURL: string, viewport = DESKTOP): Promise<BrowserContext> {
+  const context = await browser.newContext({ baseURL, viewport, deviceScaleFactor: 1, colorScheme: 'light', reducedMotion: 'reduce', locale: 'en-GB', timezoneId: 'UTC' });
+  context.setDefaultTimeout(15_000);
+  return context;
+}
+
+/** Records console errors and CSP violations, which a test asserts are absent. */
+export function watchErrors(page: Page): string[] {
+  const errors: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/Failed to load resource: the server responded with a status of (401|404)/.test(m.text())) errors.push(m.text());
+  });
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  return errors;
+}
+
+/** A full-page PNG in test-artifacts/screenshots, without transient notifications. */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  for (const close of await page.getByRole('button', { name: 'Dismiss notification' }).all()) await close.click().catch(() => undefined);
+  await page.evaluate('window.scrollTo(0, 0)');
+  await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`), fullPage: true, animations: 'disabled' });
+}
