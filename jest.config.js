@@ -8,6 +8,7 @@ export default {
   moduleFileExtensions: ['ts', 'js', 'json'],
   testMatch: ['<rootDir>/{libs,services,gateway,deploy,test}/**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/.cache/', '/.local/'],
+  modulePathIgnorePatterns: ['<rootDir>/.cache/', '<rootDir>/.local/'],
   testTimeout: 60_000,
   maxWorkers: 2,
   forceExit: false,
