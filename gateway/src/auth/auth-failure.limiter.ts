@@ -3,19 +3,29 @@ import type { Redis } from '@dap/redis';
 /**
  * Counts failed authentications per client address over a minute; past the threshold the address gets 429
  * before any key is looked up, which blunts key guessing and credential stuffing. Redis shares the count
- * across gateway instances; without Redis each instance counts alone.
+ * across gateway instances; without Redis each instance counts alone. Only an address that has failed on
+ * this instance within the minute is looked up in Redis (an attacker fails on every instance it reaches),
+ * so a well-behaved client's request costs no extra Redis round trip.
  */
 export class AuthFailureLimiter {
   private readonly redis: Redis;
   private readonly perMinute: number;
   private readonly local = new Map<string, { count: number; until: number }>();
+  /** Addresses that failed here recently, and until when that matters. */
+  private readonly suspects = new Map<string, number>();
 
   constructor(redis: Redis, perMinute: number) {
     this.redis = redis;
     this.perMinute = perMinute;
   }
 
-  async blocked(ip: string): Promise<number | null> {
+  async blocked(ip: string, now = Date.now()): Promise<number | null> {
+    const suspectUntil = this.suspects.get(ip);
+    if (suspectUntil === undefined) return null;
+    if (suspectUntil <= now) {
+      this.suspects.delete(ip);
+      return null;
+    }
     let count = 0;
     let ttlMs = 60_000;
     try {
@@ -33,6 +43,8 @@ export class AuthFailureLimiter {
   }
 
   async recordFailure(ip: string): Promise<void> {
+    if (this.suspects.size > 100_000) this.suspects.clear();
+    this.suspects.set(ip, Date.now() + 60_000);
     try {
       await this.redis.multi().incr(`af:${ip}`).pexpire(`af:${ip}`, 60_000, 'NX').exec();
     } catch {

@@ -1,0 +1,219 @@
+/**
+ * `npm run bench` (through deploy/local/bench.sh): DESIGN §9's performance figures, each beside its baseline
+ * in the same run, written to bench-results/ as Markdown and JSON. See deploy/bench/README.md.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, rmSync } from 'node:fs';
+import { cpus, hostname, loadavg, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { SCENARIOS, type BenchContext, type BenchOptions, type ScenarioName, type ScenarioResult } from './lib/context.ts';
+import { hasTaskset, runLoadProcess, type Pinning } from './lib/procs.ts';
+import { summaryTable, writeReport, type BenchReport, type TargetRow } from './lib/report.ts';
+import { startSystem, type BenchSystem } from './lib/system.ts';
+
+export function parseOptions(argv: string[]): BenchOptions {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      quick: { type: 'boolean', default: false },
+      reps: { type: 'string' },
+      duration: { type: 'string' },
+      warmup: { type: 'string' },
+      only: { type: 'string' },
+      pin: { type: 'boolean', default: false },
+      'no-pin': { type: 'boolean', default: false },
+      'no-profile': { type: 'boolean', default: false },
+      out: { type: 'string' },
+      connections: { type: 'string' },
+      'wait-quiet': { type: 'string' },
+    },
+  });
+  const quick = values.quick ?? false;
+  const only = (values.only ? values.only.split(',').map((s) => s.trim()) : [...SCENARIOS]) as ScenarioName[];
+  for (const s of only) if (s !== 'selftest' && !(SCENARIOS as readonly string[]).includes(s)) throw new Error(`unknown scenario "${s}"; known: ${SCENARIOS.join(', ')}, selftest`);
+  const num = (v: string | undefined, d: number, what: string) => {
+    if (v === undefined) return d;
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0) throw new Error(`--${what} must be a positive number`);
+    return n;
+  };
+  return {
+    quick,
+    reps: Math.round(num(values.reps, quick ? 1 : 3, 'reps')),
+    durationSec: num(values.duration, quick ? 3 : 10, 'duration'),
+    warmupSec: num(values.warmup, quick ? 1 : 3, 'warmup'),
+    only,
+    pin: values['no-pin'] ? 'off' : values.pin ? 'on' : 'auto',
+    profile: !values['no-profile'],
+    out: resolve(values.out ?? 'bench-results'),
+    connections: Math.round(num(values.connections, 32, 'connections')),
+    waitQuietMin: values['wait-quiet'] === undefined ? 0 : num(values['wait-quiet'], 0, 'wait-quiet'),
+  };
+}
+
+async function loadScenario(name: ScenarioName): Promise<(ctx: BenchContext) => Promise<ScenarioResult>> {
+  switch (name) {
+    case 'gateway':
+      return (await import('./scenarios/gateway.ts')).gatewayScenario;
+    case 'limiter':
+      return (await import('./scenarios/limiter.ts')).limiterScenario;
+    case 'events':
+      return (await import('./scenarios/events.ts')).eventsScenario;
+    case 'analytics':
+      return (await import('./scenarios/analytics.ts')).analyticsScenario;
+    case 'ingest':
+      return (await import('./scenarios/ingest.ts')).ingestScenario;
+    case 'models':
+      return (await import('./scenarios/models.ts')).modelsScenario;
+    case 'selftest':
+      return (await import('./scenarios/selftest.ts')).selftestScenario;
+  }
+}
+
+/** Reads the test stack's addresses the way the tests do (.local/test/stack.env, TEST_* overrides). */
+async function stackAddresses() {
+  const { stackEnv } = await import('@dap/testing');
+  return stackEnv();
+}
+
+export async function runBench(argv: string[], root = process.cwd()): Promise<{ report: BenchReport; files: { json: string; md: string } }> {
+  const opts = parseOptions(argv);
+  const started = Date.now();
+  const log = (line: string) => process.stdout.write(`[bench] ${line}\n`);
+  const notes: string[] = [];
+  const cores = cpus().length;
+  const taskset = hasTaskset();
+  let pinning: Pinning = { loadgen: null, servers: null };
+  let pinNote = 'pinning off (--no-pin)';
+  const busyAtStart = loadavg()[0]! > cores;
+  if (opts.pin === 'auto' && busyAtStart) {
+    pinNote = `not pinned: the machine was busy (load average ${loadavg()[0]!.toFixed(1)} on ${cores} cores), and pinned processes cannot move away from other work (--pin forces it)`;
+  } else if (opts.pin !== 'off' && cores >= 2 && taskset) {
+    // The load generator gets CPU 0; the processes under test (gateway, models, nginx) share the rest, so
+    // the generator never steals their CPU and a ratio compares server CPU per request.
+    pinning = { loadgen: '0', servers: cores === 2 ? '1' : `1-${cores - 1}` };
+    pinNote = 'taskset: load generator alone on CPU 0; gateway instances, models and nginx on the other CPU(s); the other services, Redis, Kafka and MongoDB unpinned';
+  } else if (opts.pin !== 'off') {
+    pinNote = !taskset ? 'taskset not found: nothing pinned' : 'a single CPU: nothing pinned';
+  }
+
+  if (opts.waitQuietMin > 0) {
+    // Other work on the machine skews every figure; wait (bounded) for the 1-min load average to settle.
+    const until = Date.now() + opts.waitQuietMin * 60_000;
+    while (loadavg()[0]! > cores * 0.75 && Date.now() < until) {
+      log(`waiting for a quieter machine: load average ${loadavg()[0]!.toFixed(1)} on ${cores} cores`);
+      await new Promise((r) => setTimeout(r, 15_000));
+    }
+  }
+  const suffix = randomBytes(3).toString('hex');
+  const runDir = join(root, '.local', 'bench', `run-${suffix}`);
+  mkdirSync(runDir, { recursive: true });
+  const needsSystem = opts.only.some((s) => s !== 'selftest');
+  const limiterQuick = opts.quick;
+  const limiterLimit = limiterQuick ? 1_000 : 6_000;
+  const windowMs = limiterQuick ? 10_000 : 60_000;
+  let sys: BenchSystem | null = null;
+  const loadStart = loadavg().map((v) => Math.round(v * 100) / 100);
+  const targets: TargetRow[] = [];
+  const scenarios: Record<string, unknown> = {};
+  const ctx: BenchContext = {
+    root,
+    opts,
+    sys: null,
+    pinning,
+    runDir,
+    enterprise: { accountId: '', apiKey: '' },
+    log,
+    note: (line) => {
+      notes.push(line);
+      log(`note: ${line}`);
+    },
+    load: (spec) => runLoadProcess(root, spec, pinning.loadgen),
+    profiles: [],
+  };
+  try {
+    if (needsSystem) {
+      log(`starting the services as processes (run dir ${runDir})...`);
+      sys = await startSystem({
+        root,
+        stack: await stackAddresses(),
+        runDir,
+        suffix,
+        pinning,
+        planLimits: `enterprise=100000000,starter=${limiterLimit}`,
+        rateLimitWindowMs: windowMs,
+        logLevel: 'info',
+      });
+      ctx.sys = sys;
+      ctx.enterprise = sys.createAccount('enterprise', 'Bench Enterprise');
+      notes.push(
+        'The bench gateways run with PLAN_LIMITS_OVERRIDE=enterprise=100000000 (so the throughput scenarios are never throttled) and ' +
+          `starter=${limiterLimit} with RATE_LIMIT_WINDOW_MS=${windowMs} for the limiter scenario's starter account.`,
+      );
+    }
+    for (const name of opts.only) {
+      const busy = loadavg()[0]!;
+      log(`scenario ${name} (load average ${busy.toFixed(1)} on ${cores} cores)...`);
+      if (busy > cores) ctx.note(`${name}: the machine was busy when it started (1-min load average ${busy.toFixed(1)} on ${cores} cores); its figures are pessimistic and noisy`);
+      const t0 = Date.now();
+      try {
+        const result = await (await loadScenario(name))(ctx);
+        targets.push(...result.targets);
+        scenarios[name] = { ...result.data, wallClockSec: Math.round((Date.now() - t0) / 1000), loadAverageAtStart: Math.round(busy * 10) / 10 };
+      } catch (err) {
+        const e = err as Error;
+        ctx.note(`scenario ${name} failed: ${e.message}`);
+        process.stderr.write(`${e.stack ?? e.message}\n`);
+        scenarios[name] = { failed: e.message };
+      }
+    }
+  } finally {
+    await sys?.stop();
+    // Datasets (up to ~10M rows) are large; logs and profiles stay for post-mortems.
+    rmSync(join(runDir, 'datasets'), { recursive: true, force: true });
+  }
+
+  const cpu = cpus()[0];
+  const report: BenchReport = {
+    meta: {
+      date: new Date(started).toISOString(),
+      host: hostname(),
+      cores,
+      cpuModel: cpu?.model.trim() ?? 'unknown',
+      memoryGb: Math.round(totalmem() / 2 ** 30),
+      node: process.version,
+      platform: `${process.platform} ${process.arch}`,
+      loadAverageStart: loadStart,
+      loadAverageEnd: loadavg().map((v) => Math.round(v * 100) / 100),
+      args: argv,
+      quick: opts.quick,
+      reps: opts.reps,
+      durationSec: opts.durationSec,
+      warmupSec: opts.warmupSec,
+      pinning: { ...pinning, note: pinNote },
+      servicesAs: 'as separate Node 24 processes (one per service, like deploy/local/supervisor.ts), on the test stack profile',
+      wallClockSec: Math.round((Date.now() - started) / 1000),
+    },
+    targets,
+    scenarios,
+    profiles: ctx.profiles,
+    notes,
+  };
+  const files = writeReport(opts.out, report);
+  process.stdout.write(`\n${summaryTable(targets)}\n\nreport: ${files.md}\n        ${files.json}\n`);
+  return { report, files };
+}
+
+if (process.argv[1]?.endsWith('run.ts')) {
+  runBench(process.argv.slice(2)).then(
+    ({ report }) => {
+      // Unmet targets are results, not failures; only a scenario that could not run fails the command.
+      process.exitCode = Object.values(report.scenarios).some((s) => (s as { failed?: string }).failed) ? 1 : 0;
+    },
+    (err: Error) => {
+      process.stderr.write(`[bench] FAILED: ${err.stack ?? err.message}\n`);
+      process.exitCode = 1;
+    },
+  );
+}

@@ -1,0 +1,48 @@
+import type { BenchContext, ScenarioResult } from '../lib/context.ts';
+import { ownerBench } from './owner-bench.ts';
+
+interface Timing {
+  medianMs: number;
+  minMs: number;
+  runsMs: number[];
+}
+/** The fields of services/analytics/bench/groupby.bench.ts's result that the report uses. */
+interface GroupByBenchResult {
+  rows: number;
+  fileBytes: number;
+  repetitions: number;
+  threads: number;
+  queries: { name: string; resultRows: number; api: Timing; raw: Timing; ratio: number; serverDurationMs: number }[];
+  ratio: number;
+}
+type RunGroupByBench = (opts: Record<string, unknown>) => Promise<GroupByBenchResult>;
+
+const FILE = 'services/analytics/bench/groupby.bench.ts';
+
+/** A group-by over 10M rows (1M with --quick) via the analytics API vs raw DuckDB, by the analytics owner's bench. */
+export async function analyticsScenario(ctx: BenchContext): Promise<ScenarioResult> {
+  const run = await ownerBench<RunGroupByBench>(ctx.root, FILE, 'runGroupByBench');
+  if (!run) throw new Error(`${FILE} is missing; the analytics figure needs it`);
+  const rows = ctx.opts.quick ? 1_000_000 : 10_000_000;
+  const r = await run({ rows, repetitions: ctx.opts.quick ? 3 : 7, log: (line: string) => ctx.log(`analytics: ${line}`) });
+  const worst = r.queries.reduce((a, b) => (b.ratio > a.ratio ? b : a));
+  return {
+    targets: [
+      {
+        id: 'analytics.groupby_ratio',
+        scenario: 'analytics',
+        figure: `group-by over ${(r.rows / 1e6).toFixed(0)}M rows, API vs raw DuckDB`,
+        target: '≤ 1.3',
+        value: `${r.ratio} worst of ${r.queries.length} queries (${worst.name}: ${worst.api.medianMs} vs ${worst.raw.medianMs} ms)`,
+        met: r.ratio <= 1.3,
+        detail: `${FILE}: signed POST /v1/analytics/query to the analytics service (in the bench's process, over HTTP) vs the same SQL on a DuckDB instance with the same ${r.threads} threads, same Parquet file; medians of ${r.repetitions} alternating runs`,
+      },
+    ],
+    data: {
+      source: FILE,
+      rows: r.rows,
+      fileMB: Math.round(r.fileBytes / 1e5) / 10,
+      queries: r.queries.map((q) => ({ query: q.name, groups: q.resultRows, 'API ms': q.api.medianMs, 'query ms (server)': q.serverDurationMs, 'DuckDB ms': q.raw.medianMs, ratio: q.ratio })),
+    },
+  };
+}

@@ -1,0 +1,63 @@
+import type { BenchContext, ScenarioResult } from '../lib/context.ts';
+import { round } from '../lib/stats.ts';
+import { ownerBench } from './owner-bench.ts';
+
+/** The fields of services/webhooks/bench/delivery.bench.ts's result that the report uses. */
+interface DeliveryBenchResult {
+  p50: number;
+  p99: number;
+  max: number;
+  latencyEvents: number;
+  deliveriesPerSec: number;
+  plainPostPerSec: number;
+  plainPostConcurrentPerSec: number;
+  concurrency: number;
+  ratio: number;
+  ratioConcurrent: number;
+}
+type RunDeliveryBench = (opts: Record<string, unknown>) => Promise<DeliveryBenchResult>;
+
+const FILE = 'services/webhooks/bench/delivery.bench.ts';
+
+/**
+ * Event → signed webhook delivery at 200 events/s, and deliveries/s against a plain POST loop, measured by the
+ * webhooks owner's bench (its own webhooks process and receiver process on the same test stack; events are
+ * published to Kafka by the bench process, as a producing service would).
+ */
+export async function eventsScenario(ctx: BenchContext): Promise<ScenarioResult> {
+  const run = await ownerBench<RunDeliveryBench>(ctx.root, FILE, 'runDeliveryBench');
+  if (!run) throw new Error(`${FILE} is missing; the events figures need it`);
+  const quick = ctx.opts.quick;
+  const seconds = quick ? 5 : ctx.opts.reps * ctx.opts.durationSec;
+  const r = await run({
+    eventsPerSec: 200,
+    seconds,
+    throughputEvents: quick ? 1_000 : 4_000,
+    plainSeconds: quick ? 2 : 5,
+    log: (line: string) => ctx.log(`events: ${line}`),
+  });
+  const latencyMet = r.p50 < 50 && r.p99 < 250;
+  return {
+    targets: [
+      {
+        id: 'events.latency',
+        scenario: 'events',
+        figure: 'event → signed webhook at 200 events/s, p50 / p99',
+        target: '< 50 ms / < 250 ms',
+        value: `${round(r.p50)} / ${round(r.p99)} ms (max ${round(r.max)} ms, ${r.latencyEvents} events)`,
+        met: latencyMet,
+        detail: `${FILE}: events published to Kafka at a steady 200/s for ${seconds} s; latency from the producer's send to the receiver's arrival (a separate process)`,
+      },
+      {
+        id: 'events.throughput_ratio',
+        scenario: 'events',
+        figure: 'deliveries/s vs plain HTTP POST loop',
+        target: '≥ 0.5',
+        value: `${round(r.ratioConcurrent, 2)} (${r.deliveriesPerSec} vs ${r.plainPostConcurrentPerSec}/s with ${r.concurrency} in flight; vs a sequential loop ${r.plainPostPerSec}/s: ${round(r.ratio, 2)})`,
+        met: r.ratioConcurrent >= 0.5,
+        detail: 'a backlog published at once, first publish → last arrival; the baseline POSTs a delivery-sized body to the same receiver with as many requests in flight as the service may have to one endpoint (the stricter of the two loops)',
+      },
+    ],
+    data: { source: FILE, ...r },
+  };
+}
