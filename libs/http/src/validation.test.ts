@@ -27,6 +27,13 @@ describe('request validation', () => {
     expect(() => checkJsonShape(ok)).not.toThrow();
   });
 
+  it('refuses strings and keys with a lone surrogate, and keeps paired ones', () => {
+    expect(() => checkJsonShape({ a: ['ok', 'x\ud800y'] })).toThrow(/not valid Unicode/);
+    expect(() => checkJsonShape({ ['\udc00k']: 1 })).toThrow(/not allowed/);
+    expect(() => checkJsonShape('\udfff')).toThrow(AppError);
+    expect(() => checkJsonShape({ emoji: '\ud83d\udca9 ok', nul: 'a\u0000b' })).not.toThrow();
+  });
+
   it('pages newest-first rows and round-trips the cursor', () => {
     const rows = [{ id: 'c' }, { id: 'b' }, { id: 'a' }];
     const page = toPage(rows, 2);

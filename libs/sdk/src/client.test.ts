@@ -1,0 +1,255 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { API_OPERATIONS } from '@dap/contracts';
+import { createDapClient, METHOD_OF_OPERATION, type DapClient } from './client.ts';
+import { DapApiError, DapConnectionError, parseRetryAfter, RateLimitedError } from './errors.ts';
+import { SDK_OPERATIONS, type Source } from './operations.ts';
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingMessage['headers'];
+  body: string;
+}
+type Handler = (req: Seen, res: ServerResponse) => void;
+
+let server: Server;
+let base = '';
+let handler: Handler;
+const seen: Seen[] = [];
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const s = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+      seen.push(s);
+      handler(s, res);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(() => new Promise<void>((r) => server.close(() => r())));
+beforeEach(() => {
+  seen.length = 0;
+});
+
+const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
+  res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+const problem = (status: number, code: string, extra: Record<string, string> = {}) => ({
+  type: `https://docs.dap.dev/problems/${code}`,
+  title: 'Problem',
+  status,
+  detail: `${code} happened`,
+  instance: '/v1/x',
+  code,
+  requestId: 'req_from_body',
+  ...extra,
+});
+const source = (id: string): Source => ({
+  id,
+  name: 'orders',
+  type: 'inline',
+  config: {},
+  status: 'ready',
+  error: null,
+  schema: [{ name: 'a', type: 'integer' }],
+  rowCount: 1,
+  lastSyncedAt: null,
+  createdAt: '2026-01-01T00:00:00.000Z',
+  updatedAt: '2026-01-01T00:00:00.000Z',
+});
+const client = (extra: Partial<Parameters<typeof createDapClient>[0]> = {}): DapClient => createDapClient({ baseUrl: base, apiKey: 'dap_test_key', ...extra });
+
+/** What an API key can call; session-only and public operations belong to the dashboard. */
+const KEY_OPERATIONS = API_OPERATIONS.filter((o) => (o.auth ?? 'any') === 'any');
+
+describe('the SDK covers the contracts table', () => {
+  it('has a method for every /v1 operation an API key can call, typed by the schemas the OpenAPI document is built from', () => {
+    expect(KEY_OPERATIONS.length).toBeGreaterThanOrEqual(20);
+    expect(Object.keys(METHOD_OF_OPERATION).sort()).toEqual(KEY_OPERATIONS.map((o) => o.operationId).sort());
+    expect(Object.keys(SDK_OPERATIONS).sort()).toEqual(KEY_OPERATIONS.map((o) => o.operationId).sort());
+    for (const op of KEY_OPERATIONS) {
+      const sdk = SDK_OPERATIONS[op.operationId as keyof typeof SDK_OPERATIONS] as { body?: unknown; query?: unknown; result: unknown };
+      expect({ id: op.operationId, body: sdk.body, query: sdk.query, result: sdk.result }).toEqual({ id: op.operationId, body: op.body, query: op.query, result: op.success.schema });
+      expect(sdk.result).toBe(op.success.schema);
+    }
+  });
+
+  it.each(KEY_OPERATIONS.map((o) => [o.operationId, o] as const))('%s sends its method and path', async (_id, op) => {
+    handler = (_req, res) => (op.success.status === 204 ? res.writeHead(204).end() : json(res, op.success.status, {}));
+    const [ns, name] = METHOD_OF_OPERATION[op.operationId as keyof typeof METHOD_OF_OPERATION].split('.') as [string, string];
+    const fn = (client() as unknown as Record<string, Record<string, (...a: unknown[]) => PromiseLike<unknown>>>)[ns]![name]!;
+    const args: unknown[] = [];
+    const params = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+    args.push(...params.map((p) => `${p}_1/2`));
+    if (op.body) args.push({});
+    await fn(...args);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]!.method).toBe(op.method.toUpperCase());
+    expect(seen[0]!.url.split('?')[0]).toBe(`/v1${op.path.replace(/\{(\w+)\}/g, '$1_1%2F2')}`);
+    expect(seen[0]!.headers.authorization).toBe('Bearer dap_test_key');
+  });
+});
+
+describe('requests and responses', () => {
+  it('returns the body, or with .withResponse() the status, Location, rate limit and request id too', async () => {
+    handler = (req, res) =>
+      json(res, 201, source('src_1'), { location: '/v1/sources/src_1', 'x-request-id': 'req_1', 'x-ratelimit-limit': '100', 'x-ratelimit-remaining': '99', 'x-ratelimit-reset': '60' });
+    const c = client();
+    const body = { type: 'inline' as const, name: 'orders', rows: [{ a: 1 }] };
+    const created = await c.sources.create(body, { requestId: 'req_mine', idempotencyKey: 'idem-1' }).withResponse();
+    expect(created.status).toBe(201);
+    expect(created.data.id).toBe('src_1');
+    expect(created.headers.get('location')).toBe('/v1/sources/src_1');
+    expect(created.rateLimit).toEqual({ limit: 100, remaining: 99, reset: 60 });
+    expect(created.requestId).toBe('req_1');
+    expect(seen[0]!.headers['content-type']).toBe('application/json');
+    expect(seen[0]!.headers['x-request-id']).toBe('req_mine');
+    expect(seen[0]!.headers['idempotency-key']).toBe('idem-1');
+    expect(JSON.parse(seen[0]!.body)).toEqual(body);
+    expect((await c.sources.get('src_1')).name).toBe('orders');
+  });
+
+  it('sends list parameters, accepts a base URL ending in /v1, and leaves out an absent key', async () => {
+    handler = (_req, res) => json(res, 200, { data: [], hasMore: false, nextCursor: null });
+    await createDapClient({ baseUrl: `${base}/v1/` }).models.list({ limit: 5, cursor: 'abc' });
+    expect(seen[0]!.url).toBe('/v1/models?limit=5&cursor=abc');
+    expect(seen[0]!.headers.authorization).toBeUndefined();
+  });
+
+  it('returns CSV exports as text and 204s as undefined', async () => {
+    handler = (req, res) => (req.method === 'DELETE' ? res.writeHead(204).end() : res.writeHead(200, { 'content-type': 'text/csv; charset=utf-8' }).end('a,b\r\n1,2\r\n'));
+    expect(await client().analytics.exportReportCsv('rpt_1')).toBe('a,b\r\n1,2\r\n');
+    const deleted = await client().webhooks.delete('whk_1').withResponse();
+    expect(deleted).toMatchObject({ status: 204, data: undefined });
+  });
+
+  it('checks bodies against the schemas when asked', async () => {
+    handler = (_req, res) => json(res, 200, { ...source('src_1'), status: 'exploded' });
+    await expect(client().sources.get('src_1')).resolves.toMatchObject({ status: 'exploded' });
+    const err = await client({ validateResponses: true }).sources.get('src_1').then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(DapApiError);
+    expect((err as DapApiError).code).toBe('invalid_response');
+    expect((err as DapApiError).message).toMatch(/status/);
+  });
+});
+
+describe('errors', () => {
+  it('throws a DapApiError carrying the problem body, status and request id', async () => {
+    handler = (_req, res) => json(res, 404, problem(404, 'not_found'), { 'content-type': 'application/problem+json' });
+    const err = (await client().sources.get('src_nope').catch((e: unknown) => e)) as DapApiError;
+    expect(err).toBeInstanceOf(DapApiError);
+    expect(err).not.toBeInstanceOf(RateLimitedError);
+    expect(err.status).toBe(404);
+    expect(err.code).toBe('not_found');
+    expect(err.requestId).toBe('req_from_body');
+    expect(err.problem.detail).toBe('not_found happened');
+  });
+
+  it('makes a problem from a body that is not one (an intermediary answered)', async () => {
+    handler = (_req, res) => res.writeHead(502, { 'content-type': 'text/html', 'x-request-id': 'req_lb' }).end('<html>bad gateway</html>');
+    const err = (await client().sources.get('src_1').catch((e: unknown) => e)) as DapApiError;
+    expect(err.status).toBe(502);
+    expect(err.problem).toMatchObject({ status: 502, code: 'http_502', instance: '/v1/sources/src_1', detail: '<html>bad gateway</html>' });
+    expect(err.requestId).toBe('req_lb');
+  });
+
+  it('throws a DapConnectionError when nothing answers', async () => {
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    await expect(createDapClient({ baseUrl: `http://127.0.0.1:${port}`, maxRetries: 0 }).sources.list()).rejects.toBeInstanceOf(DapConnectionError);
+  });
+
+  it('reads Retry-After as seconds or as an HTTP date', () => {
+    expect(parseRetryAfter('7')).toBe(7);
+    expect(parseRetryAfter(new Date(Date.UTC(2030, 0, 1, 0, 0, 30)).toUTCString(), Date.UTC(2030, 0, 1))).toBe(30);
+    expect(parseRetryAfter(null)).toBeNull();
+    expect(parseRetryAfter('soon')).toBeNull();
+  });
+});
+
+describe('retries', () => {
+  it('waits out a 429 for as long as Retry-After says, then succeeds', async () => {
+    let n = 0;
+    handler = (_req, res) => (n++ === 0 ? json(res, 429, problem(429, 'quota_exceeded'), { 'retry-after': '1' }) : json(res, 200, { data: [], hasMore: false, nextCursor: null }));
+    const started = Date.now();
+    const page = await client({ maxRetries: 1 }).sources.list();
+    expect(page.data).toEqual([]);
+    expect(seen).toHaveLength(2);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+  });
+
+  it('throws a RateLimitedError with retryAfter when retries are off, or the wait is too long', async () => {
+    handler = (_req, res) => json(res, 429, problem(429, 'quota_exceeded'), { 'retry-after': '42' });
+    const off = (await client({ maxRetries: 0 }).sources.list().catch((e: unknown) => e)) as RateLimitedError;
+    expect(off).toBeInstanceOf(RateLimitedError);
+    expect(off).toBeInstanceOf(DapApiError);
+    expect(off.retryAfter).toBe(42);
+    expect(off.status).toBe(429);
+    seen.length = 0;
+    const started = Date.now();
+    const long = await client({ maxRetries: 3, maxRetryDelayMs: 5_000 }).sources.list().catch((e: unknown) => e);
+    expect(long).toBeInstanceOf(RateLimitedError);
+    expect(seen).toHaveLength(1);
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  it('repeats a POST after a 503 only when it carries an Idempotency-Key, and keeps the key', async () => {
+    let n = 0;
+    handler = (_req, res) => (n++ % 2 === 0 ? json(res, 503, problem(503, 'unavailable'), { 'retry-after': '0' }) : json(res, 201, source('src_9')));
+    const body = { type: 'inline' as const, name: 'x', rows: [{ a: 1 }] };
+    await expect(client().sources.create(body)).rejects.toMatchObject({ status: 503 });
+    expect(seen).toHaveLength(1);
+
+    seen.length = 0;
+    n = 0;
+    expect((await client().sources.create(body, { idempotencyKey: 'k-1' })).id).toBe('src_9');
+    expect(seen.map((s) => s.headers['idempotency-key'])).toEqual(['k-1', 'k-1']);
+
+    seen.length = 0;
+    n = 0;
+    expect((await client({ idempotencyKeys: 'auto' }).sources.create(body)).id).toBe('src_9');
+    expect(seen).toHaveLength(2);
+    expect(seen[0]!.headers['idempotency-key']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(seen[1]!.headers['idempotency-key']).toBe(seen[0]!.headers['idempotency-key']);
+  });
+
+  it('repeats a GET after a 503', async () => {
+    let n = 0;
+    handler = (_req, res) => (n++ === 0 ? json(res, 503, problem(503, 'unavailable'), { 'retry-after': '0' }) : json(res, 200, source('src_1')));
+    expect((await client().sources.get('src_1')).id).toBe('src_1');
+    expect(seen).toHaveLength(2);
+  });
+});
+
+describe('pagination', () => {
+  it('walks every page with for await, following nextCursor', async () => {
+    const ids = ['s5', 's4', 's3', 's2', 's1'];
+    handler = (req, res) => {
+      const q = new URL(req.url, 'http://x').searchParams;
+      const start = q.get('cursor') ? ids.indexOf(q.get('cursor')!) + 1 : 0;
+      const limit = Number(q.get('limit'));
+      const data = ids.slice(start, start + limit).map(source);
+      const hasMore = start + limit < ids.length;
+      json(res, 200, { data, hasMore, nextCursor: hasMore ? data[data.length - 1]!.id : null });
+    };
+    const got: string[] = [];
+    for await (const s of client().sources.listAll({ pageSize: 2 })) got.push(s.id);
+    expect(got).toEqual(ids);
+    expect(seen.map((s) => s.url)).toEqual(['/v1/sources?limit=2', '/v1/sources?limit=2&cursor=s4', '/v1/sources?limit=2&cursor=s2']);
+
+    seen.length = 0;
+    const firstThree: string[] = [];
+    for await (const s of client().sources.listAll({ pageSize: 2, max: 3 })) firstThree.push(s.id);
+    expect(firstThree).toEqual(['s5', 's4', 's3']);
+    expect(seen).toHaveLength(2);
+  });
+});

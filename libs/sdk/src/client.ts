@@ -1,0 +1,161 @@
+import type {
+  Account,
+  AnalyticsQueryInput,
+  CreateModelInput,
+  CreateSourceInput,
+  CreateWebhookInput,
+  Delivery,
+  ListParams,
+  Model,
+  ModelMetrics,
+  OperationId,
+  Overview,
+  Page,
+  PredictInput,
+  Prediction,
+  Report,
+  ReportSummary,
+  ResultOf,
+  Source,
+  Usage,
+  Webhook,
+  WebhookCreated,
+  WebhookSecretRotated,
+  WebhookTest,
+} from './operations.ts';
+import { Transport, type ApiPromise, type CallInput, type DapClientOptions, type RequestOptions } from './transport.ts';
+
+export interface ListAllParams {
+  /** Page size for each request (1–100); the iterator still yields one item at a time. */
+  pageSize?: number;
+  /** Stop after this many items. */
+  max?: number;
+}
+
+/**
+ * Walks a list from the newest item, page by page, following `nextCursor` until `hasMore` is false:
+ * `for await (const s of client.sources.listAll()) …`.
+ */
+export async function* paginate<T>(fetchPage: (params: ListParams) => PromiseLike<Page<T>>, params: ListAllParams = {}): AsyncGenerator<T, void, undefined> {
+  let cursor: string | undefined;
+  let yielded = 0;
+  for (;;) {
+    const page = await fetchPage({ limit: params.pageSize ?? 100, ...(cursor ? { cursor } : {}) });
+    for (const item of page.data) {
+      if (params.max !== undefined && yielded >= params.max) return;
+      yield item;
+      yielded++;
+    }
+    if (!page.hasMore || !page.nextCursor) return;
+    cursor = page.nextCursor;
+  }
+}
+
+/**
+ * Which client method serves each operation, so a test can prove that every /v1 operation has one
+ * (an operation added to the contracts table without an SDK method fails that test).
+ */
+export const METHOD_OF_OPERATION = {
+  getAccount: 'account.get',
+  getUsage: 'account.usage',
+  listSources: 'sources.list',
+  createSource: 'sources.create',
+  getSource: 'sources.get',
+  deleteSource: 'sources.delete',
+  syncSource: 'sources.sync',
+  getOverview: 'analytics.overview',
+  listReports: 'analytics.listReports',
+  getReport: 'analytics.getReport',
+  exportReportCsv: 'analytics.exportReportCsv',
+  runQuery: 'analytics.query',
+  listModels: 'models.list',
+  createModel: 'models.create',
+  getModel: 'models.get',
+  deleteModel: 'models.delete',
+  predict: 'models.predict',
+  getModelMetrics: 'models.metrics',
+  listWebhooks: 'webhooks.list',
+  createWebhook: 'webhooks.create',
+  getWebhook: 'webhooks.get',
+  deleteWebhook: 'webhooks.delete',
+  listDeliveries: 'webhooks.listDeliveries',
+  sendTestEvent: 'webhooks.sendTest',
+  rotateWebhookSecret: 'webhooks.rotateSecret',
+  redeliverMessage: 'webhooks.redeliver',
+} as const satisfies Record<OperationId, string>;
+
+export type DapClient = ReturnType<typeof createDapClient>;
+
+/** A client for one API key. Every method returns an ApiPromise: await it, or `.withResponse()`. */
+export function createDapClient(options: DapClientOptions) {
+  const t = new Transport(options);
+  const byId = (id: string) => ({ params: { id } });
+
+  return {
+    /** Any operation by its operationId, for code generated from the OpenAPI document. */
+    request<K extends OperationId>(operationId: K, input?: CallInput<K>, opts?: RequestOptions): ApiPromise<ResultOf<K>> {
+      return t.call(operationId, input, opts);
+    },
+
+    account: {
+      /** The key's account and plan. */
+      get: (opts?: RequestOptions): ApiPromise<Account> => t.call('getAccount', {}, opts),
+      /** Requests counted in the current window against the plan's limit. */
+      usage: (opts?: RequestOptions): ApiPromise<Usage> => t.call('getUsage', {}, opts),
+    },
+
+    sources: {
+      list: (query: ListParams = {}, opts?: RequestOptions): ApiPromise<Page<Source>> => t.call('listSources', { query }, opts),
+      listAll: (params?: ListAllParams, opts?: RequestOptions) => paginate<Source>((query) => t.call('listSources', { query }, opts), params),
+      create: (body: CreateSourceInput, opts?: RequestOptions): ApiPromise<Source> => t.call('createSource', { body }, opts),
+      get: (id: string, opts?: RequestOptions): ApiPromise<Source> => t.call('getSource', byId(id), opts),
+      delete: (id: string, opts?: RequestOptions): ApiPromise<void> => t.call('deleteSource', byId(id), opts),
+      /** Syncs again: answers 202 with the source back in `pending`. */
+      sync: (id: string, opts?: RequestOptions): ApiPromise<Source> => t.call('syncSource', byId(id), opts),
+    },
+
+    analytics: {
+      overview: (opts?: RequestOptions): ApiPromise<Overview> => t.call('getOverview', {}, opts),
+      listReports: (query: ListParams = {}, opts?: RequestOptions): ApiPromise<Page<ReportSummary>> => t.call('listReports', { query }, opts),
+      listAllReports: (params?: ListAllParams, opts?: RequestOptions) => paginate<ReportSummary>((query) => t.call('listReports', { query }, opts), params),
+      getReport: (id: string, opts?: RequestOptions): ApiPromise<Report> => t.call('getReport', byId(id), opts),
+      /** The report's rows as CSV text. */
+      exportReportCsv: (id: string, opts?: RequestOptions): ApiPromise<string> => t.call('exportReportCsv', byId(id), opts),
+      /** Runs a query; 201 with a completed (or failed) report, or 202 with a running one (see `.withResponse().status`). */
+      query: (body: AnalyticsQueryInput, opts?: RequestOptions): ApiPromise<Report> => t.call('runQuery', { body }, opts),
+    },
+
+    models: {
+      list: (query: ListParams = {}, opts?: RequestOptions): ApiPromise<Page<Model>> => t.call('listModels', { query }, opts),
+      listAll: (params?: ListAllParams, opts?: RequestOptions) => paginate<Model>((query) => t.call('listModels', { query }, opts), params),
+      /**
+       * Trains a model on a data source (202 with the model in `training`: poll `get` until ready or
+       * failed), or uploads an ONNX model (201, ready at once); see `.withResponse().status`.
+       */
+      create: (body: CreateModelInput, opts?: RequestOptions): ApiPromise<Model> => t.call('createModel', { body }, opts),
+      get: (id: string, opts?: RequestOptions): ApiPromise<Model> => t.call('getModel', byId(id), opts),
+      /** Deletes a trained or uploaded model; built-in models answer 409. */
+      delete: (id: string, opts?: RequestOptions): ApiPromise<void> => t.call('deleteModel', byId(id), opts),
+      predict: (id: string, body: PredictInput, opts?: RequestOptions): ApiPromise<Prediction> => t.call('predict', { ...byId(id), body }, opts),
+      metrics: (id: string, opts?: RequestOptions): ApiPromise<ModelMetrics> => t.call('getModelMetrics', byId(id), opts),
+    },
+
+    webhooks: {
+      list: (query: ListParams = {}, opts?: RequestOptions): ApiPromise<Page<Webhook>> => t.call('listWebhooks', { query }, opts),
+      listAll: (params?: ListAllParams, opts?: RequestOptions) => paginate<Webhook>((query) => t.call('listWebhooks', { query }, opts), params),
+      /** Registers an endpoint; the answer carries its signing secret, shown this once. */
+      create: (body: CreateWebhookInput, opts?: RequestOptions): ApiPromise<WebhookCreated> => t.call('createWebhook', { body }, opts),
+      get: (id: string, opts?: RequestOptions): ApiPromise<Webhook> => t.call('getWebhook', byId(id), opts),
+      delete: (id: string, opts?: RequestOptions): ApiPromise<void> => t.call('deleteWebhook', byId(id), opts),
+      listDeliveries: (id: string, query: ListParams = {}, opts?: RequestOptions): ApiPromise<Page<Delivery>> => t.call('listDeliveries', { ...byId(id), query }, opts),
+      listAllDeliveries: (id: string, params?: ListAllParams, opts?: RequestOptions) =>
+        paginate<Delivery>((query) => t.call('listDeliveries', { ...byId(id), query }, opts), params),
+      sendTest: (id: string, opts?: RequestOptions): ApiPromise<WebhookTest> => t.call('sendTestEvent', byId(id), opts),
+      /** A new signing secret, shown this once; the old one still signs until `previousSecretExpiresAt`. */
+      rotateSecret: (id: string, opts?: RequestOptions): ApiPromise<WebhookSecretRotated> => t.call('rotateWebhookSecret', byId(id), opts),
+      /** Sends a message (by its event id, the webhook-id header) to the endpoint again. */
+      redeliver: (id: string, messageId: string, opts?: RequestOptions): ApiPromise<Delivery> =>
+        t.call('redeliverMessage', { params: { id, messageId } }, opts),
+    },
+  };
+}

@@ -1,0 +1,64 @@
+import type { Problem } from '@dap/contracts';
+
+/** Every error the SDK throws. */
+export class DapError extends Error {
+  constructor(message: string, opts?: { cause?: unknown }) {
+    super(message, opts);
+    this.name = 'DapError';
+  }
+}
+
+/** The API answered with an error status; `problem` is its RFC 9457 body. */
+export class DapApiError extends DapError {
+  readonly status: number;
+  readonly problem: Problem;
+  /** The request id to quote to support: from the problem body, else the X-Request-Id header. */
+  readonly requestId: string | null;
+  readonly headers: Headers;
+
+  constructor(status: number, problem: Problem, headers: Headers) {
+    super(`${status} ${problem.title}: ${problem.detail}`);
+    this.name = 'DapApiError';
+    this.status = status;
+    this.problem = problem;
+    this.headers = headers;
+    this.requestId = problem.requestId || headers.get('x-request-id');
+  }
+
+  /** The machine-readable error code, e.g. `not_found` or `validation_failed`. */
+  get code(): string {
+    return this.problem.code;
+  }
+}
+
+/** 429: the account's plan limit is used up; `retryAfter` says how many seconds to wait. */
+export class RateLimitedError extends DapApiError {
+  readonly retryAfter: number | null;
+
+  constructor(status: number, problem: Problem, headers: Headers) {
+    super(status, problem, headers);
+    this.name = 'RateLimitedError';
+    this.retryAfter = parseRetryAfter(headers.get('retry-after'));
+  }
+}
+
+/** No answer: the connection failed or the request timed out. */
+export class DapConnectionError extends DapError {
+  constructor(message: string, cause: unknown) {
+    super(message, { cause });
+    this.name = 'DapConnectionError';
+  }
+}
+
+/** Retry-After as seconds: delta-seconds or an HTTP date (RFC 9110 §10.2.3); null when absent or unreadable. */
+export function parseRetryAfter(value: string | null, now = Date.now()): number | null {
+  if (value === null || value.trim() === '') return null;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Number(v);
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - now) / 1000));
+}
+
+export function errorFor(status: number, problem: Problem, headers: Headers): DapApiError {
+  return status === 429 ? new RateLimitedError(status, problem, headers) : new DapApiError(status, problem, headers);
+}

@@ -1,0 +1,239 @@
+import { API_OPERATIONS, problemSchema, type ApiOperation, type Problem } from '@dap/contracts';
+import { DapApiError, DapConnectionError, errorFor, parseRetryAfter } from './errors.ts';
+import { SDK_OPERATIONS, type OperationId, type QueryParams, type RequestBody, type ResultOf } from './operations.ts';
+
+export interface DapClientOptions {
+  /** The API's address, e.g. `https://api.example.com` (a trailing `/v1` is accepted). */
+  baseUrl: string;
+  /** Sent as `Authorization: Bearer <apiKey>`. */
+  apiKey?: string;
+  /** Per-attempt timeout; default 60 s. */
+  timeoutMs?: number;
+  /** Retries after a 429, a 503 or a failed connection (only where repeating is safe); default 2, 0 turns retries off. */
+  maxRetries?: number;
+  /** A Retry-After longer than this is not waited for: the error is thrown at once. Default 60 s. */
+  maxRetryDelayMs?: number;
+  /** 'auto' gives every POST without an explicit key a fresh Idempotency-Key, so its retries are safe. */
+  idempotencyKeys?: 'auto' | 'manual';
+  /** Parse every success body with the operation's zod schema (throws on a mismatch); default false. */
+  validateResponses?: boolean;
+  /** Extra headers on every request (e.g. a User-Agent suffix). */
+  headers?: Record<string, string>;
+  /** A fetch implementation; default the global one. */
+  fetch?: typeof fetch;
+}
+
+export interface RequestOptions {
+  /** Sent as Idempotency-Key (POST only): the same key and body within 24 h replay the first response. */
+  idempotencyKey?: string;
+  /** Sent as X-Request-Id, so your logs and ours share an id. */
+  requestId?: string;
+  signal?: AbortSignal;
+  headers?: Record<string, string>;
+  /** Overrides the client's maxRetries for this call. */
+  maxRetries?: number;
+}
+
+export interface RateLimitInfo {
+  limit: number;
+  remaining: number;
+  /** When the window frees capacity, as Unix time in seconds (X-RateLimit-Reset). */
+  reset: number;
+}
+
+/** A success answer with its status and headers (Location, RateLimit, X-Request-Id, …). */
+export interface ApiResponse<T> {
+  data: T;
+  status: number;
+  headers: Headers;
+  requestId: string | null;
+  rateLimit: RateLimitInfo | null;
+}
+
+/**
+ * What every SDK method returns: await it for the body, or call `.withResponse()` for the status and
+ * headers as well. The request starts at once, whichever is used.
+ */
+export class ApiPromise<T> implements PromiseLike<T> {
+  readonly #response: Promise<ApiResponse<T>>;
+
+  constructor(response: Promise<ApiResponse<T>>) {
+    this.#response = response;
+  }
+
+  withResponse(): Promise<ApiResponse<T>> {
+    return this.#response;
+  }
+
+  then<A = T, B = never>(onFulfilled?: ((value: T) => A | PromiseLike<A>) | null, onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
+    return this.#response.then((r) => r.data).then(onFulfilled, onRejected);
+  }
+
+  catch<B = never>(onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<T | B> {
+    return this.then(undefined, onRejected);
+  }
+
+  finally(onFinally?: (() => void) | null): Promise<T> {
+    return this.then().finally(onFinally);
+  }
+}
+
+export interface CallInput<K extends OperationId> {
+  params?: Record<string, string>;
+  query?: QueryParams<K>;
+  body?: RequestBody<K>;
+}
+
+const OPERATIONS_BY_ID = new Map<string, ApiOperation>(API_OPERATIONS.map((o) => [o.operationId, o]));
+const BACKOFF_BASE_MS = 500;
+const BACKOFF_CAP_MS = 8_000;
+
+function rateLimitOf(headers: Headers): RateLimitInfo | null {
+  const [limit, remaining, reset] = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'].map((h) => headers.get(h));
+  if (limit === null || remaining === null || reset === null) return null;
+  return { limit: Number(limit), remaining: Number(remaining), reset: Number(reset) };
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** A problem body, or one made from whatever an intermediary (a proxy, a load balancer) answered. */
+function problemFrom(status: number, statusText: string, text: string, path: string, headers: Headers): Problem {
+  try {
+    const parsed = problemSchema.safeParse(JSON.parse(text));
+    if (parsed.success) return parsed.data;
+  } catch {
+    // not JSON
+  }
+  return {
+    type: 'about:blank',
+    title: statusText || `HTTP ${status}`,
+    status,
+    detail: text.slice(0, 500) || `the server answered ${status} without a problem body`,
+    instance: path,
+    code: `http_${status}`,
+    requestId: headers.get('x-request-id') ?? '',
+  };
+}
+
+/** Sends requests for the operations in the contracts table, with auth, timeouts, typed errors and retries. */
+export class Transport {
+  readonly #opts: DapClientOptions;
+  readonly #base: string;
+  readonly #fetch: typeof fetch;
+
+  constructor(opts: DapClientOptions) {
+    if (!/^https?:\/\//.test(opts.baseUrl)) throw new TypeError('baseUrl must be an http(s) URL');
+    this.#opts = opts;
+    this.#base = opts.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
+    this.#fetch = opts.fetch ?? fetch;
+  }
+
+  call<K extends OperationId>(operationId: K, input: CallInput<K> = {}, options: RequestOptions = {}): ApiPromise<ResultOf<K>> {
+    return new ApiPromise(this.#send(operationId, input, options));
+  }
+
+  /** The full URL of an operation (exported for tests and for logging). */
+  urlOf(operation: ApiOperation, params: Record<string, string> = {}, query: Record<string, unknown> = {}): string {
+    const path = operation.path.replace(/\{(\w+)\}/g, (_m, name: string) => {
+      const value = params[name];
+      if (value === undefined || value === '') throw new TypeError(`${operation.operationId} needs the path parameter ${name}`);
+      return encodeURIComponent(value);
+    });
+    const search = new URLSearchParams();
+    for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null) search.set(k, String(v));
+    const qs = search.toString();
+    return `${this.#base}/v1${path}${qs ? `?${qs}` : ''}`;
+  }
+
+  async #send<K extends OperationId>(operationId: K, input: CallInput<K>, options: RequestOptions): Promise<ApiResponse<ResultOf<K>>> {
+    const operation = OPERATIONS_BY_ID.get(operationId);
+    if (!operation) throw new TypeError(`the API has no operation ${operationId}`);
+    const url = this.urlOf(operation, input.params, (input.query ?? {}) as Record<string, unknown>);
+    const method = operation.method.toUpperCase();
+    const headers: Record<string, string> = { accept: 'application/json, text/csv;q=0.9, application/problem+json', ...this.#opts.headers, ...options.headers };
+    if (this.#opts.apiKey) headers.authorization = `Bearer ${this.#opts.apiKey}`;
+    if (options.requestId) headers['x-request-id'] = options.requestId;
+    let idempotent = method !== 'POST';
+    if (method === 'POST') {
+      const key = options.idempotencyKey ?? (this.#opts.idempotencyKeys === 'auto' ? globalThis.crypto.randomUUID() : undefined);
+      if (key) {
+        headers['idempotency-key'] = key;
+        idempotent = true;
+      }
+    }
+    let body: string | undefined;
+    if (input.body !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(input.body);
+    }
+
+    const maxRetries = options.maxRetries ?? this.#opts.maxRetries ?? 2;
+    const maxDelay = this.#opts.maxRetryDelayMs ?? 60_000;
+    for (let attempt = 0; ; attempt++) {
+      const backoff = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** attempt) * (0.5 + Math.random() / 2);
+      const signals = [AbortSignal.timeout(this.#opts.timeoutMs ?? 60_000), ...(options.signal ? [options.signal] : [])];
+      let res: Response;
+      let text: string;
+      try {
+        res = await this.#fetch(url, { method, headers, body, signal: AbortSignal.any(signals), redirect: 'manual' });
+        text = await res.text();
+      } catch (err) {
+        if (options.signal?.aborted) throw err;
+        if (idempotent && attempt < maxRetries) {
+          await sleep(backoff, options.signal);
+          continue;
+        }
+        throw new DapConnectionError(`${method} ${url} failed: ${(err as Error).message}`, err);
+      }
+
+      if (res.status >= 200 && res.status < 300) return this.#success(operationId, res, text);
+
+      const error = errorFor(res.status, problemFrom(res.status, res.statusText, text, new URL(url).pathname, res.headers), res.headers);
+      const retryable = res.status === 429 || (res.status === 503 && idempotent);
+      if (!retryable || attempt >= maxRetries) throw error;
+      const retryAfter = parseRetryAfter(res.headers.get('retry-after'));
+      const delay = retryAfter === null ? backoff : retryAfter * 1000;
+      if (delay > maxDelay) throw error;
+      await sleep(delay, options.signal);
+    }
+  }
+
+  #success<K extends OperationId>(operationId: K, res: Response, text: string): ApiResponse<ResultOf<K>> {
+    const schema = SDK_OPERATIONS[operationId].result;
+    const type = res.headers.get('content-type') ?? '';
+    let data: unknown;
+    if (schema === null || text === '') data = undefined;
+    else if (/\bjson\b/i.test(type)) data = JSON.parse(text);
+    else data = text;
+    if (this.#opts.validateResponses && schema !== null) {
+      const parsed = schema.safeParse(data);
+      if (!parsed.success) {
+        const problem: Problem = {
+          type: 'about:blank',
+          title: 'Unexpected response',
+          status: res.status,
+          detail: `the ${operationId} response does not match its schema: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
+          instance: new URL(res.url || 'http://x/').pathname,
+          code: 'invalid_response',
+          requestId: res.headers.get('x-request-id') ?? '',
+        };
+        throw new DapApiError(res.status, problem, res.headers);
+      }
+      data = parsed.data;
+    }
+    return { data: data as ResultOf<K>, status: res.status, headers: res.headers, requestId: res.headers.get('x-request-id'), rateLimit: rateLimitOf(res.headers) };
+  }
+}
