@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# Local Redis + Kafka 3.9 (KRaft, single node) + MongoDB-wire server, per profile.
+# Local Redis + Kafka 3.9 (KRaft, single node) + MongoDB-wire server + PostgreSQL + MariaDB, per profile.
 #
 #   stack.sh install                        fetch/compile everything into <repo>/.cache (cached)
 #   stack.sh up       <dev|test>            start all components and wait until ready
 #   stack.sh down     <dev|test>            stop the processes recorded in that profile's pid files
 #   stack.sh status   <dev|test>            show what runs (exit 3 if something is down)
-#   stack.sh start-one <dev|test> <redis|kafka|mongo>
-#   stack.sh stop-one  <dev|test> <redis|kafka|mongo>
+#   stack.sh start-one <dev|test> <redis|kafka|mongo|postgres|mariadb>
+#   stack.sh stop-one  <dev|test> <redis|kafka|mongo|postgres|mariadb>
 #
 # Profiles have their own ports and <repo>/.local/<profile>/ tree, so tests never touch a
 # running dev stack. Port overrides: STACK_REDIS_PORT, STACK_KAFKA_PORT,
-# STACK_KAFKA_CONTROLLER_PORT, STACK_MONGO_PORT. A preset MONGO_URL means "use that
-# MongoDB, start none".
+# STACK_KAFKA_CONTROLLER_PORT, STACK_MONGO_PORT, STACK_POSTGRES_PORT, STACK_MARIADB_PORT.
+# A preset MONGO_URL means "use that MongoDB, start none". PostgreSQL and MariaDB (Debian
+# packages, for the source connectors) run as their system users with a known login,
+# written to stack.env as POSTGRES_URL and MYSQL_URL.
 set -Eeuo pipefail
 
 HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
@@ -19,7 +21,11 @@ ROOT=$(cd -- "$HERE/../.." && pwd)
 CACHE="$ROOT/.cache"
 JARS="$CACHE/jars"
 LOCAL="$ROOT/.local"
-COMPONENTS=(redis kafka mongo)
+COMPONENTS=(redis kafka mongo postgres mariadb)
+# The connector tests' login on both databases (local only; the servers listen on loopback).
+DB_USER=dap
+DB_PASSWORD=dap-local-pw
+DB_NAME=dap
 READY_TIMEOUT=${STACK_READY_TIMEOUT:-90}
 STOP_TIMEOUT=10
 
@@ -53,7 +59,7 @@ die() {
 trap 'die "command failed (exit $?) at line $LINENO: $BASH_COMMAND"' ERR
 
 usage() {
-  sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -62,14 +68,16 @@ usage() {
 load_profile() {
   PROFILE=${1:-}
   case $PROFILE in
-    dev)  REDIS_PORT=16379 KAFKA_PORT=19092 KAFKA_CTRL_PORT=19093 MONGO_PORT=27117 ;;
-    test) REDIS_PORT=26379 KAFKA_PORT=29092 KAFKA_CTRL_PORT=29093 MONGO_PORT=27217 ;;
+    dev)  REDIS_PORT=16379 KAFKA_PORT=19092 KAFKA_CTRL_PORT=19093 MONGO_PORT=27117 PG_PORT=15432 MARIADB_PORT=13306 ;;
+    test) REDIS_PORT=26379 KAFKA_PORT=29092 KAFKA_CTRL_PORT=29093 MONGO_PORT=27217 PG_PORT=25432 MARIADB_PORT=23306 ;;
     *) STEP="arguments"; die "profile must be 'dev' or 'test', got '${PROFILE}'" ;;
   esac
   REDIS_PORT=${STACK_REDIS_PORT:-$REDIS_PORT}
   KAFKA_PORT=${STACK_KAFKA_PORT:-$KAFKA_PORT}
   KAFKA_CTRL_PORT=${STACK_KAFKA_CONTROLLER_PORT:-$KAFKA_CTRL_PORT}
   MONGO_PORT=${STACK_MONGO_PORT:-$MONGO_PORT}
+  PG_PORT=${STACK_POSTGRES_PORT:-$PG_PORT}
+  MARIADB_PORT=${STACK_MARIADB_PORT:-$MARIADB_PORT}
   EXTERNAL_MONGO_URL=${MONGO_URL:-}
   BASE="$LOCAL/$PROFILE"
   LOGS="$BASE/logs"
@@ -79,13 +87,16 @@ load_profile() {
 
 check_component() {
   case ${1:-} in
-    redis|kafka|mongo) ;;
-    *) STEP="arguments"; die "component must be redis, kafka or mongo, got '${1:-}'" ;;
+    redis|kafka|mongo|postgres|mariadb) ;;
+    *) STEP="arguments"; die "component must be redis, kafka, mongo, postgres or mariadb, got '${1:-}'" ;;
   esac
 }
 
 port_of() {
-  case $1 in redis) echo "$REDIS_PORT" ;; kafka) echo "$KAFKA_PORT" ;; mongo) echo "$MONGO_PORT" ;; esac
+  case $1 in
+    redis) echo "$REDIS_PORT" ;; kafka) echo "$KAFKA_PORT" ;; mongo) echo "$MONGO_PORT" ;;
+    postgres) echo "$PG_PORT" ;; mariadb) echo "$MARIADB_PORT" ;;
+  esac
 }
 pidfile_of() { echo "$PIDS/$1.pid"; }
 logfile_of() { echo "$LOGS/$1.log"; }
@@ -109,6 +120,8 @@ marker_of() {
     redis) echo "redis-server" ;;
     kafka) echo "$BASE/kafka/server.properties" ;;
     mongo) echo "$BASE/mongo" ;;
+    postgres) echo "$BASE/postgres/data" ;;
+    mariadb) echo "$BASE/mariadb/data" ;;
   esac
 }
 
@@ -252,6 +265,54 @@ install_mongo() {
   say "MongoLauncher compiled"
 }
 
+# Newest installed PostgreSQL server's bin dir (Debian keeps them under /usr/lib/postgresql/<major>/bin).
+pg_bindir() {
+  local d best=""
+  for d in /usr/lib/postgresql/*/bin; do
+    [[ -x $d/postgres && -x $d/initdb ]] && best=$d
+  done
+  [[ -n $best ]] && echo "$best"
+}
+
+mariadbd_bin() {
+  local b
+  for b in "$(command -v mariadbd 2>/dev/null || true)" /usr/sbin/mariadbd; do
+    [[ -n $b && -x $b ]] && { echo "$b"; return 0; }
+  done
+  return 1
+}
+
+# The distro packages start their own server on the default port; ours run per profile instead.
+stop_distro_service() {
+  if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null; then
+    systemctl disable --now "$1" >/dev/null 2>&1 || true
+  elif command -v service >/dev/null; then
+    service "$1" stop >/dev/null 2>&1 || true
+  fi
+}
+
+install_postgres() {
+  step "install postgresql"
+  if [[ -z $(pg_bindir) ]]; then
+    apt_install postgresql
+    stop_distro_service postgresql
+  fi
+  [[ -n $(pg_bindir) ]] || die "postgresql is installed but no /usr/lib/postgresql/*/bin/postgres was found"
+  getent passwd postgres >/dev/null || die "the postgres system user is missing (the postgresql package creates it)"
+  say "postgresql present: $("$(pg_bindir)/postgres" --version)"
+}
+
+install_mariadb() {
+  step "install mariadb"
+  if ! mariadbd_bin >/dev/null || ! command -v mariadb-install-db >/dev/null; then
+    apt_install mariadb-server
+    stop_distro_service mariadb
+  fi
+  mariadbd_bin >/dev/null || die "mariadb-server is installed but mariadbd was not found"
+  getent passwd mysql >/dev/null || die "the mysql system user is missing (the mariadb-server package creates it)"
+  say "mariadb present: $("$(mariadbd_bin)" --version | awk '{print $3}')"
+}
+
 cmd_install() {
   mkdir -p "$CACHE/logs" "$JARS"
   # Concurrent `up dev` / `up test` both install; serialise so they don't race on .cache.
@@ -260,6 +321,8 @@ cmd_install() {
   install_redis
   install_kafka
   install_mongo
+  install_postgres
+  install_mariadb
   exec 8>&-
 }
 
@@ -342,6 +405,90 @@ launch_mongo() {
   fi
 }
 
+# PostgreSQL refuses to run as root: its data and socket dirs belong to the postgres system user,
+# and setpriv drops to it and execs, so the pid file names the postmaster itself.
+as_postgres() { setpriv --reuid=postgres --regid=postgres --init-groups -- "$@"; }
+
+launch_postgres() {
+  local d="$BASE/postgres" bin
+  bin=$(pg_bindir)
+  mkdir -p "$d/run"
+  if [[ ! -s $d/data/PG_VERSION ]]; then
+    rm -rf -- "$d/data"
+    mkdir -p "$d/data"
+    chown -R postgres:postgres "$d"
+    chmod 700 "$d/data"
+    # trust over the socket (only this profile's tree can reach it), passwords over TCP.
+    as_postgres "$bin/initdb" -D "$d/data" -U postgres --auth-local=trust --auth-host=scram-sha-256 \
+      --encoding=UTF8 --no-locale >"$LOGS/postgres-initdb.log" 2>&1 \
+      || { STEP_LOGS=("$LOGS/postgres-initdb.log"); die "initdb failed"; }
+  fi
+  chown -R postgres:postgres "$d"
+  as_postgres test -w "$d/data" \
+    || die "the postgres user cannot write $d/data; every directory above it must be traversable (o+x)"
+  rotate "$LOGS/postgres.log"
+  spawn postgres "$LOGS/postgres.log" setpriv --reuid=postgres --regid=postgres --init-groups -- \
+    "$bin/postgres" -D "$d/data" -p "$PG_PORT" -c listen_addresses=127.0.0.1 \
+    -c unix_socket_directories="$d/run" -c max_connections=60 -c shared_buffers=32MB -c fsync=off \
+    -c synchronous_commit=off -c full_page_writes=off
+}
+
+launch_mariadb() {
+  local d="$BASE/mariadb" bin
+  bin=$(mariadbd_bin)
+  mkdir -p "$d/run"
+  if [[ ! -d $d/data/mysql ]]; then
+    rm -rf -- "$d/data"
+    mkdir -p "$d/data"
+    chown -R mysql:mysql "$d"
+    mariadb-install-db --no-defaults --datadir="$d/data" --user=mysql --auth-root-authentication-method=socket \
+      --skip-test-db >"$LOGS/mariadb-install.log" 2>&1 \
+      || { STEP_LOGS=("$LOGS/mariadb-install.log"); die "mariadb-install-db failed"; }
+  fi
+  chown -R mysql:mysql "$d"
+  rotate "$LOGS/mariadb.log"
+  # mariadbd drops to --user itself without forking, so the pid file still names it.
+  spawn mariadb "$LOGS/mariadb.log" "$bin" --no-defaults --datadir="$d/data" --port="$MARIADB_PORT" \
+    --bind-address=127.0.0.1 --socket="$d/run/mysqld.sock" --pid-file="$d/run/mysqld.pid" --user=mysql \
+    --skip-name-resolve --innodb-buffer-pool-size=32M --innodb-log-file-size=16M --max-connections=60 \
+    --innodb-flush-log-at-trx-commit=0
+}
+
+psql_admin() {
+  as_postgres "$(pg_bindir)/psql" -h "$BASE/postgres/run" -p "$PG_PORT" -U postgres -d postgres \
+    -v ON_ERROR_STOP=1 -qAt "$@"
+}
+mariadb_admin() { mariadb --no-defaults --socket="$BASE/mariadb/run/mysqld.sock" -u root "$@"; }
+
+ready_postgres() {
+  port_open "$PG_PORT" || return 1
+  "$(pg_bindir)/pg_isready" -q -h "$BASE/postgres/run" -p "$PG_PORT" -U postgres 2>/dev/null
+}
+
+ready_mariadb() {
+  port_open "$MARIADB_PORT" || return 1
+  mariadb_admin -e 'SELECT 1' >/dev/null 2>&1
+}
+
+# Idempotent: the connector tests' login and database, on every `up`.
+setup_postgres() {
+  step_for postgres "$PROFILE: postgres login $DB_USER"
+  if [[ $(psql_admin -c "SELECT 1 FROM pg_roles WHERE rolname = '$DB_USER'") != 1 ]]; then
+    psql_admin -c "CREATE ROLE $DB_USER LOGIN PASSWORD '$DB_PASSWORD'" >/dev/null
+  fi
+  if [[ $(psql_admin -c "SELECT 1 FROM pg_database WHERE datname = '$DB_NAME'") != 1 ]]; then
+    psql_admin -c "CREATE DATABASE $DB_NAME OWNER $DB_USER" >/dev/null
+  fi
+}
+
+setup_mariadb() {
+  step_for mariadb "$PROFILE: mariadb login $DB_USER"
+  mariadb_admin -e "CREATE USER IF NOT EXISTS '$DB_USER'@'%' IDENTIFIED BY '$DB_PASSWORD';
+    CREATE DATABASE IF NOT EXISTS $DB_NAME CHARACTER SET utf8mb4;
+    GRANT ALL PRIVILEGES ON $DB_NAME.* TO '$DB_USER'@'%';" \
+    >>"$LOGS/mariadb.log" 2>&1 || die "could not create the mariadb login"
+}
+
 # Raw RESP PING over /dev/tcp: no redis-cli needed, and "-LOADING" (AOF replay) counts as not ready.
 ready_redis() {
   (
@@ -391,6 +538,7 @@ wait_component() {
     pid=$(live_pid "$c") || die "$c exited during startup"
     if "ready_$c"; then
       say "$c ready (pid $pid, port $(port_of "$c"), $((SECONDS - started))s)"
+      if declare -F "setup_$c" >/dev/null; then "setup_$c"; fi
       return
     fi
     sleep 0.5
@@ -408,7 +556,8 @@ stop_component() {
     say "$c not running"
     return
   fi
-  kill -TERM "$pid" 2>/dev/null || true
+  # PostgreSQL's SIGTERM waits for every client to leave; SIGINT is its fast shutdown.
+  if [[ $c == postgres ]]; then kill -INT "$pid" 2>/dev/null || true; else kill -TERM "$pid" 2>/dev/null || true; fi
   for ((i = 0; i < STOP_TIMEOUT * 10; i++)); do
     alive "$pid" || break
     sleep 0.1
@@ -436,6 +585,9 @@ write_env() {
   step "$PROFILE: write $BASE/stack.env"
   printf 'REDIS_URL=redis://127.0.0.1:%s\nKAFKA_BROKERS=127.0.0.1:%s\nMONGO_URL=%s\n' \
     "$REDIS_PORT" "$KAFKA_PORT" "$mongo_url" >"$BASE/stack.env.tmp"
+  printf 'POSTGRES_URL=postgres://%s:%s@127.0.0.1:%s/%s\nMYSQL_URL=mysql://%s:%s@127.0.0.1:%s/%s\n' \
+    "$DB_USER" "$DB_PASSWORD" "$PG_PORT" "$DB_NAME" "$DB_USER" "$DB_PASSWORD" "$MARIADB_PORT" "$DB_NAME" \
+    >>"$BASE/stack.env.tmp"
   mv -f -- "$BASE/stack.env.tmp" "$BASE/stack.env"
 }
 
@@ -448,7 +600,7 @@ wipe_test_data() {
     port_open "$port" && return 0
   done
   step "test: wipe data dirs"
-  rm -rf -- "$BASE/redis" "$BASE/kafka" "$BASE/mongo"
+  rm -rf -- "$BASE/redis" "$BASE/kafka" "$BASE/mongo" "$BASE/postgres" "$BASE/mariadb"
 }
 
 # ---------------------------------------------------------------- commands
@@ -477,7 +629,7 @@ cmd_down() {
   local c
   # Reverse start order. Mongo is stopped even if MONGO_URL is set now: a live pid file
   # means an earlier `up` started one.
-  for c in mongo kafka redis; do stop_component "$c"; done
+  for c in mariadb postgres mongo kafka redis; do stop_component "$c"; done
   say "$PROFILE is down"
 }
 

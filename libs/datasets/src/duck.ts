@@ -33,6 +33,14 @@ function toCell(v: unknown): Cell {
   return String(v);
 }
 
+export interface DuckOptions {
+  /** DuckDB's buffer-manager limit (default 1GB); a writer that must stay small passes less. */
+  memoryLimit?: string;
+  threads?: number;
+  /** Where DuckDB spills when a query outgrows the memory limit (default: none for an in-memory database). */
+  tempDirectory?: string;
+}
+
 /** One DuckDB instance per process; each query gets its own connection so queries run concurrently. */
 export class Duck {
   private readonly instance: DuckDBInstance;
@@ -41,16 +49,21 @@ export class Duck {
     this.instance = instance;
   }
 
-  static async open(opts: { memoryLimit?: string; threads?: number } = {}): Promise<Duck> {
+  static async open(opts: DuckOptions = {}): Promise<Duck> {
     const instance = await DuckDBInstance.create(':memory:', {
       memory_limit: opts.memoryLimit ?? '1GB',
       ...(opts.threads ? { threads: String(opts.threads) } : {}),
+      ...(opts.tempDirectory ? { temp_directory: opts.tempDirectory } : {}),
     });
     return new Duck(instance);
   }
 
-  async run(sql: string, params: DuckDBValue[] = []): Promise<QueryResult> {
+  /** Runs one statement on its own connection; aborting `signal` interrupts it (the promise then rejects). */
+  async run(sql: string, params: DuckDBValue[] = [], opts: { signal?: AbortSignal } = {}): Promise<QueryResult> {
+    opts.signal?.throwIfAborted();
     const conn = await this.instance.connect();
+    const onAbort = () => conn.interrupt();
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
     try {
       const reader = await conn.runAndReadAll(sql, params);
       const names = reader.columnNames();
@@ -67,6 +80,7 @@ export class Duck {
       });
       return { columns, rows };
     } finally {
+      opts.signal?.removeEventListener('abort', onAbort);
       conn.closeSync();
     }
   }

@@ -1,9 +1,9 @@
 import { mkdir, readFile, rename, rm, writeFile, readdir } from 'node:fs/promises';
 import { createWriteStream } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { once } from 'node:events';
 import { newId } from '@dap/contracts';
-import { Duck, apiTypeOf, sqlLiteral } from './duck.ts';
+import { Duck, apiTypeOf, sqlLiteral, type DuckOptions } from './duck.ts';
 
 export interface DatasetColumn {
   name: string;
@@ -16,7 +16,8 @@ export interface IngestResult {
   file: string;
 }
 
-export type StagedFormat = 'csv' | 'ndjson';
+/** How raw data waits for its load: CSV, NDJSON (one object per line) or JSON (one array of objects). */
+export type StagedFormat = 'csv' | 'ndjson' | 'json';
 
 const SAFE_SEGMENT = /^[a-z]+_[0-9A-Z]{26}$/;
 
@@ -39,9 +40,9 @@ export class DatasetStore {
     this.duck = duck;
   }
 
-  static async open(root: string): Promise<DatasetStore> {
+  static async open(root: string, duckOptions: DuckOptions = {}): Promise<DatasetStore> {
     await mkdir(root, { recursive: true });
-    return new DatasetStore(root, await Duck.open());
+    return new DatasetStore(root, await Duck.open(duckOptions));
   }
 
   dir(accountId: string, sourceId: string): string {
@@ -77,16 +78,31 @@ export class DatasetStore {
     const reader =
       format === 'csv'
         ? `read_csv(${sqlLiteral(staged)}, header = true, auto_detect = true, sample_size = -1)`
-        : `read_json_auto(${sqlLiteral(staged)}, format = 'newline_delimited', sample_size = -1)`;
-    const fileName = `${newId('msg').slice(4)}.parquet`;
-    const target = join(dir, fileName);
+        : `read_json_auto(${sqlLiteral(staged)}, format = ${sqlLiteral(format === 'json' ? 'array' : 'newline_delimited')}, sample_size = -1)`;
+    const target = this.newDataFile(accountId, sourceId);
     await this.duck.run(`COPY (SELECT * FROM ${reader}) TO ${sqlLiteral(target)} (FORMAT parquet, COMPRESSION zstd)`);
-    const [schema, count] = await Promise.all([this.describeFile(target), this.duck.run(`SELECT count(*) AS n FROM read_parquet(${sqlLiteral(target)})`)]);
+    return this.publish(accountId, sourceId, target);
+  }
+
+  /** A fresh path for a Parquet file in the source's directory; nobody reads it until `publish`. */
+  newDataFile(accountId: string, sourceId: string): string {
+    return join(this.dir(accountId, sourceId), `${newId('msg').slice(4)}.parquet`);
+  }
+
+  /**
+   * Makes a Parquet file written into the source's directory (see `newDataFile`) its current data, with one
+   * atomic rename of the pointer, then removes the data files it replaced.
+   */
+  async publish(accountId: string, sourceId: string, file: string): Promise<IngestResult> {
+    const dir = this.dir(accountId, sourceId);
+    const fileName = basename(file);
+    if (join(dir, fileName) !== file || !fileName.endsWith('.parquet')) throw new Error('publish takes a file from newDataFile');
+    const [schema, count] = await Promise.all([this.describeFile(file), this.duck.run(`SELECT count(*) AS n FROM read_parquet(${sqlLiteral(file)})`)]);
     const pointerTmp = join(dir, `current.${process.pid}.tmp`);
     await writeFile(pointerTmp, fileName, { flush: true });
     await rename(pointerTmp, join(dir, 'current'));
     await this.removeStale(dir, fileName);
-    return { rowCount: Number(count.rows[0]?.n ?? 0), schema, file: target };
+    return { rowCount: Number(count.rows[0]?.n ?? 0), schema, file };
   }
 
   async describeFile(file: string): Promise<DatasetColumn[]> {

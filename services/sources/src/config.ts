@@ -1,18 +1,42 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { datasetConfig, loadConfig, serviceConfigShape } from '@dap/config';
+import { datasetConfig, loadConfig, outboundConfig, serviceConfigShape } from '@dap/config';
+import { credentialsKeySchema } from './secrets/credentials.ts';
+
+const ms = (min: number, max: number, def: number) => z.coerce.number().int().min(min).max(max).default(def);
 
 export const sourcesConfigShape = {
   ...serviceConfigShape('sources'),
   ...datasetConfig,
+  ...outboundConfig,
   /** Syncs run in-process, at most this many at once; 0 makes an API-only instance that leaves syncs to others. */
   SYNC_CONCURRENCY: z.coerce.number().int().min(0).max(16).default(2),
   /** A running sync holds its source for this long and renews it; an expired lease means its worker died. */
   SYNC_LEASE_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
-  /** How often an instance looks for pending syncs and expired leases (it also does so at start-up). */
   /** Names this instance's sync leases; a restarted instance with the same id resumes its own syncs at once. */
   INSTANCE_ID: z.string().min(1).max(200).default(hostname()),
+  /** How often an instance looks for pending syncs and expired leases (it also does so at start-up). */
   SYNC_SWEEP_MS: z.coerce.number().int().min(100).max(3_600_000).default(15_000),
+  /**
+   * AES-256-GCM key for source credentials at rest: 32 bytes as base64 or 64 hex characters. Without it the
+   * service still serves upload sources but refuses remote ones (URL, databases) with 503.
+   */
+  SOURCE_CREDENTIALS_KEY: credentialsKeySchema.optional(),
+  /** Largest remote pull (file bytes, or staged bytes for a database), and the largest Content-Length accepted. */
+  SOURCE_MAX_BYTES: z.coerce.number().int().min(1_024).max(1024 ** 4).default(2 * 1024 ** 3),
+  /** Opening a connection (TCP, TLS, handshake, authentication) to a file server or a database. */
+  SOURCE_CONNECT_TIMEOUT_MS: ms(100, 120_000, 10_000),
+  /** The whole connection check made before a source is accepted (connect + probe). */
+  SOURCE_CHECK_TIMEOUT_MS: ms(500, 120_000, 20_000),
+  /** A whole pull from a URL; a file server that sends nothing for SOURCE_IDLE_TIMEOUT_MS also fails it. */
+  SOURCE_URL_TIMEOUT_MS: ms(1_000, 24 * 3_600_000, 30 * 60_000),
+  SOURCE_IDLE_TIMEOUT_MS: ms(500, 3_600_000, 60_000),
+  /** A whole pull from PostgreSQL, MySQL/MariaDB or MongoDB (the query and every batch). */
+  SOURCE_DB_TIMEOUT_MS: ms(1_000, 24 * 3_600_000, 60 * 60_000),
+  /** DuckDB's memory limit in this process; loads run one at a time so a big file stays within it. */
+  DUCKDB_MEMORY_LIMIT: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i).default('256MB'),
+  /** Staged files up to this size load on all DuckDB threads; bigger ones on one thread, so memory stays flat. */
+  INGEST_PARALLEL_MAX_BYTES: z.coerce.number().int().min(0).default(128 * 1024 ** 2),
 };
 
 export type SourcesConfig = z.infer<z.ZodObject<typeof sourcesConfigShape>>;

@@ -6,17 +6,33 @@ import { createLogger, type Logger } from '@dap/logger';
 import { connectMongo, OutboxRelay } from '@dap/mongo';
 import { createApp } from './app.ts';
 import type { SourcesConfig } from './config.ts';
+import type { RemoteLimits } from './connectors/index.ts';
 import { SourceService } from './domain/source.service.ts';
+import { DatasetLoader } from './ingest/loader.ts';
+import { OutboundGuard } from './outbound/guard.ts';
 import { SourceRepository } from './persistence/source.repository.ts';
+import { CredentialCipher } from './secrets/credentials.ts';
 import { SourceSyncer } from './sync/source-syncer.ts';
 
 export { loadSourcesConfig, type SourcesConfig } from './config.ts';
+
+export function remoteLimitsOf(config: SourcesConfig): RemoteLimits {
+  return {
+    maxBytes: config.SOURCE_MAX_BYTES,
+    connectTimeoutMs: config.SOURCE_CONNECT_TIMEOUT_MS,
+    checkTimeoutMs: config.SOURCE_CHECK_TIMEOUT_MS,
+    urlTimeoutMs: config.SOURCE_URL_TIMEOUT_MS,
+    idleTimeoutMs: config.SOURCE_IDLE_TIMEOUT_MS,
+    dbTimeoutMs: config.SOURCE_DB_TIMEOUT_MS,
+  };
+}
 
 export interface RunningSources {
   url: string;
   port: number;
   logger: Logger;
   store: DatasetStore;
+  guard: OutboundGuard;
   repo: SourceRepository;
   relay: OutboxRelay;
   syncer: SourceSyncer;
@@ -24,7 +40,7 @@ export interface RunningSources {
 }
 
 /** Composition root: config → clients → repository → domain → app, then the relay and the background syncs. */
-export async function startSources(config: SourcesConfig, deps: { logger?: Logger } = {}): Promise<RunningSources> {
+export async function startSources(config: SourcesConfig, deps: { logger?: Logger; guard?: OutboundGuard } = {}): Promise<RunningSources> {
   const logger = deps.logger ?? createLogger({ name: 'sources', level: config.LOG_LEVEL });
   const cleanup: Array<() => Promise<void> | void> = [];
   const closeAll = async () => {
@@ -42,8 +58,15 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
     cleanup.push(() => mongo.close());
     const eventing = await connectEventing(kafkaSettingsOf(config), logger);
     cleanup.push(() => eventing.close());
-    const store = await DatasetStore.open(config.DATASET_DIR);
+    const store = await DatasetStore.open(config.DATASET_DIR, { memoryLimit: config.DUCKDB_MEMORY_LIMIT });
     cleanup.push(() => store.duck.close());
+    const loader = new DatasetLoader(store, { parallelMaxBytes: config.INGEST_PARALLEL_MAX_BYTES, logger });
+    const guard = deps.guard ?? new OutboundGuard({ allowPrivate: config.ALLOW_PRIVATE_TARGETS });
+    const cipher = config.SOURCE_CREDENTIALS_KEY ? new CredentialCipher(config.SOURCE_CREDENTIALS_KEY) : null;
+    if (!cipher) logger.warn('SOURCE_CREDENTIALS_KEY is not set: URL and database sources are refused');
+    const limits = remoteLimitsOf(config);
+    const shutdown = new AbortController();
+    cleanup.push(() => shutdown.abort());
 
     let relay: OutboxRelay | null = null;
     const repo = new SourceRepository(mongo.db, () => relay?.kick());
@@ -58,6 +81,10 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
     const syncer = new SourceSyncer({
       repo,
       store,
+      loader,
+      cipher,
+      guard,
+      limits,
       logger,
       concurrency: config.SYNC_CONCURRENCY,
       leaseMs: config.SYNC_LEASE_MS,
@@ -65,7 +92,7 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
       instanceId: config.INSTANCE_ID,
     });
     cleanup.push(() => syncer.stop());
-    const service = new SourceService({ repo, store, syncer, logger });
+    const service = new SourceService({ repo, store, syncer, logger, cipher, guard, limits, shutdown: shutdown.signal });
     const app = createApp({
       logger,
       bodyLimitBytes: config.BODY_LIMIT_BYTES,
@@ -78,7 +105,7 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
     outbox.start();
     await syncer.start();
     logger.info({ url: server.url, syncConcurrency: config.SYNC_CONCURRENCY }, 'sources service listening');
-    return { url: server.url, port: server.port, logger, store, repo, relay: outbox, syncer, stop: closeAll };
+    return { url: server.url, port: server.port, logger, store, guard, repo, relay: outbox, syncer, stop: closeAll };
   } catch (err) {
     await closeAll();
     throw err;

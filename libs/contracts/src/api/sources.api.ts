@@ -1,16 +1,26 @@
 import { z } from 'zod';
 import { isoDate, listOf, safeKey } from './common.ts';
 
-export const SOURCE_TYPES = ['inline', 'csv', 'json', 'ndjson'] as const;
+export const SOURCE_TYPES = ['inline', 'csv', 'json', 'ndjson', 'url', 'postgres', 'mysql', 'mongodb'] as const;
+/** Types whose data lives elsewhere: every sync pulls it again with the stored (encrypted) connection details. */
+export const REMOTE_SOURCE_TYPES = ['url', 'postgres', 'mysql', 'mongodb'] as const;
 export const SOURCE_STATUSES = ['pending', 'syncing', 'ready', 'failed'] as const;
 export const COLUMN_TYPES = ['string', 'integer', 'number', 'boolean', 'timestamp'] as const;
+export const FILE_FORMATS = ['csv', 'json', 'ndjson'] as const;
+export const SSL_MODES = ['disable', 'require', 'verify-full'] as const;
 export type SourceType = (typeof SOURCE_TYPES)[number];
+export type RemoteSourceType = (typeof REMOTE_SOURCE_TYPES)[number];
 export type SourceStatus = (typeof SOURCE_STATUSES)[number];
+export type FileFormat = (typeof FILE_FORMATS)[number];
+export type SslMode = (typeof SSL_MODES)[number];
 
 export const MAX_INLINE_ROWS = 10_000;
 export const MAX_CSV_CHARS = 5_000_000;
 /** Uploaded file contents (CSV, JSON, NDJSON) travel as one string field of the JSON body. */
 export const MAX_UPLOAD_CHARS = MAX_CSV_CHARS;
+
+/** The MongoDB query operators a source filter may use: equality and ranges, nothing that runs code. */
+export const MONGO_FILTER_OPERATORS = ['$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$nin', '$exists', '$and', '$or', '$nor', '$not'] as const;
 
 const scalar = z.union([z.string().max(10_000), z.number(), z.boolean(), z.null()]);
 const rowSchema = z
@@ -19,18 +29,153 @@ const rowSchema = z
 
 const name = z.string().trim().min(1).max(200);
 
+function parsedUrl(value: string): URL | null {
+  try {
+    return new URL(value);
+  } catch {
+    return null;
+  }
+}
+
+/** Only http(s); credentials belong in `headers` (stored encrypted), not in the URL. */
+const fileUrl = z
+  .string()
+  .max(4096)
+  .superRefine((value, ctx) => {
+    const u = parsedUrl(value);
+    if (!u) return void ctx.addIssue({ code: 'custom', message: 'must be an absolute http(s) URL' });
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') ctx.addIssue({ code: 'custom', message: 'the URL must use http or https' });
+    if (u.username || u.password) ctx.addIssue({ code: 'custom', message: 'the URL may not contain credentials; send them in headers' });
+    if (!u.hostname) ctx.addIssue({ code: 'custom', message: 'the URL must name a host' });
+  })
+  .describe('http(s) URL of a CSV, JSON (array of objects) or NDJSON file. Redirects are not followed.');
+
+const FORBIDDEN_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'upgrade', 'te', 'trailer', 'keep-alive', 'accept-encoding', 'expect']);
+const headerName = z
+  .string()
+  .regex(/^[A-Za-z0-9!#%&'*+.^_`|~-]{1,100}$/, 'must be an HTTP header name')
+  .refine((h) => !FORBIDDEN_HEADERS.has(h.toLowerCase()) && !h.toLowerCase().startsWith('proxy-'), { message: 'this header is set by the service' });
+const headerValue = z.string().max(4096).refine((v) => !/[\r\n\u0000]/.test(v), { message: 'header values may not contain line breaks' });
+
+const hostName = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(/^(\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)$/, 'must be a host name or an IP address');
+
+const URL_SCHEMES: Record<'postgres' | 'mysql' | 'mongodb', readonly string[]> = {
+  postgres: ['postgres:', 'postgresql:'],
+  mysql: ['mysql:', 'mariadb:'],
+  mongodb: ['mongodb:'],
+};
+
+/** Connection details, as a URL or as parts. Passwords are write-only: stored encrypted, never returned. */
+function dbConnection(type: 'postgres' | 'mysql' | 'mongodb') {
+  const schemes = URL_SCHEMES[type];
+  return z
+    .strictObject({
+      url: z
+        .string()
+        .max(4096)
+        .optional()
+        .describe(`a connection URL (${schemes.map((s) => `${s}//`).join(' or ')}user:password@host:port/database); or give the parts instead`),
+      host: hostName.optional(),
+      port: z.number().int().min(1).max(65535).optional(),
+      database: z.string().min(1).max(128).optional(),
+      user: z.string().min(1).max(128).optional(),
+      password: z.string().max(1024).optional().describe('write-only: stored encrypted, never returned'),
+      ssl: z.enum(SSL_MODES).optional().describe('disable (default), require (encrypted, unverified) or verify-full'),
+      ...(type === 'mongodb' ? { authSource: z.string().min(1).max(128).optional() } : {}),
+    })
+    .superRefine((c, ctx) => {
+      const parts = (['host', 'port', 'database', 'user', 'password', 'authSource'] as const).filter((k) => (c as Record<string, unknown>)[k] !== undefined);
+      if (c.url !== undefined) {
+        if (parts.length) ctx.addIssue({ code: 'custom', path: ['url'], message: `give either url or the parts (${parts.join(', ')}), not both` });
+        const u = parsedUrl(c.url);
+        if (type === 'mongodb' && c.url.startsWith('mongodb+srv:')) {
+          ctx.addIssue({ code: 'custom', path: ['url'], message: 'mongodb+srv URLs are not supported; give the host of the server to read from' });
+        } else if (!u || !schemes.includes(u.protocol)) {
+          ctx.addIssue({ code: 'custom', path: ['url'], message: `must be a ${schemes.map((s) => `${s}//`).join(' or ')} URL` });
+        } else {
+          if (!u.hostname) ctx.addIssue({ code: 'custom', path: ['url'], message: 'the URL must name a host' });
+          if (u.hostname.includes(',') || u.host.includes(',')) ctx.addIssue({ code: 'custom', path: ['url'], message: 'give one host' });
+          if (type !== 'mongodb' && !u.username) ctx.addIssue({ code: 'custom', path: ['url'], message: 'the URL must name a user' });
+          if (u.pathname.replace(/^\//, '') === '') ctx.addIssue({ code: 'custom', path: ['url'], message: 'the URL must name a database' });
+        }
+        return;
+      }
+      if (!c.host) ctx.addIssue({ code: 'custom', path: ['host'], message: 'give url, or host and the other parts' });
+      if (!c.database) ctx.addIssue({ code: 'custom', path: ['database'], message: 'required' });
+      if (type !== 'mongodb' && !c.user) ctx.addIssue({ code: 'custom', path: ['user'], message: 'required' });
+    });
+}
+
+const tableName = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\p{L}_][\p{L}\p{N}_$]*(\.[\p{L}_][\p{L}\p{N}_$]*)?$/u, 'a table name, optionally schema-qualified (schema.table); use query for other names')
+  .describe('a table (or view) to read whole');
+const sqlQuery = z
+  .string()
+  .trim()
+  .min(1)
+  .max(100_000)
+  .describe('one SELECT statement; it runs in a read-only transaction and its rows are streamed');
+
+function sqlSource<T extends 'postgres' | 'mysql'>(type: T) {
+  return z
+    .strictObject({ type: z.literal(type), name, connection: dbConnection(type), table: tableName.optional(), query: sqlQuery.optional() })
+    .superRefine((b, ctx) => {
+      if ((b.table === undefined) === (b.query === undefined)) ctx.addIssue({ code: 'custom', path: ['table'], message: 'give exactly one of table or query' });
+    });
+}
+
 export const createSourceBody = z
   .discriminatedUnion('type', [
     z.strictObject({ type: z.literal('inline'), name, rows: z.array(rowSchema).min(1).max(MAX_INLINE_ROWS) }),
     z.strictObject({ type: z.literal('csv'), name, csv: z.string().min(1).max(MAX_CSV_CHARS).describe('CSV text; the first row is the header') }),
     z.strictObject({ type: z.literal('json'), name, json: z.string().min(1).max(MAX_UPLOAD_CHARS).describe('JSON text: an array of objects') }),
     z.strictObject({ type: z.literal('ndjson'), name, ndjson: z.string().min(1).max(MAX_UPLOAD_CHARS).describe('NDJSON text: one object per line') }),
+    z.strictObject({
+      type: z.literal('url'),
+      name,
+      url: fileUrl,
+      format: z.enum(FILE_FORMATS).optional().describe('the file format; by default taken from the Content-Type, then the file extension'),
+      headers: z
+        .record(headerName, headerValue)
+        .refine((h) => Object.keys(h).length <= 20, { message: 'at most 20 headers' })
+        .optional()
+        .describe('request headers such as Authorization; write-only: stored encrypted, only their names are returned'),
+    }),
+    sqlSource('postgres'),
+    sqlSource('mysql'),
+    z.strictObject({
+      type: z.literal('mongodb'),
+      name,
+      connection: dbConnection('mongodb'),
+      collection: z
+        .string()
+        .min(1)
+        .max(255)
+        .regex(/^[^$\u0000]+$/, 'must be a collection name'),
+      filter: z
+        .string()
+        .max(20_000)
+        .optional()
+        .describe(
+          `a MongoDB query document as JSON text (Extended JSON values such as {"$date": "2024-01-01T00:00:00Z"} are allowed); only ${MONGO_FILTER_OPERATORS.join(' ')} are accepted`,
+        ),
+    }),
   ])
   .meta({
     id: 'CreateSource',
     examples: [
       { type: 'inline', name: 'Orders', rows: [{ id: 1, amount: 12.5, country: 'NO', paid: true, at: '2024-05-01T10:00:00Z' }] },
       { type: 'csv', name: 'Sales', csv: 'region,units\nnorth,3\nsouth,7\n' },
+      { type: 'url', name: 'Daily export', url: 'https://example.com/exports/orders.csv' },
+      { type: 'postgres', name: 'Orders DB', connection: { host: 'db.example.com', database: 'shop', user: 'reader', password: 'secret' }, table: 'public.orders' },
+      { type: 'mongodb', name: 'Events', connection: { url: 'mongodb://reader:secret@mongo.example.com:27017/app' }, collection: 'events', filter: '{"kind": "click"}' },
     ],
   });
 export type CreateSourceBody = z.infer<typeof createSourceBody>;
@@ -38,11 +183,33 @@ export type CreateSourceBody = z.infer<typeof createSourceBody>;
 export const columnSchema = z.object({ name: z.string(), type: z.enum(COLUMN_TYPES) });
 export type Column = z.infer<typeof columnSchema>;
 
+/** What a source was created with, minus every secret. Upload sources have an empty config. */
+export const sourceConfigSchema = z
+  .object({
+    url: z.string().optional().describe('the file URL; a query string (which may carry a token) is shown as ?[redacted]'),
+    format: z.enum(FILE_FORMATS).optional(),
+    headers: z.array(z.string()).optional().describe('names of the request headers sent; their values are write-only'),
+    host: z.string().optional(),
+    port: z.number().int().optional(),
+    database: z.string().optional(),
+    user: z.string().optional(),
+    ssl: z.enum(SSL_MODES).optional(),
+    authSource: z.string().optional(),
+    table: z.string().optional(),
+    query: z.string().optional(),
+    collection: z.string().optional(),
+    filter: z.string().optional(),
+    hasPassword: z.boolean().optional().describe('a password is stored (it is never returned)'),
+  })
+  .meta({ id: 'SourceConfig' });
+export type SourceConfigDto = z.infer<typeof sourceConfigSchema>;
+
 export const sourceSchema = z
   .object({
     id: z.string(),
     name: z.string(),
     type: z.enum(SOURCE_TYPES),
+    config: sourceConfigSchema,
     status: z.enum(SOURCE_STATUSES),
     error: z.string().nullable(),
     schema: z.array(columnSchema),

@@ -1,7 +1,12 @@
-import type { CreateSourceBody, SourceType } from '@dap/contracts';
+import type { CreateSourceBody, RemoteSourceType, SourceConfigDto, SourceType } from '@dap/contracts';
 import type { DatasetStore, StagedFormat } from '@dap/datasets';
+import type { Logger } from '@dap/logger';
+import type { OutboundGuard } from '../outbound/guard.ts';
 
-/** A connector refuses a source with a reason the client can act on, naming the body field at fault. */
+/**
+ * A connector refuses a source (400 on create) or fails a sync with a reason the client can act on, naming
+ * the body field at fault. The message is shown to the customer as is: it never carries a secret.
+ */
 export class ConnectorCheckError extends Error {
   readonly field: string;
 
@@ -19,20 +24,70 @@ export interface ConnectorContext {
 }
 
 export type BodyOf<T extends SourceType> = Extract<CreateSourceBody, { type: T }>;
+export type UploadSourceType = Exclude<SourceType, RemoteSourceType>;
 
-/**
- * One module per source type. `check` runs before a source is accepted and must stay cheap (a bounded probe,
- * never a full load). `stage` writes the raw data durably to the source's staging file, in a format
- * `DatasetStore.ingest` reads. Upload connectors stage once, on create, and every sync re-ingests that file;
- * remote connectors (HTTP, databases) will stage from their stored config at every sync instead.
- */
-export interface Connector<T extends SourceType> {
+/** Upload sources carry their data in the request: it is checked, then staged once; every sync re-loads it. */
+export interface UploadConnector<T extends UploadSourceType> {
   readonly type: T;
-  readonly mode: 'upload' | 'remote';
+  readonly mode: 'upload';
   check(body: BodyOf<T>, ctx: ConnectorContext): Promise<void>;
   stage(body: BodyOf<T>, ctx: ConnectorContext): Promise<StagedFormat>;
-  /** Optional: checks the whole staged data before each load (the create-time check may see only a prefix). */
-  validateStaged?(ctx: ConnectorContext): Promise<void>;
-  /** What the source document keeps to sync again later: never the raw data, secrets only encrypted. */
-  configOf(body: BodyOf<T>): Record<string, unknown>;
 }
+
+/** Limits that bound every remote pull (config SOURCE_*). */
+export interface RemoteLimits {
+  maxBytes: number;
+  connectTimeoutMs: number;
+  checkTimeoutMs: number;
+  urlTimeoutMs: number;
+  idleTimeoutMs: number;
+  dbTimeoutMs: number;
+}
+
+export interface RemoteContext {
+  guard: OutboundGuard;
+  limits: RemoteLimits;
+  store: DatasetStore;
+  logger: Logger;
+  /** Aborted on timeout or shutdown; a connector closes its connection when it fires. */
+  signal: AbortSignal;
+}
+
+export interface PullContext extends RemoteContext {
+  accountId: string;
+  sourceId: string;
+}
+
+/** A DuckDB type the loader reads a staged column as, when the origin knows its types (databases). */
+export type StagedColumnType = 'BIGINT' | 'DOUBLE' | 'BOOLEAN' | 'VARCHAR' | 'DATE' | 'TIMESTAMP';
+export interface StagedColumn {
+  name: string;
+  type: StagedColumnType;
+}
+
+export interface PullResult {
+  format: StagedFormat;
+  /** Column types known at the origin; without them the loader infers types from the data. */
+  columns?: StagedColumn[];
+  /** Field names come from documents (JSON, MongoDB) and follow the same rules as uploaded JSON. */
+  checkFieldNames?: boolean;
+}
+
+/**
+ * Remote sources keep only connection details, sealed with the credentials key; every sync pulls the data
+ * again. `specOf` normalizes a request body into the details to seal, `publicConfigOf` is what the API
+ * shows (never a secret), `check` is a bounded probe run before the source is accepted, and `pull` streams
+ * the data into the source's staging file.
+ */
+export interface RemoteConnector<T extends RemoteSourceType, S = unknown> {
+  readonly type: T;
+  readonly mode: 'remote';
+  specOf(body: BodyOf<T>): S;
+  /** Validates a decrypted spec read back from storage (a shape change or a tampered document fails here). */
+  parseSpec(value: unknown): S;
+  publicConfigOf(spec: S): SourceConfigDto;
+  check(spec: S, ctx: RemoteContext): Promise<void>;
+  pull(spec: S, ctx: PullContext): Promise<PullResult>;
+}
+
+export type AnyConnector = UploadConnector<UploadSourceType> | RemoteConnector<RemoteSourceType>;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { newId } from '@dap/contracts';
 import { DatasetStore } from '@dap/datasets';
 import { ConnectorCheckError } from './connector.ts';
-import { checkCsv, csvConnector, CSV_PROBE_CHARS, scanCsv } from './csv.connector.ts';
+import { checkCsv, csvConnector, scanCsv } from './csv.connector.ts';
 
 let root: string;
 let store: DatasetStore;
@@ -88,19 +88,6 @@ describe('checkCsv', () => {
 
   it('accepts a single-column CSV', async () => {
     await expect(checkCsv('name\nada\ngrace\n', { store })).resolves.toBeUndefined();
-  });
-});
-
-describe('csvConnector.validateStaged', () => {
-  it('checks the whole staged file, past the prefix the create-time check saw', async () => {
-    const ctx = { store, accountId: newId('acct'), sourceId: newId('src') };
-    let csv = 'a,b\n';
-    while (csv.length <= CSV_PROBE_CHARS) csv += '1234567,7654321\n';
-    const good = { type: 'csv' as const, name: 'n', csv };
-    await csvConnector.stage(good, ctx);
-    await expect(csvConnector.validateStaged!(ctx)).resolves.toBeUndefined();
-    await csvConnector.stage({ ...good, csv: `${csv}1,2,3\n` }, ctx);
-    await expect(csvConnector.validateStaged!(ctx)).rejects.toThrow(/^the CSV could not be parsed: /);
   });
 });
 

@@ -1,8 +1,8 @@
-import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sqlLiteral, type DatasetStore } from '@dap/datasets';
-import { ConnectorCheckError, type Connector, type ConnectorContext } from './connector.ts';
+import { ConnectorCheckError, type ConnectorContext, type UploadConnector } from './connector.ts';
 import { duckReason } from './duck-errors.ts';
 
 /** The check parses at most this much of a CSV: enough to catch a wrong dialect, far cheaper than a load. */
@@ -99,7 +99,8 @@ export async function checkCsv(csv: string, ctx: Pick<ConnectorContext, 'store'>
   }
 }
 
-export const csvConnector: Connector<'csv'> = {
+/** The check saw only a prefix of a large file; the loader applies the same dialect checks to the whole file. */
+export const csvConnector: UploadConnector<'csv'> = {
   type: 'csv',
   mode: 'upload',
   check: (body, ctx) => checkCsv(body.csv, ctx),
@@ -107,11 +108,4 @@ export const csvConnector: Connector<'csv'> = {
     await ctx.store.stage(ctx.accountId, ctx.sourceId, 'csv', body.csv);
     return 'csv';
   },
-  /** The check saw only a prefix of a large file; before each load the whole file gets the same dialect checks. */
-  async validateStaged(ctx) {
-    const file = ctx.store.stagingFile(ctx.accountId, ctx.sourceId, 'csv');
-    if ((await stat(file)).size <= CSV_PROBE_CHARS) return; // small enough that the create-time check read all of it
-    refuseSkippedRows(await sniff(ctx.store, file, [ctx.store.root]));
-  },
-  configOf: () => ({}),
 };

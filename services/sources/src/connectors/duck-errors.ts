@@ -16,7 +16,7 @@ export function isDuckError(err: unknown): boolean {
  * Any path under one of `roots` becomes "the uploaded file".
  */
 export function duckReason(err: unknown, roots: readonly string[] = []): string {
-  let msg = messageOf(err);
+  let msg = messageOf(err).replace(/\s*Possible (solutions|fixes):[\s\S]*$/, '');
   for (const root of roots) {
     if (root) msg = msg.replace(new RegExp(`"?${escapeRe(root)}[^\\s"']*"?`, 'g'), 'the uploaded file');
   }

@@ -1,4 +1,4 @@
-import type { Connector } from './connector.ts';
+import type { UploadConnector } from './connector.ts';
 import { checkColumnCount, type Row } from './rows.ts';
 
 const ISO_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
@@ -56,7 +56,7 @@ export function toNdjson(rows: readonly Row[]): string {
   return normalizeTimestamps(rows).map((r) => JSON.stringify(r)).join('\n') + '\n';
 }
 
-export const inlineConnector: Connector<'inline'> = {
+export const inlineConnector: UploadConnector<'inline'> = {
   type: 'inline',
   mode: 'upload',
   async check(body) {
@@ -66,5 +66,4 @@ export const inlineConnector: Connector<'inline'> = {
     await ctx.store.stage(ctx.accountId, ctx.sourceId, 'ndjson', toNdjson(body.rows));
     return 'ndjson';
   },
-  configOf: () => ({}),
 };

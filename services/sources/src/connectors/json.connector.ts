@@ -1,4 +1,4 @@
-import type { BodyOf, Connector, ConnectorContext } from './connector.ts';
+import type { BodyOf, ConnectorContext, UploadConnector } from './connector.ts';
 import { ConnectorCheckError } from './connector.ts';
 import { toNdjson } from './inline.connector.ts';
 import { checkColumnCount, toRow, type Row } from './rows.ts';
@@ -59,22 +59,20 @@ async function stageRows(rows: Row[], ctx: ConnectorContext) {
 }
 
 /** Uploaded JSON: parsed, flattened and staged as NDJSON, exactly like inline rows. */
-export const jsonConnector: Connector<'json'> = {
+export const jsonConnector: UploadConnector<'json'> = {
   type: 'json',
   mode: 'upload',
   async check(body) {
     jsonRows(body);
   },
   stage: (body, ctx) => stageRows(jsonRows(body), ctx),
-  configOf: () => ({}),
 };
 
-export const ndjsonConnector: Connector<'ndjson'> = {
+export const ndjsonConnector: UploadConnector<'ndjson'> = {
   type: 'ndjson',
   mode: 'upload',
   async check(body) {
     ndjsonRows(body);
   },
   stage: (body, ctx) => stageRows(ndjsonRows(body), ctx),
-  configOf: () => ({}),
 };

@@ -18,7 +18,7 @@ export function checkColumnCount(rows: readonly Row[], field: string): void {
 const RESERVED = new Set(['__proto__', 'constructor', 'prototype']);
 
 /** The same field-name rules as inline rows: no `$` operators, no prototype keys, no NUL, 1–128 characters. */
-function keyProblem(key: string): string | null {
+export function fieldNameProblem(key: string): string | null {
   if (key.length < 1 || key.length > 128) return 'field names have 1 to 128 characters';
   if (key.startsWith('$') || key.includes('\u0000') || RESERVED.has(key)) return `field name ${JSON.stringify(key.slice(0, 40))} is not allowed`;
   return null;
@@ -38,7 +38,7 @@ export function toRow(value: unknown, field: string, where: string): Row {
   }
   const row: Row = {};
   for (const [k, v] of entries) {
-    const problem = keyProblem(k);
+    const problem = fieldNameProblem(k);
     if (problem) throw new ConnectorCheckError(field, `${where}: ${problem}`);
     row[k] = v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? v : JSON.stringify(v);
   }

@@ -1,10 +1,13 @@
-import { isId, newId, type CallerContext, type CreateSourceBody, type ListQuery } from '@dap/contracts';
-import type { DatasetStore } from '@dap/datasets';
+import { isId, newId, type CallerContext, type CreateSourceBody, type ListQuery, type RemoteSourceType, type SourceConfigDto } from '@dap/contracts';
+import type { DatasetStore, StagedFormat } from '@dap/datasets';
 import { decodeCursor, toPage, type Page } from '@dap/http';
 import type { Logger } from '@dap/logger';
-import { ConnectorCheckError, connectorFor, type BodyOf, type Connector } from '../connectors/index.ts';
+import { ConnectorCheckError, connectorFor, type BodyOf, type RemoteConnector, type RemoteLimits, type UploadConnector } from '../connectors/index.ts';
+import type { UploadSourceType } from '../connectors/connector.ts';
+import { DisallowedTargetError, type OutboundGuard } from '../outbound/guard.ts';
 import type { SourceDoc, SourceRepository } from '../persistence/source.repository.ts';
-import { sourceNotFound, sourceRefused } from './errors.ts';
+import { credentialsContext, type CredentialCipher } from '../secrets/credentials.ts';
+import { credentialsUnavailable, sourceNotFound, sourceRefused } from './errors.ts';
 import { sourceCreated, sourceDeleted } from './events.ts';
 
 export interface SyncScheduler {
@@ -16,6 +19,19 @@ export interface SourceServiceDeps {
   store: DatasetStore;
   syncer: SyncScheduler;
   logger: Logger;
+  /** Seals remote sources' connection details; null when SOURCE_CREDENTIALS_KEY is not configured. */
+  cipher: CredentialCipher | null;
+  guard: OutboundGuard;
+  limits: RemoteLimits;
+  /** Aborted at shutdown, cutting connection checks short. */
+  shutdown: AbortSignal;
+}
+
+/** What a new source stores besides its name and type, as prepared by its connector. */
+interface Prepared {
+  config: SourceConfigDto;
+  credentials: string | null;
+  staged: StagedFormat | null;
 }
 
 type WithId = SourceDoc & { id: string };
@@ -42,25 +58,21 @@ export class SourceService {
   }
 
   /**
-   * Checks the source, stages its raw data durably, then stores it as pending together with `source.created`;
-   * the sync that makes it ready runs in the background.
+   * Checks the source (an upload parses; a remote source answers a bounded probe with its credentials),
+   * stages an upload's raw data durably or seals a remote source's connection details, then stores it as
+   * pending together with `source.created`; the sync that makes it ready runs in the background.
    */
   async create(caller: CallerContext, body: CreateSourceBody): Promise<SourceDoc> {
     const { repo, store, syncer } = this.deps;
     const accountId = caller.accountId;
     const id = newId('src');
-    const connector = connectorFor(body.type) as Connector<CreateSourceBody['type']>;
-    const ctx = { store, accountId, sourceId: id };
-    const typed = body as BodyOf<CreateSourceBody['type']>;
-    try {
-      await connector.check(typed, ctx);
-    } catch (err) {
-      if (err instanceof ConnectorCheckError) throw sourceRefused(err);
-      throw err;
-    }
+    const connector = connectorFor(body.type);
     let doc: SourceDoc;
     try {
-      const staged = connector.mode === 'upload' ? await connector.stage(typed, ctx) : null;
+      const prepared =
+        connector.mode === 'upload'
+          ? await this.prepareUpload(connector, body as BodyOf<UploadSourceType>, accountId, id)
+          : await this.prepareRemote(connector, body as BodyOf<RemoteSourceType>, accountId, id);
       const now = new Date();
       doc = await repo.insert(
         accountId,
@@ -68,8 +80,9 @@ export class SourceService {
           _id: id,
           name: body.name,
           type: body.type,
-          config: connector.configOf(typed),
-          staged,
+          config: prepared.config,
+          credentials: prepared.credentials,
+          staged: prepared.staged,
           status: 'pending',
           error: null,
           schema: [],
@@ -86,10 +99,36 @@ export class SourceService {
       );
     } catch (err) {
       await store.remove(accountId, id).catch(() => undefined);
+      if (err instanceof ConnectorCheckError) throw sourceRefused(err);
+      if (err instanceof DisallowedTargetError) throw sourceRefused(new ConnectorCheckError('connection', err.message));
       throw err;
     }
     syncer.schedule(accountId, id);
     return doc;
+  }
+
+  private async prepareUpload(
+    connector: UploadConnector<UploadSourceType>,
+    body: BodyOf<UploadSourceType>,
+    accountId: string,
+    sourceId: string,
+  ): Promise<Prepared> {
+    const ctx = { store: this.deps.store, accountId, sourceId };
+    await connector.check(body, ctx);
+    return { config: {}, credentials: null, staged: await connector.stage(body, ctx) };
+  }
+
+  private async prepareRemote(
+    connector: RemoteConnector<RemoteSourceType>,
+    body: BodyOf<RemoteSourceType>,
+    accountId: string,
+    sourceId: string,
+  ): Promise<Prepared> {
+    const { cipher, guard, limits, store, logger, shutdown } = this.deps;
+    if (!cipher) throw credentialsUnavailable();
+    const spec = connector.specOf(body);
+    await connector.check(spec, { guard, limits, store, logger, signal: shutdown });
+    return { config: connector.publicConfigOf(spec), credentials: cipher.seal(spec, credentialsContext(accountId, sourceId)), staged: null };
   }
 
   /** Asks for a fresh sync; a source already waiting for or in a sync is answered as it is. */

@@ -1,14 +1,21 @@
-import type { SourceDto } from '@dap/contracts';
+import { sourceConfigSchema, type SourceConfigDto, type SourceDto } from '@dap/contracts';
 import type { SourceDoc } from '../persistence/source.repository.ts';
 
 const iso = (d: Date | string) => new Date(d).toISOString();
 
-/** The public shape of a source: no account id, connector config, staging or lease internals. */
+/** Only the documented, non-secret config keys ever leave (zod drops any other key). */
+function publicConfig(config: unknown): SourceConfigDto {
+  const parsed = sourceConfigSchema.safeParse(config ?? {});
+  return parsed.success ? parsed.data : {};
+}
+
+/** The public shape of a source: no account id, credentials, staging or lease internals; config holds no secret. */
 export function toSourceDto(doc: SourceDoc): SourceDto {
   return {
     id: doc._id,
     name: doc.name,
     type: doc.type,
+    config: publicConfig(doc.config),
     status: doc.status,
     error: doc.status === 'failed' ? (doc.error ?? 'the sync failed') : null,
     schema: doc.schema.map((c) => ({ name: c.name, type: c.type })),

@@ -1,12 +1,17 @@
-import type { Column, DomainEvent, SourceStatus, SourceType } from '@dap/contracts';
+import type { Column, DomainEvent, SourceConfigDto, SourceStatus, SourceType } from '@dap/contracts';
 import type { StagedFormat } from '@dap/datasets';
 import { TenantCollection, type TenantDoc } from '@dap/mongo';
 
 export interface SourceDoc extends TenantDoc {
   name: string;
   type: SourceType;
-  /** Connector settings needed to sync again; upload sources keep nothing here (their data is staged). */
-  config: Record<string, unknown>;
+  /** What the API shows of the source's settings: never a secret (upload sources have none). */
+  config: SourceConfigDto;
+  /**
+   * Remote sources: everything needed to pull again (URL and headers, or host, user, password…), sealed
+   * with AES-256-GCM under SOURCE_CREDENTIALS_KEY and bound to this account and source. Null for uploads.
+   */
+  credentials?: string | null;
   /** Format of the staged upload that every sync re-ingests; null for remote sources. */
   staged: StagedFormat | null;
   status: SourceStatus;

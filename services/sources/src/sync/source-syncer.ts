@@ -4,9 +4,12 @@ import { newId } from '@dap/contracts';
 import type { DatasetStore, IngestResult } from '@dap/datasets';
 import type { Logger } from '@dap/logger';
 import { duckReason, isDuckError } from '../connectors/duck-errors.ts';
-import { ConnectorCheckError, connectorFor } from '../connectors/index.ts';
+import { ConnectorCheckError, connectorFor, type RemoteLimits } from '../connectors/index.ts';
 import { sourceFailed, sourceReady } from '../domain/events.ts';
+import { LoadError, type DatasetLoader } from '../ingest/loader.ts';
+import type { OutboundGuard } from '../outbound/guard.ts';
 import type { SourceDoc, SourceRepository } from '../persistence/source.repository.ts';
+import { credentialsContext, CredentialsError, type CredentialCipher } from '../secrets/credentials.ts';
 import { JobRunner } from './job-runner.ts';
 
 /** A sync failure whose message is meant for the customer as is. */
@@ -15,6 +18,10 @@ export class SyncFailure extends Error {}
 export interface SyncerOptions {
   repo: SourceRepository;
   store: DatasetStore;
+  loader: DatasetLoader;
+  cipher: CredentialCipher | null;
+  guard: OutboundGuard;
+  limits: RemoteLimits;
   logger: Logger;
   concurrency: number;
   leaseMs: number;
@@ -32,6 +39,8 @@ const SWEEP_BATCH = 100;
 export class SourceSyncer {
   private readonly opts: SyncerOptions;
   private readonly runner: JobRunner;
+  /** Aborted by stop(): running pulls and loads are cut short and their sources left to be resumed. */
+  private readonly shutdown = new AbortController();
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
 
@@ -76,6 +85,7 @@ export class SourceSyncer {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    this.shutdown.abort(new Error('the service is shutting down'));
     await this.runner.stop();
   }
 
@@ -89,12 +99,18 @@ export class SourceSyncer {
     }, Math.max(250, Math.floor(leaseMs / 3)));
     heartbeat.unref();
     let result: IngestResult;
+    const timings = { pullMs: 0, loadMs: 0 };
     try {
-      result = await this.load(doc);
+      result = await this.load(doc, timings);
     } catch (err) {
       clearInterval(heartbeat);
-      const reason = this.reasonOf(err, doc);
       await this.removeUnpublished(accountId, sourceId);
+      if (this.shutdown.signal.aborted) {
+        // Not the source's fault: it stays `syncing` under this instance, which resumes it when it starts again.
+        logger.info({ accountId, sourceId }, 'source sync interrupted by shutdown');
+        return;
+      }
+      const reason = this.reasonOf(err, doc);
       await repo.finish(accountId, sourceId, token, { status: 'failed', error: reason }, [sourceFailed(doc, reason)], new Date());
       logger.info({ accountId, sourceId, reason }, 'source sync failed');
       return;
@@ -110,29 +126,61 @@ export class SourceSyncer {
       now,
     );
     if (!done && !(await repo.findById(accountId, sourceId))) await store.remove(accountId, sourceId); // deleted mid-sync
-    logger.info({ accountId, sourceId, rowCount: result.rowCount, recorded: Boolean(done) }, 'source synced');
+    logger.info({ accountId, sourceId, type: doc.type, rowCount: result.rowCount, ...timings, recorded: Boolean(done) }, 'source synced');
   }
 
-  private async load(doc: SourceDoc): Promise<IngestResult> {
-    const { store } = this.opts;
-    if (!doc.staged) throw new SyncFailure(`sources of type ${doc.type} cannot be synced yet`);
-    try {
-      await access(store.stagingFile(doc.accountId, doc._id, doc.staged));
-    } catch {
-      throw new SyncFailure('the uploaded data is no longer available; create the source again');
+  private async load(doc: SourceDoc, timings: { pullMs: number; loadMs: number }): Promise<IngestResult> {
+    const { store, loader } = this.opts;
+    const signal = this.shutdown.signal;
+    const base = { accountId: doc.accountId, sourceId: doc._id, signal };
+    if (doc.staged) {
+      try {
+        await access(store.stagingFile(doc.accountId, doc._id, doc.staged));
+      } catch {
+        throw new SyncFailure('the uploaded data is no longer available; create the source again');
+      }
+      const t0 = performance.now();
+      const loaded = await loader.load({ ...base, format: doc.staged });
+      timings.loadMs = Math.round(performance.now() - t0);
+      return loaded;
     }
     const connector = connectorFor(doc.type);
+    if (connector.mode !== 'remote' || !doc.credentials) throw new SyncFailure('the source has no stored data or connection details; create it again');
+    const { cipher, guard, limits, logger } = this.opts;
+    if (!cipher) throw new SyncFailure('this deployment cannot read source credentials: SOURCE_CREDENTIALS_KEY is not configured');
+    let spec: unknown;
     try {
-      await connector.validateStaged?.({ store, accountId: doc.accountId, sourceId: doc._id });
+      spec = connector.parseSpec(cipher.open(doc.credentials, credentialsContext(doc.accountId, doc._id)));
     } catch (err) {
-      if (err instanceof ConnectorCheckError) throw new SyncFailure(`the data could not be loaded: ${err.message}`);
+      if (err instanceof CredentialsError) throw new SyncFailure(`${err.message}; create the source again`);
       throw err;
     }
-    return store.ingest(doc.accountId, doc._id, doc.staged);
+    try {
+      const t0 = performance.now();
+      const pulled = await connector.pull(spec, { ...base, guard, limits, store, logger });
+      const t1 = performance.now();
+      timings.pullMs = Math.round(t1 - t0);
+      const loaded = await loader.load({ ...base, format: pulled.format, ...(pulled.columns ? { columns: pulled.columns } : {}), ...(pulled.checkFieldNames ? { checkFieldNames: true } : {}) });
+      timings.loadMs = Math.round(performance.now() - t1);
+      return loaded;
+    } finally {
+      await this.removeStaging(doc.accountId, doc._id);
+    }
+  }
+
+  /** A remote source's staged pull can be as big as the data; it is not kept once loaded (or failed). */
+  private async removeStaging(accountId: string, sourceId: string): Promise<void> {
+    const dir = this.opts.store.dir(accountId, sourceId);
+    try {
+      for (const f of await readdir(dir)) if (f.startsWith('staging.')) await rm(join(dir, f), { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.opts.logger.warn({ err, sourceId }, 'could not remove the staged pull');
+    }
   }
 
   private reasonOf(err: unknown, doc: SourceDoc): string {
-    if (err instanceof SyncFailure) return err.message;
+    if (err instanceof SyncFailure || err instanceof ConnectorCheckError) return err.message;
+    if (err instanceof LoadError) return `the data could not be loaded: ${err.message}`;
     if (isDuckError(err)) return `the data could not be loaded: ${duckReason(err, [this.opts.store.root])}`;
     this.opts.logger.error({ err, accountId: doc.accountId, sourceId: doc._id }, 'source sync failed unexpectedly');
     return 'the data could not be loaded because of an internal error; try syncing again';

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Soak test for bounded memory in ingestion: a 1 GiB CSV pulled from a URL by the sources service (its own
+# process) must load with the service's peak RSS under 400 MB.
+#
+#   bash deploy/local/soak-ingest.sh [size MiB, default 1024] [RSS budget MB, default 400]
+#
+# Uses the test stack (started if needed, never stopped: others may share it). Needs ~3x the size in free
+# space under $TMPDIR. Takes about a minute for 1 GiB on two cores.
+set -Eeuo pipefail
+ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+bash deploy/local/bootstrap.sh
+if ! bash deploy/local/stack.sh status test >/dev/null 2>&1; then
+  bash deploy/local/stack.sh up test
+fi
+exec node_modules/.bin/node --no-warnings services/sources/bench/soak-ingest.ts "${1:-1024}" "${2:-400}"

@@ -1,0 +1,137 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { newId, SCOPES, signCallerContext } from '@dap/contracts';
+import { repoRoot, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix } from '@dap/testing';
+import { writeOrdersCsv } from './ingest.bench.ts';
+
+/**
+ * Soak: a large CSV (default 1 GiB) pulled from a URL into the dataset store, by the sources service running
+ * as its own process, while the kernel's peak-RSS counter (VmHWM) of that process is watched. Fails when the
+ * peak passes the budget (default 400 MB). Run with `bash deploy/local/soak-ingest.sh [MiB] [budget MB]`.
+ */
+const targetMiB = Number(process.argv[2] ?? 1024);
+const budgetMB = Number(process.argv[3] ?? 400);
+const ROW_BYTES = 61; // what writeOrdersCsv writes per row, on average
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function memoryOf(pid: number): { rssMB: number; peakMB: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
+  return { rssMB: Math.round(kb('VmRSS') / 1024), peakMB: Math.round(kb('VmHWM') / 1024) };
+}
+
+async function main(): Promise<number> {
+  const root = repoRoot();
+  const dir = await mkdtemp(join(tmpdir(), 'dap-soak-'));
+  const children: ChildProcess[] = [];
+  try {
+    const rows = Math.round((targetMiB * 1024 * 1024) / ROW_BYTES);
+    process.stdout.write(`[soak] writing a ${targetMiB} MiB CSV (${rows.toLocaleString('en')} rows)...\n`);
+    const file = join(dir, 'orders.csv');
+    const bytes = await writeOrdersCsv(file, rows);
+
+    const filesPort = await freePort();
+    const files = spawn(
+      process.execPath,
+      ['-e', `require('node:http').createServer((q, r) => { r.writeHead(200, { 'content-type': 'text/csv', 'content-length': require('node:fs').statSync(process.argv[1]).size }); require('node:fs').createReadStream(process.argv[1], { highWaterMark: 1 << 20 }).pipe(r); }).listen(${filesPort}, '127.0.0.1')`, file],
+      { stdio: 'inherit' },
+    );
+    children.push(files);
+
+    const port = await freePort();
+    const suffix = uniqueSuffix();
+    const svc = spawn(process.execPath, ['--no-warnings', join(root, 'services/sources/src/main.ts')], {
+      cwd: root,
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: {
+        PATH: process.env.PATH ?? '',
+        ...stackEnv(),
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        MONGO_DB: `soak_src_${suffix}`,
+        KAFKA_TOPIC_PREFIX: `soak${suffix}.`,
+        INTERNAL_SECRET: TEST_INTERNAL_SECRET,
+        SOURCE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
+        ALLOW_PRIVATE_TARGETS: 'true',
+        DATASET_DIR: join(dir, 'datasets'),
+        LOG_LEVEL: 'warn',
+      },
+    });
+    children.push(svc);
+    const url = `http://127.0.0.1:${port}`;
+    for (let i = 0; ; i++) {
+      if (svc.exitCode !== null) throw new Error('the sources service exited during start-up');
+      if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) break;
+      if (i > 300) throw new Error('the sources service did not start');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const idle = memoryOf(svc.pid!);
+    process.stdout.write(`[soak] service up (pid ${svc.pid}, RSS ${idle.rssMB} MB); creating the URL source...\n`);
+
+    const accountId = newId('acct');
+    const headers = () => {
+      const { context, signature } = signCallerContext(TEST_INTERNAL_SECRET, { accountId, plan: 'enterprise', scopes: [...SCOPES], requestId: newId('req'), issuedAt: Date.now() });
+      return { 'content-type': 'application/json', 'x-dap-context': context, 'x-dap-signature': signature };
+    };
+    const started = performance.now();
+    const res = await fetch(`${url}/v1/sources`, { method: 'POST', headers: headers(), body: JSON.stringify({ type: 'url', name: 'soak', url: `http://127.0.0.1:${filesPort}/orders.csv` }) });
+    if (res.status !== 201) throw new Error(`create answered ${res.status}: ${await res.text()}`);
+    const { id } = (await res.json()) as { id: string };
+    let maxRss = 0;
+    let last = '';
+    for (;;) {
+      maxRss = Math.max(maxRss, memoryOf(svc.pid!).rssMB);
+      const s = (await (await fetch(`${url}/v1/sources/${id}`, { headers: headers() })).json()) as { status: string; rowCount: number; error: string | null };
+      if (s.status !== last) process.stdout.write(`[soak] ${((performance.now() - started) / 1000).toFixed(1)} s: ${(last = s.status)}\n`);
+      if (s.status === 'failed') throw new Error(`the source failed: ${s.error}`);
+      if (s.status === 'ready') {
+        const seconds = (performance.now() - started) / 1000;
+        const { peakMB } = memoryOf(svc.pid!);
+        process.stdout.write(
+          `[soak] ready: ${s.rowCount.toLocaleString('en')} rows from ${(bytes / 1024 ** 2).toFixed(0)} MiB in ${seconds.toFixed(1)} s ` +
+            `(${Math.round(s.rowCount / seconds).toLocaleString('en')} rows/s); service RSS idle ${idle.rssMB} MB, sampled max ${maxRss} MB, kernel peak (VmHWM) ${peakMB} MB, budget ${budgetMB} MB\n`,
+        );
+        if (s.rowCount !== rows) throw new Error(`loaded ${s.rowCount} rows, expected ${rows}`);
+        if (peakMB >= budgetMB) {
+          process.stdout.write(`[soak] FAILED: peak RSS ${peakMB} MB is over the ${budgetMB} MB budget\n`);
+          return 1;
+        }
+        process.stdout.write('[soak] OK\n');
+        return 0;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    for (const c of children.reverse()) {
+      if (c.exitCode === null) {
+        c.kill('SIGTERM');
+        await Promise.race([once(c, 'exit'), new Promise((r) => setTimeout(r, 10_000))]);
+      }
+    }
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`[soak] FAILED: ${(err as Error).message}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,179 @@
+import { isIP } from 'node:net';
+import pg from 'pg';
+import { z } from 'zod';
+import { StagingWriter } from '../ingest/staging-file.ts';
+import { ndjsonEncoder, uniqueNames } from '../ingest/row-encoding.ts';
+import { ConnectorCheckError, type RemoteConnector, type RemoteContext, type StagedColumn, type StagedColumnType } from './connector.ts';
+import { closeQuietly, connectionOf, dbConnectionSchema, publicConnection, type DbConnection } from './db-spec.ts';
+import { withDeadline } from './deadline.ts';
+import { describeNetworkError, scrub, TooLargeError } from './remote-errors.ts';
+
+export interface SqlSpec extends DbConnection {
+  table?: string;
+  query?: string;
+}
+
+export const sqlSpecSchema = dbConnectionSchema.extend({ table: z.string().optional(), query: z.string().optional() });
+
+/** PostgreSQL type oids whose values the loader keeps typed; every other type arrives as its text form. */
+const PG_TYPES: Record<number, StagedColumnType> = {
+  16: 'BOOLEAN',
+  20: 'BIGINT',
+  21: 'BIGINT',
+  23: 'BIGINT',
+  26: 'BIGINT',
+  700: 'DOUBLE',
+  701: 'DOUBLE',
+  1700: 'DOUBLE',
+  1082: 'DATE',
+  1114: 'TIMESTAMP',
+  1184: 'TIMESTAMP', // timestamptz, printed in UTC (the session is set to UTC)
+};
+
+/** Every value stays the text PostgreSQL sent: no Date or number parsing on the event loop; the encoder types it. */
+const RAW_TEXT = { getTypeParser: () => (value: string) => value } as unknown as pg.CustomTypesConfig;
+
+const quoteIdent = (s: string) => `"${s.replaceAll('"', '""')}"`;
+
+/** The statement a source reads: a whole table, or the customer's own SELECT (minus a trailing semicolon). */
+export function sqlOf(spec: Pick<SqlSpec, 'table' | 'query'>, quote: (s: string) => string): string {
+  if (spec.table) return `SELECT * FROM ${spec.table.split('.').map(quote).join('.')}`;
+  return spec.query!.trim().replace(/;\s*$/, '');
+}
+
+/**
+ * Rows per FETCH adapt so one batch is about this many bytes of NDJSON, within bounds: a batch is encoded in
+ * one synchronous run, so it must stay small enough (a few ms of work) for the event loop to keep turning.
+ */
+const BATCH_TARGET_BYTES = 1024 * 1024;
+const BATCH_MIN = 50;
+const BATCH_MAX = 2_000;
+
+function failure(err: unknown, spec: SqlSpec): Error {
+  if (err instanceof ConnectorCheckError || err instanceof TooLargeError) return err;
+  const sourceField = spec.table ? 'table' : 'query';
+  const net = describeNetworkError(err);
+  if (net) return new ConnectorCheckError('connection', `could not connect to PostgreSQL: ${net}`);
+  const e = err as { code?: string; message?: string };
+  const message = scrub(String(e?.message ?? 'unknown error').split('\n')[0]!.slice(0, 300), [spec.password]);
+  if (typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) {
+    if (e.code.startsWith('28') || e.code === '3D000') return new ConnectorCheckError('connection', `PostgreSQL refused the connection: ${message}`);
+    if (e.code === '25006') return new ConnectorCheckError(sourceField, 'the query tried to write; a source may only read');
+    return new ConnectorCheckError(sourceField, `PostgreSQL could not run the ${spec.table ? 'read of the table' : 'query'}: ${message}`);
+  }
+  if (/timeout|terminated/i.test(message)) return new ConnectorCheckError('connection', `could not connect to PostgreSQL: ${message}`);
+  if (/SSL|TLS|certificate/i.test(message)) return new ConnectorCheckError('connection', `could not connect to PostgreSQL: ${message}`);
+  return err as Error;
+}
+
+/** Connects to the checked address of the host (the SSRF guard's `pin`); TLS still verifies the host name. */
+async function connect(spec: SqlSpec, ctx: RemoteContext, signal: AbortSignal): Promise<pg.Client> {
+  const { address } = await ctx.guard.pin(spec.host, ctx.limits.connectTimeoutMs);
+  const client = new pg.Client({
+    host: address,
+    port: spec.port,
+    database: spec.database,
+    user: spec.user,
+    password: spec.password ?? '',
+    ssl: spec.ssl === 'disable' ? false : { rejectUnauthorized: spec.ssl === 'verify-full', ...(isIP(spec.host) ? {} : { servername: spec.host }) },
+    connectionTimeoutMillis: ctx.limits.connectTimeoutMs,
+    application_name: 'dap-sources',
+    types: RAW_TEXT,
+  });
+  client.on('error', () => undefined); // a dropped connection surfaces as the failed query instead
+  const onAbort = () => destroy(client);
+  signal.addEventListener('abort', onAbort, { once: true });
+  client.once('end', () => signal.removeEventListener('abort', onAbort));
+  await client.connect();
+  await client.query(`SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'iso_8601'; SET extra_float_digits = 3`);
+  return client;
+}
+
+function destroy(client: pg.Client): void {
+  (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+}
+
+async function close(client: pg.Client | null): Promise<void> {
+  if (client) await closeQuietly(() => client.end(), () => destroy(client));
+}
+
+/** Opens a read-only transaction with a server-side cursor over the source's statement (extended protocol: one statement only). */
+async function openCursor(client: pg.Client, spec: SqlSpec, name: string): Promise<void> {
+  await client.query('BEGIN READ ONLY');
+  await client.query({ text: `DECLARE ${name} NO SCROLL CURSOR FOR ${sqlOf(spec, quoteIdent)}`, queryMode: 'extended' } as pg.QueryConfig);
+}
+
+function columnsOf(fields: readonly pg.FieldDef[]): StagedColumn[] {
+  const names = uniqueNames(fields.map((f) => f.name));
+  return fields.map((f, i) => ({ name: names[i]!, type: PG_TYPES[f.dataTypeID] ?? 'VARCHAR' }));
+}
+
+export const postgresConnector: RemoteConnector<'postgres', SqlSpec> = {
+  type: 'postgres',
+  mode: 'remote',
+  specOf: (body) => ({ ...connectionOf('postgres', body.connection), ...(body.table ? { table: body.table } : { query: body.query! }) }),
+  parseSpec: (value) => sqlSpecSchema.parse(value) as SqlSpec,
+  publicConfigOf: (spec) => ({ ...publicConnection(spec), ...(spec.table ? { table: spec.table } : { query: spec.query! }) }),
+
+  async check(spec, ctx) {
+    await withDeadline(
+      ctx.signal,
+      ctx.limits.checkTimeoutMs,
+      'checking the PostgreSQL source',
+      async (signal) => {
+        let client: pg.Client | null = null;
+        try {
+          client = await connect(spec, ctx, signal);
+          await openCursor(client, spec, 'dap_probe');
+          await client.query('FETCH 1 FROM dap_probe');
+          await client.query('ROLLBACK');
+        } catch (err) {
+          throw failure(err, spec);
+        } finally {
+          await close(client);
+        }
+      },
+      'connection',
+    );
+  },
+
+  async pull(spec, ctx) {
+    return withDeadline(
+      ctx.signal,
+      ctx.limits.dbTimeoutMs,
+      'reading from PostgreSQL',
+      async (signal) => {
+        let client: pg.Client | null = null;
+        const writer = await StagingWriter.open(ctx.store, ctx.accountId, ctx.sourceId, 'ndjson', ctx.limits.maxBytes);
+        try {
+          client = await connect(spec, ctx, signal);
+          await openCursor(client, spec, 'dap_cursor');
+          let columns: StagedColumn[] | null = null;
+          let encode: ((values: readonly unknown[]) => string) | null = null;
+          for (let batch = 500; ; ) {
+            const res = await client.query({ text: `FETCH FORWARD ${batch} FROM dap_cursor`, rowMode: 'array' });
+            if (!columns) {
+              columns = columnsOf(res.fields);
+              encode = ndjsonEncoder(columns);
+            }
+            let text = '';
+            for (const row of res.rows as unknown[][]) text += encode!(row);
+            await writer.write(text);
+            if (res.rows.length < batch) break;
+            const bytesPerRow = Math.max(1, text.length / res.rows.length);
+            batch = Math.min(BATCH_MAX, Math.max(BATCH_MIN, Math.floor(BATCH_TARGET_BYTES / bytesPerRow)));
+          }
+          await client.query('COMMIT');
+          await writer.commit();
+          return { format: 'ndjson' as const, columns: columns ?? [] };
+        } catch (err) {
+          await writer.abort();
+          throw failure(err, spec);
+        } finally {
+          await close(client);
+        }
+      },
+      'connection',
+    );
+  },
+};

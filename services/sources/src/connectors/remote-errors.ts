@@ -1,0 +1,70 @@
+import { DisallowedTargetError, HostNotFoundError } from '../outbound/guard.ts';
+
+/** The pull ran past its time limit (connect, idle or total); the message names which. */
+export class PullTimeoutError extends Error {
+  readonly code = 'ERR_PULL_TIMEOUT';
+  constructor(message: string) {
+    super(message);
+    this.name = 'PullTimeoutError';
+  }
+}
+
+/** The remote data is larger than SOURCE_MAX_BYTES. */
+export class TooLargeError extends Error {
+  readonly code = 'ERR_TOO_LARGE';
+  constructor(maxBytes: number) {
+    super(`the data is larger than the limit of ${formatBytes(maxBytes)}`);
+    this.name = 'TooLargeError';
+  }
+}
+
+export function formatBytes(n: number): string {
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  let v = n;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return i === 0 ? `${n} bytes` : `${Number.isInteger(v) ? v : v.toFixed(1)} ${units[i]}`;
+}
+
+const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** Belt and braces: a message shown to a customer or logged never carries a password, even if a driver echoed one. */
+export function scrub(message: string, secrets: ReadonlyArray<string | undefined>): string {
+  let out = message;
+  for (const s of secrets) {
+    if (!s || s.length < 3) continue;
+    for (const form of new Set([s, encodeURIComponent(s)])) out = out.replace(new RegExp(escapeRe(form), 'g'), '[redacted]');
+  }
+  return out;
+}
+
+/** A short, customer-safe description of why a connection or a read failed, or null when it is not a network error. */
+export function describeNetworkError(err: unknown): string | null {
+  if (err instanceof DisallowedTargetError || err instanceof HostNotFoundError || err instanceof PullTimeoutError || err instanceof TooLargeError) return err.message;
+  const e = err as { code?: unknown; message?: unknown; cause?: unknown };
+  const code = typeof e?.code === 'string' ? e.code : '';
+  switch (code) {
+    case 'ERR_DISALLOWED_TARGET':
+      return typeof e.message === 'string' ? e.message : 'the target address is not allowed';
+    case 'ECONNREFUSED':
+      return 'the connection was refused';
+    case 'ECONNRESET':
+    case 'EPIPE':
+      return 'the connection was reset';
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return 'the host was not found';
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return 'the host is unreachable';
+    case 'ETIMEDOUT':
+    case 'ETIMEOUT':
+      return 'the connection timed out';
+  }
+  if (/^ERR_TLS|CERT|^DEPTH_ZERO|^UNABLE_TO|^SELF_SIGNED/.test(code)) return `TLS error (${code})`;
+  if (e?.cause && e.cause !== err) return describeNetworkError(e.cause);
+  return null;
+}

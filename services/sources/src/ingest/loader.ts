@@ -1,0 +1,305 @@
+import { open, rm, stat } from 'node:fs/promises';
+import { basename } from 'node:path';
+import { sqlIdent as id, sqlLiteral as q, type DatasetStore, type IngestResult, type StagedFormat } from '@dap/datasets';
+import type { Logger } from '@dap/logger';
+import type { StagedColumn } from '../connectors/connector.ts';
+import { scanCsv } from '../connectors/csv.connector.ts';
+import { duckReason, isDuckError } from '../connectors/duck-errors.ts';
+import { fieldNameProblem, MAX_COLUMNS } from '../connectors/rows.ts';
+import { detectTimestampFamily, TIMESTAMP_FAMILIES, type TimestampFamily } from './timestamp-formats.ts';
+
+/** The data cannot be loaded; the message is meant for the customer as is. */
+export class LoadError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'LoadError';
+  }
+}
+
+/** DuckDB's default CSV sample; a value past it that does not fit the sampled type makes the loader sniff everything. */
+export const CSV_SAMPLE_ROWS = 20_480;
+const TIMESTAMP_SAMPLE_ROWS = 2_000;
+const PARQUET = 'FORMAT parquet, COMPRESSION zstd';
+const DELIMITERS = /[,;\t|]/;
+/** Type names as DuckDB prints them; anything else is refused rather than spliced into SQL. */
+const DUCK_TYPE = /^[A-Z][A-Z0-9_ ]*(\(\d+(, ?\d+)?\))?$/;
+
+export interface LoadRequest {
+  accountId: string;
+  sourceId: string;
+  format: StagedFormat;
+  /** Known column types (database pulls); without them types are inferred from the data. */
+  columns?: StagedColumn[];
+  /** Field names come from documents and must follow the uploaded-JSON rules. */
+  checkFieldNames?: boolean;
+  signal?: AbortSignal;
+}
+
+interface DuckColumn {
+  name: string;
+  type: string;
+}
+
+interface CsvDialect {
+  delimiter: string;
+  quote: string;
+  escape: string;
+  newLine: string;
+  comment: string;
+  skipRows: number;
+  columns: DuckColumn[];
+  dateFormat: string | null;
+  timestampFormat: string | null;
+}
+
+const unempty = (v: unknown) => (v === null || v === undefined || v === '(empty)' ? '' : String(v));
+
+/**
+ * Turns a staged file into the source's Parquet data with DuckDB, in as few passes as the data allows:
+ *
+ * - CSV: DuckDB's sniffer reads a sample for the dialect and types, and one COPY reads the file with those
+ *   settings. A value past the sample that does not fit its column's type fails that COPY, and the load runs
+ *   again with the whole file sniffed, so a mixed-type column widens instead of failing.
+ * - JSON/NDJSON: read with types inferred from every record, or with the origin's own types (databases).
+ * - Then every column is made one of the API's scalar types: nested values become JSON text, zoned
+ *   timestamps become UTC, and text columns whose every value is a timestamp in a common format become
+ *   timestamps. Only when something changes is the Parquet file rewritten (a cheap columnar pass).
+ *
+ * Loads run one at a time per process: DuckDB's memory (DUCKDB_MEMORY_LIMIT) is shared, and one big COPY
+ * at a time, on one thread when the file is big (INGEST_PARALLEL_MAX_BYTES), is what keeps the process
+ * small. Row order is kept.
+ */
+export class DatasetLoader {
+  private readonly store: DatasetStore;
+  private readonly parallelMaxBytes: number;
+  private readonly logger: Logger;
+  private queue: Promise<unknown> = Promise.resolve();
+  private ready: Promise<void> | null = null;
+
+  constructor(store: DatasetStore, opts: { parallelMaxBytes: number; logger: Logger }) {
+    this.store = store;
+    this.parallelMaxBytes = opts.parallelMaxBytes;
+    this.logger = opts.logger;
+  }
+
+  load(req: LoadRequest): Promise<IngestResult> {
+    const run = this.queue.then(() => this.loadNow(req));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async loadNow(req: LoadRequest): Promise<IngestResult> {
+    const { store } = this;
+    req.signal?.throwIfAborted();
+    // Timestamps without an offset are UTC, never the server's zone.
+    this.ready ??= store.duck.run(`SET TimeZone = 'UTC'`).then(() => undefined);
+    await this.ready;
+    const staged = store.stagingFile(req.accountId, req.sourceId, req.format);
+    const size = (await stat(staged)).size;
+    // A database table may be empty and still has its columns; a file with no bytes has nothing.
+    if (req.columns && !req.columns.length) throw new LoadError('the query returned no columns');
+    if (size === 0 && !req.columns) throw new LoadError('the data is empty');
+    // Every DuckDB thread holds its own read and write buffers (and keeping row order buffers chunks that
+    // finish early): a big file loads on one thread, which keeps memory flat; a small one uses them all.
+    await store.duck.run(size <= this.parallelMaxBytes ? 'RESET threads' : 'SET threads = 1');
+    const written: string[] = [];
+    const target = () => {
+      const f = store.newDataFile(req.accountId, req.sourceId);
+      written.push(f);
+      return f;
+    };
+    try {
+      const raw = target();
+      const t0 = performance.now();
+      if (req.format === 'csv') await this.copyCsv(staged, raw, req.signal);
+      else await this.copyJson(staged, req.format, req.columns, raw, req.signal);
+      const t1 = performance.now();
+      const final = await this.normalize(raw, target, req);
+      const t2 = performance.now();
+      const published = await store.publish(req.accountId, req.sourceId, final);
+      const ms = (a: number, b: number) => Math.round(b - a);
+      this.logger.debug({ sourceId: req.sourceId, format: req.format, bytes: size, copyMs: ms(t0, t1), normalizeMs: ms(t1, t2), publishMs: ms(t2, performance.now()) }, 'dataset loaded');
+      return published;
+    } catch (err) {
+      const current = await store.currentFile(req.accountId, req.sourceId).catch(() => null);
+      for (const f of written) if (!current || basename(current) !== basename(f)) await rm(f, { force: true });
+      throw err;
+    }
+  }
+
+  // ------------------------------------------------------------------ CSV
+
+  private async copyCsv(file: string, out: string, signal?: AbortSignal): Promise<void> {
+    const header = await this.headerOf(file);
+    for (const sample of [CSV_SAMPLE_ROWS, -1]) {
+      try {
+        const dialect = await this.sniff(file, sample, signal);
+        this.refuseRagged(dialect, header);
+        const select = dialect.columns.map((c) => normalizedExpr(c)).join(', ');
+        await this.store.duck.run(`COPY (SELECT ${select} FROM ${csvReader(file, dialect)}) TO ${q(out)} (${PARQUET})`, [], { signal });
+        return;
+      } catch (err) {
+        if (sample === -1 && isDuckError(err) && !signal?.aborted) throw new LoadError(`the CSV could not be parsed: ${duckReason(err, [this.store.root])}`);
+        if (sample === -1 || !isDuckError(err) || signal?.aborted) throw err;
+        this.logger.debug({ reason: (err as Error).message.split('\n')[0] }, 'CSV value past the sample; sniffing the whole file');
+        await rm(out, { force: true });
+      }
+    }
+  }
+
+  private async headerOf(file: string): Promise<string> {
+    const fh = await open(file, 'r');
+    try {
+      const buf = Buffer.alloc(256 * 1024);
+      const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+      const text = buf.subarray(0, bytesRead).toString('utf8');
+      if (text.includes('\u0000')) throw new LoadError('the CSV contains NUL characters; it looks like a binary file');
+      if (!text.trim()) throw new LoadError('the CSV is empty');
+      const { headerEnd } = scanCsv(text, text.length);
+      return headerEnd < 0 ? text : text.slice(0, headerEnd);
+    } finally {
+      await fh.close();
+    }
+  }
+
+  private async sniff(file: string, sample: number, signal?: AbortSignal): Promise<CsvDialect> {
+    const res = await this.store.duck.run(
+      `SELECT Delimiter, Quote, Escape, NewLineDelimiter, Comment, SkipRows, to_json(Columns)::VARCHAR AS columns, DateFormat, TimestampFormat
+       FROM sniff_csv(${q(file)}, header = true, sample_size = ${sample})`,
+      [],
+      { signal },
+    );
+    const r = res.rows[0];
+    if (!r) throw new LoadError('the CSV could not be parsed');
+    const columns = (JSON.parse(String(r.columns)) as DuckColumn[]).map((c) => {
+      if (!DUCK_TYPE.test(c.type)) throw new LoadError(`the CSV column ${JSON.stringify(c.name.slice(0, 40))} has an unsupported type`);
+      return { name: c.name, type: c.type };
+    });
+    if (columns.length > MAX_COLUMNS) throw new LoadError(`the CSV has ${columns.length} columns; at most ${MAX_COLUMNS} are allowed`);
+    return {
+      delimiter: unempty(r.Delimiter),
+      quote: unempty(r.Quote),
+      escape: unempty(r.Escape),
+      newLine: unempty(r.NewLineDelimiter),
+      comment: unempty(r.Comment),
+      skipRows: Number(r.SkipRows ?? 0),
+      columns,
+      dateFormat: r.DateFormat ? String(r.DateFormat) : null,
+      timestampFormat: r.TimestampFormat ? String(r.TimestampFormat) : null,
+    };
+  }
+
+  /**
+   * When a row has more fields than the header, DuckDB's sniffer "succeeds" by skipping the rows before it,
+   * or by falling back to a single column; both would silently lose data, so both are refused.
+   */
+  private refuseRagged(d: CsvDialect, header: string): void {
+    if (d.skipRows > 0) {
+      throw new LoadError(`the CSV could not be parsed: its rows do not have a consistent number of columns (row ${d.skipRows + 1} differs from the header)`);
+    }
+    if (d.columns.length === 1 && DELIMITERS.test(header.replace(/"[^"]*"/g, ''))) {
+      throw new LoadError('the CSV could not be parsed: its rows do not have a consistent number of columns');
+    }
+  }
+
+  // ------------------------------------------------------------------ JSON
+
+  private async copyJson(file: string, format: StagedFormat, columns: StagedColumn[] | undefined, out: string, signal?: AbortSignal): Promise<void> {
+    const shape = format === 'json' ? 'array' : 'newline_delimited';
+    const reader = columns
+      ? `read_json(${q(file)}, format = ${q(shape)}, records = true, columns = {${columns.map((c) => `${q(c.name)}: ${q(c.type)}`).join(', ')}})`
+      : `read_json(${q(file)}, format = ${q(shape)}, records = true, sample_size = -1)`;
+    await this.store.duck.run(`COPY (SELECT * FROM ${reader}) TO ${q(out)} (${PARQUET})`, [], { signal });
+  }
+
+  // ------------------------------------------------------------------ normalization
+
+  private async describe(file: string): Promise<DuckColumn[]> {
+    const res = await this.store.duck.run(`DESCRIBE SELECT * FROM read_parquet(${q(file)})`);
+    return res.rows.map((r) => ({ name: String(r.column_name), type: String(r.column_type) }));
+  }
+
+  private async normalize(raw: string, target: () => string, req: LoadRequest): Promise<string> {
+    const columns = await this.describe(raw);
+    if (columns.length > MAX_COLUMNS) throw new LoadError(`the data has ${columns.length} fields; at most ${MAX_COLUMNS} are allowed`);
+    if (req.checkFieldNames) {
+      for (const c of columns) {
+        const problem = fieldNameProblem(c.name);
+        if (problem) throw new LoadError(problem);
+      }
+    }
+    const exprs = columns.map((c) => ({ column: c, expr: normalizedExpr(c) }));
+    const families = await this.timestampColumns(raw, columns, req.signal);
+    for (const e of exprs) {
+      const family = families.get(e.column.name);
+      if (family) e.expr = `${TIMESTAMP_FAMILIES[family].expr(id(e.column.name))} AS ${id(e.column.name)}`;
+    }
+    if (exprs.every((e) => e.expr === id(e.column.name))) return raw;
+    const out = target();
+    await this.store.duck.run(`COPY (SELECT ${exprs.map((e) => e.expr).join(', ')} FROM read_parquet(${q(raw)})) TO ${q(out)} (${PARQUET})`, [], {
+      signal: req.signal,
+    });
+    await rm(raw, { force: true });
+    return out;
+  }
+
+  /** Text columns whose every value is a timestamp in one common format: guessed on a sample, proven on all rows. */
+  private async timestampColumns(file: string, columns: DuckColumn[], signal?: AbortSignal): Promise<Map<string, TimestampFamily>> {
+    const found = new Map<string, TimestampFamily>();
+    const text = columns.filter((c) => c.type === 'VARCHAR');
+    if (!text.length) return found;
+    const sample = await this.store.duck.run(
+      `SELECT ${text.map((c) => id(c.name)).join(', ')} FROM read_parquet(${q(file)}) LIMIT ${TIMESTAMP_SAMPLE_ROWS}`,
+      [],
+      { signal },
+    );
+    for (const c of text) {
+      const values = sample.rows.map((r) => r[c.name]).filter((v): v is string => typeof v === 'string');
+      for (const family of detectTimestampFamily(values)) {
+        const col = id(c.name);
+        const res = await this.store.duck.run(
+          `SELECT count(*) FILTER (WHERE ${col} IS NOT NULL AND (NOT regexp_full_match(${col}, ${q(TIMESTAMP_FAMILIES[family].pattern)}) OR ${TIMESTAMP_FAMILIES[family].expr(col)} IS NULL)) AS bad
+           FROM read_parquet(${q(file)})`,
+          [],
+          { signal },
+        );
+        if (Number(res.rows[0]?.bad) === 0) {
+          found.set(c.name, family);
+          break;
+        }
+      }
+    }
+    return found;
+  }
+}
+
+/** DuckDB reads CSV with the sniffed dialect and types, without sniffing again. */
+function csvReader(file: string, d: CsvDialect): string {
+  const opts = [
+    'auto_detect = false',
+    'header = true',
+    `delim = ${q(d.delimiter)}`,
+    `quote = ${q(d.quote)}`,
+    `escape = ${q(d.escape)}`,
+    `new_line = ${q(d.newLine)}`,
+    `comment = ${q(d.comment)}`,
+    'skip = 0',
+    `columns = {${d.columns.map((c) => `${q(c.name)}: ${q(c.type)}`).join(', ')}}`,
+  ];
+  if (d.dateFormat) opts.push(`dateformat = ${q(d.dateFormat)}`);
+  if (d.timestampFormat) opts.push(`timestampformat = ${q(d.timestampFormat)}`);
+  return `read_csv(${q(file)}, ${opts.join(', ')})`;
+}
+
+/** The select expression that turns a column into one of the API's scalar types (or the bare column). */
+export function normalizedExpr(c: DuckColumn): string {
+  const col = id(c.name);
+  const t = c.type.toUpperCase();
+  if (t === 'JSON') return `(${col} ->> '$') AS ${col}`;
+  if (t.startsWith('STRUCT') || t.startsWith('MAP') || t.startsWith('UNION') || t.endsWith(']')) return `CAST(to_json(${col}) AS VARCHAR) AS ${col}`;
+  if (t === 'TIMESTAMP WITH TIME ZONE') return `timezone('UTC', ${col}) AS ${col}`;
+  if (t === 'TIMESTAMP_NS' || t === 'TIMESTAMP_MS' || t === 'TIMESTAMP_S') return `CAST(${col} AS TIMESTAMP) AS ${col}`;
+  if (t === 'HUGEINT' || t === 'UHUGEINT') return `CAST(${col} AS DOUBLE) AS ${col}`;
+  if (/^(TIME|TIME WITH TIME ZONE|INTERVAL|UUID|BLOB|BIT|ENUM.*)$/.test(t)) return `CAST(${col} AS VARCHAR) AS ${col}`;
+  return col;
+}

@@ -1,0 +1,117 @@
+import { isIPv4, isIPv6 } from 'node:net';
+
+/**
+ * Address classes for the SSRF guard (DESIGN §7): only `public` is dialled unless an operator allows
+ * private targets, and even then unspecified, multicast, broadcast and reserved addresses are refused.
+ * These are the webhooks service's rules (services/webhooks/src/delivery/ssrf.ts), copied because a
+ * service may not import another's code; they belong in a shared lib.
+ */
+export type AddressClass =
+  | 'public'
+  | 'loopback'
+  | 'private'
+  | 'link-local'
+  | 'unique-local'
+  | 'multicast'
+  | 'unspecified'
+  | 'broadcast'
+  | 'reserved';
+
+const ALLOWED_WHEN_PRIVATE_ALLOWED: ReadonlySet<AddressClass> = new Set(['public', 'loopback', 'private', 'link-local', 'unique-local']);
+
+function parseIPv4(s: string): number | null {
+  if (!isIPv4(s)) return null;
+  const [a, b, c, d] = s.split('.').map(Number) as [number, number, number, number];
+  return ((a << 24) >>> 0) + (b << 16) + (c << 8) + d;
+}
+
+/** Eight 16-bit groups, or null. Handles `::`, an embedded dotted quad and a zone id. */
+function parseIPv6(input: string): number[] | null {
+  let s = input.split('%')[0] ?? '';
+  if (!isIPv6(s)) return null;
+  const lastColon = s.lastIndexOf(':');
+  const tail = s.slice(lastColon + 1);
+  if (tail.includes('.')) {
+    const v4 = parseIPv4(tail);
+    if (v4 === null) return null;
+    s = `${s.slice(0, lastColon + 1)}${(v4 >>> 16).toString(16)}:${(v4 & 0xffff).toString(16)}`;
+  }
+  const halves = s.split('::');
+  if (halves.length > 2) return null;
+  const head = halves[0] ? halves[0].split(':') : [];
+  const rest = halves.length === 2 && halves[1] ? halves[1].split(':') : [];
+  const fill = halves.length === 2 ? 8 - head.length - rest.length : 0;
+  const groups = [...head, ...Array<string>(Math.max(fill, 0)).fill('0'), ...rest].map((g) => parseInt(g, 16));
+  return groups.length === 8 && groups.every((g) => g >= 0 && g <= 0xffff) ? groups : null;
+}
+
+function inV4(ip: number, base: string, bits: number): boolean {
+  const b = parseIPv4(base)!;
+  const mask = bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0;
+  return ((ip & mask) >>> 0) === ((b & mask) >>> 0);
+}
+
+const V4_RANGES: ReadonlyArray<[string, number, AddressClass]> = [
+  ['0.0.0.0', 8, 'unspecified'], // "this network"; 0.0.0.0 dials the local host
+  ['10.0.0.0', 8, 'private'],
+  ['100.64.0.0', 10, 'private'], // carrier-grade NAT
+  ['127.0.0.0', 8, 'loopback'],
+  ['169.254.0.0', 16, 'link-local'], // includes cloud metadata at 169.254.169.254
+  ['172.16.0.0', 12, 'private'],
+  ['192.0.0.0', 24, 'reserved'],
+  ['192.0.2.0', 24, 'reserved'], // documentation
+  ['192.88.99.0', 24, 'reserved'], // 6to4 relay anycast
+  ['192.168.0.0', 16, 'private'],
+  ['198.18.0.0', 15, 'reserved'], // benchmarking
+  ['198.51.100.0', 24, 'reserved'],
+  ['203.0.113.0', 24, 'reserved'],
+  ['224.0.0.0', 4, 'multicast'],
+  ['255.255.255.255', 32, 'broadcast'],
+  ['240.0.0.0', 4, 'reserved'],
+];
+
+function classifyV4(ip: number): AddressClass {
+  for (const [base, bits, cls] of V4_RANGES) if (inV4(ip, base, bits)) return cls;
+  return 'public';
+}
+
+function classifyV6(g: number[]): AddressClass {
+  const [g0, g1, g2, g3, g4, g5, g6, g7] = g as [number, number, number, number, number, number, number, number];
+  const embeddedV4 = (hi: number, lo: number) => classifyV4(((hi << 16) >>> 0) + lo);
+  if (g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0) {
+    if (g5 === 0xffff) return embeddedV4(g6, g7); // IPv4-mapped ::ffff:a.b.c.d
+    if (g5 === 0 && g6 === 0 && g7 === 0) return 'unspecified';
+    if (g5 === 0 && g6 === 0 && g7 === 1) return 'loopback';
+    return 'reserved'; // IPv4-compatible and other ::/80 forms
+  }
+  if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) return embeddedV4(g6, g7); // NAT64
+  if (g0 === 0x64 && g1 === 0xff9b && g2 === 1) return 'private'; // local-use NAT64
+  if ((g0 & 0xfe00) === 0xfc00) return 'unique-local';
+  if ((g0 & 0xffc0) === 0xfe80) return 'link-local';
+  if ((g0 & 0xffc0) === 0xfec0) return 'private'; // deprecated site-local
+  if ((g0 & 0xff00) === 0xff00) return 'multicast';
+  if (g0 === 0x2002) return embeddedV4(g1, g2); // 6to4 carries an IPv4 address
+  if (g0 === 0x2001 && g1 === 0) return 'reserved'; // Teredo tunnels can reach anything
+  if (g0 === 0x2001 && g1 === 0x0db8) return 'reserved'; // documentation
+  if (g0 === 0x3fff && g1 < 0x1000) return 'reserved'; // documentation (RFC 9637)
+  if ((g0 & 0xe000) === 0x2000) return 'public'; // global unicast 2000::/3
+  return 'reserved';
+}
+
+/** The class of an IP literal, or null when the string is not an IP address. */
+export function classifyAddress(address: string): AddressClass | null {
+  const v4 = parseIPv4(address);
+  if (v4 !== null) return classifyV4(v4);
+  const v6 = parseIPv6(address);
+  return v6 ? classifyV6(v6) : null;
+}
+
+export function isAllowedAddress(address: string, allowPrivate: boolean): boolean {
+  const cls = classifyAddress(address);
+  if (!cls) return false;
+  return cls === 'public' || (allowPrivate && ALLOWED_WHEN_PRIVATE_ALLOWED.has(cls));
+}
+
+export function refusal(address: string): string {
+  return `the address ${address} is not allowed (${classifyAddress(address) ?? 'invalid'})`;
+}

@@ -1,0 +1,105 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { newId, SCOPES, signCallerContext } from '@dap/contracts';
+import { createLogger } from '@dap/logger';
+import { http, repoRoot, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
+import { loadSourcesConfig } from '../src/config.ts';
+import { startSources, type RunningSources } from '../src/index.ts';
+import type { OutboundGuard } from '../src/outbound/guard.ts';
+
+/** The connector test databases `stack.sh up test` runs (POSTGRES_URL, MYSQL_URL in its stack.env). */
+export function databaseUrls(): { POSTGRES_URL: string; MYSQL_URL: string } {
+  const file = join(repoRoot(), '.local', 'test', 'stack.env');
+  const env: Record<string, string> = {};
+  if (existsSync(file)) {
+    for (const line of readFileSync(file, 'utf8').split('\n')) {
+      const i = line.indexOf('=');
+      if (i > 0) env[line.slice(0, i)] = line.slice(i + 1);
+    }
+  }
+  const pick = (k: string) => process.env[`TEST_${k}`] ?? env[k] ?? '';
+  const urls = { POSTGRES_URL: pick('POSTGRES_URL'), MYSQL_URL: pick('MYSQL_URL') };
+  if (!urls.POSTGRES_URL || !urls.MYSQL_URL) throw new Error('POSTGRES_URL/MYSQL_URL missing: run `bash deploy/local/stack.sh up test`');
+  return urls;
+}
+
+export function headersFor(accountId: string): Record<string, string> {
+  const { context, signature } = signCallerContext(TEST_INTERNAL_SECRET, { accountId, plan: 'starter', scopes: [...SCOPES], requestId: newId('req'), issuedAt: Date.now() });
+  return { 'x-dap-context': context, 'x-dap-signature': signature };
+}
+
+/** Every log line the service writes, kept to prove that no secret is ever logged. */
+export class LogCapture extends Writable {
+  readonly lines: string[] = [];
+  override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
+    this.lines.push(chunk.toString('utf8'));
+    done();
+  }
+  get text(): string {
+    return this.lines.join('');
+  }
+}
+
+export interface Harness {
+  svc: RunningSources;
+  logs: LogCapture;
+  datasetDir: string;
+  dbName: string;
+  api(method: string, path: string, opts?: { body?: unknown; account?: string }): ReturnType<typeof http>;
+  settled(id: string, account?: string, timeoutMs?: number): Promise<Record<string, any>>; // eslint-disable-line @typescript-eslint/no-explicit-any -- asserted field by field
+  stop(): Promise<void>;
+}
+
+/** Starts the service in-process on the test stack, with its own database, topics and dataset directory. */
+export async function startHarness(env: Record<string, string | undefined> = {}, deps: { guard?: OutboundGuard } = {}): Promise<Harness> {
+  const suffix = uniqueSuffix();
+  const datasetDir = await mkdtemp(join(tmpdir(), `dap-sources-${suffix}-`));
+  const logs = new LogCapture();
+  const dbName = `src_${suffix}`;
+  const config = loadSourcesConfig({
+    ...stackEnv(),
+    MONGO_DB: dbName,
+    KAFKA_TOPIC_PREFIX: `t${suffix}.`,
+    INTERNAL_SECRET: TEST_INTERNAL_SECRET,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    LOG_LEVEL: 'debug',
+    DATASET_DIR: datasetDir,
+    SYNC_SWEEP_MS: '300',
+    SYNC_LEASE_MS: '5000',
+    INSTANCE_ID: `sources-test-${suffix}`,
+    SOURCE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
+    ALLOW_PRIVATE_TARGETS: 'true',
+    SOURCE_CONNECT_TIMEOUT_MS: '3000',
+    SOURCE_CHECK_TIMEOUT_MS: '10000',
+    ...env,
+  });
+  const logger = createLogger({ name: 'sources', level: 'trace', destination: logs });
+  const svc = await startSources(config, { logger, ...deps });
+  const defaultAccount = newId('acct');
+  const api: Harness['api'] = (method, path, opts = {}) =>
+    http(method, `${svc.url}${path}`, { body: opts.body, headers: headersFor(opts.account ?? defaultAccount) });
+  return {
+    svc,
+    logs,
+    datasetDir,
+    dbName,
+    api,
+    settled: (id, account, timeoutMs = 20_000) =>
+      waitFor(
+        async () => {
+          const r = await api('GET', `/v1/sources/${id}`, account ? { account } : {});
+          return r.body?.status === 'ready' || r.body?.status === 'failed' ? r.body : null;
+        },
+        { timeoutMs, what: `source ${id} to settle`, intervalMs: 50 },
+      ),
+    stop: async () => {
+      await svc.stop();
+      await rm(datasetDir, { recursive: true, force: true });
+    },
+  };
+}
