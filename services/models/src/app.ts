@@ -1,6 +1,7 @@
 import type { Express } from 'express';
 import { createHttpApp, finishApp } from '@dap/http';
 import type { Logger } from '@dap/logger';
+import type { ModelLifecycle } from './domain/lifecycle.service.ts';
 import type { ModelsService } from './domain/models.service.ts';
 import { modelsRouter } from './http/models.routes.ts';
 
@@ -10,10 +11,11 @@ export interface AppDeps {
   internalSecret: string;
   ready: () => Promise<void>;
   models: ModelsService;
+  lifecycle: ModelLifecycle;
 }
 
 export function createApp(deps: AppDeps): Express {
   const app = createHttpApp({ logger: deps.logger, bodyLimitBytes: deps.bodyLimitBytes, internalSecret: deps.internalSecret, ready: deps.ready });
-  app.use(modelsRouter(deps.models));
+  app.use(modelsRouter(deps.models, deps.lifecycle));
   return finishApp(app, deps.logger);
 }

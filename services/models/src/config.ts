@@ -3,14 +3,35 @@ import { loadConfig, serviceConfigShape } from '@dap/config';
 
 export const modelsConfigShape = {
   ...serviceConfigShape('models'),
+  /** The dataset store (read only here). Unset: this instance cannot train from sources (POST answers 503). */
+  DATASET_DIR: z.string().min(1).optional(),
   /** The most successful requests read to compute one day's latency percentiles (newest first). */
   METRICS_MAX_SAMPLES: z.coerce.number().int().min(100).max(1_000_000).default(100_000),
   /** How long prediction-log entries are kept (a TTL index); metrics need one day. */
   PREDICTION_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
-  /** Worker threads for large prediction batches (0: everything runs on the main thread). */
+  /** Worker threads for large built-in batches and ONNX models (0: everything runs on the main thread). */
   PREDICT_WORKERS: z.coerce.number().int().min(0).max(16).default(1),
   /** Batches with at least this many series values in all run on a worker thread. */
   PREDICT_WORKER_MIN_VALUES: z.coerce.number().int().min(1).default(20_000),
+  /** An ONNX run (one request) taking longer fails with 422 and its worker is replaced. */
+  ONNX_RUN_TIMEOUT_MS: z.coerce.number().int().min(10).max(600_000).default(10_000),
+  /** Worker threads that train models (0: this instance leaves training to instances that have them). */
+  TRAIN_WORKERS: z.coerce.number().int().min(0).max(16).default(1),
+  /** A training job running longer fails. */
+  TRAIN_TIMEOUT_MS: z.coerce.number().int().min(100).max(24 * 3_600_000).default(600_000),
+  /** Rows read per training job at most; beyond, a deterministic sample of this many. */
+  TRAIN_MAX_ROWS: z.coerce.number().int().min(100).max(5_000_000).default(200_000),
+  /** Training jobs one instance holds (queued or running) before `POST /models` answers 503. */
+  TRAIN_MAX_JOBS: z.coerce.number().int().min(1).max(1000).default(16),
+  /** How soon another instance resumes the training job of an instance that died. */
+  TRAIN_LEASE_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(30_000),
+  TRAIN_DUCKDB_MEMORY_LIMIT: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, 'like 512MB or 1GB').default('512MB'),
+  /** Inputs of each request to a trained model kept in the prediction log for drift (0: no drift). */
+  DRIFT_SAMPLE_PER_REQUEST: z.coerce.number().int().min(0).max(1000).default(20),
+  /** Logged inputs compared with the training data per metrics request. */
+  DRIFT_MAX_INPUTS: z.coerce.number().int().min(100).max(1_000_000).default(5_000),
+  /** Trained and ONNX model runtimes kept in memory per process. */
+  RUNTIME_CACHE_SIZE: z.coerce.number().int().min(1).max(10_000).default(64),
   OUTBOX_INTERVAL_MS: z.coerce.number().int().min(50).default(1_000),
 };
 

@@ -1,20 +1,34 @@
 import { kafkaSettingsOf } from '@dap/config';
+import { DatasetStore } from '@dap/datasets';
 import { listen } from '@dap/http';
-import { connectEventing, type Eventing } from '@dap/kafka';
+import { connectEventing, type Consumer, type Eventing } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
 import { connectMongo, OutboxRelay, TenantCollection, type MongoHandle } from '@dap/mongo';
 import { createApp } from './app.ts';
 import type { ModelsConfig } from './config.ts';
 import { BUILTIN_MODELS } from './domain/builtin/index.ts';
 import { ModelCatalog } from './domain/catalog.ts';
+import { ModelLifecycle } from './domain/lifecycle.service.ts';
 import { ModelsService } from './domain/models.service.ts';
-import { PredictWorkerPool } from './domain/worker-pool.ts';
+import { InlineOnnxHost, WorkerOnnxHost } from './domain/onnx/onnx-host.ts';
+import { OwnModelRuntimes } from './domain/runtimes.ts';
+import { TrainingService } from './domain/training.service.ts';
+import { runSourcesConsumer } from './events/sources.consumer.ts';
+import { ArtifactRepository } from './persistence/artifact.repository.ts';
 import { MODELS_COLLECTION, ModelRepository, type ModelDoc } from './persistence/model.repository.ts';
 import { PredictionLogRelay } from './persistence/prediction-log.relay.ts';
 import { PREDICTION_LOG_COLLECTION, PredictionLogRepository, type PredictionLogDoc } from './persistence/prediction-log.repository.ts';
+import { SourceProjectionRepository } from './persistence/source-projection.repository.ts';
+import type { PredictJob, PredictJobResult } from './predict.worker.ts';
+import type { TrainJob, TrainJobResult } from './train.worker.ts';
+import { WorkerPool } from './workers/worker-pool.ts';
 
 export { ANOMALY_MODEL_ID, FORECAST_MODEL_ID, BUILTIN_MODELS } from './domain/builtin/index.ts';
 export { loadModelsConfig, type ModelsConfig } from './config.ts';
+
+/** Worker modules, resolved by package name from the process's working directory (the repo or image root). */
+export const PREDICT_WORKER_MODULE = '@dap/models/predict-worker';
+export const TRAIN_WORKER_MODULE = '@dap/models/train-worker';
 
 export interface RunningModels {
   url: string;
@@ -23,77 +37,128 @@ export interface RunningModels {
   eventing: Eventing;
   relay: OutboxRelay;
   logRelay: PredictionLogRelay;
-  /** Null when disabled or when the workers could not start (large batches then run inline). */
-  workers: PredictWorkerPool | null;
+  /** Prediction workers; null when disabled or when they could not start (then everything runs inline). */
+  workers: WorkerPool<PredictJob, PredictJobResult> | null;
+  /** Training workers; null when disabled, without DATASET_DIR, or when they could not start. */
+  trainWorkers: WorkerPool<TrainJob, TrainJobResult> | null;
+  training: TrainingService;
   logger: Logger;
   stop(): Promise<void>;
 }
 
 export async function startModels(config: ModelsConfig, deps: { logger?: Logger } = {}): Promise<RunningModels> {
   const logger = deps.logger ?? createLogger({ name: 'models', level: config.LOG_LEVEL });
-  const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB);
-  let eventing: Eventing | undefined;
-  let workers: PredictWorkerPool | null = null;
+  // Everything opened so far, closed in reverse if start-up fails half way (and by stop()).
+  const closers: (() => Promise<void> | void)[] = [];
+  const closeAll = async () => {
+    for (const close of closers.splice(0).reverse()) {
+      try {
+        await close();
+      } catch (err) {
+        logger.warn({ err }, 'error while stopping');
+      }
+    }
+  };
   try {
-    eventing = await connectEventing(kafkaSettingsOf(config), logger);
+    const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB);
+    closers.push(() => mongo.close());
+    const eventing = await connectEventing(kafkaSettingsOf(config), logger);
+    closers.push(() => eventing.close());
     const producer = eventing.producer;
+
     // Prediction-log entries are insert-only and many, so they get a batching relay of their own.
     const settings = { publisher: producer, logger, intervalMs: config.OUTBOX_INTERVAL_MS };
     const logRelay = new PredictionLogRelay({ collection: mongo.db.collection(PREDICTION_LOG_COLLECTION), ...settings });
     const relay = new OutboxRelay({ collections: [mongo.db.collection(MODELS_COLLECTION)], ...settings });
+    closers.push(async () => {
+      await Promise.all([relay.stop(), logRelay.stop()]);
+      await Promise.all([relay.flush(), logRelay.flush()]).catch((err) => logger.warn({ err }, 'outbox flush at shutdown failed; the next start publishes the rest'));
+    });
     const predictionLog = new TenantCollection<PredictionLogDoc>(mongo.db, PREDICTION_LOG_COLLECTION, () => logRelay.kick());
-    const models = new TenantCollection<ModelDoc>(mongo.db, MODELS_COLLECTION, () => relay.kick());
+    const modelsColl = new TenantCollection<ModelDoc>(mongo.db, MODELS_COLLECTION, () => relay.kick());
 
     const logRepository = new PredictionLogRepository(predictionLog);
+    const modelRepository = new ModelRepository(modelsColl);
     await logRepository.ensureIndexes(config.PREDICTION_LOG_RETENTION_DAYS, logger);
-    const catalog = new ModelCatalog({ repository: new ModelRepository(models), builtins: BUILTIN_MODELS });
-    workers = config.PREDICT_WORKERS > 0 ? await PredictWorkerPool.start({ size: config.PREDICT_WORKERS, logger }) : null;
+    await modelRepository.ensureIndexes(logger);
+    const artifacts = new ArtifactRepository(mongo.db);
+    const sources = new SourceProjectionRepository(mongo.db);
+
+    // This thread only resolves current files; reading them is the training workers' job, so its DuckDB stays small.
+    const datasets = config.DATASET_DIR ? await DatasetStore.open(config.DATASET_DIR, { memoryLimit: '64MB', threads: 1 }) : null;
+    if (datasets) closers.push(() => datasets.duck.close());
+    else logger.warn('DATASET_DIR is not set: this instance cannot train models from sources');
+
+    // Both pools boot at once: each worker imports its module, which is most of the start-up time.
+    const [workers, trainWorkers] = await Promise.all([
+      config.PREDICT_WORKERS > 0 ? WorkerPool.start<PredictJob, PredictJobResult>({ name: 'predict', module: PREDICT_WORKER_MODULE, size: config.PREDICT_WORKERS, logger }) : null,
+      config.TRAIN_WORKERS > 0 && datasets
+        ? WorkerPool.start<TrainJob, TrainJobResult>({ name: 'train', module: TRAIN_WORKER_MODULE, size: config.TRAIN_WORKERS, logger, maxQueue: config.TRAIN_MAX_JOBS })
+        : null,
+    ]);
+    if (workers) closers.push(() => workers.stop());
+    if (trainWorkers) closers.push(() => trainWorkers.stop());
+
+    const onnx = workers ? new WorkerOnnxHost(workers, config.ONNX_RUN_TIMEOUT_MS) : new InlineOnnxHost();
+    const runtimes = new OwnModelRuntimes({ artifacts, onnx, maxEntries: config.RUNTIME_CACHE_SIZE });
+    const catalog = new ModelCatalog({ repository: modelRepository, builtins: BUILTIN_MODELS, runtimes });
     const service = new ModelsService({
       catalog,
       predictionLog: logRepository,
       logger,
       metricsMaxSamples: config.METRICS_MAX_SAMPLES,
       offload: workers ? { pool: workers, minCost: config.PREDICT_WORKER_MIN_VALUES } : null,
+      drift: { samplePerRequest: config.DRIFT_SAMPLE_PER_REQUEST, maxInputs: config.DRIFT_MAX_INPUTS },
     });
-
-    const app = createApp({
+    const training = new TrainingService({
+      models: modelRepository,
+      artifacts,
+      sources,
+      datasets,
+      pool: trainWorkers,
       logger,
-      bodyLimitBytes: config.BODY_LIMIT_BYTES,
-      internalSecret: config.INTERNAL_SECRET,
-      ready: mongo.ping,
-      models: service,
+      settings: {
+        timeoutMs: config.TRAIN_TIMEOUT_MS,
+        maxRows: config.TRAIN_MAX_ROWS,
+        leaseMs: config.TRAIN_LEASE_MS,
+        maxAttempts: 3,
+        maxJobs: config.TRAIN_MAX_JOBS,
+        maxClasses: 50,
+        silhouetteSample: 1000,
+        duckdbMemoryLimit: config.TRAIN_DUCKDB_MEMORY_LIMIT,
+      },
     });
+    // Stops before the worker pools (closed in reverse): jobs end and leases go back.
+    closers.push(() => training.stop());
+    const lifecycle = new ModelLifecycle({ catalog, models: modelRepository, artifacts, training, onnx, runtimes, logger });
+
+    const app = createApp({ logger, bodyLimitBytes: config.BODY_LIMIT_BYTES, internalSecret: config.INTERNAL_SECRET, ready: mongo.ping, models: service, lifecycle });
     const server = await listen(app, config.HOST, config.PORT);
+    closers.push(() => server.close());
+    const consumer: Consumer = await runSourcesConsumer(eventing, logger, sources);
+    closers.push(() => consumer.disconnect());
     relay.start();
     logRelay.start();
-    logger.info({ url: server.url }, 'models service listening');
+    training.start();
+    logger.info({ url: server.url, training: Boolean(trainWorkers), predictWorkers: workers?.size ?? 0 }, 'models service listening');
 
-    const ev = eventing;
-    const pool = workers;
+    let stopped: Promise<void> | null = null;
     return {
       url: server.url,
       port: server.port,
       mongo,
-      eventing: ev,
+      eventing,
       relay,
       logRelay,
-      workers: pool,
+      workers,
+      trainWorkers,
+      training,
       logger,
-      async stop() {
-        await server.close();
-        await pool?.stop();
-        await Promise.all([relay.stop(), logRelay.stop()]);
-        await Promise.all([relay.flush(), logRelay.flush()]).catch((err) =>
-          logger.warn({ err }, 'outbox flush at shutdown failed; the next start publishes the rest'),
-        );
-        await ev.close();
-        await mongo.close();
-      },
+      /** Reverse order: consumer, server, training jobs, worker pools, DuckDB, outboxes (flushed), Kafka, MongoDB. */
+      stop: () => (stopped ??= closeAll()),
     };
   } catch (err) {
-    await workers?.stop().catch(() => {});
-    await eventing?.close().catch(() => {});
-    await mongo.close().catch(() => {});
+    await closeAll();
     throw err;
   }
 }

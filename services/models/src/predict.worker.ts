@@ -1,32 +1,48 @@
-import { parentPort } from 'node:worker_threads';
 import { BUILTIN_MODELS } from './domain/builtin/index.ts';
+import { OnnxEngine, type OnnxFeed, type OnnxInspection, type NestedValues } from './domain/onnx/onnx-engine.ts';
+import { serveJobs, type JobContext } from './workers/protocol.ts';
 
 /**
- * Runs built-in models off the main event loop for large batches. It receives inputs already validated by
- * the main thread, so it only computes. Started by PredictWorkerPool through the package's
- * `@dap/models/predict-worker` export.
+ * The prediction worker: large built-in batches, and every ONNX model (verification at upload, then
+ * inference). Inputs arrive validated by the main thread, so it only computes. Started by a WorkerPool
+ * through the package's `@dap/models/predict-worker` export.
  */
-export interface WorkerRequest {
-  id: number;
-  modelId: string;
-  inputs: unknown[];
-}
-export type WorkerResponse = { id: number; ok: true; outputs: Record<string, unknown>[] } | { id: number; ok: false; error: string };
+export type PredictJob =
+  | { kind: 'builtin'; modelId: string; inputs: unknown[] }
+  | { kind: 'onnx-inspect'; model: Uint8Array }
+  /** `model` is sent only when the worker answered `missing` (it has no session under `key` yet). */
+  | { kind: 'onnx-run'; key: string; model?: Uint8Array; feeds: OnnxFeed[] };
+
+export type PredictJobResult =
+  | { kind: 'builtin'; outputs: Record<string, unknown>[] }
+  | { kind: 'onnx-inspect'; inspection: OnnxInspection }
+  | { kind: 'onnx-run'; missing: true }
+  | { kind: 'onnx-run'; missing: false; outputs: Record<string, NestedValues>[] };
 
 const models = new Map(BUILTIN_MODELS.map((m) => [m.id, m]));
-const port = parentPort;
+const engine = new OnnxEngine();
 
-if (port) {
-  port.on('message', async (msg: WorkerRequest) => {
-    let reply: WorkerResponse;
-    try {
-      const model = models.get(msg.modelId);
-      if (!model) throw new Error(`no built-in model ${msg.modelId} in the worker`);
-      reply = { id: msg.id, ok: true, outputs: await model.runtime.predict(msg.inputs) };
-    } catch (err) {
-      reply = { id: msg.id, ok: false, error: (err as Error).message };
+async function handle(job: PredictJob, ctx: JobContext): Promise<PredictJobResult> {
+  switch (job.kind) {
+    case 'builtin': {
+      const model = models.get(job.modelId);
+      if (!model) throw new Error(`no built-in model ${job.modelId} in the worker`);
+      return { kind: 'builtin', outputs: await model.runtime.predict(job.inputs) };
     }
-    port.postMessage(reply);
-  });
-  port.postMessage({ ready: true });
+    // onnxruntime works asynchronously in native code: the pool must not terminate this thread meanwhile.
+    case 'onnx-inspect':
+      return { kind: 'onnx-inspect', inspection: await ctx.native(() => engine.inspect(job.model)) };
+    case 'onnx-run': {
+      if (!engine.has(job.key) && !job.model) return { kind: 'onnx-run', missing: true };
+      const model = job.model;
+      const outputs = await ctx.native(async () => {
+        if (!engine.has(job.key) && model) await engine.load(job.key, model);
+        return engine.run(job.key, job.feeds);
+      });
+      return { kind: 'onnx-run', missing: false, outputs };
+    }
+  }
 }
+
+// Every failure here is about the caller's model or inputs (onnxruntime's own messages), never a secret.
+serveJobs(handle, () => true);

@@ -20,7 +20,7 @@ import { createLogger } from '@dap/logger';
 import { http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
 import { ANOMALY_MODEL_ID, FORECAST_MODEL_ID, loadModelsConfig, startModels, type RunningModels } from '../src/index.ts';
 import { forecastSeries } from '../src/domain/builtin/holt-winters.ts';
-import { PredictWorkerPool } from '../src/domain/worker-pool.ts';
+import { WorkerPool } from '../src/workers/worker-pool.ts';
 
 const suffix = uniqueSuffix();
 const stack = stackEnv();
@@ -300,7 +300,7 @@ describe('GET /v1/models/{id}/metrics', () => {
 
 describe('prediction workers', () => {
   it('start as null (inline fallback) when the worker module cannot load', async () => {
-    const pool = await PredictWorkerPool.start({ size: 1, logger: createLogger({ name: 'models-test', level: 'silent' }), module: '@dap/models/no-such-worker' });
+    const pool = await WorkerPool.start({ name: 'predict', size: 1, logger: createLogger({ name: 'models-test', level: 'silent' }), module: '@dap/models/no-such-worker' });
     expect(pool).toBeNull();
   });
 });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { idSchema } from '../ids.ts';
 import { isoDate, listOf } from './common.ts';
 
 export const MODEL_KINDS = ['builtin', 'trained', 'onnx'] as const;
@@ -8,7 +9,61 @@ export const MAX_SERIES_LENGTH = 10_000;
 /** Total series values in one predict request (all inputs together), so one request cannot hog a process. */
 export const MAX_BATCH_SERIES_VALUES = 200_000;
 
+/** Model types trained from a data source (`POST /models`). */
+export const TRAINABLE_MODEL_TYPES = ['linear_regression', 'logistic_regression', 'random_forest_classifier', 'random_forest_regressor', 'kmeans'] as const;
+export const MAX_TRAINING_FEATURES = 50;
+/**
+ * The decoded ONNX file's size cap. Its base64 text (4/3 of it) plus the rest of the body stays under the
+ * 10 MiB request body limit of the gateway and the services, and the file fits one MongoDB document.
+ */
+export const MAX_ONNX_MODEL_BYTES = 7 * 1024 * 1024;
+export const MAX_ONNX_MODEL_BASE64_CHARS = Math.ceil(MAX_ONNX_MODEL_BYTES / 3) * 4;
+/** Tensor element types an ONNX model's inputs and outputs may have (as onnxruntime names them). */
+export const ONNX_ELEMENT_TYPES = ['float32', 'float64', 'int8', 'uint8', 'int16', 'uint16', 'int32', 'uint32', 'int64', 'uint64', 'bool'] as const;
+
 export const featureSchema = z.object({ name: z.string(), type: z.string(), description: z.string() });
+
+export const tensorSpecSchema = z
+  .strictObject({
+    name: z.string().min(1).max(256),
+    elementType: z.enum(ONNX_ELEMENT_TYPES),
+    shape: z
+      .array(z.union([z.number().int().min(1).max(1_000_000), z.string().min(1).max(64), z.null()]))
+      .min(1)
+      .max(4)
+      .describe('One entry per dimension: a fixed size, or a name or null for a dimension the caller chooses (e.g. the batch).'),
+  })
+  .meta({ id: 'TensorSpec' });
+export type TensorSpec = z.infer<typeof tensorSpecSchema>;
+
+const modelTraining = z
+  .object({
+    sourceId: z.string(),
+    target: z.string().nullable(),
+    features: z.array(z.string()),
+    hyperparameters: z.record(z.string(), z.unknown()).describe('Every hyperparameter used, defaults filled in.'),
+    rows: z
+      .object({
+        available: z.number().int().describe('Rows of the source with a target value.'),
+        used: z.number().int().describe('Rows read (a deterministic sample when over the training row cap).'),
+        train: z.number().int(),
+        test: z.number().int().describe('Held-out rows the evaluation is computed on.'),
+      })
+      .nullable(),
+    startedAt: isoDate,
+    finishedAt: isoDate.nullable(),
+    durationMs: z.number().nullable(),
+  })
+  .meta({ id: 'ModelTraining' });
+
+const onnxInfo = z
+  .object({
+    inputs: z.array(tensorSpecSchema),
+    outputs: z.array(tensorSpecSchema),
+    sizeBytes: z.number().int(),
+    sha256: z.string(),
+  })
+  .meta({ id: 'OnnxModelInfo' });
 
 export const modelSchema = z
   .object({
@@ -21,10 +76,96 @@ export const modelSchema = z
     description: z.string(),
     features: z.array(featureSchema),
     createdAt: isoDate,
+    updatedAt: isoDate.optional(),
+    error: z.string().nullable().optional().describe('Why training failed (failed models only).'),
+    training: modelTraining.optional().describe('Trained models: what they were trained on and how.'),
+    onnx: onnxInfo.optional().describe('ONNX models: the declared (and verified) inputs and outputs.'),
+    parameters: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .optional()
+      .describe('Ready trained models, on GET /models/{id} only: coefficients, centroids or feature importances.'),
   })
   .meta({ id: 'Model' });
 export type ModelDto = z.infer<typeof modelSchema>;
 export const modelListSchema = listOf(modelSchema).meta({ id: 'ModelList' });
+
+const columnName = z.string().min(1).max(128);
+const modelName = z.string().trim().min(1).max(200);
+const description = z.string().max(2000).optional();
+const seedAndSplit = {
+  seed: z.number().int().min(0).max(2_147_483_647).default(42).describe('Seeds the split, the sampling and the algorithm.'),
+  testFraction: z.number().min(0.05).max(0.5).default(0.2).describe('Share of rows held out for the evaluation.'),
+  maxCategories: z.number().int().min(1).max(100).default(20).describe('Most frequent categories one-hot encoded per string feature; the rest share one column.'),
+};
+export const linearHyperparameters = z.strictObject({ ...seedAndSplit });
+export const logisticHyperparameters = z.strictObject({
+  ...seedAndSplit,
+  learningRate: z.number().gt(0).max(10).default(0.5).describe('Gradient ascent step on standardised features (mean gradient).'),
+  maxIterations: z.number().int().min(1).max(5000).default(300),
+});
+export const forestHyperparameters = z.strictObject({
+  ...seedAndSplit,
+  nEstimators: z.number().int().min(1).max(200).default(25),
+  maxDepth: z.number().int().min(1).max(20).default(8),
+  maxFeatures: z.number().gt(0).max(1).default(0.8).describe('Share of the encoded features each tree sees.'),
+  minSamplesLeaf: z.number().int().min(1).max(1000).default(3),
+  sampleRows: z.number().int().min(50).max(10_000).default(2000).describe('Training rows the forest is fitted on (its cost grows with their square).'),
+});
+export const kmeansHyperparameters = z.strictObject({
+  ...seedAndSplit,
+  k: z.number().int().min(2).max(50).default(3),
+  maxIterations: z.number().int().min(1).max(1000).default(100),
+});
+
+const trainingFields = {
+  name: modelName,
+  description,
+  sourceId: idSchema('src'),
+  features: z
+    .array(columnName)
+    .min(1)
+    .max(MAX_TRAINING_FEATURES)
+    .refine((f) => new Set(f).size === f.length, { message: 'features must be distinct' })
+    .describe("Columns of the source used as inputs: numeric, boolean or string (one-hot encoded)."),
+};
+// Every hyperparameter has a default, so an absent object reads as {} with all defaults filled in.
+const supervised = <T extends string, H extends z.ZodType>(type: T, hyperparameters: H, targetHelp: string) =>
+  z.strictObject({ type: z.literal(type), ...trainingFields, target: columnName.describe(targetHelp), hyperparameters: hyperparameters.prefault({} as z.input<H>) });
+const regressionTarget = 'The numeric column to predict.';
+const classTarget = 'The column holding the class labels (string, integer or boolean; at most 50 classes).';
+
+export const createModelBody = z
+  .discriminatedUnion('type', [
+    supervised('linear_regression', linearHyperparameters, regressionTarget),
+    supervised('logistic_regression', logisticHyperparameters, classTarget),
+    supervised('random_forest_classifier', forestHyperparameters, classTarget),
+    supervised('random_forest_regressor', forestHyperparameters, regressionTarget),
+    z.strictObject({ type: z.literal('kmeans'), ...trainingFields, hyperparameters: kmeansHyperparameters.prefault({}) }),
+    z.strictObject({
+      type: z.literal('onnx'),
+      name: modelName,
+      description,
+      model: z
+        .string()
+        .min(4)
+        .max(MAX_ONNX_MODEL_BASE64_CHARS)
+        .regex(/^[A-Za-z0-9+/]+={0,2}$/, 'must be base64')
+        .describe(`The .onnx file, base64-encoded; at most ${MAX_ONNX_MODEL_BYTES} bytes decoded.`),
+      inputs: z.array(tensorSpecSchema).min(1).max(16),
+      outputs: z.array(tensorSpecSchema).min(1).max(16),
+    }),
+  ])
+  .meta({
+    id: 'CreateModel',
+    examples: [
+      { type: 'random_forest_classifier', name: 'Churn', sourceId: 'src_01JAAAAAAAAAAAAAAAAAAAAAAA', target: 'churned', features: ['tenure', 'plan', 'monthlySpend'] },
+      { type: 'kmeans', name: 'Segments', sourceId: 'src_01JAAAAAAAAAAAAAAAAAAAAAAA', features: ['recency', 'frequency', 'monetary'], hyperparameters: { k: 4 } },
+    ],
+  });
+export type CreateModelBody = z.infer<typeof createModelBody>;
+export type TrainModelBody = Exclude<CreateModelBody, { type: 'onnx' }>;
+export type UploadOnnxBody = Extract<CreateModelBody, { type: 'onnx' }>;
 
 /** Each input's shape is the model's own; the model validates it and names the bad field. */
 export const predictBody = z
@@ -42,7 +183,10 @@ export const predictionSchema = z
     modelVersion: z.number().int(),
     predictions: z
       .array(z.record(z.string(), z.unknown()))
-      .describe("One output per input, in the inputs' order; its fields are the model's (see the model's description)."),
+      .describe(
+        "One output per input, in the inputs' order; its fields are the model's: regressors {prediction}, classifiers " +
+          '{prediction, probabilities: {label: p}}, k-means {cluster, distance}, ONNX models one field per output.',
+      ),
     latencyMs: z.number().describe('Time spent in the model itself, in milliseconds.'),
   })
   .meta({ id: 'Prediction' });
@@ -59,6 +203,17 @@ const servingWindow = z.object({
   sampled: z.boolean().describe('True when the percentiles come from only the most recent requests of a very busy window.'),
 });
 
+const featureDrift = z.object({
+  feature: z.string(),
+  kind: z.enum(['numeric', 'boolean', 'categorical']),
+  values: z.number().int().describe('Logged inputs with a value for this feature.'),
+  psi: z.number().nullable().describe('Population stability index against the training data; null with too few values.'),
+  status: z.enum(['stable', 'moderate', 'significant', 'insufficient_data']).describe('PSI below 0.1 stable, below 0.25 moderate, else significant.'),
+  bins: z.array(z.union([z.number(), z.string()])).describe('Numeric: upper edges of the training-decile bins (the last bin is above them). Categorical: the categories, then (other).'),
+  expected: z.array(z.number()).describe('Share of training values per bin.'),
+  actual: z.array(z.number()).nullable().describe('Share of logged input values per bin.'),
+});
+
 export const metricsSchema = z
   .object({
     modelId: z.string(),
@@ -66,9 +221,23 @@ export const metricsSchema = z
     evaluation: z
       .record(z.string(), z.unknown())
       .nullable()
-      .describe('Held-out evaluation. For built-in models, a fixed backtest on a synthetic series (kind synthetic_backtest).'),
+      .describe(
+        'Held-out evaluation. Trained models: kind holdout, computed on the rows held out of training (regression mae, rmse, r2; ' +
+          'classification accuracy, precision, recall, f1 (macro), rocAuc, confusionMatrix; clustering inertia, silhouette). ' +
+          'Built-in models: a fixed backtest on a synthetic series (kind synthetic_backtest). ONNX models: null.',
+      ),
     serving: z.object({ lastHour: servingWindow, lastDay: servingWindow }),
+    drift: z
+      .object({
+        window: z.literal('P1D'),
+        inputs: z.number().int().describe('Logged inputs compared (a capped sample of each request, newest requests first).'),
+        sampled: z.boolean().describe('True when the cap on compared inputs was reached.'),
+        features: z.array(featureDrift),
+      })
+      .nullable()
+      .describe('Input drift of the last day against the training data; trained models only.'),
     generatedAt: isoDate,
   })
   .meta({ id: 'ModelMetrics' });
 export type MetricsDto = z.infer<typeof metricsSchema>;
+export type FeatureDriftDto = z.infer<typeof featureDrift>;

@@ -46,9 +46,13 @@ describe('ModelCatalog', () => {
     expect(await catalog.get('acct_b', a1.id)).toBeNull();
   });
 
-  it('has runtimes and evaluations for built-ins only (for now)', () => {
-    expect(catalog.runtimeOf(BUILTIN_MODELS[0]!)).not.toBeNull();
-    expect(catalog.runtimeOf(a1)).toBeNull();
+  it('has runtimes for built-ins at once, and asks the factory for own models', async () => {
+    expect(catalog.runtimeOf('acct_a', BUILTIN_MODELS[0]!)).toBe(BUILTIN_MODELS[0]!.runtime);
+    expect(await catalog.runtimeOf('acct_a', a1)).toBeNull(); // no factory given
     expect(catalog.evaluationOf(a1)).toBeNull();
+    expect(catalog.evaluationOf({ ...a1, evaluation: { kind: 'holdout', mae: 1 } })).toEqual({ kind: 'holdout', mae: 1 });
+    expect(catalog.evaluationOf(BUILTIN_MODELS[0]!)).toMatchObject({ kind: 'synthetic_backtest' });
+    expect(catalog.isBuiltin(FORECAST_MODEL_ID)).toBe(true);
+    expect(catalog.isBuiltin(a1.id)).toBe(false);
   });
 });

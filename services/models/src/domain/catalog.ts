@@ -2,12 +2,12 @@ import type { ModelRepository } from '../persistence/model.repository.ts';
 import type { BuiltinModel, ModelRecord } from './model.ts';
 import type { ModelRuntime } from './runtime.ts';
 
-/** Builds runtimes for an account's own models (trained parameters, ONNX sessions); none exist yet. */
+/** Builds runtimes for an account's own models (trained parameters, ONNX sessions). */
 export interface RuntimeFactory {
-  runtimeFor(model: ModelRecord): ModelRuntime | null;
+  runtimeFor(accountId: string, model: ModelRecord): Promise<ModelRuntime | null>;
 }
 
-const noRuntimes: RuntimeFactory = { runtimeFor: () => null };
+const noRuntimes: RuntimeFactory = { runtimeFor: async () => null };
 
 /**
  * The model registry: built-ins (in code, visible to every account) plus each account's own models (in
@@ -42,12 +42,18 @@ export class ModelCatalog {
     return [...head, ...rest];
   }
 
-  runtimeOf(model: ModelRecord): ModelRuntime | null {
-    return this.builtinById.get(model.id)?.runtime ?? this.runtimes.runtimeFor(model);
+  /** A built-in's runtime at once (no promise to wait on the hot path); an own model's from the factory. */
+  runtimeOf(accountId: string, model: ModelRecord): ModelRuntime | Promise<ModelRuntime | null> {
+    return this.builtinById.get(model.id)?.runtime ?? this.runtimes.runtimeFor(accountId, model);
   }
 
-  /** Held-out evaluation: the documented synthetic backtest for built-ins; stored models will carry their own. */
+  isBuiltin(id: string): boolean {
+    return this.builtinById.has(id);
+  }
+
+  /** Held-out evaluation: the documented synthetic backtest for built-ins; a trained model's own; null for ONNX. */
   evaluationOf(model: ModelRecord): Record<string, unknown> | null {
-    return this.builtinById.get(model.id)?.evaluation() ?? null;
+    const builtin = this.builtinById.get(model.id);
+    return builtin ? builtin.backtest() : (model.evaluation ?? null);
   }
 }

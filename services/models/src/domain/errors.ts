@@ -3,11 +3,22 @@ import type { ModelStatus } from './model.ts';
 
 /** The models domain's errors; statuses come from the shared catalogue at the edge. */
 export const modelNotFound = () => notFound('model');
+export const sourceNotFound = () => notFound('source');
 
 export const modelNotReady = (status: ModelStatus) =>
-  new AppError('conflict', `the model is ${status}; only a ready model can predict`);
+  new AppError('conflict', status === 'training' ? 'the model is still training; predict once its status is ready' : `the model is ${status}; only a ready model can predict`);
 
 export const modelHasNoRuntime = () => new AppError('conflict', 'this model cannot serve predictions yet');
 
+export const builtinNotDeletable = () => new AppError('conflict', 'built-in models cannot be deleted');
+
 export const invalidInputs = (errors: FieldError[]) =>
   new AppError('validation_failed', `the inputs are invalid: ${errors.slice(0, 5).map((e) => `${e.path}: ${e.message}`).join('; ')}`, { errors });
+
+export const invalidBody = (errors: FieldError[]) =>
+  new AppError('validation_failed', `the body is invalid: ${errors.slice(0, 5).map((e) => `${e.path}: ${e.message}`).join('; ')}`, { errors });
+
+export const sourceNotReady = (status: string) => new AppError('conflict', `the source is ${status}; models train on a ready source`);
+
+export const trainingUnavailable = () =>
+  new AppError('unavailable', 'training from sources is not configured on this instance (DATASET_DIR is unset)', { headers: { 'Retry-After': '30' } });

@@ -6,3 +6,11 @@ export function predictionCompleted(
 ): EventOf<'prediction.completed'> {
   return makeEvent('prediction.completed', { accountId: caller.accountId, subject: data.id, requestId: caller.requestId, data });
 }
+
+export function modelReady(accountId: string, requestId: string | null, model: { id: string; name: string; type: string }): EventOf<'model.ready'> {
+  return makeEvent('model.ready', { accountId, subject: model.id, requestId, data: { id: model.id, name: model.name, type: model.type } });
+}
+
+export function modelFailed(accountId: string, requestId: string | null, model: { id: string; name: string }, error: string): EventOf<'model.failed'> {
+  return makeEvent('model.failed', { accountId, subject: model.id, requestId, data: { id: model.id, name: model.name, error } });
+}

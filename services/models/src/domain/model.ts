@@ -1,4 +1,5 @@
-import type { MODEL_KINDS, MODEL_STATUSES } from '@dap/contracts';
+import type { MODEL_KINDS, MODEL_STATUSES, TensorSpec } from '@dap/contracts';
+import type { FeatureProfile } from './training/drift.ts';
 import type { ModelRuntime } from './runtime.ts';
 
 export type ModelKind = (typeof MODEL_KINDS)[number];
@@ -8,6 +9,24 @@ export interface ModelFeature {
   name: string;
   type: string;
   description: string;
+}
+
+export interface TrainingInfo {
+  sourceId: string;
+  target: string | null;
+  features: string[];
+  hyperparameters: Record<string, unknown>;
+  rows: { available: number; used: number; train: number; test: number } | null;
+  startedAt: Date;
+  finishedAt: Date | null;
+  durationMs: number | null;
+}
+
+export interface OnnxInfo {
+  inputs: TensorSpec[];
+  outputs: TensorSpec[];
+  sizeBytes: number;
+  sha256: string;
 }
 
 /** What every model in the catalog is, wherever it comes from (code for built-ins, MongoDB for the rest). */
@@ -21,13 +40,22 @@ export interface ModelRecord {
   description: string;
   features: ModelFeature[];
   createdAt: Date;
+  updatedAt?: Date;
+  /** Why training failed. */
+  error?: string | null;
+  training?: TrainingInfo;
+  onnx?: OnnxInfo;
+  /** Held-out evaluation of a trained model. */
+  evaluation?: Record<string, unknown> | null;
+  /** The training data's feature distributions, for input drift. */
+  profile?: FeatureProfile[] | null;
 }
 
 export interface BuiltinModel extends ModelRecord {
   kind: 'builtin';
   runtime: ModelRuntime;
-  /** A fixed, documented evaluation (not of the caller's data); computed once, on first use. */
-  evaluation(): Record<string, unknown>;
+  /** Its evaluation: a fixed, documented backtest (not of the caller's data), computed once, on first use. */
+  backtest(): Record<string, unknown>;
 }
 
 export function once<T>(fn: () => T): () => T {

@@ -2,13 +2,16 @@ import { isId, newId, predictBody, type CallerContext, type MetricsDto } from '@
 import { AppError, parseOr400 } from '@dap/http';
 import type { Logger } from '@dap/logger';
 import type { PredictionLogRepository, WindowCounts } from '../persistence/prediction-log.repository.ts';
+import type { PredictJob, PredictJobResult } from '../predict.worker.ts';
+import type { WorkerPool } from '../workers/worker-pool.ts';
 import type { ModelCatalog } from './catalog.ts';
 import { invalidInputs, modelHasNoRuntime, modelNotFound, modelNotReady } from './errors.ts';
 import { predictionCompleted } from './events.ts';
 import type { ModelRecord } from './model.ts';
 import type { ModelRuntime, PredictionOutput } from './runtime.ts';
-import type { PredictWorkerPool } from './worker-pool.ts';
 import { latencySummary } from './serving-stats.ts';
+import { featureDrift } from './training/drift.ts';
+import type { Scalar } from './training/encoding.ts';
 
 export interface PredictionResult {
   id: string;
@@ -20,9 +23,22 @@ export interface PredictionResult {
 }
 
 export interface Offload {
-  pool: PredictWorkerPool;
+  pool: WorkerPool<PredictJob, PredictJobResult>;
   /** Batches whose runtime cost reaches this run on a worker. */
   minCost: number;
+}
+
+export interface DriftSettings {
+  /** Inputs of each request to a trained model logged for drift (spread evenly over the batch). */
+  samplePerRequest: number;
+  /** Logged inputs compared per metrics request, newest requests first. */
+  maxInputs: number;
+}
+
+/** Up to `n` items spread evenly over the batch (all of a small one). */
+export function evenSample<T>(items: readonly T[], n: number): T[] {
+  if (items.length <= n) return items.slice();
+  return Array.from({ length: n }, (_, i) => items[Math.floor((i * items.length) / n)]!);
 }
 
 const HOUR_MS = 3_600_000;
@@ -35,6 +51,7 @@ export class ModelsService {
   private readonly logger: Logger;
   private readonly metricsMaxSamples: number;
   private readonly offload: Offload | null;
+  private readonly drift: DriftSettings;
 
   constructor(opts: {
     catalog: ModelCatalog;
@@ -42,12 +59,14 @@ export class ModelsService {
     logger: Logger;
     metricsMaxSamples: number;
     offload?: Offload | null;
+    drift?: DriftSettings;
   }) {
     this.catalog = opts.catalog;
     this.log = opts.predictionLog;
     this.logger = opts.logger;
     this.metricsMaxSamples = opts.metricsMaxSamples;
     this.offload = opts.offload ?? null;
+    this.drift = opts.drift ?? { samplePerRequest: 20, maxInputs: 5000 };
   }
 
   /** A malformed id, an unknown id and another account's id all answer 404 alike. */
@@ -69,7 +88,8 @@ export class ModelsService {
   async predict(caller: CallerContext, id: string, body: unknown): Promise<PredictionResult> {
     const model = await this.get(caller.accountId, id);
     if (model.status !== 'ready') throw modelNotReady(model.status);
-    const runtime = this.catalog.runtimeOf(model);
+    const found = this.catalog.runtimeOf(caller.accountId, model);
+    const runtime = found instanceof Promise ? await found : found;
     if (!runtime) throw modelHasNoRuntime();
 
     const predictionId = newId('prd');
@@ -98,9 +118,13 @@ export class ModelsService {
 
     const logStart = performance.now();
     const event = predictionCompleted(caller, { id: predictionId, modelId: model.id, count: inputs.length, latencyMs });
+    const sample =
+      model.kind === 'trained' && this.drift.samplePerRequest > 0
+        ? { sample: evenSample(inputs as Record<string, unknown>[], this.drift.samplePerRequest).map((input) => model.features.map((f) => input[f.name] ?? null)) }
+        : {};
     await this.log.record(
       caller.accountId,
-      { _id: predictionId, modelId: model.id, modelVersion: model.version, ok: true, count: inputs.length, latencyMs, errorCode: null, at: new Date() },
+      { _id: predictionId, modelId: model.id, modelVersion: model.version, ok: true, count: inputs.length, latencyMs, errorCode: null, at: new Date(), ...sample },
       [event],
     );
     return { id: predictionId, model, predictions, latencyMs, timing: { validateMs, modelMs: latencyMs, logMs: ms(logStart) } };
@@ -111,10 +135,12 @@ export class ModelsService {
     const hourAgo = new Date(now.getTime() - HOUR_MS);
     const dayAgo = new Date(now.getTime() - DAY_MS);
     const cap = this.metricsMaxSamples;
-    const [day, hour, recent] = await Promise.all([
+    const profile = model.kind === 'trained' ? model.profile : null;
+    const [day, hour, recent, logged] = await Promise.all([
       this.log.counts(accountId, model.id, dayAgo),
       this.log.counts(accountId, model.id, hourAgo),
       this.log.latencies(accountId, model.id, dayAgo, cap),
+      profile ? this.log.samples(accountId, model.id, dayAgo, this.drift.maxInputs) : null,
     ]);
     // Newest first and capped: the day is sampled when the cap was hit; the hour only if the cap was hit
     // before reaching an hour back.
@@ -129,6 +155,18 @@ export class ModelsService {
         lastHour: servingWindow(hour, hourRows, hourSampled),
         lastDay: servingWindow(day, recent, daySampled),
       },
+      drift:
+        profile && logged
+          ? {
+              window: 'P1D',
+              inputs: logged.inputs.length,
+              sampled: logged.sampled,
+              features: profile.map((p) => {
+                const at = model.features.findIndex((f) => f.name === p.name);
+                return featureDrift(p, logged.inputs.map((values) => (values[at] ?? null) as Scalar));
+              }),
+            }
+          : null,
       generatedAt: now.toISOString(),
     };
   }
@@ -137,7 +175,10 @@ export class ModelsService {
   private run(model: ModelRecord, runtime: ModelRuntime, inputs: unknown[]): PredictionOutput[] | Promise<PredictionOutput[]> {
     const offload = this.offload;
     if (offload && offload.pool.size > 0 && model.kind === 'builtin' && (runtime.cost?.(inputs) ?? 0) >= offload.minCost) {
-      return offload.pool.run(model.id, inputs);
+      return offload.pool.run({ kind: 'builtin', modelId: model.id, inputs }).then((r) => {
+        if (r.kind !== 'builtin') throw new Error('unexpected worker answer');
+        return r.outputs;
+      });
     }
     return runtime.predict(inputs);
   }

@@ -1,11 +1,13 @@
 import { Router } from 'express';
-import { isId, listQuerySchema, type ModelDto, type PredictionDto } from '@dap/contracts';
+import { createModelBody, isId, listQuerySchema, type ModelDto, type PredictionDto } from '@dap/contracts';
 import { callerOf, decodeCursor, parseOr400, toPage } from '@dap/http';
+import type { ModelLifecycle } from '../domain/lifecycle.service.ts';
 import type { ModelsService } from '../domain/models.service.ts';
 import type { ModelRecord } from '../domain/model.ts';
 
-export function toModelDto(m: ModelRecord): ModelDto {
-  return {
+/** The public shape of a model; own models add what they were made from (never internal fields). */
+export function toModelDto(m: ModelRecord, parameters?: Record<string, unknown> | null): ModelDto {
+  const dto: ModelDto = {
     id: m.id,
     name: m.name,
     type: m.type,
@@ -16,11 +18,32 @@ export function toModelDto(m: ModelRecord): ModelDto {
     features: m.features.map((f) => ({ name: f.name, type: f.type, description: f.description })),
     createdAt: m.createdAt.toISOString(),
   };
+  if (m.kind === 'builtin') return dto;
+  if (m.updatedAt) dto.updatedAt = m.updatedAt.toISOString();
+  if (m.kind === 'trained') {
+    dto.error = m.error ?? null;
+    if (m.training) {
+      const t = m.training;
+      dto.training = {
+        sourceId: t.sourceId,
+        target: t.target,
+        features: t.features,
+        hyperparameters: t.hyperparameters,
+        rows: t.rows,
+        startedAt: t.startedAt.toISOString(),
+        finishedAt: t.finishedAt ? t.finishedAt.toISOString() : null,
+        durationMs: t.durationMs,
+      };
+    }
+    if (parameters !== undefined) dto.parameters = parameters;
+  }
+  if (m.kind === 'onnx' && m.onnx) dto.onnx = { inputs: m.onnx.inputs, outputs: m.onnx.outputs, sizeBytes: m.onnx.sizeBytes, sha256: m.onnx.sha256 };
+  return dto;
 }
 
 const isModelId = (id: string) => isId('mdl', id);
 
-export function modelsRouter(service: ModelsService): Router {
+export function modelsRouter(service: ModelsService, lifecycle: ModelLifecycle): Router {
   const router = Router();
 
   router.get('/v1/models', async (req, res) => {
@@ -29,11 +52,25 @@ export function modelsRouter(service: ModelsService): Router {
     const before = decodeCursor(query.cursor, isModelId);
     const rows = await service.list(accountId, { limit: query.limit + 1, ...(before ? { before } : {}) });
     const page = toPage(rows, query.limit);
-    res.json({ ...page, data: page.data.map(toModelDto) });
+    res.json({ ...page, data: page.data.map((m) => toModelDto(m)) });
+  });
+
+  /** 202 while a model trains (poll the Location), 201 for an ONNX model, ready at once. */
+  router.post('/v1/models', async (req, res) => {
+    const body = parseOr400(createModelBody, req.body, 'body');
+    const { model, accepted } = await lifecycle.create(callerOf(req), body);
+    res.status(accepted ? 202 : 201).location(`/v1/models/${model.id}`).json(toModelDto(model));
   });
 
   router.get('/v1/models/:id', async (req, res) => {
-    res.json(toModelDto(await service.get(callerOf(req).accountId, req.params.id)));
+    const { accountId } = callerOf(req);
+    const model = await service.get(accountId, req.params.id);
+    res.json(toModelDto(model, model.kind === 'trained' ? await lifecycle.parameters(accountId, model) : undefined));
+  });
+
+  router.delete('/v1/models/:id', async (req, res) => {
+    await lifecycle.delete(callerOf(req).accountId, req.params.id);
+    res.status(204).end();
   });
 
   router.post('/v1/models/:id/predict', async (req, res) => {

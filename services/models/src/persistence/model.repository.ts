@@ -1,19 +1,36 @@
+import type { Document } from 'mongodb';
+import type { DomainEvent } from '@dap/contracts';
+import type { Logger } from '@dap/logger';
 import type { TenantCollection, TenantDoc } from '@dap/mongo';
 import type { ModelRecord } from '../domain/model.ts';
+import type { TrainingSpec } from '../domain/training/train.ts';
 
 /**
- * An account's own models (trained from a source, or uploaded ONNX). Nothing creates them yet; the catalog
- * already lists and resolves them so training and ONNX only add writers and runtimes.
+ * Who trains a model: the instance holding an unexpired lease. The holder renews it while the job waits or
+ * runs; when it lapses (the instance died), another instance claims it and trains again.
  */
-export interface ModelDoc extends TenantDoc, Omit<ModelRecord, 'id'> {
+export interface ModelLease {
+  owner: string | null;
+  until: Date;
+  /** Claims so far; a model interrupted too often fails instead of looping. */
+  attempts: number;
+}
+
+/** An account's own model: trained from a source, or an uploaded ONNX file (whose bytes live in `model_artifacts`). */
+export interface ModelDoc extends TenantDoc, Omit<ModelRecord, 'id' | 'updatedAt'> {
   _id: string;
   updatedAt: Date;
+  /** Internal: what the training worker needs to (re)run the job. */
+  spec?: TrainingSpec;
+  lease?: ModelLease;
+  /** The request that created the model, carried on its events. */
+  requestId?: string | null;
 }
 
 export const MODELS_COLLECTION = 'models';
 
 export function recordOf(doc: ModelDoc): ModelRecord {
-  return {
+  const record: ModelRecord = {
     id: doc._id,
     name: doc.name,
     type: doc.type,
@@ -23,8 +40,18 @@ export function recordOf(doc: ModelDoc): ModelRecord {
     description: doc.description,
     features: doc.features,
     createdAt: doc.createdAt,
+    updatedAt: doc.updatedAt,
   };
+  if (doc.error !== undefined) record.error = doc.error;
+  if (doc.training) record.training = doc.training;
+  if (doc.onnx) record.onnx = doc.onnx;
+  if (doc.evaluation !== undefined) record.evaluation = doc.evaluation;
+  if (doc.profile !== undefined) record.profile = doc.profile;
+  return record;
 }
+
+/** Fields never needed to serve or show a model. */
+const INTERNAL = { spec: 0, lease: 0, requestId: 0 } as const;
 
 export class ModelRepository {
   private readonly coll: TenantCollection<ModelDoc>;
@@ -33,13 +60,81 @@ export class ModelRepository {
     this.coll = coll;
   }
 
+  async ensureIndexes(logger: Logger): Promise<void> {
+    const specs: [Document, Document][] = [
+      [{ accountId: 1, _id: -1 }, { name: 'account_id' }],
+      [{ status: 1, 'lease.until': 1 }, { name: 'training_lease', partialFilterExpression: { status: 'training' } }],
+    ];
+    for (const [keys, options] of specs) {
+      try {
+        await this.coll.raw.createIndex(keys, options);
+      } catch (err) {
+        logger.warn({ err, index: options.name }, 'could not create a models index; continuing without it');
+      }
+    }
+  }
+
   async findById(accountId: string, id: string): Promise<ModelRecord | null> {
-    const doc = await this.coll.findById(accountId, id);
-    return doc ? recordOf(doc) : null;
+    if (!accountId) throw new Error('accountId is required');
+    const doc = await this.coll.raw.findOne({ _id: id as never, accountId, deletedAt: null }, { projection: { _outbox: 0, ...INTERNAL } });
+    return doc ? recordOf(doc as unknown as ModelDoc) : null;
+  }
+
+  /** The whole document, internal fields included (the training service's read). */
+  findDoc(accountId: string, id: string): Promise<ModelDoc | null> {
+    return this.coll.findById(accountId, id);
   }
 
   /** Newest first, ids below `before`. */
   async list(accountId: string, opts: { limit: number; before?: string }): Promise<ModelRecord[]> {
-    return (await this.coll.list(accountId, opts)).map(recordOf);
+    if (!accountId) throw new Error('accountId is required');
+    const filter: Document = { accountId, deletedAt: null };
+    if (opts.before) filter._id = { $lt: opts.before };
+    const docs = await this.coll.raw.find(filter, { projection: { _outbox: 0, ...INTERNAL, profile: 0 } }).sort({ _id: -1 }).limit(opts.limit).toArray();
+    return docs.map((d) => recordOf(d as unknown as ModelDoc));
+  }
+
+  async insert(accountId: string, doc: Omit<ModelDoc, 'accountId'>, events: DomainEvent[] = []): Promise<void> {
+    await this.coll.insert(accountId, doc, events);
+  }
+
+  /** Sets fields of a model still training under this lease holder, with its events; null when that no longer holds. */
+  finishTraining(accountId: string, id: string, owner: string, set: Partial<ModelDoc>, events: DomainEvent[]): Promise<ModelDoc | null> {
+    return this.coll.update(accountId, id, { ...set, updatedAt: new Date() }, events, { status: 'training', 'lease.owner': owner });
+  }
+
+  async renewLease(accountId: string, id: string, owner: string, until: Date): Promise<boolean> {
+    return (await this.coll.update(accountId, id, { 'lease.until': until } as Partial<ModelDoc>, [], { status: 'training', 'lease.owner': owner })) !== null;
+  }
+
+  /** Hands a lease back at shutdown so another instance (or the next start) takes the job over at once. */
+  async releaseLease(accountId: string, id: string, owner: string): Promise<void> {
+    await this.coll.update(accountId, id, { 'lease.owner': null, 'lease.until': new Date(0) } as Partial<ModelDoc>, [], { status: 'training', 'lease.owner': owner });
+  }
+
+  /**
+   * Training models whose lease has lapsed, across accounts: the one query here without a tenant, because
+   * resuming interrupted jobs is the service's own housekeeping. Each is then claimed per account.
+   */
+  async lapsedTrainings(now: Date, limit: number): Promise<{ _id: string; accountId: string; lease: ModelLease }[]> {
+    const docs = await this.coll.raw
+      .find({ status: 'training', deletedAt: null, 'lease.until': { $lt: now } }, { projection: { _id: 1, accountId: 1, lease: 1 } })
+      .limit(limit)
+      .toArray();
+    return docs as unknown as { _id: string; accountId: string; lease: ModelLease }[];
+  }
+
+  /** Takes over a lapsed lease; null when another instance was quicker. */
+  claimLease(accountId: string, id: string, seen: ModelLease, lease: ModelLease): Promise<ModelDoc | null> {
+    return this.coll.update(accountId, id, { lease } as Partial<ModelDoc>, [], { status: 'training', 'lease.until': seen.until, 'lease.attempts': seen.attempts });
+  }
+
+  /** Soft-deletes (the document goes once its pending events are published); true when it existed. */
+  async softDelete(accountId: string, id: string): Promise<boolean> {
+    const doc = await this.coll.softDelete(accountId, id);
+    if (!doc) return false;
+    // Nothing left to publish: remove the tombstone now rather than keep it forever.
+    await this.coll.raw.deleteOne({ _id: id as never, accountId, deletedAt: { $ne: null }, _outboxPending: { $ne: true } });
+    return true;
   }
 }

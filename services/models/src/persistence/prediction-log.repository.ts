@@ -15,6 +15,11 @@ export interface PredictionLogDoc extends TenantDoc {
   latencyMs: number;
   errorCode: string | null;
   at: Date;
+  /**
+   * Trained models: a few of the request's inputs for input drift, each as its values in the model's
+   * feature order (arrays, since feature names need not be valid MongoDB field names).
+   */
+  sample?: unknown[][];
 }
 
 export interface WindowCounts {
@@ -72,6 +77,29 @@ export class PredictionLogRepository {
       .sort({ at: -1 })
       .limit(cap)
       .toArray();
+  }
+
+  /**
+   * Logged input samples since `since`, newest requests first, at most `maxInputs` inputs; `sampled` when
+   * older ones were left out.
+   */
+  async samples(accountId: string, modelId: string, since: Date, maxInputs: number): Promise<{ inputs: unknown[][]; sampled: boolean }> {
+    const cursor = this.coll.raw
+      .find<{ sample: unknown[][] }>({ ...this.windowFilter(accountId, modelId, since), ok: true, sample: { $exists: true } }, { projection: { _id: 0, sample: 1 } })
+      .sort({ at: -1 })
+      .limit(maxInputs + 1);
+    const inputs: unknown[][] = [];
+    try {
+      for await (const doc of cursor) {
+        for (const input of doc.sample ?? []) {
+          if (inputs.length >= maxInputs) return { inputs, sampled: true };
+          inputs.push(input);
+        }
+      }
+    } finally {
+      await cursor.close();
+    }
+    return { inputs, sampled: false };
   }
 
   private windowFilter(accountId: string, modelId: string, since: Date): Document {

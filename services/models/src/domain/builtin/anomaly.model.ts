@@ -70,5 +70,5 @@ export const anomalyModel: BuiltinModel = {
       return { anomalies: r.anomalies, scores: r.scores, method: r.method, window: r.window, seasonLength: r.seasonLength, threshold: r.threshold };
     },
   }),
-  evaluation: once(syntheticEvaluation),
+  backtest: once(syntheticEvaluation),
 };

@@ -56,11 +56,11 @@ describe('built-in models', () => {
   });
 
   it('publish an honest synthetic backtest as their evaluation', () => {
-    const f = forecastModel.evaluation();
+    const f = forecastModel.backtest();
     expect(f.kind).toBe('synthetic_backtest');
     expect(f.mae as number).toBeLessThan((f.naiveMae as number) / 2);
     expect(f.coverage95 as number).toBeGreaterThanOrEqual(0.8);
-    const a = anomalyModel.evaluation();
+    const a = anomalyModel.backtest();
     expect(a).toMatchObject({ kind: 'synthetic_backtest', precision: 1, recall: 1 });
   });
 

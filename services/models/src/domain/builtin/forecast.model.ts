@@ -79,5 +79,5 @@ export const forecastModel: BuiltinModel = {
       };
     },
   }),
-  evaluation: once(syntheticBacktest),
+  backtest: once(syntheticBacktest),
 };

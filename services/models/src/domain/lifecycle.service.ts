@@ -1,0 +1,108 @@
+import { isId, newId, type CallerContext, type CreateModelBody, type UploadOnnxBody } from '@dap/contracts';
+import type { Logger } from '@dap/logger';
+import type { ArtifactRepository } from '../persistence/artifact.repository.ts';
+import { recordOf, type ModelDoc, type ModelRepository } from '../persistence/model.repository.ts';
+import type { ModelCatalog } from './catalog.ts';
+import { builtinNotDeletable, invalidBody, modelNotFound } from './errors.ts';
+import { modelReady } from './events.ts';
+import type { ModelRecord } from './model.ts';
+import { checkDeclaredIo, featuresOf, onnxInfoOf } from './onnx/onnx-upload.ts';
+import { OnnxModelError } from './onnx/onnx-host.ts';
+import type { OnnxHost } from './onnx/onnx-runtime.ts';
+import type { OwnModelRuntimes } from './runtimes.ts';
+import type { TrainingService } from './training.service.ts';
+
+/** Creating and deleting an account's own models: training jobs, ONNX uploads, and their removal. */
+export class ModelLifecycle {
+  private readonly catalog: ModelCatalog;
+  private readonly models: ModelRepository;
+  private readonly artifacts: ArtifactRepository;
+  private readonly training: TrainingService;
+  private readonly onnx: OnnxHost;
+  private readonly runtimes: OwnModelRuntimes;
+  private readonly logger: Logger;
+
+  constructor(opts: {
+    catalog: ModelCatalog;
+    models: ModelRepository;
+    artifacts: ArtifactRepository;
+    training: TrainingService;
+    onnx: OnnxHost;
+    runtimes: OwnModelRuntimes;
+    logger: Logger;
+  }) {
+    this.catalog = opts.catalog;
+    this.models = opts.models;
+    this.artifacts = opts.artifacts;
+    this.training = opts.training;
+    this.onnx = opts.onnx;
+    this.runtimes = opts.runtimes;
+    this.logger = opts.logger;
+  }
+
+  /** A training job (202: the model is training) or an ONNX upload (201: the model is ready). */
+  async create(caller: CallerContext, body: CreateModelBody): Promise<{ model: ModelRecord; accepted: boolean }> {
+    if (body.type === 'onnx') return { model: await this.uploadOnnx(caller, body), accepted: false };
+    return { model: await this.training.create(caller, body), accepted: true };
+  }
+
+  /**
+   * Verifies the file by loading it with onnxruntime and comparing its inputs and outputs with the
+   * declaration, stores the file, then the model (ready, with `model.ready`).
+   */
+  private async uploadOnnx(caller: CallerContext, body: UploadOnnxBody): Promise<ModelRecord> {
+    const bytes = Buffer.from(body.model, 'base64');
+    let inspection;
+    try {
+      inspection = await this.onnx.inspect(bytes);
+    } catch (err) {
+      if (!(err instanceof OnnxModelError)) throw err;
+      throw invalidBody([{ path: 'model', message: `onnxruntime could not load the model: ${err.message.slice(0, 500)}` }]);
+    }
+    const mismatches = checkDeclaredIo(body, inspection);
+    if (mismatches.length) throw invalidBody(mismatches);
+
+    const now = new Date();
+    const id = newId('mdl');
+    const onnx = onnxInfoOf(body, bytes);
+    // The file first: a crash before the model write leaves an orphan file, never a model without one.
+    await this.artifacts.put(caller.accountId, id, { version: 1, format: 'onnx', data: bytes, summary: null });
+    const doc: Omit<ModelDoc, 'accountId'> = {
+      _id: id,
+      name: body.name,
+      type: 'onnx',
+      kind: 'onnx',
+      status: 'ready',
+      version: 1,
+      description:
+        body.description ??
+        `An uploaded ONNX model (${onnx.sizeBytes} bytes) run with onnxruntime. Each input maps ${body.inputs.map((i) => i.name).join(', ')} ` +
+          `to nested arrays; each prediction maps ${body.outputs.map((o) => o.name).join(', ')} to nested arrays.`,
+      features: featuresOf(body.inputs),
+      createdAt: now,
+      updatedAt: now,
+      onnx,
+      evaluation: null,
+      requestId: caller.requestId,
+    };
+    await this.models.insert(caller.accountId, doc, [modelReady(caller.accountId, caller.requestId, { id, name: body.name, type: 'onnx' })]);
+    this.logger.info({ modelId: id, sizeBytes: onnx.sizeBytes }, 'ONNX model uploaded');
+    return recordOf({ ...doc, accountId: caller.accountId });
+  }
+
+  /** Built-ins cannot go (409); another account's or an unknown id is a 404. A training job is stopped. */
+  async delete(accountId: string, id: string): Promise<void> {
+    if (this.catalog.isBuiltin(id)) throw builtinNotDeletable();
+    if (!isId('mdl', id)) throw modelNotFound();
+    if (!(await this.models.softDelete(accountId, id))) throw modelNotFound();
+    this.training.cancel(id);
+    this.runtimes.evict(id);
+    await this.artifacts.remove(accountId, id);
+  }
+
+  /** A ready trained model's parameters for GET /models/{id}; null otherwise. */
+  async parameters(accountId: string, model: ModelRecord): Promise<Record<string, unknown> | null> {
+    if (model.kind !== 'trained' || model.status !== 'ready') return null;
+    return this.artifacts.summary(accountId, model.id);
+  }
+}

@@ -1,0 +1,48 @@
+import type { FieldError } from '@dap/http';
+import type { ModelRecord } from './model.ts';
+import { MAX_FIELD_ERRORS, type ModelRuntime } from './runtime.ts';
+import { encodeRecord, type Scalar } from './training/encoding.ts';
+import { estimate, outputOf, type TrainedArtifact } from './training/trained-model.ts';
+
+export type FeatureRecord = Record<string, Scalar>;
+
+export const MAX_STRING_FEATURE_LENGTH = 10_000;
+
+const EXPECTED: Record<string, { message: string; ok: (v: unknown) => boolean }> = {
+  integer: { message: 'expected a number (or null when missing)', ok: (v) => typeof v === 'number' && Number.isFinite(v) },
+  number: { message: 'expected a number (or null when missing)', ok: (v) => typeof v === 'number' && Number.isFinite(v) },
+  boolean: { message: 'expected true or false (or null when missing)', ok: (v) => typeof v === 'boolean' },
+  string: { message: `expected a string of at most ${MAX_STRING_FEATURE_LENGTH} characters (or null when missing)`, ok: (v) => typeof v === 'string' && v.length <= MAX_STRING_FEATURE_LENGTH },
+};
+
+/**
+ * Serves a trained model: each input is an object with exactly the model's features (its source columns),
+ * null standing for a missing value (the training mean, or no category). Validation is a plain loop: it is
+ * on the hot path and names every bad field.
+ */
+export function trainedRuntime(model: ModelRecord, artifact: TrainedArtifact): ModelRuntime<FeatureRecord> {
+  const features = model.features.map((f) => ({ name: f.name, check: EXPECTED[f.type] ?? EXPECTED.number! }));
+  const known = new Set(features.map((f) => f.name));
+  const list = features.map((f) => f.name).join(', ');
+  return {
+    validate(inputs) {
+      const errors: FieldError[] = [];
+      const push = (path: string, message: string) => errors.length < MAX_FIELD_ERRORS && errors.push({ path, message });
+      inputs.forEach((raw, i) => {
+        if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return void push(`inputs.${i}`, 'expected an object of feature values');
+        const input = raw as Record<string, unknown>;
+        for (const key of Object.keys(input)) if (!known.has(key)) push(`inputs.${i}.${key}`, `not a feature of this model; its features are ${list}`);
+        for (const f of features) {
+          const v = input[f.name];
+          if (v === undefined) push(`inputs.${i}.${f.name}`, 'required (use null for a missing value)');
+          else if (v !== null && !f.check.ok(v)) push(`inputs.${i}.${f.name}`, f.check.message);
+        }
+      });
+      return errors.length ? { ok: false, errors } : { ok: true, inputs: inputs as FeatureRecord[] };
+    },
+    predict(inputs) {
+      const row: number[] = [];
+      return inputs.map((input) => outputOf(artifact, estimate(artifact, encodeRecord(artifact.encoder, (n) => input[n], row))));
+    },
+  };
+}

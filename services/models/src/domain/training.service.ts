@@ -1,0 +1,353 @@
+import { randomUUID } from 'node:crypto';
+import { gzip } from 'node:zlib';
+import { promisify } from 'node:util';
+import { newId, type CallerContext, type Column, type TrainModelBody } from '@dap/contracts';
+import type { DatasetStore } from '@dap/datasets';
+import { AppError, type FieldError } from '@dap/http';
+import type { Logger } from '@dap/logger';
+import { MAX_ARTIFACT_BYTES, type ArtifactRepository } from '../persistence/artifact.repository.ts';
+import { recordOf, type ModelDoc, type ModelLease, type ModelRepository } from '../persistence/model.repository.ts';
+import type { SourceProjection, SourceProjectionRepository } from '../persistence/source-projection.repository.ts';
+import type { TrainJob, TrainJobResult } from '../train.worker.ts';
+import { WorkerJobError, WorkerTimeoutError, type WorkerPool } from '../workers/worker-pool.ts';
+import { invalidBody, sourceNotFound, sourceNotReady, trainingUnavailable } from './errors.ts';
+import { modelFailed, modelReady } from './events.ts';
+import type { ModelFeature, ModelRecord } from './model.ts';
+import type { FeatureProfile } from './training/drift.ts';
+import type { FeatureColumn, FeatureKind } from './training/encoding.ts';
+import { TASK_OF } from './training/trained-model.ts';
+import { TrainingError, type TrainingSpec } from './training/train.ts';
+
+const gzipAsync = promisify(gzip);
+
+const FRESH_SOURCE_MS = 30_000;
+const FRESH_SOURCE_WAIT_MS = 3_000;
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/** The creation time (ms) in a prefixed ULID id, or null when it is not one. */
+export function ulidTime(id: string): number | null {
+  const ulid = id.slice(id.indexOf('_') + 1);
+  if (ulid.length !== 26) return null;
+  let ms = 0;
+  for (const ch of ulid.slice(0, 10)) {
+    const v = CROCKFORD.indexOf(ch);
+    if (v < 0) return null;
+    ms = ms * 32 + v;
+  }
+  return ms;
+}
+
+export interface TrainingSettings {
+  /** A job running longer fails (its worker is stopped). */
+  timeoutMs: number;
+  /** Rows read per model at most (a deterministic sample beyond). */
+  maxRows: number;
+  /** Lease length: how soon another instance resumes the job of one that died. */
+  leaseMs: number;
+  /** Claims of one model before it fails as interrupted too often. */
+  maxAttempts: number;
+  /** Jobs this instance holds (queued or running) before `POST /models` answers 503. */
+  maxJobs: number;
+  maxClasses: number;
+  silhouetteSample: number;
+  duckdbMemoryLimit: string;
+}
+
+const TYPE_NAMES: Record<TrainModelBody['type'], string> = {
+  linear_regression: 'Linear regression',
+  logistic_regression: 'Logistic regression',
+  random_forest_classifier: 'Random forest classifier',
+  random_forest_regressor: 'Random forest regressor',
+  kmeans: 'k-means clustering',
+};
+
+const OUTPUTS: Record<TrainModelBody['type'], string> = {
+  linear_regression: 'Each prediction is {prediction} (a number).',
+  random_forest_regressor: 'Each prediction is {prediction} (a number: the mean of the trees).',
+  logistic_regression: 'Each prediction is {prediction, probabilities}: the most likely class and every class’s probability.',
+  random_forest_classifier: 'Each prediction is {prediction, probabilities}: the class with the highest mean tree vote share, and the shares.',
+  kmeans: 'Each prediction is {cluster, distance}: the nearest centroid’s index and the distance to it (standardised units).',
+};
+
+function kindOf(type: Column['type']): FeatureKind {
+  return type === 'string' ? 'categorical' : type === 'boolean' ? 'boolean' : 'numeric';
+}
+
+function describeFeature(type: string, profile: FeatureProfile | undefined): string {
+  if (!profile) return `${type}; null when missing`;
+  if (profile.kind === 'categorical') {
+    const shown = profile.categories.slice(0, 10).map((c) => JSON.stringify(c)).join(', ');
+    const more = profile.categories.length > 10 ? ` and ${profile.categories.length - 10} more` : '';
+    return `${type}; a category, one of ${shown}${more} in training (other values and null share one encoding)`;
+  }
+  if (profile.min === null) return `${type}; no training values (null when missing)`;
+  const range = profile.kind === 'boolean' ? '' : `; training range ${profile.min} to ${profile.max}, mean ${profile.mean}`;
+  return `${type}${range}; null when missing (replaced by the training mean)`;
+}
+
+/**
+ * Training from a source: checks the request against the source's schema (from the `sources.events`
+ * projection), records the model as training, and runs the job on a worker thread, renewing a lease while
+ * it runs. On success the artifact is stored, then the model turns ready with `model.ready` in the same
+ * write; on failure it turns failed with `model.failed`. Jobs whose lease lapses (their instance died) are
+ * claimed and run again by any instance with training workers.
+ */
+export class TrainingService {
+  private readonly models: ModelRepository;
+  private readonly artifacts: ArtifactRepository;
+  private readonly sources: SourceProjectionRepository;
+  private readonly datasets: DatasetStore | null;
+  private readonly pool: WorkerPool<TrainJob, TrainJobResult> | null;
+  private readonly logger: Logger;
+  private readonly settings: TrainingSettings;
+  /** This process, as a lease holder. */
+  readonly owner = randomUUID();
+  private readonly jobs = new Map<string, { accountId: string; abort: AbortController; done: Promise<void> }>();
+  private sweeper: NodeJS.Timeout | null = null;
+  private sweeping = false;
+  private stopped = false;
+
+  constructor(opts: {
+    models: ModelRepository;
+    artifacts: ArtifactRepository;
+    sources: SourceProjectionRepository;
+    datasets: DatasetStore | null;
+    pool: WorkerPool<TrainJob, TrainJobResult> | null;
+    logger: Logger;
+    settings: TrainingSettings;
+  }) {
+    this.models = opts.models;
+    this.artifacts = opts.artifacts;
+    this.sources = opts.sources;
+    this.datasets = opts.datasets;
+    this.pool = opts.pool;
+    this.logger = opts.logger;
+    this.settings = opts.settings;
+  }
+
+  /** Jobs held by this instance (queued or running). */
+  get activeJobs(): number {
+    return this.jobs.size;
+  }
+
+  async create(caller: CallerContext, body: TrainModelBody): Promise<ModelRecord> {
+    if (!this.datasets) throw trainingUnavailable();
+    const source = await this.freshSource(caller.accountId, body.sourceId);
+    if (!source || source.deleted) throw sourceNotFound();
+    if (source.status !== 'ready') throw sourceNotReady(source.status);
+    const spec = specOf(body, source.schema);
+    if (this.pool && this.jobs.size >= this.settings.maxJobs) {
+      throw new AppError('unavailable', 'too many models are training on this instance; retry shortly', { headers: { 'Retry-After': '30' } });
+    }
+
+    const now = new Date();
+    const id = newId('mdl');
+    const types = new Map(source.schema.map((c) => [c.name, c.type]));
+    const target = 'target' in body ? body.target : null;
+    const doc: Omit<ModelDoc, 'accountId'> = {
+      _id: id,
+      name: body.name,
+      type: body.type,
+      kind: 'trained',
+      status: 'training',
+      version: 1,
+      description:
+        body.description ??
+        `${TYPE_NAMES[body.type]}${target ? ` predicting ${JSON.stringify(target)}` : ''} from ${body.features.length} feature(s) of source ${body.sourceId}. ${OUTPUTS[body.type]}`,
+      features: body.features.map((name) => ({ name, type: types.get(name)!, description: `${types.get(name)!}; described once trained` })),
+      createdAt: now,
+      updatedAt: now,
+      error: null,
+      training: { sourceId: body.sourceId, target, features: body.features, hyperparameters: body.hyperparameters, rows: null, startedAt: now, finishedAt: null, durationMs: null },
+      evaluation: null,
+      profile: null,
+      spec,
+      requestId: caller.requestId,
+      // Without training workers here the lease starts lapsed, so an instance that has them claims it.
+      lease: this.pool ? { owner: this.owner, until: new Date(now.getTime() + this.settings.leaseMs), attempts: 1 } : { owner: null, until: new Date(0), attempts: 0 },
+    };
+    await this.models.insert(caller.accountId, doc);
+    if (this.pool) this.launch(caller.accountId, id);
+    return recordOf({ ...doc, accountId: caller.accountId });
+  }
+
+  /**
+   * The source as the projection knows it. The projection follows `sources.events`, a moment behind the
+   * sources service: a source created in the last half minute whose data is written but which is unknown
+   * or still pending here is waited for briefly, so "create a source, see it ready, train on it" works
+   * without a retry loop.
+   */
+  private async freshSource(accountId: string, sourceId: string): Promise<SourceProjection | null> {
+    let source = await this.sources.find(accountId, sourceId);
+    const createdAt = ulidTime(sourceId);
+    if (source && source.status !== 'pending') return source;
+    if (createdAt === null || Date.now() - createdAt > FRESH_SOURCE_MS) return source;
+    // Worth waiting for only when the sources service has already written the data (so any random id is
+    // answered at once): its file is in the shared dataset store before the event is published.
+    if (!this.datasets || !(await this.datasets.currentFile(accountId, sourceId))) return source;
+    const deadline = Date.now() + FRESH_SOURCE_WAIT_MS;
+    while (Date.now() < deadline && (!source || source.status === 'pending')) {
+      await new Promise((r) => setTimeout(r, 100));
+      source = await this.sources.find(accountId, sourceId);
+    }
+    return source;
+  }
+
+  /** Stops this instance's job for a model (it is being deleted). */
+  cancel(modelId: string): void {
+    this.jobs.get(modelId)?.abort.abort();
+  }
+
+  /** Starts claiming lapsed jobs (only an instance with training workers does). */
+  start(): void {
+    if (!this.pool) return;
+    const interval = Math.max(500, Math.floor(this.settings.leaseMs / 2));
+    this.sweeper = setInterval(() => void this.sweep(), interval);
+    this.sweeper.unref();
+    void this.sweep();
+  }
+
+  /** Cancels this instance's jobs and hands their leases back, so the next instance resumes them at once. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.sweeper) clearInterval(this.sweeper);
+    const jobs = [...this.jobs.entries()];
+    for (const [, job] of jobs) job.abort.abort();
+    await Promise.all(jobs.map(([, job]) => job.done));
+    await Promise.all(
+      jobs.map(([id, job]) => this.models.releaseLease(job.accountId, id, this.owner).catch((err) => this.logger.warn({ err, modelId: id }, 'could not release a training lease'))),
+    );
+  }
+
+  /** Claims lapsed training jobs, up to this instance's free capacity. */
+  async sweep(): Promise<void> {
+    if (this.sweeping || this.stopped || !this.pool) return;
+    this.sweeping = true;
+    try {
+      const capacity = this.settings.maxJobs - this.jobs.size;
+      if (capacity <= 0) return;
+      const now = new Date();
+      for (const lapsed of await this.models.lapsedTrainings(now, capacity)) {
+        if (this.stopped) return;
+        if (this.jobs.has(lapsed._id)) continue;
+        const lease: ModelLease = { owner: this.owner, until: new Date(now.getTime() + this.settings.leaseMs), attempts: lapsed.lease.attempts + 1 };
+        const claimed = await this.models.claimLease(lapsed.accountId, lapsed._id, lapsed.lease, lease);
+        if (!claimed) continue;
+        if (lapsed.lease.attempts >= this.settings.maxAttempts) {
+          const error = `training was interrupted ${lapsed.lease.attempts} times (the service restarted while it ran); create the model again`;
+          await this.models.finishTraining(lapsed.accountId, lapsed._id, this.owner, { status: 'failed', error }, [modelFailed(lapsed.accountId, claimed.requestId ?? null, { id: lapsed._id, name: claimed.name }, error)]);
+          continue;
+        }
+        this.logger.info({ modelId: lapsed._id, attempt: lease.attempts }, 'resuming an interrupted training job');
+        this.launch(lapsed.accountId, lapsed._id);
+      }
+    } catch (err) {
+      this.logger.warn({ err }, 'training sweep failed; will retry');
+    } finally {
+      this.sweeping = false;
+    }
+  }
+
+  private launch(accountId: string, modelId: string): void {
+    const abort = new AbortController();
+    const renew = setInterval(() => {
+      const until = new Date(Date.now() + this.settings.leaseMs);
+      this.models.renewLease(accountId, modelId, this.owner, until).catch((err) => this.logger.warn({ err, modelId }, 'could not renew a training lease'));
+    }, Math.max(200, Math.floor(this.settings.leaseMs / 3)));
+    renew.unref();
+    const done = this.execute(accountId, modelId, abort.signal)
+      .catch((err) => this.logger.error({ err, modelId }, 'training bookkeeping failed'))
+      .finally(() => {
+        clearInterval(renew);
+        this.jobs.delete(modelId);
+      });
+    this.jobs.set(modelId, { accountId, abort, done });
+  }
+
+  private async execute(accountId: string, modelId: string, signal: AbortSignal): Promise<void> {
+    const doc = await this.models.findDoc(accountId, modelId);
+    if (!doc || doc.status !== 'training' || !doc.spec || !doc.training || !this.pool || !this.datasets) return;
+    const started = performance.now();
+    const requestId = doc.requestId ?? null;
+    try {
+      const file = await this.datasets.currentFile(accountId, doc.training.sourceId);
+      if (!file) throw new TrainingError('the source has no data (it was never synced or was removed)');
+      const job: TrainJob = {
+        spec: doc.spec,
+        data: { kind: 'parquet', file, maxRows: this.settings.maxRows },
+        limits: { maxClasses: this.settings.maxClasses, silhouetteSample: this.settings.silhouetteSample },
+        duckdbMemoryLimit: this.settings.duckdbMemoryLimit,
+      };
+      const result = await this.pool.run(job, { timeoutMs: this.settings.timeoutMs, signal });
+      const packed = await gzipAsync(JSON.stringify(result.outcome.artifact));
+      if (packed.byteLength > MAX_ARTIFACT_BYTES) {
+        throw new TrainingError(`the trained model takes ${packed.byteLength} bytes, over the ${MAX_ARTIFACT_BYTES} that can be stored; lower nEstimators or maxDepth`);
+      }
+      await this.artifacts.put(accountId, modelId, { version: doc.version, format: 'trained-json-gzip', data: packed, summary: result.outcome.parameters });
+      const profile = result.outcome.profile;
+      const features: ModelFeature[] = doc.features.map((f) => ({ ...f, description: describeFeature(f.type, profile.find((p) => p.name === f.name)) }));
+      const durationMs = Math.round(performance.now() - started);
+      const updated = await this.models.finishTraining(
+        accountId,
+        modelId,
+        this.owner,
+        {
+          status: 'ready',
+          error: null,
+          features,
+          evaluation: result.outcome.evaluation,
+          profile,
+          training: { ...doc.training, rows: { ...result.rows, ...result.outcome.rows }, finishedAt: new Date(), durationMs },
+        },
+        [modelReady(accountId, requestId, { id: modelId, name: doc.name, type: doc.type })],
+      );
+      if (!updated && !(await this.models.findDoc(accountId, modelId))) await this.artifacts.remove(accountId, modelId); // deleted meanwhile
+      this.logger.info({ modelId, type: doc.type, rows: result.rows, timing: result.timing, durationMs }, updated ? 'model trained' : 'model trained but no longer wanted');
+    } catch (err) {
+      if (signal.aborted) return; // deleted, or this instance is stopping: the lease passes on
+      const error = this.failureMessage(err, requestId, modelId);
+      const durationMs = Math.round(performance.now() - started);
+      await this.models.finishTraining(accountId, modelId, this.owner, { status: 'failed', error, training: { ...doc.training, finishedAt: new Date(), durationMs } }, [
+        modelFailed(accountId, requestId, { id: modelId, name: doc.name }, error),
+      ]);
+    }
+  }
+
+  /** The reason stored on a failed model: the caller's problem in plain words, or a pointer to our logs. */
+  private failureMessage(err: unknown, requestId: string | null, modelId: string): string {
+    if (err instanceof TrainingError) return err.message;
+    if (err instanceof WorkerJobError && err.expected) return err.message;
+    if (err instanceof WorkerTimeoutError) return `training took longer than ${this.settings.timeoutMs} ms; lower sampleRows, nEstimators or maxIterations, or use fewer features`;
+    this.logger.error({ err, modelId, requestId }, 'training failed unexpectedly');
+    return `training failed unexpectedly; contact support with the request id ${requestId ?? modelId}`;
+  }
+}
+
+/** Builds the worker's spec, or a 400 naming each bad field. Exported for tests. */
+export function specOf(body: TrainModelBody, schema: readonly Column[]): TrainingSpec {
+  const columns = new Map(schema.map((c) => [c.name, c.type]));
+  const known = schema.slice(0, 30).map((c) => c.name).join(', ') + (schema.length > 30 ? ', …' : '');
+  const errors: FieldError[] = [];
+  const target = 'target' in body ? body.target : null;
+  const task = TASK_OF[body.type];
+  const features: FeatureColumn[] = [];
+  body.features.forEach((name, i) => {
+    const type = columns.get(name);
+    if (!type) errors.push({ path: `features.${i}`, message: `the source has no column ${JSON.stringify(name)}; its columns are ${known}` });
+    else if (name === target) errors.push({ path: `features.${i}`, message: 'the target cannot also be a feature' });
+    else if (type === 'timestamp') errors.push({ path: `features.${i}`, message: 'timestamp columns cannot be features; add a numeric column (e.g. epoch seconds) to the source' });
+    else features.push({ name, kind: kindOf(type) });
+  });
+  let targetColumn: FeatureColumn | null = null;
+  if (target !== null) {
+    const type = columns.get(target);
+    if (!type) errors.push({ path: 'target', message: `the source has no column ${JSON.stringify(target)}; its columns are ${known}` });
+    else if (task === 'regression' && type !== 'integer' && type !== 'number') errors.push({ path: 'target', message: `a regression target must be numeric (integer or number); ${JSON.stringify(target)} is ${type}` });
+    else if (task === 'classification' && !['string', 'integer', 'boolean'].includes(type)) {
+      errors.push({ path: 'target', message: `class labels must be strings, integers or booleans; ${JSON.stringify(target)} is ${type} (use a regression type for numbers)` });
+    } else targetColumn = { name: target, kind: kindOf(type) };
+  }
+  if (errors.length) throw invalidBody(errors);
+  // The body's hyperparameters are complete (zod filled the defaults); the union narrows by type.
+  return { type: body.type, target: targetColumn, features, hyperparameters: body.hyperparameters } as TrainingSpec;
+}

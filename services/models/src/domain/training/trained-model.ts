@@ -1,0 +1,143 @@
+import type { Encoder } from './encoding.ts';
+import { nearest } from './metrics.ts';
+
+/**
+ * A trained model as stored: the fitted feature encoding plus plain parameters. Prediction needs no ML
+ * library, only this file, so serving and the held-out evaluation run the very same code.
+ */
+export const TRAINABLE_TYPES = ['linear_regression', 'logistic_regression', 'random_forest_classifier', 'random_forest_regressor', 'kmeans'] as const;
+export type TrainableType = (typeof TRAINABLE_TYPES)[number];
+export type Task = 'regression' | 'classification' | 'clustering';
+export type ClassLabel = string | number | boolean;
+
+export const TASK_OF: Record<TrainableType, Task> = {
+  linear_regression: 'regression',
+  logistic_regression: 'classification',
+  random_forest_classifier: 'classification',
+  random_forest_regressor: 'regression',
+  kmeans: 'clustering',
+};
+
+export interface LinearParams {
+  kind: 'linear';
+  weights: number[];
+  intercept: number;
+}
+/** One-vs-rest: class c scores sigmoid(w_c · [x, 1]); the scores are normalised into probabilities. */
+export interface LogisticParams {
+  kind: 'logistic';
+  weights: number[][];
+}
+/** Each tree flattened into parallel arrays; a leaf has feature -1 and a value (class shares for classifiers). */
+export interface FlatTree {
+  feature: number[];
+  threshold: number[];
+  left: number[];
+  right: number[];
+  value: (number | number[] | null)[];
+}
+export interface ForestParams {
+  kind: 'forest';
+  trees: FlatTree[];
+}
+export interface KMeansParams {
+  kind: 'kmeans';
+  centroids: number[][];
+}
+export type ModelParams = LinearParams | LogisticParams | ForestParams | KMeansParams;
+
+export interface TrainedArtifact {
+  format: 1;
+  type: TrainableType;
+  task: Task;
+  encoder: Encoder;
+  /** Class labels in index order (classifiers only). */
+  classes: ClassLabel[] | null;
+  params: ModelParams;
+}
+
+export type Estimate =
+  | { task: 'regression'; value: number }
+  | { task: 'classification'; classIndex: number; probabilities: number[] }
+  | { task: 'clustering'; cluster: number; distance: number };
+
+const sigmoid = (z: number) => (z >= 0 ? 1 / (1 + Math.exp(-z)) : Math.exp(z) / (1 + Math.exp(z)));
+
+function dot(w: readonly number[], x: readonly number[]): number {
+  let s = 0;
+  for (let i = 0; i < x.length; i++) s += w[i]! * x[i]!;
+  return s;
+}
+
+function leafOf(tree: FlatTree, x: readonly number[]): number | number[] | null {
+  let node = 0;
+  for (;;) {
+    const f = tree.feature[node]!;
+    if (f < 0) return tree.value[node] ?? null;
+    node = x[f]! < tree.threshold[node]! ? tree.left[node]! : tree.right[node]!;
+  }
+}
+
+function argmax(values: readonly number[]): number {
+  let best = 0;
+  for (let i = 1; i < values.length; i++) if (values[i]! > values[best]!) best = i;
+  return best;
+}
+
+/** Predicts one encoded row. */
+export function estimate(artifact: TrainedArtifact, x: readonly number[]): Estimate {
+  const p = artifact.params;
+  switch (p.kind) {
+    case 'linear':
+      return { task: 'regression', value: dot(p.weights, x) + p.intercept };
+    case 'logistic': {
+      const scores = p.weights.map((w) => sigmoid(dot(w, x) + w[x.length]!));
+      const total = scores.reduce((s, v) => s + v, 0);
+      const probabilities = scores.map((s) => (total > 0 ? s / total : 1 / scores.length));
+      return { task: 'classification', classIndex: argmax(probabilities), probabilities };
+    }
+    case 'forest': {
+      if (artifact.task === 'regression') {
+        let sum = 0;
+        let n = 0;
+        for (const t of p.trees) {
+          const v = leafOf(t, x);
+          if (typeof v === 'number') {
+            sum += v;
+            n++;
+          }
+        }
+        return { task: 'regression', value: n ? sum / n : 0 };
+      }
+      const k = artifact.classes!.length;
+      const probabilities = new Array<number>(k).fill(0);
+      for (const t of p.trees) {
+        const v = leafOf(t, x);
+        if (Array.isArray(v)) for (let c = 0; c < k; c++) probabilities[c]! += (v[c] ?? 0) / p.trees.length;
+      }
+      return { task: 'classification', classIndex: argmax(probabilities), probabilities };
+    }
+    case 'kmeans': {
+      const { index, distanceSq } = nearest(p.centroids, x);
+      return { task: 'clustering', cluster: index, distance: Math.sqrt(distanceSq) };
+    }
+  }
+}
+
+const round = (v: number) => Math.round(v * 1e9) / 1e9;
+
+/** The API's answer for one input. */
+export function outputOf(artifact: TrainedArtifact, e: Estimate): Record<string, unknown> {
+  switch (e.task) {
+    case 'regression':
+      return { prediction: e.value };
+    case 'classification': {
+      const classes = artifact.classes!;
+      const probabilities: Record<string, number> = {};
+      classes.forEach((c, i) => (probabilities[String(c)] = round(e.probabilities[i]!)));
+      return { prediction: classes[e.classIndex], probabilities };
+    }
+    case 'clustering':
+      return { cluster: e.cluster, distance: e.distance };
+  }
+}
