@@ -22,7 +22,7 @@ export const SHAPES: Record<string, z.ZodRawShape> = {
  * gaining DATASET_DIR to train from the dataset store). Unknown variables are ignored at run time, so this
  * is safe; drop an entry once the schema has the variable.
  */
-export const PENDING_ENV: Record<string, string[]> = { models: ['DATASET_DIR'] };
+export const PENDING_ENV: Record<string, string[]> = {};
 
 export const NAMES = DEPLOYABLES.map((d) => d.name);
 
