@@ -66,7 +66,7 @@ export function buildOpenApi(serverUrl: string): Json {
     const auth = op.auth ?? 'any';
     const success = op.success;
     const okBody = success.schema
-      ? { content: { 'application/json': { schema: schemaOf(success.schema, 'output', components) } } }
+      ? { content: { [success.mediaType ?? 'application/json']: { schema: schemaOf(success.schema, 'output', components) } } }
       : {};
     responses[String(success.status)] = {
       description: success.status === 204 ? 'Done; no content.' : 'Success.',

@@ -9,10 +9,12 @@ import type { AnalyticsConfig } from './config.ts';
 import { OverviewService } from './domain/overview.service.ts';
 import { ReportsService } from './domain/reports.service.ts';
 import { runProjectionConsumer } from './events/projection.consumer.ts';
+import { runUsageConsumer } from './events/usage.consumer.ts';
 import { ActivityRepository } from './persistence/activity.repository.ts';
 import { QueryRunner } from './persistence/query.runner.ts';
 import { ReportRepository } from './persistence/report.repository.ts';
 import { SourceProjectionRepository } from './persistence/source-projection.repository.ts';
+import { UsageRepository } from './persistence/usage.repository.ts';
 
 /** MongoDB documents top out at 16 MiB; a stored result stays well below. */
 const MAX_RESULT_BYTES = 12 * 1024 * 1024;
@@ -41,7 +43,8 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
     const reportRepo = new ReportRepository(mongo.db, () => relay?.kick());
     const sourceRepo = new SourceProjectionRepository(mongo.db);
     const activityRepo = new ActivityRepository(mongo.db);
-    await Promise.all([reportRepo.init(), sourceRepo.init(), activityRepo.init()]);
+    const usageRepo = new UsageRepository(mongo.db);
+    await Promise.all([reportRepo.init(), sourceRepo.init(), activityRepo.init(), usageRepo.init()]);
 
     const store = await DatasetStore.open(config.DATASET_DIR);
     closers.push(() => store.duck.close());
@@ -69,14 +72,19 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
       },
     });
     closers.push(() => reports.stop());
-    const overview = new OverviewService({ sources: sourceRepo, activity: activityRepo, reports: reportRepo });
+    const overview = new OverviewService({ sources: sourceRepo, activity: activityRepo, reports: reportRepo, usage: usageRepo });
 
     const app = createApp({ logger, reports, overview, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: config.BODY_LIMIT_BYTES, ready: mongo.ping });
     const server: RunningServer = await listen(app, config.HOST, config.PORT);
     closers.push(() => server.close());
 
-    const consumer: Consumer = await runProjectionConsumer(eventing, logger, { sources: sourceRepo, activity: activityRepo });
-    closers.push(() => consumer.disconnect());
+    // Both groups join side by side (a join takes a moment); whichever started is stopped if the other failed.
+    const consumers = await Promise.allSettled([
+      runProjectionConsumer(eventing, logger, { sources: sourceRepo, activity: activityRepo }),
+      runUsageConsumer(eventing, logger, usageRepo),
+    ]);
+    for (const c of consumers) if (c.status === 'fulfilled') closers.push(() => (c.value as Consumer).disconnect());
+    for (const c of consumers) if (c.status === 'rejected') throw c.reason;
 
     relay.start();
     const sweep = () =>
@@ -99,7 +107,7 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
       store,
       reports,
       relay,
-      /** Stops in reverse order: sweeper, consumer, server, running queries, outbox, DuckDB, Kafka, MongoDB. */
+      /** Stops in reverse order: sweeper, consumers, server, running queries, outbox, DuckDB, Kafka, MongoDB. */
       stop: () => (stopped ??= closeAll()),
     };
   } catch (err) {

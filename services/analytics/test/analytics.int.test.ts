@@ -38,6 +38,7 @@ const seen: DomainEvent[] = [];
 
 const accountA = newId('acct');
 const accountB = newId('acct');
+const accountC = newId('acct');
 const sourceA = newId('src');
 const ghostSource = newId('src');
 
@@ -374,6 +375,32 @@ describe('reports', () => {
     expect(csv.text).toBe(['country,count,top', ...lines].join('\r\n') + '\r\n');
   });
 
+  it('stores rows as one JSON string, and still reads reports stored with row arrays', async () => {
+    const res = await query(accountA, { measures: [{ op: 'count' }], dimensions: ['paid'] });
+    const stored = await svc.mongo.db.collection('reports').findOne({ _id: res.body.id });
+    expect(JSON.parse(stored!.rowsJson)).toEqual(res.body.rows.map((r: { paid: boolean; count: number }) => [r.paid, r.count]));
+    expect(stored).not.toHaveProperty('rows');
+
+    const id = newId('rpt');
+    await svc.mongo.db.collection('reports').insertOne({
+      _id: id as never,
+      accountId: accountA,
+      sourceId: sourceA,
+      query: { sourceId: sourceA },
+      status: 'completed',
+      error: null,
+      columns: [{ name: 'k', type: 'string' }, { name: 'n', type: 'integer' }],
+      rows: [['a', 1], [null, 2]],
+      rowCount: 2,
+      durationMs: 1,
+      createdAt: new Date(),
+      completedAt: new Date(),
+      deletedAt: null,
+    });
+    expect((await api('GET', `/analytics/reports/${id}`, accountA)).body.rows).toEqual([{ k: 'a', n: 1 }, { k: null, n: 2 }]);
+    expect((await api('GET', `/analytics/reports/${id}/export.csv`, accountA)).text).toBe('k,n\r\na,1\r\n,2\r\n');
+  });
+
   it('lists reports newest first without rows, with cursor paging', async () => {
     const first = await api('GET', '/analytics/reports?limit=2', accountA);
     expect(first.status).toBe(200);
@@ -439,7 +466,7 @@ describe('overview', () => {
     await add('webhook.created', w2, { id: w2, url: 'https://example.com/b' });
     await add('webhook.deleted', w1, { id: w1 });
 
-    const expected = { sources: 2, rows: 10, reports: 0, models: 4, predictions: 8, webhooks: 1 };
+    const expected = { sources: 2, rows: 10, reports: 0, models: 4, predictions: 8, webhooks: 1, deliveries: { succeeded: 0, failed: 0 } };
     expect(events.length).toBe(22);
     const last = events.at(-1)!;
     const overview = async () => (await api('GET', '/analytics/overview', accountB)).body;
@@ -472,10 +499,80 @@ describe('overview', () => {
     expect(await svc.mongo.db.collection('activity').countDocuments({ accountId: accountB })).toBe(events.length + markers.length);
   });
 
+  it('counts API requests per UTC day from usage.recorded, once per event, 30 days with zeros', async () => {
+    const DAY = 86_400_000;
+    const now = Date.now();
+    const usage = (daysAgo: number, requests: number, rejected: number) =>
+      makeEvent('usage.recorded', {
+        accountId: accountC,
+        subject: accountC,
+        data: { windowStart: new Date(now - daysAgo * DAY - 10_000).toISOString(), windowEnd: new Date(now - daysAgo * DAY).toISOString(), requests, rejected },
+      });
+    const events = [usage(0, 7, 2), usage(0, 3, 0), usage(2, 5, 1), usage(29, 4, 0), usage(30, 100, 50), usage(0, 0, 0), usage(45, 9, 9)];
+    const dateOf = (daysAgo: number) => new Date(now - daysAgo * DAY).toISOString().slice(0, 10);
+    const expectedByDate = new Map([
+      [dateOf(0), { requests: 10, rejected: 2 }],
+      [dateOf(2), { requests: 5, rejected: 1 }],
+      [dateOf(29), { requests: 4, rejected: 0 }],
+    ]);
+    const series = async () => (await api('GET', '/analytics/overview', accountC)).body.apiRequestsPerDay as { date: string; requests: number; rejected: number }[];
+    const expectedSeries = (days: { date: string }[], extraToday = 0) =>
+      days.map(({ date }) => {
+        const e = expectedByDate.get(date) ?? { requests: 0, rejected: 0 };
+        return { date, requests: e.requests + (date === dateOf(0) ? extraToday : 0), rejected: e.rejected };
+      });
+
+    await producer.publish(events);
+    const first = await waitFor(async () => {
+      const s = await series();
+      return s.find((d) => d.date === dateOf(0))?.requests === 10 && s[0]?.requests === 4 ? s : null;
+    }, { what: 'usage counts' });
+    expect(first).toHaveLength(30);
+    expect(first[29]!.date).toBe(dateOf(0));
+    expect(first[0]!.date).toBe(dateOf(29));
+    expect(first).toEqual(expectedSeries(first));
+
+    // Redelivered events change nothing; a marker after them (same account, same partition) shows they were read.
+    const marker = usage(0, 1, 0);
+    await producer.publish([events[0]!, events[2]!, events[3]!, marker]);
+    const after = await waitFor(async () => {
+      const s = await series();
+      return s.find((d) => d.date === dateOf(0))?.requests === 11 ? s : null;
+    }, { what: 'the usage marker' });
+    expect(after).toEqual(expectedSeries(after, 1));
+    const stored = await svc.mongo.db.collection('usage_hours').find({ accountId: accountC }).toArray();
+    // 30 days ago is kept (the retention is 40 days) but outside the series; the empty window and 45 days ago are not stored.
+    expect(stored.flatMap((d) => d.events).sort()).toEqual([...events.slice(0, 5).map((e) => e.id), marker.id].sort());
+    // Another account sees none of it.
+    expect((await api('GET', '/analytics/overview', accountB)).body.apiRequestsPerDay.every((d: { requests: number }) => d.requests === 0)).toBe(true);
+  });
+
+  it('counts webhook deliveries by outcome, once per event, without listing them as activity', async () => {
+    const endpoint = newId('whk');
+    const delivery = (outcome: 'succeeded' | 'failed') =>
+      makeEvent('delivery.completed', { accountId: accountC, subject: endpoint, data: { endpointId: endpoint, eventId: newId('evt'), outcome, attempts: outcome === 'failed' ? 8 : 1 } });
+    const events = [delivery('succeeded'), delivery('succeeded'), delivery('failed'), delivery('succeeded')];
+    await producer.publish(events);
+    const overview = async () => (await api('GET', '/analytics/overview', accountC)).body;
+    await waitFor(async () => (await overview()).counts.deliveries.succeeded === 3, { what: 'delivery counts' });
+
+    const marker = await publish('webhook.test', accountC, endpoint, { endpointId: endpoint, message: 'marker' });
+    await producer.publish([events[0]!, events[2]!]);
+    const body = await waitFor(async () => {
+      const o = await overview();
+      return o.recentActivity.some((a: { id: string }) => a.id === marker.id) ? o : null;
+    }, { what: 'the webhook marker' });
+    overviewSchema.parse(body);
+    expect(body.counts.deliveries).toEqual({ succeeded: 3, failed: 1 });
+    expect(body.recentActivity.map((a: { type: string }) => a.type)).toEqual(['webhook.test']);
+    expect((await api('GET', '/analytics/overview', accountB)).body.counts.deliveries).toEqual({ succeeded: 0, failed: 0 });
+  });
+
   it("counts the account's own sources, rows and reports", async () => {
     const body = (await api('GET', '/analytics/overview', accountA)).body;
     const reports = await svc.mongo.db.collection('reports').countDocuments({ accountId: accountA });
-    expect(body.counts).toMatchObject({ sources: 3, rows: ROWS.length + 2, reports, models: 2, predictions: 0, webhooks: 0 });
+    expect(body.counts).toMatchObject({ sources: 3, rows: ROWS.length + 2, reports, models: 2, predictions: 0, webhooks: 0, deliveries: { succeeded: 0, failed: 0 } });
+    expect(body.apiRequestsPerDay).toHaveLength(30);
     expect(reports).toBeGreaterThan(20);
     const types = new Set(body.recentActivity.map((a: { type: string }) => a.type));
     expect(types.has('report.completed')).toBe(true);

@@ -87,17 +87,43 @@ export const reportSummarySchema = reportSchema.omit({ rows: true }).meta({ id: 
 export type ReportSummaryDto = z.infer<typeof reportSummarySchema>;
 export const reportListSchema = listOf(reportSummarySchema).meta({ id: 'ReportList' });
 
+/** Days in `apiRequestsPerDay`: today (UTC) and the 29 days before it. */
+export const USAGE_DAYS = 30;
+const count = (description: string) => z.number().int().nonnegative().describe(description);
+
 export const overviewSchema = z
   .object({
     counts: z.object({
-      sources: z.number().int(),
-      rows: z.number().int(),
-      reports: z.number().int(),
-      models: z.number().int(),
-      predictions: z.number().int(),
-      webhooks: z.number().int(),
+      sources: count('Connected data sources (not deleted), in any status.'),
+      rows: count('Rows held by the ready sources.'),
+      reports: count('Reports (saved queries), in any status.'),
+      models: count('Models the account can use: the built-in ones plus every trained or uploaded model that became ready.'),
+      predictions: count('Prediction requests served (a batch counts once).'),
+      webhooks: count('Registered webhook endpoints (not deleted).'),
+      deliveries: z
+        .object({
+          succeeded: count('Webhook messages an endpoint accepted with a 2xx.'),
+          failed: count('Webhook messages that failed for good: retries exhausted, or the endpoint answered 410.'),
+        })
+        .describe(
+          'Webhook deliveries that reached a final state, over all endpoints. A delivery counts once however many attempts it took (a manual redelivery is a new delivery); one still being retried, or cancelled because its endpoint was removed or disabled, is in neither count.',
+        ),
     }),
-    recentActivity: z.array(z.object({ id: z.string(), type: z.string(), subject: z.string(), occurredAt: isoDate })),
+    apiRequestsPerDay: z
+      .array(
+        z.object({
+          date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).describe('The UTC day, YYYY-MM-DD.'),
+          requests: count('Authenticated requests the gateway received for the account that day, rejected ones included.'),
+          rejected: count('Of those, the requests refused with 429 (rate limit exceeded).'),
+        }),
+      )
+      .length(USAGE_DAYS)
+      .describe(
+        'API requests per UTC day over the last 30 days, oldest first, today last; days without requests are present with zeros. The gateway reports counts every few seconds, so today lags by up to about 10 s.',
+      ),
+    recentActivity: z
+      .array(z.object({ id: z.string(), type: z.string(), subject: z.string(), occurredAt: isoDate }))
+      .describe('The latest 20 events about the account\'s sources, reports, models, predictions and webhooks, newest first (webhook deliveries are counted, not listed).'),
     generatedAt: isoDate,
   })
   .meta({ id: 'AnalyticsOverview' });

@@ -1,10 +1,9 @@
 import { newId, querySchema, type AnalyticsQuery, type CallerContext, type DomainEvent } from '@dap/contracts';
-import type { QueryResult } from '@dap/datasets';
 import { AppError } from '@dap/http';
 import { createLogger } from '@dap/logger';
-import type { ReportDoc, ReportRepository } from '../persistence/report.repository.ts';
+import type { ReportDoc, ReportOutcome, ReportRepository } from '../persistence/report.repository.ts';
 import type { SourceProjection, SourceProjectionRepository } from '../persistence/source-projection.repository.ts';
-import { QueryInterruptedError, type RunOptions } from '../persistence/query.runner.ts';
+import { QueryInterruptedError, type RunOptions, type TableResult } from '../persistence/query.runner.ts';
 import { ReportsService, type ReportsLimits } from './reports.service.ts';
 
 const accountId = newId('acct');
@@ -13,7 +12,7 @@ const caller: CallerContext = { accountId, plan: 'starter', scopes: [], requestI
 const q = (extra: Record<string, unknown> = {}) => querySchema.parse({ sourceId, measures: [{ op: 'count' }], ...extra }) as AnalyticsQuery;
 
 /** In-memory stand-ins with the repositories' semantics (finish only while running, events with the write). */
-function harness(limits: Partial<ReportsLimits>, run: (opts: RunOptions) => Promise<QueryResult>) {
+function harness(limits: Partial<ReportsLimits>, run: (opts: RunOptions) => Promise<TableResult>) {
   const docs = new Map<string, ReportDoc>();
   const events: DomainEvent[] = [];
   const reports = {
@@ -23,13 +22,15 @@ function harness(limits: Partial<ReportsLimits>, run: (opts: RunOptions) => Prom
       return full;
     },
     countRunning: async (acct: string) => [...docs.values()].filter((d) => d.accountId === acct && d.status === 'running').length,
-    finish: async (_acct: string, id: string, outcome: Partial<ReportDoc>, event: DomainEvent) => {
+    finish: async (_acct: string, id: string, outcome: ReportOutcome, event: DomainEvent) => {
       const d = docs.get(id);
-      if (!d || d.status !== 'running') return null;
-      Object.assign(d, outcome);
+      if (!d || d.status !== 'running') return false;
+      const { rowsJson, ...fields } = outcome;
+      Object.assign(d, fields, { rows: JSON.parse(rowsJson) });
       events.push(event);
-      return d;
+      return true;
     },
+    findById: async (acct: string, id: string) => (docs.get(id)?.accountId === acct ? docs.get(id) : null),
   } as unknown as ReportRepository;
   const source: SourceProjection = {
     _id: sourceId,
@@ -56,7 +57,7 @@ function harness(limits: Partial<ReportsLimits>, run: (opts: RunOptions) => Prom
   return { service, docs, events, source };
 }
 
-const ONE_ROW: QueryResult = { columns: [{ name: 'count', type: 'integer' }], rows: [{ count: 1 }] };
+const ONE_ROW: TableResult = { columns: [{ name: 'count', type: 'integer' }], rows: [[1]] };
 
 describe('ReportsService', () => {
   it('answers a fast query completed (201) with its report.completed event', async () => {
@@ -65,6 +66,17 @@ describe('ReportsService', () => {
     expect(accepted).toBe(false);
     expect(report).toMatchObject({ status: 'completed', rows: [[1]], rowCount: 1, columns: ONE_ROW.columns });
     expect(h.events).toEqual([expect.objectContaining({ type: 'report.completed', subject: report._id, requestId: caller.requestId })]);
+  });
+
+  it('answers what is stored when another writer ended the report first, without a second event', async () => {
+    const h: ReturnType<typeof harness> = harness({}, async () => {
+      for (const d of h.docs.values()) d.status = 'failed'; // the stale sweeper got there first
+      return ONE_ROW;
+    });
+    const { report } = await h.service.run(caller, q());
+    expect(report.status).toBe('failed');
+    expect(report.rows).toEqual([]);
+    expect(h.events).toEqual([]);
   });
 
   it('answers 202 once the budget passes, and finishes in the background', async () => {
@@ -103,7 +115,7 @@ describe('ReportsService', () => {
   });
 
   it('fails a result too large to store', async () => {
-    const h = harness({ maxResultBytes: 10 }, async () => ({ columns: [{ name: 's', type: 'string' }], rows: [{ s: 'x'.repeat(100) }] }));
+    const h = harness({ maxResultBytes: 10 }, async () => ({ columns: [{ name: 's', type: 'string' }], rows: [['x'.repeat(100)]] }));
     const { report } = await h.service.run(caller, q());
     expect(report.status).toBe('failed');
     expect(report.error).toMatch(/too large to store/);

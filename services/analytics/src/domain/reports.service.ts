@@ -1,10 +1,9 @@
 import { resolve } from 'node:path';
-import { newId, type AnalyticsQuery, type CallerContext } from '@dap/contracts';
-import type { QueryResult } from '@dap/datasets';
+import { newId, type AnalyticsQuery, type CallerContext, type DomainEvent } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
-import type { ReportDoc, ReportRepository, ReportSummaryDoc } from '../persistence/report.repository.ts';
+import { encodeRows, type ReportDoc, type ReportOutcome, type ReportRepository, type ReportSummaryDoc } from '../persistence/report.repository.ts';
 import type { SourceProjectionRepository } from '../persistence/source-projection.repository.ts';
-import type { RunOptions } from '../persistence/query.runner.ts';
+import type { RunOptions, TableResult } from '../persistence/query.runner.ts';
 import { compileQuery, type CompiledQuery, type ParamValue } from './query-compiler.ts';
 import { FAILURE, reportNotFound, sourceHasNoData, sourceNotFound, sourceNotReady, tooManyQueries } from './errors.ts';
 import { reportCompleted, reportFailed } from './events.ts';
@@ -23,7 +22,7 @@ export interface ReportsDeps {
   reports: ReportRepository;
   sources: SourceProjectionRepository;
   store: { currentFile(accountId: string, sourceId: string): Promise<string | null> };
-  runner: { run(sql: string, params: ParamValue[], opts: RunOptions): Promise<QueryResult> };
+  runner: { run(sql: string, params: ParamValue[], opts: RunOptions): Promise<TableResult> };
   logger: Logger;
   limits: ReportsLimits;
 }
@@ -45,14 +44,24 @@ export class ReportsService {
   /** Returns the report, and whether it is still running (202) or already finished (201). */
   async run(caller: CallerContext, query: AnalyticsQuery): Promise<{ report: ReportDoc; accepted: boolean }> {
     const { accountId } = caller;
-    const source = await this.deps.sources.find(accountId, query.sourceId);
+    // Independent lookups, side by side: one round trip of latency instead of three. The file path is
+    // under this account's own directory, so looking before the source is known to be ours reveals nothing.
+    const since = new Date(Date.now() - this.deps.limits.timeoutMs - STALE_GRACE_MS);
+    const [source, current, running] = await Promise.all([
+      this.deps.sources.find(accountId, query.sourceId),
+      this.deps.store.currentFile(accountId, query.sourceId).then(
+        (file) => ({ file }),
+        (err: unknown) => ({ err }),
+      ),
+      this.deps.reports.countRunning(accountId, since),
+    ]);
     if (!source || source.deleted) throw sourceNotFound();
     if (source.status !== 'ready') throw sourceNotReady(source._id, source.status);
-    const file = await this.deps.store.currentFile(accountId, source._id);
-    if (!file) throw sourceHasNoData(source._id);
-    const compiled = compileQuery(query, source.schema, resolve(file));
+    if ('err' in current) throw current.err;
+    if (!current.file) throw sourceHasNoData(source._id);
+    const compiled = compileQuery(query, source.schema, resolve(current.file));
 
-    await this.admit(accountId);
+    this.admit(accountId, running);
     let report: ReportDoc;
     try {
       report = await this.deps.reports.insert(accountId, {
@@ -92,20 +101,13 @@ export class ReportsService {
 
   /**
    * Reserves one of the account's query slots. The in-process count is exact for this instance; the
-   * count of running reports in MongoDB covers the other instances.
+   * count of running reports in MongoDB (`running`, read just before) covers the other instances.
    */
-  private async admit(accountId: string): Promise<void> {
+  private admit(accountId: string, running: number): void {
     const max = this.deps.limits.maxConcurrent;
     const local = this.runningByAccount.get(accountId) ?? 0;
-    if (local >= max) throw tooManyQueries(max);
+    if (local >= max || running >= max) throw tooManyQueries(max);
     this.runningByAccount.set(accountId, local + 1);
-    try {
-      const since = new Date(Date.now() - this.deps.limits.timeoutMs - STALE_GRACE_MS);
-      if ((await this.deps.reports.countRunning(accountId, since)) >= max) throw tooManyQueries(max);
-    } catch (err) {
-      this.release(accountId);
-      throw err;
-    }
   }
 
   private release(accountId: string): void {
@@ -119,40 +121,38 @@ export class ReportsService {
     const { logger, limits } = this.deps;
     const started = performance.now();
     const elapsed = () => Math.round((performance.now() - started) * 100) / 100;
-    let outcome: { ok: true; result: QueryResult } | { ok: false; error: string };
+    let outcome: { ok: true; result: TableResult; rowsJson: string } | { ok: false; error: string };
     try {
       const result = await this.deps.runner.run(compiled.sql, compiled.params, { timeoutMs: limits.timeoutMs, signal: this.shutdown.signal });
-      const bytes = Buffer.byteLength(JSON.stringify(result.rows));
-      outcome = bytes > limits.maxResultBytes ? { ok: false, error: FAILURE.tooLarge(bytes, limits.maxResultBytes) } : { ok: true, result };
+      // Serialised once: the size limit is measured on the very string that is stored.
+      const rowsJson = encodeRows(result.rows);
+      const bytes = Buffer.byteLength(rowsJson);
+      outcome = bytes > limits.maxResultBytes ? { ok: false, error: FAILURE.tooLarge(bytes, limits.maxResultBytes) } : { ok: true, result, rowsJson };
     } catch (err) {
       outcome = { ok: false, error: this.describe(err) };
       if (!(err instanceof Error && err.name === 'QueryInterruptedError')) logger.warn({ err, reportId: report._id }, 'analytics query failed');
     }
     const durationMs = elapsed();
     const completedAt = new Date();
+    let fields: Omit<ReportOutcome, 'rowsJson'>;
+    let rows: ReportDoc['rows'];
+    let rowsJson: string;
+    let event: DomainEvent;
+    if (outcome.ok) {
+      ({ rows } = outcome.result);
+      rowsJson = outcome.rowsJson;
+      fields = { status: 'completed', error: null, columns: outcome.result.columns, rowCount: rows.length, durationMs, completedAt };
+      event = reportCompleted(report.accountId, requestId, { id: report._id, sourceId: report.sourceId, rowCount: rows.length, durationMs });
+    } else {
+      rows = [];
+      rowsJson = encodeRows(rows);
+      fields = { status: 'failed', error: outcome.error, columns: [], rowCount: 0, durationMs, completedAt };
+      event = reportFailed(report.accountId, requestId, { id: report._id, sourceId: report.sourceId, error: outcome.error });
+    }
     try {
-      const updated = outcome.ok
-        ? await this.deps.reports.finish(
-            report.accountId,
-            report._id,
-            {
-              status: 'completed',
-              error: null,
-              columns: outcome.result.columns,
-              rows: outcome.result.rows.map((r) => outcome.result.columns.map((c) => r[c.name] ?? null)),
-              rowCount: outcome.result.rows.length,
-              durationMs,
-              completedAt,
-            },
-            reportCompleted(report.accountId, requestId, { id: report._id, sourceId: report.sourceId, rowCount: outcome.result.rows.length, durationMs }),
-          )
-        : await this.deps.reports.finish(
-            report.accountId,
-            report._id,
-            { status: 'failed', error: outcome.error, columns: [], rows: [], rowCount: 0, durationMs, completedAt },
-            reportFailed(report.accountId, requestId, { id: report._id, sourceId: report.sourceId, error: outcome.error }),
-          );
-      return updated ?? report;
+      if (await this.deps.reports.finish(report.accountId, report._id, { ...fields, rowsJson }, event)) return { ...report, ...fields, rows };
+      // Someone else ended it first (the stale sweeper): answer what is stored.
+      return (await this.deps.reports.findById(report.accountId, report._id)) ?? report;
     } catch (err) {
       // The sweeper marks the report failed later; nothing is lost but this query's result.
       logger.error({ err, reportId: report._id }, 'could not store a report outcome');
@@ -178,7 +178,7 @@ export class ReportsService {
       const done = await this.deps.reports.finish(
         r.accountId,
         r._id,
-        { status: 'failed', error: FAILURE.interrupted, columns: [], rows: [], rowCount: 0, durationMs: null, completedAt: new Date() },
+        { status: 'failed', error: FAILURE.interrupted, columns: [], rowsJson: encodeRows([]), rowCount: 0, durationMs: null, completedAt: new Date() },
         reportFailed(r.accountId, null, { id: r._id, sourceId: r.sourceId, error: FAILURE.interrupted }),
       );
       if (done) n++;

@@ -42,7 +42,7 @@ describe('QueryRunner', () => {
       { name: 'last_day', type: 'timestamp' },
       { name: 'ax', type: 'number' },
     ]);
-    expect(r.rows).toEqual([{ total: 3, c: 2, first: '2024-01-05T10:00:00.000Z', last_day: '2024-03-01T00:00:00.000Z', ax: 1.5 }]);
+    expect(r.rows).toEqual([[3, 2, '2024-01-05T10:00:00.000Z', '2024-03-01T00:00:00.000Z', 1.5]]);
   });
 
   it('interrupts a query that runs past its time limit, with a clear reason', async () => {
@@ -59,6 +59,11 @@ describe('QueryRunner', () => {
     setTimeout(() => ctl.abort(), 100);
     const err = await runner.run('SELECT count(*) FROM range(10000000000) a, range(1000) b', [], { timeoutMs: 60_000, signal: ctl.signal }).catch((e: unknown) => e);
     expect((err as QueryInterruptedError).reason).toBe('aborted');
+  });
+
+  it('caches Parquet metadata across queries', async () => {
+    const r = await runner.run("SELECT current_setting('parquet_metadata_cache') AS on", [], { timeoutMs: 5_000 });
+    expect(r.rows).toEqual([[true]]);
   });
 
   it('reads files only under the dataset directory and cannot be reconfigured', async () => {

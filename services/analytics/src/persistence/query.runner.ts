@@ -1,6 +1,6 @@
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { resolve, sep } from 'node:path';
-import { apiTypeOf, sqlLiteral, type Cell, type QueryResult } from '@dap/datasets';
+import { apiTypeOf, sqlLiteral, type Cell } from '@dap/datasets';
 import type { ParamValue } from '../domain/query-compiler.ts';
 
 /** Why a query was stopped before it finished. */
@@ -21,6 +21,13 @@ export interface RunOptions {
 
 const TIME_TYPES = /^(TIMESTAMP|DATE)/;
 
+/** A result with positional rows (one array per row, in `columns` order), as reports store and export them. */
+export interface TableResult {
+  columns: { name: string; type: ApiType }[];
+  rows: Cell[][];
+}
+type ApiType = ReturnType<typeof apiTypeOf>;
+
 /** DuckDB prints times as `2024-01-05 10:00:00[.fff][+00]`; the API speaks ISO-8601 UTC. */
 function isoOf(v: string): string {
   if (/^\d{4}-\d{2}-\d{2}$/.test(v)) return `${v}T00:00:00.000Z`;
@@ -31,14 +38,22 @@ function isoOf(v: string): string {
   return Number.isNaN(ms) ? v : new Date(ms).toISOString();
 }
 
-function cellOf(v: unknown, duckType: string): Cell {
+function anyCell(v: unknown): Cell {
   if (v === null || v === undefined) return null;
-  const api = apiTypeOf(duckType);
-  if ((api === 'integer' || api === 'number') && (typeof v === 'string' || typeof v === 'bigint')) return Number(v);
-  if (TIME_TYPES.test(duckType) && typeof v === 'string') return isoOf(v);
   if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'string') return v;
   if (typeof v === 'bigint') return Number(v);
   return JSON.stringify(v);
+}
+
+/**
+ * How one column's JSON values become API cells, chosen once per column (a 10,000-row result would
+ * otherwise classify every cell's type again). Big integers and decimals arrive as strings.
+ */
+export function cellConverter(duckType: string): (v: unknown) => Cell {
+  const api = apiTypeOf(duckType);
+  if (api === 'integer' || api === 'number') return (v) => (typeof v === 'number' ? v : typeof v === 'string' || typeof v === 'bigint' ? Number(v) : anyCell(v));
+  if (TIME_TYPES.test(duckType)) return (v) => (typeof v === 'string' ? isoOf(v) : anyCell(v));
+  return anyCell;
 }
 
 /**
@@ -64,6 +79,9 @@ export class QueryRunner {
     });
     const conn = await instance.connect();
     try {
+      // Parquet footers are read once per file, not once per query (files are immutable: a sync writes a new one).
+      await conn.run('LOAD parquet');
+      await conn.run('SET GLOBAL parquet_metadata_cache = true');
       const dir = resolve(opts.datasetDir) + sep;
       await conn.run(`SET allowed_directories = [${sqlLiteral(dir)}]`);
       await conn.run('SET enable_external_access = false');
@@ -74,7 +92,7 @@ export class QueryRunner {
     return new QueryRunner(instance);
   }
 
-  async run(sql: string, params: ParamValue[], opts: RunOptions): Promise<QueryResult> {
+  async run(sql: string, params: ParamValue[], opts: RunOptions): Promise<TableResult> {
     if (opts.signal?.aborted) throw new QueryInterruptedError('aborted', 'the query was cancelled');
     const conn = await this.instance.connect();
     this.open.add(conn);
@@ -95,11 +113,11 @@ export class QueryRunner {
       const names = reader.columnNames();
       const duckTypes = reader.columnTypes().map((t) => t.toString());
       const columns = names.map((name, i) => ({ name, type: apiTypeOf(duckTypes[i] ?? 'VARCHAR') }));
-      const rows = reader.getRowObjectsJson().map((r) => {
-        const out: Record<string, Cell> = {};
-        names.forEach((name, i) => (out[name] = cellOf(r[name], duckTypes[i] ?? 'VARCHAR')));
-        return out;
-      });
+      const convert = duckTypes.map(cellConverter);
+      const width = convert.length;
+      // Converted in place: the reader's row arrays are ours, and a large result is not copied again.
+      const rows = reader.getRowsJson() as unknown[][] as Cell[][];
+      for (const r of rows) for (let i = 0; i < width; i++) r[i] = convert[i]!(r[i]);
       return { columns, rows };
     } catch (err) {
       throw stopped ?? err;

@@ -5,6 +5,7 @@ import type { AnalyticsQuery, DomainEvent } from '@dap/contracts';
 
 export type ReportStatus = 'running' | 'completed' | 'failed';
 
+/** A report as the domain sees it. */
 export interface ReportDoc extends TenantDoc {
   sourceId: string;
   query: AnalyticsQuery;
@@ -21,11 +22,33 @@ export interface ReportDoc extends TenantDoc {
 
 export type ReportSummaryDoc = Omit<ReportDoc, 'rows'>;
 
+/**
+ * As stored: the rows are ONE JSON string (`rowsJson`). Writing and reading a single string is several
+ * times cheaper than 10,000 nested BSON arrays, and the string is the one the size limit is measured on.
+ * Documents written before carry `rows` instead; both are read.
+ */
+interface StoredReport extends Omit<ReportDoc, 'rows'> {
+  rowsJson?: string;
+  rows?: Cell[][];
+}
+
+/** The outcome of a run, with its rows already serialised (see `encodeRows`). */
+export type ReportOutcome = Pick<ReportDoc, 'status' | 'error' | 'columns' | 'rowCount' | 'durationMs' | 'completedAt'> & { rowsJson: string };
+
+export const encodeRows = (rows: readonly Cell[][]): string => JSON.stringify(rows);
+
+function decode(doc: StoredReport): ReportDoc {
+  const { rowsJson, rows, ...rest } = doc;
+  return { ...rest, rows: typeof rowsJson === 'string' ? (JSON.parse(rowsJson) as Cell[][]) : (rows ?? []) };
+}
+
 export class ReportRepository {
-  readonly coll: TenantCollection<ReportDoc>;
+  readonly coll: TenantCollection<StoredReport>;
+  private readonly onEvents: () => void;
 
   constructor(db: Db, onEvents: () => void) {
-    this.coll = new TenantCollection<ReportDoc>(db, 'reports', onEvents);
+    this.coll = new TenantCollection<StoredReport>(db, 'reports', onEvents);
+    this.onEvents = onEvents;
   }
 
   async init(): Promise<void> {
@@ -33,12 +56,14 @@ export class ReportRepository {
     await this.coll.raw.createIndex({ status: 1, createdAt: 1 });
   }
 
-  insert(accountId: string, doc: Omit<ReportDoc, 'accountId'>): Promise<ReportDoc> {
-    return this.coll.insert(accountId, doc);
+  async insert(accountId: string, doc: Omit<ReportDoc, 'accountId'>): Promise<ReportDoc> {
+    const { rows, ...rest } = doc;
+    return decode(await this.coll.insert(accountId, { ...rest, rowsJson: encodeRows(rows) }));
   }
 
-  findById(accountId: string, id: string): Promise<ReportDoc | null> {
-    return this.coll.findById(accountId, id);
+  async findById(accountId: string, id: string): Promise<ReportDoc | null> {
+    const doc = await this.coll.findById(accountId, id);
+    return doc ? decode(doc) : null;
   }
 
   /** Newest first, without the rows (a list would otherwise carry up to 100 full results). */
@@ -46,18 +71,23 @@ export class ReportRepository {
     if (!accountId) throw new Error('accountId is required');
     const filter: Filter<Document> = { accountId, deletedAt: null };
     if (opts.before) filter._id = { $lt: opts.before as unknown as Document['_id'] };
-    const docs = await this.coll.raw.find(filter, { projection: { _outbox: 0, rows: 0 } }).sort({ _id: -1 }).limit(opts.limit).toArray();
+    const docs = await this.coll.raw.find(filter, { projection: { _outbox: 0, rows: 0, rowsJson: 0 } }).sort({ _id: -1 }).limit(opts.limit).toArray();
     return docs as unknown as ReportSummaryDoc[];
   }
 
-  /** Records the outcome and its event in one write, only if the report is still running. */
-  finish(
-    accountId: string,
-    id: string,
-    outcome: Pick<ReportDoc, 'status' | 'error' | 'columns' | 'rows' | 'rowCount' | 'durationMs' | 'completedAt'>,
-    event: DomainEvent,
-  ): Promise<ReportDoc | null> {
-    return this.coll.update(accountId, id, outcome, [event], { status: 'running' });
+  /**
+   * Records the outcome and its event in one write, only if the report is still running; returns whether it
+   * did. The caller already holds the outcome, so nothing is read back (a full result would cross twice).
+   */
+  async finish(accountId: string, id: string, outcome: ReportOutcome, event: DomainEvent): Promise<boolean> {
+    if (!accountId) throw new Error('accountId is required');
+    // TenantCollection.update's write, without its findOneAndUpdate read-back.
+    const res = await this.coll.raw.updateOne(
+      { _id: id as unknown as Document['_id'], accountId, deletedAt: null, status: 'running' },
+      { $set: { ...outcome, _outboxPending: true }, $push: { _outbox: event } } as Document,
+    );
+    if (res.matchedCount === 1) this.onEvents();
+    return res.matchedCount === 1;
   }
 
   count(accountId: string): Promise<number> {
