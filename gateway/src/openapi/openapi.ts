@@ -36,6 +36,8 @@ const COMMON_ERRORS: Record<number, string> = {
   403: 'The API key lacks the scope for this operation.',
   429: 'The plan rate limit is exceeded; see Retry-After.',
   500: 'An unexpected error occurred.',
+  502: 'The service behind the gateway failed to answer.',
+  503: 'A service or one of its dependencies is temporarily unavailable; see Retry-After.',
 };
 const EXTRA_ERRORS: Record<number, string> = {
   404: 'The resource does not exist (or belongs to another account).',

@@ -49,7 +49,7 @@ export const createKeyBody = z
   .strictObject({
     name: z.string().trim().min(1).max(100),
     scopes: z.array(scopeSchema).min(1).max(8).optional(),
-    expiresAt: isoDate.optional(),
+    expiresAt: z.iso.datetime({ offset: true }).optional().describe('ISO-8601 date-time in the future'),
   })
   .meta({ id: 'CreateApiKey', examples: [{ name: 'reporting job', scopes: ['analytics:read', 'analytics:write'] }] });
 export const rollKeyBody = z
