@@ -32,10 +32,20 @@ export async function ensureTopics(kafka: Kafka, s: KafkaSettings, extra: string
   const admin = kafka.admin();
   await admin.connect();
   try {
-    const existing = new Set(await admin.listTopics());
-    const wanted = [...ALL_TOPICS.map((t) => topicName(s, t)), ...extra].filter((t) => !existing.has(t));
-    if (wanted.length) {
-      await admin.createTopics({ waitForLeaders: true, topics: wanted.map((topic) => ({ topic, numPartitions: 3, replicationFactor: 1 })) });
+    // Services starting together create the same topics at once: the ones that lose the race can see a
+    // topic that exists but is not hosted yet (a retriable error). Try again instead of failing start-up.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const existing = new Set(await admin.listTopics());
+        const wanted = [...ALL_TOPICS.map((t) => topicName(s, t)), ...extra].filter((t) => !existing.has(t));
+        if (wanted.length) {
+          await admin.createTopics({ waitForLeaders: true, topics: wanted.map((topic) => ({ topic, numPartitions: 3, replicationFactor: 1 })) });
+        }
+        return;
+      } catch (err) {
+        if (attempt >= 5 || !(err as { retriable?: boolean }).retriable) throw err;
+        await new Promise((r) => setTimeout(r, 250 * attempt));
+      }
     }
   } finally {
     await admin.disconnect();
@@ -92,6 +102,8 @@ export interface ConsumerOptions {
   handle: (event: DomainEvent) => Promise<void>;
   maxAttempts?: number;
   fromBeginning?: boolean;
+  /** Partitions whose messages are handled at the same time (order is kept within a partition); default 1. */
+  partitionsConsumedConcurrently?: number;
 }
 
 /**
@@ -124,6 +136,7 @@ export async function runEventConsumer(
 
   await consumer.run({
     autoCommit: true,
+    partitionsConsumedConcurrently: opts.partitionsConsumedConcurrently ?? 1,
     eachMessage: async ({ topic, message }) => {
       let event: DomainEvent;
       try {

@@ -65,6 +65,7 @@ export interface ReceivedRequest {
 /** A real HTTP server on loopback that records every request; `respond` decides each answer. */
 export async function startReceiver(respond: (req: ReceivedRequest) => { status: number; delayMs?: number } = () => ({ status: 200 })) {
   const received: ReceivedRequest[] = [];
+  const timers = new Set<NodeJS.Timeout>();
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -73,8 +74,13 @@ export async function startReceiver(respond: (req: ReceivedRequest) => { status:
       received.push(r);
       const { status, delayMs } = respond(r);
       const send = () => res.writeHead(status, { 'content-type': 'text/plain' }).end('ok');
-      if (delayMs) setTimeout(send, delayMs);
-      else send();
+      if (delayMs) {
+        const t = setTimeout(() => {
+          timers.delete(t);
+          send();
+        }, delayMs);
+        timers.add(t);
+      } else send();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
@@ -84,6 +90,8 @@ export async function startReceiver(respond: (req: ReceivedRequest) => { status:
     received,
     close: () =>
       new Promise<void>((resolve) => {
+        for (const t of timers) clearTimeout(t);
+        timers.clear();
         server.closeAllConnections();
         server.close(() => resolve());
       }),

@@ -1,16 +1,19 @@
-import { ALL_TOPICS } from '@dap/contracts';
+import type { Collection, Document } from 'mongodb';
+import { ALL_TOPICS, isPublicEventType } from '@dap/contracts';
 import { kafkaSettingsOf } from '@dap/config';
 import { listen } from '@dap/http';
-import { connectEventing, runEventConsumer } from '@dap/kafka';
+import { connectEventing, deadLetterTopic, ensureTopics } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
 import { connectMongo, OutboxRelay } from '@dap/mongo';
 import { createApp } from './app.ts';
-import type { WebhooksConfig } from './config.ts';
+import { claimTtlMsOf, type WebhooksConfig } from './config.ts';
 import { Dispatcher } from './delivery/dispatcher.ts';
 import { HttpSender } from './delivery/http-sender.ts';
 import { SecretBox } from './domain/secret.ts';
 import { WebhooksService } from './domain/webhooks.service.ts';
-import { DELIVERY_GROUP_ID, deliveryFanOut } from './events/delivery.consumer.ts';
+import { runBatchEventConsumer } from './events/batch-consumer.ts';
+import { DELIVERY_GROUP_ID, deliveryFanOutBatch } from './events/delivery.consumer.ts';
+import { BatchOutboxRelay } from './persistence/batch-outbox.relay.ts';
 import { DeliveryRepository } from './persistence/delivery.repository.ts';
 import { EndpointRepository } from './persistence/endpoint.repository.ts';
 
@@ -19,12 +22,17 @@ export const USER_AGENT = 'dap-webhooks/1.0 (+https://docs.dap.dev/webhooks)';
 export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Logger } = {}) {
   const logger = deps.logger ?? createLogger({ name: 'webhooks', level: config.LOG_LEVEL });
   const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB);
-  const eventing = await connectEventing(kafkaSettingsOf(config), logger);
+  const eventing = await retryKafkaStartup(() => connectEventing(kafkaSettingsOf(config), logger), logger);
   let relay: OutboxRelay | null = null;
+  let deliveryRelay: BatchOutboxRelay | null = null;
   const endpoints = new EndpointRepository(mongo.db, () => relay?.kick());
-  const deliveries = new DeliveryRepository(mongo.db);
+  const deliveries = new DeliveryRepository(mongo.db, (ids) => deliveryRelay?.kick(ids));
   await Promise.all([endpoints.init(), deliveries.init()]);
+  // Poison messages go to a dead-letter topic, which the producer may not create on the fly: make it exist.
+  await retryKafkaStartup(() => ensureTopics(eventing.kafka, eventing.settings, [deadLetterTopic(eventing.settings, DELIVERY_GROUP_ID)]), logger);
   relay = new OutboxRelay({ collections: [endpoints.coll.raw], publisher: eventing.producer, logger, intervalMs: 1_000 });
+  // Every final delivery writes a delivery.completed: that outbox is relayed in batches.
+  deliveryRelay = new BatchOutboxRelay({ collection: deliveries.raw as unknown as Collection<Document>, publisher: eventing.producer, logger });
 
   const secrets = new SecretBox(config.WEBHOOK_SECRET_KEY);
   const sender = new HttpSender({ timeoutMs: config.WEBHOOK_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS, userAgent: USER_AGENT });
@@ -39,21 +47,35 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
     endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
     maxInFlight: config.WEBHOOK_MAX_IN_FLIGHT,
     disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS,
-    leaseMs: 2 * config.WEBHOOK_TIMEOUT_MS + 10_000,
+    leaseMs: claimTtlMsOf(config),
     userAgent: USER_AGENT,
+    instanceId: config.INSTANCE_ID,
+    attemptTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
   });
-  const webhooks = new WebhooksService({ endpoints, deliveries, secrets, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS });
+  const webhooks = new WebhooksService({
+    endpoints,
+    deliveries,
+    secrets,
+    allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
+    secretOverlapMs: config.WEBHOOK_SECRET_OVERLAP_MS,
+    onDue: () => dispatcher.kick(),
+    onEndpointChanged: (id) => dispatcher.forgetEndpoint(id),
+  });
 
   const app = createApp({ logger, webhooks, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: config.BODY_LIMIT_BYTES, ready: mongo.ping });
   const server = await listen(app, config.HOST, config.PORT);
-  // Picks up what is due (and claims a crashed instance left behind) before new events arrive.
-  dispatcher.start();
-  const consumer = await runEventConsumer(eventing.kafka, eventing.settings, eventing.producer, logger, {
+  // Takes back this instance's claims from before a crash and sends what is due, before new events arrive.
+  await dispatcher.start();
+  const consumer = await runBatchEventConsumer(eventing.kafka, eventing.settings, eventing.producer, logger, {
     groupId: DELIVERY_GROUP_ID,
     topics: [...ALL_TOPICS],
-    handle: deliveryFanOut({ endpoints, deliveries, dispatcher }),
+    handleBatch: deliveryFanOutBatch({ endpoints, deliveries, dispatcher }),
+    accepts: isPublicEventType,
+    partitionsConsumedConcurrently: config.WEBHOOK_CONSUMER_CONCURRENCY,
+    maxAttempts: config.WEBHOOK_CONSUMER_MAX_ATTEMPTS,
   });
   relay.start();
+  deliveryRelay.start();
   logger.info({ url: server.url }, 'webhooks listening');
 
   return {
@@ -69,8 +91,10 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
       await consumer.disconnect();
       await dispatcher.stop();
       await relay?.stop();
+      await deliveryRelay?.stop();
       try {
         await relay?.flush();
+        await deliveryRelay?.flush();
       } catch (err) {
         logger.warn({ err }, 'outbox flush at shutdown failed; the next start publishes it');
       }
@@ -79,6 +103,24 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
       await mongo.close();
     },
   };
+}
+
+/**
+ * Creating topics with waitForLeaders can fail with UNKNOWN_TOPIC_OR_PARTITION while a new topic's metadata
+ * spreads (KRaft answers that, and kafkajs retries only LEADER_NOT_AVAILABLE); the creation itself is
+ * idempotent, so trying again is safe. (Recommended inside ensureTopics.)
+ */
+async function retryKafkaStartup<T>(fn: () => Promise<T>, logger: Logger, attempts = 5): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await fn();
+    } catch (err) {
+      const e = err as { retriable?: boolean; type?: string };
+      if (i >= attempts || !(e?.retriable || e?.type === 'UNKNOWN_TOPIC_OR_PARTITION')) throw err;
+      logger.warn({ err, attempt: i }, 'kafka start-up step failed; retrying');
+      await new Promise((r) => setTimeout(r, 300 * i));
+    }
+  }
 }
 
 export type RunningWebhooks = Awaited<ReturnType<typeof startWebhooks>>;

@@ -9,11 +9,11 @@ import { startWebhooks, type RunningWebhooks } from '../src/index.ts';
 
 export const silent = createLogger({ name: 'webhooks-test', level: 'silent' });
 
-/** Config for one test file: its own database, topics and consumer group on the shared test stack. */
-export function testConfig(overrides: Record<string, string> = {}) {
+/** Environment for one test file: its own database, topics and consumer group on the shared test stack. */
+export function testEnv(overrides: Record<string, string> = {}): Record<string, string> {
   const env = stackEnv();
   const suffix = uniqueSuffix();
-  return loadWebhooksConfig({
+  return {
     HOST: '127.0.0.1',
     PORT: '0',
     LOG_LEVEL: 'silent',
@@ -25,7 +25,12 @@ export function testConfig(overrides: Record<string, string> = {}) {
     WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
     ALLOW_PRIVATE_TARGETS: 'true',
     ...overrides,
-  });
+  };
+}
+
+/** Parsed config for one test file (see testEnv). */
+export function testConfig(overrides: Record<string, string> = {}) {
+  return loadWebhooksConfig(testEnv(overrides));
 }
 export type TestConfig = ReturnType<typeof testConfig>;
 
@@ -63,6 +68,17 @@ export async function eventPublisher(config: TestConfig) {
     republish: (event: DomainEvent) => producer.publish([event]),
     close: () => producer.disconnect(),
   };
+}
+
+/** Collects every event published on one of this file's topics (e.g. webhooks.events), from the beginning. */
+export async function topicWatcher(config: TestConfig, topic: string) {
+  const kafka = createKafka({ brokers: config.KAFKA_BROKERS, clientId: 'watch', topicPrefix: config.KAFKA_TOPIC_PREFIX }, silent);
+  const consumer = kafka.consumer({ groupId: `${config.KAFKA_TOPIC_PREFIX}watch-${uniqueSuffix()}`, maxWaitTimeInMs: 50 });
+  const seen: DomainEvent[] = [];
+  await consumer.connect();
+  await consumer.subscribe({ topic: `${config.KAFKA_TOPIC_PREFIX}${topic}`, fromBeginning: true });
+  await consumer.run({ eachMessage: async ({ message }) => void seen.push(JSON.parse(message.value!.toString())) });
+  return { seen, close: () => consumer.disconnect() };
 }
 
 export { startWebhooks };

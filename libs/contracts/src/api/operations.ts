@@ -2,8 +2,8 @@ import { z } from 'zod';
 import type { Scope } from '../plans.ts';
 import { listQuerySchema } from './common.ts';
 import { createSourceBody, sourceListSchema, sourceSchema } from './sources.api.ts';
-import { overviewSchema, querySchema, reportCsvSchema, reportListSchema, reportSchema } from './analytics.api.ts';
-import { metricsSchema, modelListSchema, modelSchema, predictBody, predictionSchema } from './models.api.ts';
+import { overviewSchema, querySchema, REPORT_CSV_MEDIA_TYPE, reportCsvSchema, reportListSchema, reportSchema } from './analytics.api.ts';
+import { createModelBody, metricsSchema, modelListSchema, modelSchema, predictBody, predictionSchema } from './models.api.ts';
 import {
   accountSchema,
   apiKeyCreatedSchema,
@@ -54,8 +54,11 @@ export interface ApiOperation {
   summary: string;
   body?: z.ZodType;
   query?: z.ZodType;
-  /** Success status → body schema (null for an empty body). */
-  success: { status: 200 | 201 | 202 | 204; schema: z.ZodType | null; alt?: { status: 202; schema: z.ZodType } };
+  /**
+   * Success status → body schema (null for an empty body). `mediaType` is the success body's content type
+   * when it is not `application/json` (e.g. `text/csv` for a CSV download).
+   */
+  success: { status: 200 | 201 | 202 | 204; schema: z.ZodType | null; mediaType?: string; alt?: { status: 202; schema: z.ZodType } };
   /** Error statuses the operation can answer besides the common ones (400, 401, 403, 429, 500). */
   errors: readonly number[];
 }
@@ -73,17 +76,19 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
   { operationId: 'revokeKey', method: 'delete', path: '/keys/{id}', service: 'accounts', scope: null, auth: 'session', summary: 'Revoke an API key; every gateway refuses it within 2 s.', success: { status: 204, schema: null }, errors: [404] },
   { operationId: 'rollKey', method: 'post', path: '/keys/{id}/roll', service: 'accounts', scope: null, auth: 'session', summary: 'Replace a key with a new secret; the old one keeps working for the grace period.', body: rollKeyBody, success: { status: 201, schema: apiKeyCreatedSchema }, errors: [404, 409] },
   { operationId: 'listSources', method: 'get', path: '/sources', service: 'sources', scope: 'sources:read', summary: 'List all connected data sources.', query: listQuerySchema, success: { status: 200, schema: sourceListSchema }, errors: [] },
-  { operationId: 'createSource', method: 'post', path: '/sources', service: 'sources', scope: 'sources:write', summary: 'Connect a new data source.', body: createSourceBody, success: { status: 201, schema: sourceSchema }, errors: [413, 409, 422] },
+  { operationId: 'createSource', method: 'post', path: '/sources', service: 'sources', scope: 'sources:write', summary: 'Connect a new data source: rows, an uploaded CSV/JSON/NDJSON file, an http(s) file URL, a PostgreSQL or MySQL/MariaDB table or query, or a MongoDB collection. Remote sources are checked (connection, credentials, table, file format) before they are accepted; passwords and headers are write-only.', body: createSourceBody, success: { status: 201, schema: sourceSchema }, errors: [413, 409, 422, 503] },
   { operationId: 'getSource', method: 'get', path: '/sources/{id}', service: 'sources', scope: 'sources:read', summary: 'Get one data source.', success: { status: 200, schema: sourceSchema }, errors: [404] },
   { operationId: 'deleteSource', method: 'delete', path: '/sources/{id}', service: 'sources', scope: 'sources:write', summary: 'Remove a data source and its data.', success: { status: 204, schema: null }, errors: [404] },
-  { operationId: 'syncSource', method: 'post', path: '/sources/{id}/sync', service: 'sources', scope: 'sources:write', summary: 'Sync a data source again; it goes back to pending and becomes ready or failed in the background.', success: { status: 202, schema: sourceSchema }, errors: [404] },
+  { operationId: 'syncSource', method: 'post', path: '/sources/{id}/sync', service: 'sources', scope: 'sources:write', summary: 'Sync a data source again (a URL or database source is pulled again from its origin); it goes back to pending and becomes ready or failed in the background.', success: { status: 202, schema: sourceSchema }, errors: [404] },
   { operationId: 'getOverview', method: 'get', path: '/analytics/overview', service: 'analytics', scope: 'analytics:read', summary: 'Get the analytics overview and summary.', success: { status: 200, schema: overviewSchema }, errors: [] },
   { operationId: 'listReports', method: 'get', path: '/analytics/reports', service: 'analytics', scope: 'analytics:read', summary: 'List reports, newest first.', query: listQuerySchema, success: { status: 200, schema: reportListSchema }, errors: [] },
   { operationId: 'getReport', method: 'get', path: '/analytics/reports/{id}', service: 'analytics', scope: 'analytics:read', summary: 'Retrieve one report by identifier.', success: { status: 200, schema: reportSchema }, errors: [404] },
-  { operationId: 'exportReportCsv', method: 'get', path: '/analytics/reports/{id}/export.csv', service: 'analytics', scope: 'analytics:read', summary: "Download a completed report's rows as CSV (text/csv).", success: { status: 200, schema: reportCsvSchema }, errors: [404, 409] },
+  { operationId: 'exportReportCsv', method: 'get', path: '/analytics/reports/{id}/export.csv', service: 'analytics', scope: 'analytics:read', summary: "Download a completed report's rows as CSV (text/csv).", success: { status: 200, schema: reportCsvSchema, mediaType: REPORT_CSV_MEDIA_TYPE }, errors: [404, 409] },
   { operationId: 'runQuery', method: 'post', path: '/analytics/query', service: 'analytics', scope: 'analytics:write', summary: 'Execute a custom analytics query; the result is saved as a report.', body: querySchema, success: { status: 201, schema: reportSchema, alt: { status: 202, schema: reportSchema } }, errors: [404, 409, 413, 422] },
   { operationId: 'listModels', method: 'get', path: '/models', service: 'models', scope: 'models:read', summary: 'List all available AI models.', query: listQuerySchema, success: { status: 200, schema: modelListSchema }, errors: [] },
+  { operationId: 'createModel', method: 'post', path: '/models', service: 'models', scope: 'models:write', summary: 'Train a model on a data source (202: it trains in the background; poll the Location until ready or failed), or upload an ONNX model (201: verified by loading it, ready at once).', body: createModelBody, success: { status: 201, schema: modelSchema, alt: { status: 202, schema: modelSchema } }, errors: [404, 409, 413, 422, 503] },
   { operationId: 'getModel', method: 'get', path: '/models/{id}', service: 'models', scope: 'models:read', summary: 'Get one model.', success: { status: 200, schema: modelSchema }, errors: [404] },
+  { operationId: 'deleteModel', method: 'delete', path: '/models/{id}', service: 'models', scope: 'models:write', summary: 'Delete a trained or uploaded model (a training job stops); built-in models answer 409.', success: { status: 204, schema: null }, errors: [404, 409] },
   { operationId: 'predict', method: 'post', path: '/models/{id}/predict', service: 'models', scope: 'models:write', summary: 'Run a prediction on a model; inputs are validated against its features, and batches are accepted.', body: predictBody, success: { status: 200, schema: predictionSchema }, errors: [404, 409, 413, 422, 503] },
   { operationId: 'getModelMetrics', method: 'get', path: '/models/{id}/metrics', service: 'models', scope: 'models:read', summary: 'Get the performance metrics of a model.', success: { status: 200, schema: metricsSchema }, errors: [404] },
   { operationId: 'listWebhooks', method: 'get', path: '/webhooks', service: 'webhooks', scope: 'webhooks:read', summary: 'List registered webhook endpoints.', query: listQuerySchema, success: { status: 200, schema: webhookListSchema }, errors: [] },

@@ -2,15 +2,18 @@ import { randomUUID } from 'node:crypto';
 import { makeEvent } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
 import type { SecretBox } from '../domain/secret.ts';
-import type { DeliveryDoc, DeliveryRepository, DeliveryStatus } from '../persistence/delivery.repository.ts';
+import { seriesAttempts, type DeliveryDoc, type DeliveryRepository, type DeliveryStatus } from '../persistence/delivery.repository.ts';
 import type { EndpointDoc, EndpointRepository } from '../persistence/endpoint.repository.ts';
 import type { AttemptResult, HttpSender } from './http-sender.ts';
 import { nextDelayMs } from './retry-schedule.ts';
 import { signedHeaders } from './signing.ts';
 
 export interface DispatcherOptions {
-  deliveries: DeliveryRepository;
-  endpoints: EndpointRepository;
+  deliveries: Pick<
+    DeliveryRepository,
+    'claimDue' | 'releaseInstanceClaims' | 'renewClaim' | 'releaseOwner' | 'recordAttempt' | 'cancel' | 'release' | 'cancelForEndpoint'
+  >;
+  endpoints: Pick<EndpointRepository, 'findById' | 'markHealthy' | 'markFailing' | 'disable'>;
   sender: Pick<HttpSender, 'send'>;
   secrets: SecretBox;
   logger: Logger;
@@ -22,22 +25,64 @@ export interface DispatcherOptions {
   /** How long a claim lasts; longer than any attempt, so only a crashed owner's claim expires. */
   leaseMs: number;
   userAgent: string;
+  /** Stable across restarts of this instance (its claims are taken back at start-up). */
+  instanceId: string;
+  /** The per-attempt timeout: a queued claim with less than this (plus a margin) left is renewed first. */
+  attemptTimeoutMs: number;
 }
 
 /** Retry timers shorter than this are kept in-process, so compressed schedules are honoured closely. */
 const MAX_LOCAL_TIMER_MS = 60_000;
+/** Claimed deliveries held in memory, waiting for a slot (beyond these new ones are left to the claim query). */
+const MAX_WAITING = 20_000;
+const MAX_WAITING_BYTES = 32 * 1024 * 1024;
+/**
+ * Attempts answered but not yet recorded: a slot frees as soon as the endpoint answers, so without this cap
+ * a database slower than the endpoints would let unrecorded attempts (and their claims) pile up.
+ */
+const MAX_UNRECORDED = 1_000;
+/** A held claim is renewed before its attempt unless it outlasts the attempt by this much. */
+const RENEW_MARGIN_MS = 2_000;
+/** An endpoint document this recent is used as is; older ones are read again before an attempt. */
+const ENDPOINT_FRESH_MS = 1_000;
+const MAX_CACHED = 10_000;
+
+/** What the fan-out does with a new delivery: send it now, hold it claimed in memory, or leave it to the claim query. */
+export type Plan = 'send' | 'queue' | 'defer';
+
+/** One endpoint's claimed deliveries, in the order they go: those the claim query found first, then new ones. */
+interface EndpointQueue {
+  due: DeliveryDoc[];
+  fresh: DeliveryDoc[];
+}
 
 /**
  * Sends due deliveries. Every attempt runs under a claim in MongoDB (`lockedUntil`/`lockedBy`), so two
  * instances never send the same attempt at once, and everything about a delivery's future is stored, so a
- * restart loses nothing. Slots are counted per endpoint: a slow endpoint fills only its own slots and is
- * skipped by the claim query while full, so others keep flowing.
+ * restart loses nothing. Slots are counted per endpoint: a slow endpoint fills only its own slots, so
+ * others keep flowing.
+ *
+ * A new delivery is inserted already claimed by this instance (the insert is the claim) and sent at once
+ * when its endpoint has a slot, or held here until one frees. The claim query (`claimLoop`, on a timer and
+ * on retry timers) claims what else is due — retries, other instances' leftovers, what did not fit in
+ * memory — into the same per-endpoint queues, ahead of new deliveries, so a busy endpoint's retries are not
+ * starved. A claim held longer than the lease allows is renewed before its attempt.
  */
 export class Dispatcher {
+  /** Unique to this process: a claim is recorded only by the process that made it. */
   readonly owner = `dsp_${randomUUID()}`;
+  readonly instanceId: string;
   private readonly o: DispatcherOptions;
   private readonly perEndpoint = new Map<string, number>();
   private inFlight = 0;
+  private unrecorded = 0;
+  private readonly queues = new Map<string, EndpointQueue>();
+  private waitingCount = 0;
+  private waitingBytes = 0;
+  private readonly endpointCache = new Map<string, { doc: EndpointDoc; at: number }>();
+  private readonly secretCache = new Map<string, string>();
+  /** Endpoints this process has seen fail, so a success clears the run even if its endpoint document predates it. */
+  private readonly failing = new Set<string>();
   private readonly active = new Set<Promise<void>>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly abort = new AbortController();
@@ -45,18 +90,26 @@ export class Dispatcher {
   private pass: Promise<void> | null = null;
   private passAgain = false;
   private stopped = true;
-  /** Something due may have been left unclaimed for want of a slot: look again when a slot frees. */
-  private backlog = false;
+  /** New deliveries were left to the claim query for want of memory: run it once there is room again. */
+  private deferred = false;
+  /** Claim passes in a row that found nothing. */
+  private idlePolls = 0;
 
   constructor(opts: DispatcherOptions) {
     this.o = opts;
+    this.instanceId = opts.instanceId;
   }
 
-  start(): void {
+  /** Takes back what an earlier process of this instance left claimed, then claims what is due, now and on a timer. */
+  async start(): Promise<void> {
+    const released = await this.o.deliveries.releaseInstanceClaims(this.instanceId, this.owner);
+    if (released) this.o.logger.info({ released, instanceId: this.instanceId }, 'resuming deliveries claimed by this instance before a crash');
     this.stopped = false;
     const tick = () => {
       this.kick();
-      if (!this.stopped) this.pollTimer = setTimeout(tick, this.o.pollMs);
+      // Polls that find nothing back off (up to 8 × pollMs): on the local wire-compatible server the claim
+      // query is a collection scan. Retries this process scheduled wake it on time regardless.
+      if (!this.stopped) this.pollTimer = setTimeout(tick, this.o.pollMs * Math.min(8, 2 ** this.idlePolls));
     };
     tick();
   }
@@ -65,29 +118,123 @@ export class Dispatcher {
     return new Date(Date.now() + this.o.leaseMs);
   }
 
-  /** Takes a slot for an endpoint if one is free; the caller then inserts the delivery already claimed. */
-  tryReserve(endpointId: string): boolean {
-    if (this.stopped) return false;
-    const n = this.perEndpoint.get(endpointId) ?? 0;
-    if (this.inFlight >= this.o.maxInFlight || n >= this.o.endpointConcurrency) {
-      this.backlog = true;
-      return false;
-    }
-    this.perEndpoint.set(endpointId, n + 1);
-    this.inFlight++;
-    return true;
+  private hasSlot(endpointId: string): boolean {
+    return (
+      this.inFlight < this.o.maxInFlight && this.unrecorded < MAX_UNRECORDED && (this.perEndpoint.get(endpointId) ?? 0) < this.o.endpointConcurrency
+    );
   }
 
+  private take(endpointId: string): void {
+    this.perEndpoint.set(endpointId, (this.perEndpoint.get(endpointId) ?? 0) + 1);
+    this.inFlight++;
+  }
+
+  private hasRoom(bytes: number): boolean {
+    return this.waitingCount < MAX_WAITING && this.waitingBytes + bytes <= MAX_WAITING_BYTES;
+  }
+
+  /**
+   * Decides for a new delivery: a free slot (and nothing queued before it) is taken now ('send'), else room
+   * in memory is reserved ('queue'); either way the caller inserts it claimed. 'defer' means insert it
+   * unclaimed for the claim query. A plan whose insert turned out a duplicate is undone with `unplan`.
+   */
+  plan(endpointId: string, bytes: number): Plan {
+    if (this.stopped) return 'defer';
+    if (this.hasSlot(endpointId) && !this.queues.has(endpointId)) {
+      this.take(endpointId);
+      return 'send';
+    }
+    if (this.hasRoom(bytes)) {
+      this.waitingCount++;
+      this.waitingBytes += bytes;
+      return 'queue';
+    }
+    this.deferred = true;
+    return 'defer';
+  }
+
+  unplan(endpointId: string, plan: Plan, bytes: number): void {
+    if (plan === 'send') this.release(endpointId);
+    else if (plan === 'queue') this.unreserve(bytes);
+  }
+
+  private unreserve(bytes: number): void {
+    this.waitingCount--;
+    this.waitingBytes -= bytes;
+    // Memory was full and new deliveries were stored unclaimed: claim them once there is room again.
+    if (this.deferred && this.waitingCount < MAX_WAITING / 2) {
+      this.deferred = false;
+      this.kick();
+    }
+  }
+
+  /** Gives a slot back and hands it to what waits. */
   release(endpointId: string): void {
     const n = (this.perEndpoint.get(endpointId) ?? 1) - 1;
     if (n <= 0) this.perEndpoint.delete(endpointId);
     else this.perEndpoint.set(endpointId, n);
+    const wasFull = this.inFlight >= this.o.maxInFlight;
     this.inFlight--;
+    if (this.stopped) return;
+    this.pump(endpointId);
+    if (wasFull) this.pumpAll();
   }
 
-  /** Sends a delivery this instance inserted already claimed, with the endpoint it already loaded. */
+  /** Sends a delivery this instance inserted already claimed, with the endpoint it has just loaded. */
   dispatchClaimed(delivery: DeliveryDoc, endpoint: EndpointDoc): void {
+    this.remember(endpoint);
     this.track(this.attempt(delivery, endpoint));
+  }
+
+  /** Holds a delivery this instance inserted claimed (after a 'queue' plan) until its endpoint has a slot. */
+  enqueueClaimed(delivery: DeliveryDoc, endpoint: EndpointDoc): void {
+    this.remember(endpoint);
+    this.queueOf(endpoint._id).fresh.push(delivery);
+    this.pump(endpoint._id);
+  }
+
+  /** Drops what this process knows about an endpoint (its secret was rotated, or it was deleted). */
+  forgetEndpoint(endpointId: string): void {
+    this.endpointCache.delete(endpointId);
+  }
+
+  private queueOf(endpointId: string): EndpointQueue {
+    let q = this.queues.get(endpointId);
+    if (!q) this.queues.set(endpointId, (q = { due: [], fresh: [] }));
+    return q;
+  }
+
+  private pumpAll(): void {
+    for (const id of [...this.queues.keys()]) this.pump(id);
+  }
+
+  private pump(endpointId: string): void {
+    const q = this.queues.get(endpointId);
+    if (!q) return;
+    let claimMore = false;
+    while (!this.stopped && (q.due.length || q.fresh.length) && this.hasSlot(endpointId)) {
+      claimMore ||= q.due.length > 0;
+      const next = (q.due.length ? q.due : q.fresh).shift()!;
+      this.unreserve(next.body.length);
+      this.take(endpointId);
+      const fresh = next.lockedUntil.getTime() - Date.now() > this.o.attemptTimeoutMs + RENEW_MARGIN_MS;
+      this.track(fresh ? this.attempt(next, null) : this.renewThenAttempt(next));
+    }
+    if (!q.due.length && !q.fresh.length) this.queues.delete(endpointId);
+    // What the claim query found may be the head of a longer backlog: fetch the next while these go out.
+    if (claimMore) this.kick();
+  }
+
+  /** A claim held in memory for long: extend it first, unless it lapsed and another owner took the delivery. */
+  private async renewThenAttempt(d: DeliveryDoc): Promise<void> {
+    let renewed: Date | null = null;
+    try {
+      renewed = await this.o.deliveries.renewClaim(d._id, this.owner, this.leaseUntil());
+    } catch (err) {
+      this.o.logger.warn({ err, deliveryId: d._id }, 'renewing a delivery claim failed; the claim lapses and is found again');
+    }
+    if (!renewed) return this.release(d.endpointId);
+    await this.attempt({ ...d, lockedUntil: renewed }, null);
   }
 
   /** Runs a claim pass now (or right after the current one). */
@@ -114,9 +261,18 @@ export class Dispatcher {
     if (this.pollTimer) clearTimeout(this.pollTimer);
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
+    this.queues.clear();
+    this.waitingCount = 0;
+    this.waitingBytes = 0;
     this.abort.abort();
     await this.pass;
     await Promise.allSettled([...this.active]);
+    // What was held here is stored: give its claims back so the next start (or another instance) sends it now.
+    try {
+      await this.o.deliveries.releaseOwner({ id: this.owner, instance: this.instanceId });
+    } catch (err) {
+      this.o.logger.warn({ err }, 'releasing delivery claims at shutdown failed; they lapse on their own');
+    }
   }
 
   private track(p: Promise<void>): void {
@@ -124,35 +280,62 @@ export class Dispatcher {
     void p.finally(() => this.active.delete(p));
   }
 
+  /**
+   * Claims due deliveries into the endpoints' queues, ahead of new ones, at most a slot's worth of them
+   * per endpoint ahead at a time, so nothing is claimed long before it can be sent.
+   */
   private async claimLoop(): Promise<void> {
     while (!this.stopped) {
-      if (this.inFlight >= this.o.maxInFlight) {
-        this.backlog = true;
+      if (!this.hasRoom(0)) {
+        this.deferred = true;
         return;
       }
-      const full = [...this.perEndpoint].filter(([, n]) => n >= this.o.endpointConcurrency).map(([id]) => id);
-      if (full.length) this.backlog = true;
-      const now = new Date();
-      const d = await this.o.deliveries.claimDue(now, this.leaseUntil(), this.owner, full);
-      if (!d) return;
-      // Count the slot now, so the next claim in this loop already sees it.
-      this.perEndpoint.set(d.endpointId, (this.perEndpoint.get(d.endpointId) ?? 0) + 1);
-      this.inFlight++;
-      this.track(this.attempt(d, null));
+      const saturated = [...this.queues].filter(([, q]) => q.due.length >= this.o.endpointConcurrency).map(([id]) => id);
+      const d = await this.o.deliveries.claimDue(new Date(), this.leaseUntil(), { id: this.owner, instance: this.instanceId }, saturated);
+      if (!d) {
+        this.idlePolls++;
+        return;
+      }
+      this.idlePolls = 0;
+      if (this.stopped) return;
+      this.waitingCount++;
+      this.waitingBytes += d.body.length;
+      this.queueOf(d.endpointId).due.push(d);
+      this.pump(d.endpointId);
     }
   }
 
+  private remember(endpoint: EndpointDoc): void {
+    this.endpointCache.delete(endpoint._id);
+    this.endpointCache.set(endpoint._id, { doc: endpoint, at: Date.now() });
+    if (this.endpointCache.size > MAX_CACHED) this.endpointCache.delete(this.endpointCache.keys().next().value!);
+  }
+
+  /** The delivery's endpoint, read again unless this process saw it within the last second. */
+  private async endpointOf(d: DeliveryDoc): Promise<EndpointDoc | null> {
+    const cached = this.endpointCache.get(d.endpointId);
+    if (cached && cached.doc.accountId === d.accountId && Date.now() - cached.at < ENDPOINT_FRESH_MS) return cached.doc;
+    const doc = await this.o.endpoints.findById(d.accountId, d.endpointId);
+    if (doc) this.remember(doc);
+    else this.endpointCache.delete(d.endpointId);
+    return doc;
+  }
+
   private async attempt(d: DeliveryDoc, known: EndpointDoc | null): Promise<void> {
-    let freedEarly = false;
+    let freed = false;
+    const free = () => {
+      if (freed) return;
+      freed = true;
+      this.release(d.endpointId);
+    };
     try {
-      const endpoint = known ?? (await this.o.endpoints.findById(d.accountId, d.endpointId));
+      const endpoint = known ?? (await this.endpointOf(d));
       if (!endpoint || endpoint.status !== 'enabled') {
         await this.o.deliveries.cancel(d._id, this.owner);
         return;
       }
-      const secret = this.o.secrets.open(endpoint.secretSealed, endpoint._id);
       const headers: Record<string, string> = {
-        ...signedHeaders(secret, d.eventId, Math.floor(Date.now() / 1000), d.body),
+        ...signedHeaders(this.signingSecrets(endpoint), d.eventId, Math.floor(Date.now() / 1000), d.body),
         'content-type': 'application/json',
         'user-agent': this.o.userAgent,
         ...(d.requestId ? { 'x-request-id': d.requestId } : {}),
@@ -164,24 +347,46 @@ export class Dispatcher {
         return;
       }
       // The endpoint's slot is free as soon as it has answered; bookkeeping need not hold it.
-      this.release(d.endpointId);
-      freedEarly = true;
-      await this.record(d, endpoint, at, result);
+      this.unrecorded++;
+      free();
+      try {
+        await this.record(d, endpoint, at, result);
+      } finally {
+        const wasCapped = this.unrecorded >= MAX_UNRECORDED;
+        this.unrecorded--;
+        if (wasCapped && !this.stopped) this.pumpAll();
+      }
     } catch (err) {
       // The claim expires and another pass retries; nothing is lost.
       this.o.logger.error({ err, deliveryId: d._id, endpointId: d.endpointId }, 'delivery attempt failed unexpectedly');
     } finally {
-      if (!freedEarly) this.release(d.endpointId);
-      if (this.backlog && !this.stopped) {
-        this.backlog = false;
-        this.kick();
-      }
+      free();
     }
+  }
+
+  private openSecret(sealed: string, endpointId: string): string {
+    const key = `${endpointId}/${sealed}`;
+    let secret = this.secretCache.get(key);
+    if (secret === undefined) {
+      secret = this.o.secrets.open(sealed, endpointId);
+      this.secretCache.set(key, secret);
+      if (this.secretCache.size > MAX_CACHED) this.secretCache.delete(this.secretCache.keys().next().value!);
+    }
+    return secret;
+  }
+
+  /** The current secret, and during a rotation's overlap the previous one too (newest first). */
+  private signingSecrets(endpoint: EndpointDoc): string[] {
+    const secrets = [this.openSecret(endpoint.secretSealed, endpoint._id)];
+    if (endpoint.previousSecretSealed && endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt.getTime() > Date.now()) {
+      secrets.push(this.openSecret(endpoint.previousSecretSealed, endpoint._id));
+    }
+    return secrets;
   }
 
   private async record(d: DeliveryDoc, endpoint: EndpointDoc, at: Date, result: AttemptResult): Promise<void> {
     const attempt = { at, statusCode: result.statusCode, latencyMs: result.latencyMs, error: result.error };
-    const made = d.attempts.length + 1;
+    const made = seriesAttempts(d) + 1;
     let status: DeliveryStatus = 'succeeded';
     let nextAttemptAt: Date | null = null;
     if (!result.ok) {
@@ -189,11 +394,26 @@ export class Dispatcher {
       status = delay === null ? 'failed' : 'pending';
       if (delay !== null) nextAttemptAt = new Date(Date.now() + delay);
     }
-    const recorded = await this.o.deliveries.recordAttempt(d._id, this.owner, attempt, { status, nextAttemptAt });
+    // A final state and its delivery.completed are one write, so the count downstream is exact.
+    const completed =
+      status === 'pending'
+        ? []
+        : [
+            makeEvent('delivery.completed', {
+              accountId: d.accountId,
+              subject: d.endpointId,
+              requestId: d.requestId,
+              data: { endpointId: d.endpointId, eventId: d.eventId, outcome: status === 'succeeded' ? 'succeeded' : 'failed', attempts: made },
+            }),
+          ];
+    const recorded = await this.o.deliveries.recordAttempt(d._id, this.owner, attempt, { status, nextAttemptAt }, completed);
     if (recorded && nextAttemptAt) this.wakeAt(nextAttemptAt.getTime() - Date.now());
     this.o.logger.debug({ deliveryId: d._id, endpointId: endpoint._id, statusCode: result.statusCode, attempt: made, status }, 'delivery attempt');
     if (result.ok) {
-      if (endpoint.failingSince) await this.o.endpoints.markHealthy(d.accountId, endpoint._id);
+      if (endpoint.failingSince || this.failing.has(endpoint._id)) {
+        await this.o.endpoints.markHealthy(d.accountId, endpoint._id);
+        this.failing.delete(endpoint._id);
+      }
       return;
     }
     if (result.statusCode === 410) {
@@ -201,6 +421,7 @@ export class Dispatcher {
       return;
     }
     const since = await this.o.endpoints.markFailing(d.accountId, endpoint._id, at);
+    if (this.failing.size < MAX_CACHED) this.failing.add(endpoint._id);
     if (since && Date.now() - since.getTime() >= this.o.disableAfterMs) {
       const cutoff = new Date(Date.now() - this.o.disableAfterMs);
       await this.disable(endpoint, `every attempt failed for ${humanDuration(this.o.disableAfterMs)}`, { failingSince: { $lte: cutoff } });
@@ -211,6 +432,7 @@ export class Dispatcher {
     const event = makeEvent('endpoint.disabled', { accountId: endpoint.accountId, subject: endpoint._id, data: { endpointId: endpoint._id, reason } });
     const done = await this.o.endpoints.disable(endpoint.accountId, endpoint._id, reason, event, where);
     if (!done) return;
+    this.forgetEndpoint(endpoint._id);
     this.o.logger.info({ endpointId: endpoint._id, accountId: endpoint.accountId, reason }, 'webhook endpoint disabled');
     await this.o.deliveries.cancelForEndpoint(endpoint.accountId, endpoint._id);
   }

@@ -68,11 +68,11 @@ describe('HttpSender', () => {
   });
 
   it('stops at once when aborted', async () => {
-    delayMs = 700;
+    delayMs = 3_000;
     const ac = new AbortController();
     setTimeout(() => ac.abort(), 50);
     const r = await open.send(receiver.url, {}, '{}', ac.signal);
     expect(r).toMatchObject({ ok: false, aborted: true });
-    expect(r.latencyMs).toBeLessThan(250);
+    expect(r.latencyMs).toBeLessThan(1_500); // long before the answer, with room for a loaded machine
   });
 });

@@ -44,6 +44,19 @@ describe('Standard Webhooks signing', () => {
     expect(() => new Webhook(secret).verify(body, headers)).toThrow(/too old/i);
   });
 
+  it('signs with every secret during a rotation, so either verifies, and a third does not', () => {
+    const next = newWebhookSecret();
+    const headers = signedHeaders([next, secret], 'evt_rot', now(), body);
+    const entries = headers['webhook-signature']!.split(' ');
+    expect(entries).toHaveLength(2);
+    for (const e of entries) expect(e).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
+    expect(entries[0]).toBe(signPayload(next, 'evt_rot', Number(headers['webhook-timestamp']), body));
+    expect(new Webhook(next).verify(body, headers)).toEqual(JSON.parse(body));
+    expect(new Webhook(secret).verify(body, headers)).toEqual(JSON.parse(body));
+    expect(() => new Webhook(newWebhookSecret()).verify(body, headers)).toThrow(/signature/i);
+    expect(() => signedHeaders([], 'evt_rot', now(), body)).toThrow();
+  });
+
   it('fails for another message id', () => {
     const headers = { ...signedHeaders(secret, 'evt_x', now(), body), 'webhook-id': 'evt_y' };
     expect(() => new Webhook(secret).verify(body, headers)).toThrow(/signature/i);

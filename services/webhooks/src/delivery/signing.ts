@@ -7,11 +7,17 @@ export function signPayload(secret: string, msgId: string, timestampSec: number,
   return `v1,${mac}`;
 }
 
-export function signedHeaders(secret: string, msgId: string, timestampSec: number, body: string): Record<string, string> {
+/**
+ * The three Standard Webhooks headers. With several secrets (during a rotation's overlap) the signature
+ * header lists one `v1,…` entry per secret, space-separated, so a receiver holding either secret verifies.
+ */
+export function signedHeaders(secrets: string | readonly string[], msgId: string, timestampSec: number, body: string): Record<string, string> {
+  const list = typeof secrets === 'string' ? [secrets] : secrets;
+  if (!list.length) throw new Error('at least one signing secret is required');
   return {
     'webhook-id': msgId,
     'webhook-timestamp': String(timestampSec),
-    'webhook-signature': signPayload(secret, msgId, timestampSec, body),
+    'webhook-signature': list.map((s) => signPayload(s, msgId, timestampSec, body)).join(' '),
   };
 }
 

@@ -13,7 +13,15 @@ export interface WebhooksServiceDeps {
   secrets: SecretBox;
   allowPrivateTargets: boolean;
   resolve?: Resolver;
+  /** How long the old secret still signs deliveries after a rotation (default 24 h). */
+  secretOverlapMs?: number;
+  /** Called when a delivery becomes due now (a redelivery), so the dispatcher need not wait for its poll. */
+  onDue?: () => void;
+  /** Called when an endpoint's secret or existence changed, so caches of it are dropped. */
+  onEndpointChanged?: (endpointId: string) => void;
 }
+
+const DEFAULT_OVERLAP_MS = 24 * 3_600_000;
 
 const EVENT_ID = /^evt_[0-9A-HJKMNP-TV-Z]{26}$/;
 
@@ -68,6 +76,7 @@ export class WebhooksService {
     if (!isId('whk', id)) throw notFound('webhook');
     const gone = await this.d.endpoints.softDelete(caller.accountId, id, [webhookEvents.deleted(caller, id)]);
     if (!gone) throw notFound('webhook');
+    this.d.onEndpointChanged?.(id);
     await this.d.deliveries.cancelForEndpoint(caller.accountId, id);
   }
 
@@ -79,6 +88,44 @@ export class WebhooksService {
       before: before ? deliveryIdOf(before, id) : undefined,
     });
     return toPage(rows.map((r) => ({ ...r, id: r.eventId })), query.limit);
+  }
+
+  /**
+   * Issues a new secret (returned here only). The old one keeps signing, beside the new, until the overlap
+   * ends, so receivers can switch without losing a message; a rotation during an overlap drops the oldest.
+   */
+  async rotateSecret(accountId: string, id: string): Promise<{ endpoint: EndpointDoc; secret: string; previousSecretExpiresAt: Date }> {
+    const endpoint = await this.get(accountId, id);
+    const secret = newWebhookSecret();
+    const previousExpiresAt = new Date(Date.now() + (this.d.secretOverlapMs ?? DEFAULT_OVERLAP_MS));
+    const updated = await this.d.endpoints.rotateSecret(accountId, id, endpoint.secretSealed, {
+      sealed: this.d.secrets.seal(secret, id),
+      previousSealed: endpoint.secretSealed,
+      previousExpiresAt,
+    });
+    if (!updated) {
+      if (!(await this.d.endpoints.findById(accountId, id))) throw notFound('webhook');
+      throw webhookErrors.rotationConflict();
+    }
+    this.d.onEndpointChanged?.(id);
+    return { endpoint: updated, secret, previousSecretExpiresAt: previousExpiresAt };
+  }
+
+  /** Sends a message (an event id) to the endpoint again, as a new series of attempts with the same webhook-id. */
+  async redeliver(accountId: string, id: string, messageId: string): Promise<DeliveryDoc> {
+    const endpoint = await this.get(accountId, id);
+    if (!EVENT_ID.test(messageId)) throw notFound('message');
+    if (endpoint.status !== 'enabled') throw webhookErrors.endpointDisabled(endpoint.disabledReason);
+    let result = await this.d.deliveries.redeliver(accountId, id, messageId);
+    // Just finished: its delivery.completed is being published, which takes milliseconds.
+    for (let i = 0; result.outcome === 'finishing' && i < 20; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      result = await this.d.deliveries.redeliver(accountId, id, messageId);
+    }
+    if (result.outcome === 'not_found') throw notFound('message');
+    if (result.outcome !== 'scheduled') throw webhookErrors.deliveryInProgress();
+    this.d.onDue?.();
+    return result.delivery;
   }
 
   /** Emits a webhook.test event for this endpoint through the outbox, to travel the normal delivery path. */

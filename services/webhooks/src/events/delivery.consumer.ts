@@ -1,5 +1,5 @@
-import { eventMatches, isPublicEventType, type DomainEvent } from '@dap/contracts';
-import type { Dispatcher } from '../delivery/dispatcher.ts';
+import { eventMatches, isId, isPublicEventType, type DomainEvent } from '@dap/contracts';
+import type { Dispatcher, Plan } from '../delivery/dispatcher.ts';
 import { deliveryBody } from '../delivery/signing.ts';
 import { deliveryIdOf, UNLOCKED, type DeliveryDoc, type DeliveryRepository } from '../persistence/delivery.repository.ts';
 import type { EndpointDoc, EndpointRepository } from '../persistence/endpoint.repository.ts';
@@ -9,7 +9,7 @@ export const DELIVERY_GROUP_ID = 'webhooks-delivery';
 export interface FanOutDeps {
   endpoints: EndpointRepository;
   deliveries: DeliveryRepository;
-  dispatcher: Pick<Dispatcher, 'tryReserve' | 'release' | 'dispatchClaimed' | 'leaseUntil' | 'owner' | 'kick'>;
+  dispatcher: Pick<Dispatcher, 'plan' | 'unplan' | 'dispatchClaimed' | 'enqueueClaimed' | 'leaseUntil' | 'owner' | 'instanceId'>;
 }
 
 /** Which of the account's endpoints get this event. */
@@ -26,53 +26,73 @@ async function targetsOf(deps: FanOutDeps, event: DomainEvent): Promise<Endpoint
 }
 
 /**
- * Turns each public event into one stored delivery per matching endpoint, then returns, so the consumer
- * commits the offset only once the deliveries are durable. Inserting an existing `${eventId}:${endpointId}`
- * is a no-op, which makes a redelivered event harmless. Where the dispatcher has a free slot the delivery
- * is inserted already claimed and sent at once, which keeps event-to-delivery latency low.
+ * Turns public events into one stored delivery per matching endpoint, then returns, so the consumer
+ * commits the offsets only once the deliveries are durable. A batch costs one endpoint query and one
+ * insert, however many events it holds. Inserting an existing `${eventId}:${endpointId}` is a no-op, which
+ * makes a redelivered event harmless. A delivery is inserted already claimed by this instance, so the
+ * insert is the claim: it is sent at once where its endpoint has a slot (which keeps event-to-delivery
+ * latency low), or held in order by the dispatcher until one frees.
  */
-export function deliveryFanOut(deps: FanOutDeps) {
-  return async (event: DomainEvent): Promise<void> => {
-    if (!isPublicEventType(event.type)) return;
-    const targets = await targetsOf(deps, event);
-    if (!targets.length) return;
-    const body = deliveryBody(event);
+export function deliveryFanOutBatch(deps: FanOutDeps) {
+  return async (batch: DomainEvent[]): Promise<void> => {
+    const events = batch.filter((e) => isPublicEventType(e.type));
+    // A producer bug, not an outage: failing makes the consumer dead-letter it after its retries.
+    for (const e of events) if (!isId('acct', e.accountId)) throw new Error(`event ${e.id} has no valid account id`);
+    if (!events.length) return;
+    // Issued together, the per-account look-ups go to the database as one query.
+    const targets = await Promise.all(events.map((e) => targetsOf(deps, e)));
     const now = new Date();
-    const planned = targets.map((endpoint) => {
-      const claimed = deps.dispatcher.tryReserve(endpoint._id);
-      const doc: DeliveryDoc = {
-        _id: deliveryIdOf(event.id, endpoint._id),
-        accountId: event.accountId,
-        endpointId: endpoint._id,
-        eventId: event.id,
-        eventType: event.type,
-        requestId: event.requestId,
-        body,
-        status: 'pending',
-        attempts: [],
-        nextAttemptAt: now,
-        lockedUntil: claimed ? deps.dispatcher.leaseUntil() : UNLOCKED,
-        lockedBy: claimed ? deps.dispatcher.owner : null,
-        createdAt: now,
-        updatedAt: now,
-        finishedAt: null,
-      };
-      return { doc, endpoint, claimed };
+    const seen = new Set<string>();
+    const planned: Array<{ doc: DeliveryDoc; endpoint: EndpointDoc; plan: Plan }> = [];
+    events.forEach((event, i) => {
+      const body = deliveryBody(event);
+      for (const endpoint of targets[i]!) {
+        const _id = deliveryIdOf(event.id, endpoint._id);
+        if (seen.has(_id)) continue; // the same event twice in one batch
+        seen.add(_id);
+        const plan = deps.dispatcher.plan(endpoint._id, body.length);
+        const claimed = plan !== 'defer';
+        const doc: DeliveryDoc = {
+          _id,
+          accountId: event.accountId,
+          endpointId: endpoint._id,
+          eventId: event.id,
+          eventType: event.type,
+          requestId: event.requestId,
+          body,
+          status: 'pending',
+          attempts: [],
+          nextAttemptAt: now,
+          lockedUntil: claimed ? deps.dispatcher.leaseUntil() : UNLOCKED,
+          lockedBy: claimed ? deps.dispatcher.owner : null,
+          lockedInstance: claimed ? deps.dispatcher.instanceId : null,
+          createdAt: now,
+          updatedAt: now,
+          finishedAt: null,
+        };
+        planned.push({ doc, endpoint, plan });
+      }
     });
+    if (!planned.length) return;
     let inserted: Set<string>;
     try {
       inserted = await deps.deliveries.insertMany(planned.map((p) => p.doc));
     } catch (err) {
-      for (const p of planned) if (p.claimed) deps.dispatcher.release(p.endpoint._id);
+      for (const p of planned) deps.dispatcher.unplan(p.endpoint._id, p.plan, p.doc.body.length);
       throw err;
     }
-    let waiting = false;
     for (const p of planned) {
-      if (!p.claimed) waiting ||= inserted.has(p.doc._id);
-      else if (inserted.has(p.doc._id)) deps.dispatcher.dispatchClaimed(p.doc, p.endpoint);
-      else deps.dispatcher.release(p.endpoint._id);
+      // A duplicate was scheduled before (the event was consumed again): its first delivery stands.
+      if (!inserted.has(p.doc._id)) deps.dispatcher.unplan(p.endpoint._id, p.plan, p.doc.body.length);
+      else if (p.plan === 'send') deps.dispatcher.dispatchClaimed(p.doc, p.endpoint);
+      else if (p.plan === 'queue') deps.dispatcher.enqueueClaimed(p.doc, p.endpoint);
+      // 'defer': stored unclaimed; the claim query picks it up when a slot frees.
     }
-    // No slot was free for some: a claim pass picks them up as soon as one is.
-    if (waiting) deps.dispatcher.kick();
   };
+}
+
+/** The same, one event at a time. */
+export function deliveryFanOut(deps: FanOutDeps) {
+  const handleBatch = deliveryFanOutBatch(deps);
+  return (event: DomainEvent): Promise<void> => handleBatch([event]);
 }

@@ -5,6 +5,7 @@ import {
   type DeliveryDto,
   type WebhookCreatedDto,
   type WebhookDto,
+  type WebhookSecretRotatedDto,
   type WebhookTestDto,
   type CallerContext,
 } from '@dap/contracts';
@@ -72,6 +73,18 @@ export function webhookRoutes(service: WebhooksService): Router {
     const query = parseOr400(listQuerySchema, req.query, 'query');
     const page = await service.listDeliveries(callerOf(req).accountId, req.params.id, query);
     res.json({ ...page, data: page.data.map(toDeliveryDto) });
+  });
+
+  r.post('/webhooks/:id/rotate-secret', async (req, res) => {
+    const { endpoint, secret, previousSecretExpiresAt } = await service.rotateSecret(callerOf(req).accountId, req.params.id);
+    const dto: WebhookSecretRotatedDto = { ...toWebhookDto(endpoint), secret, previousSecretExpiresAt: previousSecretExpiresAt.toISOString() };
+    res.setHeader('cache-control', 'no-store');
+    res.json(dto);
+  });
+
+  r.post('/webhooks/:id/deliveries/:messageId/redeliver', async (req, res) => {
+    const delivery = await service.redeliver(callerOf(req).accountId, req.params.id, req.params.messageId);
+    res.status(202).location(`/v1/webhooks/${req.params.id}/deliveries`).json(toDeliveryDto(delivery));
   });
 
   r.post('/webhooks/:id/test', async (req, res) => {

@@ -1,5 +1,7 @@
-import type { Collection, Db, Document, Filter } from 'mongodb';
+import type { AnyBulkWriteOperation, Collection, Db, Filter, UpdateFilter } from 'mongodb';
 import { MongoBulkWriteError } from 'mongodb';
+import type { DomainEvent } from '@dap/contracts';
+import { Batcher } from './batcher.ts';
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'cancelled';
 
@@ -26,10 +28,38 @@ export interface DeliveryDoc {
   /** A claim: while in the future, one dispatcher owns the next attempt; a crashed owner's claim expires. */
   lockedUntil: Date;
   lockedBy: string | null;
+  /** The instance id of the claim's owner, so a restart under the same id takes its claims back at once. */
+  lockedInstance?: string | null;
+  /** Index in `attempts` where the current series starts (a manual redelivery starts a new one). */
+  seriesStart?: number;
+  redeliveries?: number;
   createdAt: Date;
   updatedAt: Date;
   finishedAt: Date | null;
+  /**
+   * The delivery.completed waiting for the outbox relay, written with the final attempt. It holds at most one
+   * event: another is only added after a redelivery, which waits until the relay has cleared this one.
+   */
+  _outbox?: DomainEvent[];
+  _outboxPending?: boolean;
 }
+
+/** Attempts made in the current series. */
+export const seriesAttempts = (d: Pick<DeliveryDoc, 'attempts' | 'seriesStart'>) => d.attempts.length - (d.seriesStart ?? 0);
+
+interface PendingRecord {
+  id: string;
+  owner: string;
+  update: UpdateFilter<DeliveryDoc>;
+  hasEvents: boolean;
+}
+
+export type RedeliverResult =
+  | { outcome: 'scheduled'; delivery: DeliveryDoc }
+  | { outcome: 'not_found' }
+  | { outcome: 'in_progress' }
+  /** Finished, but its delivery.completed is not published yet (milliseconds, normally). */
+  | { outcome: 'finishing' };
 
 export const UNLOCKED = new Date(0);
 const RETENTION_SECONDS = 30 * 24 * 3600;
@@ -44,13 +74,22 @@ function isDuplicateOnly(err: unknown): err is MongoBulkWriteError {
 
 export class DeliveryRepository {
   readonly raw: Collection<DeliveryDoc>;
+  private readonly onEvents: (ids: string[]) => void;
+  /** Inserts from concurrent consumers go to the database together. */
+  private readonly inserts = new Batcher<DeliveryDoc[], Set<string>>((groups) => this.insertGroups(groups));
+  /** Attempt results from concurrent deliveries go to the database as one bulk write. */
+  private readonly records = new Batcher<PendingRecord, boolean>((items) => this.writeRecords(items));
 
-  constructor(db: Db) {
+  /** `onEvents` hears the ids of deliveries whose write added events for the outbox relay. */
+  constructor(db: Db, onEvents: (ids: string[]) => void = () => {}) {
     this.raw = db.collection<DeliveryDoc>('deliveries');
+    this.onEvents = onEvents;
   }
 
   async init(): Promise<void> {
     await this.raw.createIndex({ status: 1, nextAttemptAt: 1 });
+    await this.raw.createIndex({ _outboxPending: 1 });
+    await this.raw.createIndex({ lockedInstance: 1, status: 1 });
     await this.raw.createIndex({ endpointId: 1, status: 1 });
     await this.raw.createIndex({ accountId: 1, endpointId: 1, _id: -1 });
     await this.raw.createIndex({ finishedAt: 1 }, { expireAfterSeconds: RETENTION_SECONDS });
@@ -58,48 +97,149 @@ export class DeliveryRepository {
 
   /** Inserts what is not there yet; answers the ids this call inserted (a duplicate was already scheduled). */
   async insertMany(docs: DeliveryDoc[]): Promise<Set<string>> {
-    const ids = new Set(docs.map((d) => d._id));
-    if (!docs.length) return ids;
+    if (!docs.length) return new Set();
+    return this.inserts.add(docs);
+  }
+
+  private async insertGroups(groups: DeliveryDoc[][]): Promise<Set<string>[]> {
+    const docs = groups.flat();
+    const failed = new Set<number>();
     try {
       await this.raw.insertMany(docs, { ordered: false });
     } catch (err) {
       if (!isDuplicateOnly(err)) throw err;
       const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
-      for (const w of errors) ids.delete(docs[w.index]!._id);
+      for (const w of errors) failed.add(w.index);
     }
-    return ids;
+    let i = 0;
+    return groups.map((g) => {
+      const inserted = new Set<string>();
+      for (const d of g) if (!failed.has(i++)) inserted.add(d._id);
+      return inserted;
+    });
   }
 
   /** Claims the most overdue delivery that is free, skipping endpoints this instance has no slot for. */
-  async claimDue(now: Date, until: Date, owner: string, skipEndpoints: string[]): Promise<DeliveryDoc | null> {
+  async claimDue(now: Date, until: Date, owner: { id: string; instance: string }, skipEndpoints: string[]): Promise<DeliveryDoc | null> {
     const filter: Filter<DeliveryDoc> = { status: 'pending', nextAttemptAt: { $lte: now }, lockedUntil: { $lte: now } };
     if (skipEndpoints.length) filter.endpointId = { $nin: skipEndpoints };
-    return this.raw.findOneAndUpdate(filter, { $set: { lockedUntil: until, lockedBy: owner } }, { sort: { nextAttemptAt: 1 }, returnDocument: 'after' });
+    return this.raw.findOneAndUpdate(
+      filter,
+      { $set: { lockedUntil: until, lockedBy: owner.id, lockedInstance: owner.instance } },
+      { sort: { nextAttemptAt: 1 }, returnDocument: 'after', projection: { _outbox: 0 } },
+    );
   }
 
-  /** Records one attempt and what comes next, if this owner still holds the claim. */
+  /**
+   * Frees the claims that an earlier process with this instance id still holds: that process is gone (this
+   * one has its id), so its attempts are due again now rather than when the leases lapse.
+   */
+  async releaseInstanceClaims(instance: string, currentOwner: string): Promise<number> {
+    const res = await this.raw.updateMany(
+      { status: 'pending', lockedInstance: instance, lockedBy: { $nin: [null, currentOwner] } },
+      { $set: { lockedUntil: UNLOCKED, lockedBy: null, lockedInstance: null } },
+    );
+    return res.modifiedCount;
+  }
+
+  /** Extends this owner's claim; answers the new expiry, or null if the claim was lost (lapsed and taken, or finished). */
+  async renewClaim(id: string, owner: string, until: Date): Promise<Date | null> {
+    const res = await this.raw.updateOne({ _id: id, lockedBy: owner, status: 'pending' }, { $set: { lockedUntil: until } });
+    return res.matchedCount > 0 ? until : null;
+  }
+
+  /** Gives back every claim this owner still holds (graceful shutdown), so they are due again at once. */
+  async releaseOwner(owner: { id: string; instance: string }): Promise<number> {
+    const res = await this.raw.updateMany(
+      { lockedInstance: owner.instance, status: 'pending', lockedBy: owner.id },
+      { $set: { lockedUntil: UNLOCKED, lockedBy: null, lockedInstance: null } },
+    );
+    return res.modifiedCount;
+  }
+
+  /**
+   * Records one attempt and what comes next, if this owner still holds the claim; answers whether it did.
+   * `events` (the delivery.completed of a final attempt) are stored in the same write, for the outbox relay.
+   * Concurrent records share one bulk write.
+   */
   async recordAttempt(
     id: string,
     owner: string,
     attempt: AttemptDoc,
     next: { status: DeliveryStatus; nextAttemptAt: Date | null },
+    events: DomainEvent[] = [],
   ): Promise<boolean> {
     const now = new Date();
-    const res = await this.raw.updateOne(
-      { _id: id, lockedBy: owner, status: 'pending' },
-      {
-        $push: { attempts: attempt },
-        $set: {
-          status: next.status,
-          nextAttemptAt: next.nextAttemptAt,
-          lockedUntil: UNLOCKED,
-          lockedBy: null,
-          updatedAt: now,
-          finishedAt: next.status === 'pending' ? null : now,
-        },
+    const update: UpdateFilter<DeliveryDoc> = {
+      $push: events.length ? { attempts: attempt, _outbox: { $each: events } } : { attempts: attempt },
+      $set: {
+        status: next.status,
+        nextAttemptAt: next.nextAttemptAt,
+        lockedUntil: UNLOCKED,
+        lockedBy: null,
+        lockedInstance: null,
+        updatedAt: now,
+        finishedAt: next.status === 'pending' ? null : now,
+        ...(events.length ? { _outboxPending: true } : {}),
       },
-    );
-    return res.matchedCount > 0;
+    };
+    return this.records.add({ id, owner, update, hasEvents: events.length > 0 });
+  }
+
+  /**
+   * Checks the claims of a batch by id, then writes the owned ones by id. The local wire-compatible server
+   * uses no index for a filter with fields besides `_id` and would scan the collection for every attempt;
+   * by-id reads and writes stay fast on it and on MongoDB. Between the check and the write (milliseconds)
+   * a claim can only change hands if its lease lapsed (the owner stalled far beyond the attempt timeout), or
+   * the delivery be cancelled, which the next attempt repeats on finding its endpoint gone or disabled.
+   */
+  private async writeRecords(items: PendingRecord[]): Promise<boolean[]> {
+    const current = await this.raw
+      .find({ _id: { $in: [...new Set(items.map((i) => i.id))] } }, { projection: { lockedBy: 1, status: 1 } })
+      .toArray();
+    const byId = new Map(current.map((d) => [d._id, d]));
+    const owned = items.map((i) => byId.get(i.id)?.lockedBy === i.owner && byId.get(i.id)?.status === 'pending');
+    const ops: AnyBulkWriteOperation<DeliveryDoc>[] = items.filter((_, k) => owned[k]).map((i) => ({ updateOne: { filter: { _id: i.id }, update: i.update } }));
+    if (ops.length) await this.raw.bulkWrite(ops, { ordered: false });
+    const withEvents = items.filter((i, k) => owned[k] && i.hasEvents).map((i) => i.id);
+    if (withEvents.length) this.onEvents(withEvents);
+    return owned;
+  }
+
+  /**
+   * Makes a finished delivery due again now as a new attempt series (same event, same webhook-id). A
+   * delivery still pending is already being attempted, so it is left alone.
+   */
+  async redeliver(accountId: string, endpointId: string, eventId: string): Promise<RedeliverResult> {
+    const _id = deliveryIdOf(eventId, endpointId);
+    for (let tries = 0; tries < 3; tries++) {
+      const current = await this.raw.findOne({ _id }, { projection: { _outbox: 0, body: 0 } });
+      if (!current || current.accountId !== accountId || current.endpointId !== endpointId) return { outcome: 'not_found' };
+      if (current.status === 'pending') return { outcome: 'in_progress' };
+      if (current._outboxPending) return { outcome: 'finishing' };
+      const now = new Date();
+      // Compare-and-set: a finished delivery gains no attempts, so the series starts right after those seen;
+      // of two redeliveries at once, one wins and the other finds it pending.
+      const updated = await this.raw.findOneAndUpdate(
+        { _id, lockedBy: null, status: current.status, _outboxPending: { $ne: true } },
+        {
+          $set: {
+            status: 'pending',
+            nextAttemptAt: now,
+            lockedUntil: UNLOCKED,
+            lockedBy: null,
+            lockedInstance: null,
+            seriesStart: current.attempts.length,
+            updatedAt: now,
+            finishedAt: null,
+          },
+          $inc: { redeliveries: 1 },
+        },
+        { returnDocument: 'after', projection: { _outbox: 0 } },
+      );
+      if (updated) return { outcome: 'scheduled', delivery: updated };
+    }
+    return { outcome: 'in_progress' };
   }
 
   /** Ends a delivery without an attempt (its endpoint is gone or disabled). */
@@ -107,20 +247,20 @@ export class DeliveryRepository {
     const now = new Date();
     await this.raw.updateOne(
       { _id: id, lockedBy: owner, status: 'pending' },
-      { $set: { status: 'cancelled', nextAttemptAt: null, lockedUntil: UNLOCKED, lockedBy: null, updatedAt: now, finishedAt: now } },
+      { $set: { status: 'cancelled', nextAttemptAt: null, lockedUntil: UNLOCKED, lockedBy: null, lockedInstance: null, updatedAt: now, finishedAt: now } },
     );
   }
 
   /** Gives a claim back unused (shutdown), so the attempt is due again at once. */
   async release(id: string, owner: string): Promise<void> {
-    await this.raw.updateOne({ _id: id, lockedBy: owner }, { $set: { lockedUntil: UNLOCKED, lockedBy: null } });
+    await this.raw.updateOne({ _id: id, lockedBy: owner, status: 'pending' }, { $set: { lockedUntil: UNLOCKED, lockedBy: null, lockedInstance: null } });
   }
 
   async cancelForEndpoint(accountId: string, endpointId: string): Promise<number> {
     const now = new Date();
     const res = await this.raw.updateMany(
       { accountId, endpointId, status: 'pending' },
-      { $set: { status: 'cancelled', nextAttemptAt: null, updatedAt: now, finishedAt: now } },
+      { $set: { status: 'cancelled', nextAttemptAt: null, lockedUntil: UNLOCKED, lockedBy: null, lockedInstance: null, updatedAt: now, finishedAt: now } },
     );
     return res.modifiedCount;
   }
@@ -129,6 +269,6 @@ export class DeliveryRepository {
   async listForEndpoint(accountId: string, endpointId: string, opts: { limit: number; before?: string }): Promise<DeliveryDoc[]> {
     const filter: Filter<DeliveryDoc> = { accountId, endpointId };
     if (opts.before) filter._id = { $lt: opts.before };
-    return this.raw.find(filter).sort({ _id: -1 }).limit(opts.limit).toArray();
+    return this.raw.find(filter, { projection: { _outbox: 0, body: 0 } }).sort({ _id: -1 }).limit(opts.limit).toArray();
   }
 }

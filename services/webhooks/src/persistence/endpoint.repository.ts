@@ -1,6 +1,7 @@
 import type { Db, Document } from 'mongodb';
 import type { DomainEvent } from '@dap/contracts';
 import { TenantCollection, type TenantDoc } from '@dap/mongo';
+import { Batcher } from './batcher.ts';
 
 export interface EndpointDoc extends TenantDoc {
   url: string;
@@ -8,8 +9,11 @@ export interface EndpointDoc extends TenantDoc {
   description: string;
   status: 'enabled' | 'disabled';
   disabledReason: string | null;
-  /** The whsec_ secret, sealed with AES-256-GCM (never returned after create). */
+  /** The whsec_ secret, sealed with AES-256-GCM (never returned after create or rotation). */
   secretSealed: string;
+  /** The secret before the last rotation, still signed with until `previousSecretExpiresAt`. */
+  previousSecretSealed?: string | null;
+  previousSecretExpiresAt?: Date | null;
   /** Start of the current run of failed attempts; null while the endpoint answers 2xx. */
   failingSince: Date | null;
   createdAt: Date;
@@ -20,6 +24,8 @@ export const MAX_ENDPOINTS_PER_ACCOUNT = 100;
 
 export class EndpointRepository {
   readonly coll: TenantCollection<EndpointDoc>;
+  /** Look-ups from concurrent consumers share one query. */
+  private readonly enabledLookups = new Batcher<string, EndpointDoc[]>((accountIds) => this.enabledOf(accountIds));
 
   constructor(db: Db, onEvents: () => void) {
     this.coll = new TenantCollection<EndpointDoc>(db, 'endpoints', onEvents);
@@ -47,11 +53,18 @@ export class EndpointRepository {
   }
 
   /** The endpoints an event of this account may go to. */
-  async listEnabled(accountId: string): Promise<EndpointDoc[]> {
-    return (await this.coll.raw
-      .find({ accountId, deletedAt: null, status: 'enabled' }, { projection: { _outbox: 0 } })
-      .limit(MAX_ENDPOINTS_PER_ACCOUNT)
+  listEnabled(accountId: string): Promise<EndpointDoc[]> {
+    if (!accountId) throw new Error('accountId is required');
+    return this.enabledLookups.add(accountId);
+  }
+
+  private async enabledOf(accountIds: string[]): Promise<EndpointDoc[][]> {
+    const unique = [...new Set(accountIds)];
+    const docs = (await this.coll.raw
+      .find({ accountId: unique.length === 1 ? unique[0] : { $in: unique }, deletedAt: null, status: 'enabled' }, { projection: { _outbox: 0 } })
+      .limit(MAX_ENDPOINTS_PER_ACCOUNT * unique.length)
       .toArray()) as unknown as EndpointDoc[];
+    return accountIds.map((a) => docs.filter((d) => d.accountId === a));
   }
 
   softDelete(accountId: string, id: string, events: DomainEvent[]): Promise<EndpointDoc | null> {
@@ -61,6 +74,20 @@ export class EndpointRepository {
   /** Records an event on an enabled endpoint (the test event goes through the outbox like any other). */
   emitIfEnabled(accountId: string, id: string, event: DomainEvent): Promise<EndpointDoc | null> {
     return this.coll.update(accountId, id, { updatedAt: new Date() }, [event], { status: 'enabled' });
+  }
+
+  /**
+   * Replaces the secret if it is still `expectedSealed` (so two rotations at once cannot both win), keeping
+   * the old one for the overlap. Answers the updated endpoint, or null when the secret changed meanwhile.
+   */
+  rotateSecret(accountId: string, id: string, expectedSealed: string, next: { sealed: string; previousSealed: string; previousExpiresAt: Date }): Promise<EndpointDoc | null> {
+    return this.coll.update(
+      accountId,
+      id,
+      { secretSealed: next.sealed, previousSecretSealed: next.previousSealed, previousSecretExpiresAt: next.previousExpiresAt, updatedAt: new Date() },
+      [],
+      { secretSealed: expectedSealed },
+    );
   }
 
   /** Starts the failure run if none is open; answers when the current run started. */

@@ -1,0 +1,295 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { makeEvent, newId, SCOPES, signCallerContext, type DomainEvent } from '@dap/contracts';
+import { createKafka, EventProducer } from '@dap/kafka';
+import { createLogger } from '@dap/logger';
+import { connectMongo } from '@dap/mongo';
+import { repoRoot, stackEnv, uniqueSuffix } from '@dap/testing';
+import { spawnWebhooks, type ChildWebhooks } from '../test/process.ts';
+
+/**
+ * DESIGN §9 webhook figures, measured side by side in one run against the running test (or dev) stack:
+ * - event → delivery latency at a steady rate (from the producer's send to the receiver's arrival);
+ * - deliveries/s with a backlog, against a plain HTTP POST loop to the same receiver (sequential, and with
+ *   as many requests in flight as the service may have to it).
+ * The service and the receiver run as their own processes, as in production; this process publishes
+ * events and runs the plain loop.
+ */
+export interface DeliveryBenchOptions {
+  /** Steady rate of the latency phase (default 200). */
+  eventsPerSec?: number;
+  /** Length of the latency phase (default 10). */
+  seconds?: number;
+  /** Events published at once for the throughput phase (default 4000). */
+  throughputEvents?: number;
+  /** Endpoints (one account each) the events are spread over (default 1). */
+  endpoints?: number;
+  /** Receiver think time per request (default 0). */
+  receiverDelayMs?: number;
+  /** Length of each plain-loop measurement (default 5). */
+  plainSeconds?: number;
+  /** Extra env for the service (e.g. WEBHOOK_ENDPOINT_CONCURRENCY). */
+  serviceEnv?: Record<string, string>;
+  /** Another build's main.ts to measure instead (for before/after comparisons). */
+  entry?: string;
+  /** Stack addresses; default the test stack's (stackEnv()). */
+  stack?: { KAFKA_BROKERS: string; MONGO_URL: string };
+  log?: (line: string) => void;
+}
+
+export interface DeliveryBenchResult {
+  /** Event → delivery at `eventsPerSec`, ms. */
+  p50: number;
+  p99: number;
+  max: number;
+  latencyEvents: number;
+  /** Signed deliveries per second with a backlog (first publish → last arrival). */
+  deliveriesPerSec: number;
+  /** A sequential POST loop (one request at a time) to the same receiver. */
+  plainPostPerSec: number;
+  /** The same loop with `concurrency` requests in flight, as many as the service may have to the receiver. */
+  plainPostConcurrentPerSec: number;
+  concurrency: number;
+  ratio: number;
+  ratioConcurrent: number;
+}
+
+const INTERNAL_SECRET = randomBytes(32).toString('hex');
+
+/** CPU seconds a process has used so far (Linux), for the log's utilisation figures; null elsewhere. */
+function cpuSecondsOf(pid: number): number | null {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks of 10 ms
+  } catch {
+    return null;
+  }
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function startBenchReceiver(delayMs: number) {
+  const child = spawn(process.execPath, ['--no-warnings', join(repoRoot(), 'services/webhooks/bench/receiver.ts')], {
+    env: { PATH: process.env.PATH ?? '', RECEIVER_DELAY_MS: String(delayMs) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`bench receiver exited with ${code}`)));
+    createInterface({ input: child.stdout! }).once('line', (l) => resolve(Number(l)));
+  });
+  const url = `http://127.0.0.1:${port}`;
+  let seen = 0;
+  const arrivals = new Map<string, number>();
+  return {
+    url,
+    /** Pulls new arrivals; keeps the first arrival of each webhook-id. */
+    async poll(): Promise<Map<string, number>> {
+      const res = await fetch(`${url}/arrivals?from=${seen}`);
+      const rows = (await res.json()) as Array<[string, number]>;
+      seen += rows.length;
+      for (const [id, at] of rows) if (!arrivals.has(id)) arrivals.set(id, at);
+      return arrivals;
+    },
+    stop: async () => {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** The attempts' own latency (request sent → answer read) as the service recorded it, for the log. */
+async function attemptLatencies(mongoUrl: string, db: string, eventIds: string[]): Promise<string> {
+  const mongo = await connectMongo(mongoUrl, db);
+  try {
+    const ids = new Set(eventIds);
+    const docs = await mongo.db.collection('deliveries').find({}, { projection: { eventId: 1, attempts: 1 } }).toArray();
+    const ms = docs.filter((d) => ids.has(d.eventId as string)).flatMap((d) => (d.attempts as Array<{ latencyMs: number }>).map((a) => a.latencyMs)).sort((a, b) => a - b);
+    return ms.length ? `; attempt latency p50 ${percentile(ms, 50)} ms, p99 ${percentile(ms, 99)} ms (${ms.length} recorded)` : '';
+  } finally {
+    await mongo.close();
+  }
+}
+
+/** Requests/s of `concurrency` loops each POSTing `body` and awaiting the answer, for `seconds`. */
+async function plainPostLoop(url: string, body: string, headers: Record<string, string>, concurrency: number, seconds: number): Promise<number> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  const target = new URL(url);
+  const payload = Buffer.from(body);
+  const post = () =>
+    new Promise<void>((resolve, reject) => {
+      const req = http.request(
+        { method: 'POST', hostname: target.hostname, port: target.port, path: '/plain', agent, headers: { ...headers, 'content-length': String(payload.length) } },
+        (res) => {
+          res.on('data', () => {});
+          res.on('end', () => resolve());
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(payload);
+    });
+  await post(); // warm the connection
+  let done = 0;
+  const started = performance.now();
+  const until = started + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < until) {
+        await post();
+        done++;
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  agent.destroy();
+  return done / elapsed;
+}
+
+export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise<DeliveryBenchResult> {
+  const eventsPerSec = opts.eventsPerSec ?? 200;
+  const seconds = opts.seconds ?? 10;
+  const throughputEvents = opts.throughputEvents ?? 4_000;
+  const endpointCount = opts.endpoints ?? 1;
+  const log = opts.log ?? ((line: string) => process.stderr.write(`[webhooks bench] ${line}\n`));
+  const stack = opts.stack ?? stackEnv();
+  const suffix = uniqueSuffix();
+  const env: Record<string, string> = {
+    MONGO_URL: stack.MONGO_URL,
+    MONGO_DB: `whbench${suffix}_webhooks`,
+    KAFKA_BROKERS: stack.KAFKA_BROKERS,
+    KAFKA_TOPIC_PREFIX: `whbench${suffix}.`,
+    INTERNAL_SECRET,
+    WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
+    ALLOW_PRIVATE_TARGETS: 'true',
+    LOG_LEVEL: 'warn',
+    INSTANCE_ID: `bench-${suffix}`,
+    ...opts.serviceEnv,
+  };
+  const endpointConcurrency = Number(env.WEBHOOK_ENDPOINT_CONCURRENCY ?? 4);
+  const maxInFlight = Number(env.WEBHOOK_MAX_IN_FLIGHT ?? 256);
+  const concurrency = Math.min(endpointCount * endpointConcurrency, maxInFlight);
+
+  const silent = createLogger({ name: 'bench', level: 'silent' });
+  const settings = { brokers: stack.KAFKA_BROKERS.split(','), clientId: 'webhooks-bench', topicPrefix: env.KAFKA_TOPIC_PREFIX! };
+  const receiver = await startBenchReceiver(opts.receiverDelayMs ?? 0);
+  let service: ChildWebhooks | null = null;
+  const kafka = createKafka(settings, silent);
+  const producer = new EventProducer(kafka, settings);
+  try {
+    service = await spawnWebhooks(env, { entry: opts.entry });
+    await producer.connect();
+    const accounts: string[] = [];
+    for (let i = 0; i < endpointCount; i++) {
+      const accountId = newId('acct');
+      const { context, signature } = signCallerContext(INTERNAL_SECRET, { accountId, plan: 'enterprise', scopes: [...SCOPES], requestId: newId('req'), issuedAt: Date.now() });
+      const res = await fetch(`${service.url}/v1/webhooks`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-dap-context': context, 'x-dap-signature': signature },
+        body: JSON.stringify({ url: `${receiver.url}/hooks/${i}`, events: ['report.*'] }),
+      });
+      if (res.status !== 201) throw new Error(`registering an endpoint answered ${res.status}: ${await res.text()}`);
+      accounts.push(accountId);
+    }
+    const eventFor = (i: number): DomainEvent =>
+      makeEvent('report.completed', { accountId: accounts[i % accounts.length]!, subject: 'rpt', requestId: null, data: { id: newId('rpt'), sourceId: 'src_bench', rowCount: i, durationMs: 1 } });
+    const waitArrived = async (ids: string[], timeoutMs: number) => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const got = await receiver.poll();
+        const missing = ids.filter((id) => !got.has(id)).length;
+        if (!missing) return got;
+        if (Date.now() > deadline) throw new Error(`${missing} of ${ids.length} events were not delivered within ${timeoutMs} ms`);
+        await sleep(50);
+      }
+    };
+
+    // Warm-up: connections, consumer assignment, JIT.
+    const warm = Array.from({ length: 50 }, (_, i) => eventFor(i));
+    await producer.publish(warm);
+    await waitArrived(warm.map((e) => e.id), 30_000);
+
+    // Latency at a steady rate: each due event is sent as soon as it is due.
+    log(`latency: ${eventsPerSec} events/s for ${seconds} s over ${endpointCount} endpoint(s)`);
+    const total = Math.round(eventsPerSec * seconds);
+    const sentAt = new Map<string, number>();
+    const start = performance.now();
+    for (let i = 0; i < total; ) {
+      const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * eventsPerSec) + 1);
+      const batch: DomainEvent[] = [];
+      for (; i < due; i++) batch.push(eventFor(i));
+      if (batch.length) {
+        const now = Date.now();
+        for (const e of batch) sentAt.set(e.id, now);
+        await producer.publish(batch);
+      }
+      await sleep(1);
+    }
+    const arrived = await waitArrived([...sentAt.keys()], 60_000);
+    const latencies = [...sentAt].map(([id, at]) => arrived.get(id)! - at).sort((a, b) => a - b);
+    const p50 = percentile(latencies, 50);
+    const p99 = percentile(latencies, 99);
+    const max = latencies[latencies.length - 1]!;
+    log(`latency: p50 ${p50} ms, p99 ${p99} ms, max ${max} ms over ${latencies.length} events`);
+
+    // Throughput with a backlog: everything published at once, timed to the last arrival.
+    log(`throughput: ${throughputEvents} events at once`);
+    const backlog = Array.from({ length: throughputEvents }, (_, i) => eventFor(i));
+    const cpu0 = cpuSecondsOf(service.pid);
+    const t0 = Date.now();
+    for (let i = 0; i < backlog.length; i += 500) await producer.publish(backlog.slice(i, i + 500));
+    const got = await waitArrived(backlog.map((e) => e.id), 180_000);
+    const last = Math.max(...backlog.map((e) => got.get(e.id)!));
+    const cpu1 = cpuSecondsOf(service.pid);
+    const deliveriesPerSec = throughputEvents / ((last - t0) / 1000);
+    const busy = cpu0 !== null && cpu1 !== null ? `, service CPU ${Math.round(((cpu1 - cpu0) / ((Date.now() - t0) / 1000)) * 100)}%` : '';
+    log(`throughput: ${deliveriesPerSec.toFixed(0)} deliveries/s${busy}${await attemptLatencies(stack.MONGO_URL, env.MONGO_DB!, backlog.map((e) => e.id))}`);
+
+    // The plain loops: the same receiver, a delivery-sized body and headers, no pipeline.
+    const sample = eventFor(0);
+    const body = JSON.stringify({ type: sample.type, timestamp: sample.occurredAt, data: sample.data });
+    const headers = { 'content-type': 'application/json', 'webhook-id': 'plain', 'webhook-timestamp': '0', 'webhook-signature': `v1,${'A'.repeat(43)}=` };
+    const plainSeconds = opts.plainSeconds ?? 5;
+    const plainPostPerSec = await plainPostLoop(receiver.url, body, headers, 1, plainSeconds);
+    const plainPostConcurrentPerSec = await plainPostLoop(receiver.url, body, headers, concurrency, plainSeconds);
+    log(`plain POST loop: ${plainPostPerSec.toFixed(0)}/s sequential, ${plainPostConcurrentPerSec.toFixed(0)}/s with ${concurrency} in flight`);
+
+    return {
+      p50,
+      p99,
+      max,
+      latencyEvents: latencies.length,
+      deliveriesPerSec: Math.round(deliveriesPerSec),
+      plainPostPerSec: Math.round(plainPostPerSec),
+      plainPostConcurrentPerSec: Math.round(plainPostConcurrentPerSec),
+      concurrency,
+      ratio: Math.round((deliveriesPerSec / plainPostPerSec) * 100) / 100,
+      ratioConcurrent: Math.round((deliveriesPerSec / plainPostConcurrentPerSec) * 100) / 100,
+    };
+  } finally {
+    await producer.disconnect().catch(() => {});
+    await service?.kill('SIGTERM');
+    await receiver.stop();
+    const mongo = await connectMongo(stack.MONGO_URL, env.MONGO_DB!);
+    await mongo.db.dropDatabase().finally(() => mongo.close());
+    // Topics pile up on a shared broker and cost it CPU: leave none behind.
+    const admin = kafka.admin();
+    try {
+      await admin.connect();
+      const mine = (await admin.listTopics()).filter((t) => t.startsWith(settings.topicPrefix));
+      if (mine.length) await admin.deleteTopics({ topics: mine });
+    } catch (err) {
+      log(`could not delete the bench topics: ${(err as Error).message}`);
+    } finally {
+      await admin.disconnect();
+    }
+  }
+}

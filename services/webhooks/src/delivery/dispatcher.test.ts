@@ -1,0 +1,179 @@
+import { randomBytes } from 'node:crypto';
+import { createLogger } from '@dap/logger';
+import { SecretBox, newWebhookSecret } from '../domain/secret.ts';
+import { UNLOCKED, type DeliveryDoc } from '../persistence/delivery.repository.ts';
+import type { EndpointDoc } from '../persistence/endpoint.repository.ts';
+import { Dispatcher, type DispatcherOptions } from './dispatcher.ts';
+import type { AttemptResult } from './http-sender.ts';
+
+/** The dispatcher's scheduling against in-memory fakes: slots, the order of what waits, claim renewal. */
+const box = new SecretBox(randomBytes(32));
+const endpoint: EndpointDoc = {
+  _id: 'whk_A',
+  accountId: 'acct_1',
+  url: 'http://receiver.test/hooks',
+  events: ['*'],
+  description: '',
+  status: 'enabled',
+  disabledReason: null,
+  secretSealed: box.seal(newWebhookSecret(), 'whk_A'),
+  failingSince: null,
+  createdAt: new Date(),
+  updatedAt: new Date(),
+};
+
+function delivery(eventId: string, lockedFor = 60_000): DeliveryDoc {
+  const now = new Date();
+  return {
+    _id: `${eventId}:whk_A`,
+    accountId: 'acct_1',
+    endpointId: 'whk_A',
+    eventId,
+    eventType: 'report.completed',
+    requestId: null,
+    body: '{}',
+    status: 'pending',
+    attempts: [],
+    nextAttemptAt: now,
+    lockedUntil: new Date(Date.now() + lockedFor),
+    lockedBy: 'x',
+    createdAt: now,
+    updatedAt: now,
+    finishedAt: null,
+  };
+}
+
+function harness(opts: { concurrency?: number; renew?: boolean } = {}) {
+  const sent: string[] = [];
+  const answers: Array<(r: AttemptResult) => void> = [];
+  const recorded: Array<{ id: string; status: string; events: number }> = [];
+  const renewed: string[] = [];
+  /** What the claim query finds next (a due retry, once). */
+  const due: DeliveryDoc[] = [];
+  const options: DispatcherOptions = {
+    deliveries: {
+      claimDue: async () => due.shift() ?? null,
+      releaseInstanceClaims: async () => 0,
+      renewClaim: async (id, _owner, until) => {
+        renewed.push(id);
+        return opts.renew === false ? null : until;
+      },
+      releaseOwner: async () => 0,
+      recordAttempt: async (id, _owner, _attempt, next, events = []) => {
+        recorded.push({ id, status: next.status, events: events.length });
+        return true;
+      },
+      cancel: async () => {},
+      release: async () => {},
+      cancelForEndpoint: async () => 0,
+    },
+    endpoints: {
+      findById: async () => endpoint,
+      markHealthy: async () => {},
+      markFailing: async () => null,
+      disable: async () => null,
+    },
+    sender: {
+      send: (_url, headers, _body, signal) => {
+        sent.push(headers['webhook-id']!);
+        return new Promise<AttemptResult>((resolve) => {
+          answers.push(resolve);
+          signal?.addEventListener('abort', () => resolve({ ok: false, statusCode: null, latencyMs: 1, error: 'aborted', aborted: true }));
+        });
+      },
+    },
+    secrets: box,
+    logger: createLogger({ name: 'test', level: 'silent' }),
+    retryScheduleMs: [0, 60_000],
+    pollMs: 60_000,
+    endpointConcurrency: opts.concurrency ?? 2,
+    maxInFlight: 100,
+    disableAfterMs: 3_600_000,
+    leaseMs: 60_000,
+    userAgent: 'test',
+    instanceId: 'test-instance',
+    attemptTimeoutMs: 15_000,
+  };
+  const dispatcher = new Dispatcher(options);
+  const tick = () => new Promise((r) => setTimeout(r, 5));
+  const answerNext = async (status = 200) => {
+    answers.shift()!({ ok: status < 300, statusCode: status, latencyMs: 1, error: status < 300 ? null : `HTTP ${status}`, aborted: false });
+    await tick();
+  };
+  /** Plans and inserts a new delivery as the fan-out does. */
+  const offer = (d: DeliveryDoc) => {
+    const plan = dispatcher.plan(d.endpointId, d.body.length);
+    if (plan === 'send') dispatcher.dispatchClaimed(d, endpoint);
+    else if (plan === 'queue') dispatcher.enqueueClaimed(d, endpoint);
+    return plan;
+  };
+  return { dispatcher, sent, recorded, renewed, due, answerNext, offer, tick };
+}
+
+describe('Dispatcher', () => {
+  it('sends at once while the endpoint has slots, then holds new deliveries in order until one frees', async () => {
+    const h = harness({ concurrency: 2 });
+    await h.dispatcher.start();
+    expect(['e1', 'e2', 'e3', 'e4'].map((id) => h.offer(delivery(id)))).toEqual(['send', 'send', 'queue', 'queue']);
+    await h.tick();
+    expect(h.sent).toEqual(['e1', 'e2']);
+    await h.answerNext();
+    expect(h.sent).toEqual(['e1', 'e2', 'e3']);
+    await h.answerNext();
+    await h.answerNext();
+    await h.answerNext();
+    expect(h.sent).toEqual(['e1', 'e2', 'e3', 'e4']);
+    expect(h.recorded.map((r) => [r.id, r.status, r.events])).toEqual(['e1', 'e2', 'e3', 'e4'].map((e) => [`${e}:whk_A`, 'succeeded', 1]));
+    await h.dispatcher.stop();
+  });
+
+  it('sends what the claim query found (retries) ahead of new deliveries held for the same endpoint', async () => {
+    const retry = { ...delivery('r1'), attempts: [{ at: new Date(), statusCode: 500, latencyMs: 1, error: 'HTTP 500' }] };
+    const h = harness({ concurrency: 1 });
+    expect(h.offer(delivery('n1'))).toBe('defer'); // not started: stored unclaimed, for the claim query
+    await h.dispatcher.start();
+    expect(h.offer(delivery('n2'))).toBe('send');
+    expect(h.offer(delivery('n3'))).toBe('queue');
+    await h.tick();
+    // A retry falls due while the endpoint is busy and new deliveries wait.
+    h.due.push(retry);
+    h.dispatcher.kick();
+    await h.tick();
+    await h.answerNext(); // n2 answered: the retry goes next, before n3
+    await h.answerNext();
+    await h.answerNext();
+    expect(h.sent).toEqual(['n2', 'r1', 'n3']);
+    expect(h.recorded.find((r) => r.id === 'r1:whk_A')).toMatchObject({ status: 'succeeded', events: 1 });
+    await h.dispatcher.stop();
+  });
+
+  it('renews a held claim that would lapse during its attempt, and skips it when the claim was lost', async () => {
+    const h = harness({ concurrency: 1, renew: false });
+    await h.dispatcher.start();
+    h.offer(delivery('busy'));
+    h.offer(delivery('stale', 5_000)); // less than the 15 s attempt timeout left
+    h.offer(delivery('later'));
+    await h.tick();
+    await h.answerNext();
+    await h.tick();
+    expect(h.renewed).toEqual(['stale:whk_A']);
+    expect(h.sent).toEqual(['busy', 'later']); // the lapsed claim may be another instance's now
+    await h.answerNext();
+    await h.dispatcher.stop();
+  });
+
+  it('records a failed attempt with its retry and no event, and the final failure with delivery.completed', async () => {
+    const h = harness({ concurrency: 1 });
+    await h.dispatcher.start();
+    h.offer(delivery('f1'));
+    await h.tick();
+    await h.answerNext(500);
+    expect(h.recorded).toEqual([{ id: 'f1:whk_A', status: 'pending', events: 0 }]);
+    const second = { ...delivery('f1'), attempts: [{ at: new Date(), statusCode: 500, latencyMs: 1, error: 'HTTP 500' }], lockedUntil: UNLOCKED };
+    h.dispatcher.dispatchClaimed(second, endpoint);
+    await h.tick();
+    await h.answerNext(503);
+    expect(h.recorded[1]).toEqual({ id: 'f1:whk_A', status: 'failed', events: 1 });
+    await h.dispatcher.stop();
+  });
+});

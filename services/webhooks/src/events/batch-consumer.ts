@@ -1,0 +1,119 @@
+import type { Consumer, KafkaMessage } from 'kafkajs';
+import { domainEventSchema, type DomainEvent, type Topic } from '@dap/contracts';
+import { deadLetterTopic, topicName, type EventProducer, type Kafka, type KafkaSettings } from '@dap/kafka';
+import type { Logger } from '@dap/logger';
+
+/**
+ * `runEventConsumer` of @dap/kafka, with a batch handler: the events of a fetched batch are applied
+ * together (one endpoint query and one insert for up to `chunkSize` events instead of two round trips per
+ * event), because all of one account's events share one partition and a partition is consumed in order.
+ * Same guarantees: offsets are resolved only after the handler returned; an undecodable message, or one
+ * that fails `maxAttempts` times on its own, goes to the group's dead-letter topic; outages are retried.
+ * (Recommended as a `handleBatch` option of the shared consumer.)
+ */
+export interface BatchConsumerOptions {
+  groupId: string;
+  topics: Topic[];
+  /** Applies the events durably and idempotently; throwing means none of them counts as applied. */
+  handleBatch: (events: DomainEvent[]) => Promise<void>;
+  /**
+   * Event types the handler acts on: a message whose `event-type` header names another type is passed over
+   * without being decoded (half of this consumer's input is its own delivery.completed).
+   */
+  accepts?: (eventType: string) => boolean;
+  maxAttempts?: number;
+  partitionsConsumedConcurrently?: number;
+  chunkSize?: number;
+  fromBeginning?: boolean;
+}
+
+const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.min(200 * 2 ** attempt, 5_000)));
+
+/** Infrastructure outages are retried for as long as they last; only a handler bug dead-letters a message. */
+export function isTransient(err: unknown): boolean {
+  const e = err as { name?: string; code?: string };
+  return Boolean(
+    e?.name?.startsWith('MongoNetwork') || e?.name === 'MongoServerSelectionError' || e?.name === 'MongoNotConnectedError' || e?.code === 'ECONNREFUSED',
+  );
+}
+
+export async function runBatchEventConsumer(kafka: Kafka, settings: KafkaSettings, producer: EventProducer, logger: Logger, opts: BatchConsumerOptions): Promise<Consumer> {
+  const consumer = kafka.consumer({
+    groupId: `${settings.topicPrefix}${opts.groupId}`,
+    sessionTimeout: 10_000,
+    heartbeatInterval: 1_000,
+    maxWaitTimeInMs: 50,
+    retry: { retries: 10 },
+  });
+  const dlq = deadLetterTopic(settings, opts.groupId);
+  const maxAttempts = opts.maxAttempts ?? 5;
+  const chunkSize = opts.chunkSize ?? 250;
+  await consumer.connect();
+  await consumer.subscribe({ topics: opts.topics.map((t) => topicName(settings, t)), fromBeginning: opts.fromBeginning ?? true });
+
+  const toDeadLetter = async (topic: string, message: KafkaMessage, reason: string) => {
+    logger.error({ topic, offset: message.offset, reason }, 'event sent to dead-letter topic');
+    await producer.sendRaw(dlq, {
+      key: message.key,
+      value: message.value,
+      headers: { 'dlq-reason': reason.slice(0, 500), 'dlq-source-topic': topic, 'dlq-source-offset': message.offset },
+    });
+  };
+
+  /** One event on its own, as the shared consumer does it: retried, then dead-lettered. */
+  const applyOne = async (topic: string, message: KafkaMessage, event: DomainEvent) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await opts.handleBatch([event]);
+        return;
+      } catch (err) {
+        if (attempt >= maxAttempts && !isTransient(err)) return toDeadLetter(topic, message, (err as Error).message);
+        logger.warn({ err, eventId: event.id, attempt }, 'event handler failed; retrying');
+        await backoff(attempt);
+      }
+    }
+  };
+
+  const applyChunk = async (topic: string, messages: KafkaMessage[]) => {
+    const decoded: Array<{ message: KafkaMessage; event: DomainEvent }> = [];
+    for (const message of messages) {
+      const type = message.headers?.['event-type']?.toString();
+      if (type !== undefined && opts.accepts && !opts.accepts(type)) continue;
+      try {
+        decoded.push({ message, event: domainEventSchema.parse(JSON.parse(message.value?.toString('utf8') ?? '')) });
+      } catch (err) {
+        await toDeadLetter(topic, message, `undecodable: ${(err as Error).message}`);
+      }
+    }
+    if (!decoded.length) return;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await opts.handleBatch(decoded.map((d) => d.event));
+        return;
+      } catch (err) {
+        if (!isTransient(err)) break;
+        logger.warn({ err, attempt }, 'event batch failed on an outage; retrying');
+        await backoff(attempt);
+      }
+    }
+    // Something in the batch is bad: apply one by one, so only the poison message is dead-lettered.
+    for (const d of decoded) await applyOne(topic, d.message, d.event);
+  };
+
+  await consumer.run({
+    autoCommit: true,
+    eachBatchAutoResolve: false,
+    partitionsConsumedConcurrently: opts.partitionsConsumedConcurrently ?? 1,
+    eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale, commitOffsetsIfNecessary }) => {
+      for (let i = 0; i < batch.messages.length; i += chunkSize) {
+        if (!isRunning() || isStale()) return;
+        const chunk = batch.messages.slice(i, i + chunkSize);
+        await applyChunk(batch.topic, chunk);
+        resolveOffset(chunk[chunk.length - 1]!.offset);
+        await heartbeat();
+        await commitOffsetsIfNecessary();
+      }
+    },
+  });
+  return consumer;
+}

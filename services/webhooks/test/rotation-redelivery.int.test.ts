@@ -1,0 +1,249 @@
+import { Webhook } from 'standardwebhooks';
+import { deliverySchema, newId, webhookSecretRotatedSchema, webhookSchema, type EventOf } from '@dap/contracts';
+import { http, startReceiver, waitFor, type ReceivedRequest } from '@dap/testing';
+import type { RunningWebhooks } from '../src/index.ts';
+import { clientFor, dropTestDatabase, eventPublisher, silent, sleep, startWebhooks, testConfig, topicWatcher } from './harness.ts';
+
+/**
+ * Secret rotation (both signatures during the overlap, compressed to 1.5 s here), manual redelivery, and
+ * the internal delivery.completed event written with each final state.
+ */
+const OVERLAP_MS = 1_500;
+
+describe('secret rotation, redelivery and delivery.completed', () => {
+  const config = testConfig({
+    WEBHOOK_RETRY_SCHEDULE_MS: '0,200',
+    WEBHOOK_TIMEOUT_MS: '1000',
+    WEBHOOK_POLL_MS: '200',
+    WEBHOOK_SECRET_OVERLAP_MS: String(OVERLAP_MS),
+  });
+  let svc: RunningWebhooks;
+  let events: Awaited<ReturnType<typeof eventPublisher>>;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let watcher: Awaited<ReturnType<typeof topicWatcher>>;
+  /** Paths answering 500 until removed from this set. */
+  const failing = new Set<string>(['/later']);
+  const at = (path: string) => receiver.received.filter((r) => r.path === path);
+  const completed = () => watcher.seen.filter((e): e is EventOf<'delivery.completed'> => e.type === 'delivery.completed');
+
+  beforeAll(async () => {
+    receiver = await startReceiver((req) => {
+      if (req.path === '/hang') return { status: 200, delayMs: 1_500 };
+      if (req.path === '/gone') return { status: 410 };
+      return { status: failing.has(req.path) ? 500 : 200 };
+    });
+    svc = await startWebhooks(config, { logger: silent });
+    events = await eventPublisher(config);
+    watcher = await topicWatcher(config, 'webhooks.events');
+  });
+
+  afterAll(async () => {
+    await watcher?.close();
+    await events?.close();
+    await svc?.stop();
+    await dropTestDatabase(config);
+    await receiver?.close();
+  });
+
+  const register = async (client: ReturnType<typeof clientFor>, path: string, filters: string[]) => {
+    const res = await client.call('POST', '/webhooks', { url: `${receiver.url}${path}`, events: filters });
+    expect(res.status).toBe(201);
+    return { id: res.body.id as string, secret: res.body.secret as string };
+  };
+  const verifies = (secret: string, r: ReceivedRequest) => {
+    try {
+      new Webhook(secret).verify(r.body, r.headers as Record<string, string>);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const signatures = (r: ReceivedRequest) => String(r.headers['webhook-signature']).split(' ');
+  const deliveryOf = async (client: ReturnType<typeof clientFor>, endpointId: string, eventId: string, status: string) =>
+    waitFor(async () => {
+      const res = await client.call('GET', `/webhooks/${endpointId}/deliveries?limit=100`);
+      const d = res.body.data.find((x: { id: string }) => x.id === eventId);
+      return d?.status === status ? d : null;
+    }, { what: `delivery ${eventId} ${status}` });
+
+  it('rotates the secret: the new one is shown once, and both sign until the overlap ends', async () => {
+    const a = clientFor(() => svc);
+    const ep = await register(a, '/rotate', ['report.*']);
+    const rotated = await a.call('POST', `/webhooks/${ep.id}/rotate-secret`);
+    expect(rotated.status).toBe(200);
+    expect(rotated.headers.get('cache-control')).toBe('no-store');
+    expect(webhookSecretRotatedSchema.strict().parse(rotated.body)).toEqual(rotated.body);
+    const next: string = rotated.body.secret;
+    expect(next).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(next).not.toBe(ep.secret);
+    expect(rotated.body).toMatchObject({ id: ep.id, status: 'enabled', events: ['report.*'] });
+    const expiresIn = Date.parse(rotated.body.previousSecretExpiresAt) - Date.now();
+    expect(expiresIn).toBeGreaterThan(OVERLAP_MS - 1_000);
+    expect(expiresIn).toBeLessThanOrEqual(OVERLAP_MS);
+
+    // Never again in a response, never in clear at rest.
+    const got = await a.call('GET', `/webhooks/${ep.id}`);
+    expect(webhookSchema.strict().parse(got.body)).toEqual(got.body);
+    expect(got.text).not.toContain(next.slice(6, 20));
+    const stored = JSON.stringify(await svc.endpoints.coll.raw.findOne({ _id: ep.id as never }));
+    expect(stored).not.toContain(next.slice(6));
+    expect(stored).not.toContain(ep.secret.slice(6));
+
+    const during = await events.publish('report.completed', a.accountId, { id: newId('rpt'), sourceId: 'src_r', rowCount: 1, durationMs: 2 });
+    await waitFor(() => at('/rotate').length >= 1, { what: 'the delivery during the overlap' });
+    const first = at('/rotate')[0]!;
+    expect(first.headers['webhook-id']).toBe(during.id);
+    expect(signatures(first)).toHaveLength(2);
+    for (const sig of signatures(first)) expect(sig).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
+    expect(verifies(next, first)).toBe(true);
+    expect(verifies(ep.secret, first)).toBe(true);
+
+    await sleep(Math.max(0, Date.parse(rotated.body.previousSecretExpiresAt) - Date.now() + 50));
+    const after = await events.publish('report.completed', a.accountId, { id: newId('rpt'), sourceId: 'src_r', rowCount: 2, durationMs: 2 });
+    await waitFor(() => at('/rotate').length >= 2, { what: 'the delivery after the overlap' });
+    const second = at('/rotate')[1]!;
+    expect(second.headers['webhook-id']).toBe(after.id);
+    expect(signatures(second)).toHaveLength(1);
+    expect(verifies(next, second)).toBe(true);
+    expect(verifies(ep.secret, second)).toBe(false);
+  });
+
+  it('keeps only the two newest secrets when rotating again during an overlap', async () => {
+    const a = clientFor(() => svc);
+    const ep = await register(a, '/twice', ['webhook.test']);
+    const s2 = (await a.call('POST', `/webhooks/${ep.id}/rotate-secret`)).body.secret as string;
+    const s3 = (await a.call('POST', `/webhooks/${ep.id}/rotate-secret`)).body.secret as string;
+    expect(new Set([ep.secret, s2, s3]).size).toBe(3);
+    const test = await a.call('POST', `/webhooks/${ep.id}/test`);
+    expect(test.status).toBe(202);
+    await waitFor(() => at('/twice').length >= 1, { what: 'the test event' });
+    const r = at('/twice')[0]!;
+    expect(signatures(r)).toHaveLength(2);
+    expect([verifies(s3, r), verifies(s2, r), verifies(ep.secret, r)]).toEqual([true, true, false]);
+  });
+
+  it('redelivers a delivered message with the same webhook-id and body as a new attempt series', async () => {
+    const a = clientFor(() => svc);
+    const ep = await register(a, '/again', ['model.ready']);
+    const ev = await events.publish('model.ready', a.accountId, { id: newId('mdl'), name: 'm', type: 'linear' }, 'req_original');
+    await deliveryOf(a, ep.id, ev.id, 'succeeded');
+    expect(at('/again')).toHaveLength(1);
+
+    const res = await a.call('POST', `/webhooks/${ep.id}/deliveries/${ev.id}/redeliver`);
+    expect(res.status).toBe(202);
+    expect(res.headers.get('location')).toBe(`/v1/webhooks/${ep.id}/deliveries`);
+    expect(deliverySchema.strict().parse(res.body)).toEqual(res.body);
+    expect(res.body).toMatchObject({ id: ev.id, type: 'model.ready', status: 'pending' });
+    expect(res.body.attempts).toHaveLength(1);
+
+    await waitFor(() => at('/again').length >= 2, { what: 'the redelivery' });
+    const [original, again] = at('/again') as [ReceivedRequest, ReceivedRequest];
+    expect(again.headers['webhook-id']).toBe(ev.id);
+    expect(again.body).toBe(original.body);
+    expect(again.headers['x-request-id']).toBe('req_original');
+    expect(verifies(ep.secret, again)).toBe(true);
+    const d = await deliveryOf(a, ep.id, ev.id, 'succeeded');
+    expect(d.attempts.map((x: { statusCode: number }) => x.statusCode)).toEqual([200, 200]);
+    await sleep(300);
+    expect(at('/again')).toHaveLength(2);
+  });
+
+  it('redelivers a failed message after the endpoint recovers, and emits delivery.completed for each final state', async () => {
+    const a = clientFor(() => svc);
+    const ep = await register(a, '/later', ['source.failed']);
+    const ev = await events.publish('source.failed', a.accountId, { id: newId('src'), name: 's', error: 'x' }, 'req_fail');
+    await deliveryOf(a, ep.id, ev.id, 'failed');
+    const failedEvent = await waitFor(() => completed().find((e) => e.data.eventId === ev.id), { what: 'delivery.completed (failed)' });
+    expect(failedEvent).toMatchObject({
+      version: 1,
+      accountId: a.accountId,
+      subject: ep.id,
+      requestId: 'req_fail',
+      data: { endpointId: ep.id, eventId: ev.id, outcome: 'failed', attempts: 2 },
+    });
+
+    failing.delete('/later');
+    expect((await a.call('POST', `/webhooks/${ep.id}/deliveries/${ev.id}/redeliver`)).status).toBe(202);
+    const d = await deliveryOf(a, ep.id, ev.id, 'succeeded');
+    expect(d.attempts.map((x: { statusCode: number }) => x.statusCode)).toEqual([500, 500, 200]);
+    const both = await waitFor(() => {
+      const mine = completed().filter((e) => e.data.eventId === ev.id);
+      return mine.length >= 2 ? mine : null;
+    }, { what: 'delivery.completed (succeeded)' });
+    expect(both[1]!.data).toEqual({ endpointId: ep.id, eventId: ev.id, outcome: 'succeeded', attempts: 1 });
+    expect(both[1]!.id).not.toBe(both[0]!.id);
+    expect(new Set(at('/later').map((r) => r.headers['webhook-id']))).toEqual(new Set([ev.id]));
+
+    // The relay has published and cleared the outbox the final write filled.
+    const doc = await waitFor(() => svc.deliveries.raw.findOne({ eventId: ev.id, _outboxPending: false }), { what: 'the outbox drained' });
+    expect(doc._outbox).toEqual([]);
+    await sleep(200);
+    expect(completed().filter((e) => e.data.eventId === ev.id)).toHaveLength(2);
+  });
+
+  it('emits exactly one delivery.completed per successful delivery, none while retries are pending', async () => {
+    const a = clientFor(() => svc);
+    const ep = await register(a, '/count', ['report.failed']);
+    const sent = [];
+    for (let i = 0; i < 5; i++) sent.push(await events.publish('report.failed', a.accountId, { id: newId('rpt'), sourceId: 's', error: 'e' }));
+    await waitFor(() => completed().filter((e) => e.data.endpointId === ep.id).length >= 5, { what: 'five delivery.completed' });
+    await sleep(300);
+    const mine = completed().filter((e) => e.data.endpointId === ep.id);
+    expect(mine.map((e) => e.data.eventId).sort()).toEqual(sent.map((s) => s.id).sort());
+    expect(mine.every((e) => e.data.outcome === 'succeeded' && e.data.attempts === 1)).toBe(true);
+  });
+
+  it('answers 409 to redeliver a message still in flight, or to a disabled endpoint', async () => {
+    const a = clientFor(() => svc);
+    const hang = await register(a, '/hang', ['model.failed']);
+    const ev = await events.publish('model.failed', a.accountId, { id: newId('mdl'), name: 'm', error: 'e' });
+    await waitFor(() => at('/hang').length >= 1, { what: 'the hanging attempt' });
+    const busy = await a.call('POST', `/webhooks/${hang.id}/deliveries/${ev.id}/redeliver`);
+    expect(busy.status).toBe(409);
+    expect(busy.body.code).toBe('conflict');
+
+    const gone = await register(a, '/gone', ['model.ready']);
+    const ev2 = await events.publish('model.ready', a.accountId, { id: newId('mdl'), name: 'g', type: 'kmeans' });
+    await waitFor(async () => (await a.call('GET', `/webhooks/${gone.id}`)).body.status === 'disabled', { what: 'the endpoint disabled' });
+    const res = await a.call('POST', `/webhooks/${gone.id}/deliveries/${ev2.id}/redeliver`);
+    expect(res.status).toBe(409);
+    expect(at('/gone')).toHaveLength(1);
+  });
+
+  it('answers 404 for unknown, malformed, another endpoint’s and another account’s messages, and 401 without the signature', async () => {
+    const a = clientFor(() => svc);
+    const b = clientFor(() => svc);
+    const ep = await register(a, '/mine', ['source.created']);
+    const other = await register(a, '/other', ['report.completed']);
+    const ev = await events.publish('source.created', a.accountId, { id: newId('src'), name: 'n', type: 'csv' });
+    await deliveryOf(a, ep.id, ev.id, 'succeeded');
+
+    const cases: Array<[ReturnType<typeof clientFor>, string]> = [
+      [b, `/webhooks/${ep.id}/deliveries/${ev.id}/redeliver`], // another account
+      [a, `/webhooks/${other.id}/deliveries/${ev.id}/redeliver`], // never sent to that endpoint
+      [a, `/webhooks/${ep.id}/deliveries/${newId('evt')}/redeliver`], // unknown message
+      [a, `/webhooks/${ep.id}/deliveries/not-an-id/redeliver`],
+      [a, `/webhooks/whk_nope/deliveries/${ev.id}/redeliver`],
+      [a, `/webhooks/${newId('whk')}/deliveries/${ev.id}/redeliver`],
+      [b, `/webhooks/${ep.id}/rotate-secret`],
+      [a, `/webhooks/whk_nope/rotate-secret`],
+      [a, `/webhooks/${newId('whk')}/rotate-secret`],
+    ];
+    for (const [who, path] of cases) {
+      const res = await who.call('POST', path);
+      expect({ path, status: res.status }).toEqual({ path, status: 404 });
+      expect(res.body.code).toBe('not_found');
+    }
+    for (const path of [`/webhooks/${ep.id}/deliveries/${ev.id}/redeliver`, `/webhooks/${ep.id}/rotate-secret`]) {
+      expect((await http('POST', `${svc.url}/v1${path}`)).status).toBe(401);
+    }
+    // None of it changed anything: one delivery, the original secret still signs alone.
+    await sleep(300);
+    expect(at('/mine')).toHaveLength(1);
+    const test = await a.call('POST', `/webhooks/${ep.id}/test`);
+    await waitFor(() => at('/mine').some((r) => r.headers['webhook-id'] === test.body.eventId), { what: 'the test event' });
+    const r = at('/mine').find((x) => x.headers['webhook-id'] === test.body.eventId)!;
+    expect(signatures(r)).toHaveLength(1);
+    expect(verifies(ep.secret, r)).toBe(true);
+  });
+});

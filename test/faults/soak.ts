@@ -1,0 +1,111 @@
+/**
+ * Soak (run by deploy/local/soak.sh, never by `npm test`): the whole system, every service its own process,
+ * under 80 % of the professional plan's limit (800 requests/min) across a mix of endpoints for
+ * SOAK_SECONDS (default 600). Every 10 s it samples each process's RSS (/proc/<pid>/status) and the Kafka
+ * consumer lag of every consumer group of the run (committed offsets vs the topics' end offsets), then
+ * prints a summary table and exits 1 if memory or lag did not stay flat, or if any request failed.
+ */
+import { readFileSync } from 'node:fs';
+import { Kafka, logLevel } from 'kafkajs';
+import { startReceiver } from '@dap/testing';
+import { Load } from './load.ts';
+import { FAULT_ENV, prepareAccount } from './scenario.ts';
+import { Recorder, sleep, startSystem } from './system.ts';
+
+const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
+const PER_MINUTE = Number(process.env.SOAK_PER_MINUTE ?? 800);
+const SAMPLE_MS = 10_000;
+/** Samples before this are warm-up (JIT, caches, pools) and not judged. */
+const WARMUP_MS = Math.min(60_000, (SECONDS * 1000) / 5);
+
+function rssMb(pid: number | undefined): number | null {
+  if (!pid) return null;
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Math.round(Number(m[1]) / 102.4) / 10 : null;
+  } catch {
+    return null;
+  }
+}
+
+async function main() {
+  const receiver = await startReceiver();
+  const rec = new Recorder();
+  rec.keepBodies = false;
+  const sys = await startSystem({ name: 'soak', env: { ...FAULT_ENV, LOG_LEVEL: 'info' } });
+  const prefix = `soak${sys.suffix}.`;
+  const kafka = new Kafka({ brokers: sys.stack.KAFKA_BROKERS.split(','), clientId: 'soak-lag', logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  const lag = async (): Promise<number> => {
+    const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(prefix));
+    let total = 0;
+    for (const groupId of groups) {
+      for (const t of await admin.fetchOffsets({ groupId })) {
+        const ends = await admin.fetchTopicOffsets(t.topic);
+        for (const p of t.partitions) {
+          const end = Number(ends.find((e) => e.partition === p.partition)?.high ?? 0);
+          const committed = Number(p.offset);
+          total += Math.max(0, end - (committed < 0 ? 0 : committed));
+        }
+      }
+    }
+    return total;
+  };
+
+  const samples: Array<{ t: number; rss: Record<string, number | null>; lag: number; requests: number }> = [];
+  let exitCode = 0;
+  try {
+    const ctx = await prepareAccount(sys, rec, receiver.url, 'professional');
+    const load = new Load({ rec, gw: sys.gw, headers: ctx.headers, perSecond: PER_MINUTE / 60, sourceId: ctx.sourceId, modelId: ctx.modelId, sinkUrl: `${receiver.url}/sink` });
+    const t0 = Date.now();
+    load.start();
+    console.log(`[soak] ${PER_MINUTE}/min for ${SECONDS} s; logs in ${sys.logDir}`);
+    while (Date.now() - t0 < SECONDS * 1000) {
+      await sleep(SAMPLE_MS);
+      const pids = sys.services.pids();
+      const rss = Object.fromEntries(Object.entries(pids).map(([n, pid]) => [n, rssMb(pid)]));
+      const s = { t: Math.round((Date.now() - t0) / 1000), rss, lag: await lag(), requests: load.requests };
+      samples.push(s);
+      console.log(`[soak] t=${s.t}s requests=${s.requests} lag=${s.lag} rss(MB) ${Object.entries(rss).map(([n, v]) => `${n}=${v}`).join(' ')}`);
+    }
+    await load.stop();
+
+    const judged = samples.filter((s) => s.t * 1000 >= WARMUP_MS);
+    const names = Object.keys(samples[0]?.rss ?? {});
+    // Judged on the floor of each third after warm-up (the lowest sample, i.e. after a collection): a leak
+    // raises the floor, while the garbage collector's sawtooth only moves the peaks.
+    const third = Math.max(1, Math.floor(judged.length / 3));
+    const rows: string[][] = [['process', 'floor, 1st third (MB)', 'floor, last third (MB)', 'max (MB)', 'last (MB)', 'floor growth', 'flat']];
+    let flat = true;
+    for (const n of names) {
+      const vals = judged.map((s) => s.rss[n]).filter((v): v is number => v !== null);
+      if (!vals.length) continue;
+      const first = Math.min(...vals.slice(0, third));
+      const lastFloor = Math.min(...vals.slice(-third));
+      const growth = lastFloor - first;
+      const ok = growth <= Math.max(0.25 * first, 32) && growth <= 64;
+      flat &&= ok;
+      rows.push([n, first.toFixed(1), lastFloor.toFixed(1), Math.max(...vals).toFixed(1), vals[vals.length - 1]!.toFixed(1), `${growth >= 0 ? '+' : ''}${growth.toFixed(1)}`, ok ? 'yes' : 'NO']);
+    }
+    const lags = judged.map((s) => s.lag);
+    const lagOk = lags.length > 0 && lags[lags.length - 1]! <= Math.max(100, PER_MINUTE / 6) && Math.max(...lags.slice(-3)) <= Math.max(200, PER_MINUTE / 3);
+    rows.push(['kafka consumer lag (messages)', String(lags[0] ?? ''), String(lags[lags.length - 1] ?? ''), String(Math.max(...lags)), String(lags[lags.length - 1] ?? ''), '', lagOk ? 'yes' : 'NO']);
+    const width = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+    console.log('\n[soak] summary');
+    for (const r of rows) console.log(r.map((c, i) => c.padEnd(width[i]!)).join('  '));
+    const failed = rec.responses.filter((r) => r.status >= 500 || r.status === 429 || r.error);
+    console.log(`\n[soak] ${load.requests} requests (${load.summary()}), ${failed.length} failed (5xx, 429 or no answer), ${(load.requests / (SECONDS / 60)).toFixed(0)}/min`);
+    if (!flat || !lagOk || failed.length) exitCode = 1;
+  } finally {
+    await admin.disconnect();
+    await sys.stop();
+    await receiver.close();
+  }
+  process.exit(exitCode);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
