@@ -122,7 +122,8 @@ export class DatasetStore {
   }
 
   async remove(accountId: string, sourceId: string): Promise<void> {
-    await rm(this.dir(accountId, sourceId), { recursive: true, force: true });
+    // A sync may still be writing into the folder; retrying rides out its last files landing.
+    await rm(this.dir(accountId, sourceId), { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
   }
 
   private async removeStale(dir: string, keep: string): Promise<void> {

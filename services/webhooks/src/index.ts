@@ -22,14 +22,14 @@ export const USER_AGENT = 'dap-webhooks/1.0 (+https://docs.dap.dev/webhooks)';
 export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Logger } = {}) {
   const logger = deps.logger ?? createLogger({ name: 'webhooks', level: config.LOG_LEVEL });
   const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB);
-  const eventing = await retryKafkaStartup(() => connectEventing(kafkaSettingsOf(config), logger), logger);
+  const eventing = await connectEventing(kafkaSettingsOf(config), logger);
   let relay: OutboxRelay | null = null;
   let deliveryRelay: BatchOutboxRelay | null = null;
   const endpoints = new EndpointRepository(mongo.db, () => relay?.kick());
   const deliveries = new DeliveryRepository(mongo.db, (ids) => deliveryRelay?.kick(ids));
   await Promise.all([endpoints.init(), deliveries.init()]);
   // Poison messages go to a dead-letter topic, which the producer may not create on the fly: make it exist.
-  await retryKafkaStartup(() => ensureTopics(eventing.kafka, eventing.settings, [deadLetterTopic(eventing.settings, DELIVERY_GROUP_ID)]), logger);
+  await ensureTopics(eventing.kafka, eventing.settings, [deadLetterTopic(eventing.settings, DELIVERY_GROUP_ID)]);
   relay = new OutboxRelay({ collections: [endpoints.coll.raw], publisher: eventing.producer, logger, intervalMs: 1_000 });
   // Every final delivery writes a delivery.completed: that outbox is relayed in batches.
   deliveryRelay = new BatchOutboxRelay({ collection: deliveries.raw as unknown as Collection<Document>, publisher: eventing.producer, logger });
@@ -103,24 +103,6 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
       await mongo.close();
     },
   };
-}
-
-/**
- * Creating topics with waitForLeaders can fail with UNKNOWN_TOPIC_OR_PARTITION while a new topic's metadata
- * spreads (KRaft answers that, and kafkajs retries only LEADER_NOT_AVAILABLE); the creation itself is
- * idempotent, so trying again is safe. (Recommended inside ensureTopics.)
- */
-async function retryKafkaStartup<T>(fn: () => Promise<T>, logger: Logger, attempts = 5): Promise<T> {
-  for (let i = 1; ; i++) {
-    try {
-      return await fn();
-    } catch (err) {
-      const e = err as { retriable?: boolean; type?: string };
-      if (i >= attempts || !(e?.retriable || e?.type === 'UNKNOWN_TOPIC_OR_PARTITION')) throw err;
-      logger.warn({ err, attempt: i }, 'kafka start-up step failed; retrying');
-      await new Promise((r) => setTimeout(r, 300 * i));
-    }
-  }
 }
 
 export type RunningWebhooks = Awaited<ReturnType<typeof startWebhooks>>;

@@ -86,7 +86,7 @@ export function deliveryFanOutBatch(deps: FanOutDeps) {
       if (!inserted.has(p.doc._id)) deps.dispatcher.unplan(p.endpoint._id, p.plan, p.doc.body.length);
       else if (p.plan === 'send') deps.dispatcher.dispatchClaimed(p.doc, p.endpoint);
       else if (p.plan === 'queue') deps.dispatcher.enqueueClaimed(p.doc, p.endpoint);
-      // 'defer': stored unclaimed; the claim query picks it up when a slot frees.
+      // 'defer' (no room in memory): stored unclaimed; the claim query picks it up once there is room.
     }
   };
 }
