@@ -35,6 +35,9 @@ export async function startEchoUpstream() {
       }, delay);
     });
   });
+  // Like the real services (libs/http listen): idle upstream connections outlive the gateway's reuse of them.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
