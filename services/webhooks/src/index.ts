@@ -2,7 +2,7 @@ import type { Collection, Document } from 'mongodb';
 import { ALL_TOPICS, isPublicEventType } from '@dap/contracts';
 import { kafkaSettingsOf } from '@dap/config';
 import { listen } from '@dap/http';
-import { connectEventing, deadLetterTopic, ensureTopics } from '@dap/kafka';
+import { createKafka, deadLetterTopic, ensureTopics, EventProducer, type Eventing, type KafkaSettings } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
 import { connectMongo, OutboxRelay } from '@dap/mongo';
 import { createApp } from './app.ts';
@@ -22,14 +22,12 @@ export const USER_AGENT = 'dap-webhooks/1.0 (+https://docs.dap.dev/webhooks)';
 export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Logger } = {}) {
   const logger = deps.logger ?? createLogger({ name: 'webhooks', level: config.LOG_LEVEL });
   const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB);
-  const eventing = await connectEventing(kafkaSettingsOf(config), logger);
+  const eventing = await connectWebhooksEventing(kafkaSettingsOf(config), logger);
   let relay: OutboxRelay | null = null;
   let deliveryRelay: BatchOutboxRelay | null = null;
   const endpoints = new EndpointRepository(mongo.db, () => relay?.kick());
   const deliveries = new DeliveryRepository(mongo.db, (ids) => deliveryRelay?.kick(ids));
   await Promise.all([endpoints.init(), deliveries.init()]);
-  // Poison messages go to a dead-letter topic, which the producer may not create on the fly: make it exist.
-  await ensureTopics(eventing.kafka, eventing.settings, [deadLetterTopic(eventing.settings, DELIVERY_GROUP_ID)]);
   relay = new OutboxRelay({ collections: [endpoints.coll.raw], publisher: eventing.producer, logger, intervalMs: 1_000 });
   // Every final delivery writes a delivery.completed: that outbox is relayed in batches.
   deliveryRelay = new BatchOutboxRelay({ collection: deliveries.raw as unknown as Collection<Document>, publisher: eventing.producer, logger });
@@ -103,6 +101,29 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
       await mongo.close();
     },
   };
+}
+
+/**
+ * `connectEventing` of @dap/kafka, plus the dead-letter topic (the producer may not create topics on the
+ * fly) in the same ensureTopics call. Creating topics is idempotent, so start-up tries it a few times: on a
+ * broker with thousands of topics its metadata answers can fail in ways the shared retry does not catch
+ * (kafkajs's listTopics throws a TypeError when a metadata request comes back empty).
+ */
+async function connectWebhooksEventing(settings: KafkaSettings, logger: Logger): Promise<Eventing> {
+  const kafka = createKafka(settings, logger);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await ensureTopics(kafka, settings, [deadLetterTopic(settings, DELIVERY_GROUP_ID)]);
+      break;
+    } catch (err) {
+      if (attempt >= 5) throw err;
+      logger.warn({ err, attempt }, 'creating the Kafka topics failed; retrying');
+      await new Promise((r) => setTimeout(r, 500 * attempt));
+    }
+  }
+  const producer = new EventProducer(kafka, settings);
+  await producer.connect();
+  return { kafka, settings, producer, close: () => producer.disconnect() };
 }
 
 export type RunningWebhooks = Awaited<ReturnType<typeof startWebhooks>>;
