@@ -46,6 +46,8 @@ export interface LoadResult {
   latency: LatencySummary;
   /** paced only: latency counted from when the request was actually written. */
   serviceLatency?: LatencySummary;
+  /** Responses completed during the warm-up before the measured run (for CPU-per-request figures). */
+  warmupRequests?: number;
 }
 
 interface AutocannonInstance {
@@ -80,13 +82,14 @@ function runAutocannon(spec: LoadSpec, durationSec: number, record: boolean): Pr
       timeout: 10,
       ...(spec.mode === 'overload' && spec.rate ? { overallRate: spec.rate } : {}),
     });
+    let unrecorded = 0;
     instance.on('response', (_client, statusCode, _bytes, responseTime) => {
-      if (!record) return;
+      if (!record) return void unrecorded++;
       statusCounts[statusCode] = (statusCounts[statusCode] ?? 0) + 1;
       latencies.push(responseTime);
     });
     instance.on('done', (r) => {
-      const requests = latencies.length;
+      const requests = record ? latencies.length : unrecorded;
       resolve({
         mode: spec.mode,
         durationSec: r.duration,
@@ -177,10 +180,12 @@ function runPaced(spec: LoadSpec, durationSec: number): Promise<LoadResult> {
 
 export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   const paced = spec.mode === 'paced';
+  let warmupRequests = 0;
   if (spec.warmupSec && spec.warmupSec > 0) {
-    await (paced ? runPaced(spec, spec.warmupSec) : runAutocannon(spec, spec.warmupSec, false));
+    warmupRequests = (await (paced ? runPaced(spec, spec.warmupSec) : runAutocannon(spec, spec.warmupSec, false))).requests;
   }
-  return paced ? runPaced(spec, spec.durationSec) : runAutocannon(spec, spec.durationSec, true);
+  const result = await (paced ? runPaced(spec, spec.durationSec) : runAutocannon(spec, spec.durationSec, true));
+  return { ...result, warmupRequests };
 }
 
 if (process.argv[1]?.endsWith('loadgen.ts') && process.argv[2]) {

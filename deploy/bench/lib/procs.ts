@@ -1,5 +1,5 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LoadResult, LoadSpec } from './loadgen.ts';
 
@@ -124,4 +124,22 @@ export function runLoadProcess(root: string, spec: LoadSpec, cpus: string | null
       }
     });
   });
+}
+
+/**
+ * CPU time (user + system, ms) a process has used so far, from /proc/<pid>/stat; null where there is no
+ * /proc. Differences over a load run give CPU per request, which other work on the machine barely skews
+ * (unlike req/s).
+ */
+export function cpuTimeMs(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which is in parentheses and may contain spaces): utime is the 14th
+    // field overall, stime the 15th, in clock ticks (USER_HZ, 100 on Linux).
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(rest[11]) + Number(rest[12])) * 1000) / 100;
+  } catch {
+    return null;
+  }
 }

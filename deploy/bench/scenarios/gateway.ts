@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { summarizeProfile } from '../lib/cpuprofile.ts';
 import { system, type BenchContext, type ScenarioResult } from '../lib/context.ts';
 import type { LoadResult } from '../lib/loadgen.ts';
+import { cpuTimeMs } from '../lib/procs.ts';
 import { startNginx } from '../lib/nginx.ts';
 import { freePort } from '../../local/supervisor.ts';
 import { median, round } from '../lib/stats.ts';
@@ -42,11 +43,21 @@ export async function gatewayScenario(ctx: BenchContext): Promise<ScenarioResult
     if (!bodies.every((b) => b.id === FORECAST_MODEL_ID)) throw new Error('the targets answered different bodies');
 
     const closed: Record<Target, LoadResult[]> = { direct: [], gateway: [], nginx: [] };
+    // CPU per request of the gateway and of the service behind it, from /proc over the warm-up and the
+    // measured run: unlike req/s, other work on the machine barely moves it.
+    const pidOf = (name: string) => sys.processes.find((p) => p.name === name)?.pid;
+    const cpuUs: Record<'gateway' | 'service', Record<Target, number[]>> = { gateway: { direct: [], gateway: [], nginx: [] }, service: { direct: [], gateway: [], nginx: [] } };
     for (let rep = 0; rep < opts.reps; rep++) {
       // Interleaved, so drift in the machine's background load hits every target alike.
       for (const t of order) {
+        const before = { gateway: cpuTimeMs(pidOf('gateway')), service: cpuTimeMs(pidOf('models')) };
         const r = await ctx.load({ mode: 'closed', ...spec(t), connections: opts.connections, durationSec: opts.durationSec, warmupSec: opts.warmupSec });
-        ctx.log(`gateway/closed ${t} rep ${rep + 1}: ${Math.round(r.rps)} req/s, p50 ${round(r.latency.p50)} ms, p99 ${round(r.latency.p99)} ms`);
+        const requests = r.requests + (r.warmupRequests ?? 0);
+        for (const k of ['gateway', 'service'] as const) {
+          const after = cpuTimeMs(pidOf(k === 'gateway' ? 'gateway' : 'models'));
+          if (before[k] !== null && after !== null && requests > 0) cpuUs[k][t].push(((after - before[k]!) * 1000) / requests);
+        }
+        ctx.log(`gateway/closed ${t} rep ${rep + 1}: ${Math.round(r.rps)} req/s, p50 ${round(r.latency.p50)} ms, p99 ${round(r.latency.p99)} ms; CPU µs/request gateway ${round(cpuUs.gateway[t].at(-1) ?? NaN)}, service ${round(cpuUs.service[t].at(-1) ?? NaN)}`);
         closed[t].push(r);
       }
     }
@@ -115,6 +126,14 @@ export async function gatewayScenario(ctx: BenchContext): Promise<ScenarioResult
       data: {
         endpoint: `GET ${path}`,
         halfLoadRate: halfRate,
+        cpuPerRequest: order.map((t) => ({
+          target: t,
+          'gateway CPU µs/request': round(median(cpuUs.gateway[t])),
+          'service CPU µs/request': round(median(cpuUs.service[t])),
+          note: t === 'gateway' ? 'both processes serve these requests' : t === 'nginx' ? 'nginx itself is not counted' : 'the gateway is idle',
+        })),
+        /** What the req/s ratio would be if the gateway and the service shared one otherwise idle core. */
+        cpuRatioEstimate: round(median(cpuUs.service.direct) / (median(cpuUs.gateway.gateway) + median(cpuUs.service.gateway)), 2),
         summary: order.map(row),
         closedRuns: order.flatMap((t) => closed[t].map((r, i) => ({ target: t, rep: i + 1, rps: Math.round(r.rps), p50: round(r.latency.p50), p99: round(r.latency.p99), statusCounts: r.statusCounts, errors: r.errors }))),
         pacedRuns: order.flatMap((t) =>

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { verifyCallerContext } from '@dap/contracts';
 import { createLogger } from '@dap/logger';
-import { serviceProxy } from './service-proxy.ts';
+import { parsedTarget, serviceProxy } from './service-proxy.ts';
 
 const SECRET = 'proxy-test-secret-0123456789abcdef0123456789';
 const port = (s: Server) => (s.address() as AddressInfo).port;
@@ -48,6 +48,63 @@ describe('serviceProxy', () => {
         expect(h.cookie).toBeUndefined();
         expect(verifyCallerContext(SECRET, h['x-dap-context'] as string, h['x-dap-signature'] as string)?.accountId).toBe('acct_01HZZZZZZZZZZZZZZZZZZZZZZZ');
       }
+    } finally {
+      gateway.closeAllConnections();
+      gateway.close();
+      agent.destroy();
+      upstream.closeAllConnections();
+      upstream.close();
+    }
+  });
+
+  it('parses service URLs once into the form http-proxy uses', () => {
+    expect(parsedTarget('http://127.0.0.1:8094')).toEqual({ protocol: 'http:', host: '127.0.0.1', hostname: '127.0.0.1', port: '8094', path: '' });
+    expect(parsedTarget('http://[::1]:8094/')).toMatchObject({ hostname: '::1', port: '8094', path: '' });
+    expect(parsedTarget('https://models.internal/base/')).toMatchObject({ protocol: 'https:', hostname: 'models.internal', port: '443', path: '/base' });
+  });
+
+  it('sends the path upstream exactly as matched, with its query, and answers 503 when the service is down', async () => {
+    const paths: string[] = [];
+    const upstream = createServer((req, res) => {
+      paths.push(req.url ?? '');
+      res.setHeader('content-type', 'application/json');
+      res.end('{"ok":true}');
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
+    const live = `http://127.0.0.1:${port(upstream)}`;
+    const down = createServer();
+    await new Promise<void>((r) => down.listen(0, '127.0.0.1', () => r()));
+    const dead = `http://127.0.0.1:${port(down)}`;
+    await new Promise((r) => down.close(r)); // nothing listens there any more
+    const agent = new Agent({ keepAlive: true });
+    const proxy = serviceProxy({
+      targets: { accounts: dead, sources: live, analytics: live, models: live, webhooks: live },
+      internalSecret: SECRET,
+      timeoutMs: 5_000,
+      agent,
+      logger: createLogger({ name: 'test', level: 'silent' }),
+    });
+    const app = express();
+    app.use((req, res, next) => {
+      req.operation = { service: req.path.startsWith('/v1/account') ? 'accounts' : 'sources' } as NonNullable<typeof req.operation>;
+      req.principal = { kind: 'key', accountId: 'acct_01HZZZZZZZZZZZZZZZZZZZZZZZ', plan: 'starter', scopes: [] };
+      req.requestId = 'req_test';
+      proxy(req, res, next);
+    });
+    const gateway = app.listen(0, '127.0.0.1');
+    await new Promise((r) => gateway.once('listening', r));
+    try {
+      const base = `http://127.0.0.1:${port(gateway)}`;
+      const ok = await fetch(`${base}/v1/sources?limit=5&cursor=a%2Fb`);
+      expect(ok.status).toBe(200);
+      expect(await ok.json()).toEqual({ ok: true });
+      expect(paths).toEqual(['/v1/sources?limit=5&cursor=a%2Fb']);
+
+      const failed = await fetch(`${base}/v1/account`);
+      expect(failed.status).toBe(503);
+      expect(failed.headers.get('content-type')).toContain('application/problem+json');
+      expect(failed.headers.get('retry-after')).toBe('5');
+      expect(await failed.json()).toMatchObject({ status: 503, instance: '/v1/account' });
     } finally {
       gateway.closeAllConnections();
       gateway.close();
