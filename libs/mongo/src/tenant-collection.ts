@@ -1,5 +1,6 @@
 import type { Collection, Db, Document, Filter } from 'mongodb';
 import type { DomainEvent } from '@dap/contracts';
+import type { WrittenEvents } from './outbox.ts';
 
 /** Every stored document names its tenant and may carry events waiting for the outbox relay. */
 export interface TenantDoc {
@@ -18,9 +19,10 @@ type Fields<T> = Partial<Omit<T, '_id' | 'accountId' | '_outbox' | '_outboxPendi
  */
 export class TenantCollection<T extends TenantDoc> {
   readonly raw: Collection<Document>;
-  private readonly onEvents: () => void;
+  private readonly onEvents: (written: WrittenEvents) => void;
 
-  constructor(db: Db, name: string, onEvents: () => void = () => {}) {
+  /** `onEvents` gets every write that stored events: pass the relay's `written` so they go out at once. */
+  constructor(db: Db, name: string, onEvents: (written: WrittenEvents) => void = () => {}) {
     this.raw = db.collection(name);
     this.onEvents = onEvents;
   }
@@ -48,12 +50,16 @@ export class TenantCollection<T extends TenantDoc> {
   async insert(accountId: string, doc: Omit<T, 'accountId'>, events: DomainEvent[] = []): Promise<T> {
     const full = { ...doc, accountId, deletedAt: null, _outbox: events, _outboxPending: events.length > 0 } as Document;
     await this.raw.insertOne(full);
-    if (events.length) this.onEvents();
+    if (events.length) this.onEvents({ collection: this.raw.collectionName, id: doc._id, events });
     return full as T;
   }
 
   /** Applies `set` (and records events) only when the document matches `where`; returns the new document. */
   async update(accountId: string, id: string, set: Fields<T>, events: DomainEvent[] = [], where: Filter<Document> = {}): Promise<T | null> {
+    return this.write(accountId, id, set, events, where, false);
+  }
+
+  private async write(accountId: string, id: string, set: Fields<T>, events: DomainEvent[], where: Filter<Document>, tombstone: boolean): Promise<T | null> {
     const update: Document = { $set: { ...set } };
     if (events.length) {
       update.$push = { _outbox: { $each: events } };
@@ -63,12 +69,12 @@ export class TenantCollection<T extends TenantDoc> {
       returnDocument: 'after',
       projection: { _outbox: 0 },
     });
-    if (result && events.length) this.onEvents();
+    if (result && events.length) this.onEvents({ collection: this.raw.collectionName, id, events, tombstone });
     return result as T | null;
   }
 
   /** Soft-deletes with its event; the relay removes the tombstone once the event is published. */
   async softDelete(accountId: string, id: string, events: DomainEvent[] = []): Promise<T | null> {
-    return this.update(accountId, id, { deletedAt: new Date() } as Fields<T>, events);
+    return this.write(accountId, id, { deletedAt: new Date() } as Fields<T>, events, {}, true);
   }
 }

@@ -32,7 +32,11 @@ export const modelsConfigShape = {
   DRIFT_MAX_INPUTS: z.coerce.number().int().min(100).max(1_000_000).default(5_000),
   /** Trained and ONNX model runtimes kept in memory per process. */
   RUNTIME_CACHE_SIZE: z.coerce.number().int().min(1).max(10_000).default(64),
-  OUTBOX_INTERVAL_MS: z.coerce.number().int().min(50).default(1_000),
+  /**
+   * The outbox sweep for events a crashed writer left (live writes hand theirs to the relay at once). The
+   * prediction log is large, and a MongoDB-wire server without index support scans it on every sweep.
+   */
+  OUTBOX_INTERVAL_MS: z.coerce.number().int().min(50).default(15_000),
 };
 
 export type ModelsConfig = ReturnType<typeof loadModelsConfig>;

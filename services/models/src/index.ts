@@ -16,7 +16,6 @@ import { TrainingService } from './domain/training.service.ts';
 import { runSourcesConsumer } from './events/sources.consumer.ts';
 import { ArtifactRepository } from './persistence/artifact.repository.ts';
 import { MODELS_COLLECTION, ModelRepository, type ModelDoc } from './persistence/model.repository.ts';
-import { PredictionLogRelay } from './persistence/prediction-log.relay.ts';
 import { PREDICTION_LOG_COLLECTION, PredictionLogRepository, type PredictionLogDoc } from './persistence/prediction-log.repository.ts';
 import { SourceProjectionRepository } from './persistence/source-projection.repository.ts';
 import type { PredictJob, PredictJobResult } from './predict.worker.ts';
@@ -36,7 +35,6 @@ export interface RunningModels {
   mongo: MongoHandle;
   eventing: Eventing;
   relay: OutboxRelay;
-  logRelay: PredictionLogRelay;
   /** Prediction workers; null when disabled or when they could not start (then everything runs inline). */
   workers: WorkerPool<PredictJob, PredictJobResult> | null;
   /** Training workers; null when disabled, without DATASET_DIR, or when they could not start. */
@@ -66,16 +64,20 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
     closers.push(() => eventing.close());
     const producer = eventing.producer;
 
-    // Prediction-log entries are insert-only and many, so they get a batching relay of their own.
-    const settings = { publisher: producer, logger, intervalMs: config.OUTBOX_INTERVAL_MS };
-    const logRelay = new PredictionLogRelay({ collection: mongo.db.collection(PREDICTION_LOG_COLLECTION), ...settings });
-    const relay = new OutboxRelay({ collections: [mongo.db.collection(MODELS_COLLECTION)], ...settings });
-    closers.push(async () => {
-      await Promise.all([relay.stop(), logRelay.stop()]);
-      await Promise.all([relay.flush(), logRelay.flush()]).catch((err) => logger.warn({ err }, 'outbox flush at shutdown failed; the next start publishes the rest'));
+    // Writes hand their events to the relay (one Kafka batch and one bulk clear per pass, however many
+    // predictions); its sweep for what a crashed writer left runs every OUTBOX_INTERVAL_MS.
+    const relay = new OutboxRelay({
+      collections: [mongo.db.collection(MODELS_COLLECTION), mongo.db.collection(PREDICTION_LOG_COLLECTION)],
+      publisher: producer,
+      logger,
+      intervalMs: config.OUTBOX_INTERVAL_MS,
     });
-    const predictionLog = new TenantCollection<PredictionLogDoc>(mongo.db, PREDICTION_LOG_COLLECTION, () => logRelay.kick());
-    const modelsColl = new TenantCollection<ModelDoc>(mongo.db, MODELS_COLLECTION, () => relay.kick());
+    closers.push(async () => {
+      await relay.stop();
+      await relay.flush().catch((err) => logger.warn({ err }, 'outbox flush at shutdown failed; the next start publishes the rest'));
+    });
+    const predictionLog = new TenantCollection<PredictionLogDoc>(mongo.db, PREDICTION_LOG_COLLECTION, (w) => relay.written(w));
+    const modelsColl = new TenantCollection<ModelDoc>(mongo.db, MODELS_COLLECTION, (w) => relay.written(w));
 
     const logRepository = new PredictionLogRepository(predictionLog);
     const modelRepository = new ModelRepository(modelsColl);
@@ -138,7 +140,6 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
     const consumer: Consumer = await runSourcesConsumer(eventing, logger, sources);
     closers.push(() => consumer.disconnect());
     relay.start();
-    logRelay.start();
     training.start();
     logger.info({ url: server.url, training: Boolean(trainWorkers), predictWorkers: workers?.size ?? 0 }, 'models service listening');
 
@@ -149,7 +150,6 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
       mongo,
       eventing,
       relay,
-      logRelay,
       workers,
       trainWorkers,
       training,

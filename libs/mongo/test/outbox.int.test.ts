@@ -1,0 +1,151 @@
+import type { Collection, Document } from 'mongodb';
+import { makeEvent, newId, type DomainEvent } from '@dap/contracts';
+import { createLogger } from '@dap/logger';
+import { connectMongo, OutboxRelay, TenantCollection, type MongoHandle, type TenantDoc } from '@dap/mongo';
+import { stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
+
+interface Doc extends TenantDoc {
+  n: number;
+}
+
+const logger = createLogger({ name: 'outbox-test', level: 'silent' });
+const accountId = newId('acct');
+const event = (n: number): DomainEvent => makeEvent('source.ready', { accountId, subject: `src_${n}`, data: { id: newId('src'), rowCount: n } } as never);
+
+/** Counts the relay's queries for pending documents (the sweep) on a collection. */
+function countFinds(coll: Collection<Document>) {
+  const counter = { finds: 0 };
+  const find = coll.find.bind(coll);
+  coll.find = ((...args: Parameters<typeof find>) => {
+    counter.finds++;
+    return find(...args);
+  }) as typeof coll.find;
+  return counter;
+}
+
+describe('OutboxRelay (on the test stack MongoDB)', () => {
+  let mongo: MongoHandle;
+
+  beforeAll(async () => {
+    mongo = await connectMongo(stackEnv().MONGO_URL, `outbox_${uniqueSuffix()}`);
+  });
+  afterAll(async () => {
+    await mongo.db.dropDatabase().catch(() => {});
+    await mongo.close();
+  });
+
+  it('publishes handed-over events in batches and clears the documents without querying for pending ones', async () => {
+    const raw = mongo.db.collection('handoff');
+    const finds = countFinds(raw);
+    const published: DomainEvent[][] = [];
+    const relay = new OutboxRelay({ collections: [raw], publisher: { publish: async (e) => void published.push(e) }, logger, intervalMs: 60_000 });
+    const coll = new TenantCollection<Doc>(mongo.db, 'handoff', (w) => relay.written(w));
+    relay.start();
+    await relay.flush(); // the start-up sweep, on an empty collection
+    const findsAfterStart = finds.finds;
+
+    const events = Array.from({ length: 60 }, (_, i) => event(i));
+    await Promise.all(events.map((e, i) => coll.insert(accountId, { _id: `d${i}`, n: i }, [e])));
+    await waitFor(async () => (await raw.countDocuments({ _outboxPending: true })) === 0, { what: 'every document cleared' });
+    await relay.stop();
+
+    expect(published.flat().map((e) => e.id).sort()).toEqual(events.map((e) => e.id).sort());
+    expect(published.length).toBeLessThan(60); // writes of one turn share a Kafka batch
+    expect(finds.finds).toBe(findsAfterStart);
+    const docs = await raw.find({}).toArray();
+    expect(docs).toHaveLength(60);
+    expect(docs.every((d) => d._outboxPending === false && (d._outbox as unknown[]).length === 0)).toBe(true);
+  });
+
+  it('keeps events when publishing fails and publishes them, in order, once the broker is back', async () => {
+    const raw = mongo.db.collection('failing');
+    let down = true;
+    const published: DomainEvent[] = [];
+    const relay = new OutboxRelay({
+      collections: [raw],
+      publisher: {
+        publish: async (e) => {
+          if (down) throw new Error('broker down');
+          published.push(...e);
+        },
+      },
+      logger,
+      intervalMs: 60_000,
+      retryMs: 50,
+    });
+    const coll = new TenantCollection<Doc>(mongo.db, 'failing', (w) => relay.written(w));
+    relay.start();
+    const first = event(1);
+    const second = event(2);
+    await coll.insert(accountId, { _id: 'a', n: 1 }, [first]);
+    await new Promise((r) => setTimeout(r, 150)); // a few failed attempts
+    await coll.update(accountId, 'a', { n: 2 }, [second]);
+    expect(published).toEqual([]);
+    expect((await raw.findOne({ _id: 'a' as never }))?._outboxPending).toBe(true);
+    down = false;
+    await waitFor(() => published.length >= 2, { what: 'the retried events' });
+    await waitFor(async () => (await raw.findOne({ _id: 'a' as never }))?._outboxPending === false, { what: 'the document cleared' });
+    await relay.stop();
+    expect(published.map((e) => e.id)).toEqual([first.id, second.id]);
+  });
+
+  it('sweeps up what a crashed writer left, and deletes published tombstones', async () => {
+    const raw = mongo.db.collection('sweep');
+    const left = [event(1), event(2)];
+    // Written by a process that died before its relay ran: pending in MongoDB, never handed over.
+    await raw.insertMany([
+      { _id: 'x' as never, accountId, n: 1, deletedAt: null, _outbox: [left[0]], _outboxPending: true },
+      { _id: 'gone' as never, accountId, n: 2, deletedAt: new Date(), _outbox: [left[1]], _outboxPending: true },
+    ]);
+    const published: DomainEvent[] = [];
+    const relay = new OutboxRelay({ collections: [raw], publisher: { publish: async (e) => void published.push(...e) }, logger, intervalMs: 60_000 });
+    const coll = new TenantCollection<Doc>(mongo.db, 'sweep', (w) => relay.written(w));
+    relay.start();
+    await waitFor(() => published.length === 2, { what: 'the swept events' });
+    await waitFor(async () => (await raw.countDocuments({ _id: 'gone' as never })) === 0, { what: 'the tombstone deleted' });
+    expect((await raw.findOne({ _id: 'x' as never }))?._outboxPending).toBe(false);
+
+    // A soft delete handed over: its event goes out, then the document.
+    const deleted = event(3);
+    await coll.softDelete(accountId, 'x', [deleted]);
+    await waitFor(async () => (await raw.countDocuments({ _id: 'x' as never })) === 0, { what: 'the soft-deleted document removed' });
+    await relay.stop();
+    expect(published.map((e) => e.id).sort()).toEqual([left[0]!.id, left[1]!.id, deleted.id].sort());
+  });
+
+  it('leaves a document pending when events were added to it while its earlier ones were being published', async () => {
+    const raw = mongo.db.collection('racing');
+    const published: DomainEvent[] = [];
+    const late = event(2);
+    let relay: OutboxRelay | null = null;
+    let coll: TenantCollection<Doc> | null = null;
+    let raced = false;
+    relay = new OutboxRelay({
+      collections: [raw],
+      publisher: {
+        publish: async (e) => {
+          published.push(...e);
+          if (!raced) {
+            raced = true;
+            // Another instance appends an event between the publish and the clearing (no hand-off here).
+            await raw.updateOne({ _id: 'r' as never }, { $push: { _outbox: late }, $set: { _outboxPending: true } } as Document);
+          }
+        },
+      },
+      logger,
+      intervalMs: 60_000,
+    });
+    coll = new TenantCollection<Doc>(mongo.db, 'racing', (w) => relay!.written(w));
+    relay.start();
+    await relay.flush();
+    const early = event(1);
+    await coll.insert(accountId, { _id: 'r', n: 1 }, [early]);
+    await waitFor(() => raced, { what: 'the racing append' });
+    await relay.flush();
+    const doc = await raw.findOne({ _id: 'r' as never });
+    await relay.stop();
+    expect(published.map((e) => e.id)).toEqual([early.id, late.id]);
+    expect(doc?._outboxPending).toBe(false);
+    expect(doc?._outbox).toEqual([]);
+  });
+});
