@@ -76,9 +76,16 @@ export function createApp(deps: GatewayAppDeps): Express {
   app.set('trust proxy', 'loopback');
   app.use(requestId);
   app.use(securityHeaders);
-  app.use(deps.metrics.httpMiddleware());
+  app.use(deps.metrics.httpMiddleware({ captureRoutes: false })); // labelled by operation (findOperation)
   app.use(accessLog(deps.logger));
   app.use(cors(deps.corsOrigins));
+  // Routes outside /v1 label their metrics with their path; /v1 ones get their operation's (findOperation).
+  const ownRoutes = new Set(['/metrics', '/healthz', '/readyz', '/v1/openapi.json', '/docs']);
+  app.use((req, res, next) => {
+    if (ownRoutes.has(req.path)) res.locals.metricsRoute = req.path;
+    else if (!req.path.startsWith('/v1/')) res.locals.metricsRoute = '(dashboard)';
+    next();
+  });
   app.get('/metrics', deps.metrics.handler());
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', async (_req, res, next) => {

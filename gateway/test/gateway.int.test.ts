@@ -114,6 +114,12 @@ describe('gateway rate limit', () => {
     const metrics = await http('GET', `${gateways[1]!.url}/metrics`);
     expect(metrics.text).toMatch(/dap_rate_limit_decisions_total\{[^}]*outcome="rejected"[^}]*store="redis"[^}]*\} [1-9]/);
     expect(metrics.text).toMatch(/http_request_duration_seconds_count\{[^}]*route="\/v1\/models"[^}]*status_code="429"[^}]*\} [1-9]/);
+    // Routes outside /v1 are labelled by their path, never by a raw unknown path.
+    expect((await http('GET', `${gateways[1]!.url}/healthz`)).status).toBe(200);
+    await http('GET', `${gateways[1]!.url}/no-such-page-${Date.now()}`);
+    const after = (await http('GET', `${gateways[1]!.url}/metrics`)).text;
+    expect(after).toMatch(/http_request_duration_seconds_count\{[^}]*route="\/healthz"[^}]*status_code="200"[^}]*\} [1-9]/);
+    expect(after).not.toMatch(/route="\/no-such-page/);
     // Another account is not affected.
     const other = await newAccount('starter');
     expect((await http('GET', `${gateways[0]!.url}/v1/models`, { headers: auth(other.secret) })).status).toBe(200);

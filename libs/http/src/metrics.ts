@@ -22,8 +22,12 @@ export interface Metrics {
   counter<L extends string = string>(opts: MetricOptions<L>): Counter<L>;
   gauge<L extends string = string>(opts: MetricOptions<L>): Gauge<L>;
   histogram<L extends string = string>(opts: MetricOptions<L> & { buckets?: number[] }): Histogram<L>;
-  /** Express middleware that times every request into `http_request_duration_seconds`. */
-  httpMiddleware(): RequestHandler;
+  /**
+   * Express middleware that times every request into `http_request_duration_seconds`. `captureRoutes: false`
+   * skips watching express assign `req.route` (a property defined on every request), for an app that labels
+   * its requests itself through `res.locals.metricsRoute`.
+   */
+  httpMiddleware(opts?: { captureRoutes?: boolean }): RequestHandler;
   /** `GET /metrics`: the text exposition format. */
   handler(): RequestHandler;
 }
@@ -93,7 +97,7 @@ export function createMetrics(opts: { service: string; defaultMetrics?: boolean 
     histogram: (o) =>
       existing(o.name, Histogram) ??
       new Histogram({ name: o.name, help: o.help, labelNames: o.labelNames ?? [], buckets: o.buckets ?? HTTP_DURATION_BUCKETS, registers: [registry] }),
-    httpMiddleware: () => {
+    httpMiddleware: ({ captureRoutes = true } = {}) => {
       const duration = metrics.histogram({
         name: HTTP_DURATION_METRIC,
         help: 'HTTP request duration in seconds, by method, route pattern and status code.',
@@ -101,7 +105,7 @@ export function createMetrics(opts: { service: string; defaultMetrics?: boolean 
       });
       return (req: Request, res: Response, next: NextFunction) => {
         const end = duration.startTimer();
-        captureRoute(req);
+        if (captureRoutes) captureRoute(req);
         res.once('finish', () => end({ method: req.method, route: routeLabel(req, res), status_code: String(res.statusCode) }));
         next();
       };
