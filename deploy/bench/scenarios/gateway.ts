@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { summarizeProfile } from '../lib/cpuprofile.ts';
 import { system, type BenchContext, type ScenarioResult } from '../lib/context.ts';
 import type { LoadResult } from '../lib/loadgen.ts';
-import { cpuTimeMs } from '../lib/procs.ts';
+import { cpuTimeMs, startNodeProcess } from '../lib/procs.ts';
 import { startNginx } from '../lib/nginx.ts';
 import { freePort } from '../../local/supervisor.ts';
 import { median, round } from '../lib/stats.ts';
@@ -10,7 +10,7 @@ import { median, round } from '../lib/stats.ts';
 import { FORECAST_MODEL_ID } from '../../../services/models/src/domain/builtin/index.ts';
 
 
-type Target = 'direct' | 'gateway' | 'nginx';
+type Target = 'direct' | 'gateway' | 'nginx' | 'library';
 
 const non2xx = (r: LoadResult) => Object.entries(r.statusCounts).reduce((n, [s, c]) => (s.startsWith('2') ? n : n + c), 0) + r.errors;
 
@@ -24,12 +24,25 @@ export async function gatewayScenario(ctx: BenchContext): Promise<ScenarioResult
   const { opts } = ctx;
   const path = `/v1/models/${FORECAST_MODEL_ID}`;
   const nginx = await startNginx({ dir: join(ctx.runDir, 'nginx'), port: await freePort(), upstream: sys.urls.models, workers: 1, cpus: ctx.pinning.servers });
+  // The floor: the proxy library alone (node:http + http-proxy-middleware, no express, auth or limiter).
+  const library = await startNodeProcess({
+    root: ctx.root,
+    name: 'proxy-library',
+    entry: 'deploy/bench/lib/plain-proxy.ts',
+    port: await freePort(),
+    env: { TARGET: sys.urls.models },
+    logDir: join(ctx.runDir, 'logs'),
+    cpus: ctx.pinning.servers,
+  }).catch(async (err: Error) => {
+    await nginx.stop();
+    throw err;
+  });
   const bearer = { authorization: `Bearer ${ctx.enterprise.apiKey}` };
   const spec = (t: Target) =>
     t === 'gateway'
       ? { url: `${sys.urls.gateway}${path}`, headers: bearer }
-      : { url: `${t === 'direct' ? sys.urls.models : nginx.url}${path}`, headers: sys.signed(ctx.enterprise.accountId) };
-  const order: Target[] = ['direct', 'gateway', 'nginx'];
+      : { url: `${t === 'direct' ? sys.urls.models : t === 'nginx' ? nginx.url : library.url}${path}`, headers: sys.signed(ctx.enterprise.accountId) };
+  const order: Target[] = ['direct', 'gateway', 'nginx', 'library'];
   try {
     // Every target answers the same 200 body before anything is timed.
     const bodies = await Promise.all(
@@ -42,29 +55,31 @@ export async function gatewayScenario(ctx: BenchContext): Promise<ScenarioResult
     );
     if (!bodies.every((b) => b.id === FORECAST_MODEL_ID)) throw new Error('the targets answered different bodies');
 
-    const closed: Record<Target, LoadResult[]> = { direct: [], gateway: [], nginx: [] };
+    const closed: Record<Target, LoadResult[]> = { direct: [], gateway: [], nginx: [], library: [] };
     // CPU per request of the gateway and of the service behind it, from /proc over the warm-up and the
     // measured run: unlike req/s, other work on the machine barely moves it.
     const pidOf = (name: string) => sys.processes.find((p) => p.name === name)?.pid;
-    const cpuUs: Record<'gateway' | 'service', Record<Target, number[]>> = { gateway: { direct: [], gateway: [], nginx: [] }, service: { direct: [], gateway: [], nginx: [] } };
+    const none = (): Record<Target, number[]> => ({ direct: [], gateway: [], nginx: [], library: [] });
+    const cpuUs = { gateway: none(), service: none(), library: none() };
     for (let rep = 0; rep < opts.reps; rep++) {
       // Interleaved, so drift in the machine's background load hits every target alike.
       for (const t of order) {
-        const before = { gateway: cpuTimeMs(pidOf('gateway')), service: cpuTimeMs(pidOf('models')) };
+        const procOf = { gateway: pidOf('gateway'), service: pidOf('models'), library: library.pid };
+        const before = { gateway: cpuTimeMs(procOf.gateway), service: cpuTimeMs(procOf.service), library: cpuTimeMs(procOf.library) };
         const r = await ctx.load({ mode: 'closed', ...spec(t), connections: opts.connections, durationSec: opts.durationSec, warmupSec: opts.warmupSec });
         const requests = r.requests + (r.warmupRequests ?? 0);
-        for (const k of ['gateway', 'service'] as const) {
-          const after = cpuTimeMs(pidOf(k === 'gateway' ? 'gateway' : 'models'));
+        for (const k of ['gateway', 'service', 'library'] as const) {
+          const after = cpuTimeMs(procOf[k]);
           if (before[k] !== null && after !== null && requests > 0) cpuUs[k][t].push(((after - before[k]!) * 1000) / requests);
         }
-        ctx.log(`gateway/closed ${t} rep ${rep + 1}: ${Math.round(r.rps)} req/s, p50 ${round(r.latency.p50)} ms, p99 ${round(r.latency.p99)} ms; CPU µs/request gateway ${round(cpuUs.gateway[t].at(-1) ?? NaN)}, service ${round(cpuUs.service[t].at(-1) ?? NaN)}`);
+        ctx.log(`gateway/closed ${t} rep ${rep + 1}: ${Math.round(r.rps)} req/s, p50 ${round(r.latency.p50)} ms, p99 ${round(r.latency.p99)} ms; CPU µs/request gateway ${round(cpuUs.gateway[t].at(-1) ?? NaN)}, proxy library ${round(cpuUs.library[t].at(-1) ?? NaN)}, service ${round(cpuUs.service[t].at(-1) ?? NaN)}`);
         closed[t].push(r);
       }
     }
     const maxRps = Object.fromEntries(order.map((t) => [t, median(closed[t].map((r) => r.rps))])) as Record<Target, number>;
     const halfRate = Math.max(10, Math.floor(maxRps.gateway / 2));
 
-    const paced: Record<Target, LoadResult[]> = { direct: [], gateway: [], nginx: [] };
+    const paced: Record<Target, LoadResult[]> = { direct: [], gateway: [], nginx: [], library: [] };
     for (let rep = 0; rep < opts.reps; rep++) {
       for (const t of order) {
         const r = await ctx.load({ mode: 'paced', ...spec(t), rate: halfRate, durationSec: opts.durationSec, warmupSec: opts.warmupSec });
@@ -114,6 +129,16 @@ export async function gatewayScenario(ctx: BenchContext): Promise<ScenarioResult
           detail: `open loop at a constant ${halfRate} req/s (half the gateway's max), latency from each request's due time, median of ${opts.reps} × ${opts.durationSec} s`,
         },
         {
+          id: 'gateway.library_floor',
+          scenario: 'gateway',
+          figure: 'proxy library alone (floor)',
+          target: '(report)',
+          value: `${round(maxRps.library / maxRps.direct, 2)} of direct (${Math.round(maxRps.library)} req/s); gateway ${round(maxRps.gateway / maxRps.library, 2)} of it; CPU µs/request: gateway ${round(median(cpuUs.gateway.gateway))}, library ${round(median(cpuUs.library.library))}, service ${round(median(cpuUs.service.direct))}`,
+          met: null,
+          detail:
+            "node:http + http-proxy-middleware with the gateway's proxy settings and nothing else, pinned like the gateway; CPU per request from /proc over each closed-loop run (other work on the machine barely moves it)",
+        },
+        {
           id: 'gateway.nginx_ratio',
           scenario: 'gateway',
           figure: 'req/s ratio vs nginx',
@@ -129,8 +154,9 @@ export async function gatewayScenario(ctx: BenchContext): Promise<ScenarioResult
         cpuPerRequest: order.map((t) => ({
           target: t,
           'gateway CPU µs/request': round(median(cpuUs.gateway[t])),
+          'proxy library CPU µs/request': round(median(cpuUs.library[t])),
           'service CPU µs/request': round(median(cpuUs.service[t])),
-          note: t === 'gateway' ? 'both processes serve these requests' : t === 'nginx' ? 'nginx itself is not counted' : 'the gateway is idle',
+          note: { gateway: 'the gateway and the service serve these requests', nginx: 'nginx itself is not counted', library: 'the proxy library alone and the service', direct: 'the service alone' }[t],
         })),
         /** What the req/s ratio would be if the gateway and the service shared one otherwise idle core. */
         cpuRatioEstimate: round(median(cpuUs.service.direct) / (median(cpuUs.gateway.gateway) + median(cpuUs.service.gateway)), 2),
@@ -143,6 +169,7 @@ export async function gatewayScenario(ctx: BenchContext): Promise<ScenarioResult
     };
   } finally {
     await nginx.stop();
+    await library.stop();
   }
 }
 
