@@ -27,9 +27,10 @@ if ! node_modules/.bin/node --version 2>/dev/null | grep -q '^v24\.'; then
 fi
 
 # The dashboard (gateway/dashboard: Vite + React) is built into gateway/dashboard/dist, which the gateway
-# serves at `/`, whenever its sources or the lock file changed. The stamp lives in dist/ so a clean tree rebuilds.
+# serves at `/`, whenever its sources, the contracts it bundles lists from, or the lock file changed. The stamp
+# lives in dist/ so a clean tree rebuilds.
 dashboard_hash() {
-  { (cd gateway/dashboard && find . -path ./dist -prune -o -path ./node_modules -prune -o -type f -print | LC_ALL=C sort | xargs sha256sum); sha256sum package-lock.json; } | sha256sum | cut -d' ' -f1
+  { (cd gateway/dashboard && find . -path ./dist -prune -o -path ./node_modules -prune -o -type f -print | LC_ALL=C sort | xargs sha256sum); find libs/contracts/src -type f | LC_ALL=C sort | xargs sha256sum; sha256sum package-lock.json; } | sha256sum | cut -d' ' -f1
 }
 dashboard_stamp=gateway/dashboard/dist/.sources.sha256
 if [[ ! -f $dashboard_stamp || $(cat "$dashboard_stamp") != "$(dashboard_hash)" ]]; then

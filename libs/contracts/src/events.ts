@@ -1,5 +1,8 @@
 import { z } from 'zod';
 import { newId } from './ids.ts';
+import { PUBLIC_EVENT_TYPES } from './lists.ts';
+
+export { PUBLIC_EVENT_TYPES } from './lists.ts';
 
 /** One topic per producing service; the message key is always the account id. */
 export const TOPICS = Object.freeze({
@@ -92,20 +95,6 @@ export type DomainEvent = z.infer<typeof domainEventSchema>;
 export type EventType = DomainEvent['type'];
 export type EventOf<T extends EventType> = Extract<DomainEvent, { type: T }>;
 
-/** The event types a customer can subscribe a webhook to. */
-export const PUBLIC_EVENT_TYPES = Object.freeze([
-  'source.created',
-  'source.ready',
-  'source.failed',
-  'source.deleted',
-  'report.completed',
-  'report.failed',
-  'model.ready',
-  'model.failed',
-  'prediction.completed',
-  'webhook.test',
-  'endpoint.disabled',
-] as const satisfies readonly EventType[]);
 export type PublicEventType = (typeof PUBLIC_EVENT_TYPES)[number];
 
 export function isPublicEventType(type: string): type is PublicEventType {

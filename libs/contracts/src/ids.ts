@@ -1,4 +1,3 @@
-import { randomFillSync } from 'node:crypto';
 import { monotonicFactory } from 'ulid';
 import { z } from 'zod';
 
@@ -10,13 +9,14 @@ const ULID = '[0-9A-HJKMNP-TV-Z]{26}';
 /**
  * ulid's own PRNG asks the OS for one byte per character (16 crypto calls per id, a measurable share of the
  * gateway's CPU per request); this one hands out bytes of a pooled crypto-random buffer instead. byte / 256 is
- * uniform over ulid's 32 symbols (256 = 8 × 32).
+ * uniform over ulid's 32 symbols (256 = 8 × 32). Web Crypto (global in Node and browsers), so the dashboard's
+ * type check, which reads this file through the contracts' types, needs no Node types.
  */
-const pool = Buffer.alloc(4096);
+const pool = new Uint8Array(4096);
 let poolAt = pool.length;
 export function pooledRandom(): number {
   if (poolAt === pool.length) {
-    randomFillSync(pool);
+    crypto.getRandomValues(pool);
     poolAt = 0;
   }
   return pool[poolAt++]! / 256;

@@ -3,7 +3,7 @@ import { DatasetStore } from '@dap/datasets';
 import { listen, type RunningServer } from '@dap/http';
 import { connectEventing, type Consumer, type Eventing } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
-import { connectMongo, OutboxRelay, type MongoHandle } from '@dap/mongo';
+import { connectMongo, OutboxRelay, SourceProjectionRepository, type MongoHandle } from '@dap/mongo';
 import { createApp } from './app.ts';
 import type { AnalyticsConfig } from './config.ts';
 import { OverviewService } from './domain/overview.service.ts';
@@ -13,7 +13,6 @@ import { runUsageConsumer } from './events/usage.consumer.ts';
 import { ActivityRepository } from './persistence/activity.repository.ts';
 import { QueryRunner } from './persistence/query.runner.ts';
 import { ReportRepository } from './persistence/report.repository.ts';
-import { SourceProjectionRepository } from './persistence/source-projection.repository.ts';
 import { UsageRepository } from './persistence/usage.repository.ts';
 
 /** MongoDB documents top out at 16 MiB; a stored result stays well below. */
@@ -40,7 +39,7 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
     closers.push(() => eventing.close());
 
     let relay: OutboxRelay | null = null;
-    const reportRepo = new ReportRepository(mongo.db, () => relay?.kick());
+    const reportRepo = new ReportRepository(mongo.db, (w) => relay?.written(w));
     const sourceRepo = new SourceProjectionRepository(mongo.db);
     const activityRepo = new ActivityRepository(mongo.db);
     const usageRepo = new UsageRepository(mongo.db);

@@ -1,31 +1,13 @@
 /**
- * The API's types come straight from the contracts (type-only imports: nothing of zod reaches the bundle).
- * The few constant lists the forms need are repeated here, checked against the contracts at compile time,
- * so a new scope, source type or event type fails the type check until the dashboard offers it.
+ * The API's types come straight from the contracts (type-only imports: nothing of zod reaches the bundle), and
+ * so do the contracts' plain lists (lists.ts has no dependency). The contracts are imported file by file, not as
+ * `@dap/contracts`: its index also holds Node-only code (node:crypto, Buffer) that this tsconfig (no Node types)
+ * cannot check and the bundle must not hold. The few lists the forms need with labels are repeated here, checked
+ * against the contracts at compile time, so a new measure, granularity or operator fails the type check until
+ * the dashboard offers it.
  */
-import type {
-  AccountDto,
-  ApiKeyDto,
-  DeliveryDto,
-  MetricsDto,
-  ModelDto,
-  OverviewDto,
-  PredictionDto,
-  Problem,
-  ReportDto,
-  ReportSummaryDto,
-  SessionDto,
-  SourceDto,
-  UsageDto,
-  WebhookDto,
-  AnalyticsQuery,
-  Filter,
-  SourceType,
-  Column,
-} from '../../../../libs/contracts/src/api/index.ts';
+import type { ApiKeyDto, Column, OverviewDto, WebhookDto } from '../../../../libs/contracts/src/api/index.ts';
 import type { MEASURE_OPS, GRANULARITIES, FILTER_OPS, WEBHOOK_STATUSES } from '../../../../libs/contracts/src/api/index.ts';
-import type { Plan, Scope } from '../../../../libs/contracts/src/plans.ts';
-import type { PublicEventType } from '../../../../libs/contracts/src/events.ts';
 
 export type {
   AccountDto,
@@ -45,10 +27,11 @@ export type {
   Filter,
   SourceType,
   Column,
-  Plan,
-  Scope,
-  PublicEventType,
-};
+} from '../../../../libs/contracts/src/api/index.ts';
+export type { Plan, Scope } from '../../../../libs/contracts/src/plans.ts';
+export type { PublicEventType } from '../../../../libs/contracts/src/events.ts';
+export { PLAN_LIMITS, SCOPES, PUBLIC_EVENT_TYPES as EVENT_TYPES } from '../../../../libs/contracts/src/lists.ts';
+
 export type ColumnType = Column['type'];
 export type MeasureOp = (typeof MEASURE_OPS)[number];
 export type Granularity = (typeof GRANULARITIES)[number];
@@ -70,20 +53,6 @@ export type WebhookSecretRotated = WebhookDto & { secret: string; previousSecret
 /** True only when A and B have exactly the same members. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const exhaustive = <T extends true>(_: T) => undefined;
-
-export const SCOPES = [
-  'sources:read',
-  'sources:write',
-  'analytics:read',
-  'analytics:write',
-  'models:read',
-  'models:write',
-  'webhooks:read',
-  'webhooks:write',
-] as const;
-exhaustive<Same<(typeof SCOPES)[number], Scope>>(true);
-
-export const PLAN_LIMITS = { starter: 100, professional: 1_000, enterprise: 10_000 } as const satisfies Record<Plan, number>;
 
 export const MEASURES: readonly { op: MeasureOp; label: string; needsField: boolean; numeric: boolean }[] = [
   { op: 'count', label: 'Count', needsField: false, numeric: false },
@@ -116,18 +85,3 @@ export const FILTER_OPERATORS: readonly { op: FilterOp; label: string; value: 'o
   { op: 'isNotNull', label: 'is not empty', value: 'none' },
 ];
 exhaustive<Same<(typeof FILTER_OPERATORS)[number]['op'], FilterOp>>(true);
-
-export const EVENT_TYPES = [
-  'source.created',
-  'source.ready',
-  'source.failed',
-  'source.deleted',
-  'report.completed',
-  'report.failed',
-  'model.ready',
-  'model.failed',
-  'prediction.completed',
-  'webhook.test',
-  'endpoint.disabled',
-] as const;
-exhaustive<Same<(typeof EVENT_TYPES)[number], PublicEventType>>(true);

@@ -1,7 +1,7 @@
 import { USAGE_DAYS, type OverviewDto } from '@dap/contracts';
+import type { SourceProjectionRepository } from '@dap/mongo';
 import type { ActivityRepository } from '../persistence/activity.repository.ts';
 import type { ReportRepository } from '../persistence/report.repository.ts';
-import type { SourceProjectionRepository } from '../persistence/source-projection.repository.ts';
 import type { UsageRepository } from '../persistence/usage.repository.ts';
 
 /**

@@ -1,8 +1,8 @@
 import { newId, querySchema, type AnalyticsQuery, type CallerContext, type DomainEvent } from '@dap/contracts';
 import { AppError } from '@dap/http';
 import { createLogger } from '@dap/logger';
+import type { SourceProjection, SourceProjectionRepository } from '@dap/mongo';
 import type { ReportDoc, ReportOutcome, ReportRepository } from '../persistence/report.repository.ts';
-import type { SourceProjection, SourceProjectionRepository } from '../persistence/source-projection.repository.ts';
 import { QueryInterruptedError, type RunOptions, type TableResult } from '../persistence/query.runner.ts';
 import { ReportsService, type ReportsLimits } from './reports.service.ts';
 

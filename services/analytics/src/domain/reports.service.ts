@@ -1,8 +1,8 @@
 import { resolve } from 'node:path';
 import { newId, type AnalyticsQuery, type CallerContext, type DomainEvent } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
+import type { SourceProjectionRepository } from '@dap/mongo';
 import { encodeRows, type ReportDoc, type ReportOutcome, type ReportRepository, type ReportSummaryDoc } from '../persistence/report.repository.ts';
-import type { SourceProjectionRepository } from '../persistence/source-projection.repository.ts';
 import type { RunOptions, TableResult } from '../persistence/query.runner.ts';
 import { compileQuery, type CompiledQuery, type ParamValue } from './query-compiler.ts';
 import { FAILURE, reportNotFound, sourceHasNoData, sourceNotFound, sourceNotReady, tooManyQueries } from './errors.ts';

@@ -1,6 +1,6 @@
 import type { Db, Document, Filter } from 'mongodb';
 import type { Cell } from '@dap/datasets';
-import { TenantCollection, type TenantDoc } from '@dap/mongo';
+import { TenantCollection, type TenantDoc, type WrittenEvents } from '@dap/mongo';
 import type { AnalyticsQuery, DomainEvent } from '@dap/contracts';
 
 export type ReportStatus = 'running' | 'completed' | 'failed';
@@ -44,9 +44,9 @@ function decode(doc: StoredReport): ReportDoc {
 
 export class ReportRepository {
   readonly coll: TenantCollection<StoredReport>;
-  private readonly onEvents: () => void;
+  private readonly onEvents: (written: WrittenEvents) => void;
 
-  constructor(db: Db, onEvents: () => void) {
+  constructor(db: Db, onEvents: (written: WrittenEvents) => void) {
     this.coll = new TenantCollection<StoredReport>(db, 'reports', onEvents);
     this.onEvents = onEvents;
   }
@@ -86,7 +86,7 @@ export class ReportRepository {
       { _id: id as unknown as Document['_id'], accountId, deletedAt: null, status: 'running' },
       { $set: { ...outcome, _outboxPending: true }, $push: { _outbox: event } } as Document,
     );
-    if (res.matchedCount === 1) this.onEvents();
+    if (res.matchedCount === 1) this.onEvents({ collection: this.coll.raw.collectionName, id, events: [event] });
     return res.matchedCount === 1;
   }
 

@@ -5,9 +5,9 @@ import { newId, type CallerContext, type Column, type TrainModelBody } from '@da
 import type { DatasetStore } from '@dap/datasets';
 import { AppError, type FieldError } from '@dap/http';
 import type { Logger } from '@dap/logger';
+import type { SourceProjection, SourceProjectionRepository } from '@dap/mongo';
 import { MAX_ARTIFACT_BYTES, type ArtifactRepository } from '../persistence/artifact.repository.ts';
 import { recordOf, type ModelDoc, type ModelLease, type ModelRepository } from '../persistence/model.repository.ts';
-import type { SourceProjection, SourceProjectionRepository } from '../persistence/source-projection.repository.ts';
 import type { TrainJob, TrainJobResult } from '../train.worker.ts';
 import { WorkerJobError, WorkerTimeoutError, type WorkerPool } from '../workers/worker-pool.ts';
 import { invalidBody, sourceNotFound, sourceNotReady, trainingUnavailable } from './errors.ts';

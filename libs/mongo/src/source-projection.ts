@@ -1,9 +1,12 @@
 import type { Collection, Db, Document } from 'mongodb';
-import { COLUMN_TYPES, type Column } from '@dap/contracts';
+import { COLUMN_TYPES, type Column, type DomainEvent, type EventOf } from '@dap/contracts';
 
 export type ProjectedStatus = 'pending' | 'syncing' | 'ready' | 'failed';
 
-/** What analytics knows about a source, built only from `sources.events`. */
+/**
+ * What a service that owns no sources knows about one, built only from `sources.events` (analytics for its
+ * queries and overview, models for its training checks). Each service keeps its own copy in its own database.
+ */
 export interface SourceProjection {
   _id: string;
   accountId: string;
@@ -21,6 +24,9 @@ export interface SourceProjection {
 
 export type SourceChange = Partial<Pick<SourceProjection, 'name' | 'type' | 'status' | 'error' | 'schema' | 'rowCount' | 'deleted'>>;
 
+export const SOURCE_PROJECTIONS_COLLECTION = 'source_projections';
+
+/** A field a document lacks reads as this (the models service once stored neither `type` nor `error`). */
 const DEFAULTS: Omit<SourceProjection, '_id' | 'accountId' | 'lastEventId' | 'updatedAt'> = {
   name: '',
   type: '',
@@ -31,34 +37,70 @@ const DEFAULTS: Omit<SourceProjection, '_id' | 'accountId' | 'lastEventId' | 'up
   deleted: false,
 };
 
-/** Unknown column types from a newer producer are treated as strings, the safest reading. */
+/** Unknown column types from a newer producer read as strings, the safest reading. */
 export function normaliseSchema(schema: readonly { name: string; type: string }[]): Column[] {
   return schema.map((c) => ({ name: c.name, type: (COLUMN_TYPES as readonly string[]).includes(c.type) ? (c.type as Column['type']) : 'string' }));
+}
+
+type SourceEventType = 'source.created' | 'source.ready' | 'source.failed' | 'source.deleted';
+
+/** What each source event changes in the projection. */
+const SOURCE_CHANGES: { [T in SourceEventType]: (e: EventOf<T>) => SourceChange } = {
+  'source.created': (e) => ({ name: e.data.name, type: e.data.type, status: 'pending', error: null }),
+  'source.ready': (e) => ({
+    name: e.data.name,
+    type: e.data.type,
+    status: 'ready',
+    error: null,
+    schema: normaliseSchema(e.data.schema),
+    rowCount: e.data.rowCount,
+  }),
+  'source.failed': (e) => ({ name: e.data.name, status: 'failed', error: e.data.error }),
+  'source.deleted': () => ({ deleted: true }),
+};
+
+function isSourceEvent(e: DomainEvent): e is EventOf<SourceEventType> {
+  return Object.hasOwn(SOURCE_CHANGES, e.type);
+}
+
+/** The source an event is about and what it changes there, or null for any other event. */
+export function sourceChangeOf(event: DomainEvent): { sourceId: string; change: SourceChange } | null {
+  if (!isSourceEvent(event)) return null;
+  return { sourceId: event.data.id, change: (SOURCE_CHANGES[event.type] as (e: DomainEvent) => SourceChange)(event) };
 }
 
 function isDuplicateKey(err: unknown): boolean {
   return (err as { code?: number })?.code === 11000;
 }
 
+/** The per-account read model of sources, applied idempotently by event id. */
 export class SourceProjectionRepository {
   readonly raw: Collection<Document>;
 
   constructor(db: Db) {
-    this.raw = db.collection('source_projections');
+    this.raw = db.collection(SOURCE_PROJECTIONS_COLLECTION);
   }
 
+  /** The index the per-account counts use. */
   async init(): Promise<void> {
     await this.raw.createIndex({ accountId: 1, _id: 1 });
   }
 
   async find(accountId: string, sourceId: string): Promise<SourceProjection | null> {
     if (!accountId) throw new Error('accountId is required');
-    return (await this.raw.findOne({ _id: sourceId as never, accountId })) as SourceProjection | null;
+    const doc = (await this.raw.findOne({ _id: sourceId as never, accountId })) as SourceProjection | null;
+    return doc && { ...DEFAULTS, ...doc };
+  }
+
+  /** Applies a source event (see `apply`); any other event is ignored. Returns whether it changed anything. */
+  async applyEvent(event: DomainEvent, at = new Date()): Promise<boolean> {
+    const of = sourceChangeOf(event);
+    return of ? this.apply(event.accountId, of.sourceId, event.id, of.change, at) : false;
   }
 
   /**
-   * Applies an event's change unless a newer (or the same) event was applied already. A deleted source
-   * stays deleted. Optimistic: the write only lands if the document is still as read, else it re-reads.
+   * Applies an event's change unless the same or a newer event was applied already; a deleted source stays
+   * deleted. Optimistic: the write lands only if the document is still as read, else it re-reads.
    * Returns whether the change was applied.
    */
   async apply(accountId: string, sourceId: string, eventId: string, change: SourceChange, at: Date): Promise<boolean> {
@@ -74,7 +116,7 @@ export class SourceProjectionRepository {
           throw err;
         }
       }
-      if (current.accountId !== accountId) return false; // an id can never move between accounts
+      if (current.accountId !== accountId) return false; // an id never moves between accounts
       if (current.lastEventId >= eventId) return false;
       const next = current.deleted ? { deleted: true } : change;
       const res = await this.raw.updateOne(
@@ -86,6 +128,7 @@ export class SourceProjectionRepository {
     throw new Error(`source projection ${sourceId} kept changing; giving up for now`);
   }
 
+  /** The account's sources not deleted, whatever their status. */
   countActive(accountId: string): Promise<number> {
     if (!accountId) throw new Error('accountId is required');
     return this.raw.countDocuments({ accountId, deleted: false });
