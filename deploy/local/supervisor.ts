@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { appendFileSync, createWriteStream, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 
@@ -25,10 +25,47 @@ export async function freePort(): Promise<number> {
   });
 }
 
-async function waitHealthy(url: string, child: ChildProcess, name: string, timeoutMs: number): Promise<void> {
+/** How a supervised process ended, as logged and as `status()` reports it. */
+export interface ExitReport {
+  name: DeployableName;
+  pid: number | undefined;
+  /** The exit code, or null when a signal ended the process. */
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** True when the supervisor asked for it (kill, restart, stop); false for a crash or an exit of its own. */
+  expected: boolean;
+  /** During start-up, before /healthz answered. */
+  duringStartup: boolean;
+  /** It ignored SIGTERM for the grace period and was sent SIGKILL. */
+  forced: boolean;
+  at: string;
+  /** One human line, e.g. "analytics (pid 4242) was killed by signal SIGKILL, unexpectedly". */
+  description: string;
+}
+
+export interface ProcessStatus {
+  pid: number | undefined;
+  state: 'starting' | 'running' | 'exited';
+  /** Launches after the first one (restart()). */
+  restarts: number;
+  lastExit?: ExitReport;
+}
+
+export function describeExit(e: Pick<ExitReport, 'name' | 'pid' | 'code' | 'signal' | 'expected' | 'duringStartup' | 'forced'>): string {
+  const how = e.signal ? `was killed by signal ${e.signal}` : `exited with code ${e.code}`;
+  const when = e.duringStartup ? ' during start-up' : '';
+  const forced = e.forced ? ' (SIGKILL: it did not stop within the grace period after SIGTERM)' : '';
+  return `${e.name} (pid ${e.pid ?? '?'}) ${how}${when}, ${e.expected ? 'as requested' : 'unexpectedly'}${forced}`;
+}
+
+async function waitHealthy(url: string, child: ChildProcess, name: string, timeoutMs: number, logFile: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`${name} exited with code ${child.exitCode} during start-up; see its log`);
+    // A signal (an OOM kill, a SIGKILL) leaves exitCode null: check both, or start-up waits out its timeout.
+    if (child.exitCode !== null || child.signalCode !== null) {
+      const how = child.signalCode ? `was killed by signal ${child.signalCode}` : `exited with code ${child.exitCode}`;
+      throw new Error(`${name} ${how} during start-up; see ${logFile}`);
+    }
     try {
       const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) });
       if (res.ok) return;
@@ -37,22 +74,34 @@ async function waitHealthy(url: string, child: ChildProcess, name: string, timeo
     }
     await new Promise((r) => setTimeout(r, 150));
   }
-  throw new Error(`${name} did not become healthy within ${timeoutMs} ms; see its log`);
+  throw new Error(`${name} did not become healthy within ${timeoutMs} ms; see ${logFile}`);
 }
 
 export interface Supervised {
   urls: Record<DeployableName, string>;
   pids(): Record<string, number | undefined>;
+  /** Each process's state and how it last ended. */
+  status(): Record<DeployableName, ProcessStatus>;
   /** Sends a signal to one process (SIGKILL for fault tests) and waits for it to exit. */
   kill(name: DeployableName, signal?: NodeJS.Signals): Promise<void>;
-  /** Starts one process again on the same port and waits until it is healthy. */
+  /** Starts one process again on the same port (stopping it first if it runs) and waits until it is healthy. */
   restart(name: DeployableName): Promise<void>;
+  /** SIGTERM to the gateway, then to the services; SIGKILL to any still running after the grace period. */
   stop(): Promise<void>;
 }
+
+type Deployable = { readonly name: DeployableName; readonly entry: string; readonly urlEnv: string };
 
 /**
  * Runs every service as its own Node 24 process on the given ports, logs to files, and waits until each
  * answers /healthz. The gateway starts last, pointed at the others.
+ *
+ * Exits: every exit of a process is reported with its code or signal, and whether the supervisor asked for
+ * it: one JSON line appended to the process's own log and to `supervisor.log` in the log folder, `status()`,
+ * and (by default) a line on stderr for an exit nobody asked for. A process that exits on its own is not
+ * restarted: it stays down, reported, until `restart(name)` (fault tests kill and restart processes
+ * themselves, so an automatic restart would hide what they test). `stop()` and `kill()` wait for the exit;
+ * a process still running `stopGraceMs` after SIGTERM gets SIGKILL, which its report says.
  */
 export async function startServices(opts: {
   root: string;
@@ -63,45 +112,99 @@ export async function startServices(opts: {
   mongoDbPrefix?: string;
   nodeBin?: string;
   timeoutMs?: number;
+  /** SIGTERM to SIGKILL (default 12 s, above the services' own 10-s shutdown deadline). */
+  stopGraceMs?: number;
+  /** Called on every exit; by default an unexpected one is written to stderr. */
+  onExit?: (report: ExitReport) => void;
+  /** What to run (tests supervise stand-ins); default DEPLOYABLES. */
+  deployables?: readonly Deployable[];
 }): Promise<Supervised> {
   mkdirSync(opts.logDir, { recursive: true });
-  const urls = Object.fromEntries(DEPLOYABLES.map((d) => [d.name, `http://127.0.0.1:${opts.ports[d.name]}`])) as Record<DeployableName, string>;
+  const deployables = opts.deployables ?? DEPLOYABLES;
+  const urls = Object.fromEntries(deployables.map((d) => [d.name, `http://127.0.0.1:${opts.ports[d.name]}`])) as Record<DeployableName, string>;
   const children = new Map<DeployableName, ChildProcess>();
+  /** Resolves when a process has exited and its output is in its log. */
+  const closed = new Map<ChildProcess, Promise<void>>();
+  const statuses = new Map<DeployableName, ProcessStatus>();
+  const requested = new Set<ChildProcess>();
+  const forced = new Set<ChildProcess>();
   const nodeBin = opts.nodeBin ?? process.execPath;
+  const grace = opts.stopGraceMs ?? 12_000;
+  const onExit = opts.onExit ?? ((r: ExitReport) => void (r.expected || process.stderr.write(`[supervisor] ${r.description}\n`)));
+  const supervisorLog = join(opts.logDir, 'supervisor.log');
+  const logLine = (r: ExitReport) =>
+    `${JSON.stringify({ level: r.expected && !r.forced ? 30 : r.expected ? 40 : 50, time: r.at, service: 'supervisor', deployable: r.name, pid: r.pid, code: r.code, signal: r.signal, expected: r.expected, forced: r.forced, duringStartup: r.duringStartup, msg: r.description })}\n`;
 
-  const launch = async (d: (typeof DEPLOYABLES)[number]) => {
-    const log = createWriteStream(join(opts.logDir, `${d.name}.log`), { flags: 'a' });
+  const launch = async (d: Deployable) => {
+    const logFile = join(opts.logDir, `${d.name}.log`);
+    const log = createWriteStream(logFile, { flags: 'a' });
     const env: Record<string, string> = {
       ...opts.env,
       HOST: '127.0.0.1',
       PORT: String(opts.ports[d.name]),
       MONGO_DB: `${opts.mongoDbPrefix ?? 'dap_'}${d.name}`,
     };
-    for (const other of DEPLOYABLES) env[other.urlEnv] = urls[other.name];
+    for (const other of deployables) env[other.urlEnv] = urls[other.name];
     const child = spawn(nodeBin, ['--no-warnings', '--enable-source-maps', join(opts.root, d.entry)], {
       cwd: opts.root,
       env: { PATH: process.env.PATH ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    child.stdout!.pipe(log);
-    child.stderr!.pipe(log);
+    // Both streams feed one file: neither may end it, or the other's last lines (often the fatal error) are lost.
+    child.stdout!.pipe(log, { end: false });
+    child.stderr!.pipe(log, { end: false });
     children.set(d.name, child);
-    await waitHealthy(urls[d.name], child, d.name, opts.timeoutMs ?? 60_000);
+    const previous = statuses.get(d.name);
+    const status: ProcessStatus = { pid: child.pid, state: 'starting', restarts: previous ? previous.restarts + 1 : 0, lastExit: previous?.lastExit };
+    statuses.set(d.name, status);
+    let report: ExitReport | undefined;
+    child.once('exit', (code, signal) => {
+      const facts = { name: d.name, pid: child.pid, code, signal, expected: requested.has(child), duringStartup: status.state === 'starting', forced: forced.has(child) };
+      report = { ...facts, at: new Date().toISOString(), description: describeExit(facts) };
+      status.state = 'exited';
+      status.lastExit = report;
+      appendFileSync(supervisorLog, logLine(report));
+      onExit(report);
+      // A grandchild holding its stdout open must not keep the log, and stop(), waiting.
+      setTimeout(() => [child.stdout, child.stderr].forEach((s) => s?.destroy()), 2_000).unref();
+    });
+    closed.set(
+      child,
+      new Promise<void>((resolve) => {
+        const finish = () => {
+          if (report) log.write(logLine(report));
+          log.end(() => resolve());
+        };
+        child.once('close', finish);
+        // A child that never started (spawn error) emits no exit, only error and close.
+        child.once('error', (err) => log.write(`${JSON.stringify({ level: 50, service: 'supervisor', deployable: d.name, msg: `could not start: ${err.message}` })}\n`));
+      }),
+    );
+    await waitHealthy(urls[d.name], child, d.name, opts.timeoutMs ?? 60_000, logFile);
+    status.state = 'running';
   };
 
   const stopOne = async (name: DeployableName, signal: NodeJS.Signals) => {
     const child = children.get(name);
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    child.kill(signal);
-    const timer = setTimeout(() => child.kill('SIGKILL'), 12_000);
-    await exited;
-    clearTimeout(timer);
+    if (!child) return;
+    if (child.exitCode === null && child.signalCode === null) {
+      requested.add(child);
+      child.kill(signal);
+      const timer = setTimeout(() => {
+        forced.add(child);
+        child.kill('SIGKILL');
+      }, grace);
+      await closed.get(child);
+      clearTimeout(timer);
+    } else {
+      await closed.get(child);
+    }
   };
 
+  const gateway = deployables.filter((d) => d.name === 'gateway');
   try {
-    await Promise.all(DEPLOYABLES.filter((d) => d.name !== 'gateway').map(launch));
-    await launch(DEPLOYABLES.find((d) => d.name === 'gateway')!);
+    await Promise.all(deployables.filter((d) => d.name !== 'gateway').map(launch));
+    await Promise.all(gateway.map(launch));
   } catch (err) {
     await Promise.all([...children.keys()].map((n) => stopOne(n, 'SIGTERM')));
     throw err;
@@ -110,14 +213,15 @@ export async function startServices(opts: {
   return {
     urls,
     pids: () => Object.fromEntries([...children].map(([n, c]) => [n, c.pid])),
+    status: () => Object.fromEntries([...statuses].map(([n, st]) => [n, { ...st }])) as Record<DeployableName, ProcessStatus>,
     kill: (name, signal = 'SIGKILL') => stopOne(name, signal),
     restart: async (name) => {
       await stopOne(name, 'SIGTERM');
-      await launch(DEPLOYABLES.find((d) => d.name === name)!);
+      await launch(deployables.find((d) => d.name === name)!);
     },
     stop: async () => {
-      await stopOne('gateway', 'SIGTERM');
-      await Promise.all(DEPLOYABLES.filter((d) => d.name !== 'gateway').map((d) => stopOne(d.name, 'SIGTERM')));
+      await Promise.all(gateway.map((d) => stopOne(d.name, 'SIGTERM')));
+      await Promise.all(deployables.filter((d) => d.name !== 'gateway').map((d) => stopOne(d.name, 'SIGTERM')));
     },
   };
 }

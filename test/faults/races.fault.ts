@@ -1,4 +1,6 @@
-import { startReceiver } from '@dap/testing';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot, startReceiver, waitFor } from '@dap/testing';
 import { Recorder, reportFigures, sleep, startSystem, type System } from './system.ts';
 
 /**
@@ -19,12 +21,9 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-// KNOWN BUG (sources, reported by issue 10) — this test fails until it is fixed: DELETE /v1/sources/{id}
-// while the source's first sync is writing its files answers 500 now and then: DatasetStore.remove's
-// recursive rm (libs/datasets/src/store.ts) races the ingest writing into the same folder (ENOTEMPTY), and
-// SourceService.remove (services/sources/src/domain/source.service.ts, `await store.remove(...)` after the
-// soft delete) turns that into a 500 although the delete succeeded. Expected: 204 every time (e.g. rm with
-// maxRetries, or log the cleanup failure: the syncer removes the data when it finds the source gone).
+// Was a known bug (issue 10): DELETE /v1/sources/{id} while the source's first sync wrote its files answered
+// 500 now and then, DatasetStore.remove's recursive rm racing the ingest (ENOTEMPTY). The removal now retries
+// (libs/datasets/src/store.ts); this keeps it fixed, and checks that no data of a deleted source is left.
 it('deleting a source while it syncs answers 204, never a 500 (30 tries at varied moments)', async () => {
   const account = sys.createAccount('Delete race', 'enterprise');
   const headers = { authorization: `Bearer ${account.apiKey}` };
@@ -36,6 +35,11 @@ it('deleting a source while it syncs answers 204, never a 500 (30 tries at varie
     await sleep((n % 10) * 15);
     statuses.push((await rec.call(sys.gw, 'DELETE', `/v1/sources/${created.json.id}`, { headers })).status);
   }
-  reportFigures({ fault: 'delete while syncing ×30', requests: 60, statuses: statuses.join(' '), fiveXX: statuses.filter((s) => s >= 500).length });
+  // A sync that was still running finds its source gone and removes what it wrote.
+  const accountDir = join(repoRoot(), '.local', 'test', `datasets-race-${sys.suffix}`, account.accountId);
+  const leftovers = () => (existsSync(accountDir) ? readdirSync(accountDir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.parquet')) : []);
+  const left = await waitFor(() => leftovers().length === 0, { timeoutMs: 15_000, what: 'the deleted sources\' data to go' }).then(() => [], () => leftovers());
+  reportFigures({ fault: 'delete while syncing ×30', requests: 60, statuses: statuses.join(' '), fiveXX: statuses.filter((s) => s >= 500).length, dataFilesLeft: left.length });
   expect(statuses.filter((s) => s !== 204)).toEqual([]);
+  expect(left).toEqual([]);
 }, 120_000);

@@ -80,7 +80,8 @@ export async function startSystem(opts: SystemOptions): Promise<System> {
       ...opts.env,
     },
   });
-  // The CLI gives up after MongoDB's 3-s server selection; on a busy machine, try again (twice at most).
+  // The CLI retries MongoDB for its start-up period (STARTUP_TIMEOUT_MS); should it still give up on a very
+  // busy machine, try again (twice at most).
   const cli = (args: string[]) => {
     for (let attempt = 1; ; attempt++) {
       try {

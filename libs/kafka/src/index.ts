@@ -1,25 +1,79 @@
-import { Kafka, logLevel, type Consumer, type Producer, type KafkaMessage } from 'kafkajs';
+import { Kafka, logLevel, type Consumer, type KafkaConfig, type Producer, type KafkaMessage } from 'kafkajs';
+import { retryDuringStartup, type KafkaSaslMechanism } from '@dap/config';
 import { ALL_TOPICS, domainEventSchema, topicOf, type DomainEvent, type Topic } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
 
+/** What `kafkaSettingsOf(config)` of @dap/config gives; tests may build one by hand (no TLS, no SASL). */
 export interface KafkaSettings {
   brokers: string[];
   clientId: string;
   topicPrefix: string;
+  /** TLS to the brokers, verified against the system CAs (plus NODE_EXTRA_CA_CERTS). */
+  ssl?: boolean;
+  sasl?: { mechanism: KafkaSaslMechanism; username: string; password: string };
+  /** How long start-up waits for a broker to answer; default 30 s. */
+  startupTimeoutMs?: number;
 }
 
-export function createKafka(s: KafkaSettings, logger: Logger): Kafka {
-  return new Kafka({
+/** The kafkajs client options of some settings, without the logger (a pure mapping, unit-tested). */
+export function kafkaClientConfig(s: KafkaSettings): Omit<KafkaConfig, 'logCreator'> {
+  const config: Omit<KafkaConfig, 'logCreator'> = {
     clientId: s.clientId,
     brokers: s.brokers,
     connectionTimeout: 3_000,
     requestTimeout: 10_000,
     retry: { initialRetryTime: 200, retries: 8 },
     logLevel: logLevel.WARN,
+  };
+  if (s.ssl) config.ssl = true;
+  if (s.sasl) {
+    const { mechanism, username, password } = s.sasl;
+    // One literal per branch: kafkajs types each mechanism's options separately.
+    config.sasl = mechanism === 'plain' ? { mechanism, username, password } : mechanism === 'scram-sha-256' ? { mechanism, username, password } : { mechanism, username, password };
+  }
+  return config;
+}
+
+export function createKafka(s: KafkaSettings, logger: Logger): Kafka {
+  return new Kafka({
+    ...kafkaClientConfig(s),
     logCreator: () => ({ level, log }) => {
       const { message, ...extra } = log;
       if (level <= logLevel.ERROR) logger.warn({ kafka: extra }, `kafka: ${message}`);
       else logger.debug({ kafka: extra }, `kafka: ${message}`);
+    },
+  });
+}
+
+/** Failures a broker that is starting, busy or unreachable gives; bad credentials or a refusal are not among them. */
+export function isRetriableAtStartup(err: unknown): boolean {
+  for (let e = err as { name?: string; type?: string; retriable?: boolean; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
+    if (e.name === 'KafkaJSSASLAuthenticationError' || e.type === 'SASL_AUTHENTICATION_FAILED' || e.type?.endsWith('_AUTHORIZATION_FAILED')) return false;
+    if (e.retriable === true || ['KafkaJSConnectionError', 'KafkaJSConnectionClosedError', 'KafkaJSRequestTimeoutError', 'KafkaJSBrokerNotFound'].includes(e.name ?? '')) return true;
+  }
+  return false;
+}
+
+/**
+ * Start-up: waits until a broker answers (and accepts the credentials), one connection per attempt, logging
+ * each retry, for the settings' start-up period. Without it kafkajs's own retries of the first connection
+ * take a fixed ~50 s, logged only as connection errors, before start-up fails.
+ */
+export async function waitForKafka(s: KafkaSettings, logger: Logger): Promise<void> {
+  // Its own client: a cluster's retry policy is shared by every admin, producer and consumer made from it.
+  const probeClient = new Kafka({ ...kafkaClientConfig(s), retry: { retries: 0 }, logLevel: logLevel.NOTHING });
+  await retryDuringStartup({
+    what: `Kafka at ${s.brokers.join(',')}`,
+    timeoutMs: s.startupTimeoutMs ?? 30_000,
+    logger,
+    retriable: isRetriableAtStartup,
+    attempt: async () => {
+      const probe = probeClient.admin();
+      try {
+        await probe.connect();
+      } finally {
+        await probe.disconnect().catch(() => {}); // a probe that never connected has nothing to close
+      }
     },
   });
 }
@@ -178,9 +232,10 @@ export interface Eventing {
   close(): Promise<void>;
 }
 
-/** Connects the producer after making sure the domain topics exist. */
+/** Connects the producer after waiting for a broker and making sure the domain topics exist. */
 export async function connectEventing(settings: KafkaSettings, logger: Logger): Promise<Eventing> {
   const kafka = createKafka(settings, logger);
+  await waitForKafka(settings, logger);
   await ensureTopics(kafka, settings);
   const producer = new EventProducer(kafka, settings);
   await producer.connect();

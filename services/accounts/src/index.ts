@@ -2,7 +2,7 @@ import { kafkaSettingsOf } from '@dap/config';
 import { listen } from '@dap/http';
 import { connectEventing } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
-import { connectMongo, OutboxRelay, type MongoHandle } from '@dap/mongo';
+import { connectMongo, OutboxRelay, type MongoHandle, type WrittenEvents } from '@dap/mongo';
 import { createApp } from './app.ts';
 import type { AccountsConfig } from './config.ts';
 import { AccountsService } from './domain/accounts.service.ts';
@@ -21,8 +21,12 @@ export interface AccountsDomain {
 }
 
 /** The domain on its database alone; the CLI uses it, and the service's relay publishes what it writes. */
-export async function openAccountsDomain(config: Pick<AccountsConfig, 'MONGO_URL' | 'MONGO_DB'>, onEvents: () => void = () => {}): Promise<AccountsDomain> {
-  const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB);
+export async function openAccountsDomain(
+  config: Pick<AccountsConfig, 'MONGO_URL' | 'MONGO_DB'> & { STARTUP_TIMEOUT_MS?: number },
+  onEvents: (written: WrittenEvents) => void = () => {},
+  logger?: Logger,
+): Promise<AccountsDomain> {
+  const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB, { logger, startupTimeoutMs: config.STARTUP_TIMEOUT_MS });
   const accountRepo = new AccountRepository(mongo.db, onEvents);
   const keyRepo = new ApiKeyRepository(mongo.db, onEvents);
   const users = new UserRepository(mongo.db);
@@ -36,7 +40,7 @@ export async function startAccounts(config: AccountsConfig, deps: { logger?: Log
   const logger = deps.logger ?? createLogger({ name: 'accounts', level: config.LOG_LEVEL });
   const eventing = await connectEventing(kafkaSettingsOf(config), logger);
   let relay: OutboxRelay | null = null;
-  const domain = await openAccountsDomain(config, () => relay?.kick());
+  const domain = await openAccountsDomain(config, (w) => relay?.written(w), logger);
   relay = new OutboxRelay({
     collections: [domain.accountRepo.coll.raw, domain.keyRepo.coll.raw],
     publisher: eventing.producer,

@@ -33,7 +33,7 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
     }
   };
   try {
-    const mongo: MongoHandle = await connectMongo(config.MONGO_URL, config.MONGO_DB);
+    const mongo: MongoHandle = await connectMongo(config.MONGO_URL, config.MONGO_DB, { logger, startupTimeoutMs: config.STARTUP_TIMEOUT_MS });
     closers.push(() => mongo.close());
     const eventing: Eventing = await connectEventing(kafkaSettingsOf(config), logger);
     closers.push(() => eventing.close());

@@ -57,7 +57,7 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
     }
   };
   try {
-    const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB);
+    const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB, { logger, startupTimeoutMs: config.STARTUP_TIMEOUT_MS });
     closers.push(() => mongo.close());
     const eventing = await connectEventing(kafkaSettingsOf(config), logger);
     closers.push(() => eventing.close());

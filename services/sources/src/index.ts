@@ -54,7 +54,7 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
     cleanup.length = 0;
   };
   try {
-    const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB);
+    const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB, { logger, startupTimeoutMs: config.STARTUP_TIMEOUT_MS });
     cleanup.push(() => mongo.close());
     const eventing = await connectEventing(kafkaSettingsOf(config), logger);
     cleanup.push(() => eventing.close());

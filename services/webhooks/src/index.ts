@@ -2,7 +2,7 @@ import type { Collection, Document } from 'mongodb';
 import { ALL_TOPICS, isPublicEventType } from '@dap/contracts';
 import { kafkaSettingsOf } from '@dap/config';
 import { listen } from '@dap/http';
-import { createKafka, deadLetterTopic, ensureTopics, EventProducer, type Eventing, type KafkaSettings } from '@dap/kafka';
+import { createKafka, deadLetterTopic, ensureTopics, EventProducer, waitForKafka, type Eventing, type KafkaSettings } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
 import { connectMongo, OutboxRelay } from '@dap/mongo';
 import { createApp } from './app.ts';
@@ -21,7 +21,7 @@ export const USER_AGENT = 'dap-webhooks/1.0 (+https://docs.dap.dev/webhooks)';
 
 export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Logger } = {}) {
   const logger = deps.logger ?? createLogger({ name: 'webhooks', level: config.LOG_LEVEL });
-  const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB);
+  const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB, { logger, startupTimeoutMs: config.STARTUP_TIMEOUT_MS });
   const eventing = await connectWebhooksEventing(kafkaSettingsOf(config), logger);
   let relay: OutboxRelay | null = null;
   let deliveryRelay: BatchOutboxRelay | null = null;
@@ -111,6 +111,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
  */
 async function connectWebhooksEventing(settings: KafkaSettings, logger: Logger): Promise<Eventing> {
   const kafka = createKafka(settings, logger);
+  await waitForKafka(settings, logger);
   for (let attempt = 1; ; attempt++) {
     try {
       await ensureTopics(kafka, settings, [deadLetterTopic(settings, DELIVERY_GROUP_ID)]);

@@ -1,5 +1,5 @@
 import type { Db } from 'mongodb';
-import { TenantCollection, type TenantDoc } from '@dap/mongo';
+import { TenantCollection, type TenantDoc, type WrittenEvents } from '@dap/mongo';
 import type { Plan } from '@dap/contracts';
 
 export interface AccountDoc extends TenantDoc {
@@ -15,7 +15,7 @@ export interface AccountDoc extends TenantDoc {
 export class AccountRepository {
   readonly coll: TenantCollection<AccountDoc>;
 
-  constructor(db: Db, onEvents: () => void) {
+  constructor(db: Db, onEvents: (written: WrittenEvents) => void) {
     this.coll = new TenantCollection<AccountDoc>(db, 'accounts', onEvents);
   }
 

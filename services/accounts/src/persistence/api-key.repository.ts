@@ -1,5 +1,5 @@
 import type { Db } from 'mongodb';
-import { TenantCollection, type TenantDoc } from '@dap/mongo';
+import { TenantCollection, type TenantDoc, type WrittenEvents } from '@dap/mongo';
 import type { Scope } from '@dap/contracts';
 
 export interface ApiKeyDoc extends TenantDoc {
@@ -16,7 +16,7 @@ export interface ApiKeyDoc extends TenantDoc {
 export class ApiKeyRepository {
   readonly coll: TenantCollection<ApiKeyDoc>;
 
-  constructor(db: Db, onEvents: () => void) {
+  constructor(db: Db, onEvents: (written: WrittenEvents) => void) {
     this.coll = new TenantCollection<ApiKeyDoc>(db, 'api_keys', onEvents);
   }
 

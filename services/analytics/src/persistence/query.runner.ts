@@ -80,6 +80,7 @@ export class QueryRunner {
     const conn = await instance.connect();
     try {
       // Parquet footers are read once per file, not once per query (files are immutable: a sync writes a new one).
+      // The cache lives inside memory_limit, evicted least recently used first (query.runner.memory.test.ts).
       await conn.run('LOAD parquet');
       await conn.run('SET GLOBAL parquet_metadata_cache = true');
       const dir = resolve(opts.datasetDir) + sep;

@@ -1,0 +1,74 @@
+import { ConfigError, kafkaConfig, kafkaSettingsOf, loadConfig, mongoConfig, serviceConfigShape } from './index.ts';
+
+const base = { KAFKA_BROKERS: 'k1:9092, k2:9092', KAFKA_CLIENT_ID: 'svc' };
+const service = { ...base, PORT: '8080', MONGO_URL: 'mongodb://db:27017', INTERNAL_SECRET: 'x'.repeat(32) };
+
+describe('start-up period', () => {
+  it('is 30 s unless STARTUP_TIMEOUT_MS says otherwise, for every service and for the Kafka and Mongo pieces alone', () => {
+    expect(loadConfig(serviceConfigShape('sources'), service).STARTUP_TIMEOUT_MS).toBe(30_000);
+    expect(loadConfig(serviceConfigShape('sources'), { ...service, STARTUP_TIMEOUT_MS: '90000' }).STARTUP_TIMEOUT_MS).toBe(90_000);
+    expect(loadConfig(kafkaConfig, { ...base, STARTUP_TIMEOUT_MS: '5000' }).STARTUP_TIMEOUT_MS).toBe(5_000);
+    expect(loadConfig(mongoConfig, { MONGO_URL: 'mongodb://db', MONGO_DB: 'd', STARTUP_TIMEOUT_MS: '0' }).STARTUP_TIMEOUT_MS).toBe(0);
+  });
+
+  it('refuses a negative, fractional or absurd period', () => {
+    for (const v of ['-1', '1.5', 'soon', '3600000']) {
+      expect(() => loadConfig(serviceConfigShape('sources'), { ...service, STARTUP_TIMEOUT_MS: v })).toThrow(/STARTUP_TIMEOUT_MS/);
+    }
+  });
+});
+
+describe('Kafka TLS and SASL', () => {
+  it('defaults to plaintext without SASL', () => {
+    expect(kafkaSettingsOf(loadConfig(kafkaConfig, base))).toEqual({
+      brokers: ['k1:9092', 'k2:9092'],
+      clientId: 'svc',
+      topicPrefix: '',
+      ssl: false,
+      sasl: undefined,
+      startupTimeoutMs: 30_000,
+    });
+  });
+
+  it.each([
+    ['plain', 'KAFKA_SSL=true'],
+    ['scram-sha-256', 'KAFKA_SSL=1'],
+    ['scram-sha-512', 'KAFKA_SSL=false'],
+  ] as const)('maps SASL %s and %s', (mechanism, ssl) => {
+    const env = { ...base, [ssl.split('=')[0]!]: ssl.split('=')[1], KAFKA_SASL_MECHANISM: mechanism, KAFKA_SASL_USERNAME: 'svc-user', KAFKA_SASL_PASSWORD: 'pa$$ word' };
+    const s = kafkaSettingsOf(loadConfig(kafkaConfig, env));
+    expect(s.ssl).toBe(ssl.endsWith('true') || ssl.endsWith('1'));
+    expect(s.sasl).toEqual({ mechanism, username: 'svc-user', password: 'pa$$ word' });
+  });
+
+  it('reads an empty variable (KEY= in a .env file or a manifest) as unset', () => {
+    const s = kafkaSettingsOf(loadConfig(kafkaConfig, { ...base, KAFKA_SSL: '', KAFKA_SASL_MECHANISM: '', KAFKA_SASL_USERNAME: '', KAFKA_SASL_PASSWORD: '' }));
+    expect(s.ssl).toBe(false);
+    expect(s.sasl).toBeUndefined();
+  });
+
+  it('fails start-up, naming the variables, on an incomplete or unknown SASL setting, without echoing the password', () => {
+    const fail = (env: Record<string, string>) => {
+      try {
+        loadConfig(serviceConfigShape('models'), { ...service, ...env });
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        return (err as Error).message;
+      }
+      throw new Error('expected a ConfigError');
+    };
+    expect(fail({ KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u' })).toBe(
+      'invalid configuration:\n  KAFKA_SASL_PASSWORD: required when KAFKA_SASL_MECHANISM is set',
+    );
+    const orphan = fail({ KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'topsecret-pw' });
+    expect(orphan).toContain('KAFKA_SASL_USERNAME: set KAFKA_SASL_MECHANISM too');
+    expect(orphan).toContain('KAFKA_SASL_PASSWORD: set KAFKA_SASL_MECHANISM too');
+    expect(orphan).not.toContain('topsecret-pw');
+    expect(fail({ KAFKA_SASL_MECHANISM: 'gssapi', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'topsecret-pw' })).toMatch(/^invalid configuration:\n {2}KAFKA_SASL_MECHANISM: /);
+    expect(fail({ KAFKA_SSL: 'yes' })).toMatch(/KAFKA_SSL/);
+  });
+
+  it('refuses a hand-built config with a mechanism and no credentials', () => {
+    expect(() => kafkaSettingsOf({ KAFKA_BROKERS: ['k'], KAFKA_CLIENT_ID: 'c', KAFKA_TOPIC_PREFIX: '', KAFKA_SASL_MECHANISM: 'plain' })).toThrow(ConfigError);
+  });
+});

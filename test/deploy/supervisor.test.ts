@@ -1,0 +1,137 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEPLOYABLES, freePort, startServices, type DeployableName, type ExitReport, type Supervised } from '../../deploy/local/supervisor.ts';
+
+/**
+ * The local supervisor (npm start, the e2e and fault tests) on stand-in processes: tiny HTTP servers that
+ * answer /healthz, crash on request, ignore SIGTERM, or die during start-up.
+ */
+const STAND_INS: Record<string, string> = {
+  'ok.mjs': `
+import { createServer } from 'node:http';
+const server = createServer((req, res) => {
+  if (req.url === '/crash') { res.end('bye'); console.error('fatal: lost the database for good'); setTimeout(() => process.exit(7), 20); return; }
+  res.end('ok');
+}).listen(Number(process.env.PORT), '127.0.0.1');
+process.on('SIGTERM', () => { console.log('shutting down'); server.close(() => process.exit(0)); server.closeAllConnections(); });
+`,
+  'stubborn.mjs': `
+import { createServer } from 'node:http';
+createServer((req, res) => res.end('ok')).listen(Number(process.env.PORT), '127.0.0.1');
+process.on('SIGTERM', () => console.log('ignoring SIGTERM'));
+`,
+  'exits-at-start.mjs': `console.error('cannot reach MongoDB'); setTimeout(() => process.exit(3), 50);`,
+  'killed-at-start.mjs': `setTimeout(() => process.kill(process.pid, 'SIGKILL'), 50);`,
+};
+
+let root: string;
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), 'dap-supervisor-'));
+  for (const [file, code] of Object.entries(STAND_INS)) writeFileSync(join(root, file), code);
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+async function ports(): Promise<Record<DeployableName, number>> {
+  const out = {} as Record<DeployableName, number>;
+  for (const d of DEPLOYABLES) out[d.name] = await freePort();
+  return out;
+}
+
+const deployable = (name: DeployableName, entry: string) => ({ name, entry, urlEnv: DEPLOYABLES.find((d) => d.name === name)!.urlEnv });
+const jsonLines = (file: string) => readFileSync(file, 'utf8').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+const healthy = (url: string) => fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) }).then((r) => r.ok, () => false);
+async function until(what: string, check: () => boolean) {
+  for (const deadline = Date.now() + 5_000; Date.now() < deadline; ) {
+    if (check()) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('supervisor', () => {
+  let sup: Supervised;
+  const reports: ExitReport[] = [];
+  let logDir: string;
+
+  beforeAll(async () => {
+    logDir = join(root, 'logs');
+    sup = await startServices({
+      root,
+      env: {},
+      ports: await ports(),
+      logDir,
+      stopGraceMs: 500,
+      onExit: (r) => reports.push(r),
+      deployables: [deployable('accounts', 'ok.mjs'), deployable('analytics', 'ok.mjs'), deployable('models', 'stubborn.mjs'), deployable('gateway', 'ok.mjs')],
+    });
+  }, 30_000);
+  afterAll(() => sup?.stop());
+
+  it('reports a crash with its exit code, in its log, supervisor.log and status, and does not restart it by itself', async () => {
+    const pid = sup.pids().analytics;
+    expect(sup.status().analytics).toEqual({ pid, state: 'running', restarts: 0 });
+    await fetch(`${sup.urls.analytics}/crash`).then((r) => r.text());
+    await until('the analytics exit', () => sup.status().analytics.state === 'exited');
+    const report = sup.status().analytics.lastExit!;
+    expect(report).toMatchObject({ name: 'analytics', pid, code: 7, signal: null, expected: false, duringStartup: false });
+    expect(report.description).toBe(`analytics (pid ${pid}) exited with code 7, unexpectedly`);
+    expect(reports).toEqual([report]);
+    expect(jsonLines(join(logDir, 'supervisor.log')).at(-1)).toMatchObject({ level: 50, service: 'supervisor', deployable: 'analytics', code: 7, signal: null, expected: false, msg: report.description });
+    // The process's own log keeps its last words, then the supervisor's line.
+    await until('the analytics log line', () => readFileSync(join(logDir, 'analytics.log'), 'utf8').includes('"service":"supervisor"'));
+    const log = readFileSync(join(logDir, 'analytics.log'), 'utf8').trimEnd().split('\n');
+    expect(log.at(-2)).toBe('fatal: lost the database for good');
+    expect(JSON.parse(log.at(-1)!)).toMatchObject({ deployable: 'analytics', code: 7, expected: false });
+
+    await new Promise((r) => setTimeout(r, 500));
+    expect(sup.status().analytics.state).toBe('exited');
+    expect(await healthy(sup.urls.analytics)).toBe(false);
+
+    await sup.restart('analytics');
+    expect(await healthy(sup.urls.analytics)).toBe(true);
+    expect(sup.status().analytics).toMatchObject({ state: 'running', restarts: 1, lastExit: report });
+    expect(sup.pids().analytics).not.toBe(pid);
+  });
+
+  it('reports a requested kill with its signal', async () => {
+    const pid = sup.pids().accounts;
+    await sup.kill('accounts', 'SIGKILL');
+    expect(sup.status().accounts.lastExit).toMatchObject({ pid, code: null, signal: 'SIGKILL', expected: true, description: `accounts (pid ${pid}) was killed by signal SIGKILL, as requested` });
+    expect(jsonLines(join(logDir, 'accounts.log')).at(-1)).toMatchObject({ level: 30, signal: 'SIGKILL', expected: true });
+    await sup.restart('accounts');
+    expect(sup.status().accounts).toMatchObject({ state: 'running', restarts: 1 });
+  });
+
+  it('stops everything: exit 0 after SIGTERM, and SIGKILL for a process that ignores it past the grace period', async () => {
+    const started = Date.now();
+    await sup.stop();
+    expect(Date.now() - started).toBeLessThan(5_000);
+    const st = sup.status();
+    for (const name of ['accounts', 'analytics', 'gateway'] as const) expect(st[name].lastExit).toMatchObject({ code: 0, signal: null, expected: true, forced: false });
+    expect(st.models.lastExit).toMatchObject({ code: null, signal: 'SIGKILL', expected: true, forced: true });
+    expect(st.models.lastExit!.description).toMatch(/^models \(pid \d+\) was killed by signal SIGKILL, as requested \(SIGKILL: it did not stop within the grace period after SIGTERM\)$/);
+    expect(jsonLines(join(logDir, 'supervisor.log')).at(-1)).toMatchObject({ deployable: 'models', level: 40, forced: true });
+    expect(readFileSync(join(logDir, 'models.log'), 'utf8')).toContain('ignoring SIGTERM');
+    expect(reports.filter((r) => !r.expected)).toHaveLength(1); // the crash of the first test only
+  });
+});
+
+describe('supervisor start-up failures', () => {
+  it.each([
+    ['exits-at-start.mjs', /^sources exited with code 3 during start-up; see .*sources\.log$/],
+    // A signal leaves the exit code null: this used to wait out the whole start-up timeout.
+    ['killed-at-start.mjs', /^sources was killed by signal SIGKILL during start-up; see .*sources\.log$/],
+  ])('%s: fails at once, saying how the process ended', async (entry, message) => {
+    const logDir = join(root, `logs-${entry}`);
+    const reports: ExitReport[] = [];
+    const started = Date.now();
+    const err = (await startServices({ root, env: {}, ports: await ports(), logDir, timeoutMs: 30_000, onExit: (r) => reports.push(r), deployables: [deployable('sources', entry)] }).catch(
+      (e: unknown) => e,
+    )) as Error;
+    expect(err.message).toMatch(message);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(reports).toEqual([expect.objectContaining({ name: 'sources', expected: false, duringStartup: true })]);
+    expect(jsonLines(join(logDir, 'supervisor.log'))).toEqual([expect.objectContaining({ deployable: 'sources', duringStartup: true, expected: false })]);
+  });
+});
