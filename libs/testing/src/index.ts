@@ -4,8 +4,17 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** Reads the test stack's addresses (written by `deploy/local/stack.sh up test`), overridable by env. */
-export function stackEnv(): { REDIS_URL: string; KAFKA_BROKERS: string; MONGO_URL: string } {
+/** The test stack's addresses: the shared infrastructure and the connector test databases. */
+export interface StackEnv {
+  REDIS_URL: string;
+  KAFKA_BROKERS: string;
+  MONGO_URL: string;
+  POSTGRES_URL: string;
+  MYSQL_URL: string;
+}
+
+/** Reads the test stack's addresses (written by `deploy/local/stack.sh up test`), each overridable by `TEST_<NAME>`. */
+export function stackEnv(): StackEnv {
   const file = join(repoRoot(), '.local', 'test', 'stack.env');
   const fromFile: Record<string, string> = {};
   if (existsSync(file)) {
@@ -15,9 +24,16 @@ export function stackEnv(): { REDIS_URL: string; KAFKA_BROKERS: string; MONGO_UR
     }
   }
   const pick = (k: string) => process.env[`TEST_${k}`] ?? fromFile[k] ?? '';
-  const env = { REDIS_URL: pick('REDIS_URL'), KAFKA_BROKERS: pick('KAFKA_BROKERS'), MONGO_URL: pick('MONGO_URL') };
-  if (!env.KAFKA_BROKERS || !env.MONGO_URL) {
-    throw new Error('the test stack is not running: run `npm test` (or `bash deploy/local/stack.sh up test`) first');
+  const env: StackEnv = {
+    REDIS_URL: pick('REDIS_URL'),
+    KAFKA_BROKERS: pick('KAFKA_BROKERS'),
+    MONGO_URL: pick('MONGO_URL'),
+    POSTGRES_URL: pick('POSTGRES_URL'),
+    MYSQL_URL: pick('MYSQL_URL'),
+  };
+  const missing = (['KAFKA_BROKERS', 'MONGO_URL', 'POSTGRES_URL', 'MYSQL_URL'] as const).filter((k) => !env[k]);
+  if (missing.length) {
+    throw new Error(`the test stack is not running (${missing.join(', ')} unknown): run \`npm test\` (or \`bash deploy/local/stack.sh up test\`) first`);
   }
   return env;
 }

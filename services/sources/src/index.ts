@@ -4,12 +4,13 @@ import { listen } from '@dap/http';
 import { connectEventing } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
 import { connectMongo, OutboxRelay } from '@dap/mongo';
+import { OutboundGuard } from '@dap/netguard';
 import { createApp } from './app.ts';
 import type { SourcesConfig } from './config.ts';
 import type { RemoteLimits } from './connectors/index.ts';
 import { SourceService } from './domain/source.service.ts';
 import { DatasetLoader } from './ingest/loader.ts';
-import { OutboundGuard } from './outbound/guard.ts';
+import { DownloadWorker } from './outbound/download-worker.ts';
 import { SourceRepository } from './persistence/source.repository.ts';
 import { CredentialCipher } from './secrets/credentials.ts';
 import { SourceSyncer } from './sync/source-syncer.ts';
@@ -78,6 +79,8 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
       await outbox.flush();
     });
 
+    const downloads = new DownloadWorker({ logger });
+    cleanup.push(() => downloads.stop());
     const syncer = new SourceSyncer({
       repo,
       store,
@@ -85,6 +88,7 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
       cipher,
       guard,
       limits,
+      downloads,
       logger,
       concurrency: config.SYNC_CONCURRENCY,
       leaseMs: config.SYNC_LEASE_MS,

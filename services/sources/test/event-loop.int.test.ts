@@ -1,7 +1,7 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pg from 'pg';
-import { http, uniqueSuffix } from '@dap/testing';
-import { databaseUrls, startHarness, type Harness } from './harness.ts';
+import { http, stackEnv, uniqueSuffix } from '@dap/testing';
+import { startHarness, type Harness } from './harness.ts';
 
 /**
  * A million-row pull must not block the event loop: rows stream from a server-side cursor in batches, are
@@ -10,7 +10,7 @@ import { databaseUrls, startHarness, type Harness } from './harness.ts';
  */
 const ROWS = 1_000_000;
 const table = `big_${uniqueSuffix()}`;
-const { POSTGRES_URL } = databaseUrls();
+const { POSTGRES_URL } = stackEnv();
 let h: Harness;
 let pgc: pg.Client;
 

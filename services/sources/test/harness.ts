@@ -1,31 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { newId, SCOPES, signCallerContext } from '@dap/contracts';
 import { createLogger } from '@dap/logger';
-import { http, repoRoot, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
+import { http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
+import type { OutboundGuard } from '@dap/netguard';
 import { loadSourcesConfig } from '../src/config.ts';
 import { startSources, type RunningSources } from '../src/index.ts';
-import type { OutboundGuard } from '../src/outbound/guard.ts';
-
-/** The connector test databases `stack.sh up test` runs (POSTGRES_URL, MYSQL_URL in its stack.env). */
-export function databaseUrls(): { POSTGRES_URL: string; MYSQL_URL: string } {
-  const file = join(repoRoot(), '.local', 'test', 'stack.env');
-  const env: Record<string, string> = {};
-  if (existsSync(file)) {
-    for (const line of readFileSync(file, 'utf8').split('\n')) {
-      const i = line.indexOf('=');
-      if (i > 0) env[line.slice(0, i)] = line.slice(i + 1);
-    }
-  }
-  const pick = (k: string) => process.env[`TEST_${k}`] ?? env[k] ?? '';
-  const urls = { POSTGRES_URL: pick('POSTGRES_URL'), MYSQL_URL: pick('MYSQL_URL') };
-  if (!urls.POSTGRES_URL || !urls.MYSQL_URL) throw new Error('POSTGRES_URL/MYSQL_URL missing: run `bash deploy/local/stack.sh up test`');
-  return urls;
-}
 
 export function headersFor(accountId: string): Record<string, string> {
   const { context, signature } = signCallerContext(TEST_INTERNAL_SECRET, { accountId, plan: 'starter', scopes: [...SCOPES], requestId: newId('req'), issuedAt: Date.now() });

@@ -7,7 +7,7 @@ import { MongoClient } from 'mongodb';
 import { newId, sourceSchema } from '@dap/contracts';
 import { sqlLiteral } from '@dap/datasets';
 import { stackEnv, uniqueSuffix } from '@dap/testing';
-import { databaseUrls, startHarness, type Harness } from './harness.ts';
+import { startHarness, type Harness } from './harness.ts';
 
 /**
  * Every remote source type end to end against real servers: PostgreSQL and MariaDB from the test stack, the
@@ -16,8 +16,7 @@ import { databaseUrls, startHarness, type Harness } from './harness.ts';
  */
 const strictSource = z.strictObject(sourceSchema.shape);
 const suffix = uniqueSuffix();
-const { POSTGRES_URL, MYSQL_URL } = databaseUrls();
-const MONGO_URL = stackEnv().MONGO_URL;
+const { POSTGRES_URL, MYSQL_URL, MONGO_URL } = stackEnv();
 const PG_PASSWORD = new URL(POSTGRES_URL).password;
 const HEADER_SECRET = `Bearer tok-${suffix}-${'s'.repeat(12)}`;
 const QUERY_SECRET = `qs-${suffix}-secret`;

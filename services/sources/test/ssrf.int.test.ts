@@ -2,8 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { LookupAddress } from 'node:dns';
 import { stackEnv } from '@dap/testing';
-import { OutboundGuard, systemResolver } from '../src/outbound/guard.ts';
-import { databaseUrls, startHarness, type Harness } from './harness.ts';
+import { OutboundGuard, systemResolver } from '@dap/netguard';
+import { startHarness, type Harness } from './harness.ts';
 
 /**
  * With ALLOW_PRIVATE_TARGETS=false (production), no source may reach loopback, private, link-local or
@@ -74,7 +74,7 @@ describe('SSRF guard with ALLOW_PRIVATE_TARGETS=false', () => {
   });
 
   it('refuses database hosts on loopback, private and link-local addresses and names', async () => {
-    const pgUrl = new URL(databaseUrls().POSTGRES_URL);
+    const pgUrl = new URL(stackEnv().POSTGRES_URL);
     const mongoPort = new URL(stackEnv().MONGO_URL).port;
     await refusedAs({ type: 'postgres', name: 'x', connection: { url: pgUrl.toString() }, table: 't' }, 'connection', /127\.0\.0\.1 is not allowed \(loopback\)/);
     await refusedAs({ type: 'postgres', name: 'x', connection: { host: 'localhost', port: Number(pgUrl.port), database: 'dap', user: 'dap', password: 'x' }, table: 't' }, 'connection', /localhost resolves to/);
@@ -91,9 +91,9 @@ describe('SSRF guard with ALLOW_PRIVATE_TARGETS=false', () => {
 
 describe('the address actually dialled', () => {
   it('PostgreSQL and MySQL connect to the address the guard resolved and checked (names no system resolver knows)', async () => {
-    const pg = new URL(databaseUrls().POSTGRES_URL);
+    const pg = new URL(stackEnv().POSTGRES_URL);
     pg.hostname = 'pg.loop.test';
-    const my = new URL(databaseUrls().MYSQL_URL);
+    const my = new URL(stackEnv().MYSQL_URL);
     my.hostname = 'mysql.loop.test';
     const a = await dialling.api('POST', '/v1/sources', { body: { type: 'postgres', name: 'pinned', connection: { url: pg.toString() }, query: 'SELECT 1 AS one' } });
     const b = await dialling.api('POST', '/v1/sources', { body: { type: 'mysql', name: 'pinned', connection: { url: my.toString() }, query: 'SELECT 1 AS one' } });

@@ -1,7 +1,8 @@
 import type { CreateSourceBody, RemoteSourceType, SourceConfigDto, SourceType } from '@dap/contracts';
 import type { DatasetStore, StagedFormat } from '@dap/datasets';
 import type { Logger } from '@dap/logger';
-import type { OutboundGuard } from '../outbound/guard.ts';
+import type { OutboundGuard } from '@dap/netguard';
+import type { DownloadRunner } from '../outbound/download-worker.ts';
 
 /**
  * A connector refuses a source (400 on create) or fails a sync with a reason the client can act on, naming
@@ -56,6 +57,8 @@ export interface RemoteContext {
 export interface PullContext extends RemoteContext {
   accountId: string;
   sourceId: string;
+  /** Runs URL downloads off the main thread; without it they run in this thread. */
+  downloads?: DownloadRunner;
 }
 
 /** A DuckDB type the loader reads a staged column as, when the origin knows its types (databases). */

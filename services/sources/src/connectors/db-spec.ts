@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { SSL_MODES, type SourceConfigDto, type SslMode } from '@dap/contracts';
-import { bareHost } from '../outbound/guard.ts';
+import { bareHost } from '@dap/netguard';
 import { ConnectorCheckError, type BodyOf } from './connector.ts';
 
 export type DbType = 'postgres' | 'mysql' | 'mongodb';

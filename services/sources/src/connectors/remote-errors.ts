@@ -1,4 +1,4 @@
-import { DisallowedTargetError, HostNotFoundError } from '../outbound/guard.ts';
+import { DisallowedTargetError, HostNotFoundError } from '@dap/netguard';
 
 /** The pull ran past its time limit (connect, idle or total); the message names which. */
 export class PullTimeoutError extends Error {

@@ -7,7 +7,7 @@ import { gzipSync } from 'node:zlib';
 import { newId } from '@dap/contracts';
 import { DatasetStore } from '@dap/datasets';
 import { createLogger } from '@dap/logger';
-import { OutboundGuard } from '../outbound/guard.ts';
+import { OutboundGuard } from '@dap/netguard';
 import { ConnectorCheckError, type RemoteContext } from './connector.ts';
 import { formatFromBytes, formatFromHeaders, redactUrl, urlConnector } from './url.connector.ts';
 
@@ -131,6 +131,23 @@ describe('the URL connector', () => {
     expect(await refusal(urlConnector.pull(spec('/stall.csv'), { ...ctx(undefined, { urlTimeoutMs: 1_000, idleTimeoutMs: 5_000 }), accountId, sourceId }))).toMatch(
       /downloading the file took longer than 1 s/,
     );
+  });
+
+  it('pulls through the guard: the address it resolved and checked is the one dialled, and a refused one is never dialled', async () => {
+    const accountId = newId('acct');
+    const sourceId = newId('src');
+    const before = hits.length;
+    const strict = new OutboundGuard({ allowPrivate: false });
+    expect(await refusal(urlConnector.pull(spec('/data.csv'), { ...ctx(strict), accountId, sourceId }))).toBe(
+      'could not download the file: the address 127.0.0.1 is not allowed (loopback)',
+    );
+    expect(hits.length).toBe(before);
+    // A name no system resolver knows, which the guard resolves (to an address it treats as public).
+    const pinned = new OutboundGuard({ allowPrivate: false, treatAsPublic: ['127.0.0.1'], resolve: async () => [{ address: '127.0.0.1', family: 4 }] });
+    const url = `http://files.example.test:${new URL(base).port}/data.csv`;
+    const pulled = await urlConnector.pull(urlConnector.specOf({ type: 'url', name: 'n', url }), { ...ctx(pinned), accountId, sourceId });
+    expect(pulled.format).toBe('csv');
+    expect(await readFile(store.stagingFile(accountId, sourceId, 'csv'), 'utf8')).toBe('a,b\n1,x\n2,y\n');
   });
 
   it('reports a refused connection and an unknown host', async () => {

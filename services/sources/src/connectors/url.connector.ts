@@ -1,25 +1,17 @@
-import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
-import type { IncomingHttpHeaders } from 'node:http';
-import { Transform, type TransformCallback } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
 import { FILE_FORMATS, type FileFormat, type SourceConfigDto } from '@dap/contracts';
 import type { StagedFormat } from '@dap/datasets';
 import { stagingTemp } from '../ingest/staging-file.ts';
-import { httpGet, UnsupportedEncodingError, type HttpGetResponse } from '../outbound/http-get.ts';
+import { httpGet, type HttpGetResponse } from '../outbound/http-get.ts';
 import { ConnectorCheckError, type RemoteConnector, type RemoteContext } from './connector.ts';
 import { checkCsv, scanCsv } from './csv.connector.ts';
-import { rowsFromJson } from './json.connector.ts';
-import { describeNetworkError, formatBytes, TooLargeError } from './remote-errors.ts';
-import { toRow } from './rows.ts';
 import { withDeadline } from './deadline.ts';
+import { rowsFromJson } from './json.connector.ts';
+import { toRow } from './rows.ts';
+import { downloadToFile, formatFromBytes, formatFromHeaders, refuseBinary, urlFailure, type DownloadJob, type UrlSpec } from './url-download.ts';
 
-export interface UrlSpec {
-  url: string;
-  format?: FileFormat;
-  headers?: Record<string, string>;
-}
+export { formatFromBytes, formatFromHeaders, type UrlSpec } from './url-download.ts';
 
 const urlSpecSchema = z.object({
   url: z.string(),
@@ -30,23 +22,6 @@ const urlSpecSchema = z.object({
 /** The create-time check reads at most this much of the file. */
 export const URL_PROBE_BYTES = 1024 * 1024;
 
-const CONTENT_TYPES: Record<string, FileFormat> = {
-  'text/csv': 'csv',
-  'application/csv': 'csv',
-  'text/comma-separated-values': 'csv',
-  'text/x-csv': 'csv',
-  'application/json': 'json',
-  'text/json': 'json',
-  'application/x-ndjson': 'ndjson',
-  'application/ndjson': 'ndjson',
-  'application/jsonl': 'ndjson',
-  'application/x-jsonlines': 'ndjson',
-  'application/jsonlines': 'ndjson',
-  'application/json-seq': 'ndjson',
-};
-/** Content types that say nothing about the format: the format comes from the request, the extension or the bytes. */
-const GENERIC_TYPES = new Set(['', 'text/plain', 'application/octet-stream', 'binary/octet-stream', 'application/x-download', 'application/force-download']);
-
 /** The URL as the API shows it: a query string may carry a token, so only its presence is shown. */
 export function redactUrl(url: string): string {
   const u = new URL(url);
@@ -54,91 +29,10 @@ export function redactUrl(url: string): string {
   return u.search ? `${base}?[redacted]` : base;
 }
 
-function extensionFormat(url: string): FileFormat | null {
-  const path = new URL(url).pathname.toLowerCase();
-  if (path.endsWith('.csv') || path.endsWith('.tsv')) return 'csv';
-  if (path.endsWith('.ndjson') || path.endsWith('.jsonl')) return 'ndjson';
-  if (path.endsWith('.json')) return 'json';
-  return null;
-}
-
-/** What the response headers already tell: the format (or null: decide from the bytes) and the refusals. */
-export function formatFromHeaders(spec: UrlSpec, status: number, headers: IncomingHttpHeaders, maxBytes: number): FileFormat | null {
-  if (status >= 300 && status < 400) {
-    throw new ConnectorCheckError('url', `the server answered ${status}, a redirect; redirects are not followed, so give the final URL`);
-  }
-  if (status < 200 || status >= 300) throw new ConnectorCheckError('url', `the server answered HTTP ${status}`);
-  const length = headers['content-length'] === undefined ? null : Number(headers['content-length']);
-  if (status === 204 || (length === 0 && !headers['content-encoding'])) throw new ConnectorCheckError('url', 'the file is empty');
-  if (length !== null && length > maxBytes) {
-    throw new ConnectorCheckError('url', `the file is ${formatBytes(length)}, larger than the limit of ${formatBytes(maxBytes)}`);
-  }
-  const type = (headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-  const known = CONTENT_TYPES[type] ?? (type.endsWith('+json') ? 'json' : undefined);
-  if (!known && !GENERIC_TYPES.has(type)) {
-    throw new ConnectorCheckError('url', `the server answered with content type ${type.slice(0, 100)}; expected CSV, JSON or NDJSON`);
-  }
-  if (spec.format) {
-    // A JSON content type also covers NDJSON served as application/json; CSV and JSON do not mix.
-    if (known === 'csv' && spec.format !== 'csv') throw new ConnectorCheckError('url', `the server says the file is CSV, not ${spec.format}`);
-    return spec.format;
-  }
-  return known ?? extensionFormat(spec.url);
-}
-
-/** The format of a file whose headers did not tell: JSON starts with `[`, NDJSON with `{`, anything else is CSV. */
-export function formatFromBytes(head: Buffer): FileFormat {
-  const text = head.toString('utf8').replace(/^\uFEFF/, '').trimStart();
-  if (text.startsWith('[')) return 'json';
-  if (text.startsWith('{')) return 'ndjson';
-  return 'csv';
-}
-
-function refuseBinary(head: Buffer): void {
-  if (head.includes(0)) throw new ConnectorCheckError('url', 'the file contains NUL bytes; it looks like a binary file, not CSV, JSON or NDJSON');
-}
-
-/** Counts the decoded bytes against the cap and keeps the first ones for the format and binary checks. */
-class Meter extends Transform {
-  bytes = 0;
-  head = Buffer.alloc(0);
-  private readonly maxBytes: number;
-
-  constructor(maxBytes: number) {
-    super();
-    this.maxBytes = maxBytes;
-  }
-
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.bytes += chunk.length;
-    if (this.bytes > this.maxBytes) return done(new TooLargeError(this.maxBytes));
-    if (this.head.length < 64 * 1024) {
-      this.head = Buffer.concat([this.head, chunk.subarray(0, 64 * 1024 - this.head.length)]);
-      try {
-        refuseBinary(this.head);
-      } catch (err) {
-        return done(err as Error);
-      }
-    }
-    done(null, chunk);
-  }
-}
-
-/** Turns what went wrong while fetching into the customer's reason. */
-function urlFailure(err: unknown): Error {
-  if (err instanceof ConnectorCheckError) return err;
-  if (err instanceof UnsupportedEncodingError) return new ConnectorCheckError('url', err.message);
-  const e = err as { code?: string };
-  if (e?.code === 'Z_DATA_ERROR' || e?.code === 'Z_BUF_ERROR' || e?.code === 'ERR__ERROR_FORMAT_PADDING_1') return new ConnectorCheckError('url', 'the compressed response could not be decoded');
-  const reason = describeNetworkError(err);
-  if (reason) return new ConnectorCheckError('url', `could not download the file: ${reason}`);
-  return err as Error;
-}
-
 async function get(spec: UrlSpec, ctx: RemoteContext, signal: AbortSignal): Promise<HttpGetResponse> {
   try {
     return await httpGet(spec.url, {
-      guard: ctx.guard,
+      dial: { guard: ctx.guard },
       headers: spec.headers ?? {},
       connectTimeoutMs: ctx.limits.connectTimeoutMs,
       idleTimeoutMs: ctx.limits.idleTimeoutMs,
@@ -233,27 +127,31 @@ export const urlConnector: RemoteConnector<'url', UrlSpec> = {
 
   async pull(spec, ctx) {
     return withDeadline(ctx.signal, ctx.limits.urlTimeoutMs, 'downloading the file', async (signal) => {
-      const res = await get(spec, ctx, signal);
-      let format: FileFormat | null;
+      // The name is resolved and checked here, and the download dials exactly that address (in a worker
+      // thread when the service has one: a big body's buffers then never touch the main heap).
+      let address: { address: string; family: 4 | 6 };
       try {
-        format = formatFromHeaders(spec, res.status, res.headers, ctx.limits.maxBytes);
+        address = await ctx.guard.pin(new URL(spec.url).hostname, ctx.limits.connectTimeoutMs);
       } catch (err) {
-        res.destroy();
-        throw err;
+        throw urlFailure(err);
       }
       const tmp = await stagingTemp(ctx.store, ctx.accountId, ctx.sourceId);
-      const meter = new Meter(ctx.limits.maxBytes);
+      const job: DownloadJob = {
+        spec,
+        dial: { pinned: address },
+        file: tmp,
+        maxBytes: ctx.limits.maxBytes,
+        connectTimeoutMs: ctx.limits.connectTimeoutMs,
+        idleTimeoutMs: ctx.limits.idleTimeoutMs,
+      };
       try {
-        await pipeline(res.body, meter, createWriteStream(tmp, { highWaterMark: 1024 * 1024 }), { signal });
-        if (meter.bytes === 0) throw new ConnectorCheckError('url', 'the file is empty');
-        const staged: StagedFormat = format ?? formatFromBytes(meter.head);
+        const got = ctx.downloads ? await ctx.downloads.run(job, signal) : await downloadToFile(job, signal);
+        const staged: StagedFormat = got.format ?? formatFromBytes(got.head);
         await rename(tmp, ctx.store.stagingFile(ctx.accountId, ctx.sourceId, staged));
         return { format: staged, checkFieldNames: staged !== 'csv' };
       } catch (err) {
         await rm(tmp, { force: true });
-        throw err instanceof TooLargeError ? new ConnectorCheckError('url', err.message) : urlFailure(err);
-      } finally {
-        res.destroy();
+        throw err;
       }
     });
   },

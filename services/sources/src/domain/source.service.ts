@@ -2,9 +2,9 @@ import { isId, newId, type CallerContext, type CreateSourceBody, type ListQuery,
 import type { DatasetStore, StagedFormat } from '@dap/datasets';
 import { decodeCursor, toPage, type Page } from '@dap/http';
 import type { Logger } from '@dap/logger';
+import { DisallowedTargetError, type OutboundGuard } from '@dap/netguard';
 import { ConnectorCheckError, connectorFor, type BodyOf, type RemoteConnector, type RemoteLimits, type UploadConnector } from '../connectors/index.ts';
 import type { UploadSourceType } from '../connectors/connector.ts';
-import { DisallowedTargetError, type OutboundGuard } from '../outbound/guard.ts';
 import type { SourceDoc, SourceRepository } from '../persistence/source.repository.ts';
 import { credentialsContext, type CredentialCipher } from '../secrets/credentials.ts';
 import { credentialsUnavailable, sourceNotFound, sourceRefused } from './errors.ts';

@@ -3,11 +3,17 @@ import https from 'node:https';
 import { isIP } from 'node:net';
 import type { Readable } from 'node:stream';
 import zlib from 'node:zlib';
+import { bareHost, type OutboundGuard } from '@dap/netguard';
 import { PullTimeoutError } from '../connectors/remote-errors.ts';
-import { bareHost, type OutboundGuard } from './guard.ts';
+
+/**
+ * How the host is dialled: through the guard's `lookup` (every address checked at connect time), or at an
+ * address the guard already resolved and checked (`OutboundGuard.pin`), which is then the one dialled.
+ */
+export type Dial = { guard: OutboundGuard } | { pinned: { address: string; family: 4 | 6 } };
 
 export interface HttpGetOptions {
-  guard: OutboundGuard;
+  dial: Dial;
   headers?: Record<string, string>;
   /** Until the response headers arrive (DNS, TCP, TLS and the server's first answer). */
   connectTimeoutMs: number;
@@ -46,29 +52,38 @@ function decoderFor(encoding: string | undefined): zlib.Gunzip | zlib.Inflate | 
 
 /**
  * One GET through the SSRF guard: IP literals are checked before dialling and names inside the socket's
- * `lookup` (connect time). Redirects are returned to the caller, never followed; there is no connection
- * reuse, since a sync makes one request.
+ * `lookup` (connect time), or the request goes to an address the guard pinned (the Host header and the TLS
+ * name stay the URL's). Redirects are returned to the caller, never followed; there is no connection reuse,
+ * since a sync makes one request.
  */
 export function httpGet(target: string, opts: HttpGetOptions): Promise<HttpGetResponse> {
   const url = new URL(target);
   const host = bareHost(url.hostname);
-  opts.guard.checkLiteral(host);
+  let dial: { hostname: string; lookup?: OutboundGuard['lookup']; family?: 4 | 6; headers?: Record<string, string> };
+  if ('guard' in opts.dial) {
+    opts.dial.guard.checkLiteral(host);
+    dial = { hostname: host, lookup: opts.dial.guard.lookup };
+  } else {
+    dial = { hostname: opts.dial.pinned.address, family: opts.dial.pinned.family, headers: { host: url.host } };
+  }
   opts.signal.throwIfAborted();
   const isHttps = url.protocol === 'https:';
   return new Promise<HttpGetResponse>((resolve, reject) => {
     const req = (isHttps ? https : http).request({
       method: 'GET',
-      hostname: host,
+      hostname: dial.hostname,
+      ...(dial.family ? { family: dial.family } : {}),
       port: url.port || undefined,
       path: `${url.pathname}${url.search}`,
       headers: {
         accept: 'text/csv, application/x-ndjson, application/json;q=0.9, text/plain;q=0.5, */*;q=0.1',
         'accept-encoding': 'gzip, deflate, br',
         'user-agent': USER_AGENT,
+        ...dial.headers,
         ...opts.headers,
       },
       agent: false,
-      lookup: opts.guard.lookup,
+      ...(dial.lookup ? { lookup: dial.lookup } : {}),
       ...(isHttps && !isIP(host) ? { servername: host } : {}),
     });
     const connectTimer = setTimeout(

@@ -3,11 +3,12 @@ import { basename, join } from 'node:path';
 import { newId } from '@dap/contracts';
 import type { DatasetStore, IngestResult } from '@dap/datasets';
 import type { Logger } from '@dap/logger';
+import type { OutboundGuard } from '@dap/netguard';
 import { duckReason, isDuckError } from '../connectors/duck-errors.ts';
 import { ConnectorCheckError, connectorFor, type RemoteLimits } from '../connectors/index.ts';
 import { sourceFailed, sourceReady } from '../domain/events.ts';
 import { LoadError, type DatasetLoader } from '../ingest/loader.ts';
-import type { OutboundGuard } from '../outbound/guard.ts';
+import type { DownloadRunner } from '../outbound/download-worker.ts';
 import type { SourceDoc, SourceRepository } from '../persistence/source.repository.ts';
 import { credentialsContext, CredentialsError, type CredentialCipher } from '../secrets/credentials.ts';
 import { JobRunner } from './job-runner.ts';
@@ -22,6 +23,8 @@ export interface SyncerOptions {
   cipher: CredentialCipher | null;
   guard: OutboundGuard;
   limits: RemoteLimits;
+  /** Runs URL downloads in a worker thread; without it they run on the main thread. */
+  downloads?: DownloadRunner;
   logger: Logger;
   concurrency: number;
   leaseMs: number;
@@ -146,7 +149,7 @@ export class SourceSyncer {
     }
     const connector = connectorFor(doc.type);
     if (connector.mode !== 'remote' || !doc.credentials) throw new SyncFailure('the source has no stored data or connection details; create it again');
-    const { cipher, guard, limits, logger } = this.opts;
+    const { cipher, guard, limits, logger, downloads } = this.opts;
     if (!cipher) throw new SyncFailure('this deployment cannot read source credentials: SOURCE_CREDENTIALS_KEY is not configured');
     let spec: unknown;
     try {
@@ -157,7 +160,7 @@ export class SourceSyncer {
     }
     try {
       const t0 = performance.now();
-      const pulled = await connector.pull(spec, { ...base, guard, limits, store, logger });
+      const pulled = await connector.pull(spec, { ...base, guard, limits, store, logger, ...(downloads ? { downloads } : {}) });
       const t1 = performance.now();
       timings.pullMs = Math.round(t1 - t0);
       const loaded = await loader.load({ ...base, format: pulled.format, ...(pulled.columns ? { columns: pulled.columns } : {}), ...(pulled.checkFieldNames ? { checkFieldNames: true } : {}) });

@@ -1,7 +1,7 @@
 import http, { type ClientRequest, type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
-import { guardedLookup, hostOf, isAllowedAddress, refusal } from './ssrf.ts';
+import { guardedLookup, hostOf, isAllowedAddress, refusal } from '@dap/netguard';
 
 export interface AttemptResult {
   ok: boolean;

@@ -1,6 +1,6 @@
 import { isId, newId, type CallerContext, type CreateWebhookBody, type EventOf, type ListQuery } from '@dap/contracts';
 import { decodeCursor, notFound, toPage, type Page } from '@dap/http';
-import { checkTarget, type Resolver } from '../delivery/ssrf.ts';
+import { checkTarget, type Resolver } from '@dap/netguard';
 import { deliveryIdOf, type DeliveryDoc, type DeliveryRepository } from '../persistence/delivery.repository.ts';
 import { MAX_ENDPOINTS_PER_ACCOUNT, type EndpointDoc, type EndpointRepository } from '../persistence/endpoint.repository.ts';
 import { webhookErrors } from './errors.ts';

@@ -1,5 +1,5 @@
 import type { LookupAddress } from 'node:dns';
-import { DisallowedTargetError, HostNotFoundError, OutboundGuard, type Resolver } from './guard.ts';
+import { DisallowedTargetError, guardedLookup, hostOf, HostNotFoundError, OutboundGuard, type Resolver } from './guard.ts';
 
 const fakeDns = (table: Record<string, string[]>): Resolver => async (host) => {
   const found = table[host];
@@ -82,5 +82,28 @@ describe('OutboundGuard with ALLOW_PRIVATE_TARGETS=true', () => {
   it('allows loopback and private ranges, but never unspecified, multicast or reserved addresses', async () => {
     for (const host of ['127.0.0.1', '::1', '10.0.0.1', 'fc00::1', 'internal.example']) await expect(local.pin(host, 1_000)).resolves.toBeDefined();
     for (const host of ['0.0.0.0', '224.0.0.1', '192.0.2.1']) expect(() => local.checkLiteral(host)).toThrow(DisallowedTargetError);
+  });
+});
+
+describe('guardedLookup (a lookup for an http agent)', () => {
+  const lookupOnce = (allowPrivate: boolean, host: string, all: boolean) =>
+    new Promise<{ err: (Error & { code?: string }) | null; result: unknown }>((resolve) =>
+      guardedLookup(allowPrivate)(host, { all }, (err, address) => resolve({ err, result: address })),
+    );
+
+  it('refuses a name that resolves to loopback unless private targets are allowed', async () => {
+    const refused = await lookupOnce(false, 'localhost', false);
+    expect(refused.err?.code).toBe('ERR_DISALLOWED_TARGET');
+    const allowed = await lookupOnce(true, 'localhost', true);
+    expect(allowed.err).toBeNull();
+    expect(Array.isArray(allowed.result)).toBe(true);
+  });
+});
+
+describe('hostOf', () => {
+  it('strips the brackets of an IPv6 host and keeps names and IPv4 as they are', () => {
+    expect(hostOf(new URL('https://[::ffff:7f00:1]:8443/x'))).toBe('::ffff:7f00:1');
+    expect(hostOf(new URL('http://Example.COM/x'))).toBe('example.com');
+    expect(hostOf(new URL('http://2130706433/'))).toBe('127.0.0.1');
   });
 });

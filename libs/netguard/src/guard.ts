@@ -1,6 +1,6 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
-import { isAllowedAddress, refusal } from './address-class.ts';
+import { isAllowedAddress, nameRefusal, refusal } from './address-class.ts';
 
 /** Resolves a name to every address it has (what `dns.lookup(name, {all: true})` answers). */
 export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
@@ -38,9 +38,14 @@ export function bareHost(host: string): string {
   return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
 }
 
+/** A URL's host as a socket dials it: without IPv6 brackets. */
+export function hostOf(url: URL): string {
+  return bareHost(url.hostname);
+}
+
 /**
- * The SSRF guard for every outbound connection of this service (DESIGN §7). The rule: the IP address
- * actually dialled must be public, unless an operator allows private targets.
+ * The SSRF guard for outbound connections (DESIGN §7): source pulls and webhook deliveries. The rule: the
+ * IP address actually dialled must be public, unless an operator allows private targets.
  *
  * - HTTP(S) and MongoDB dial through `lookup`, a resolver that refuses a name when ANY of its addresses is
  *   not allowed and hands the socket only checked addresses, so the check happens at connect time, for every
@@ -122,10 +127,13 @@ export class OutboundGuard {
       clearTimeout(timer);
     }
     if (!addresses.length) throw new HostNotFoundError(hostname);
-    for (const a of addresses) {
-      const reason = this.reasonFor(a.address);
-      if (reason) throw new DisallowedTargetError(`the host ${hostname} resolves to ${reason.replace(/^the address (\S+) is /, '$1, which is ')}`);
-    }
+    const bad = addresses.find((a) => this.reasonFor(a.address));
+    if (bad) throw new DisallowedTargetError(nameRefusal(hostname, bad.address));
     return addresses;
   }
+}
+
+/** The guard's connect-time `lookup` alone, for an http(s) agent or request that needs nothing else. */
+export function guardedLookup(allowPrivate: boolean): LookupFunction {
+  return new OutboundGuard({ allowPrivate }).lookup;
 }

@@ -3,8 +3,6 @@ import { isIPv4, isIPv6 } from 'node:net';
 /**
  * Address classes for the SSRF guard (DESIGN §7): only `public` is dialled unless an operator allows
  * private targets, and even then unspecified, multicast, broadcast and reserved addresses are refused.
- * These are the webhooks service's rules (services/webhooks/src/delivery/ssrf.ts), copied because a
- * service may not import another's code; they belong in a shared lib.
  */
 export type AddressClass =
   | 'public'
@@ -114,4 +112,9 @@ export function isAllowedAddress(address: string, allowPrivate: boolean): boolea
 
 export function refusal(address: string): string {
   return `the address ${address} is not allowed (${classifyAddress(address) ?? 'invalid'})`;
+}
+
+/** Why a name may not be dialled, given the address of it that is refused. */
+export function nameRefusal(host: string, address: string): string {
+  return `the host ${host} resolves to ${address}, which is not allowed (${classifyAddress(address) ?? 'invalid'})`;
 }

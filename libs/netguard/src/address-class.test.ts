@@ -1,0 +1,71 @@
+import { classifyAddress, isAllowedAddress, nameRefusal, refusal } from './address-class.ts';
+
+describe('SSRF address classifier', () => {
+  it.each([
+    ['127.0.0.1', 'loopback'],
+    ['127.255.0.9', 'loopback'],
+    ['10.1.2.3', 'private'],
+    ['172.16.0.1', 'private'],
+    ['172.31.255.255', 'private'],
+    ['192.168.1.1', 'private'],
+    ['100.64.0.1', 'private'],
+    ['169.254.169.254', 'link-local'],
+    ['0.0.0.0', 'unspecified'],
+    ['224.0.0.1', 'multicast'],
+    ['255.255.255.255', 'broadcast'],
+    ['240.0.0.1', 'reserved'],
+    ['192.0.2.10', 'reserved'],
+    ['::1', 'loopback'],
+    ['::', 'unspecified'],
+    ['fc00::1', 'unique-local'],
+    ['fd12:3456::1', 'unique-local'],
+    ['fe80::1', 'link-local'],
+    ['fe80::1%eth0', 'link-local'],
+    ['ff02::1', 'multicast'],
+    ['::ffff:127.0.0.1', 'loopback'],
+    ['::ffff:7f00:1', 'loopback'],
+    ['::ffff:10.0.0.1', 'private'],
+    ['64:ff9b::a9fe:a9fe', 'link-local'],
+    ['2002:c0a8:0101::1', 'private'],
+    ['::127.0.0.1', 'reserved'],
+    ['2001:db8::1', 'reserved'],
+    ['8.8.8.8', 'public'],
+    ['1.1.1.1', 'public'],
+    ['172.32.0.1', 'public'],
+    ['2606:4700:4700::1111', 'public'],
+    ['::ffff:8.8.8.8', 'public'],
+  ])('%s is %s', (address, cls) => {
+    expect(classifyAddress(address)).toBe(cls);
+  });
+
+  it('answers null for what is not an address', () => {
+    expect(classifyAddress('example.com')).toBeNull();
+    expect(classifyAddress('1.2.3')).toBeNull();
+  });
+
+  it.each(['127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.0.10', '169.254.169.254', '::1', 'fc00::', 'fe80::', '::ffff:127.0.0.1', '0.0.0.0'])(
+    'refuses %s by default',
+    (address) => {
+      expect(isAllowedAddress(address, false)).toBe(false);
+    },
+  );
+
+  it('allows a public address', () => {
+    expect(isAllowedAddress('8.8.8.8', false)).toBe(true);
+  });
+
+  it('allows loopback and private only when the operator allows private targets, never unspecified or multicast', () => {
+    expect(isAllowedAddress('127.0.0.1', true)).toBe(true);
+    expect(isAllowedAddress('10.0.0.1', true)).toBe(true);
+    expect(isAllowedAddress('::1', true)).toBe(true);
+    expect(isAllowedAddress('0.0.0.0', true)).toBe(false);
+    expect(isAllowedAddress('224.0.0.1', true)).toBe(false);
+  });
+});
+
+describe('refusal messages', () => {
+  it('name the address, the host and the class, and nothing else', () => {
+    expect(refusal('10.0.0.1')).toBe('the address 10.0.0.1 is not allowed (private)');
+    expect(nameRefusal('db.internal', 'fd00::5')).toBe('the host db.internal resolves to fd00::5, which is not allowed (unique-local)');
+  });
+});

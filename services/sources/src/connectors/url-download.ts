@@ -1,0 +1,169 @@
+import { createWriteStream } from 'node:fs';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Transform, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { FileFormat } from '@dap/contracts';
+import { httpGet, UnsupportedEncodingError, type Dial } from '../outbound/http-get.ts';
+import { ConnectorCheckError } from './connector.ts';
+import { describeNetworkError, formatBytes, TooLargeError } from './remote-errors.ts';
+
+/**
+ * Downloading a URL source's file to disk. This module is what the download worker loads
+ * (src/outbound/download.worker.ts), so it imports nothing heavy: no DuckDB, no zod, types only from the
+ * contracts.
+ */
+
+export interface UrlSpec {
+  url: string;
+  format?: FileFormat;
+  headers?: Record<string, string>;
+}
+
+const CONTENT_TYPES: Record<string, FileFormat> = {
+  'text/csv': 'csv',
+  'application/csv': 'csv',
+  'text/comma-separated-values': 'csv',
+  'text/x-csv': 'csv',
+  'application/json': 'json',
+  'text/json': 'json',
+  'application/x-ndjson': 'ndjson',
+  'application/ndjson': 'ndjson',
+  'application/jsonl': 'ndjson',
+  'application/x-jsonlines': 'ndjson',
+  'application/jsonlines': 'ndjson',
+  'application/json-seq': 'ndjson',
+};
+/** Content types that say nothing about the format: the format comes from the request, the extension or the bytes. */
+const GENERIC_TYPES = new Set(['', 'text/plain', 'application/octet-stream', 'binary/octet-stream', 'application/x-download', 'application/force-download']);
+
+function extensionFormat(url: string): FileFormat | null {
+  const path = new URL(url).pathname.toLowerCase();
+  if (path.endsWith('.csv') || path.endsWith('.tsv')) return 'csv';
+  if (path.endsWith('.ndjson') || path.endsWith('.jsonl')) return 'ndjson';
+  if (path.endsWith('.json')) return 'json';
+  return null;
+}
+
+/** What the response headers already tell: the format (or null: decide from the bytes) and the refusals. */
+export function formatFromHeaders(spec: UrlSpec, status: number, headers: IncomingHttpHeaders, maxBytes: number): FileFormat | null {
+  if (status >= 300 && status < 400) {
+    throw new ConnectorCheckError('url', `the server answered ${status}, a redirect; redirects are not followed, so give the final URL`);
+  }
+  if (status < 200 || status >= 300) throw new ConnectorCheckError('url', `the server answered HTTP ${status}`);
+  const length = headers['content-length'] === undefined ? null : Number(headers['content-length']);
+  if (status === 204 || (length === 0 && !headers['content-encoding'])) throw new ConnectorCheckError('url', 'the file is empty');
+  if (length !== null && length > maxBytes) {
+    throw new ConnectorCheckError('url', `the file is ${formatBytes(length)}, larger than the limit of ${formatBytes(maxBytes)}`);
+  }
+  const type = (headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  const known = CONTENT_TYPES[type] ?? (type.endsWith('+json') ? 'json' : undefined);
+  if (!known && !GENERIC_TYPES.has(type)) {
+    throw new ConnectorCheckError('url', `the server answered with content type ${type.slice(0, 100)}; expected CSV, JSON or NDJSON`);
+  }
+  if (spec.format) {
+    // A JSON content type also covers NDJSON served as application/json; CSV and JSON do not mix.
+    if (known === 'csv' && spec.format !== 'csv') throw new ConnectorCheckError('url', `the server says the file is CSV, not ${spec.format}`);
+    return spec.format;
+  }
+  return known ?? extensionFormat(spec.url);
+}
+
+/** The format of a file whose headers did not tell: JSON starts with `[`, NDJSON with `{`, anything else is CSV. */
+export function formatFromBytes(head: Buffer): FileFormat {
+  const text = head.toString('utf8').replace(/^\uFEFF/, '').trimStart();
+  if (text.startsWith('[')) return 'json';
+  if (text.startsWith('{')) return 'ndjson';
+  return 'csv';
+}
+
+export function refuseBinary(head: Buffer): void {
+  if (head.includes(0)) throw new ConnectorCheckError('url', 'the file contains NUL bytes; it looks like a binary file, not CSV, JSON or NDJSON');
+}
+
+const HEAD_BYTES = 64 * 1024;
+
+/** Counts the decoded bytes against the cap and keeps the first ones for the format and binary checks. */
+class Meter extends Transform {
+  bytes = 0;
+  head = Buffer.alloc(0);
+  private readonly maxBytes: number;
+
+  constructor(maxBytes: number) {
+    super();
+    this.maxBytes = maxBytes;
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.bytes += chunk.length;
+    if (this.bytes > this.maxBytes) return done(new TooLargeError(this.maxBytes));
+    if (this.head.length < HEAD_BYTES) {
+      this.head = Buffer.concat([this.head, chunk.subarray(0, HEAD_BYTES - this.head.length)]);
+      try {
+        refuseBinary(this.head);
+      } catch (err) {
+        return done(err as Error);
+      }
+    }
+    done(null, chunk);
+  }
+}
+
+/** Turns what went wrong while fetching into the customer's reason. */
+export function urlFailure(err: unknown): Error {
+  if (err instanceof ConnectorCheckError) return err;
+  if (err instanceof TooLargeError) return new ConnectorCheckError('url', err.message);
+  if (err instanceof UnsupportedEncodingError) return new ConnectorCheckError('url', err.message);
+  const e = err as { code?: string };
+  if (e?.code === 'Z_DATA_ERROR' || e?.code === 'Z_BUF_ERROR' || e?.code === 'ERR__ERROR_FORMAT_PADDING_1') return new ConnectorCheckError('url', 'the compressed response could not be decoded');
+  const reason = describeNetworkError(err);
+  if (reason) return new ConnectorCheckError('url', `could not download the file: ${reason}`);
+  return err as Error;
+}
+
+export interface DownloadJob {
+  spec: UrlSpec;
+  dial: Dial;
+  /** Where the body goes; the caller renames it into place, or removes it on failure. */
+  file: string;
+  maxBytes: number;
+  connectTimeoutMs: number;
+  idleTimeoutMs: number;
+}
+
+export interface DownloadResult {
+  /** From the headers, or null when only the bytes can tell (see `formatFromBytes`). */
+  format: FileFormat | null;
+  bytes: number;
+  /** The first 64 KiB of the decoded body. */
+  head: Buffer;
+}
+
+/**
+ * GETs the file and streams its decoded body to `job.file` with backpressure, counting bytes against the
+ * cap. Every failure is a ConnectorCheckError with the customer's reason (see `urlFailure`), except a bug.
+ */
+export async function downloadToFile(job: DownloadJob, signal: AbortSignal): Promise<DownloadResult> {
+  let res;
+  try {
+    res = await httpGet(job.spec.url, {
+      dial: job.dial,
+      headers: job.spec.headers ?? {},
+      connectTimeoutMs: job.connectTimeoutMs,
+      idleTimeoutMs: job.idleTimeoutMs,
+      signal,
+    });
+  } catch (err) {
+    throw urlFailure(err);
+  }
+  try {
+    const format = formatFromHeaders(job.spec, res.status, res.headers, job.maxBytes);
+    const meter = new Meter(job.maxBytes);
+    await pipeline(res.body, meter, createWriteStream(job.file, { highWaterMark: 1024 * 1024 }), { signal });
+    if (meter.bytes === 0) throw new ConnectorCheckError('url', 'the file is empty');
+    return { format, bytes: meter.bytes, head: meter.head };
+  } catch (err) {
+    throw urlFailure(err);
+  } finally {
+    res.destroy();
+  }
+}
