@@ -41,6 +41,7 @@ export class OutboxRelay {
   private readonly intervalMs: number;
   private readonly retryMs: number;
   private readonly batchSize: number;
+  private readonly insertOnly: ReadonlySet<string>;
   /** collection → document id → events handed over and not yet published. */
   private handed = new Map<string, Map<string, Pending>>();
   private sweepWanted = false;
@@ -51,13 +52,27 @@ export class OutboxRelay {
   private again = false;
   private stopped = false;
 
-  constructor(opts: { collections: Collection<Document>[]; publisher: EventPublisher; logger: Logger; intervalMs?: number; retryMs?: number; batchSize?: number }) {
+  constructor(opts: {
+    collections: Collection<Document>[];
+    publisher: EventPublisher;
+    logger: Logger;
+    intervalMs?: number;
+    retryMs?: number;
+    batchSize?: number;
+    /**
+     * Collections whose documents get events only when inserted (logs): nothing can add events while they are
+     * published, so they are cleared by id alone, without the emptiness condition (which the local stack's
+     * MongoDB-wire server answers by scanning the collection under its write lock).
+     */
+    insertOnly?: string[];
+  }) {
     for (const c of opts.collections) this.collections.set(c.collectionName, c);
     this.publisher = opts.publisher;
     this.logger = opts.logger;
     this.intervalMs = opts.intervalMs ?? 1_000;
     this.retryMs = opts.retryMs ?? Math.min(this.intervalMs, 1_000);
     this.batchSize = opts.batchSize ?? 500;
+    this.insertOnly = new Set(opts.insertOnly ?? []);
   }
 
   start(): void {
@@ -222,7 +237,12 @@ export class OutboxRelay {
   private async clear(coll: Collection<Document>, docs: { id: string; eventIds: string[]; tombstone: boolean }[]): Promise<void> {
     if (!docs.length) return;
     const ops: AnyBulkWriteOperation<Document>[] = [];
+    const insertOnly = this.insertOnly.has(coll.collectionName);
     for (const d of docs) {
+      if (insertOnly) {
+        ops.push({ updateOne: { filter: { _id: d.id } as Document, update: { $set: { _outbox: [], _outboxPending: false } } } });
+        continue;
+      }
       ops.push(
         { updateOne: { filter: { _id: d.id } as Document, update: { $pull: { _outbox: { id: { $in: d.eventIds } } } } as Document } },
         { updateOne: { filter: { _id: d.id, _outbox: { $size: 0 } } as Document, update: { $set: { _outboxPending: false } } } },

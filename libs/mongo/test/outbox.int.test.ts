@@ -148,4 +148,27 @@ describe('OutboxRelay (on the test stack MongoDB)', () => {
     expect(doc?._outboxPending).toBe(false);
     expect(doc?._outbox).toEqual([]);
   });
+
+  it('clears insert-only collections by id alone, with no query that scans the collection', async () => {
+    const raw = mongo.db.collection('log');
+    const published: DomainEvent[] = [];
+    const relay = new OutboxRelay({ collections: [raw], publisher: { publish: async (e) => void published.push(...e) }, logger, intervalMs: 60_000, insertOnly: ['log'] });
+    const coll = new TenantCollection<Doc>(mongo.db, 'log', (w) => relay.written(w));
+    relay.start();
+    await relay.flush();
+    const writes: unknown[] = [];
+    const bulkWrite = raw.bulkWrite.bind(raw);
+    raw.bulkWrite = ((ops: Parameters<typeof bulkWrite>[0], o?: Parameters<typeof bulkWrite>[1]) => {
+      writes.push(...ops);
+      return bulkWrite(ops, o);
+    }) as typeof raw.bulkWrite;
+    const events = Array.from({ length: 20 }, (_, i) => event(i));
+    await Promise.all(events.map((e, i) => coll.insert(accountId, { _id: `l${i}`, n: i }, [e])));
+    await waitFor(async () => (await raw.countDocuments({ _outboxPending: true })) === 0, { what: 'every log entry cleared' });
+    await relay.stop();
+    expect(published.map((e) => e.id).sort()).toEqual(events.map((e) => e.id).sort());
+    expect(writes).toHaveLength(20);
+    for (const w of writes as { updateOne: { filter: Document } }[]) expect(Object.keys(w.updateOne.filter)).toEqual(['_id']);
+    expect((await raw.find({}).toArray()).every((d) => (d._outbox as unknown[]).length === 0)).toBe(true);
+  });
 });

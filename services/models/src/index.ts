@@ -70,6 +70,7 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
       publisher: producer,
       logger,
       intervalMs: config.OUTBOX_INTERVAL_MS,
+      insertOnly: [PREDICTION_LOG_COLLECTION], // entries are written once, never updated
     });
     closers.push(async () => {
       await relay.stop();
