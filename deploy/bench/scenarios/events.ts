@@ -55,7 +55,7 @@ export async function eventsScenario(ctx: BenchContext): Promise<ScenarioResult>
         target: '≥ 0.5',
         value: `${round(r.ratioConcurrent, 2)} (${r.deliveriesPerSec} vs ${r.plainPostConcurrentPerSec}/s with ${r.concurrency} in flight; vs a sequential loop ${r.plainPostPerSec}/s: ${round(r.ratio, 2)})`,
         met: r.ratioConcurrent >= 0.5,
-        detail: 'a backlog published at once, first publish → last arrival; the baseline POSTs a delivery-sized body to the same receiver with as many requests in flight as the service may have to one endpoint (the stricter of the two loops)',
+        detail: `a backlog published at once, first publish → last arrival; the baseline POSTs a delivery-sized body to the same receiver with as many requests in flight as the service may have to the one endpoint (${r.concurrency}: WEBHOOK_ENDPOINT_CONCURRENCY as the service's config reads it; the stricter of the two loops)`,
       },
     ],
     data: { source: FILE, ...r },

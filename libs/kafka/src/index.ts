@@ -128,7 +128,9 @@ export class EventProducer {
     const byTopic = new Map<string, DomainEvent[]>();
     for (const e of events) {
       const t = topicName(this.settings, topicOf(e.type));
-      byTopic.set(t, [...(byTopic.get(t) ?? []), e]);
+      const list = byTopic.get(t);
+      if (list) list.push(e);
+      else byTopic.set(t, [e]);
     }
     await this.producer.sendBatch({
       acks: -1,

@@ -9,6 +9,7 @@ import { createKafka, EventProducer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
 import { connectMongo } from '@dap/mongo';
 import { repoRoot, stackEnv, uniqueSuffix } from '@dap/testing';
+import { loadWebhooksConfig } from '../src/config.ts';
 import { spawnWebhooks, type ChildWebhooks } from '../test/process.ts';
 
 /**
@@ -174,9 +175,10 @@ export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise
     INSTANCE_ID: `bench-${suffix}`,
     ...opts.serviceEnv,
   };
-  const endpointConcurrency = Number(env.WEBHOOK_ENDPOINT_CONCURRENCY ?? 4);
-  const maxInFlight = Number(env.WEBHOOK_MAX_IN_FLIGHT ?? 256);
-  const concurrency = Math.min(endpointCount * endpointConcurrency, maxInFlight);
+  // The baseline's requests in flight are the service's own limits, read the way the service reads them
+  // (its defaults included), so the two loops compare like with like.
+  const limits = loadWebhooksConfig({ ...env, HOST: '127.0.0.1', PORT: '0' });
+  const concurrency = Math.min(endpointCount * limits.WEBHOOK_ENDPOINT_CONCURRENCY, limits.WEBHOOK_MAX_IN_FLIGHT);
 
   const silent = createLogger({ name: 'bench', level: 'silent' });
   const settings = { brokers: stack.KAFKA_BROKERS.split(','), clientId: 'webhooks-bench', topicPrefix: env.KAFKA_TOPIC_PREFIX! };

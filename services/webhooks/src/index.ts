@@ -1,5 +1,4 @@
-import type { Collection, Document } from 'mongodb';
-import { ALL_TOPICS, isPublicEventType } from '@dap/contracts';
+import { isPublicEventType, PUBLIC_EVENT_TYPES, topicOf } from '@dap/contracts';
 import { kafkaSettingsOf } from '@dap/config';
 import { listen } from '@dap/http';
 import { createKafka, deadLetterTopic, ensureTopics, EventProducer, waitForKafka, type Eventing, type KafkaSettings } from '@dap/kafka';
@@ -13,7 +12,7 @@ import { SecretBox } from './domain/secret.ts';
 import { WebhooksService } from './domain/webhooks.service.ts';
 import { runBatchEventConsumer } from './events/batch-consumer.ts';
 import { DELIVERY_GROUP_ID, deliveryFanOutBatch } from './events/delivery.consumer.ts';
-import { BatchOutboxRelay } from './persistence/batch-outbox.relay.ts';
+import { DeliveryOutbox } from './persistence/delivery-outbox.ts';
 import { DeliveryRepository } from './persistence/delivery.repository.ts';
 import { EndpointRepository } from './persistence/endpoint.repository.ts';
 
@@ -24,13 +23,19 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
   const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB, { logger, startupTimeoutMs: config.STARTUP_TIMEOUT_MS });
   const eventing = await connectWebhooksEventing(kafkaSettingsOf(config), logger);
   let relay: OutboxRelay | null = null;
-  let deliveryRelay: BatchOutboxRelay | null = null;
   const endpoints = new EndpointRepository(mongo.db, () => relay?.kick());
-  const deliveries = new DeliveryRepository(mongo.db, (ids) => deliveryRelay?.kick(ids));
-  await Promise.all([endpoints.init(), deliveries.init()]);
+  // Every final delivery emits a delivery.completed: staged per batch of record writes, relayed from memory.
+  const deliveryRelay = new DeliveryOutbox({
+    db: mongo.db,
+    deliveries: mongo.db.collection('deliveries'),
+    publisher: eventing.producer,
+    logger,
+    instance: config.INSTANCE_ID,
+    staleMs: claimTtlMsOf(config),
+  });
+  const deliveries = new DeliveryRepository(mongo.db, deliveryRelay);
+  await Promise.all([endpoints.init(), deliveries.init(), deliveryRelay.init()]);
   relay = new OutboxRelay({ collections: [endpoints.coll.raw], publisher: eventing.producer, logger, intervalMs: 1_000 });
-  // Every final delivery writes a delivery.completed: that outbox is relayed in batches.
-  deliveryRelay = new BatchOutboxRelay({ collection: deliveries.raw as unknown as Collection<Document>, publisher: eventing.producer, logger });
 
   const secrets = new SecretBox(config.WEBHOOK_SECRET_KEY);
   const sender = new HttpSender({ timeoutMs: config.WEBHOOK_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS, userAgent: USER_AGENT });
@@ -66,7 +71,8 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
   await dispatcher.start();
   const consumer = await runBatchEventConsumer(eventing.kafka, eventing.settings, eventing.producer, logger, {
     groupId: DELIVERY_GROUP_ID,
-    topics: [...ALL_TOPICS],
+    // Only topics that carry events a webhook can subscribe to (not the gateway's usage or the accounts' key events).
+    topics: [...new Set(PUBLIC_EVENT_TYPES.map(topicOf))],
     handleBatch: deliveryFanOutBatch({ endpoints, deliveries, dispatcher }),
     accepts: isPublicEventType,
     partitionsConsumedConcurrently: config.WEBHOOK_CONSUMER_CONCURRENCY,
@@ -84,15 +90,16 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
     dispatcher,
     endpoints,
     deliveries,
+    outbox: deliveryRelay,
     async stop() {
       await server.close();
       await consumer.disconnect();
       await dispatcher.stop();
       await relay?.stop();
-      await deliveryRelay?.stop();
+      await deliveryRelay.stop();
       try {
         await relay?.flush();
-        await deliveryRelay?.flush();
+        await deliveryRelay.flush();
       } catch (err) {
         logger.warn({ err }, 'outbox flush at shutdown failed; the next start publishes it');
       }

@@ -3,7 +3,7 @@ import { newId } from '@dap/contracts';
 import { connectMongo, type MongoHandle } from '@dap/mongo';
 import { http, startReceiver, uniqueSuffix, waitFor, type ReceivedRequest } from '@dap/testing';
 import type { DeliveryDoc } from '../src/persistence/delivery.repository.ts';
-import { callerHeaders, dropTestDatabase, eventPublisher, sleep, testConfig, testEnv } from './harness.ts';
+import { callerHeaders, dropTestDatabase, eventPublisher, sleep, testConfig, testEnv, topicWatcher } from './harness.ts';
 import { spawnWebhooks, type ChildWebhooks } from './process.ts';
 
 /**
@@ -20,6 +20,7 @@ describe('webhooks killed with SIGKILL mid-delivery', () => {
   let child: ChildWebhooks | null = null;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let events: Awaited<ReturnType<typeof eventPublisher>>;
+  let completions: Awaited<ReturnType<typeof topicWatcher>>;
   let mongo: MongoHandle;
   let killed: Promise<void> | null = null;
 
@@ -30,12 +31,14 @@ describe('webhooks killed with SIGKILL mid-delivery', () => {
     });
     child = await spawnWebhooks(env);
     events = await eventPublisher(config);
+    completions = await topicWatcher(config, 'webhooks.events');
     mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB);
   });
 
   afterAll(async () => {
     await child?.kill('SIGTERM');
     await events?.close();
+    await completions?.close();
     await mongo?.close();
     await dropTestDatabase(config);
     await receiver?.close();
@@ -88,5 +91,23 @@ describe('webhooks killed with SIGKILL mid-delivery', () => {
     // Everything ends succeeded, nothing is left claimed by the dead process.
     const deliveries = mongo.db.collection<DeliveryDoc>('deliveries');
     await waitFor(async () => (await deliveries.countDocuments({ status: 'succeeded' })) === EVENTS, { what: 'every delivery succeeded' });
+
+    // Each delivery emits exactly one delivery.completed, across the crash: events staged but not recorded
+    // when the process died emitted nothing (their attempt was made again), recorded ones were published by
+    // the successor's sweep with the event id they were staged with (a consumer de-duplicates repeats by id).
+    const idsByDelivery = new Map<string, Set<string>>();
+    await waitFor(
+      () => {
+        for (const e of completions.seen) {
+          if (e.type !== 'delivery.completed') continue;
+          idsByDelivery.set(e.data.eventId, (idsByDelivery.get(e.data.eventId) ?? new Set()).add(e.id));
+        }
+        return idsByDelivery.size >= EVENTS;
+      },
+      { what: `a delivery.completed for each of the ${EVENTS} deliveries` },
+    );
+    expect([...idsByDelivery.keys()].sort()).toEqual([...eventIdByReport.values()].sort());
+    expect([...idsByDelivery.values()].filter((ids) => ids.size !== 1)).toEqual([]);
+    await waitFor(async () => (await mongo.db.collection('delivery_outbox').countDocuments({})) === 0, { what: 'the outbox drained' });
   }, 75_000); // ~15 s normally; the headroom is for a loaded machine (start-up, the consumer group's rebalance)
 });

@@ -48,6 +48,8 @@ function harness(opts: { concurrency?: number; renew?: boolean } = {}) {
   const answers: Array<(r: AttemptResult) => void> = [];
   const recorded: Array<{ id: string; status: string; events: number }> = [];
   const renewed: string[] = [];
+  /** The claim each record was written under (owner and expiry), by delivery id. */
+  const claims = new Map<string, { owner: string; until: Date }>();
   /** What the claim query finds next (a due retry, once). */
   const due: DeliveryDoc[] = [];
   const options: DispatcherOptions = {
@@ -59,8 +61,9 @@ function harness(opts: { concurrency?: number; renew?: boolean } = {}) {
         return opts.renew === false ? null : until;
       },
       releaseOwner: async () => 0,
-      recordAttempt: async (id, _owner, _attempt, next, events = []) => {
+      recordAttempt: async (id, claim, _attempt, next, events = []) => {
         recorded.push({ id, status: next.status, events: events.length });
+        claims.set(id, claim);
         return true;
       },
       cancel: async () => {},
@@ -107,7 +110,7 @@ function harness(opts: { concurrency?: number; renew?: boolean } = {}) {
     else if (plan === 'queue') dispatcher.enqueueClaimed(d, endpoint);
     return plan;
   };
-  return { dispatcher, sent, recorded, renewed, due, answerNext, offer, tick };
+  return { dispatcher, sent, recorded, renewed, claims, due, answerNext, offer, tick };
 }
 
 describe('Dispatcher', () => {
@@ -159,6 +162,23 @@ describe('Dispatcher', () => {
     expect(h.renewed).toEqual(['stale:whk_A']);
     expect(h.sent).toEqual(['busy', 'later']); // the lapsed claim may be another instance's now
     await h.answerNext();
+    await h.dispatcher.stop();
+  });
+
+  it('records under the claim it holds: its own owner id and the expiry it set or renewed', async () => {
+    const h = harness({ concurrency: 1 });
+    await h.dispatcher.start();
+    const fresh = delivery('c1');
+    h.offer(fresh);
+    h.offer(delivery('c2', 5_000)); // renewed before its attempt
+    await h.tick();
+    await h.answerNext();
+    await h.tick();
+    await h.answerNext();
+    expect(h.claims.get('c1:whk_A')).toEqual({ owner: h.dispatcher.owner, until: fresh.lockedUntil });
+    const renewed = h.claims.get('c2:whk_A')!;
+    expect(renewed.owner).toBe(h.dispatcher.owner);
+    expect(renewed.until.getTime()).toBeGreaterThan(Date.now() + 50_000); // the 60 s lease from the renewal, not the 5 s left
     await h.dispatcher.stop();
   });
 

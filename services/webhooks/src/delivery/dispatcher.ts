@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomUUID, type KeyObject } from 'node:crypto';
 import { makeEvent } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
 import type { SecretBox } from '../domain/secret.ts';
@@ -6,7 +6,7 @@ import { seriesAttempts, type DeliveryDoc, type DeliveryRepository, type Deliver
 import type { EndpointDoc, EndpointRepository } from '../persistence/endpoint.repository.ts';
 import type { AttemptResult, HttpSender } from './http-sender.ts';
 import { nextDelayMs } from './retry-schedule.ts';
-import { signedHeaders } from './signing.ts';
+import { signedHeaders, signingKeyOf } from './signing.ts';
 
 export interface DispatcherOptions {
   deliveries: Pick<
@@ -80,7 +80,8 @@ export class Dispatcher {
   private waitingCount = 0;
   private waitingBytes = 0;
   private readonly endpointCache = new Map<string, { doc: EndpointDoc; at: number }>();
-  private readonly secretCache = new Map<string, string>();
+  /** HMAC keys by endpoint and sealed secret: opening and importing cost far more than signing. */
+  private readonly secretCache = new Map<string, KeyObject>();
   /** Endpoints this process has seen fail, so a success clears the run even if its endpoint document predates it. */
   private readonly failing = new Set<string>();
   private readonly active = new Set<Promise<void>>();
@@ -364,11 +365,11 @@ export class Dispatcher {
     }
   }
 
-  private openSecret(sealed: string, endpointId: string): string {
+  private openSecret(sealed: string, endpointId: string): KeyObject {
     const key = `${endpointId}/${sealed}`;
     let secret = this.secretCache.get(key);
     if (secret === undefined) {
-      secret = this.o.secrets.open(sealed, endpointId);
+      secret = signingKeyOf(this.o.secrets.open(sealed, endpointId));
       this.secretCache.set(key, secret);
       if (this.secretCache.size > MAX_CACHED) this.secretCache.delete(this.secretCache.keys().next().value!);
     }
@@ -376,7 +377,7 @@ export class Dispatcher {
   }
 
   /** The current secret, and during a rotation's overlap the previous one too (newest first). */
-  private signingSecrets(endpoint: EndpointDoc): string[] {
+  private signingSecrets(endpoint: EndpointDoc): KeyObject[] {
     const secrets = [this.openSecret(endpoint.secretSealed, endpoint._id)];
     if (endpoint.previousSecretSealed && endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt.getTime() > Date.now()) {
       secrets.push(this.openSecret(endpoint.previousSecretSealed, endpoint._id));
@@ -394,7 +395,8 @@ export class Dispatcher {
       status = delay === null ? 'failed' : 'pending';
       if (delay !== null) nextAttemptAt = new Date(Date.now() + delay);
     }
-    // A final state and its delivery.completed are one write, so the count downstream is exact.
+    // A final state emits exactly one delivery.completed (staged with its record write, see DeliveryOutbox),
+    // so the count downstream is exact.
     const completed =
       status === 'pending'
         ? []
@@ -406,7 +408,7 @@ export class Dispatcher {
               data: { endpointId: d.endpointId, eventId: d.eventId, outcome: status === 'succeeded' ? 'succeeded' : 'failed', attempts: made },
             }),
           ];
-    const recorded = await this.o.deliveries.recordAttempt(d._id, this.owner, attempt, { status, nextAttemptAt }, completed);
+    const recorded = await this.o.deliveries.recordAttempt(d._id, { owner: this.owner, until: d.lockedUntil }, attempt, { status, nextAttemptAt }, completed);
     if (recorded && nextAttemptAt) this.wakeAt(nextAttemptAt.getTime() - Date.now());
     this.o.logger.debug({ deliveryId: d._id, endpointId: endpoint._id, statusCode: result.statusCode, attempt: made, status }, 'delivery attempt');
     if (result.ok) {

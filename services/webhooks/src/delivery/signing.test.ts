@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { newWebhookSecret, secretKeyOf } from '../domain/secret.ts';
-import { deliveryBody, signedHeaders, signPayload } from './signing.ts';
+import { deliveryBody, signedHeaders, signingKeyOf, signPayload } from './signing.ts';
 
 describe('Standard Webhooks signing', () => {
   const secret = newWebhookSecret();
@@ -55,6 +55,14 @@ describe('Standard Webhooks signing', () => {
     expect(new Webhook(secret).verify(body, headers)).toEqual(JSON.parse(body));
     expect(() => new Webhook(newWebhookSecret()).verify(body, headers)).toThrow(/signature/i);
     expect(() => signedHeaders([], 'evt_rot', now(), body)).toThrow();
+  });
+
+  it('signs the same with a key imported once as with the secret itself', () => {
+    const ts = now();
+    const key = signingKeyOf(secret);
+    expect(signPayload(key, 'evt_k', ts, body)).toBe(new Webhook(secret).sign('evt_k', new Date(ts * 1000), body));
+    const next = newWebhookSecret();
+    expect(signedHeaders([signingKeyOf(next), key], 'evt_k', ts, body)).toEqual(signedHeaders([next, secret], 'evt_k', ts, body));
   });
 
   it('fails for another message id', () => {

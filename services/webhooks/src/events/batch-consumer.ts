@@ -23,7 +23,14 @@ export interface BatchConsumerOptions {
   accepts?: (eventType: string) => boolean;
   maxAttempts?: number;
   partitionsConsumedConcurrently?: number;
+  /** Events applied together at most (default 250). */
   chunkSize?: number;
+  /**
+   * The first chunk of a fetched batch (default 25); each next one doubles up to `chunkSize`, so the first
+   * deliveries of a burst go out after a small insert rather than a full one, while the rest still go in
+   * large ones.
+   */
+  firstChunkSize?: number;
   fromBeginning?: boolean;
 }
 
@@ -48,6 +55,7 @@ export async function runBatchEventConsumer(kafka: Kafka, settings: KafkaSetting
   const dlq = deadLetterTopic(settings, opts.groupId);
   const maxAttempts = opts.maxAttempts ?? 5;
   const chunkSize = opts.chunkSize ?? 250;
+  const firstChunkSize = Math.min(chunkSize, opts.firstChunkSize ?? 25);
   await consumer.connect();
   await consumer.subscribe({ topics: opts.topics.map((t) => topicName(settings, t)), fromBeginning: opts.fromBeginning ?? true });
 
@@ -105,9 +113,9 @@ export async function runBatchEventConsumer(kafka: Kafka, settings: KafkaSetting
     eachBatchAutoResolve: false,
     partitionsConsumedConcurrently: opts.partitionsConsumedConcurrently ?? 1,
     eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale, commitOffsetsIfNecessary }) => {
-      for (let i = 0; i < batch.messages.length; i += chunkSize) {
+      for (let i = 0, size = firstChunkSize; i < batch.messages.length; i += size, size = Math.min(chunkSize, size * 2)) {
         if (!isRunning() || isStale()) return;
-        const chunk = batch.messages.slice(i, i + chunkSize);
+        const chunk = batch.messages.slice(i, i + size);
         await applyChunk(batch.topic, chunk);
         resolveOffset(chunk[chunk.length - 1]!.offset);
         await heartbeat();

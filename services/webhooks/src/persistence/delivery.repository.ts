@@ -2,6 +2,7 @@ import type { AnyBulkWriteOperation, Collection, Db, Filter, UpdateFilter } from
 import { MongoBulkWriteError } from 'mongodb';
 import type { DomainEvent } from '@dap/contracts';
 import { Batcher } from './batcher.ts';
+import type { OutboxEntry } from './delivery-outbox.ts';
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'cancelled';
 
@@ -37,8 +38,8 @@ export interface DeliveryDoc {
   updatedAt: Date;
   finishedAt: Date | null;
   /**
-   * The delivery.completed waiting for the outbox relay, written with the final attempt. It holds at most one
-   * event: another is only added after a redelivery, which waits until the relay has cleared this one.
+   * Written by earlier versions: the delivery.completed of the final attempt, waiting for the relay. Events
+   * now go to the `delivery_outbox` collection (see DeliveryOutbox), which still relays these at start.
    */
   _outbox?: DomainEvent[];
   _outboxPending?: boolean;
@@ -50,18 +51,36 @@ export const seriesAttempts = (d: Pick<DeliveryDoc, 'attempts' | 'seriesStart'>)
 interface PendingRecord {
   id: string;
   owner: string;
+  /** When the owner's claim lapses (as the owner itself set or renewed it). */
+  claimUntil: Date;
   update: UpdateFilter<DeliveryDoc>;
-  hasEvents: boolean;
+  attemptAt: Date;
+  events: DomainEvent[];
+}
+
+/** Where a record write stages the events of final attempts (see DeliveryOutbox). */
+export interface RecordOutbox {
+  stage(entries: OutboxEntry[]): Promise<string>;
+  recorded(id: string, entries: OutboxEntry[]): void;
+  unsettled(id: string): void;
 }
 
 export type RedeliverResult =
   | { outcome: 'scheduled'; delivery: DeliveryDoc }
   | { outcome: 'not_found' }
   | { outcome: 'in_progress' }
-  /** Finished, but its delivery.completed is not published yet (milliseconds, normally). */
+  /**
+   * Finished by an earlier version, whose delivery.completed (stored on the delivery) is not published yet.
+   * Events staged in the delivery outbox do not hold a redelivery up: they are tied to their own attempt.
+   */
   | { outcome: 'finishing' };
 
 export const UNLOCKED = new Date(0);
+/**
+ * A record whose claim has at least this long to run is written without reading the claim back first: only
+ * its owner can extend or give back a claim, and no other instance may take it before it lapses.
+ */
+export const CLAIM_MARGIN_MS = 5_000;
 const RETENTION_SECONDS = 30 * 24 * 3600;
 
 export const deliveryIdOf = (eventId: string, endpointId: string) => `${eventId}:${endpointId}`;
@@ -74,16 +93,16 @@ function isDuplicateOnly(err: unknown): err is MongoBulkWriteError {
 
 export class DeliveryRepository {
   readonly raw: Collection<DeliveryDoc>;
-  private readonly onEvents: (ids: string[]) => void;
+  private readonly outbox: RecordOutbox;
   /** Inserts from concurrent consumers go to the database together. */
   private readonly inserts = new Batcher<DeliveryDoc[], Set<string>>((groups) => this.insertGroups(groups));
   /** Attempt results from concurrent deliveries go to the database as one bulk write. */
   private readonly records = new Batcher<PendingRecord, boolean>((items) => this.writeRecords(items));
 
-  /** `onEvents` hears the ids of deliveries whose write added events for the outbox relay. */
-  constructor(db: Db, onEvents: (ids: string[]) => void = () => {}) {
+  /** `outbox` holds the events of final attempts from before their record write until they are published. */
+  constructor(db: Db, outbox: RecordOutbox) {
     this.raw = db.collection<DeliveryDoc>('deliveries');
-    this.onEvents = onEvents;
+    this.outbox = outbox;
   }
 
   async init(): Promise<void> {
@@ -159,19 +178,19 @@ export class DeliveryRepository {
 
   /**
    * Records one attempt and what comes next, if this owner still holds the claim; answers whether it did.
-   * `events` (the delivery.completed of a final attempt) are stored in the same write, for the outbox relay.
-   * Concurrent records share one bulk write.
+   * `events` (the delivery.completed of a final attempt) are staged in the outbox before the write and
+   * published once it is done. Concurrent records share one bulk write (and one outbox batch).
    */
   async recordAttempt(
     id: string,
-    owner: string,
+    claim: { owner: string; until: Date },
     attempt: AttemptDoc,
     next: { status: DeliveryStatus; nextAttemptAt: Date | null },
     events: DomainEvent[] = [],
   ): Promise<boolean> {
     const now = new Date();
     const update: UpdateFilter<DeliveryDoc> = {
-      $push: events.length ? { attempts: attempt, _outbox: { $each: events } } : { attempts: attempt },
+      $push: { attempts: attempt },
       $set: {
         status: next.status,
         nextAttemptAt: next.nextAttemptAt,
@@ -180,29 +199,39 @@ export class DeliveryRepository {
         lockedInstance: null,
         updatedAt: now,
         finishedAt: next.status === 'pending' ? null : now,
-        ...(events.length ? { _outboxPending: true } : {}),
       },
     };
-    return this.records.add({ id, owner, update, hasEvents: events.length > 0 });
+    return this.records.add({ id, owner: claim.owner, claimUntil: claim.until, update, attemptAt: attempt.at, events });
   }
 
   /**
-   * Checks the claims of a batch by id, then writes the owned ones by id. The local wire-compatible server
-   * uses no index for a filter with fields besides `_id` and would scan the collection for every attempt;
-   * by-id reads and writes stay fast on it and on MongoDB. Between the check and the write (milliseconds)
-   * a claim can only change hands if its lease lapsed (the owner stalled far beyond the attempt timeout), or
-   * the delivery be cancelled, which the next attempt repeats on finding its endpoint gone or disabled.
+   * Writes a batch of records by id. The local wire-compatible server uses no index for a filter with fields
+   * besides `_id` (it would scan the collection for every attempt), and every by-id read or write costs it
+   * index look-ups that dominate its CPU, so claims are not read back when they cannot have changed hands:
+   * a claim with more than CLAIM_MARGIN_MS to run is held by its owner until then, whoever else looks. Only
+   * records whose claim is about to lapse (the owner stalled) are checked by id first; between that check
+   * and the write (milliseconds) a claim could only change hands if the owner stalled again for its lease.
+   * A delivery cancelled (its endpoint deleted or disabled) while an attempt was on the wire records that
+   * attempt and its outcome; if that outcome is a retry, the retry finds the endpoint gone or disabled and
+   * cancels the delivery again.
    */
   private async writeRecords(items: PendingRecord[]): Promise<boolean[]> {
-    const current = await this.raw
-      .find({ _id: { $in: [...new Set(items.map((i) => i.id))] } }, { projection: { lockedBy: 1, status: 1 } })
-      .toArray();
+    const safeUntil = Date.now() + CLAIM_MARGIN_MS;
+    const unsure = items.filter((i) => i.claimUntil.getTime() <= safeUntil).map((i) => i.id);
+    const current = unsure.length ? await this.raw.find({ _id: { $in: [...new Set(unsure)] } }, { projection: { lockedBy: 1, status: 1 } }).toArray() : [];
     const byId = new Map(current.map((d) => [d._id, d]));
-    const owned = items.map((i) => byId.get(i.id)?.lockedBy === i.owner && byId.get(i.id)?.status === 'pending');
+    const owned = items.map((i) => i.claimUntil.getTime() > safeUntil || (byId.get(i.id)?.lockedBy === i.owner && byId.get(i.id)?.status === 'pending'));
     const ops: AnyBulkWriteOperation<DeliveryDoc>[] = items.filter((_, k) => owned[k]).map((i) => ({ updateOne: { filter: { _id: i.id }, update: i.update } }));
-    if (ops.length) await this.raw.bulkWrite(ops, { ordered: false });
-    const withEvents = items.filter((i, k) => owned[k] && i.hasEvents).map((i) => i.id);
-    if (withEvents.length) this.onEvents(withEvents);
+    const entries: OutboxEntry[] = items.filter((i, k) => owned[k] && i.events.length).map((i) => ({ deliveryId: i.id, attemptAt: i.attemptAt, events: i.events }));
+    // The events are stored before the attempts, so no recorded final attempt is left without its event.
+    const staged = entries.length ? await this.outbox.stage(entries) : null;
+    try {
+      if (ops.length) await this.raw.bulkWrite(ops, { ordered: false });
+    } catch (err) {
+      if (staged) this.outbox.unsettled(staged);
+      throw err;
+    }
+    if (staged) this.outbox.recorded(staged, entries);
     return owned;
   }
 
