@@ -10,6 +10,8 @@ interface CacheEntry {
 }
 
 const NEGATIVE_TTL_MS = 5_000;
+/** How long an eviction is remembered: far longer than any lookup it could race with takes. */
+const EVICTION_MEMORY_MS = 60_000;
 
 /**
  * Verifies API keys against the accounts service, caching positive outcomes in process and in Redis (shared
@@ -25,6 +27,13 @@ export class KeyVerifier {
   private readonly token: string;
   private readonly ttlMs: number;
   private readonly redis: Redis | null;
+  /**
+   * Evictions by key id and by account (`acct:<id>`), each with its place in the sequence of evictions. A
+   * lookup that began before an eviction of its key may come back with the old answer (read from Redis, or
+   * from accounts, before the change): it is then neither cached nor shared, and asked again.
+   */
+  private readonly evicted = new Map<string, { seq: number; at: number }>();
+  private evictions = 0;
   readonly stats = { memoryHits: 0, redisHits: 0, accountsCalls: 0 };
 
   constructor(opts: { accountsUrl: string; internalSecret: string; ttlMs: number; redis?: Redis }) {
@@ -45,11 +54,13 @@ export class KeyVerifier {
   }
 
   async evictKey(keyId: string): Promise<void> {
+    this.remember(keyId);
     for (const [hash, entry] of this.cache) if (entry.outcome.ok && entry.outcome.key.keyId === keyId) this.cache.delete(hash);
     await this.redisDrop([keyId]);
   }
 
   async evictAccount(accountId: string): Promise<void> {
+    this.remember(`acct:${accountId}`);
     const keyIds: string[] = [];
     for (const [hash, entry] of this.cache) {
       if (entry.outcome.ok && entry.outcome.key.accountId === accountId) {
@@ -59,6 +70,19 @@ export class KeyVerifier {
     }
     if (this.redis) keyIds.push(...(await this.redis.smembers(`kc:acct:${accountId}`).catch(() => [])));
     await this.redisDrop(keyIds);
+  }
+
+  private remember(what: string, now = Date.now()): void {
+    this.evicted.set(what, { seq: ++this.evictions, at: now });
+    if (this.evicted.size > 1_000) for (const [k, e] of this.evicted) if (e.at < now - EVICTION_MEMORY_MS) this.evicted.delete(k);
+  }
+
+  /** Whether the key of this outcome was evicted after the lookup that produced it began. */
+  private evictedSince(outcome: VerifyOutcome, seq: number): boolean {
+    if (!outcome.ok) return false;
+    const byKey = this.evicted.get(outcome.key.keyId)?.seq ?? 0;
+    const byAccount = this.evicted.get(`acct:${outcome.key.accountId}`)?.seq ?? 0;
+    return Math.max(byKey, byAccount) > seq;
   }
 
   private async redisDrop(keyIds: string[]): Promise<void> {
@@ -101,8 +125,14 @@ export class KeyVerifier {
   private lookup(hash: string, now: number): Promise<VerifyOutcome> {
     let pending = this.inflight.get(hash);
     if (!pending) {
-      pending = this.resolve(hash)
-        .then((outcome) => {
+      const seq = this.evictions;
+      pending = this.resolve(hash, seq)
+        .then(async (outcome) => {
+          // Evicted while we asked: the answer may predate the change, so ask accounts again, now.
+          if (this.evictedSince(outcome, seq)) {
+            outcome = await this.fetchOutcome(hash);
+            await this.redisPut(hash, outcome);
+          }
           this.cache.set(hash, { outcome, until: now + (outcome.ok ? this.ttlMs : NEGATIVE_TTL_MS) });
           return outcome;
         })
@@ -112,14 +142,15 @@ export class KeyVerifier {
     return pending;
   }
 
-  private async resolve(hash: string): Promise<VerifyOutcome> {
+  private async resolve(hash: string, seq: number): Promise<VerifyOutcome> {
     const shared = await this.redisGet(hash);
     if (shared) {
       this.stats.redisHits++;
       return shared;
     }
     const outcome = await this.fetchOutcome(hash);
-    await this.redisPut(hash, outcome);
+    // An answer that may predate an eviction is not shared with the other instances.
+    if (!this.evictedSince(outcome, seq)) await this.redisPut(hash, outcome);
     return outcome;
   }
 

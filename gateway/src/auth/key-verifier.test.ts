@@ -1,0 +1,97 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { generateApiKey, hashApiKey, SCOPES, type KeyVerifyOutcome } from '@dap/contracts';
+import type { Redis } from '@dap/redis';
+import { KeyVerifier } from './key-verifier.ts';
+
+const SECRET = 'verifier-test-secret-0123456789abcdef0123456789';
+const key = { keyId: 'key_01HZZZZZZZZZZZZZZZZZZZZZZZ', accountId: 'acct_01HZZZZZZZZZZZZZZZZZZZZZZZ', plan: 'starter' as const, scopes: [...SCOPES], expiresAt: null };
+
+/** The accounts service's verify route, answering whatever `answer` holds now. */
+async function fakeAccounts(answer: { current: KeyVerifyOutcome }) {
+  let calls = 0;
+  const server: Server = createServer((req, res) => {
+    calls++;
+    req.resume();
+    req.on('end', () => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(answer.current));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls: () => calls, close: () => new Promise((r) => server.close(r)) };
+}
+
+/** Just the Redis calls the verifier makes, over a map; `get` can be held to order a race. */
+function fakeRedis() {
+  const data = new Map<string, string>();
+  let hold: Promise<void> | null = null;
+  const redis = {
+    get: async (k: string) => {
+      const value = data.get(k) ?? null; // read now, answered later: a reply already on its way
+      if (hold) await hold;
+      return value;
+    },
+    mget: async (...ks: string[]) => ks.map((k) => data.get(k) ?? null),
+    del: async (...ks: string[]) => ks.filter((k) => data.delete(k)).length,
+    smembers: async () => [],
+    multi() {
+      const ops: (() => void)[] = [];
+      const chain = {
+        set: (k: string, v: string) => (ops.push(() => void data.set(k, v)), chain),
+        sadd: () => chain,
+        expire: () => chain,
+        exec: async () => ops.forEach((op) => op()),
+      };
+      return chain;
+    },
+  };
+  return { redis: redis as unknown as Redis, data, holdGets: (p: Promise<void> | null) => void (hold = p) };
+}
+
+describe('KeyVerifier', () => {
+  it('does not keep an answer read before the key was revoked (eviction racing a lookup)', async () => {
+    const answer = { current: { ok: true, key } as KeyVerifyOutcome };
+    const accounts = await fakeAccounts(answer);
+    const { redis, data, holdGets } = fakeRedis();
+    const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, redis });
+    const secret = generateApiKey();
+    try {
+      // Another instance cached the key as valid in Redis.
+      data.set(`kc:${hashApiKey(secret)}`, JSON.stringify(answer.current));
+      data.set(`kc:id:${key.keyId}`, hashApiKey(secret));
+      let release!: () => void;
+      holdGets(new Promise<void>((r) => (release = r)));
+      const inFlight = verifier.verify(secret);
+      await new Promise((r) => setTimeout(r, 20));
+      // The key is revoked and the eviction event arrives while the Redis read is on its way back.
+      answer.current = { ok: false, reason: 'revoked' };
+      await verifier.evictKey(key.keyId);
+      release();
+      holdGets(null);
+      expect(await inFlight).toEqual({ ok: false, reason: 'revoked' });
+      expect(await verifier.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
+      expect(data.has(`kc:${hashApiKey(secret)}`)).toBe(false);
+    } finally {
+      await accounts.close();
+    }
+  });
+
+  it('caches a valid key in memory and in Redis, and asks accounts once', async () => {
+    const answer = { current: { ok: true, key } as KeyVerifyOutcome };
+    const accounts = await fakeAccounts(answer);
+    const { redis, data } = fakeRedis();
+    const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, redis });
+    const secret = generateApiKey();
+    try {
+      const results = await Promise.all(Array.from({ length: 5 }, () => verifier.verify(secret)));
+      expect(results.every((r) => r.ok)).toBe(true);
+      expect(await verifier.verify(secret)).toMatchObject({ ok: true, key: { keyId: key.keyId } });
+      expect(accounts.calls()).toBe(1);
+      expect(JSON.parse(data.get(`kc:${hashApiKey(secret)}`)!)).toMatchObject({ ok: true });
+      expect(await verifier.verify('not-a-key')).toEqual({ ok: false, reason: 'malformed' });
+    } finally {
+      await accounts.close();
+    }
+  });
+});
