@@ -26,13 +26,17 @@ async function fakeAccounts(answer: { current: KeyVerifyOutcome }) {
 function fakeRedis() {
   const data = new Map<string, string>();
   let hold: Promise<void> | null = null;
+  let holdMget: Promise<void> | null = null;
   const redis = {
     get: async (k: string) => {
       const value = data.get(k) ?? null; // read now, answered later: a reply already on its way
       if (hold) await hold;
       return value;
     },
-    mget: async (...ks: string[]) => ks.map((k) => data.get(k) ?? null),
+    mget: async (...ks: string[]) => {
+      if (holdMget) await holdMget;
+      return ks.map((k) => data.get(k) ?? null);
+    },
     del: async (...ks: string[]) => ks.filter((k) => data.delete(k)).length,
     smembers: async () => [],
     multi() {
@@ -46,7 +50,7 @@ function fakeRedis() {
       return chain;
     },
   };
-  return { redis: redis as unknown as Redis, data, holdGets: (p: Promise<void> | null) => void (hold = p) };
+  return { redis: redis as unknown as Redis, data, holdGets: (p: Promise<void> | null) => void (hold = p), holdMgets: (p: Promise<void> | null) => void (holdMget = p) };
 }
 
 describe('KeyVerifier', () => {
@@ -72,6 +76,30 @@ describe('KeyVerifier', () => {
       expect(await inFlight).toEqual({ ok: false, reason: 'revoked' });
       expect(await verifier.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
       expect(data.has(`kc:${hashApiKey(secret)}`)).toBe(false);
+    } finally {
+      await accounts.close();
+    }
+  });
+
+  it('does not keep the shared answer read while the eviction was still removing it', async () => {
+    const answer = { current: { ok: true, key } as KeyVerifyOutcome };
+    const accounts = await fakeAccounts(answer);
+    const { redis, data, holdMgets } = fakeRedis();
+    const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, redis });
+    const secret = generateApiKey();
+    try {
+      expect((await verifier.verify(secret)).ok).toBe(true); // cached in memory and Redis
+      answer.current = { ok: false, reason: 'revoked' };
+      let release!: () => void;
+      holdMgets(new Promise<void>((r) => (release = r)));
+      const eviction = verifier.evictKey(key.keyId); // memory dropped; Redis not yet
+      const during = verifier.verify(secret); // reads Redis's old entry
+      await new Promise((r) => setTimeout(r, 20));
+      release();
+      holdMgets(null);
+      await eviction;
+      await during; // answered before the eviction finished: either answer is fair
+      expect(await verifier.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
     } finally {
       await accounts.close();
     }

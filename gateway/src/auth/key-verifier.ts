@@ -54,22 +54,32 @@ export class KeyVerifier {
   }
 
   async evictKey(keyId: string): Promise<void> {
-    this.remember(keyId);
-    for (const [hash, entry] of this.cache) if (entry.outcome.ok && entry.outcome.key.keyId === keyId) this.cache.delete(hash);
+    const drop = () => {
+      this.remember(keyId);
+      for (const [hash, entry] of this.cache) if (entry.outcome.ok && entry.outcome.key.keyId === keyId) this.cache.delete(hash);
+    };
+    // Before and after the shared entry goes: a lookup that starts while Redis still holds it reads the old
+    // answer, and is then known to have started before the second mark.
+    drop();
     await this.redisDrop([keyId]);
+    drop();
   }
 
   async evictAccount(accountId: string): Promise<void> {
-    this.remember(`acct:${accountId}`);
     const keyIds: string[] = [];
-    for (const [hash, entry] of this.cache) {
-      if (entry.outcome.ok && entry.outcome.key.accountId === accountId) {
-        keyIds.push(entry.outcome.key.keyId);
-        this.cache.delete(hash);
+    const drop = () => {
+      this.remember(`acct:${accountId}`);
+      for (const [hash, entry] of this.cache) {
+        if (entry.outcome.ok && entry.outcome.key.accountId === accountId) {
+          keyIds.push(entry.outcome.key.keyId);
+          this.cache.delete(hash);
+        }
       }
-    }
+    };
+    drop();
     if (this.redis) keyIds.push(...(await this.redis.smembers(`kc:acct:${accountId}`).catch(() => [])));
     await this.redisDrop(keyIds);
+    drop();
   }
 
   private remember(what: string, now = Date.now()): void {

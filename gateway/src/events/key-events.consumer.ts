@@ -12,6 +12,8 @@ export function consumeKeyEvents(eventing: Eventing, logger: Logger, verifier: K
     groupId: `gateway-${instanceId}`,
     topics: [TOPICS.accounts],
     fromBeginning: false,
+    // Start-up waits for the first fetch: a revocation published before it would be skipped.
+    waitUntilFetchingMs: 15_000,
     handle: async (event: DomainEvent) => {
       switch (event.type) {
         case 'apikey.revoked':

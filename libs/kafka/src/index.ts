@@ -160,6 +160,12 @@ export interface ConsumerOptions {
   fromBeginning?: boolean;
   /** Partitions whose messages are handled at the same time (order is kept within a partition); default 1. */
   partitionsConsumedConcurrently?: number;
+  /**
+   * Resolve only once the group has its partitions and has fetched from them (at most this many ms). A new
+   * group that starts from the latest offset skips what is published before its first fetch, so a consumer
+   * that must not miss events from its start (a cache's invalidations) waits for it.
+   */
+  waitUntilFetchingMs?: number;
 }
 
 /**
@@ -190,6 +196,8 @@ export async function runEventConsumer(
     });
   };
 
+  // Registered before run(): the group may join and fetch before run() returns.
+  const fetching = opts.waitUntilFetchingMs ? untilFirstFetch(consumer, opts.waitUntilFetchingMs) : null;
   await consumer.run({
     autoCommit: true,
     partitionsConsumedConcurrently: opts.partitionsConsumedConcurrently ?? 1,
@@ -216,7 +224,24 @@ export async function runEventConsumer(
       }
     },
   });
+  if (fetching && !(await fetching)) logger.warn({ groupId, waitedMs: opts.waitUntilFetchingMs }, 'the consumer has not fetched yet; events published meanwhile may be skipped');
   return consumer;
+}
+
+/** Resolves true at the first fetch after the group joined, false after `timeoutMs`. */
+function untilFirstFetch(consumer: Consumer, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    let joined = false;
+    const removers: (() => void)[] = [];
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      for (const remove of removers) remove();
+      resolve(ok);
+    };
+    const timer = setTimeout(() => done(false), timeoutMs);
+    removers.push(consumer.on(consumer.events.GROUP_JOIN, () => void (joined = true)));
+    removers.push(consumer.on(consumer.events.FETCH, () => joined && done(true)));
+  });
 }
 
 /** Infrastructure outages are retried for as long as they last; only a handler bug dead-letters a message. */
