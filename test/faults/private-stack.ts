@@ -103,8 +103,11 @@ export async function startPrivateStack(dir: string): Promise<PrivateStack> {
         : [
             'java',
             [
-              '-Xmx384m',
-              '-XX:+UseSerialGC',
+              // As deploy/local/stack.sh starts it.
+              '-Xms256m',
+              '-Xmx1g',
+              '-XX:+UseG1GC',
+              '-XX:MaxGCPauseMillis=20',
               '-Dorg.slf4j.simpleLogger.log.de.bwaldvogel.mongo.wire.MongoWireProtocolHandler=warn',
               '-cp',
               `${jars}/mongo/*:${jars}/mongo-launcher`,
