@@ -151,6 +151,26 @@ describe('inline and CSV sources', () => {
     expect(q.rows[0]).toEqual({ u: 20, revenue: 3 * 2.5 + 7 * 1.25 + 40 });
   });
 
+  it('syncs a CSV whose decimal comes after the sniffer sample to a number column, no value changed', async () => {
+    const rows = 30_000;
+    let csv = 'id,n\n';
+    for (let i = 0; i < rows; i++) csv += `${i},${i}\n`;
+    csv += `${rows},9.5\n`;
+    const res = await api('POST', '/v1/sources', { body: { type: 'csv', name: 'Late decimal', csv } });
+    expect(res.status).toBe(201);
+    const ready = strictSource.parse(await settled(res.body.id));
+    expect(ready).toMatchObject({ status: 'ready', rowCount: rows + 1, error: null });
+    expect(ready.schema).toEqual([
+      { name: 'id', type: 'integer' },
+      { name: 'n', type: 'number' },
+    ]);
+    const file = await svc.store.currentFile(accountA, ready.id);
+    const q = await svc.store.duck.run(
+      `SELECT count(*) FILTER (WHERE n <> id AND id < ${rows}) AS changed, max(n) FILTER (WHERE id = ${rows}) AS late FROM read_parquet(${sqlLiteral(file!)})`,
+    );
+    expect(q.rows[0]).toEqual({ changed: 0, late: 9.5 });
+  });
+
   it('creates JSON and NDJSON upload sources that sync to ready', async () => {
     const objects = [{ sku: 'a', qty: 2, meta: { tags: ['x'] } }, { sku: 'b', qty: 5, meta: null }];
     const json = await api('POST', '/v1/sources', { body: { type: 'json', name: 'Stock', json: JSON.stringify(objects) } });

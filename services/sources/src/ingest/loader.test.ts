@@ -1,5 +1,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { newId } from '@dap/contracts';
 import { DatasetStore, sqlLiteral } from '@dap/datasets';
@@ -78,6 +79,148 @@ describe('CSV schema inference', () => {
     expect(types).toEqual({ id: 'integer', v: 'string', w: 'number' });
     expect(rows.at(-1)).toEqual({ id: 999999, v: 'oops', w: 1.5 });
     expect(rows[10]).toEqual({ id: 10, v: '10', w: 10 });
+  });
+
+  /** Past DuckDB's sample: the sniffer sees only the first CSV_SAMPLE_ROWS rows. */
+  const PAST_SAMPLE = CSV_SAMPLE_ROWS + 10_000;
+  /** Every value of a column as the Parquet file holds it, as text (a double or a huge integer as written). */
+  const texts = async (file: string, column: string) =>
+    (await store.duck.run(`SELECT CAST(${column} AS VARCHAR) AS v FROM read_parquet(${sqlLiteral(file)})`)).rows.map((r) => r.v);
+
+  it('widens an integer column to number when a decimal comes after the sample, keeping every value exact', async () => {
+    let csv = 'n\n';
+    for (let i = 0; i < PAST_SAMPLE; i++) csv += `${i * 7}\n`;
+    const { types, result } = await load('csv', `${csv}9.5\n1e3\n12\n`);
+    expect(types).toEqual({ n: 'number' });
+    expect(result.rowCount).toBe(PAST_SAMPLE + 3);
+    const values = await texts(result.file, 'n');
+    expect(values.slice(-3)).toEqual(['9.5', '1000.0', '12.0']);
+    expect(values.slice(0, PAST_SAMPLE).every((v, i) => v === `${i * 7}.0`)).toBe(true);
+  });
+
+  it('never lets DuckDB change a value past the sample silently: each such column widens instead', async () => {
+    const lines = ['id,dec,exp,flag,bigdec,zip,plus,at,plain,pad'];
+    for (let i = 0; i < PAST_SAMPLE; i++) {
+      // Row 7 is all empty fields but its id: NULLs pass every check.
+      if (i === 7) lines.push('7,,,,,,,,,');
+      else lines.push(`${i},${i},${i},${i % 2 === 0},${i === 5 ? '9007199254740993' : i},${10_000 + i},${i},2024-01-02 03:04:05,${i}, ${i} `);
+    }
+    lines.push(`${PAST_SAMPLE},1.5,1e3,1,9.5,01234,+3,2024-01-02 03:04:05-02:00,7, -0 `);
+    const { types, rows, result } = await load('csv', `${lines.join('\n')}\n`);
+    expect(types).toEqual({
+      id: 'integer',
+      dec: 'number',
+      exp: 'number',
+      flag: 'string',
+      bigdec: 'string',
+      zip: 'string',
+      plus: 'string',
+      at: 'timestamp',
+      plain: 'integer',
+      pad: 'integer',
+    });
+    expect(rows.at(-1)).toEqual({ id: PAST_SAMPLE, dec: 1.5, exp: 1000, flag: '1', bigdec: '9.5', zip: '01234', plus: '+3', at: '2024-01-02 05:04:05', plain: 7, pad: 0 });
+    expect(rows[4]).toEqual({ id: 4, dec: 4, exp: 4, flag: 'true', bigdec: '4', zip: '10004', plus: '4', at: '2024-01-02 03:04:05', plain: 4, pad: 4 });
+    expect(rows[7]).toEqual({ id: 7, dec: null, exp: null, flag: null, bigdec: null, zip: null, plus: null, at: null, plain: null, pad: null });
+    // A double cannot hold 9007199254740993, so the column with a decimal keeps its values as text.
+    expect((await texts(result.file, 'bigdec'))[5]).toBe('9007199254740993');
+  });
+
+  it('loads a file whose values all fit their sampled types in one checked COPY (spaces around integers fit)', async () => {
+    const lines: string[] = [];
+    const logger = createLogger({ name: 'test', level: 'debug', destination: new Writable({ write: (chunk: Buffer, _enc, done) => (lines.push(chunk.toString()), done()) }) });
+    const logged = new DatasetLoader(store, { parallelMaxBytes: 64 * 1024 * 1024, logger });
+    let csv = 'i,p,n,b,t,tz\n';
+    for (let i = 0; i < PAST_SAMPLE; i++) csv += `${i - 5}, ${i} ,${i / 4},${i % 2 === 0},2024-01-02 03:04:05.${i % 1000},2024-01-02T03:04:05+01:00\n`;
+    const accountId = newId('acct');
+    const sourceId = newId('src');
+    await store.stage(accountId, sourceId, 'csv', csv);
+    const result = await logged.load({ accountId, sourceId, format: 'csv' });
+    expect(Object.fromEntries(result.schema.map((c) => [c.name, c.type]))).toEqual({ i: 'integer', p: 'integer', n: 'number', b: 'boolean', t: 'timestamp', tz: 'timestamp' });
+    expect(lines.some((l) => l.includes('dataset loaded'))).toBe(true);
+    expect(lines.filter((l) => /measuring|cannot read/.test(l))).toEqual([]);
+    const rows = (await store.duck.run(`SELECT * FROM read_parquet(${sqlLiteral(result.file)}) LIMIT 2 OFFSET 1`)).rows;
+    expect(rows).toEqual([
+      { i: -4, p: 1, n: 0.25, b: false, t: '2024-01-02 03:04:05.1', tz: '2024-01-02 02:04:05' },
+      { i: -3, p: 2, n: 0.5, b: true, t: '2024-01-02 03:04:05.2', tz: '2024-01-02 02:04:05' },
+    ]);
+  });
+
+  it('reads integer, number, boolean and timestamp columns with empty fields as they were sniffed', async () => {
+    const { types, rows } = await load('csv', 'i,n,b,t\n1,1.5,true,2024-01-02 03:04:05\n,,,\n-3,-0.25,F,2024-01-03T04:05:06.5Z\n');
+    expect(types).toEqual({ i: 'integer', n: 'number', b: 'boolean', t: 'timestamp' });
+    expect(rows).toEqual([
+      { i: 1, n: 1.5, b: true, t: '2024-01-02 03:04:05' },
+      { i: null, n: null, b: null, t: null },
+      { i: -3, n: -0.25, b: false, t: '2024-01-03 04:05:06.5' },
+    ]);
+  });
+
+  it('reads a number column with a value that overflows a double (1e400) as text; an underflow is the nearest double, 0', async () => {
+    let csv = 'over,under,ok\n';
+    for (let i = 0; i < PAST_SAMPLE; i++) csv += `${i}.5,${i}.5,${i}.5\n`;
+    const { types, rows } = await load('csv', `${csv}1e400,1e-400,0.0\ninf,0,-0.0\n`);
+    expect(types).toEqual({ over: 'string', under: 'number', ok: 'number' });
+    expect(rows.slice(-2)).toEqual([
+      { over: '1e400', under: 0, ok: 0 },
+      { over: 'inf', under: 0, ok: -0 },
+    ]);
+    expect(rows[0]).toEqual({ over: '0.5', under: 0.5, ok: 0.5 });
+  });
+
+  it('reads timestamps TIMESTAMP_NS cannot hold (9999-12-31, 1500-01-01) as they are, and offsets past the sample as UTC', async () => {
+    const lines = ['t,u'];
+    for (let i = 0; i < PAST_SAMPLE; i++) lines.push(`2024-01-02 03:04:${String(i % 60).padStart(2, '0')},2024-01-02 03:04:05`);
+    lines.push('9999-12-31 23:59:59,1500-01-01 00:00:00', '2024-01-02 03:04:05.123456789,2024-01-02 03:04:05-01:30');
+    const { types, rows } = await load('csv', `${lines.join('\n')}\n`);
+    expect(types).toEqual({ t: 'timestamp', u: 'timestamp' });
+    expect(rows.slice(-2)).toEqual([
+      { t: '9999-12-31 23:59:59', u: '1500-01-01 00:00:00' },
+      { t: '2024-01-02 03:04:05.123456', u: '2024-01-02 04:34:05' },
+    ]);
+    expect(rows[1]).toEqual({ t: '2024-01-02 03:04:01', u: '2024-01-02 03:04:05' });
+  });
+
+  it('keeps integers beyond 2^53 exact, and integers beyond 64 bits as text rather than rounded doubles', async () => {
+    const lines = ['big,late,wide'];
+    for (let i = 0; i < PAST_SAMPLE; i++) lines.push(`${i === 5 ? '9007199254740993' : i},${i},${i === 5 ? '123456789012345678901' : i}`);
+    lines.push('9223372036854775807,12345678901234567890,1');
+    const { types, result } = await load('csv', `${lines.join('\n')}\n`);
+    expect(types).toEqual({ big: 'integer', late: 'string', wide: 'string' });
+    expect((await texts(result.file, 'big')).filter((_, i) => i === 5 || i === PAST_SAMPLE)).toEqual(['9007199254740993', '9223372036854775807']);
+    expect((await texts(result.file, 'late')).at(-1)).toBe('12345678901234567890');
+    expect((await texts(result.file, 'wide'))[5]).toBe('123456789012345678901');
+  });
+
+  it('reads an integer or boolean column with a later word as text, every value as written (as the README says)', async () => {
+    const lines = ['n,b'];
+    for (let i = 0; i < PAST_SAMPLE; i++) lines.push(`${i},${i % 2 ? 'true' : 'False'}`);
+    lines.push('abc,maybe');
+    const { types, rows } = await load('csv', `${lines.join('\n')}\n`);
+    expect(types).toEqual({ n: 'string', b: 'string' });
+    expect(rows.at(-1)).toEqual({ n: 'abc', b: 'maybe' });
+    expect(rows.slice(0, 2)).toEqual([
+      { n: '0', b: 'False' },
+      { n: '1', b: 'true' },
+    ]);
+  });
+
+  it('keeps a boolean column boolean when later values are booleans the sniffer knows (yes, T)', async () => {
+    let csv = 'b\n';
+    for (let i = 0; i < PAST_SAMPLE; i++) csv += i % 2 ? 'true\n' : 'False\n';
+    const { types, rows } = await load('csv', `${csv}yes\nT\nno\n`);
+    expect(types).toEqual({ b: 'boolean' });
+    expect(rows.slice(-3).map((r) => r.b)).toEqual([true, true, false]);
+    expect(rows.slice(0, 2).map((r) => r.b)).toEqual([false, true]);
+  });
+
+  it('sniffs the whole file when a value past the sample is one DuckDB refuses (a word in a date or number column)', async () => {
+    let csv = 'd,n,x\n';
+    for (let i = 0; i < PAST_SAMPLE; i++) csv += `2024-01-${String(1 + (i % 28)).padStart(2, '0')},${i},${i}.25\n`;
+    const { types, rows } = await load('csv', `${csv}soon,2.5,n/a\n`);
+    expect(types).toEqual({ d: 'string', n: 'number', x: 'string' });
+    expect(rows.at(-1)).toEqual({ d: 'soon', n: 2.5, x: 'n/a' });
+    expect(rows[1]).toEqual({ d: '2024-01-02', n: 1, x: '1.25' });
   });
 
   it('keeps the file order, on all threads (small file) and on one (big file)', async () => {

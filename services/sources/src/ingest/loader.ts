@@ -6,6 +6,7 @@ import type { StagedColumn } from '../connectors/connector.ts';
 import { scanCsv } from '../connectors/csv.connector.ts';
 import { duckReason, isDuckError } from '../connectors/duck-errors.ts';
 import { fieldNameProblem, MAX_COLUMNS } from '../connectors/rows.ts';
+import { fitQuery, isStrictError, readColumns, strictSelect, widen, type ReadColumn } from './csv-strict.ts';
 import { detectTimestampFamily, TIMESTAMP_FAMILIES, type TimestampFamily } from './timestamp-formats.ts';
 
 /** The data cannot be loaded; the message is meant for the customer as is. */
@@ -16,7 +17,7 @@ export class LoadError extends Error {
   }
 }
 
-/** DuckDB's default CSV sample; a value past it that does not fit the sampled type makes the loader sniff everything. */
+/** DuckDB's default CSV sample; a value past it that does not fit the sampled type makes the loader read the whole file again (copyCsv). */
 export const CSV_SAMPLE_ROWS = 20_480;
 const TIMESTAMP_SAMPLE_ROWS = 2_000;
 const PARQUET = 'FORMAT parquet, COMPRESSION zstd';
@@ -58,8 +59,10 @@ const unempty = (v: unknown) => (v === null || v === undefined || v === '(empty)
  * Turns a staged file into the source's Parquet data with DuckDB, in as few passes as the data allows:
  *
  * - CSV: DuckDB's sniffer reads a sample for the dialect and types, and one COPY reads the file with those
- *   settings. A value past the sample that does not fit its column's type fails that COPY, and the load runs
- *   again with the whole file sniffed, so a mixed-type column widens instead of failing.
+ *   settings, checked so that a later value that contradicts the sample is never changed silently, as
+ *   DuckDB's casts would (csv-strict.ts). A value that fails a check makes the loader measure every value
+ *   and widen those columns; one DuckDB refuses makes it sniff the whole file. Either way the COPY runs
+ *   again, and a mixed column widens instead of failing.
  * - JSON/NDJSON: read with types inferred from every record, or with the origin's own types (databases).
  * - Then every column is made one of the API's scalar types: nested values become JSON text, zoned
  *   timestamps become UTC, and text columns whose every value is a timestamp in a common format become
@@ -129,22 +132,81 @@ export class DatasetLoader {
 
   // ------------------------------------------------------------------ CSV
 
+  /**
+   * Sniffs a sample, then one COPY with the sniffed types, checked (csv-strict.ts). When DuckDB itself
+   * cannot read a value with those settings: if it was a timestamp (outside TIMESTAMP_NS's range), the
+   * COPY runs again with timestamps read as text; else, or if that fails too, the whole file is sniffed and
+   * the COPY runs once more (timestamps as text). A failure then is the customer's.
+   */
   private async copyCsv(file: string, out: string, signal?: AbortSignal): Promise<void> {
     const header = await this.headerOf(file);
-    for (const sample of [CSV_SAMPLE_ROWS, -1]) {
+    /** DuckDB's own error comes back to choose the next try; anything else (ours, an abort) is thrown. */
+    const duckFailure = (err: unknown): Error => {
+      if (!isDuckError(err) || signal?.aborted) throw err;
+      this.logger.debug({ reason: (err as Error).message.split('\n')[0] }, 'CSV value that DuckDB cannot read with these settings');
+      return err as Error;
+    };
+    const attempt = async (dialect: CsvDialect, textTimestamps: boolean): Promise<Error | null> => {
       try {
-        const dialect = await this.sniff(file, sample, signal);
-        this.refuseRagged(dialect, header);
-        const select = dialect.columns.map((c) => normalizedExpr(c)).join(', ');
-        await this.store.duck.run(`COPY (SELECT ${select} FROM ${csvReader(file, dialect)}) TO ${q(out)} (${PARQUET})`, [], { signal });
-        return;
+        await this.copyCsvWith(file, out, dialect, textTimestamps, signal);
+        return null;
       } catch (err) {
-        if (sample === -1 && isDuckError(err) && !signal?.aborted) throw new LoadError(`the CSV could not be parsed: ${duckReason(err, [this.store.root])}`);
-        if (sample === -1 || !isDuckError(err) || signal?.aborted) throw err;
-        this.logger.debug({ reason: (err as Error).message.split('\n')[0] }, 'CSV value past the sample; sniffing the whole file');
         await rm(out, { force: true });
+        return duckFailure(err);
       }
+    };
+    let sampled: CsvDialect | null = null;
+    try {
+      sampled = await this.sniff(file, CSV_SAMPLE_ROWS, header, signal);
+    } catch (err) {
+      duckFailure(err);
     }
+    if (sampled) {
+      let failure = await attempt(sampled, false);
+      // Most likely a timestamp outside TIMESTAMP_NS's range (about 1677–2262): the same settings, timestamps as text.
+      if (failure?.message.includes('TIMESTAMP_NS')) failure = await attempt(sampled, true);
+      if (!failure) return;
+    }
+    let failure: Error | null;
+    try {
+      failure = await attempt(await this.sniff(file, -1, header, signal), true);
+    } catch (err) {
+      failure = duckFailure(err);
+    }
+    if (failure) throw new LoadError(`the CSV could not be parsed: ${duckReason(failure, [this.store.root])}`);
+  }
+
+  /**
+   * One COPY with the dialect's types, checked. When a check fails (a value the cast would change or
+   * refuse), every value of the checked columns is measured, and the COPY runs once more with each
+   * column's exact type.
+   */
+  private async copyCsvWith(file: string, out: string, dialect: CsvDialect, textTimestamps: boolean, signal?: AbortSignal): Promise<void> {
+    const columns = readColumns(dialect.columns, dialect.timestampFormat, textTimestamps);
+    try {
+      return await this.copyColumns(file, out, dialect, columns, signal);
+    } catch (err) {
+      if (!isStrictError(err) || signal?.aborted) throw err;
+      this.logger.debug('CSV value past the sample does not fit its column; measuring every value');
+      await rm(out, { force: true });
+    }
+    return this.copyColumns(file, out, dialect, await this.fitColumns(file, dialect, columns, signal), signal);
+  }
+
+  private async copyColumns(file: string, out: string, dialect: CsvDialect, columns: ReadColumn[], signal?: AbortSignal): Promise<void> {
+    const { inner, outer } = strictSelect(columns, normalizedExpr);
+    await this.store.duck.run(`COPY (SELECT ${outer} FROM (SELECT ${inner} FROM ${csvReader(file, dialect, columns)})) TO ${q(out)} (${PARQUET})`, [], { signal });
+  }
+
+  /** Reads the checked columns' every value as text (one aggregate, no output) and widens what needs it. */
+  private async fitColumns(file: string, dialect: CsvDialect, columns: ReadColumn[], signal?: AbortSignal): Promise<ReadColumn[]> {
+    const asText = columns.map((c) => ({ name: c.name, type: 'VARCHAR', kind: null }));
+    const sql = fitQuery(columns, csvReader(file, dialect, asText));
+    if (!sql) return columns;
+    const res = await this.store.duck.run(sql, [], { signal });
+    const widened = widen(columns, res.rows[0] ?? {});
+    this.logger.debug({ asText: widened.filter((c, i) => columns[i]!.kind && c.type === 'VARCHAR').length }, 'CSV columns measured');
+    return widened;
   }
 
   private async headerOf(file: string): Promise<string> {
@@ -162,7 +224,7 @@ export class DatasetLoader {
     }
   }
 
-  private async sniff(file: string, sample: number, signal?: AbortSignal): Promise<CsvDialect> {
+  private async sniff(file: string, sample: number, header: string, signal?: AbortSignal): Promise<CsvDialect> {
     const res = await this.store.duck.run(
       `SELECT Delimiter, Quote, Escape, NewLineDelimiter, Comment, SkipRows, to_json(Columns)::VARCHAR AS columns, DateFormat, TimestampFormat
        FROM sniff_csv(${q(file)}, header = true, sample_size = ${sample})`,
@@ -176,7 +238,7 @@ export class DatasetLoader {
       return { name: c.name, type: c.type };
     });
     if (columns.length > MAX_COLUMNS) throw new LoadError(`the CSV has ${columns.length} columns; at most ${MAX_COLUMNS} are allowed`);
-    return {
+    const dialect = {
       delimiter: unempty(r.Delimiter),
       quote: unempty(r.Quote),
       escape: unempty(r.Escape),
@@ -187,6 +249,8 @@ export class DatasetLoader {
       dateFormat: r.DateFormat ? String(r.DateFormat) : null,
       timestampFormat: r.TimestampFormat ? String(r.TimestampFormat) : null,
     };
+    this.refuseRagged(dialect, header);
+    return dialect;
   }
 
   /**
@@ -273,8 +337,8 @@ export class DatasetLoader {
   }
 }
 
-/** DuckDB reads CSV with the sniffed dialect and types, without sniffing again. */
-function csvReader(file: string, d: CsvDialect): string {
+/** DuckDB reads CSV with the sniffed dialect and the given column types, without sniffing again. */
+function csvReader(file: string, d: CsvDialect, columns: readonly { name: string; type: string }[]): string {
   const opts = [
     'auto_detect = false',
     'header = true',
@@ -284,22 +348,25 @@ function csvReader(file: string, d: CsvDialect): string {
     `new_line = ${q(d.newLine)}`,
     `comment = ${q(d.comment)}`,
     'skip = 0',
-    `columns = {${d.columns.map((c) => `${q(c.name)}: ${q(c.type)}`).join(', ')}}`,
+    `columns = {${columns.map((c) => `${q(c.name)}: ${q(c.type)}`).join(', ')}}`,
   ];
   if (d.dateFormat) opts.push(`dateformat = ${q(d.dateFormat)}`);
   if (d.timestampFormat) opts.push(`timestampformat = ${q(d.timestampFormat)}`);
   return `read_csv(${q(file)}, ${opts.join(', ')})`;
 }
 
-/** The select expression that turns a column into one of the API's scalar types (or the bare column). */
-export function normalizedExpr(c: DuckColumn): string {
-  const col = id(c.name);
+/**
+ * The select expression that turns a column into one of the API's scalar types (or the bare column), named
+ * after the column; `col` is what it reads (the column itself unless the query renamed it).
+ */
+export function normalizedExpr(c: DuckColumn, col: string = id(c.name)): string {
+  const name = id(c.name);
   const t = c.type.toUpperCase();
-  if (t === 'JSON') return `(${col} ->> '$') AS ${col}`;
-  if (t.startsWith('STRUCT') || t.startsWith('MAP') || t.startsWith('UNION') || t.endsWith(']')) return `CAST(to_json(${col}) AS VARCHAR) AS ${col}`;
-  if (t === 'TIMESTAMP WITH TIME ZONE') return `timezone('UTC', ${col}) AS ${col}`;
-  if (t === 'TIMESTAMP_NS' || t === 'TIMESTAMP_MS' || t === 'TIMESTAMP_S') return `CAST(${col} AS TIMESTAMP) AS ${col}`;
-  if (t === 'HUGEINT' || t === 'UHUGEINT') return `CAST(${col} AS DOUBLE) AS ${col}`;
-  if (/^(TIME|TIME WITH TIME ZONE|INTERVAL|UUID|BLOB|BIT|ENUM.*)$/.test(t)) return `CAST(${col} AS VARCHAR) AS ${col}`;
-  return col;
+  if (t === 'JSON') return `(${col} ->> '$') AS ${name}`;
+  if (t.startsWith('STRUCT') || t.startsWith('MAP') || t.startsWith('UNION') || t.endsWith(']')) return `CAST(to_json(${col}) AS VARCHAR) AS ${name}`;
+  if (t === 'TIMESTAMP WITH TIME ZONE') return `timezone('UTC', ${col}) AS ${name}`;
+  if (t === 'TIMESTAMP_NS' || t === 'TIMESTAMP_MS' || t === 'TIMESTAMP_S') return `CAST(${col} AS TIMESTAMP) AS ${name}`;
+  if (t === 'HUGEINT' || t === 'UHUGEINT') return `CAST(${col} AS DOUBLE) AS ${name}`;
+  if (/^(TIME|TIME WITH TIME ZONE|INTERVAL|UUID|BLOB|BIT|ENUM.*)$/.test(t)) return `CAST(${col} AS VARCHAR) AS ${name}`;
+  return col === name ? col : `${col} AS ${name}`;
 }
