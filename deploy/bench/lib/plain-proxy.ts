@@ -6,11 +6,11 @@
  */
 import { Agent, createServer } from 'node:http';
 import { createProxyMiddleware } from 'http-proxy-middleware';
+import { parsedTarget } from '../../../gateway/src/proxy/service-proxy.ts';
 
-const target = new URL(process.env.TARGET ?? '');
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 const proxy = createProxyMiddleware({
-  target: { protocol: target.protocol, host: target.hostname, hostname: target.hostname, port: target.port } as unknown as string, // a parsed target, as the gateway passes
+  target: parsedTarget(process.env.TARGET ?? '') as unknown as string, // parsed once, as the gateway's (http-proxy takes either)
   agent,
   toProxy: true,
   ejectPlugins: true,
