@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, createWriteStream, mkdirSync } from 'node:fs';
+import { appendFileSync, createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 
@@ -58,13 +58,28 @@ export function describeExit(e: Pick<ExitReport, 'name' | 'pid' | 'code' | 'sign
   return `${e.name} (pid ${e.pid ?? '?'}) ${how}${when}, ${e.expected ? 'as requested' : 'unexpectedly'}${forced}`;
 }
 
+/** The last lines of a log (at most `maxLines`, 4 KB), so a start-up failure says why where it is reported (CI keeps no files). */
+export function logTail(file: string, maxLines = 25): string {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return '(no log)';
+  }
+  const lines = text.slice(-4_096).split('\n').filter((l) => l.trim() !== '');
+  if (text.length > 4_096) lines.shift(); // cut mid-line
+  return lines.slice(-maxLines).join('\n') || '(empty log)';
+}
+
+class ExitedDuringStartup extends Error {}
+
 async function waitHealthy(url: string, child: ChildProcess, name: string, timeoutMs: number, logFile: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     // A signal (an OOM kill, a SIGKILL) leaves exitCode null: check both, or start-up waits out its timeout.
     if (child.exitCode !== null || child.signalCode !== null) {
       const how = child.signalCode ? `was killed by signal ${child.signalCode}` : `exited with code ${child.exitCode}`;
-      throw new Error(`${name} ${how} during start-up; see ${logFile}`);
+      throw new ExitedDuringStartup(`${name} ${how} during start-up; see ${logFile}`);
     }
     try {
       const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) });
@@ -180,7 +195,13 @@ export async function startServices(opts: {
         child.once('error', (err) => log.write(`${JSON.stringify({ level: 50, service: 'supervisor', deployable: d.name, msg: `could not start: ${err.message}` })}\n`));
       }),
     );
-    await waitHealthy(urls[d.name], child, d.name, opts.timeoutMs ?? 60_000, logFile);
+    try {
+      await waitHealthy(urls[d.name], child, d.name, opts.timeoutMs ?? 60_000, logFile);
+    } catch (err) {
+      if (!(err instanceof ExitedDuringStartup)) throw err;
+      await closed.get(child); // its last output (often the fatal error) is in the log
+      throw new Error(`${err.message}; its last lines:\n${logTail(logFile)}`);
+    }
     status.state = 'running';
   };
 

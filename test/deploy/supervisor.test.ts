@@ -119,9 +119,9 @@ describe('supervisor', () => {
 
 describe('supervisor start-up failures', () => {
   it.each([
-    ['exits-at-start.mjs', /^sources exited with code 3 during start-up; see .*sources\.log$/],
+    ['exits-at-start.mjs', /^sources exited with code 3 during start-up; see .*sources\.log; its last lines:\ncannot reach MongoDB\n\{.*"code":3.*\}$/],
     // A signal leaves the exit code null: this used to wait out the whole start-up timeout.
-    ['killed-at-start.mjs', /^sources was killed by signal SIGKILL during start-up; see .*sources\.log$/],
+    ['killed-at-start.mjs', /^sources was killed by signal SIGKILL during start-up; see .*sources\.log; its last lines:\n\{.*"signal":"SIGKILL".*\}$/],
   ])('%s: fails at once, saying how the process ended', async (entry, message) => {
     const logDir = join(root, `logs-${entry}`);
     const reports: ExitReport[] = [];

@@ -10,6 +10,7 @@ import type { KeyVerifier } from '../auth/key-verifier.ts';
 export function consumeKeyEvents(eventing: Eventing, logger: Logger, verifier: KeyVerifier, instanceId: string) {
   return runEventConsumer(eventing.kafka, eventing.settings, eventing.producer, logger, {
     groupId: `gateway-${instanceId}`,
+    deadLetterName: 'gateway',
     topics: [TOPICS.accounts],
     fromBeginning: false,
     // Start-up waits for the first fetch: a revocation published before it would be skipped.

@@ -1,4 +1,4 @@
-import { Kafka, logLevel, type Consumer, type KafkaConfig, type Producer, type KafkaMessage } from 'kafkajs';
+import { Kafka, logLevel, type Admin, type Consumer, type KafkaConfig, type Producer, type KafkaMessage } from 'kafkajs';
 import { retryDuringStartup, type KafkaSaslMechanism } from '@dap/config';
 import { ALL_TOPICS, domainEventSchema, topicOf, type DomainEvent, type Topic } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
@@ -81,28 +81,79 @@ export async function waitForKafka(s: KafkaSettings, logger: Logger): Promise<vo
 export const topicName = (s: Pick<KafkaSettings, 'topicPrefix'>, topic: Topic | string) => `${s.topicPrefix}${topic}`;
 export const deadLetterTopic = (s: Pick<KafkaSettings, 'topicPrefix'>, groupId: string) => `${s.topicPrefix}dlq.${groupId}`;
 
-/** Creates the domain topics if they are missing (idempotent; safe from every service). */
-export async function ensureTopics(kafka: Kafka, s: KafkaSettings, extra: string[] = []): Promise<void> {
-  const admin = kafka.admin();
-  await admin.connect();
+/** Topic errors waiting cannot fix: a refusal, or settings the cluster rejects. */
+const TOPIC_SETUP_FATAL = new Set(['INVALID_REPLICATION_FACTOR', 'INVALID_PARTITIONS', 'INVALID_TOPIC_EXCEPTION', 'INVALID_CONFIG', 'POLICY_VIOLATION', 'INVALID_REQUEST', 'UNSUPPORTED_VERSION']);
+
+/**
+ * Whether creating topics may succeed later. A busy broker (thousands of partitions, a loaded machine)
+ * answers with timeouts, leaderless partitions and, from kafkajs, errors that carry no `retriable` flag at
+ * all (a `KafkaJSTimeout` waiting for leaders, an aggregate of per-topic errors): all of those are worth
+ * another attempt. Only a refusal or a setting the cluster rejects is not.
+ */
+export function isRetriableTopicSetup(err: unknown): boolean {
+  const e = err as { name?: string; type?: string; errors?: unknown[]; cause?: unknown } | null | undefined;
+  if (!e) return false;
+  if (e.name === 'KafkaJSSASLAuthenticationError' || e.type === 'SASL_AUTHENTICATION_FAILED' || e.type?.endsWith('_AUTHORIZATION_FAILED')) return false;
+  if (e.type && TOPIC_SETUP_FATAL.has(e.type)) return false;
+  if (Array.isArray(e.errors)) return e.errors.every(isRetriableTopicSetup);
+  if (e.cause !== undefined && e.cause !== null) return isRetriableTopicSetup(e.cause);
+  return true;
+}
+
+class TopicsNotReady extends Error {
+  override name = 'TopicsNotReady';
+}
+
+/**
+ * The topics that are missing or have a partition without a leader. Asks for these topics' metadata only:
+ * a full listing is slow (and kafkajs can fail on it) on a broker with thousands of topics.
+ */
+async function notReady(admin: Admin, topics: string[]): Promise<string[]> {
+  let found: Awaited<ReturnType<Admin['fetchTopicMetadata']>>['topics'];
   try {
-    // Services starting together create the same topics at once: the ones that lose the race can see a
-    // topic that exists but is not hosted yet (a retriable error). Try again instead of failing start-up.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const existing = new Set(await admin.listTopics());
-        const wanted = [...ALL_TOPICS.map((t) => topicName(s, t)), ...extra].filter((t) => !existing.has(t));
-        if (wanted.length) {
-          await admin.createTopics({ waitForLeaders: true, topics: wanted.map((topic) => ({ topic, numPartitions: 3, replicationFactor: 1 })) });
-        }
-        return;
-      } catch (err) {
-        if (attempt >= 5 || !(err as { retriable?: boolean }).retriable) throw err;
-        await new Promise((r) => setTimeout(r, 250 * attempt));
-      }
-    }
+    ({ topics: found } = await admin.fetchTopicMetadata({ topics }));
+  } catch (err) {
+    // kafkajs fails the whole answer when one topic is unknown or has no leader yet, without saying which.
+    const type = (err as { type?: string }).type;
+    if (type === 'UNKNOWN_TOPIC_OR_PARTITION' || type === 'LEADER_NOT_AVAILABLE') return topics;
+    throw err;
+  }
+  const missing = topics.filter((t) => !found.some((f) => f.name === t));
+  const leaderless = found.filter((t) => t.partitions.length === 0 || t.partitions.some((p) => p.leader < 0)).map((t) => t.name);
+  return [...missing, ...leaderless];
+}
+
+/** The prefixed names of every domain topic. */
+export const domainTopicNames = (s: Pick<KafkaSettings, 'topicPrefix'>) => ALL_TOPICS.map((t) => topicName(s, t));
+
+/**
+ * Creates the topics (full names) that are missing and waits until every partition of each has a leader.
+ * Idempotent, and safe from every service at once: the topics another service created meanwhile count as
+ * created. Retried with backoff over the settings' start-up period, because one request's timeout is not
+ * enough on a busy broker; each retry is logged and the last error ends start-up.
+ */
+export async function ensureTopics(kafka: Kafka, s: KafkaSettings, logger: Logger, names: string[]): Promise<void> {
+  const topics = [...new Set(names)];
+  // The outer retry owns the waiting: kafkajs's own retries would hide each failure for up to half a minute.
+  const admin = kafka.admin({ retry: { retries: 1 } });
+  try {
+    await retryDuringStartup({
+      what: `Kafka topics (${topics.length} with prefix "${s.topicPrefix}")`,
+      timeoutMs: s.startupTimeoutMs ?? 30_000,
+      logger,
+      retriable: isRetriableTopicSetup,
+      attempt: async () => {
+        await admin.connect(); // a no-op once connected
+        // Topics provisioned beforehand are only checked: a service need not have the right to create them.
+        if ((await notReady(admin, topics)).length === 0) return;
+        // Resolves false when every topic exists already; a mix of existing and new ones is fine too.
+        await admin.createTopics({ waitForLeaders: false, timeout: 15_000, topics: topics.map((topic) => ({ topic, numPartitions: 3, replicationFactor: 1 })) });
+        const waiting = await notReady(admin, topics);
+        if (waiting.length) throw new TopicsNotReady(`not ready yet: ${waiting.join(', ')}`);
+      },
+    });
   } finally {
-    await admin.disconnect();
+    await admin.disconnect().catch(() => {});
   }
 }
 
@@ -166,6 +217,8 @@ export interface ConsumerOptions {
    * that must not miss events from its start (a cache's invalidations) waits for it.
    */
   waitUntilFetchingMs?: number;
+  /** Names the dead-letter topic, `<prefix>dlq.<name>`; default the group id. Per-instance groups share one. */
+  deadLetterName?: string;
 }
 
 /**
@@ -182,8 +235,10 @@ export async function runEventConsumer(
 ): Promise<Consumer> {
   const groupId = `${settings.topicPrefix}${opts.groupId}`;
   const consumer = kafka.consumer({ groupId, sessionTimeout: 10_000, heartbeatInterval: 1_000, maxWaitTimeInMs: 50, retry: { retries: 10 } });
-  const dlq = deadLetterTopic(settings, opts.groupId);
+  const dlq = deadLetterTopic(settings, opts.deadLetterName ?? opts.groupId);
   const maxAttempts = opts.maxAttempts ?? 5;
+  // The producer may not create topics on the fly: without this, a poison message could not be set aside.
+  await ensureTopics(kafka, settings, logger, [dlq]);
   await consumer.connect();
   await consumer.subscribe({ topics: opts.topics.map((t) => topicName(settings, t)), fromBeginning: opts.fromBeginning ?? true });
 
@@ -259,11 +314,14 @@ export interface Eventing {
   close(): Promise<void>;
 }
 
-/** Connects the producer after waiting for a broker and making sure the domain topics exist. */
-export async function connectEventing(settings: KafkaSettings, logger: Logger): Promise<Eventing> {
+/**
+ * Connects the producer after waiting for a broker and making sure the domain topics (and `extraTopics`,
+ * e.g. a dead-letter topic: the producer may not create topics on the fly) exist.
+ */
+export async function connectEventing(settings: KafkaSettings, logger: Logger, extraTopics: string[] = []): Promise<Eventing> {
   const kafka = createKafka(settings, logger);
   await waitForKafka(settings, logger);
-  await ensureTopics(kafka, settings);
+  await ensureTopics(kafka, settings, logger, [...domainTopicNames(settings), ...extraTopics]);
   const producer = new EventProducer(kafka, settings);
   await producer.connect();
   return { kafka, settings, producer, close: () => producer.disconnect() };

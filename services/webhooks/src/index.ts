@@ -1,7 +1,7 @@
 import { isPublicEventType, PUBLIC_EVENT_TYPES, topicOf } from '@dap/contracts';
 import { kafkaSettingsOf } from '@dap/config';
 import { listen } from '@dap/http';
-import { createKafka, deadLetterTopic, ensureTopics, EventProducer, waitForKafka, type Eventing, type KafkaSettings } from '@dap/kafka';
+import { connectEventing, deadLetterTopic } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
 import { connectMongo, OutboxRelay } from '@dap/mongo';
 import { createApp } from './app.ts';
@@ -21,7 +21,8 @@ export const USER_AGENT = 'dap-webhooks/1.0 (+https://docs.dap.dev/webhooks)';
 export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Logger } = {}) {
   const logger = deps.logger ?? createLogger({ name: 'webhooks', level: config.LOG_LEVEL });
   const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB, { logger, startupTimeoutMs: config.STARTUP_TIMEOUT_MS });
-  const eventing = await connectWebhooksEventing(kafkaSettingsOf(config), logger);
+  const kafkaSettings = kafkaSettingsOf(config);
+  const eventing = await connectEventing(kafkaSettings, logger, [deadLetterTopic(kafkaSettings, DELIVERY_GROUP_ID)]);
   let relay: OutboxRelay | null = null;
   const endpoints = new EndpointRepository(mongo.db, () => relay?.kick());
   // Every final delivery emits a delivery.completed: staged per batch of record writes, relayed from memory.
@@ -108,30 +109,6 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
       await mongo.close();
     },
   };
-}
-
-/**
- * `connectEventing` of @dap/kafka, plus the dead-letter topic (the producer may not create topics on the
- * fly) in the same ensureTopics call. Creating topics is idempotent, so start-up tries it a few times: on a
- * broker with thousands of topics its metadata answers can fail in ways the shared retry does not catch
- * (kafkajs's listTopics throws a TypeError when a metadata request comes back empty).
- */
-async function connectWebhooksEventing(settings: KafkaSettings, logger: Logger): Promise<Eventing> {
-  const kafka = createKafka(settings, logger);
-  await waitForKafka(settings, logger);
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await ensureTopics(kafka, settings, [deadLetterTopic(settings, DELIVERY_GROUP_ID)]);
-      break;
-    } catch (err) {
-      if (attempt >= 5) throw err;
-      logger.warn({ err, attempt }, 'creating the Kafka topics failed; retrying');
-      await new Promise((r) => setTimeout(r, 500 * attempt));
-    }
-  }
-  const producer = new EventProducer(kafka, settings);
-  await producer.connect();
-  return { kafka, settings, producer, close: () => producer.disconnect() };
 }
 
 export type RunningWebhooks = Awaited<ReturnType<typeof startWebhooks>>;
