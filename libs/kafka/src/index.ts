@@ -202,13 +202,11 @@ export class EventProducer {
   }
 }
 
-export interface ConsumerOptions {
-  groupId: string;
+export interface ConsumerOptions extends ConsumerGroupOptions {
   topics: Topic[];
   /** Applies one event durably; throwing means "not applied" and the event is retried. */
   handle: (event: DomainEvent) => Promise<void>;
   maxAttempts?: number;
-  fromBeginning?: boolean;
   /** Partitions whose messages are handled at the same time (order is kept within a partition); default 1. */
   partitionsConsumedConcurrently?: number;
   /**
@@ -217,8 +215,6 @@ export interface ConsumerOptions {
    * that must not miss events from its start (a cache's invalidations) waits for it.
    */
   waitUntilFetchingMs?: number;
-  /** Names the dead-letter topic, `<prefix>dlq.<name>`; default the group id. Per-instance groups share one. */
-  deadLetterName?: string;
 }
 
 /**
@@ -234,22 +230,8 @@ export async function runEventConsumer(
   opts: ConsumerOptions,
 ): Promise<Consumer> {
   const groupId = `${settings.topicPrefix}${opts.groupId}`;
-  const consumer = kafka.consumer({ groupId, sessionTimeout: 10_000, heartbeatInterval: 1_000, maxWaitTimeInMs: 50, retry: { retries: 10 } });
-  const dlq = deadLetterTopic(settings, opts.deadLetterName ?? opts.groupId);
   const maxAttempts = opts.maxAttempts ?? 5;
-  // The producer may not create topics on the fly: without this, a poison message could not be set aside.
-  await ensureTopics(kafka, settings, logger, [dlq]);
-  await consumer.connect();
-  await consumer.subscribe({ topics: opts.topics.map((t) => topicName(settings, t)), fromBeginning: opts.fromBeginning ?? true });
-
-  const toDeadLetter = async (topic: string, message: KafkaMessage, reason: string) => {
-    logger.error({ topic, offset: message.offset, reason }, 'event sent to dead-letter topic');
-    await producer.sendRaw(dlq, {
-      key: message.key,
-      value: message.value,
-      headers: { 'dlq-reason': reason.slice(0, 500), 'dlq-source-topic': topic, 'dlq-source-offset': message.offset },
-    });
-  };
+  const { consumer, toDeadLetter } = await openConsumer(kafka, settings, producer, logger, opts);
 
   // Registered before run(): the group may join and fetch before run() returns.
   const fetching = opts.waitUntilFetchingMs ? untilFirstFetch(consumer, opts.waitUntilFetchingMs) : null;
@@ -283,6 +265,49 @@ export async function runEventConsumer(
   return consumer;
 }
 
+/** What `openConsumer` needs: the group, its topics and where its dead letters go. */
+export interface ConsumerGroupOptions {
+  groupId: string;
+  topics: readonly string[];
+  fromBeginning?: boolean;
+  /** Names the dead-letter topic, `<prefix>dlq.<name>`; default the group id. Per-instance groups share one. */
+  deadLetterName?: string;
+}
+
+export type DeadLetter = (topic: string, message: KafkaMessage, reason: string) => Promise<void>;
+
+/**
+ * A connected, subscribed consumer with the shared settings, and the function that sets a poison message
+ * aside in the group's dead-letter topic (created here: the producer may not create topics on the fly).
+ * Connecting and subscribing are retried over the start-up period: a topic another service created a moment
+ * ago can still be unknown to the broker that answers, and kafkajs's subscribe does not retry that.
+ */
+export async function openConsumer(kafka: Kafka, settings: KafkaSettings, producer: EventProducer, logger: Logger, opts: ConsumerGroupOptions): Promise<{ consumer: Consumer; toDeadLetter: DeadLetter }> {
+  const groupId = `${settings.topicPrefix}${opts.groupId}`;
+  const dlq = deadLetterTopic(settings, opts.deadLetterName ?? opts.groupId);
+  await ensureTopics(kafka, settings, logger, [dlq]);
+  const consumer = kafka.consumer({ groupId, sessionTimeout: 10_000, heartbeatInterval: 1_000, maxWaitTimeInMs: 50, retry: { retries: 10 } });
+  await retryDuringStartup({
+    what: `Kafka consumer group ${groupId}`,
+    timeoutMs: settings.startupTimeoutMs ?? 30_000,
+    logger,
+    retriable: isRetriableTopicSetup,
+    attempt: async () => {
+      await consumer.connect();
+      await consumer.subscribe({ topics: opts.topics.map((t) => topicName(settings, t)), fromBeginning: opts.fromBeginning ?? true });
+    },
+  });
+  const toDeadLetter: DeadLetter = async (topic, message, reason) => {
+    logger.error({ topic, offset: message.offset, reason }, 'event sent to dead-letter topic');
+    await producer.sendRaw(dlq, {
+      key: message.key,
+      value: message.value,
+      headers: { 'dlq-reason': reason.slice(0, 500), 'dlq-source-topic': topic, 'dlq-source-offset': message.offset },
+    });
+  };
+  return { consumer, toDeadLetter };
+}
+
 /** Resolves true at the first fetch after the group joined, false after `timeoutMs`. */
 function untilFirstFetch(consumer: Consumer, timeoutMs: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -300,7 +325,7 @@ function untilFirstFetch(consumer: Consumer, timeoutMs: number): Promise<boolean
 }
 
 /** Infrastructure outages are retried for as long as they last; only a handler bug dead-letters a message. */
-function isTransient(err: unknown): boolean {
+export function isTransient(err: unknown): boolean {
   const e = err as { name?: string; code?: string };
   return Boolean(e?.name?.startsWith('MongoNetwork') || e?.name === 'MongoServerSelectionError' || e?.name === 'MongoNotConnectedError' || e?.code === 'ECONNREFUSED');
 }

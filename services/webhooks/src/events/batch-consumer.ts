@@ -1,6 +1,6 @@
 import type { Consumer, KafkaMessage } from 'kafkajs';
 import { domainEventSchema, type DomainEvent, type Topic } from '@dap/contracts';
-import { deadLetterTopic, topicName, type EventProducer, type Kafka, type KafkaSettings } from '@dap/kafka';
+import { isTransient, openConsumer, type EventProducer, type Kafka, type KafkaSettings } from '@dap/kafka';
 import type { Logger } from '@dap/logger';
 
 /**
@@ -36,37 +36,11 @@ export interface BatchConsumerOptions {
 
 const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.min(200 * 2 ** attempt, 5_000)));
 
-/** Infrastructure outages are retried for as long as they last; only a handler bug dead-letters a message. */
-export function isTransient(err: unknown): boolean {
-  const e = err as { name?: string; code?: string };
-  return Boolean(
-    e?.name?.startsWith('MongoNetwork') || e?.name === 'MongoServerSelectionError' || e?.name === 'MongoNotConnectedError' || e?.code === 'ECONNREFUSED',
-  );
-}
-
 export async function runBatchEventConsumer(kafka: Kafka, settings: KafkaSettings, producer: EventProducer, logger: Logger, opts: BatchConsumerOptions): Promise<Consumer> {
-  const consumer = kafka.consumer({
-    groupId: `${settings.topicPrefix}${opts.groupId}`,
-    sessionTimeout: 10_000,
-    heartbeatInterval: 1_000,
-    maxWaitTimeInMs: 50,
-    retry: { retries: 10 },
-  });
-  const dlq = deadLetterTopic(settings, opts.groupId);
+  const { consumer, toDeadLetter } = await openConsumer(kafka, settings, producer, logger, opts);
   const maxAttempts = opts.maxAttempts ?? 5;
   const chunkSize = opts.chunkSize ?? 250;
   const firstChunkSize = Math.min(chunkSize, opts.firstChunkSize ?? 25);
-  await consumer.connect();
-  await consumer.subscribe({ topics: opts.topics.map((t) => topicName(settings, t)), fromBeginning: opts.fromBeginning ?? true });
-
-  const toDeadLetter = async (topic: string, message: KafkaMessage, reason: string) => {
-    logger.error({ topic, offset: message.offset, reason }, 'event sent to dead-letter topic');
-    await producer.sendRaw(dlq, {
-      key: message.key,
-      value: message.value,
-      headers: { 'dlq-reason': reason.slice(0, 500), 'dlq-source-topic': topic, 'dlq-source-offset': message.offset },
-    });
-  };
 
   /** One event on its own, as the shared consumer does it: retried, then dead-lettered. */
   const applyOne = async (topic: string, message: KafkaMessage, event: DomainEvent) => {
