@@ -133,10 +133,19 @@ export async function startServices(opts: {
   onExit?: (report: ExitReport) => void;
   /** What to run (tests supervise stand-ins); default DEPLOYABLES. */
   deployables?: readonly Deployable[];
+  /**
+   * Ports picked with `freePort()` are only free when picked: by the time a service listens (after it has
+   * reached MongoDB and Kafka) an outgoing connection of another process may hold one. With this set, a
+   * process that fails to start with EADDRINUSE is started again on a newly picked port (at most twice);
+   * only during start-up, before the gateway is given the services' URLs. Off for fixed ports (npm start).
+   */
+  repickBusyPorts?: boolean;
 }): Promise<Supervised> {
   mkdirSync(opts.logDir, { recursive: true });
   const deployables = opts.deployables ?? DEPLOYABLES;
-  const urls = Object.fromEntries(deployables.map((d) => [d.name, `http://127.0.0.1:${opts.ports[d.name]}`])) as Record<DeployableName, string>;
+  const ports = { ...opts.ports };
+  const urlOf = (name: DeployableName) => `http://127.0.0.1:${ports[name]}`;
+  const urls = Object.fromEntries(deployables.map((d) => [d.name, urlOf(d.name)])) as Record<DeployableName, string>;
   const children = new Map<DeployableName, ChildProcess>();
   /** Resolves when a process has exited and its output is in its log. */
   const closed = new Map<ChildProcess, Promise<void>>();
@@ -156,7 +165,7 @@ export async function startServices(opts: {
     const env: Record<string, string> = {
       ...opts.env,
       HOST: '127.0.0.1',
-      PORT: String(opts.ports[d.name]),
+      PORT: String(ports[d.name]),
       MONGO_DB: `${opts.mongoDbPrefix ?? 'dap_'}${d.name}`,
     };
     for (const other of deployables) env[other.urlEnv] = urls[other.name];
@@ -222,10 +231,26 @@ export async function startServices(opts: {
     }
   };
 
+  /** The first launch: on a port another process took meanwhile, again on a new one if allowed. */
+  const firstLaunch = async (d: Deployable) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await launch(d);
+      } catch (err) {
+        const busy = err instanceof Error && /EADDRINUSE/.test(err.message);
+        if (!busy || !opts.repickBusyPorts || attempt >= 3) throw err;
+        const taken = ports[d.name];
+        ports[d.name] = await freePort();
+        urls[d.name] = urlOf(d.name);
+        process.stderr.write(`[supervisor] ${d.name}: port ${taken} was taken before it could listen; starting it again on ${ports[d.name]}\n`);
+      }
+    }
+  };
+
   const gateway = deployables.filter((d) => d.name === 'gateway');
   try {
-    await Promise.all(deployables.filter((d) => d.name !== 'gateway').map(launch));
-    await Promise.all(gateway.map(launch));
+    await Promise.all(deployables.filter((d) => d.name !== 'gateway').map(firstLaunch));
+    await Promise.all(gateway.map(firstLaunch));
   } catch (err) {
     await Promise.all([...children.keys()].map((n) => stopOne(n, 'SIGTERM')));
     throw err;

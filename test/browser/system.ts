@@ -24,6 +24,7 @@ export async function startSystem(extraEnv: Record<string, string> = {}): Promis
   const services = await startServices({
     root,
     ports,
+    repickBusyPorts: true,
     logDir: join(root, '.local', 'test', 'logs', `browser-${suffix}`),
     mongoDbPrefix: `br${suffix}_`,
     env: {

@@ -1,5 +1,6 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { DEPLOYABLES, freePort, startServices, type DeployableName, type ExitReport, type Supervised } from '../../deploy/local/supervisor.ts';
 
@@ -20,6 +21,11 @@ process.on('SIGTERM', () => { console.log('shutting down'); server.close(() => p
 import { createServer } from 'node:http';
 createServer((req, res) => res.end('ok')).listen(Number(process.env.PORT), '127.0.0.1');
 process.on('SIGTERM', () => console.log('ignoring SIGTERM'));
+`,
+  'env.mjs': `
+import { createServer } from 'node:http';
+const server = createServer((req, res) => res.end(req.url.startsWith('/env/') ? process.env[req.url.slice(5)] ?? '' : 'ok')).listen(Number(process.env.PORT), '127.0.0.1');
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
 `,
   'exits-at-start.mjs': `console.error('cannot reach MongoDB'); setTimeout(() => process.exit(3), 50);`,
   'killed-at-start.mjs': `setTimeout(() => process.kill(process.pid, 'SIGKILL'), 50);`,
@@ -133,5 +139,44 @@ describe('supervisor start-up failures', () => {
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(reports).toEqual([expect.objectContaining({ name: 'sources', expected: false, duringStartup: true })]);
     expect(jsonLines(join(logDir, 'supervisor.log'))).toEqual([expect.objectContaining({ deployable: 'sources', duringStartup: true, expected: false })]);
+  });
+});
+
+describe('supervisor and a port taken before the service listens', () => {
+  let blocker: ReturnType<typeof createServer>;
+  let taken: number;
+  beforeAll(async () => {
+    blocker = createServer((socket) => socket.destroy()); // health checks may knock on it
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+    taken = (blocker.address() as AddressInfo).port;
+  });
+  afterAll(() => new Promise((r) => blocker.close(r)));
+
+  it('starts the process again on a newly picked port when allowed, and the gateway is given the new URL', async () => {
+    const p = { ...(await ports()), sources: taken };
+    const sup = await startServices({
+      root,
+      env: {},
+      ports: p,
+      logDir: join(root, 'logs-busy'),
+      repickBusyPorts: true,
+      onExit: () => undefined,
+      deployables: [deployable('sources', 'ok.mjs'), deployable('gateway', 'env.mjs')],
+    });
+    try {
+      expect(sup.urls.sources).not.toBe(`http://127.0.0.1:${taken}`);
+      expect(await healthy(sup.urls.sources)).toBe(true);
+      expect(await fetch(`${sup.urls.gateway}/env/SOURCES_URL`).then((r) => r.text())).toBe(sup.urls.sources);
+      expect(readFileSync(join(root, 'logs-busy', 'sources.log'), 'utf8')).toContain('EADDRINUSE');
+    } finally {
+      await sup.stop();
+    }
+  });
+
+  it('fails with the reason in the message when not allowed (fixed ports)', async () => {
+    const err = (await startServices({ root, env: {}, ports: { ...(await ports()), sources: taken }, logDir: join(root, 'logs-busy-fixed'), onExit: () => undefined, deployables: [deployable('sources', 'ok.mjs')] }).catch(
+      (e: unknown) => e,
+    )) as Error;
+    expect(err.message).toMatch(/^sources exited with code 1 during start-up; see .*; its last lines:\n[\s\S]*EADDRINUSE/);
   });
 });

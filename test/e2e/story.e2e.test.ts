@@ -35,6 +35,7 @@ beforeAll(async () => {
   services = await startServices({
     root,
     ports,
+    repickBusyPorts: true,
     logDir: join(root, '.local', 'test', 'logs', `e2e-${suffix}`),
     mongoDbPrefix: dbPrefix,
     env: {

@@ -65,6 +65,7 @@ export async function startSystem(opts: SystemOptions): Promise<System> {
   const services = await startServices({
     root,
     ports,
+    repickBusyPorts: true,
     logDir,
     mongoDbPrefix: dbPrefix,
     timeoutMs: 120_000,
