@@ -28,6 +28,22 @@ function rssMb(pid: number | undefined): number | null {
   }
 }
 
+/**
+ * V8's young generation (new space) and the old space in use, from the process's /metrics: the young
+ * generation grows in steps under allocation, which moves RSS without being a leak, while a leak raises
+ * the old space's floor. Reported beside RSS so a step can be told apart from a leak.
+ */
+async function heapMb(url: string): Promise<{ newSpace: number; oldUsed: number } | null> {
+  try {
+    const text = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.text());
+    const read = (metric: string, space: string) => Number(new RegExp(`^${metric}\\{space="${space}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? NaN) / 1_048_576;
+    const heap = { newSpace: read('nodejs_heap_space_size_total_bytes', 'new'), oldUsed: read('nodejs_heap_space_size_used_bytes', 'old') };
+    return Number.isFinite(heap.newSpace) && Number.isFinite(heap.oldUsed) ? heap : null;
+  } catch {
+    return null;
+  }
+}
+
 async function main() {
   const receiver = await startReceiver();
   const rec = new Recorder();
@@ -53,7 +69,7 @@ async function main() {
     return total;
   };
 
-  const samples: Array<{ t: number; rss: Record<string, number | null>; lag: number; requests: number }> = [];
+  const samples: Array<{ t: number; rss: Record<string, number | null>; heap: Record<string, { newSpace: number; oldUsed: number } | null>; lag: number; requests: number }> = [];
   let exitCode = 0;
   try {
     const ctx = await prepareAccount(sys, rec, receiver.url, 'professional');
@@ -65,9 +81,12 @@ async function main() {
       await sleep(SAMPLE_MS);
       const pids = sys.services.pids();
       const rss = Object.fromEntries(Object.entries(pids).map(([n, pid]) => [n, rssMb(pid)]));
-      const s = { t: Math.round((Date.now() - t0) / 1000), rss, lag: await lag(), requests: load.requests };
+      const urls = sys.services.urls;
+      const heap = Object.fromEntries(await Promise.all(Object.keys(pids).map(async (n) => [n, await heapMb(urls[n as keyof typeof urls])] as const)));
+      const s = { t: Math.round((Date.now() - t0) / 1000), rss, heap, lag: await lag(), requests: load.requests };
       samples.push(s);
       console.log(`[soak] t=${s.t}s requests=${s.requests} lag=${s.lag} rss(MB) ${Object.entries(rss).map(([n, v]) => `${n}=${v}`).join(' ')}`);
+      console.log(`[soak]   heap new/old-used (MB) ${Object.entries(heap).map(([n, h]) => `${n}=${h ? `${h.newSpace.toFixed(0)}/${h.oldUsed.toFixed(1)}` : '?'}`).join(' ')}`);
     }
     await load.stop();
 
@@ -76,7 +95,7 @@ async function main() {
     // Judged on the floor of each third after warm-up (the lowest sample, i.e. after a collection): a leak
     // raises the floor, while the garbage collector's sawtooth only moves the peaks.
     const third = Math.max(1, Math.floor(judged.length / 3));
-    const rows: string[][] = [['process', 'floor, 1st third (MB)', 'floor, last third (MB)', 'max (MB)', 'last (MB)', 'floor growth', 'flat']];
+    const rows: string[][] = [['process', 'floor, 1st third (MB)', 'floor, last third (MB)', 'max (MB)', 'last (MB)', 'floor growth', 'flat', 'young gen first/last (MB)', 'old space used floor 1st/last third (MB)']];
     let flat = true;
     for (const n of names) {
       const vals = judged.map((s) => s.rss[n]).filter((v): v is number => v !== null);
@@ -86,11 +105,14 @@ async function main() {
       const growth = lastFloor - first;
       const ok = growth <= Math.max(0.25 * first, 32) && growth <= 64;
       flat &&= ok;
-      rows.push([n, first.toFixed(1), lastFloor.toFixed(1), Math.max(...vals).toFixed(1), vals[vals.length - 1]!.toFixed(1), `${growth >= 0 ? '+' : ''}${growth.toFixed(1)}`, ok ? 'yes' : 'NO']);
+      const heaps = judged.map((s) => s.heap[n]).filter((h): h is { newSpace: number; oldUsed: number } => Boolean(h));
+      const young = heaps.length ? `${heaps[0]!.newSpace.toFixed(0)}/${heaps.at(-1)!.newSpace.toFixed(0)}` : '?';
+      const old = heaps.length ? `${Math.min(...heaps.slice(0, third).map((h) => h.oldUsed)).toFixed(1)}/${Math.min(...heaps.slice(-third).map((h) => h.oldUsed)).toFixed(1)}` : '?';
+      rows.push([n, first.toFixed(1), lastFloor.toFixed(1), Math.max(...vals).toFixed(1), vals[vals.length - 1]!.toFixed(1), `${growth >= 0 ? '+' : ''}${growth.toFixed(1)}`, ok ? 'yes' : 'NO', young, old]);
     }
     const lags = judged.map((s) => s.lag);
     const lagOk = lags.length > 0 && lags[lags.length - 1]! <= Math.max(100, PER_MINUTE / 6) && Math.max(...lags.slice(-3)) <= Math.max(200, PER_MINUTE / 3);
-    rows.push(['kafka consumer lag (messages)', String(lags[0] ?? ''), String(lags[lags.length - 1] ?? ''), String(Math.max(...lags)), String(lags[lags.length - 1] ?? ''), '', lagOk ? 'yes' : 'NO']);
+    rows.push(['kafka consumer lag (messages)', String(lags[0] ?? ''), String(lags[lags.length - 1] ?? ''), String(Math.max(...lags)), String(lags[lags.length - 1] ?? ''), '', lagOk ? 'yes' : 'NO', '', '']);
     const width = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
     console.log('\n[soak] summary');
     for (const r of rows) console.log(r.map((c, i) => c.padEnd(width[i]!)).join('  '));

@@ -60,11 +60,13 @@ export async function startNodeProcess(opts: {
   cpus?: string | null;
   /** Directory for a --cpu-prof profile written when the process exits. */
   cpuProfDir?: string;
+  /** Further node flags (the services run with SERVICE_NODE_FLAGS, as in production). */
+  nodeFlags?: readonly string[];
   timeoutMs?: number;
 }): Promise<BenchProcess> {
   mkdirSync(opts.logDir, { recursive: true });
   const log = createWriteStream(join(opts.logDir, `${opts.name}.log`), { flags: 'a' });
-  const nodeArgs = ['--no-warnings'];
+  const nodeArgs = ['--no-warnings', ...(opts.nodeFlags ?? [])];
   if (opts.cpuProfDir) {
     mkdirSync(opts.cpuProfDir, { recursive: true });
     nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${opts.name}.cpuprofile`);
