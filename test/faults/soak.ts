@@ -36,7 +36,7 @@ function rssMb(pid: number | undefined): number | null {
 async function heapMb(url: string): Promise<{ newSpace: number; oldUsed: number } | null> {
   try {
     const text = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.text());
-    const read = (metric: string, space: string) => Number(new RegExp(`^${metric}\\{space="${space}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? NaN) / 1_048_576;
+    const read = (metric: string, space: string) => Number(new RegExp(`^${metric}\\{space="${space}"[^}]*\\} (\\d+)`, 'm').exec(text)?.[1] ?? NaN) / 1_048_576;
     const heap = { newSpace: read('nodejs_heap_space_size_total_bytes', 'new'), oldUsed: read('nodejs_heap_space_size_used_bytes', 'old') };
     return Number.isFinite(heap.newSpace) && Number.isFinite(heap.oldUsed) ? heap : null;
   } catch {
