@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { newId } from '@dap/contracts';
 import { DatasetStore, sqlLiteral } from '@dap/datasets';
 import { createLogger } from '@dap/logger';
-import { CSV_SAMPLE_ROWS, DatasetLoader, LoadError, type LoadRequest } from './loader.ts';
+import { CSV_SAMPLE_ROWS, DatasetLoader, LoadError, utcTimestamp, type LoadRequest } from './loader.ts';
 
 let root: string;
 let store: DatasetStore;
@@ -307,5 +307,20 @@ describe('loads with the origin’s column types (databases)', () => {
 
   it('refuses a load with no columns at all', async () => {
     await expect(load('ndjson', '', { columns: [] })).rejects.toBeInstanceOf(LoadError);
+  });
+});
+
+describe('utcTimestamp', () => {
+  it('gives what timezone(UTC) gives for every instant, before the epoch, at the ends of the range and for infinities', async () => {
+    await store.duck.run(`SET TimeZone = 'UTC'`); // as the loader's session
+    const values = ['1969-12-31 23:59:59.999999+00', '0001-01-01 00:00:00+00', '9999-12-31 23:59:59.999999+00', '2024-03-10 02:30:00.123456-05', '1500-06-01 12:00:00+02:30', 'infinity', '-infinity'];
+    const { rows } = await store.duck.run(
+      `SELECT CAST(timezone('UTC', v) AS VARCHAR) AS expected, CAST(${utcTimestamp('v')} AS VARCHAR) AS actual, typeof(${utcTimestamp('v')}) AS type
+       FROM (SELECT CAST(unnest(${`[${values.map((v) => sqlLiteral(v)).join(', ')}, NULL]`}) AS TIMESTAMPTZ) AS v)`,
+    );
+    expect(rows).toHaveLength(values.length + 1);
+    for (const r of rows) expect(r.actual).toBe(r.expected);
+    expect(rows.map((r) => r.actual)).toEqual(['1969-12-31 23:59:59.999999', '0001-01-01 00:00:00', '9999-12-31 23:59:59.999999', '2024-03-10 07:30:00.123456', '1500-06-01 09:30:00', 'infinity', '-infinity', null]);
+    expect(new Set(rows.map((r) => r.type))).toEqual(new Set(['TIMESTAMP']));
   });
 });

@@ -356,6 +356,16 @@ function csvReader(file: string, d: CsvDialect, columns: readonly { name: string
 }
 
 /**
+ * A TIMESTAMPTZ column as the naive UTC TIMESTAMP the API stores. Both types count microseconds since the
+ * epoch in UTC, so the value's own count is the answer: `timezone('UTC', …)` gives the same values but goes
+ * through ICU's calendar for each one, which was a third of a typical CSV's load time. Infinities have no
+ * count and take the cast.
+ */
+export function utcTimestamp(col: string): string {
+  return `CASE WHEN isfinite(${col}) THEN make_timestamp(epoch_us(${col})) ELSE CAST(${col} AS TIMESTAMP) END`;
+}
+
+/**
  * The select expression that turns a column into one of the API's scalar types (or the bare column), named
  * after the column; `col` is what it reads (the column itself unless the query renamed it).
  */
@@ -364,7 +374,7 @@ export function normalizedExpr(c: DuckColumn, col: string = id(c.name)): string 
   const t = c.type.toUpperCase();
   if (t === 'JSON') return `(${col} ->> '$') AS ${name}`;
   if (t.startsWith('STRUCT') || t.startsWith('MAP') || t.startsWith('UNION') || t.endsWith(']')) return `CAST(to_json(${col}) AS VARCHAR) AS ${name}`;
-  if (t === 'TIMESTAMP WITH TIME ZONE') return `timezone('UTC', ${col}) AS ${name}`;
+  if (t === 'TIMESTAMP WITH TIME ZONE') return `${utcTimestamp(col)} AS ${name}`;
   if (t === 'TIMESTAMP_NS' || t === 'TIMESTAMP_MS' || t === 'TIMESTAMP_S') return `CAST(${col} AS TIMESTAMP) AS ${name}`;
   if (t === 'HUGEINT' || t === 'UHUGEINT') return `CAST(${col} AS DOUBLE) AS ${name}`;
   if (/^(TIME|TIME WITH TIME ZONE|INTERVAL|UUID|BLOB|BIT|ENUM.*)$/.test(t)) return `CAST(${col} AS VARCHAR) AS ${name}`;
