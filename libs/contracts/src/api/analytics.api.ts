@@ -74,7 +74,9 @@ export const reportSchema = z
     status: z.enum(REPORT_STATUSES),
     error: z.string().nullable(),
     columns: z.array(z.object({ name: z.string(), type: z.string() })),
-    rows: z.array(z.record(z.string(), cell)),
+    rows: z
+      .array(z.record(z.string(), cell))
+      .describe('One object per result row, by column name. Integers beyond ±(2^53 − 1), which a JSON number cannot carry exactly in most clients, come as strings of their exact digits.'),
     rowCount: z.number().int(),
     durationMs: z.number().nullable(),
     createdAt: isoDate,

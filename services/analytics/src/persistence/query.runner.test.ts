@@ -45,6 +45,17 @@ describe('QueryRunner', () => {
     expect(r.rows).toEqual([[3, 2, '2024-01-05T10:00:00.000Z', '2024-03-01T00:00:00.000Z', 1.5]]);
   });
 
+  it('keeps integers past 2^53 exact, as strings of digits, and safe ones as numbers', async () => {
+    const r = await runner.run(
+      `SELECT 1790000000000000001::BIGINT AS snowflake, (-9223372036854775807)::BIGINT AS low, sum(x) AS total, 9007199254740991::BIGINT AS safe, 2::HUGEINT AS small
+       FROM (VALUES (9223372036854775807::BIGINT), (9223372036854775807::BIGINT)) t(x)`,
+      [],
+      { timeoutMs: 5_000 },
+    );
+    expect(r.columns.map((c) => c.type)).toEqual(['integer', 'integer', 'integer', 'integer', 'integer']);
+    expect(r.rows).toEqual([['1790000000000000001', '-9223372036854775807', '18446744073709551614', 9007199254740991, 2]]);
+  });
+
   it('interrupts a query that runs past its time limit, with a clear reason', async () => {
     const started = Date.now();
     const err = await runner.run('SELECT count(*) FROM range(10000000000) a, range(1000) b', [], { timeoutMs: 200 }).catch((e: unknown) => e);

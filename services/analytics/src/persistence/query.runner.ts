@@ -49,9 +49,24 @@ function anyCell(v: unknown): Cell {
  * How one column's JSON values become API cells, chosen once per column (a 10,000-row result would
  * otherwise classify every cell's type again). Big integers and decimals arrive as strings.
  */
+/**
+ * An integer cell: a JSON number when a double holds it exactly (|n| ≤ 2^53 − 1), else its exact digits as a
+ * string. DuckDB's BIGINT and HUGEINT go past that (snowflake ids, sums of large counters), and a JSON number
+ * would silently become a neighbouring value in every JavaScript client and in this service.
+ */
+export function exactInteger(v: unknown): Cell {
+  if (typeof v === 'number') return v;
+  if (typeof v === 'string' || typeof v === 'bigint') {
+    const n = Number(v);
+    return Number.isSafeInteger(n) ? n : String(v);
+  }
+  return anyCell(v);
+}
+
 export function cellConverter(duckType: string): (v: unknown) => Cell {
   const api = apiTypeOf(duckType);
-  if (api === 'integer' || api === 'number') return (v) => (typeof v === 'number' ? v : typeof v === 'string' || typeof v === 'bigint' ? Number(v) : anyCell(v));
+  if (api === 'integer') return exactInteger;
+  if (api === 'number') return (v) => (typeof v === 'number' ? v : typeof v === 'string' || typeof v === 'bigint' ? Number(v) : anyCell(v));
   if (TIME_TYPES.test(duckType)) return (v) => (typeof v === 'string' ? isoOf(v) : anyCell(v));
   return anyCell;
 }
