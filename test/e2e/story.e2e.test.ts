@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
@@ -13,6 +14,7 @@ import { DEPLOYABLES, freePort, startServices, type DeployableName, type Supervi
  */
 const root = repoRoot();
 const suffix = uniqueSuffix();
+const datasetDir = join(root, '.local', 'test', `datasets-${suffix}`);
 const dbPrefix = `e2e${suffix}_`;
 const stack = stackEnv();
 let services: Supervised;
@@ -44,7 +46,7 @@ beforeAll(async () => {
       INTERNAL_SECRET: randomBytes(32).toString('hex'),
       WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
       SOURCE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
-      DATASET_DIR: join(root, '.local', 'test', `datasets-${suffix}`),
+      DATASET_DIR: datasetDir,
       ALLOW_PRIVATE_TARGETS: 'true',
       LOG_LEVEL: 'info',
     },
@@ -64,6 +66,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await services?.stop();
   await receiver?.close();
+  rmSync(datasetDir, { recursive: true, force: true });
 });
 
 it('runs the whole story through the gateway', async () => {

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { appendFileSync, readdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { SCOPES, type Scope } from '@dap/contracts';
 import { repoRoot, stackEnv, uniqueSuffix } from '@dap/testing';
@@ -62,6 +62,7 @@ export async function startSystem(opts: SystemOptions): Promise<System> {
     WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
     SOURCE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
   };
+  const datasetDir = join(root, '.local', 'test', `datasets-${opts.name}-${suffix}`);
   const services = await startServices({
     root,
     ports,
@@ -73,7 +74,7 @@ export async function startSystem(opts: SystemOptions): Promise<System> {
       ...stack,
       ...secrets,
       KAFKA_TOPIC_PREFIX: `${opts.name}${suffix}.`,
-      DATASET_DIR: join(root, '.local', 'test', `datasets-${opts.name}-${suffix}`),
+      DATASET_DIR: datasetDir,
       ALLOW_PRIVATE_TARGETS: 'true',
       LOG_LEVEL: 'debug',
       AUTH_FAILURES_PER_MINUTE: '100000',
@@ -118,7 +119,10 @@ export async function startSystem(opts: SystemOptions): Promise<System> {
       for (const f of readdirSync(logDir)) out[f] = readFileSync(join(logDir, f), 'utf8');
       return out;
     },
-    stop: () => services.stop(),
+    stop: async () => {
+      await services.stop();
+      rmSync(datasetDir, { recursive: true, force: true });
+    },
   };
 }
 
