@@ -339,14 +339,11 @@ export interface Eventing {
   close(): Promise<void>;
 }
 
-/**
- * Connects the producer after waiting for a broker and making sure the domain topics (and `extraTopics`,
- * e.g. a dead-letter topic: the producer may not create topics on the fly) exist.
- */
-export async function connectEventing(settings: KafkaSettings, logger: Logger, extraTopics: string[] = []): Promise<Eventing> {
+/** Connects the producer after waiting for a broker and making sure the domain topics exist. */
+export async function connectEventing(settings: KafkaSettings, logger: Logger): Promise<Eventing> {
   const kafka = createKafka(settings, logger);
   await waitForKafka(settings, logger);
-  await ensureTopics(kafka, settings, logger, [...domainTopicNames(settings), ...extraTopics]);
+  await ensureTopics(kafka, settings, logger, domainTopicNames(settings));
   const producer = new EventProducer(kafka, settings);
   await producer.connect();
   return { kafka, settings, producer, close: () => producer.disconnect() };

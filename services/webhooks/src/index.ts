@@ -1,7 +1,7 @@
 import { isPublicEventType, PUBLIC_EVENT_TYPES, topicOf } from '@dap/contracts';
 import { kafkaSettingsOf } from '@dap/config';
 import { listen } from '@dap/http';
-import { connectEventing, deadLetterTopic } from '@dap/kafka';
+import { connectEventing } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
 import { connectMongo, OutboxRelay } from '@dap/mongo';
 import { createApp } from './app.ts';
@@ -21,8 +21,7 @@ export const USER_AGENT = 'dap-webhooks/1.0 (+https://docs.dap.dev/webhooks)';
 export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Logger } = {}) {
   const logger = deps.logger ?? createLogger({ name: 'webhooks', level: config.LOG_LEVEL });
   const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB, { logger, startupTimeoutMs: config.STARTUP_TIMEOUT_MS });
-  const kafkaSettings = kafkaSettingsOf(config);
-  const eventing = await connectEventing(kafkaSettings, logger, [deadLetterTopic(kafkaSettings, DELIVERY_GROUP_ID)]);
+  const eventing = await connectEventing(kafkaSettingsOf(config), logger);
   let relay: OutboxRelay | null = null;
   const endpoints = new EndpointRepository(mongo.db, () => relay?.kick());
   // Every final delivery emits a delivery.completed: staged per batch of record writes, relayed from memory.
