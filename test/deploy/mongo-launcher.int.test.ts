@@ -1,0 +1,159 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { MongoClient, MongoServerError, ObjectId } from 'mongodb';
+import { repoRoot } from '@dap/testing';
+import { freePort } from '../../deploy/local/supervisor.ts';
+
+/**
+ * The local MongoDB-wire server (deploy/local/jvm/mongo/MongoLauncher.java, built by the test stack's
+ * install step) orders index keys by value instead of by their Java serialisation. A store written in the
+ * old order (H2's own, still available behind a system property) is re-sorted once on the next start, and
+ * every document stays findable by id, with uniqueness intact, before and after.
+ */
+const jars = join(repoRoot(), '.cache', 'jars');
+const usesRealMongod = spawnSync('sh', ['-c', 'command -v mongod']).status === 0;
+const maybe = usesRealMongod ? describe.skip : describe;
+
+interface Launched {
+  url: string;
+  lines: string[];
+  stop(): Promise<void>;
+}
+
+async function launch(file: string, props: string[] = []): Promise<Launched> {
+  const port = await freePort();
+  const child: ChildProcess = spawn(
+    'java',
+    ['-Xmx256m', ...props, '-cp', `${join(jars, 'mongo')}/*:${join(jars, 'mongo-launcher')}`, 'MongoLauncher', '127.0.0.1', String(port), file],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const lines: string[] = [];
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`MongoLauncher did not start:\n${lines.join('\n')}`)), 30_000);
+    child.once('exit', (code) => reject(new Error(`MongoLauncher exited with ${code}:\n${lines.join('\n')}`)));
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      lines.push(line);
+      if (line.startsWith('MongoLauncher: listening on')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
+  return {
+    url: `mongodb://127.0.0.1:${port}/?directConnection=true`,
+    lines,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+const N = 1_500;
+/** Ids of every kind the order treats differently: strings, integers, ObjectIds, and embedded documents. */
+function idOf(i: number): unknown {
+  switch (i % 4) {
+    case 0:
+      return `evt_${i}:whe_${i % 7}`;
+    case 1:
+      return i;
+    case 2:
+      return new ObjectId(i.toString(16).padStart(24, '0'));
+    default:
+      return { shard: i % 5, n: i };
+  }
+}
+
+async function withCollection<T>(url: string, fn: (c: import('mongodb').Collection<Record<string, unknown>>) => Promise<T>): Promise<T> {
+  const client = await MongoClient.connect(url, { serverSelectionTimeoutMS: 10_000 });
+  try {
+    return await fn(client.db('launcher').collection('docs'));
+  } finally {
+    await client.close();
+  }
+}
+
+async function expectDuplicate(p: Promise<unknown>): Promise<void> {
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(MongoServerError);
+  expect((err as MongoServerError).code).toBe(11000);
+}
+
+/** Every document by id, both unique indexes enforced, and a new document accepted. */
+async function checkStore(url: string, extra: number): Promise<void> {
+  await withCollection(url, async (c) => {
+    let found = 0;
+    for (let i = 0; i < N; i++) if ((await c.findOne({ _id: idOf(i) as never }))?.b === i) found++;
+    expect(found).toBe(N);
+    await expectDuplicate(c.insertOne({ _id: idOf(8) as never, a: 'other', b: -1 }));
+    await expectDuplicate(c.insertOne({ _id: idOf(9) as never, a: 'other', b: -1 }));
+    await expectDuplicate(c.insertOne({ _id: idOf(10) as never, a: 'other', b: -1 }));
+    await expectDuplicate(c.insertOne({ _id: idOf(11) as never, a: 'other', b: -1 }));
+    await expectDuplicate(c.insertOne({ _id: 'fresh-dup', a: 'k3', b: 3 }));
+    await c.insertOne({ _id: `fresh-${extra}` as never, a: 'k3', b: 1_000_000 + extra });
+    expect(await c.countDocuments()).toBe(N + extra);
+    expect((await c.findOne({ _id: `fresh-${extra}` as never }))?.b).toBe(1_000_000 + extra);
+  });
+}
+
+maybe('MongoLauncher index key order', () => {
+  let dir: string;
+  beforeAll(() => {
+    if (!existsSync(join(jars, 'mongo-launcher', 'MongoLauncher.class'))) {
+      throw new Error(`the MongoDB-wire server is not built in ${jars}: start the test stack first (bash deploy/local/stack.sh up test)`);
+    }
+    dir = mkdtempSync(join(tmpdir(), 'dap-mongo-launcher-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('a store written in the old order is re-sorted once, and every key is still found and unique', async () => {
+    const file = join(dir, 'store.h2');
+    const old = await launch(file, ['-Ddap.mongo.serialisedKeyOrder=true']);
+    try {
+      await withCollection(old.url, async (c) => {
+        await c.createIndex({ a: 1, b: 1 }, { unique: true });
+        await c.insertMany(Array.from({ length: N }, (_, i) => ({ _id: idOf(i) as never, a: `k${i % 50}`, b: i })));
+      });
+    } finally {
+      await old.stop();
+    }
+
+    const first = await launch(file);
+    try {
+      const resorted = first.lines.filter((l) => l.includes('re-sorted'));
+      expect(resorted).toEqual(
+        expect.arrayContaining([
+          `MongoLauncher: index launcher.docs._index__id_ re-sorted (${N} keys)`,
+          `MongoLauncher: index launcher.docs._index_a_1_b_1 re-sorted (${N} keys)`,
+        ]),
+      );
+      await checkStore(first.url, 1);
+    } finally {
+      await first.stop();
+    }
+
+    const second = await launch(file);
+    try {
+      expect(second.lines.filter((l) => l.includes('re-sorted'))).toEqual([]);
+      await checkStore(second.url, 2);
+      // A collection created in the new order, dropped and created again, starts empty and unique.
+      await withCollection(second.url, async (c) => {
+        const fresh = c.db.collection<Record<string, unknown>>('fresh');
+        await fresh.insertMany(Array.from({ length: 200 }, (_, i) => ({ _id: idOf(i) as never })));
+        await fresh.drop();
+        await fresh.insertOne({ _id: idOf(4) as never });
+        expect(await fresh.countDocuments()).toBe(1);
+        await expectDuplicate(fresh.insertOne({ _id: idOf(4) as never }));
+      });
+    } finally {
+      await second.stop();
+    }
+  }, 120_000);
+});
