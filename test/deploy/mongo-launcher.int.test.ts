@@ -3,15 +3,16 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { MongoClient, MongoServerError, ObjectId } from 'mongodb';
+import { Binary, Decimal128, MongoClient, MongoServerError, ObjectId } from 'mongodb';
 import { repoRoot } from '@dap/testing';
 import { freePort } from '../../deploy/local/supervisor.ts';
 
 /**
  * The local MongoDB-wire server (deploy/local/jvm/mongo/MongoLauncher.java, built by the test stack's
- * install step) orders index keys by value instead of by their Java serialisation. A store written in the
- * old order (H2's own, still available behind a system property) is re-sorted once on the next start, and
- * every document stays findable by id, with uniqueness intact, before and after.
+ * install step) orders index keys by value instead of by their Java serialisation, and stores documents as
+ * BSON. A store written the old way (H2's defaults, still available behind a system property) is re-sorted
+ * once on the next start and its documents read as they were; every document stays findable by id, equal
+ * to what was written, with uniqueness intact, across restarts.
  */
 const jars = join(repoRoot(), '.cache', 'jars');
 const usesRealMongod = spawnSync('sh', ['-c', 'command -v mongod']).status === 0;
@@ -68,8 +69,26 @@ function idOf(i: number): unknown {
   }
 }
 
+/** A document with every kind of value the store writes (binary ones keep the old format). */
+function docOf(i: number): Record<string, unknown> {
+  return {
+    _id: idOf(i),
+    a: `k${i % 50}`,
+    b: i,
+    nested: { s: `x${i}`, list: [i, 'two', { three: 3 }], empty: {} },
+    at: new Date(1_700_000_000_000 + i),
+    big: 9_007_199_254_740_993n + BigInt(i),
+    d: 0.1 + i,
+    t: i % 2 === 0,
+    nil: null,
+    oid: new ObjectId((i + 7).toString(16).padStart(24, '0')),
+    dec: Decimal128.fromString(`${i}.10`),
+    ...(i % 10 === 0 ? { bin: new Binary(Buffer.from([1, 2, i % 256])) } : {}),
+  };
+}
+
 async function withCollection<T>(url: string, fn: (c: import('mongodb').Collection<Record<string, unknown>>) => Promise<T>): Promise<T> {
-  const client = await MongoClient.connect(url, { serverSelectionTimeoutMS: 10_000 });
+  const client = await MongoClient.connect(url, { serverSelectionTimeoutMS: 10_000, useBigInt64: true });
   try {
     return await fn(client.db('launcher').collection('docs'));
   } finally {
@@ -86,12 +105,19 @@ async function expectDuplicate(p: Promise<unknown>): Promise<void> {
   expect((err as MongoServerError).code).toBe(11000);
 }
 
-/** Every document by id, both unique indexes enforced, and a new document accepted. */
-async function checkStore(url: string, extra: number): Promise<void> {
+/** Every document by id and as written, both unique indexes enforced, and a new document accepted. */
+async function checkStore(url: string, extra: number, touched = false): Promise<void> {
   await withCollection(url, async (c) => {
-    let found = 0;
-    for (let i = 0; i < N; i++) if ((await c.findOne({ _id: idOf(i) as never }))?.b === i) found++;
-    expect(found).toBe(N);
+    const differing: number[] = [];
+    for (let i = 0; i < N; i++) {
+      const doc = await c.findOne({ _id: idOf(i) as never });
+      try {
+        expect(doc).toEqual(touched ? { ...docOf(i), touched: true } : docOf(i));
+      } catch {
+        differing.push(i);
+      }
+    }
+    expect(differing).toEqual([]);
     await expectDuplicate(c.insertOne({ _id: idOf(8) as never, a: 'other', b: -1 }));
     await expectDuplicate(c.insertOne({ _id: idOf(9) as never, a: 'other', b: -1 }));
     await expectDuplicate(c.insertOne({ _id: idOf(10) as never, a: 'other', b: -1 }));
@@ -103,7 +129,7 @@ async function checkStore(url: string, extra: number): Promise<void> {
   });
 }
 
-maybe('MongoLauncher index key order', () => {
+maybe('MongoLauncher storage', () => {
   let dir: string;
   beforeAll(() => {
     if (!existsSync(join(jars, 'mongo-launcher', 'MongoLauncher.class'))) {
@@ -113,13 +139,13 @@ maybe('MongoLauncher index key order', () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  test('a store written in the old order is re-sorted once, and every key is still found and unique', async () => {
+  test('a store written the old way is re-sorted once and read as written; documents, keys and uniqueness survive restarts', async () => {
     const file = join(dir, 'store.h2');
-    const old = await launch(file, ['-Ddap.mongo.serialisedKeyOrder=true']);
+    const old = await launch(file, ['-Ddap.mongo.h2Defaults=true']);
     try {
       await withCollection(old.url, async (c) => {
         await c.createIndex({ a: 1, b: 1 }, { unique: true });
-        await c.insertMany(Array.from({ length: N }, (_, i) => ({ _id: idOf(i) as never, a: `k${i % 50}`, b: i })));
+        await c.insertMany(Array.from({ length: N }, (_, i) => docOf(i) as never));
       });
     } finally {
       await old.stop();
@@ -135,6 +161,8 @@ maybe('MongoLauncher index key order', () => {
         ]),
       );
       await checkStore(first.url, 1);
+      // Every page written again, in the new format this time.
+      await withCollection(first.url, (c) => c.updateMany({ b: { $lt: N } }, { $set: { touched: true } }));
     } finally {
       await first.stop();
     }
@@ -142,7 +170,13 @@ maybe('MongoLauncher index key order', () => {
     const second = await launch(file);
     try {
       expect(second.lines.filter((l) => l.includes('re-sorted'))).toEqual([]);
-      await checkStore(second.url, 2);
+      await checkStore(second.url, 2, true);
+      // An update moves its keys: the old pair is free again, the new one taken.
+      await withCollection(second.url, async (c) => {
+        await c.updateOne({ _id: idOf(5) as never }, { $set: { b: 5_000_005 } });
+        await c.insertOne({ _id: 'took-old-pair', a: 'k5', b: 5 });
+        await expectDuplicate(c.insertOne({ _id: 'dup-new-pair', a: 'k5', b: 5_000_005 }));
+      });
       // A collection created in the new order, dropped and created again, starts empty and unique.
       await withCollection(second.url, async (c) => {
         const fresh = c.db.collection<Record<string, unknown>>('fresh');

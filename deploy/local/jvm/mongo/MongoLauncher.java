@@ -1,4 +1,5 @@
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -12,15 +13,26 @@ import de.bwaldvogel.mongo.MongoBackend;
 import de.bwaldvogel.mongo.MongoDatabase;
 import de.bwaldvogel.mongo.MongoServer;
 import de.bwaldvogel.mongo.MongoVersion;
+import de.bwaldvogel.mongo.MongoCollection;
+import de.bwaldvogel.mongo.backend.CollectionOptions;
 import de.bwaldvogel.mongo.backend.CursorRegistry;
 import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.backend.IndexKey;
 import de.bwaldvogel.mongo.backend.KeyValue;
 import de.bwaldvogel.mongo.backend.h2.H2Backend;
 import de.bwaldvogel.mongo.backend.h2.H2Database;
+import de.bwaldvogel.mongo.bson.BsonTimestamp;
+import de.bwaldvogel.mongo.bson.Decimal128;
+import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.bson.ObjectId;
+import de.bwaldvogel.mongo.wire.bson.BsonDecoder;
+import de.bwaldvogel.mongo.wire.bson.BsonEncoder;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import org.h2.mvstore.DataUtils;
 import org.h2.mvstore.MVMap;
 import org.h2.mvstore.MVStore;
+import org.h2.mvstore.WriteBuffer;
 import org.h2.mvstore.type.ObjectDataType;
 
 /**
@@ -74,10 +86,10 @@ public final class MongoLauncher {
         Path file = Path.of(args[2]).toAbsolutePath();
         Files.createDirectories(file.getParent());
 
-        // -Ddap.mongo.serialisedKeyOrder=true keeps H2's own key order (as before; tests use it to write an
-        // old-format store); the next start without it re-sorts those indexes once.
+        // -Ddap.mongo.h2Defaults=true keeps H2's own key order and value format (as before; tests use it to
+        // write an old-format store); the next start without it re-sorts those indexes once and reads old values.
         MVStore store = openStore(file);
-        MongoBackend backend = (Boolean.getBoolean("dap.mongo.serialisedKeyOrder") ? new H2Backend(store) : new OrderedKeysBackend(store))
+        MongoBackend backend = (Boolean.getBoolean("dap.mongo.h2Defaults") ? new H2Backend(store) : new OrderedKeysBackend(store))
                 .version(ANNOUNCED_VERSION);
         MongoServer server = new MongoServer(backend);
         CountDownLatch stopped = new CountDownLatch(1);
@@ -131,6 +143,13 @@ public final class MongoLauncher {
     static final class OrderedKeysDatabase extends H2Database {
         OrderedKeysDatabase(String databaseName, MVStore mvStore, CursorRegistry cursors) {
             super(databaseName, mvStore, cursors);
+        }
+
+        /** Opens the collection's document map with BSON values first; H2Database's own openMap then finds it open. */
+        @Override
+        protected MongoCollection<Object> openOrCreateCollection(String collectionName, CollectionOptions options) {
+            DocumentValues.openDataMap(OrderedKeysBackend.store(), "databases." + getFullCollectionNamespace(collectionName));
+            return super.openOrCreateCollection(collectionName, options);
         }
 
         /** Opens the index map with the fast key order first; H2Database's own openMap then finds it open. */
@@ -207,6 +226,70 @@ public final class MongoLauncher {
             if (rx != OTHER) return ((Comparable) x).compareTo(y);
             int c = x.getClass().getName().compareTo(y.getClass().getName());
             return c != 0 ? c : compareNotNull(serialize(x), serialize(y));
+        }
+    }
+
+    /**
+     * Documents stored as BSON (mongo-java-server's own wire codec) instead of Java serialisation, which was
+     * the background commit's main cost: every commit writes each changed page whole, so a document is
+     * serialised again whenever a neighbour on its page changes. A BSON value carries a tag byte that H2's
+     * ObjectDataType never writes; values without it (stores written before) are read as before, and a
+     * document holding anything whose class the codec would not give back unchanged is still serialised the
+     * old way, so what a restart reads back is exactly what was stored.
+     */
+    static final class DocumentValues extends ObjectDataType {
+        /** ObjectDataType's tags are 0-19 and 32-119. */
+        private static final byte BSON = (byte) 0xB5;
+
+        static synchronized void openDataMap(MVStore mvStore, String name) {
+            MVMap<Object, Object> map = mvStore.openMap(name, new MVMap.Builder<Object, Object>().valueType(new DocumentValues()));
+            if (!(map.getValueType() instanceof DocumentValues)) {
+                System.err.println("MongoLauncher: document map " + name + " was opened before its value type was set");
+            }
+        }
+
+        @Override
+        public void write(WriteBuffer buff, Object obj) {
+            if (obj instanceof Document doc && roundTrips(doc)) {
+                ByteBuf buf = Unpooled.buffer(512);
+                BsonEncoder.encodeDocument(doc, buf);
+                int n = buf.readableBytes();
+                buff.put(BSON).putVarInt(n).put(buf.array(), buf.arrayOffset() + buf.readerIndex(), n);
+                return;
+            }
+            super.write(buff, obj);
+        }
+
+        @Override
+        public Object read(ByteBuffer buff) {
+            if (buff.get(buff.position()) != BSON) return super.read(buff);
+            buff.get();
+            byte[] bytes = new byte[DataUtils.readVarInt(buff)];
+            buff.get(bytes);
+            return BsonDecoder.decodeBson(Unpooled.wrappedBuffer(bytes));
+        }
+
+        /** Classes the BSON codec decodes to exactly what was encoded. */
+        private static boolean roundTrips(Object v) {
+            if (v == null) return true;
+            Class<?> c = v.getClass();
+            if (c == Document.class) {
+                for (Map.Entry<String, Object> e : ((Document) v).entrySet()) {
+                    if (!roundTrips(e.getValue())) return false;
+                }
+                return true;
+            }
+            if (c == ArrayList.class) {
+                for (Object item : (List<?>) v) {
+                    if (!roundTrips(item)) return false;
+                }
+                return true;
+            }
+            // BSON dates hold milliseconds: an Instant with a finer part (made by the server) is not kept exactly.
+            if (c == java.time.Instant.class) return ((java.time.Instant) v).getNano() % 1_000_000 == 0;
+            return c == String.class || c == Integer.class || c == Long.class || c == Double.class || c == Boolean.class
+                    || c == ObjectId.class || c == BsonTimestamp.class || c == Decimal128.class
+                    || c == UUID.class;
         }
     }
 }
