@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { Binary, Decimal128, MongoClient, MongoServerError, ObjectId } from 'mongodb';
+import { Binary, Decimal128, MongoClient, MongoServerError, ObjectId, type Collection } from 'mongodb';
 import { repoRoot } from '@dap/testing';
 import { freePort } from '../../deploy/local/supervisor.ts';
 
@@ -56,7 +56,8 @@ async function launch(file: string, props: string[] = []): Promise<Launched> {
 
 const N = 1_500;
 /** Ids of every kind the order treats differently: strings, integers, ObjectIds, and embedded documents. */
-function idOf(i: number): unknown {
+type Id = string | number | ObjectId | { shard: number; n: number };
+function idOf(i: number): Id {
   switch (i % 4) {
     case 0:
       return `evt_${i}:whe_${i % 7}`;
@@ -70,7 +71,7 @@ function idOf(i: number): unknown {
 }
 
 /** A document with every kind of value the store writes (binary ones keep the old format). */
-function docOf(i: number): Record<string, unknown> {
+function docOf(i: number): Doc {
   return {
     _id: idOf(i),
     a: `k${i % 50}`,
@@ -87,10 +88,13 @@ function docOf(i: number): Record<string, unknown> {
   };
 }
 
-async function withCollection<T>(url: string, fn: (c: import('mongodb').Collection<Record<string, unknown>>) => Promise<T>): Promise<T> {
+/** Documents with ids of any type (the driver would otherwise want ObjectIds). */
+type Doc = { _id: Id } & Record<string, unknown>;
+
+async function withCollection<T>(url: string, fn: (c: Collection<Doc>) => Promise<T>): Promise<T> {
   const client = await MongoClient.connect(url, { serverSelectionTimeoutMS: 10_000, useBigInt64: true });
   try {
-    return await fn(client.db('launcher').collection('docs'));
+    return await fn(client.db('launcher').collection<Doc>('docs'));
   } finally {
     await client.close();
   }
@@ -110,7 +114,7 @@ async function checkStore(url: string, extra: number, touched = false): Promise<
   await withCollection(url, async (c) => {
     const differing: number[] = [];
     for (let i = 0; i < N; i++) {
-      const doc = await c.findOne({ _id: idOf(i) as never });
+      const doc = await c.findOne({ _id: idOf(i) });
       try {
         expect(doc).toEqual(touched ? { ...docOf(i), touched: true } : docOf(i));
       } catch {
@@ -118,14 +122,14 @@ async function checkStore(url: string, extra: number, touched = false): Promise<
       }
     }
     expect(differing).toEqual([]);
-    await expectDuplicate(c.insertOne({ _id: idOf(8) as never, a: 'other', b: -1 }));
-    await expectDuplicate(c.insertOne({ _id: idOf(9) as never, a: 'other', b: -1 }));
-    await expectDuplicate(c.insertOne({ _id: idOf(10) as never, a: 'other', b: -1 }));
-    await expectDuplicate(c.insertOne({ _id: idOf(11) as never, a: 'other', b: -1 }));
+    await expectDuplicate(c.insertOne({ _id: idOf(8), a: 'other', b: -1 }));
+    await expectDuplicate(c.insertOne({ _id: idOf(9), a: 'other', b: -1 }));
+    await expectDuplicate(c.insertOne({ _id: idOf(10), a: 'other', b: -1 }));
+    await expectDuplicate(c.insertOne({ _id: idOf(11), a: 'other', b: -1 }));
     await expectDuplicate(c.insertOne({ _id: 'fresh-dup', a: 'k3', b: 3 }));
-    await c.insertOne({ _id: `fresh-${extra}` as never, a: 'k3', b: 1_000_000 + extra });
+    await c.insertOne({ _id: `fresh-${extra}`, a: 'k3', b: 1_000_000 + extra });
     expect(await c.countDocuments()).toBe(N + extra);
-    expect((await c.findOne({ _id: `fresh-${extra}` as never }))?.b).toBe(1_000_000 + extra);
+    expect((await c.findOne({ _id: `fresh-${extra}` }))?.b).toBe(1_000_000 + extra);
   });
 }
 
@@ -145,7 +149,7 @@ maybe('MongoLauncher storage', () => {
     try {
       await withCollection(old.url, async (c) => {
         await c.createIndex({ a: 1, b: 1 }, { unique: true });
-        await c.insertMany(Array.from({ length: N }, (_, i) => docOf(i) as never));
+        await c.insertMany(Array.from({ length: N }, (_, i) => docOf(i)));
       });
     } finally {
       await old.stop();
@@ -173,18 +177,18 @@ maybe('MongoLauncher storage', () => {
       await checkStore(second.url, 2, true);
       // An update moves its keys: the old pair is free again, the new one taken.
       await withCollection(second.url, async (c) => {
-        await c.updateOne({ _id: idOf(5) as never }, { $set: { b: 5_000_005 } });
+        await c.updateOne({ _id: idOf(5) }, { $set: { b: 5_000_005 } });
         await c.insertOne({ _id: 'took-old-pair', a: 'k5', b: 5 });
         await expectDuplicate(c.insertOne({ _id: 'dup-new-pair', a: 'k5', b: 5_000_005 }));
       });
       // A collection created in the new order, dropped and created again, starts empty and unique.
       await withCollection(second.url, async (c) => {
-        const fresh = c.db.collection<Record<string, unknown>>('fresh');
-        await fresh.insertMany(Array.from({ length: 200 }, (_, i) => ({ _id: idOf(i) as never })));
+        const fresh = c.db.collection<Doc>('fresh');
+        await fresh.insertMany(Array.from({ length: 200 }, (_, i) => ({ _id: idOf(i) })));
         await fresh.drop();
-        await fresh.insertOne({ _id: idOf(4) as never });
+        await fresh.insertOne({ _id: idOf(4) });
         expect(await fresh.countDocuments()).toBe(1);
-        await expectDuplicate(fresh.insertOne({ _id: idOf(4) as never }));
+        await expectDuplicate(fresh.insertOne({ _id: idOf(4) }));
       });
     } finally {
       await second.stop();
