@@ -4,13 +4,18 @@ import { PUBLIC_EVENT_TYPES } from './lists.ts';
 
 export { PUBLIC_EVENT_TYPES } from './lists.ts';
 
-/** One topic per producing service; the message key is always the account id. */
+/**
+ * One topic per producing service, the message key always the account id; the webhooks service's delivery
+ * outcomes (delivery.completed, one per delivery) have a topic of their own, so that its delivery consumer,
+ * which reads webhooks.events for webhook.test, never fetches its own output.
+ */
 export const TOPICS = Object.freeze({
   accounts: 'accounts.events',
   sources: 'sources.events',
   analytics: 'analytics.events',
   models: 'models.events',
   webhooks: 'webhooks.events',
+  deliveries: 'webhooks.deliveries',
   gateway: 'gateway.events',
 } as const);
 export type Topic = (typeof TOPICS)[keyof typeof TOPICS];
@@ -111,7 +116,7 @@ const TOPIC_BY_PREFIX: Record<string, Topic> = {
   apikey: TOPICS.accounts,
   account: TOPICS.accounts,
   usage: TOPICS.gateway,
-  delivery: TOPICS.webhooks,
+  delivery: TOPICS.deliveries,
 };
 
 export function topicOf(type: EventType): Topic {

@@ -31,7 +31,7 @@ describe('webhooks killed with SIGKILL mid-delivery', () => {
     });
     child = await spawnWebhooks(env);
     events = await eventPublisher(config);
-    completions = await topicWatcher(config, 'webhooks.events');
+    completions = await topicWatcher(config, 'webhooks.deliveries');
     mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB);
   });
 

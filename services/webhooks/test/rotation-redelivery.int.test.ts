@@ -34,7 +34,7 @@ describe('secret rotation, redelivery and delivery.completed', () => {
     });
     svc = await startWebhooks(config, { logger: silent });
     events = await eventPublisher(config);
-    watcher = await topicWatcher(config, 'webhooks.events');
+    watcher = await topicWatcher(config, 'webhooks.deliveries');
   });
 
   afterAll(async () => {

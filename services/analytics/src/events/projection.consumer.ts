@@ -9,7 +9,7 @@ export const PROJECTION_GROUP = 'analytics.projections';
 export function runProjectionConsumer(eventing: Eventing, logger: Logger, deps: ProjectionDeps): Promise<Consumer> {
   return runEventConsumer(eventing.kafka, eventing.settings, eventing.producer, logger, {
     groupId: PROJECTION_GROUP,
-    topics: [TOPICS.sources, TOPICS.models, TOPICS.webhooks, TOPICS.analytics],
+    topics: [TOPICS.sources, TOPICS.models, TOPICS.webhooks, TOPICS.deliveries, TOPICS.analytics],
     handle: projectionHandler(deps),
   });
 }

@@ -18,7 +18,8 @@ export interface BatchConsumerOptions {
   handleBatch: (events: DomainEvent[]) => Promise<void>;
   /**
    * Event types the handler acts on: a message whose `event-type` header names another type is passed over
-   * without being decoded (half of this consumer's input is its own delivery.completed).
+   * without being decoded (webhooks.events also carries the endpoint events, and held delivery.completed
+   * before it had a topic of its own).
    */
   accepts?: (eventType: string) => boolean;
   maxAttempts?: number;
