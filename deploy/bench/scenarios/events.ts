@@ -14,6 +14,8 @@ interface DeliveryBenchResult {
   concurrency: number;
   ratio: number;
   ratioConcurrent: number;
+  cpuPerDeliveryUs: { service: number | null; mongodb: number | null; kafka: number | null; receiver: number | null };
+  cpuPerPlainPostUs: { loop: number; receiver: number | null };
 }
 type RunDeliveryBench = (opts: Record<string, unknown>) => Promise<DeliveryBenchResult>;
 
@@ -57,7 +59,30 @@ export async function eventsScenario(ctx: BenchContext): Promise<ScenarioResult>
         met: r.ratioConcurrent >= 0.5,
         detail: `a backlog published at once, first publish → last arrival; the baseline POSTs a delivery-sized body to the same receiver with as many requests in flight as the service may have to the one endpoint (${r.concurrency}: WEBHOOK_ENDPOINT_CONCURRENCY as the service's config reads it; the stricter of the two loops)`,
       },
+      {
+        id: 'events.cpu_per_delivery',
+        scenario: 'events',
+        figure: 'CPU per delivery vs per plain POST (all processes)',
+        target: '(report)',
+        value: cpuBudget(r),
+        met: null,
+        detail:
+          'user + system CPU from /proc of each process over the backlog (per delivery) and over the plain loop with the same requests in flight (per request); on a machine whose cores all these processes share, the throughput ratio cannot exceed the inverse ratio of these totals',
+      },
     ],
     data: { source: FILE, ...r },
   };
+}
+
+/** `service 330 + MongoDB 105 + Kafka 27 + receiver 75 = 537 µs per delivery; loop 57 + receiver 36 = 93 µs per plain POST`. */
+function cpuBudget(r: DeliveryBenchResult): string {
+  const parts = (entries: [string, number | null][]) => {
+    const known = entries.filter((e): e is [string, number] => e[1] !== null);
+    const missing = entries.filter(([, v]) => v === null).map(([k]) => k);
+    const sum = known.reduce((a, [, v]) => a + v, 0);
+    return `${known.map(([k, v]) => `${k} ${v}`).join(' + ')} = ${sum} µs${missing.length ? ` (${missing.join(', ')} not measured)` : ''}`;
+  };
+  const d = r.cpuPerDeliveryUs;
+  const p = r.cpuPerPlainPostUs;
+  return `${parts([['service', d.service], ['MongoDB', d.mongodb], ['Kafka', d.kafka], ['receiver', d.receiver]])} per delivery; ${parts([['loop', p.loop], ['receiver', p.receiver]])} per plain POST`;
 }

@@ -57,6 +57,13 @@ export interface DeliveryBenchResult {
   concurrency: number;
   ratio: number;
   ratioConcurrent: number;
+  /**
+   * Machine CPU (user + system, µs) per delivery in the backlog, by process, and per request of the plain
+   * loop with `concurrency` in flight: what the ratio costs, since on a small machine every process here
+   * shares the same cores. A process the bench cannot see (no pid file of the stack) is null.
+   */
+  cpuPerDeliveryUs: { service: number | null; mongodb: number | null; kafka: number | null; receiver: number | null };
+  cpuPerPlainPostUs: { loop: number; receiver: number | null };
 }
 
 const INTERNAL_SECRET = randomBytes(32).toString('hex');
@@ -69,6 +76,25 @@ function cpuSecondsOf(pid: number): number | null {
   } catch {
     return null;
   }
+}
+
+/** A test stack process's id, from the pid file `deploy/local/stack.sh` writes (null if it did not start it). */
+function stackPid(name: 'mongo' | 'kafka'): number | null {
+  try {
+    return Number(readFileSync(join(repoRoot(), '.local', 'test', 'pids', `${name}.pid`), 'utf8').trim()) || null;
+  } catch {
+    return null;
+  }
+}
+
+/** CPU µs per unit of work of each process between two samples of `cpuSecondsOf`. */
+function perUnitUs(before: Record<string, number | null>, after: Record<string, number | null>, units: number): Record<string, number | null> {
+  return Object.fromEntries(
+    Object.keys(before).map((k) => {
+      const a = before[k], b = after[k];
+      return [k, a === null || a === undefined || b === null || b === undefined ? null : Math.round(((b - a) / units) * 1e6)];
+    }),
+  );
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -91,6 +117,7 @@ async function startBenchReceiver(delayMs: number) {
   const arrivals = new Map<string, number>();
   return {
     url,
+    pid: child.pid!,
     /** Pulls new arrivals; keeps the first arrival of each webhook-id. */
     async poll(): Promise<Map<string, number>> {
       const res = await fetch(`${url}/arrivals?from=${seen}`);
@@ -120,8 +147,8 @@ async function attemptLatencies(mongoUrl: string, db: string, eventIds: string[]
   }
 }
 
-/** Requests/s of `concurrency` loops each POSTing `body` and awaiting the answer, for `seconds`. */
-async function plainPostLoop(url: string, body: string, headers: Record<string, string>, concurrency: number, seconds: number): Promise<number> {
+/** Requests/s of `concurrency` loops each POSTing `body` and awaiting the answer, for `seconds` (and how many were made). */
+async function plainPostLoop(url: string, body: string, headers: Record<string, string>, concurrency: number, seconds: number): Promise<{ perSec: number; requests: number }> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const target = new URL(url);
   const payload = Buffer.from(body);
@@ -152,7 +179,7 @@ async function plainPostLoop(url: string, body: string, headers: Record<string, 
   );
   const elapsed = (performance.now() - started) / 1000;
   agent.destroy();
-  return done / elapsed;
+  return { perSec: done / elapsed, requests: done };
 }
 
 export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise<DeliveryBenchResult> {
@@ -245,15 +272,25 @@ export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise
     // Throughput with a backlog: everything published at once, timed to the last arrival.
     log(`throughput: ${throughputEvents} events at once`);
     const backlog = Array.from({ length: throughputEvents }, (_, i) => eventFor(i));
-    const cpu0 = cpuSecondsOf(service.pid);
+    // The stack's pid files describe the test stack, the default; another stack's processes are not seen.
+    const pids = { service: service.pid, mongodb: opts.stack ? null : stackPid('mongo'), kafka: opts.stack ? null : stackPid('kafka'), receiver: receiver.pid };
+    const cpuSample = () => Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, pid === null ? null : cpuSecondsOf(pid)]));
+    const before = cpuSample();
+    const cpu0 = before.service ?? null;
     const t0 = Date.now();
     for (let i = 0; i < backlog.length; i += 500) await producer.publish(backlog.slice(i, i + 500));
     const got = await waitArrived(backlog.map((e) => e.id), 180_000);
     const last = Math.max(...backlog.map((e) => got.get(e.id)!));
-    const cpu1 = cpuSecondsOf(service.pid);
+    const after = cpuSample();
+    const cpu1 = after.service ?? null;
+    const cpuPerDeliveryUs = perUnitUs(before, after, throughputEvents) as DeliveryBenchResult['cpuPerDeliveryUs'];
     const deliveriesPerSec = throughputEvents / ((last - t0) / 1000);
     const busy = cpu0 !== null && cpu1 !== null ? `, service CPU ${Math.round(((cpu1 - cpu0) / ((Date.now() - t0) / 1000)) * 100)}%` : '';
-    log(`throughput: ${deliveriesPerSec.toFixed(0)} deliveries/s${busy}`);
+    const us = (v: number | null) => (v === null ? 'n/a' : `${v} µs`);
+    log(
+      `throughput: ${deliveriesPerSec.toFixed(0)} deliveries/s${busy}; CPU per delivery: service ${us(cpuPerDeliveryUs.service)}, ` +
+        `MongoDB ${us(cpuPerDeliveryUs.mongodb)}, Kafka ${us(cpuPerDeliveryUs.kafka)}, receiver ${us(cpuPerDeliveryUs.receiver)}`,
+    );
     // Read after the line above, so that whoever samples CPU at it leaves this read of every delivery out.
     log(`throughput: attempts${await attemptLatencies(stack.MONGO_URL, env.MONGO_DB!, backlog.map((e) => e.id))}`);
 
@@ -262,9 +299,20 @@ export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise
     const body = JSON.stringify({ type: sample.type, timestamp: sample.occurredAt, data: sample.data });
     const headers = { 'content-type': 'application/json', 'webhook-id': 'plain', 'webhook-timestamp': '0', 'webhook-signature': `v1,${'A'.repeat(43)}=` };
     const plainSeconds = opts.plainSeconds ?? 5;
-    const plainPostPerSec = await plainPostLoop(receiver.url, body, headers, 1, plainSeconds);
-    const plainPostConcurrentPerSec = await plainPostLoop(receiver.url, body, headers, concurrency, plainSeconds);
-    log(`plain POST loop: ${plainPostPerSec.toFixed(0)}/s sequential, ${plainPostConcurrentPerSec.toFixed(0)}/s with ${concurrency} in flight`);
+    const { perSec: plainPostPerSec } = await plainPostLoop(receiver.url, body, headers, 1, plainSeconds);
+    const loop0 = process.cpuUsage();
+    const receiver0 = cpuSecondsOf(receiver.pid);
+    const { perSec: plainPostConcurrentPerSec, requests } = await plainPostLoop(receiver.url, body, headers, concurrency, plainSeconds);
+    const loopUs = process.cpuUsage(loop0);
+    const receiver1 = cpuSecondsOf(receiver.pid);
+    const cpuPerPlainPostUs = {
+      loop: Math.round((loopUs.user + loopUs.system) / requests),
+      receiver: receiver0 === null || receiver1 === null ? null : Math.round(((receiver1 - receiver0) / requests) * 1e6),
+    };
+    log(
+      `plain POST loop: ${plainPostPerSec.toFixed(0)}/s sequential, ${plainPostConcurrentPerSec.toFixed(0)}/s with ${concurrency} in flight; ` +
+        `CPU per request: loop ${cpuPerPlainPostUs.loop} µs, receiver ${us(cpuPerPlainPostUs.receiver)}`,
+    );
 
     return {
       p50,
@@ -277,6 +325,8 @@ export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise
       concurrency,
       ratio: Math.round((deliveriesPerSec / plainPostPerSec) * 100) / 100,
       ratioConcurrent: Math.round((deliveriesPerSec / plainPostConcurrentPerSec) * 100) / 100,
+      cpuPerDeliveryUs,
+      cpuPerPlainPostUs,
     };
   } finally {
     await producer.disconnect().catch(() => {});
