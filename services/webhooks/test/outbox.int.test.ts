@@ -2,7 +2,7 @@ import { makeEvent, newId, type DomainEvent } from '@dap/contracts';
 import { connectMongo, type MongoHandle } from '@dap/mongo';
 import { stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
 import { DeliveryOutbox, type OutboxEntry } from '../src/persistence/delivery-outbox.ts';
-import { CLAIM_MARGIN_MS, deliveryIdOf, DeliveryRepository, UNLOCKED, type DeliveryDoc } from '../src/persistence/delivery.repository.ts';
+import { CLAIM_MARGIN_MS, DeliveryRepository, newDelivery, UNLOCKED, type DeliveryDoc } from '../src/persistence/delivery.repository.ts';
 import { silent, sleep } from './harness.ts';
 
 /**
@@ -40,27 +40,10 @@ describe('delivery outbox and batched records', () => {
 
   /** A pending delivery claimed by `owner` until `lockedUntil`, as the fan-out inserts it. */
   async function insertClaimed(lockedUntil = new Date(Date.now() + 60_000)): Promise<DeliveryDoc> {
-    const now = new Date();
-    const eventId = newId('evt');
-    const endpointId = newId('whk');
-    const doc: DeliveryDoc = {
-      _id: deliveryIdOf(eventId, endpointId),
-      accountId: newId('acct'),
-      endpointId,
-      eventId,
-      eventType: 'report.completed',
-      requestId: null,
-      body: '{}',
-      status: 'pending',
-      attempts: [],
-      nextAttemptAt: now,
-      lockedUntil,
-      lockedBy: owner.id,
-      lockedInstance: owner.instance,
-      createdAt: now,
-      updatedAt: now,
-      finishedAt: null,
-    };
+    const doc = newDelivery(
+      { accountId: newId('acct'), endpointId: newId('whk'), eventId: newId('evt'), eventType: 'report.completed', requestId: null, body: '{}' },
+      { until: lockedUntil, owner: owner.id, instance: owner.instance },
+    );
     await deliveries().insertOne(doc);
     return doc;
   }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createLogger } from '@dap/logger';
 import { SecretBox, newWebhookSecret } from '../domain/secret.ts';
-import { UNLOCKED, type DeliveryDoc } from '../persistence/delivery.repository.ts';
+import { newDelivery, UNLOCKED, type DeliveryDoc } from '../persistence/delivery.repository.ts';
 import type { EndpointDoc } from '../persistence/endpoint.repository.ts';
 import { Dispatcher, type DispatcherOptions } from './dispatcher.ts';
 import type { AttemptResult } from './http-sender.ts';
@@ -23,24 +23,10 @@ const endpoint: EndpointDoc = {
 };
 
 function delivery(eventId: string, lockedFor = 60_000): DeliveryDoc {
-  const now = new Date();
-  return {
-    _id: `${eventId}:whk_A`,
-    accountId: 'acct_1',
-    endpointId: 'whk_A',
-    eventId,
-    eventType: 'report.completed',
-    requestId: null,
-    body: '{}',
-    status: 'pending',
-    attempts: [],
-    nextAttemptAt: now,
-    lockedUntil: new Date(Date.now() + lockedFor),
-    lockedBy: 'x',
-    createdAt: now,
-    updatedAt: now,
-    finishedAt: null,
-  };
+  return newDelivery(
+    { accountId: 'acct_1', endpointId: 'whk_A', eventId, eventType: 'report.completed', requestId: null, body: '{}' },
+    { until: new Date(Date.now() + lockedFor), owner: 'x', instance: 'i' },
+  );
 }
 
 function harness(opts: { concurrency?: number; renew?: boolean } = {}) {

@@ -1,7 +1,7 @@
 import { eventMatches, isId, isPublicEventType, type DomainEvent } from '@dap/contracts';
 import type { Dispatcher, Plan } from '../delivery/dispatcher.ts';
 import { deliveryBody } from '../delivery/signing.ts';
-import { deliveryIdOf, UNLOCKED, type DeliveryDoc, type DeliveryRepository } from '../persistence/delivery.repository.ts';
+import { deliveryIdOf, newDelivery, type DeliveryDoc, type DeliveryRepository } from '../persistence/delivery.repository.ts';
 import type { EndpointDoc, EndpointRepository } from '../persistence/endpoint.repository.ts';
 
 export const DELIVERY_GROUP_ID = 'webhooks-delivery';
@@ -51,25 +51,12 @@ export function deliveryFanOutBatch(deps: FanOutDeps) {
         if (seen.has(_id)) continue; // the same event twice in one batch
         seen.add(_id);
         const plan = deps.dispatcher.plan(endpoint._id, body.length);
-        const claimed = plan !== 'defer';
-        const doc: DeliveryDoc = {
-          _id,
-          accountId: event.accountId,
-          endpointId: endpoint._id,
-          eventId: event.id,
-          eventType: event.type,
-          requestId: event.requestId,
-          body,
-          status: 'pending',
-          attempts: [],
-          nextAttemptAt: now,
-          lockedUntil: claimed ? deps.dispatcher.leaseUntil() : UNLOCKED,
-          lockedBy: claimed ? deps.dispatcher.owner : null,
-          lockedInstance: claimed ? deps.dispatcher.instanceId : null,
-          createdAt: now,
-          updatedAt: now,
-          finishedAt: null,
-        };
+        const claim = plan === 'defer' ? null : { until: deps.dispatcher.leaseUntil(), owner: deps.dispatcher.owner, instance: deps.dispatcher.instanceId };
+        const doc = newDelivery(
+          { accountId: event.accountId, endpointId: endpoint._id, eventId: event.id, eventType: event.type, requestId: event.requestId, body },
+          claim,
+          now,
+        );
         planned.push({ doc, endpoint, plan });
       }
     });

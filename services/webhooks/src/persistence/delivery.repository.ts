@@ -85,6 +85,37 @@ const RETENTION_SECONDS = 30 * 24 * 3600;
 
 export const deliveryIdOf = (eventId: string, endpointId: string) => `${eventId}:${endpointId}`;
 
+/** Who holds a delivery's next attempt, and until when. */
+export interface Claim {
+  until: Date;
+  owner: string;
+  instance: string;
+}
+
+/**
+ * A new delivery of one event to one endpoint, due at `now`: claimed by `claim` (the insert is then the
+ * claim), or free for the claim query when it is null.
+ */
+export function newDelivery(
+  d: Pick<DeliveryDoc, 'accountId' | 'endpointId' | 'eventId' | 'eventType' | 'requestId' | 'body'>,
+  claim: Claim | null,
+  now: Date = new Date(),
+): DeliveryDoc {
+  return {
+    _id: deliveryIdOf(d.eventId, d.endpointId),
+    ...d,
+    status: 'pending',
+    attempts: [],
+    nextAttemptAt: now,
+    lockedUntil: claim?.until ?? UNLOCKED,
+    lockedBy: claim?.owner ?? null,
+    lockedInstance: claim?.instance ?? null,
+    createdAt: now,
+    updatedAt: now,
+    finishedAt: null,
+  };
+}
+
 function isDuplicateOnly(err: unknown): err is MongoBulkWriteError {
   if (!(err instanceof MongoBulkWriteError)) return false;
   const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
