@@ -80,15 +80,20 @@ export function logTail(file: string, maxLines = 25): string {
   return lines.slice(-maxLines).join('\n') || '(empty log)';
 }
 
-class ExitedDuringStartup extends Error {}
+export class ExitedDuringStartup extends Error {}
 
-async function waitHealthy(url: string, child: ChildProcess, name: string, timeoutMs: number, logFile: string): Promise<void> {
+/**
+ * Waits until a process just spawned answers `GET <url>/healthz`. Throws ExitedDuringStartup if it ends
+ * first, or an error after `timeoutMs`; `logHint` (e.g. `see <its log file>`) ends both messages.
+ * The supervisor, the bench and the tests that run a service as a process all start through this.
+ */
+export async function waitHealthy(url: string, child: ChildProcess, name: string, timeoutMs: number, logHint: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     // A signal (an OOM kill, a SIGKILL) leaves exitCode null: check both, or start-up waits out its timeout.
     if (child.exitCode !== null || child.signalCode !== null) {
       const how = child.signalCode ? `was killed by signal ${child.signalCode}` : `exited with code ${child.exitCode}`;
-      throw new ExitedDuringStartup(`${name} ${how} during start-up; see ${logFile}`);
+      throw new ExitedDuringStartup(`${name} ${how} during start-up; ${logHint}`);
     }
     try {
       const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) });
@@ -98,7 +103,7 @@ async function waitHealthy(url: string, child: ChildProcess, name: string, timeo
     }
     await new Promise((r) => setTimeout(r, 150));
   }
-  throw new Error(`${name} did not become healthy within ${timeoutMs} ms; see ${logFile}`);
+  throw new Error(`${name} did not become healthy within ${timeoutMs} ms; ${logHint}`);
 }
 
 export interface Supervised {
@@ -214,7 +219,7 @@ export async function startServices(opts: {
       }),
     );
     try {
-      await waitHealthy(urls[d.name], child, d.name, opts.timeoutMs ?? 60_000, logFile);
+      await waitHealthy(urls[d.name], child, d.name, opts.timeoutMs ?? 60_000, `see ${logFile}`);
     } catch (err) {
       if (!(err instanceof ExitedDuringStartup)) throw err;
       await closed.get(child); // its last output (often the fatal error) is in the log

@@ -2,6 +2,7 @@ import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LoadResult, LoadSpec } from './loadgen.ts';
+import { waitHealthy } from '../../local/supervisor.ts';
 
 /** Which CPUs to pin load generators and servers to; null means "let the scheduler decide". */
 export interface Pinning {
@@ -32,21 +33,6 @@ export interface BenchProcess {
   spawnedAt: number;
   /** SIGTERM, then SIGKILL after a grace period; resolves on exit (a --cpu-prof profile is then on disk). */
   stop(): Promise<void>;
-}
-
-async function waitHealthy(url: string, child: ChildProcess, name: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`${name} exited with code ${child.exitCode} during start-up; see its log`);
-    try {
-      const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) });
-      if (res.ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 150));
-  }
-  throw new Error(`${name} did not become healthy within ${timeoutMs} ms; see its log`);
 }
 
 /** Starts one Node service (an entry point of deploy/local/supervisor.ts's DEPLOYABLES) as its own process. */
@@ -97,7 +83,7 @@ export async function startNodeProcess(opts: {
     },
   };
   try {
-    await waitHealthy(url, child, opts.name, opts.timeoutMs ?? 60_000);
+    await waitHealthy(url, child, opts.name, opts.timeoutMs ?? 60_000, `see ${join(opts.logDir, `${opts.name}.log`)}`);
   } catch (err) {
     await proc.stop();
     throw err;

@@ -3,11 +3,11 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { newId, SCOPES, signCallerContext } from '@dap/contracts';
 import { repoRoot, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix } from '@dap/testing';
+import { freePort, waitHealthy } from '../../../deploy/local/supervisor.ts';
 import { writeOrdersCsv } from './ingest.bench.ts';
 
 /**
@@ -18,17 +18,6 @@ import { writeOrdersCsv } from './ingest.bench.ts';
 const targetMiB = Number(process.argv[2] ?? 1024);
 const budgetMB = Number(process.argv[3] ?? 400);
 const ROW_BYTES = 61; // what writeOrdersCsv writes per row, on average
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 function memoryOf(pid: number): { rssMB: number; peakMB: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -75,12 +64,7 @@ async function main(): Promise<number> {
     });
     children.push(svc);
     const url = `http://127.0.0.1:${port}`;
-    for (let i = 0; ; i++) {
-      if (svc.exitCode !== null) throw new Error('the sources service exited during start-up');
-      if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) break;
-      if (i > 300) throw new Error('the sources service did not start');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitHealthy(url, svc, 'the sources service', 30_000, 'its errors are above');
     const idle = memoryOf(svc.pid!);
     process.stdout.write(`[soak] service up (pid ${svc.pid}, RSS ${idle.rssMB} MB); creating the URL source...\n`);
 

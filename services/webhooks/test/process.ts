@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { repoRoot } from '@dap/testing';
-import { freePort } from '../../../deploy/local/supervisor.ts';
+import { ExitedDuringStartup, freePort, waitHealthy } from '../../../deploy/local/supervisor.ts';
 
 export interface ChildWebhooks {
   url: string;
@@ -35,19 +35,11 @@ export async function spawnWebhooks(env: Record<string, string>, opts: { port?: 
   child.stderr!.on('data', keep);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + (opts.timeoutMs ?? 30_000);
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`webhooks exited with ${child.exitCode} during start-up:\n${out}`);
-    try {
-      if ((await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) })).ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`webhooks did not become healthy:\n${out}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
+  try {
+    await waitHealthy(url, child, 'webhooks', opts.timeoutMs ?? 30_000, 'its output follows');
+  } catch (err) {
+    if (!(err instanceof ExitedDuringStartup)) child.kill('SIGKILL');
+    throw new Error(`${(err as Error).message}:\n${out}`);
   }
   return {
     url,
