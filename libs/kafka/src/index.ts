@@ -274,6 +274,13 @@ export interface ConsumerGroupOptions {
   deadLetterName?: string;
 }
 
+/**
+ * How long the broker holds a fetch that finds nothing new. A fetch returns as soon as a message arrives
+ * (minBytes 1), so this only sets how often an idle consumer asks: at 50 ms, five idle groups cost 4.8 % of
+ * a core in their process and 3.7 % in the broker; at 500 ms, 2.7 % and 1.6 % (measured on the local broker).
+ */
+export const IDLE_FETCH_WAIT_MS = 500;
+
 export type DeadLetter = (topic: string, message: KafkaMessage, reason: string) => Promise<void>;
 
 /**
@@ -286,7 +293,7 @@ export async function openConsumer(kafka: Kafka, settings: KafkaSettings, produc
   const groupId = `${settings.topicPrefix}${opts.groupId}`;
   const dlq = deadLetterTopic(settings, opts.deadLetterName ?? opts.groupId);
   await ensureTopics(kafka, settings, logger, [dlq]);
-  const consumer = kafka.consumer({ groupId, sessionTimeout: 10_000, heartbeatInterval: 1_000, maxWaitTimeInMs: 50, retry: { retries: 10 } });
+  const consumer = kafka.consumer({ groupId, sessionTimeout: 10_000, heartbeatInterval: 1_000, maxWaitTimeInMs: IDLE_FETCH_WAIT_MS, retry: { retries: 10 } });
   await retryDuringStartup({
     what: `Kafka consumer group ${groupId}`,
     timeoutMs: settings.startupTimeoutMs ?? 30_000,
