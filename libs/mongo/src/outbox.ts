@@ -1,6 +1,7 @@
 import type { AnyBulkWriteOperation, Collection, Document } from 'mongodb';
 import type { DomainEvent } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
+import { SerialPass } from './serial-pass.ts';
 
 export interface EventPublisher {
   publish(events: DomainEvent[]): Promise<void>;
@@ -46,11 +47,9 @@ export class OutboxRelay {
   private handed = new Map<string, Map<string, Pending>>();
   private sweepWanted = false;
   private timer: NodeJS.Timeout | null = null;
-  private retryTimer: NodeJS.Timeout | null = null;
   private scheduled = false;
-  private running: Promise<void> | null = null;
-  private again = false;
   private stopped = false;
+  private readonly passes: SerialPass;
 
   constructor(opts: {
     collections: Collection<Document>[];
@@ -73,6 +72,7 @@ export class OutboxRelay {
     this.retryMs = opts.retryMs ?? Math.min(this.intervalMs, 1_000);
     this.batchSize = opts.batchSize ?? 500;
     this.insertOnly = new Set(opts.insertOnly ?? []);
+    this.passes = new SerialPass({ pass: () => this.pass(), onError: (err) => this.logger.warn({ err }, 'outbox pass failed; will retry'), retryMs: this.retryMs });
   }
 
   start(): void {
@@ -112,61 +112,23 @@ export class OutboxRelay {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
-    if (this.retryTimer) clearTimeout(this.retryTimer);
-    await this.running;
+    await this.passes.stop();
   }
 
   /** Publishes everything handed over and everything pending in MongoDB; resolves when done (tests, shutdown). */
   async flush(): Promise<void> {
-    while (this.running) await this.running;
     this.sweepWanted = true;
-    const pass = this.pass();
-    this.running = pass.then(
-      () => {},
-      () => {},
-    );
-    try {
-      await pass;
-    } finally {
-      this.running = null;
-    }
+    await this.passes.flush();
   }
 
   /** Every write of one event-loop turn shares a pass; a pass already running takes them in its next round. */
   private schedule(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    if (this.scheduled) return;
+    if (this.stopped || this.scheduled) return;
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      this.run();
+      this.passes.request();
     });
-  }
-
-  private run(): void {
-    if (this.stopped || this.running) return;
-    this.running = this.pass()
-      .catch((err) => {
-        this.logger.warn({ err }, 'outbox pass failed; will retry');
-        if (!this.stopped && !this.retryTimer) {
-          this.retryTimer = setTimeout(() => {
-            this.retryTimer = null;
-            this.schedule();
-          }, this.retryMs);
-          this.retryTimer.unref();
-        }
-      })
-      .finally(() => {
-        this.running = null;
-        if (this.again) {
-          this.again = false;
-          this.schedule();
-        }
-      });
   }
 
   private async pass(): Promise<void> {

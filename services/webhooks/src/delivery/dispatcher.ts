@@ -2,6 +2,7 @@ import { randomUUID, type KeyObject } from 'node:crypto';
 import Denque from 'denque';
 import { makeEvent } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
+import { SerialPass } from '@dap/mongo';
 import type { SecretBox } from '../domain/secret.ts';
 import { seriesAttempts, type DeliveryDoc, type DeliveryRepository, type DeliveryStatus } from '../persistence/delivery.repository.ts';
 import type { EndpointDoc, EndpointRepository } from '../persistence/endpoint.repository.ts';
@@ -94,8 +95,8 @@ export class Dispatcher {
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly abort = new AbortController();
   private pollTimer: NodeJS.Timeout | null = null;
-  private pass: Promise<void> | null = null;
-  private passAgain = false;
+  /** Claim passes, one at a time; a failed one is retried by the next poll (or retry timer, or kick). */
+  private readonly passes: SerialPass;
   private stopped = true;
   /** New deliveries were left to the claim query for want of memory: run it once there is room again. */
   private deferred = false;
@@ -105,6 +106,7 @@ export class Dispatcher {
   constructor(opts: DispatcherOptions) {
     this.o = opts;
     this.instanceId = opts.instanceId;
+    this.passes = new SerialPass({ pass: () => this.claimLoop(), onError: (err) => this.o.logger.warn({ err }, 'delivery claim pass failed; will retry') });
   }
 
   /** Takes back what an earlier process of this instance left claimed, then claims what is due, now and on a timer. */
@@ -247,19 +249,7 @@ export class Dispatcher {
   /** Runs a claim pass now (or right after the current one). */
   kick(): void {
     if (this.stopped) return;
-    if (this.pass) {
-      this.passAgain = true;
-      return;
-    }
-    this.pass = this.claimLoop()
-      .catch((err) => this.o.logger.warn({ err }, 'delivery claim pass failed; will retry'))
-      .finally(() => {
-        this.pass = null;
-        if (this.passAgain) {
-          this.passAgain = false;
-          this.kick();
-        }
-      });
+    this.passes.request();
   }
 
   /** Stops claiming, cuts in-flight attempts short and gives their claims back. */
@@ -272,7 +262,7 @@ export class Dispatcher {
     this.waitingCount = 0;
     this.waitingBytes = 0;
     this.abort.abort();
-    await this.pass;
+    await this.passes.stop();
     await Promise.allSettled([...this.active]);
     // What was held here is stored: give its claims back so the next start (or another instance) sends it now.
     try {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Collection, Db } from 'mongodb';
 import type { DomainEvent } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
-import type { EventPublisher } from '@dap/mongo';
+import { SerialPass, type EventPublisher } from '@dap/mongo';
 import type { AttemptDoc, DeliveryDoc } from './delivery.repository.ts';
 
 /** The events a final attempt of one delivery produces (its delivery.completed). */
@@ -84,14 +84,18 @@ export class DeliveryOutbox {
   private readyEvents = 0;
   private timer: NodeJS.Timeout | null = null;
   private lingerTimer: NodeJS.Timeout | null = null;
-  private retryTimer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
+  private readonly passes: SerialPass;
   private stopped = true;
 
   constructor(opts: DeliveryOutboxOptions) {
     this.o = opts;
     this.coll = opts.db.collection<OutboxDoc>('delivery_outbox');
     this.batchSize = opts.batchSize ?? 100;
+    this.passes = new SerialPass({
+      pass: () => this.pass(),
+      onError: (err) => this.o.logger.warn({ err }, 'delivery outbox pass failed; retrying shortly'),
+      retryMs: RETRY_MS,
+    });
   }
 
   async init(): Promise<void> {
@@ -149,47 +153,20 @@ export class DeliveryOutbox {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     if (this.lingerTimer) clearTimeout(this.lingerTimer);
-    if (this.retryTimer) clearTimeout(this.retryTimer);
     this.lingerTimer = null;
-    this.retryTimer = null;
-    await this.running;
+    await this.passes.stop();
   }
 
   /** Publishes what is ready, and sweeps (shutdown and tests). */
   async flush(): Promise<void> {
-    await this.running;
     this.sweepDue = true;
-    const pass = this.pass();
-    // Held as the running pass, so a linger timer firing meanwhile does not start a second one.
-    this.running = pass.then(
-      () => {},
-      () => {},
-    );
-    try {
-      await pass;
-    } finally {
-      this.running = null;
-      this.run(); // whatever became ready meanwhile (nothing once stopped)
-    }
+    await this.passes.flush();
   }
 
   private run(): void {
-    if (this.stopped || this.running || this.retryTimer) return;
+    if (this.stopped) return;
     if (!this.ready.length && !this.toDelete.size && !this.sweepDue && !this.legacyDue) return;
-    let failed = false;
-    this.running = this.pass()
-      .catch((err) => {
-        failed = true;
-        this.o.logger.warn({ err }, 'delivery outbox pass failed; retrying shortly');
-      })
-      .finally(() => {
-        this.running = null;
-        if (!failed) return this.run(); // whatever became ready meanwhile
-        this.retryTimer = setTimeout(() => {
-          this.retryTimer = null;
-          this.run();
-        }, RETRY_MS);
-      });
+    this.passes.request();
   }
 
   private async pass(): Promise<void> {
