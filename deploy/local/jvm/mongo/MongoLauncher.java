@@ -69,11 +69,16 @@ public final class MongoLauncher {
      * pages in memory. System properties dap.mvstore.autoCommitBufferKb and dap.mvstore.cacheMb override them.
      */
     static MVStore openStore(Path file) {
-        return new MVStore.Builder()
+        MVStore.Builder builder = new MVStore.Builder()
                 .fileName(file.toString())
                 .autoCommitBufferSize(Integer.getInteger("dap.mvstore.autoCommitBufferKb", 64 * 1024))
-                .cacheSize(Integer.getInteger("dap.mvstore.cacheMb", 64))
-                .open();
+                .cacheSize(Integer.getInteger("dap.mvstore.cacheMb", 64));
+        // No background commit: the store is written when it closes (SIGTERM). For the storage test's old-format
+        // phase only: H2's default key type caches its last value type in a field that the background writer
+        // and a request thread can both replace at once, which then fails a comparison ("Can not compare").
+        // The launcher's own key order does not go through that field.
+        if (Boolean.getBoolean("dap.mvstore.commitOnCloseOnly")) builder.autoCommitDisabled();
+        return builder.open();
     }
 
     public static void main(String[] args) throws Exception {
