@@ -62,7 +62,8 @@ process.stdout.write(`
   API docs: ${gatewayUrl}/docs
 
   Try: curl -H "Authorization: Bearer $API_KEY" ${gatewayUrl}/v1/sources
-  (also written to .local/dev.env; logs in .local/dev/logs/; Ctrl-C stops everything)
+  (also written to .local/dev.env; logs in .local/dev/logs/; Ctrl-C stops the services,
+  bash deploy/local/stack.sh down dev the stack)
 `);
 
 let stopping = false;
