@@ -12,8 +12,10 @@ import { writeOrdersCsv } from './ingest.bench.ts';
 
 /**
  * Soak: a large CSV (default 1 GiB) pulled from a URL into the dataset store, by the sources service running
- * as its own process with the services' node flags (as the supervisor and the images run it), while the kernel's peak-RSS counter (VmHWM) of that process is watched. Fails when the
- * peak passes the budget (default 400 MB). Run with `bash deploy/local/soak-ingest.sh [MiB] [budget MB]`.
+ * as its own process with the services' node flags (as the supervisor and the images run it), while the
+ * kernel's peak-RSS counter (VmHWM) of that process is watched. Fails when the peak passes the budget
+ * (default 400 MB). Run with `bash deploy/local/soak-ingest.sh [MiB] [budget MB]`; `npm test` runs it at
+ * 1 GiB (test/memory.int.test.ts).
  */
 const targetMiB = Number(process.argv[2] ?? 1024);
 const budgetMB = Number(process.argv[3] ?? 400);

@@ -9,6 +9,7 @@ import { createKafka, EventProducer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
 import { connectMongo } from '@dap/mongo';
 import { repoRoot, stackEnv, uniqueSuffix } from '@dap/testing';
+import { cpuTimeMs } from '../../../deploy/bench/lib/procs.ts';
 import { loadWebhooksConfig } from '../src/config.ts';
 import { spawnWebhooks, type ChildWebhooks } from '../test/process.ts';
 
@@ -68,16 +69,6 @@ export interface DeliveryBenchResult {
 
 const INTERNAL_SECRET = randomBytes(32).toString('hex');
 
-/** CPU seconds a process has used so far (Linux), for the log's utilisation figures; null elsewhere. */
-function cpuSecondsOf(pid: number): number | null {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks of 10 ms
-  } catch {
-    return null;
-  }
-}
-
 /** A test stack process's id, from the pid file `deploy/local/stack.sh` writes (null if it did not start it). */
 function stackPid(name: 'mongo' | 'kafka'): number | null {
   try {
@@ -87,14 +78,18 @@ function stackPid(name: 'mongo' | 'kafka'): number | null {
   }
 }
 
-/** CPU µs per unit of work of each process between two samples of `cpuSecondsOf`. */
-function perUnitUs(before: Record<string, number | null>, after: Record<string, number | null>, units: number): Record<string, number | null> {
+/** CPU time (ms, from /proc) of each process, or null for one the bench cannot see. */
+const cpuSample = <K extends string>(pids: Record<K, number | null>) =>
+  Object.fromEntries(Object.entries<number | null>(pids).map(([k, pid]) => [k, pid === null ? null : cpuTimeMs(pid)])) as Record<K, number | null>;
+
+/** CPU µs per unit of work of each process between two `cpuSample`s. */
+function perUnitUs<K extends string>(before: Record<K, number | null>, after: Record<K, number | null>, units: number): Record<K, number | null> {
   return Object.fromEntries(
     Object.keys(before).map((k) => {
-      const a = before[k], b = after[k];
-      return [k, a === null || a === undefined || b === null || b === undefined ? null : Math.round(((b - a) / units) * 1e6)];
+      const a = before[k as K], b = after[k as K];
+      return [k, a === null || b === null ? null : Math.round(((b - a) / units) * 1e3)];
     }),
-  );
+  ) as Record<K, number | null>;
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -274,18 +269,15 @@ export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise
     const backlog = Array.from({ length: throughputEvents }, (_, i) => eventFor(i));
     // The stack's pid files describe the test stack, the default; another stack's processes are not seen.
     const pids = { service: service.pid, mongodb: opts.stack ? null : stackPid('mongo'), kafka: opts.stack ? null : stackPid('kafka'), receiver: receiver.pid };
-    const cpuSample = () => Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, pid === null ? null : cpuSecondsOf(pid)]));
-    const before = cpuSample();
-    const cpu0 = before.service ?? null;
+    const before = cpuSample(pids);
     const t0 = Date.now();
     for (let i = 0; i < backlog.length; i += 500) await producer.publish(backlog.slice(i, i + 500));
     const got = await waitArrived(backlog.map((e) => e.id), 180_000);
     const last = Math.max(...backlog.map((e) => got.get(e.id)!));
-    const after = cpuSample();
-    const cpu1 = after.service ?? null;
-    const cpuPerDeliveryUs = perUnitUs(before, after, throughputEvents) as DeliveryBenchResult['cpuPerDeliveryUs'];
+    const after = cpuSample(pids);
+    const cpuPerDeliveryUs = perUnitUs(before, after, throughputEvents);
     const deliveriesPerSec = throughputEvents / ((last - t0) / 1000);
-    const busy = cpu0 !== null && cpu1 !== null ? `, service CPU ${Math.round(((cpu1 - cpu0) / ((Date.now() - t0) / 1000)) * 100)}%` : '';
+    const busy = before.service !== null && after.service !== null ? `, service CPU ${Math.round(((after.service - before.service) / (Date.now() - t0)) * 100)}%` : '';
     const us = (v: number | null) => (v === null ? 'n/a' : `${v} µs`);
     log(
       `throughput: ${deliveriesPerSec.toFixed(0)} deliveries/s${busy}; CPU per delivery: service ${us(cpuPerDeliveryUs.service)}, ` +
@@ -301,14 +293,10 @@ export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise
     const plainSeconds = opts.plainSeconds ?? 5;
     const { perSec: plainPostPerSec } = await plainPostLoop(receiver.url, body, headers, 1, plainSeconds);
     const loop0 = process.cpuUsage();
-    const receiver0 = cpuSecondsOf(receiver.pid);
+    const plainBefore = cpuSample({ receiver: receiver.pid });
     const { perSec: plainPostConcurrentPerSec, requests } = await plainPostLoop(receiver.url, body, headers, concurrency, plainSeconds);
     const loopUs = process.cpuUsage(loop0);
-    const receiver1 = cpuSecondsOf(receiver.pid);
-    const cpuPerPlainPostUs = {
-      loop: Math.round((loopUs.user + loopUs.system) / requests),
-      receiver: receiver0 === null || receiver1 === null ? null : Math.round(((receiver1 - receiver0) / requests) * 1e6),
-    };
+    const cpuPerPlainPostUs = { loop: Math.round((loopUs.user + loopUs.system) / requests), ...perUnitUs(plainBefore, cpuSample({ receiver: receiver.pid }), requests) };
     log(
       `plain POST loop: ${plainPostPerSec.toFixed(0)}/s sequential, ${plainPostConcurrentPerSec.toFixed(0)}/s with ${concurrency} in flight; ` +
         `CPU per request: loop ${cpuPerPlainPostUs.loop} µs, receiver ${us(cpuPerPlainPostUs.receiver)}`,

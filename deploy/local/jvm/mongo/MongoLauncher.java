@@ -119,8 +119,8 @@ public final class MongoLauncher {
      * (every collection's `_id` index among them) in an MVMap keyed by its KeyValue class, which is neither
      * Comparable nor a type H2 knows, so H2's default key type orders keys by comparing their Java
      * serialisations: every step of every binary search serialised two keys. A JFR profile of the webhook
-     * delivery benchmark put 63 % of this server's CPU there. Everything else (on-disk format, the maps'
-     * names, what the backend does with them) is unchanged.
+     * delivery benchmark put 63 % of this server's CPU there. Collections' document maps store BSON
+     * ({@link DocumentValues}); the maps' names and what the backend does with them are unchanged.
      */
     static final class OrderedKeysBackend extends H2Backend {
         /** H2Database opens its indexes in its constructor, before a subclass's own fields are set. */
