@@ -5,9 +5,9 @@
  * consumer lag of every consumer group of the run (committed offsets vs the topics' end offsets), then
  * prints a summary table and exits 1 if memory or lag did not stay flat, or if any request failed.
  */
-import { readFileSync } from 'node:fs';
 import { Kafka, logLevel } from 'kafkajs';
 import { startReceiver } from '@dap/testing';
+import { memoryMB } from '../../deploy/bench/lib/procs.ts';
 import { Load } from './load.ts';
 import { FAULT_ENV, prepareAccount } from './scenario.ts';
 import { Recorder, sleep, startSystem } from './system.ts';
@@ -18,15 +18,7 @@ const SAMPLE_MS = 10_000;
 /** Samples before this are warm-up (JIT, caches, pools) and not judged. */
 const WARMUP_MS = Math.min(60_000, (SECONDS * 1000) / 5);
 
-function rssMb(pid: number | undefined): number | null {
-  if (!pid) return null;
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Math.round(Number(m[1]) / 102.4) / 10 : null;
-  } catch {
-    return null;
-  }
-}
+const rssMb = (pid: number | undefined): number | null => memoryMB(pid)?.rss ?? null;
 
 /**
  * V8's young generation (new space) and the old space in use, from the process's /metrics: the young

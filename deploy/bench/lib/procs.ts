@@ -115,6 +115,21 @@ export function runLoadProcess(root: string, spec: LoadSpec, cpus: string | null
 }
 
 /**
+ * A process's resident memory now (VmRSS) and the kernel's peak of it (VmHWM), in MB with one decimal, from
+ * /proc/<pid>/status; null where there is no /proc or no such process.
+ */
+export function memoryMB(pid: number | undefined): { rss: number; peak: number } | null {
+  if (pid === undefined) return null;
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const mb = (key: string) => Math.round(Number(new RegExp(`${key}:\\s+(\\d+) kB`).exec(status)?.[1] ?? Number.NaN) / 102.4) / 10;
+    return { rss: mb('VmRSS'), peak: mb('VmHWM') };
+  } catch {
+    return null;
+  }
+}
+
+/**
  * CPU time (user + system, ms) a process has used so far, from /proc/<pid>/stat; null where there is no
  * /proc. Differences over a load run give CPU per request, which other work on the machine barely skews
  * (unlike req/s).

@@ -1,12 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { newId, SCOPES, signCallerContext } from '@dap/contracts';
 import { repoRoot, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix } from '@dap/testing';
+import { memoryMB } from '../../../deploy/bench/lib/procs.ts';
 import { freePort, SERVICE_NODE_FLAGS, waitHealthy } from '../../../deploy/local/supervisor.ts';
 import { writeOrdersCsv } from './ingest.bench.ts';
 
@@ -21,10 +21,11 @@ const targetMiB = Number(process.argv[2] ?? 1024);
 const budgetMB = Number(process.argv[3] ?? 400);
 const ROW_BYTES = 61; // what writeOrdersCsv writes per row, on average
 
+/** RSS now and the kernel's peak of it, in whole MB. */
 function memoryOf(pid: number): { rssMB: number; peakMB: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
-  return { rssMB: Math.round(kb('VmRSS') / 1024), peakMB: Math.round(kb('VmHWM') / 1024) };
+  const m = memoryMB(pid);
+  if (!m) throw new Error(`cannot read the memory of process ${pid}`);
+  return { rssMB: Math.round(m.rss), peakMB: Math.round(m.peak) };
 }
 
 async function main(): Promise<number> {
