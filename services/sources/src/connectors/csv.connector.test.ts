@@ -86,6 +86,11 @@ describe('checkCsv', () => {
     expect(err.message).toMatch(/consistent number of columns \(row \d+ differs from the header\)/);
   });
 
+  it('refuses a quoted value that is never closed, naming its line, and accepts a quote inside an unquoted value', async () => {
+    expect((await refusal('a,b\n1,"x"\n2,"never closed\n3,4\n')).message).toBe('the CSV could not be parsed: line 3: a quoted value is never closed');
+    await expect(checkCsv('a,b\n1,12" pizza\n2,ok\n', { store })).resolves.toBeUndefined();
+  });
+
   it('accepts a single-column CSV', async () => {
     await expect(checkCsv('name\nada\ngrace\n', { store })).resolves.toBeUndefined();
   });

@@ -1,7 +1,9 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sqlLiteral, type DatasetStore } from '@dap/datasets';
+import type { DatasetStore } from '@dap/datasets';
+import { csvReader, sniffCsv, type CsvDialect } from '../ingest/csv-dialect.ts';
+import { LoadError } from '../ingest/load-error.ts';
 import { ConnectorCheckError, type ConnectorContext, type UploadConnector } from './connector.ts';
 import { duckReason } from './duck-errors.ts';
 
@@ -34,19 +36,12 @@ export function scanCsv(text: string, probeChars = CSV_PROBE_CHARS): CsvScan {
 
 const DELIMITERS = /[,;\t|]/;
 
-interface CsvShape {
-  skipRows: number;
-  columns: number;
-}
-
-/** Runs DuckDB's CSV sniffer over a whole file, as `read_csv(auto_detect)` will when the source is loaded. */
-async function sniff(store: DatasetStore, file: string, roots: string[]): Promise<CsvShape> {
+/** Runs DuckDB's CSV sniffer over a whole file, as the load will when it has to; a refusal is the customer's 400. */
+async function sniff(store: DatasetStore, file: string, roots: string[]): Promise<CsvDialect> {
   try {
-    const res = await store.duck.run(
-      `SELECT SkipRows AS skip, len(Columns) AS columns FROM sniff_csv(${sqlLiteral(file)}, header = true, sample_size = -1)`,
-    );
-    return { skipRows: Number(res.rows[0]?.skip ?? 0), columns: Number(res.rows[0]?.columns ?? 0) };
+    return await sniffCsv(store.duck, file, -1);
   } catch (err) {
+    if (err instanceof LoadError) throw new ConnectorCheckError('csv', err.message);
     throw new ConnectorCheckError('csv', `the CSV could not be parsed: ${duckReason(err, roots)}`);
   }
 }
@@ -55,11 +50,11 @@ async function sniff(store: DatasetStore, file: string, roots: string[]): Promis
  * When a row has more columns than the header, DuckDB's sniffer "succeeds" by skipping every row before it
  * and taking that row as the header; that would silently drop data, so it is refused.
  */
-function refuseSkippedRows(shape: CsvShape): void {
-  if (shape.skipRows > 0) {
+function refuseSkippedRows(dialect: CsvDialect): void {
+  if (dialect.skipRows > 0) {
     throw new ConnectorCheckError(
       'csv',
-      `the CSV could not be parsed: its rows do not have a consistent number of columns (row ${shape.skipRows + 1} differs from the header)`,
+      `the CSV could not be parsed: its rows do not have a consistent number of columns (row ${dialect.skipRows + 1} differs from the header)`,
     );
   }
 }
@@ -79,11 +74,12 @@ export async function checkCsv(csv: string, ctx: Pick<ConnectorContext, 'store'>
   const file = join(dir, 'probe.csv');
   try {
     await writeFile(file, csv.slice(0, probeEnd));
-    const shape = await sniff(ctx.store, file, [dir]);
-    refuseSkippedRows(shape);
+    const dialect = await sniff(ctx.store, file, [dir]);
+    refuseSkippedRows(dialect);
     let rows: number;
     try {
-      const reader = `read_csv(${sqlLiteral(file)}, header = true, auto_detect = true, sample_size = -1)`;
+      // Read as the load reads it (the same dialect and quote character), every column as text: types are the load's to settle.
+      const reader = csvReader(file, dialect, dialect.columns.map((c) => ({ name: c.name, type: 'VARCHAR' })));
       rows = Number((await ctx.store.duck.run(`SELECT count(*) AS n FROM ${reader}`)).rows[0]?.n ?? 0);
     } catch (err) {
       throw new ConnectorCheckError('csv', `the CSV could not be parsed: ${duckReason(err, [dir])}`);
@@ -91,7 +87,7 @@ export async function checkCsv(csv: string, ctx: Pick<ConnectorContext, 'store'>
     if (rows === 0) throw new ConnectorCheckError('csv', 'the CSV has a header row but no data rows');
     // With no delimiter that fits every row, DuckDB falls back to one column; a header with delimiters then means ragged rows.
     const header = csv.slice(0, headerEnd).replace(/"[^"]*"/g, '');
-    if (shape.columns === 1 && DELIMITERS.test(header)) {
+    if (dialect.columns.length === 1 && DELIMITERS.test(header)) {
       throw new ConnectorCheckError('csv', 'the CSV could not be parsed: its rows do not have a consistent number of columns');
     }
   } finally {

@@ -252,6 +252,24 @@ describe('CSV schema inference', () => {
     expect(await failure('csv', 'a,b\n1,2\n1,2,3\n4,5\n')).toMatch(/consistent number of columns/);
   });
 
+  it('refuses a quoted value that is never closed, in the sample or past it, naming the line', async () => {
+    // DuckDB's sniffer would read such a file with no quote character: quotes kept as data, the line taken in.
+    expect(await failure('csv', 'a,b\n1,"x"\n2,"never closed\n3,4\n')).toBe('the CSV could not be parsed: line 3: a quoted value is never closed');
+    let csv = 'id,name\n';
+    for (let i = 0; i < CSV_SAMPLE_ROWS + 5_000; i++) csv += `${i},"n${i}, x"\n`;
+    const late = await failure('csv', `${csv}7,"never closed\n8,y\n`);
+    expect(late).toBe(`the CSV could not be parsed: line ${CSV_SAMPLE_ROWS + 5_002}: a quoted value is never closed`);
+  });
+
+  it('reads quoted values without their quotes, and a quote inside an unquoted value as data', async () => {
+    const { rows, types } = await load('csv', 'a,b,c\n1,"x, ""y""",12" pizza\n2,plain,"q"\n');
+    expect(types).toEqual({ a: 'integer', b: 'string', c: 'string' });
+    expect(rows).toEqual([
+      { a: 1, b: 'x, "y"', c: '12" pizza' },
+      { a: 2, b: 'plain', c: 'q' },
+    ]);
+  });
+
   it('refuses an empty or binary file', async () => {
     expect(await failure('csv', '')).toBe('the data is empty');
     expect(await failure('csv', 'a,b\n\u0000\u0001,2\n')).toMatch(/NUL/);

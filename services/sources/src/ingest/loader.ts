@@ -4,26 +4,20 @@ import { sqlIdent as id, sqlLiteral as q, type DatasetStore, type IngestResult, 
 import type { Logger } from '@dap/logger';
 import type { StagedColumn } from '../connectors/connector.ts';
 import { scanCsv } from '../connectors/csv.connector.ts';
-import { duckReason, isDuckError } from '../connectors/duck-errors.ts';
+import { duckReason, isCsvLineError, isDuckError } from '../connectors/duck-errors.ts';
 import { fieldNameProblem, MAX_COLUMNS } from '../connectors/rows.ts';
+import { csvReader, sniffCsv, type CsvDialect, type DuckColumn } from './csv-dialect.ts';
 import { fitQuery, isStrictError, readColumns, strictSelect, widen, type ReadColumn } from './csv-strict.ts';
+import { LoadError } from './load-error.ts';
 import { detectTimestampFamily, TIMESTAMP_FAMILIES, type TimestampFamily } from './timestamp-formats.ts';
 
-/** The data cannot be loaded; the message is meant for the customer as is. */
-export class LoadError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'LoadError';
-  }
-}
+export { LoadError };
 
 /** DuckDB's default CSV sample; a value past it that does not fit the sampled type makes the loader read the whole file again (copyCsv). */
 export const CSV_SAMPLE_ROWS = 20_480;
 const TIMESTAMP_SAMPLE_ROWS = 2_000;
 const PARQUET = 'FORMAT parquet, COMPRESSION zstd';
 const DELIMITERS = /[,;\t|]/;
-/** Type names as DuckDB prints them; anything else is refused rather than spliced into SQL. */
-const DUCK_TYPE = /^[A-Z][A-Z0-9_ ]*(\(\d+(, ?\d+)?\))?$/;
 
 export interface LoadRequest {
   accountId: string;
@@ -35,25 +29,6 @@ export interface LoadRequest {
   checkFieldNames?: boolean;
   signal?: AbortSignal;
 }
-
-interface DuckColumn {
-  name: string;
-  type: string;
-}
-
-interface CsvDialect {
-  delimiter: string;
-  quote: string;
-  escape: string;
-  newLine: string;
-  comment: string;
-  skipRows: number;
-  columns: DuckColumn[];
-  dateFormat: string | null;
-  timestampFormat: string | null;
-}
-
-const unempty = (v: unknown) => (v === null || v === undefined || v === '(empty)' ? '' : String(v));
 
 /**
  * Turns a staged file into the source's Parquet data with DuckDB, in as few passes as the data allows:
@@ -156,22 +131,25 @@ export class DatasetLoader {
       }
     };
     let sampled: CsvDialect | null = null;
+    let sampledFailure: Error | null = null;
     try {
       sampled = await this.sniff(file, CSV_SAMPLE_ROWS, header, signal);
     } catch (err) {
       duckFailure(err);
     }
     if (sampled) {
-      let failure = await attempt(sampled, false);
+      sampledFailure = await attempt(sampled, false);
       // Most likely a timestamp outside TIMESTAMP_NS's range (about 1677–2262): the same settings, timestamps as text.
-      if (failure?.message.includes('TIMESTAMP_NS')) failure = await attempt(sampled, true);
-      if (!failure) return;
+      if (sampledFailure?.message.includes('TIMESTAMP_NS')) sampledFailure = await attempt(sampled, true);
+      if (!sampledFailure) return;
     }
     let failure: Error | null;
     try {
       failure = await attempt(await this.sniff(file, -1, header, signal), true);
     } catch (err) {
-      failure = duckFailure(err);
+      // The whole file defeats the sniffer (a quote never closed past the sample does): the read with the
+      // sample's dialect, if there was one, says which line is wrong.
+      failure = sampledFailure && isCsvLineError(sampledFailure) ? sampledFailure : duckFailure(err);
     }
     if (failure) throw new LoadError(`the CSV could not be parsed: ${duckReason(failure, [this.store.root])}`);
   }
@@ -225,30 +203,7 @@ export class DatasetLoader {
   }
 
   private async sniff(file: string, sample: number, header: string, signal?: AbortSignal): Promise<CsvDialect> {
-    const res = await this.store.duck.run(
-      `SELECT Delimiter, Quote, Escape, NewLineDelimiter, Comment, SkipRows, to_json(Columns)::VARCHAR AS columns, DateFormat, TimestampFormat
-       FROM sniff_csv(${q(file)}, header = true, sample_size = ${sample})`,
-      [],
-      { signal },
-    );
-    const r = res.rows[0];
-    if (!r) throw new LoadError('the CSV could not be parsed');
-    const columns = (JSON.parse(String(r.columns)) as DuckColumn[]).map((c) => {
-      if (!DUCK_TYPE.test(c.type)) throw new LoadError(`the CSV column ${JSON.stringify(c.name.slice(0, 40))} has an unsupported type`);
-      return { name: c.name, type: c.type };
-    });
-    if (columns.length > MAX_COLUMNS) throw new LoadError(`the CSV has ${columns.length} columns; at most ${MAX_COLUMNS} are allowed`);
-    const dialect = {
-      delimiter: unempty(r.Delimiter),
-      quote: unempty(r.Quote),
-      escape: unempty(r.Escape),
-      newLine: unempty(r.NewLineDelimiter),
-      comment: unempty(r.Comment),
-      skipRows: Number(r.SkipRows ?? 0),
-      columns,
-      dateFormat: r.DateFormat ? String(r.DateFormat) : null,
-      timestampFormat: r.TimestampFormat ? String(r.TimestampFormat) : null,
-    };
+    const dialect = await sniffCsv(this.store.duck, file, sample, signal);
     this.refuseRagged(dialect, header);
     return dialect;
   }
@@ -335,32 +290,6 @@ export class DatasetLoader {
     }
     return found;
   }
-}
-
-/**
- * DuckDB's CSV read buffer. Its default (16 × the 2 MB maximum line) kept several 32 MB buffers per thread in
- * memory: with 8 MB, a 118 MiB CSV loaded on two threads peaked ~100 MB lower (+106-122 MB over the
- * process's RSS instead of +197-225 MB, DUCKDB_MEMORY_LIMIT 160 MB) and no slower (512-534 ms vs 561-588).
- */
-const CSV_BUFFER_BYTES = 8 * 1024 * 1024;
-
-/** DuckDB reads CSV with the sniffed dialect and the given column types, without sniffing again. */
-function csvReader(file: string, d: CsvDialect, columns: readonly { name: string; type: string }[]): string {
-  const opts = [
-    'auto_detect = false',
-    `buffer_size = ${CSV_BUFFER_BYTES}`,
-    'header = true',
-    `delim = ${q(d.delimiter)}`,
-    `quote = ${q(d.quote)}`,
-    `escape = ${q(d.escape)}`,
-    `new_line = ${q(d.newLine)}`,
-    `comment = ${q(d.comment)}`,
-    'skip = 0',
-    `columns = {${columns.map((c) => `${q(c.name)}: ${q(c.type)}`).join(', ')}}`,
-  ];
-  if (d.dateFormat) opts.push(`dateformat = ${q(d.dateFormat)}`);
-  if (d.timestampFormat) opts.push(`timestampformat = ${q(d.timestampFormat)}`);
-  return `read_csv(${q(file)}, ${opts.join(', ')})`;
 }
 
 /**

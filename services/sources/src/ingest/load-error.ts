@@ -1,0 +1,7 @@
+/** The data cannot be loaded; the message is meant for the customer as is. */
+export class LoadError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'LoadError';
+  }
+}
