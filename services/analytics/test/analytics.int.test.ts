@@ -231,6 +231,32 @@ describe('golden numbers (checked against a plain TypeScript reference)', () => 
 });
 
 describe('validation, tenancy and states', () => {
+  it('filters with numbers a 64-bit integer cannot hold, and selects integers beyond 2^53 by the digits the results give', async () => {
+    const account = newId('acct'); // its own, so the overview's counts of account A stay as they are
+    const sourceId = newId('src');
+    // Written as text: a JavaScript number cannot hold 9007199254740993.
+    await store.stage(account, sourceId, 'ndjson', ['{"n":9007199254740993,"x":1.5}\n', '{"n":9007199254740992,"x":2.5}\n', '{"n":7,"x":-1}\n']);
+    const result = await store.ingest(account, sourceId, 'ndjson');
+    await publish('source.ready', account, sourceId, { id: sourceId, name: 'big', type: 'inline', rowCount: result.rowCount, schema: result.schema });
+    const count = async (filters: unknown[]) => {
+      let res: Awaited<ReturnType<typeof api>> | undefined;
+      await waitFor(async () => (res = await api('POST', '/analytics/query', account, { sourceId, measures: [{ op: 'count' }], filters })).status !== 404, { what: 'the source projection' });
+      expect([res!.status, res!.body.status, res!.body.error ?? null]).toEqual([201, 'completed', null]);
+      return res!.body.rows[0].count as number;
+    };
+    expect(await count([{ field: 'n', op: 'gt', value: 1e300 }])).toBe(0);
+    expect(await count([{ field: 'n', op: 'lt', value: 1e19 }])).toBe(3);
+    expect(await count([{ field: 'n', op: 'in', value: [7, 1e20] }])).toBe(1);
+    expect(await count([{ field: 'x', op: 'lt', value: 1e300 }])).toBe(3);
+    expect(await count([{ field: 'n', op: 'eq', value: '9007199254740993' }])).toBe(1);
+    expect(await count([{ field: 'n', op: 'in', value: ['9007199254740992', '99999999999999999999'] }])).toBe(1);
+    const rows = await api('POST', '/analytics/query', account, { sourceId, measures: [{ op: 'count' }], dimensions: ['n'], filters: [{ field: 'n', op: 'gte', value: '9007199254740993' }] });
+    expect(rows.body.rows).toEqual([{ n: '9007199254740993', count: 1 }]);
+    const refused = await api('POST', '/analytics/query', account, { sourceId, measures: [{ op: 'count' }], filters: [{ field: 'n', op: 'eq', value: '12abc' }] });
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors).toEqual([{ path: 'filters.0.value', message: 'eq on an integer field needs a number or a string of digits, got string' }]);
+  });
+
   it('answers 400 naming the field for an unknown field, a type mismatch or a bad orderBy', async () => {
     const res = await query(accountA, {
       measures: [{ op: 'sum', field: 'country' }],

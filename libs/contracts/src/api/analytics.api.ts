@@ -9,7 +9,10 @@ export const MAX_RESULT_ROWS = 10_000;
 
 const fieldName = z.string().min(1).max(128);
 const alias = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'an alias is letters, digits and _');
-const filterValue = z.union([z.string().max(1000), z.number(), z.boolean(), z.null()]);
+const filterValue = z.union([z.string().max(1000), z.number(), z.boolean(), z.null()]).meta({
+  description:
+    "A value of the field's type: a string, a number, true or false, or an ISO-8601 time. An integer field also takes a string of digits, which selects integers beyond 2^53 exactly (results give them as such strings).",
+});
 
 export const measureSchema = z.strictObject({ op: z.enum(MEASURE_OPS), field: fieldName.optional(), as: alias.optional() });
 

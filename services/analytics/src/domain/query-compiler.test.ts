@@ -128,6 +128,11 @@ describe('compileQuery: SQL text and parameters', () => {
   it.each(['hour', 'day', 'week', 'month', 'year'])('maps granularity %s to a fixed literal', (g) => {
     expect(compile({ measures: [{ op: 'count' }], timeDimension: { field: 'ts', granularity: g } }).sql).toContain(`date_trunc('${g}', `);
   });
+  it('compares a number past 2^53 as a double, and takes an integer field\'s value as digits, exactly', () => {
+    const c = compile({ measures: [{ op: 'count' }], filters: [{ field: 'qty', op: 'gt', value: 1e300 }, { field: 'qty', op: 'ne', value: '-9007199254740993' }, { field: 'amount', op: 'lt', value: 2.5 }] });
+    expect(c.sql).toContain('WHERE "qty" > CAST($2 AS DOUBLE) AND "qty" IS DISTINCT FROM CAST($3 AS HUGEINT) AND "amount" < $4');
+    expect(c.params.slice(1, 4)).toEqual(['1e+300', '-9007199254740993', 2.5]);
+  });
 });
 
 describe('compileQuery: rejects what does not fit the schema (400 naming the field)', () => {
@@ -191,7 +196,8 @@ describe('compileQuery: rejects what does not fit the schema (400 naming the fie
     ['eq null', { filters: [{ field: 'country', op: 'eq', value: null }] }, 'filters.0.value', /use isNull/],
     ['in without an array', { filters: [{ field: 'country', op: 'in', value: 'DE' }] }, 'filters.0.value', /non-empty array/],
     ['in with an empty array', { filters: [{ field: 'country', op: 'in', value: [] }] }, 'filters.0.value', /non-empty array/],
-    ['in with a bad item', { filters: [{ field: 'qty', op: 'in', value: [1, 'two'] }] }, 'filters.0.value.1', /needs a number/],
+    ['in with a bad item', { filters: [{ field: 'qty', op: 'in', value: [1, 'two'] }] }, 'filters.0.value.1', /^in on an integer field needs a number or a string of digits, got string$/],
+    ['a fraction as text for an integer', { filters: [{ field: 'qty', op: 'eq', value: '1.5' }] }, 'filters.0.value', /a string of digits/],
     ['isNull with a value', { filters: [{ field: 'qty', op: 'isNull', value: 1 }] }, 'filters.0.value', /takes no value/],
     ['a nested bad field', { filters: [{ or: [{ and: [{ field: 'nope', op: 'eq', value: 1 }] }] }] }, 'filters.0.or.0.and.0.field', /unknown field "nope"/],
     ['a number time dimension', { timeDimension: { field: 'qty', granularity: 'day' } }, 'timeDimension.field', /needs a timestamp field/],

@@ -84,6 +84,9 @@ export function defaultAlias(op: MeasureOp, field: string | undefined): string {
   return field ? `${op}_${field}` : op;
 }
 
+/** A whole number as text, within HUGEINT's 38 digits (wider than any integer column). */
+const INTEGER_TEXT = /^[+-]?\d{1,38}$/;
+
 class Compiler {
   readonly errors: FieldError[] = [];
   readonly params: ParamValue[] = [];
@@ -123,13 +126,20 @@ class Compiler {
   /** A checked value as a parameter placeholder, or null (with an error) when its type does not fit. */
   value(v: unknown, type: ColumnType, path: string, opName: string): string | null {
     const bad = (expected: string) => {
-      this.fail(path, `${opName} on a ${type} field needs ${expected}, got ${v === null ? 'null' : typeof v}`);
+      this.fail(path, `${opName} on ${type === 'integer' ? 'an' : 'a'} ${type} field needs ${expected}, got ${v === null ? 'null' : typeof v}`);
       return null;
     };
     switch (type) {
       case 'integer':
-      case 'number':
-        return typeof v === 'number' && Number.isFinite(v) ? this.param(v) : bad('a number');
+      case 'number': {
+        // Results give integers beyond 2^53 as strings of digits (a JSON number cannot hold them): the
+        // same text selects them, compared exactly.
+        if (type === 'integer' && typeof v === 'string' && INTEGER_TEXT.test(v)) return `CAST(${this.param(v)} AS HUGEINT)`;
+        if (typeof v !== 'number' || !Number.isFinite(v)) return bad(type === 'integer' ? 'a number or a string of digits' : 'a number');
+        // The driver binds a whole JavaScript number as a 64-bit integer, which 1e300 does not fit: past 2^53
+        // (where a JSON number is no longer exact anyway) the value is compared as the double it is.
+        return Number.isInteger(v) && !Number.isSafeInteger(v) ? `CAST(${this.param(String(v))} AS DOUBLE)` : this.param(v);
+      }
       case 'boolean':
         return typeof v === 'boolean' ? this.param(v) : bad('true or false');
       case 'string':
