@@ -32,4 +32,4 @@ USER node
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+process.env.PORT+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-CMD ["node", "--no-warnings", "--min-semi-space-size=32", "--max-semi-space-size=32", "services/sources/src/main.ts"]
+CMD ["node", "--no-warnings", "--min-semi-space-size=16", "--max-semi-space-size=16", "services/sources/src/main.ts"]

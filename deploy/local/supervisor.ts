@@ -15,13 +15,20 @@ export const DEPLOYABLES = [
 export type DeployableName = (typeof DEPLOYABLES)[number]['name'];
 
 /**
- * V8 flags of every service process (here, in the bench and in the images' CMD): the young generation at a
- * fixed size. By default it starts small and doubles under allocation up to 32 MB per semi-space, and each
- * doubling adds tens of MB of RSS, possibly minutes into a steady load: the soak saw such a step with no
- * leak behind it. Fixed at that maximum it has its working size from the start and RSS stays flat; 16 MB
- * cost the gateway 8 % more CPU per request at full load (more frequent scavenges).
+ * V8 flags of each service process (here, in the bench, in the tests that start one and in the images' CMD):
+ * the young generation at a fixed size. By default it starts small and doubles under allocation up to 32 MB
+ * per semi-space, and each doubling adds tens of MB of RSS, possibly minutes into a steady load: the soak saw
+ * such a step with no leak behind it. Fixed, it has its working size from the start and RSS stays flat. At
+ * 32 MB for the request-heavy services: 16 MB cost the gateway 8 % more CPU per request at full load (more
+ * frequent scavenges). At 16 MB for sources, whose work is DuckDB's and whose memory has a budget (400 MB
+ * while it loads any CSV): 32 MB more RSS from start-up on, for scavenges its event loop barely needs.
  */
-export const SERVICE_NODE_FLAGS = ['--min-semi-space-size=32', '--max-semi-space-size=32'] as const;
+const SEMI_SPACE_MB: Readonly<Record<DeployableName, number>> = { accounts: 32, sources: 16, analytics: 32, models: 32, webhooks: 32, gateway: 32 };
+
+export function nodeFlagsOf(name: DeployableName): readonly string[] {
+  const mb = SEMI_SPACE_MB[name];
+  return [`--min-semi-space-size=${mb}`, `--max-semi-space-size=${mb}`];
+}
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -183,7 +190,7 @@ export async function startServices(opts: {
       MONGO_DB: `${opts.mongoDbPrefix ?? 'dap_'}${d.name}`,
     };
     for (const other of deployables) env[other.urlEnv] = urls[other.name];
-    const child = spawn(nodeBin, ['--no-warnings', '--enable-source-maps', ...SERVICE_NODE_FLAGS, join(opts.root, d.entry)], {
+    const child = spawn(nodeBin, ['--no-warnings', '--enable-source-maps', ...nodeFlagsOf(d.name), join(opts.root, d.entry)], {
       cwd: opts.root,
       env: { PATH: process.env.PATH ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { loadConfig } from '@dap/config';
 import { repoRoot } from '@dap/testing';
 import { prepare, slim, workspaceClosure } from '../../deploy/docker/workspaces.ts';
-import { SERVICE_NODE_FLAGS } from '../../deploy/local/supervisor.ts';
+import { nodeFlagsOf } from '../../deploy/local/supervisor.ts';
 import { dirOf, entryOf, knownEnv, NAMES, SHAPES } from './deployables.ts';
 
 /**
@@ -121,7 +121,7 @@ describe('Dockerfiles', () => {
     });
 
     it('starts its own entry point under Node with type stripping', () => {
-      expect(JSON.parse(one(final, 'CMD'))).toEqual(['node', '--no-warnings', ...SERVICE_NODE_FLAGS, entryOf(name)]);
+      expect(JSON.parse(one(final, 'CMD'))).toEqual(['node', '--no-warnings', ...nodeFlagsOf(name), entryOf(name)]);
       expect(existsSync(join(root, entryOf(name)))).toBe(true);
     });
   });

@@ -46,7 +46,7 @@ export async function startNodeProcess(opts: {
   cpus?: string | null;
   /** Directory for a --cpu-prof profile written when the process exits. */
   cpuProfDir?: string;
-  /** Further node flags (the services run with SERVICE_NODE_FLAGS, as in production). */
+  /** Further node flags (the services run with their nodeFlagsOf, as in production). */
   nodeFlags?: readonly string[];
   timeoutMs?: number;
 }): Promise<BenchProcess> {

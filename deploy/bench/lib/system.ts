@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, newId, SCOPES, signCallerContext, type Plan } from '@dap/contracts';
-import { DEPLOYABLES, freePort, SERVICE_NODE_FLAGS, type DeployableName } from '../../local/supervisor.ts';
+import { DEPLOYABLES, freePort, nodeFlagsOf, type DeployableName } from '../../local/supervisor.ts';
 import { startNodeProcess, type BenchProcess, type Pinning } from './procs.ts';
 
 export interface SystemOptions {
@@ -77,7 +77,7 @@ export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
       root: o.root,
       name: as,
       entry: d.entry,
-      nodeFlags: SERVICE_NODE_FLAGS,
+      nodeFlags: nodeFlagsOf(name),
       port,
       env: { ...env, MONGO_DB: `${dbPrefix}${name}`, ...extra.env },
       logDir,

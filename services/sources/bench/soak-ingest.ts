@@ -7,15 +7,15 @@ import { join } from 'node:path';
 import { newId, SCOPES, signCallerContext } from '@dap/contracts';
 import { repoRoot, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix } from '@dap/testing';
 import { memoryMB } from '../../../deploy/bench/lib/procs.ts';
-import { freePort, SERVICE_NODE_FLAGS, waitHealthy } from '../../../deploy/local/supervisor.ts';
+import { freePort, nodeFlagsOf, waitHealthy } from '../../../deploy/local/supervisor.ts';
 import { writeOrdersCsv } from './ingest.bench.ts';
 
 /**
  * Soak: a large CSV (default 1 GiB) pulled from a URL into the dataset store, by the sources service running
- * as its own process with the services' node flags (as the supervisor and the images run it), while the
+ * as its own process with its node flags (`nodeFlagsOf`, as the supervisor and the images run it), while the
  * kernel's peak-RSS counter (VmHWM) of that process is watched. Fails when the peak passes the budget
  * (default 400 MB). Run with `bash deploy/local/soak-ingest.sh [MiB] [budget MB]`; `npm test` runs it at
- * 1 GiB (test/memory.int.test.ts).
+ * 1 GiB and at 120 MiB (test/memory.int.test.ts).
  */
 const targetMiB = Number(process.argv[2] ?? 1024);
 const budgetMB = Number(process.argv[3] ?? 400);
@@ -48,7 +48,7 @@ async function main(): Promise<number> {
 
     const port = await freePort();
     const suffix = uniqueSuffix();
-    const svc = spawn(process.execPath, ['--no-warnings', ...SERVICE_NODE_FLAGS, join(root, 'services/sources/src/main.ts')], {
+    const svc = spawn(process.execPath, ['--no-warnings', ...nodeFlagsOf('sources'), join(root, 'services/sources/src/main.ts')], {
       cwd: root,
       stdio: ['ignore', 'ignore', 'inherit'],
       env: {

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { repoRoot } from '@dap/testing';
-import { ExitedDuringStartup, freePort, SERVICE_NODE_FLAGS, waitHealthy } from '../../../deploy/local/supervisor.ts';
+import { ExitedDuringStartup, freePort, nodeFlagsOf, waitHealthy } from '../../../deploy/local/supervisor.ts';
 
 export interface ChildWebhooks {
   url: string;
@@ -22,7 +22,7 @@ const OUTPUT_CAP = 64 * 1024;
 export async function spawnWebhooks(env: Record<string, string>, opts: { port?: number; timeoutMs?: number; entry?: string } = {}): Promise<ChildWebhooks> {
   const root = repoRoot();
   const port = opts.port ?? (await freePort());
-  const child: ChildProcess = spawn(process.execPath, ['--no-warnings', ...SERVICE_NODE_FLAGS, opts.entry ?? join(root, 'services/webhooks/src/main.ts')], {
+  const child: ChildProcess = spawn(process.execPath, ['--no-warnings', ...nodeFlagsOf('webhooks'), opts.entry ?? join(root, 'services/webhooks/src/main.ts')], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', ...env, HOST: '127.0.0.1', PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],

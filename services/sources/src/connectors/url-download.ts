@@ -82,20 +82,27 @@ export function refuseBinary(head: Buffer): void {
 
 const HEAD_BYTES = 64 * 1024;
 
+/** How often, in decoded bytes, a download calls its `collect` hook (see `downloadToFile`). */
+export const COLLECT_EVERY_BYTES = 4 * 1024 * 1024;
+
 /** Counts the decoded bytes against the cap and keeps the first ones for the format and binary checks. */
 class Meter extends Transform {
   bytes = 0;
   head = Buffer.alloc(0);
   private readonly maxBytes: number;
+  private readonly collect: (() => void) | undefined;
 
-  constructor(maxBytes: number) {
+  constructor(maxBytes: number, collect?: () => void) {
     super();
     this.maxBytes = maxBytes;
+    this.collect = collect;
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    const before = this.bytes;
     this.bytes += chunk.length;
     if (this.bytes > this.maxBytes) return done(new TooLargeError(this.maxBytes));
+    if (this.collect && Math.floor(before / COLLECT_EVERY_BYTES) !== Math.floor(this.bytes / COLLECT_EVERY_BYTES)) this.collect();
     if (this.head.length < HEAD_BYTES) {
       this.head = Buffer.concat([this.head, chunk.subarray(0, HEAD_BYTES - this.head.length)]);
       try {
@@ -141,8 +148,9 @@ export interface DownloadResult {
 /**
  * GETs the file and streams its decoded body to `job.file` with backpressure, counting bytes against the
  * cap. Every failure is a ConnectorCheckError with the customer's reason (see `urlFailure`), except a bug.
+ * `collect` is called every COLLECT_EVERY_BYTES of body (the download worker collects its garbage there).
  */
-export async function downloadToFile(job: DownloadJob, signal: AbortSignal): Promise<DownloadResult> {
+export async function downloadToFile(job: DownloadJob, signal: AbortSignal, collect?: () => void): Promise<DownloadResult> {
   let res;
   try {
     res = await httpGet(job.spec.url, {
@@ -157,7 +165,7 @@ export async function downloadToFile(job: DownloadJob, signal: AbortSignal): Pro
   }
   try {
     const format = formatFromHeaders(job.spec, res.status, res.headers, job.maxBytes);
-    const meter = new Meter(job.maxBytes);
+    const meter = new Meter(job.maxBytes, collect);
     await pipeline(res.body, meter, createWriteStream(job.file, { highWaterMark: 1024 * 1024 }), { signal });
     if (meter.bytes === 0) throw new ConnectorCheckError('url', 'the file is empty');
     return { format, bytes: meter.bytes, head: meter.head };

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { createLogger } from '@dap/logger';
 import { ConnectorCheckError } from '../connectors/connector.ts';
-import type { DownloadJob } from '../connectors/url-download.ts';
+import { COLLECT_EVERY_BYTES, downloadToFile, type DownloadJob } from '../connectors/url-download.ts';
 import { DownloadWorker } from './download-worker.ts';
 
 let server: Server;
@@ -21,6 +21,7 @@ beforeAll(async () => {
     if (req.url === '/x.csv') return void res.writeHead(200, { 'content-type': 'text/csv' }).end('a,b\n1,2\n');
     if (req.url === '/gz') return void res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-encoding': 'gzip' }).end(gzipSync('{"a":1}\n'));
     if (req.url === '/big.csv') return void res.writeHead(200, { 'content-type': 'text/csv' }).end(`a\n${'1\n'.repeat(10_000)}`);
+    if (req.url === '/ten-mib.csv') return void res.writeHead(200, { 'content-type': 'text/csv' }).end(`a\n${'1\n'.repeat(5 * 1024 * 1024 - 1)}`);
     if (req.url === '/stall.csv') return void res.writeHead(200, { 'content-type': 'text/csv' }).write('a\n1\n');
     res.writeHead(404).end();
   });
@@ -82,6 +83,18 @@ describe('the download worker', () => {
     setTimeout(() => controller.abort(new Error('deadline')), 100);
     await expect(running).rejects.toThrow();
     expect((await worker.run(job('/x.csv'), new AbortController().signal)).bytes).toBe(8);
+  });
+
+  it('collects its garbage as a large body streams (V8\'s gc, exposed in the worker), and the body arrives whole', async () => {
+    const got = await worker.run(job('/ten-mib.csv', { maxBytes: 64 * 1024 * 1024 }), new AbortController().signal);
+    expect(got.bytes).toBe(10 * 1024 * 1024);
+  });
+
+  it('calls the collect hook once every COLLECT_EVERY_BYTES of body', async () => {
+    let calls = 0;
+    const got = await downloadToFile(job('/ten-mib.csv', { maxBytes: 64 * 1024 * 1024 }), new AbortController().signal, () => calls++);
+    expect(got.bytes).toBe(10 * 1024 * 1024);
+    expect(calls).toBe(Math.floor(got.bytes / COLLECT_EVERY_BYTES));
   });
 
   it('refuses work once stopped', async () => {
