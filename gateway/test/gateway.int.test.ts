@@ -65,7 +65,14 @@ describe('gateway authentication', () => {
     const missing = await http('GET', `${gateways[0]!.url}/v1/nothing-here`, { headers: auth(secret) });
     expect(missing.status).toBe(404);
     expect(missing.body.code).toBe('not_found');
-    expect((await http('PUT', `${gateways[0]!.url}/v1/sources`, { headers: auth(secret), body: {} })).status).toBe(405);
+    const wrong = await http('PUT', `${gateways[0]!.url}/v1/sources`, { headers: auth(secret), body: {} });
+    expect([wrong.status, wrong.headers.get('allow'), wrong.body.code]).toEqual([405, 'GET, HEAD, POST', 'method_not_allowed']);
+    const one = await http('PATCH', `${gateways[0]!.url}/v1/sources/src_01JCQ3N6W4X8Z5Y7A9B2C4D6E8`, { headers: auth(secret), body: {} });
+    expect([one.status, one.headers.get('allow')]).toEqual([405, 'GET, HEAD, DELETE']);
+    // HEAD is GET without the body.
+    const head = await fetch(`${gateways[0]!.url}/v1/sources`, { method: 'HEAD', headers: auth(secret) });
+    expect([head.status, head.headers.get('content-type'), await head.text()]).toEqual([200, expect.stringMatching(/^application\/json/), '']);
+    expect(head.headers.get('ratelimit-policy')).toBeTruthy();
   });
 
   it('refuses an expired key and a revoked key on every instance within 2 s', async () => {

@@ -13,8 +13,12 @@ export function findOperation(req: Request, res: Response, next: NextFunction): 
 export function authorizeOperation(req: Request, _res: Response, next: NextFunction): void {
   const op = req.operation;
   if (!op) {
-    const { pathKnown } = matchOperation(req.method, req.path);
-    return next(pathKnown ? new AppError('method_not_allowed', `${req.method} is not allowed on /v1${req.path}`) : new AppError('not_found', `no route for ${req.method} /v1${req.path}`));
+    const { allowed } = matchOperation(req.method, req.path);
+    return next(
+      allowed.length
+        ? new AppError('method_not_allowed', `${req.method} is not allowed on /v1${req.path}; it takes ${allowed.join(', ')}`, { headers: { Allow: allowed.join(', ') } })
+        : new AppError('not_found', `no route for ${req.method} /v1${req.path}`),
+    );
   }
   const principal = req.principal!;
   if (principal.kind === 'key' && op.scope && !principal.scopes.includes(op.scope)) {

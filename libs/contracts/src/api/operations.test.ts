@@ -20,11 +20,15 @@ describe('the /v1 route table', () => {
       expect({ path, service: match?.operation.service, scope: match?.operation.scope }).toEqual({ path, service, scope });
     }
     expect(matchOperation('DELETE', '/sources/src_9').match?.params).toEqual({ id: 'src_9' });
+    // HEAD is GET without the body.
+    expect(matchOperation('HEAD', '/sources/src_9').match?.operation.operationId).toBe(matchOperation('GET', '/sources/src_9').match?.operation.operationId);
   });
 
-  it('tells an unknown path (404) from a known path with the wrong method (405)', () => {
-    expect(matchOperation('GET', '/nope')).toEqual({ match: null, pathKnown: false });
-    expect(matchOperation('PUT', '/sources')).toEqual({ match: null, pathKnown: true });
+  it('tells an unknown path (404) from a known path with the wrong method (405, with the methods it has)', () => {
+    expect(matchOperation('GET', '/nope')).toEqual({ match: null, allowed: [] });
+    expect(matchOperation('PUT', '/sources')).toEqual({ match: null, allowed: ['GET', 'HEAD', 'POST'] });
+    expect(matchOperation('PATCH', '/sources/src_1')).toEqual({ match: null, allowed: ['GET', 'HEAD', 'DELETE'] });
+    expect(matchOperation('GET', '/sources/src_1/sync')).toEqual({ match: null, allowed: ['POST'] });
     expect(matchOperation('GET', '/sources/a/b/c').match).toBeNull();
     expect(matchOperation('GET', '/sources/%E0%A4%A').match).toBeNull();
   });

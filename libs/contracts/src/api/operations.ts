@@ -120,21 +120,30 @@ const compiled = API_OPERATIONS.map((operation) => {
   return { operation, names, regex: new RegExp(`^${pattern}/?$`) };
 });
 
-/** Finds the operation for a method and a path relative to /v1; `pathKnown` tells 404 from 405. */
-export function matchOperation(method: string, path: string): { match: MatchedOperation | null; pathKnown: boolean } {
-  let pathKnown = false;
+const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/**
+ * Finds the operation for a method and a path relative to /v1. HEAD is GET without the body (RFC 9110
+ * §9.3.2), so it finds the GET operation. `allowed` lists the path's methods, for the Allow header of a 405;
+ * empty when no operation has the path (a 404).
+ */
+export function matchOperation(method: string, path: string): { match: MatchedOperation | null; allowed: string[] } {
+  const wanted = method.toLowerCase() === 'head' ? 'get' : method.toLowerCase();
+  const allowed = new Set<string>();
+  let match: MatchedOperation | null = null;
   for (const c of compiled) {
     const m = c.regex.exec(path);
     if (!m) continue;
-    pathKnown = true;
-    if (c.operation.method !== method.toLowerCase()) continue;
+    allowed.add(c.operation.method.toUpperCase());
+    if (match || c.operation.method !== wanted) continue;
     const params: Record<string, string> = {};
     try {
       c.names.forEach((n, i) => (params[n] = decodeURIComponent(m[i + 1] ?? '')));
     } catch {
-      return { match: null, pathKnown: false }; // malformed percent-encoding names nothing
+      return { match: null, allowed: [] }; // malformed percent-encoding names nothing
     }
-    return { match: { operation: c.operation, params }, pathKnown };
+    match = { operation: c.operation, params };
   }
-  return { match: null, pathKnown };
+  if (allowed.has('GET')) allowed.add('HEAD');
+  return { match, allowed: METHOD_ORDER.filter((x) => allowed.has(x)) };
 }
