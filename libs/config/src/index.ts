@@ -50,7 +50,7 @@ export const datasetConfig = {
   DATASET_DIR: z.string().min(1),
 };
 export const outboundConfig = {
-  /** Loopback and private targets are refused unless an operator allows them (local stack only). */
+  /** Loopback and private targets are refused unless an operator allows them; link-local and cloud metadata always are. */
   ALLOW_PRIVATE_TARGETS: bool.default(false),
 };
 

@@ -61,6 +61,17 @@ describe('SSRF address classifier', () => {
     expect(isAllowedAddress('0.0.0.0', true)).toBe(false);
     expect(isAllowedAddress('224.0.0.1', true)).toBe(false);
   });
+
+  it('never allows link-local or a cloud metadata service, even with private targets allowed', () => {
+    expect(classifyAddress('100.100.100.200')).toBe('metadata');
+    expect(classifyAddress('fd00:ec2::254')).toBe('metadata');
+    expect(classifyAddress('::ffff:100.100.100.200')).toBe('metadata');
+    for (const address of ['169.254.169.254', 'fe80::1', '::ffff:169.254.169.254', '100.100.100.200', 'fd00:ec2::254']) {
+      expect([address, isAllowedAddress(address, true)]).toEqual([address, false]);
+    }
+    expect(isAllowedAddress('100.100.100.201', true)).toBe(true);
+    expect(isAllowedAddress('fd00:ec2::253', true)).toBe(true);
+  });
 });
 
 describe('refusal messages', () => {

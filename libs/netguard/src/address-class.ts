@@ -2,7 +2,11 @@ import { isIPv4, isIPv6 } from 'node:net';
 
 /**
  * Address classes for the SSRF guard (DESIGN §7): only `public` is dialled unless an operator allows
- * private targets, and even then unspecified, multicast, broadcast and reserved addresses are refused.
+ * private targets (ALLOW_PRIVATE_TARGETS: the local stack, or a deployment whose customers' databases sit in
+ * a private network), and even then link-local, cloud metadata, unspecified, multicast, broadcast and
+ * reserved addresses are refused. Link-local holds the instance metadata service of every large cloud
+ * (169.254.169.254, with the machine's credentials) and nothing a data source or a webhook lives on; the
+ * metadata services outside it are their own class.
  */
 export type AddressClass =
   | 'public'
@@ -10,12 +14,13 @@ export type AddressClass =
   | 'private'
   | 'link-local'
   | 'unique-local'
+  | 'metadata'
   | 'multicast'
   | 'unspecified'
   | 'broadcast'
   | 'reserved';
 
-const ALLOWED_WHEN_PRIVATE_ALLOWED: ReadonlySet<AddressClass> = new Set(['public', 'loopback', 'private', 'link-local', 'unique-local']);
+const ALLOWED_WHEN_PRIVATE_ALLOWED: ReadonlySet<AddressClass> = new Set(['public', 'loopback', 'private', 'unique-local']);
 
 function parseIPv4(s: string): number | null {
   if (!isIPv4(s)) return null;
@@ -68,7 +73,11 @@ const V4_RANGES: ReadonlyArray<[string, number, AddressClass]> = [
   ['240.0.0.0', 4, 'reserved'],
 ];
 
+/** Cloud instance metadata services outside link-local: Alibaba Cloud's (in the carrier-grade NAT range). */
+const V4_METADATA = new Set([parseIPv4('100.100.100.200')!]);
+
 function classifyV4(ip: number): AddressClass {
+  if (V4_METADATA.has(ip)) return 'metadata';
   for (const [base, bits, cls] of V4_RANGES) if (inV4(ip, base, bits)) return cls;
   return 'public';
 }
@@ -84,6 +93,7 @@ function classifyV6(g: number[]): AddressClass {
   }
   if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) return embeddedV4(g6, g7); // NAT64
   if (g0 === 0x64 && g1 === 0xff9b && g2 === 1) return 'private'; // local-use NAT64
+  if (g0 === 0xfd00 && g1 === 0x0ec2 && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0 && g6 === 0 && g7 === 0x254) return 'metadata'; // AWS's IPv6 metadata, fd00:ec2::254
   if ((g0 & 0xfe00) === 0xfc00) return 'unique-local';
   if ((g0 & 0xffc0) === 0xfe80) return 'link-local';
   if ((g0 & 0xffc0) === 0xfec0) return 'private'; // deprecated site-local

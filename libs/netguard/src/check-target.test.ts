@@ -27,6 +27,14 @@ describe('registration check', () => {
     expect(await checkTarget('http://localhost:9/x', true)).toBeNull();
   });
 
+  it('refuses link-local and cloud metadata even with private targets allowed, literal or by name', async () => {
+    expect(await checkTarget('http://169.254.169.254/latest/meta-data', true)).toMatch(/link-local/);
+    expect(await checkTarget('http://[fd00:ec2::254]/latest', true)).toMatch(/metadata/);
+    expect(await checkTarget('http://metadata.internal/x', true, resolveTo(['169.254.169.254']))).toBe(
+      'the host metadata.internal resolves to 169.254.169.254, which is not allowed (link-local)',
+    );
+  });
+
   it('accepts a name that does not resolve (connect time checks again)', async () => {
     expect(
       await checkTarget('https://not-yet.example/x', false, async () => {

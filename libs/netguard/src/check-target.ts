@@ -15,9 +15,8 @@ export async function checkTarget(url: string, allowPrivate: boolean, resolve: R
     return 'the URL cannot be parsed';
   }
   if (isIP(host)) return isAllowedAddress(host, allowPrivate) ? null : refusal(host);
-  if (allowPrivate) return null;
   const lower = host.toLowerCase().replace(/\.$/, '');
-  if (lower === 'localhost' || lower.endsWith('.localhost')) return `the host ${host} is loopback`;
+  if (!allowPrivate && (lower === 'localhost' || lower.endsWith('.localhost'))) return `the host ${host} is loopback`;
   let timer: NodeJS.Timeout | undefined;
   try {
     const addresses = await Promise.race([

@@ -79,9 +79,10 @@ describe('OutboundGuard with ALLOW_PRIVATE_TARGETS=false', () => {
 });
 
 describe('OutboundGuard with ALLOW_PRIVATE_TARGETS=true', () => {
-  it('allows loopback and private ranges, but never unspecified, multicast or reserved addresses', async () => {
+  it('allows loopback and private ranges, but never link-local, metadata, unspecified, multicast or reserved addresses', async () => {
     for (const host of ['127.0.0.1', '::1', '10.0.0.1', 'fc00::1', 'internal.example']) await expect(local.pin(host, 1_000)).resolves.toBeDefined();
-    for (const host of ['0.0.0.0', '224.0.0.1', '192.0.2.1']) expect(() => local.checkLiteral(host)).toThrow(DisallowedTargetError);
+    for (const host of ['169.254.169.254', 'fe80::1', '100.100.100.200', '0.0.0.0', '224.0.0.1', '192.0.2.1']) expect(() => local.checkLiteral(host)).toThrow(DisallowedTargetError);
+    await expect(local.pin('metadata.example', 1_000)).rejects.toThrow(/link-local/);
   });
 });
 

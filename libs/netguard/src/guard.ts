@@ -26,7 +26,7 @@ export class HostNotFoundError extends Error {
 }
 
 export interface GuardOptions {
-  /** ALLOW_PRIVATE_TARGETS: loopback and private ranges are dialled too (local stack and tests only). */
+  /** ALLOW_PRIVATE_TARGETS: loopback and private ranges are dialled too (never link-local or cloud metadata). */
   allowPrivate: boolean;
   resolve?: Resolver;
   /** For tests only: addresses to treat as public (a loopback server standing in for a public host). */

@@ -137,6 +137,14 @@ describe('webhooks API', () => {
     expect(ok.status).toBe(201);
   });
 
+  it('refuses link-local and cloud metadata targets even where private targets are allowed', async () => {
+    for (const url of ['http://169.254.169.254/latest/meta-data', 'http://[fe80::1]/x', 'http://100.100.100.200/latest', 'http://[fd00:ec2::254]/latest']) {
+      const res = await alice.call('POST', '/webhooks', { url });
+      expect({ url, status: res.status, path: res.body.errors?.[0]?.path }).toEqual({ url, status: 422, path: 'url' });
+    }
+    expect((await alice.call('POST', '/webhooks', { url: 'http://127.0.0.1:9/x' })).status).toBe(201);
+  });
+
   it('answers 404 for another account’s id and for malformed or unknown ids, on every route', async () => {
     const mine = await alice.call('POST', '/webhooks', { url: 'https://hooks.example.com/private' });
     for (const id of [mine.body.id, 'whk_nope', newId('whk'), 'src_01JCQ3N6W4X8Z5Y7A9B2C4D6E8']) {
