@@ -15,6 +15,12 @@ export const builtinNotDeletable = () => new AppError('conflict', 'built-in mode
 export const invalidInputs = (errors: FieldError[]) =>
   new AppError('validation_failed', `the inputs are invalid: ${errors.slice(0, 5).map((e) => `${e.path}: ${e.message}`).join('; ')}`, { errors });
 
+/** A model's output for an input is NaN or infinite: the input's values are too large in magnitude for it. */
+export const nonFiniteOutput = (index: number) => {
+  const message = "the model's output for this input is not a finite number: its values are too large in magnitude for the model";
+  return new AppError('unprocessable', `inputs.${index}: ${message}`, { errors: [{ path: `inputs.${index}`, message }] });
+};
+
 export const invalidBody = (errors: FieldError[]) =>
   new AppError('validation_failed', `the body is invalid: ${errors.slice(0, 5).map((e) => `${e.path}: ${e.message}`).join('; ')}`, { errors });
 

@@ -96,6 +96,27 @@ describe('ModelsService', () => {
     expect(log.docs[0]!._id).toBe(ok.id);
   });
 
+  it('answers 422 naming the input when a model’s output overflows, instead of a prediction of null', async () => {
+    const log = memoryLog();
+    const model = { id: newId('mdl'), name: 'lr', type: 'linear_regression', kind: 'trained', status: 'ready', version: 1, description: '', features: [], createdAt: new Date() };
+    const repository = { findById: async () => model, list: async () => [model] } as unknown as ModelRepository;
+    const runtime = {
+      validate: (inputs: readonly unknown[]) => ({ ok: true as const, inputs: inputs as { x: number }[] }),
+      predict: (inputs: readonly { x: number }[]) => inputs.map((i) => ({ prediction: i.x * 1e300, parts: [i.x, { z: i.x * 1e300 - i.x * 1e300 }] })),
+    };
+    const service = new ModelsService({ catalog: new ModelCatalog({ repository, builtins: [], runtimes: { runtimeFor: async () => runtime } }), predictionLog: log.repo, logger, metricsMaxSamples: 100 });
+    const acct = newId('acct');
+    expect((await service.predict(caller(acct), model.id, { inputs: [{ x: 2 }] })).predictions).toEqual([{ prediction: 2e300, parts: [2, { z: 0 }] }]);
+    await expect(service.predict(caller(acct), model.id, { inputs: [{ x: 1 }, { x: 1e10 }] })).rejects.toMatchObject({
+      code: 'unprocessable',
+      errors: [{ path: 'inputs.1', message: expect.stringMatching(/not a finite number/) }],
+    });
+    expect(log.docs.map((d) => [d.ok, d.errorCode])).toEqual([
+      [true, null],
+      [false, 'unprocessable'],
+    ]);
+  });
+
   it('answers 404 for malformed and unknown ids without logging', async () => {
     const { log, service } = serviceWith(1000);
     for (const id of ['nope', newId('mdl'), `${FORECAST_MODEL_ID}x`]) {

@@ -5,7 +5,7 @@ import type { PredictionLogRepository, WindowCounts } from '../persistence/predi
 import type { PredictJob, PredictJobResult } from '../predict.worker.ts';
 import type { WorkerPool } from '../workers/worker-pool.ts';
 import type { ModelCatalog } from './catalog.ts';
-import { invalidInputs, modelHasNoRuntime, modelNotFound, modelNotReady } from './errors.ts';
+import { invalidInputs, modelHasNoRuntime, modelNotFound, modelNotReady, nonFiniteOutput } from './errors.ts';
 import { predictionCompleted } from './events.ts';
 import type { ModelRecord } from './model.ts';
 import type { ModelRuntime, PredictionOutput } from './runtime.ts';
@@ -110,6 +110,8 @@ export class ModelsService {
     let predictions: PredictionOutput[];
     try {
       predictions = await this.run(model, runtime, inputs);
+      const overflowed = predictions.findIndex(hasNonFinite);
+      if (overflowed >= 0) throw nonFiniteOutput(overflowed);
     } catch (err) {
       await this.logFailure(caller, model, predictionId, inputs.length, ms(modelStart), err);
       throw err;
@@ -217,4 +219,12 @@ function servingWindow(counts: WindowCounts, rows: readonly { latencyMs: number 
     latencyMs: latencySummary(rows.map((r) => r.latencyMs)),
     sampled,
   };
+}
+
+/** NaN or ±Infinity anywhere in an output (JSON would turn it into a silent null). */
+function hasNonFinite(v: unknown): boolean {
+  if (typeof v === 'number') return !Number.isFinite(v);
+  if (Array.isArray(v)) return v.some(hasNonFinite);
+  if (v !== null && typeof v === 'object') return Object.values(v).some(hasNonFinite);
+  return false;
 }
