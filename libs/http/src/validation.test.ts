@@ -17,6 +17,37 @@ describe('request validation', () => {
     }
   });
 
+  it('says what a union field wanted: every type of a scalar union, or the issues of the closest option', () => {
+    const errorsOf = (schema: z.ZodType, value: unknown) => {
+      try {
+        parseOr400(schema, value, 'body');
+      } catch (err) {
+        return (err as AppError).errors;
+      }
+      throw new Error('expected a failure');
+    };
+    const scalar = z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()]));
+    expect(errorsOf(scalar, { a: { b: 1 } })).toEqual([{ path: 'a', message: 'Invalid input: expected string, number, boolean or null, received object' }]);
+    const leaf = z.strictObject({ field: z.string(), op: z.enum(['eq', 'gt']) });
+    type Node = z.infer<typeof leaf> | { and: Node[] };
+    const node: z.ZodType<Node> = z.lazy(() => z.union([leaf, z.strictObject({ and: z.array(node) })]));
+    expect(errorsOf(z.array(node), [{ field: 'x', op: 'like' }])).toEqual([{ path: '0.op', message: 'Invalid option: expected one of "eq"|"gt"' }]);
+    expect(errorsOf(z.array(node), [{ and: [{ field: 'x', op: 'gt' }, { field: 1, op: 'eq' }] }])).toEqual([{ path: '0.and.1.field', message: 'Invalid input: expected string, received number' }]);
+  });
+
+  it('names why a key is refused', () => {
+    const reason = (v: unknown) => {
+      try {
+        checkJsonShape(v);
+      } catch (err) {
+        return (err as AppError).errors?.[0];
+      }
+      return null;
+    };
+    expect(reason({ rows: [{ $gt: 1 }] })).toEqual({ path: 'rows.0.$gt', message: 'field names may not start with $' });
+    expect(reason(JSON.parse('{"rows":[{"__proto__":1}]}'))).toEqual({ path: 'rows.0.__proto__', message: 'the field name __proto__ is not allowed' });
+  });
+
   it('refuses $-operator keys anywhere and nesting deeper than the limit', () => {
     expect(() => checkJsonShape({ a: [{ b: { $gt: 1 } }] })).toThrow(/not allowed/);
     let deep: unknown = 1;

@@ -2,8 +2,34 @@ import type { z } from 'zod';
 import { AppError, type FieldError } from './errors.ts';
 
 export function fieldErrors(error: z.ZodError): FieldError[] {
-  return error.issues.map((i) => ({ path: i.path.map(String).join('.') || '(root)', message: i.message }));
+  return error.issues.flatMap((i) => issueErrors(i, []));
 }
+
+type Issue = z.core.$ZodIssue;
+
+/**
+ * One issue as field errors. A union that took none of its options says only "Invalid input" at its own
+ * path; the entry is made more useful: when every option is a plain type (a scalar field), it names them
+ * all; otherwise it gives the issues of the option the value got furthest in (the fewest issues), so a
+ * filter with a bad `op` is told about `op`, not that it is neither a filter nor an `and` nor an `or`.
+ */
+function issueErrors(issue: Issue, base: PropertyKey[]): FieldError[] {
+  const at = [...base, ...issue.path];
+  if (issue.code === 'invalid_union' && issue.errors.length) {
+    const options = issue.errors;
+    if (options.every((o) => o.length === 1 && o[0]!.code === 'invalid_type' && o[0]!.path.length === 0)) {
+      const expected = [...new Set(options.map((o) => (o[0] as Extract<Issue, { code: 'invalid_type' }>).expected))];
+      const received = /received (\w+)/.exec(options[0]![0]!.message)?.[1];
+      const list = expected.length > 1 ? `${expected.slice(0, -1).join(', ')} or ${expected.at(-1)}` : expected[0];
+      return [{ path: pathOf(at), message: `Invalid input: expected ${list}${received ? `, received ${received}` : ''}` }];
+    }
+    const closest = options.reduce((a, b) => (b.length < a.length ? b : a));
+    return closest.flatMap((i) => issueErrors(i, at));
+  }
+  return [{ path: pathOf(at), message: issue.message }];
+}
+
+const pathOf = (path: PropertyKey[]) => path.map(String).join('.') || '(root)';
 
 /** Validates a value against a schema, or throws a 400 with one entry per bad field. */
 export function parseOr400<S extends z.ZodType>(schema: S, value: unknown, where: string): z.infer<S> {
@@ -40,7 +66,8 @@ export function checkJsonShape(value: unknown): void {
     for (const [k, item] of Object.entries(v)) {
       const p = path ? `${path}.${k}` : k;
       if (k.startsWith('$') || k === '__proto__' || LONE_SURROGATE.test(k)) {
-        throw new AppError('validation_failed', `field name ${JSON.stringify(k)} is not allowed`, { errors: [{ path: p, message: 'field names may not start with $' }] });
+        const why = k.startsWith('$') ? 'field names may not start with $' : k === '__proto__' ? 'the field name __proto__ is not allowed' : 'not valid Unicode';
+        throw new AppError('validation_failed', `field name ${JSON.stringify(k)} is not allowed`, { errors: [{ path: p, message: why }] });
       }
       stack.push([item, depth + 1, p]);
     }
