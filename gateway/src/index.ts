@@ -66,6 +66,7 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
     redis,
     bodyLimit: config.BODY_LIMIT_BYTES,
     logger,
+    secret: config.INTERNAL_SECRET,
     forward: (req, body) =>
       forwardBuffered({ req, body, target: targets[req.operation!.service as keyof Targets], internalSecret: config.INTERNAL_SECRET, agent, timeoutMs: config.UPSTREAM_TIMEOUT_MS }).catch(
         (err: Error) => {

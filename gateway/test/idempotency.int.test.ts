@@ -1,3 +1,4 @@
+import { createRedis } from '@dap/redis';
 import { http } from '@dap/testing';
 import { bearer, startHarness } from './harness.ts';
 
@@ -52,6 +53,27 @@ describe('Idempotency-Key', () => {
     expect(concurrent.headers.get('retry-after')).toBe('1');
     expect((await slow).status).toBe(201);
     expect((await post(key, { name: 'slow' }, '/v1/sources?delay=600')).headers.get('idempotent-replayed')).toBe('true');
+  });
+
+  it('keeps the stored response sealed: Redis holds neither the response nor the key, and the replay still works', async () => {
+    const { accountId, secret: theirs } = await h.newAccount('professional');
+    const key = `k-${Math.random()}`;
+    const first = await http('POST', `${gw}/v1/sources`, { headers: { ...bearer(theirs), 'idempotency-key': key }, body: { name: 'sealed', password: 'hunter2' } });
+    expect(first.status).toBe(201);
+    const redis = createRedis(h.stack.REDIS_URL);
+    await new Promise((r) => redis.once('ready', r));
+    try {
+      const slots = await redis.keys(`idem:${accountId}:*`);
+      expect(slots).toHaveLength(1);
+      const stored = (await redis.get(slots[0]!))!;
+      const body = JSON.stringify(first.body);
+      for (const leak of [body, Buffer.from(body).toString('base64'), key, 'hunter2', first.headers.get('location')!]) expect(stored).not.toContain(leak);
+      expect(Object.keys(JSON.parse(stored)).sort()).toEqual(['fingerprint', 'sealed', 'state']);
+    } finally {
+      redis.disconnect();
+    }
+    const again = await http('POST', `${gw}/v1/sources`, { headers: { ...bearer(theirs), 'idempotency-key': key }, body: { name: 'sealed', password: 'hunter2' } });
+    expect([again.status, again.body, again.headers.get('location'), again.headers.get('idempotent-replayed')]).toEqual([201, first.body, first.headers.get('location'), 'true']);
   });
 
   it('refuses a malformed key', async () => {

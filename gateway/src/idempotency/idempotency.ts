@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
+import { open, seal } from '@dap/crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '@dap/http';
 import type { Logger } from '@dap/logger';
@@ -15,9 +16,45 @@ const REPLAYED_HEADERS = ['content-type', 'location'];
 interface Stored {
   state: 'in_flight' | 'done';
   fingerprint: string;
+  /** The response (`Replay`), sealed: `iv.tag.ciphertext`, base64. */
+  sealed?: string;
+  /** Entries written before responses were sealed (gone 24 h after the upgrade): a plain SHA-256 fingerprint and the response as is. */
   status?: number;
   headers?: Record<string, string>;
   body?: string;
+}
+
+interface Replay {
+  status: number;
+  headers: Record<string, string>;
+  /** base64 */
+  body: string;
+}
+
+/**
+ * Responses are kept in Redis for a day, and some carry what must be shown only once (a webhook's signing
+ * secret, an API key). So each is sealed (AES-256-GCM) under a key derived from the gateway's secret, the
+ * account and the Idempotency-Key itself, which Redis never holds (its slot is a hash of it): a copy of
+ * Redis opens nothing. The request's fingerprint is keyed the same way, so it says nothing about a body
+ * either.
+ */
+function keyFor(secret: string, accountId: string, idempotencyKey: string): Buffer {
+  return createHmac('sha256', secret).update(`dap-idempotency\0${accountId}\0${idempotencyKey}`).digest();
+}
+
+function sealReplay(key: Buffer, replay: Replay, slot: string): string {
+  const s = seal(key, JSON.stringify(replay), slot);
+  return [s.iv, s.tag, s.ciphertext].map((b) => b.toString('base64')).join('.');
+}
+
+function openReplay(key: Buffer, sealed: string, slot: string): Replay | null {
+  const [iv, tag, ciphertext] = sealed.split('.');
+  if (!iv || !tag || ciphertext === undefined) return null;
+  try {
+    return JSON.parse(open(key, { iv: Buffer.from(iv, 'base64'), tag: Buffer.from(tag, 'base64'), ciphertext: Buffer.from(ciphertext, 'base64') }, slot).toString('utf8')) as Replay;
+  } catch {
+    return null;
+  }
 }
 
 async function readBody(req: Request, limit: number): Promise<Buffer> {
@@ -36,7 +73,7 @@ async function readBody(req: Request, limit: number): Promise<Buffer> {
  * and body; the same key with another body is a 422, and while the first request runs a retry gets 409.
  * Keys are per account. If Redis is away the request runs once, unprotected, and a log line says so.
  */
-export function idempotency(deps: { redis: Redis; bodyLimit: number; logger: Logger; forward: (req: Request, body: Buffer) => Promise<BufferedResponse> }) {
+export function idempotency(deps: { redis: Redis; bodyLimit: number; logger: Logger; secret: string; forward: (req: Request, body: Buffer) => Promise<BufferedResponse> }) {
   const send = (res: Response, r: { status: number; headers: Record<string, string | string[]>; body: Buffer }, replayed: boolean) => {
     for (const h of REPLAYED_HEADERS) if (r.headers[h]) res.setHeader(h, r.headers[h]!);
     if (replayed) res.setHeader('Idempotent-Replayed', 'true');
@@ -49,17 +86,26 @@ export function idempotency(deps: { redis: Redis; bodyLimit: number; logger: Log
     try {
       if (!KEY_PATTERN.test(key)) throw new AppError('validation_failed', 'Idempotency-Key must be 1 to 255 visible ASCII characters', { errors: [{ path: 'Idempotency-Key', message: 'invalid' }] });
       const body = await readBody(req, deps.bodyLimit);
-      const fingerprint = createHash('sha256').update(req.method).update('\0').update(req.originalUrl).update('\0').update(body).digest('hex');
-      const slot = `idem:${req.principal!.accountId}:${createHash('sha256').update(key).digest('hex')}`;
+      const accountId = req.principal!.accountId;
+      const sealKey = keyFor(deps.secret, accountId, key);
+      const fingerprint = createHmac('sha256', sealKey).update(req.method).update('\0').update(req.originalUrl).update('\0').update(body).digest('hex');
+      const slot = `idem:${accountId}:${createHash('sha256').update(key).digest('hex')}`;
       let claimed = false;
       try {
         claimed = (await deps.redis.set(slot, JSON.stringify({ state: 'in_flight', fingerprint } satisfies Stored), 'PX', IN_FLIGHT_TTL_MS, 'NX')) === 'OK';
         if (!claimed) {
           const existing = JSON.parse((await deps.redis.get(slot)) ?? 'null') as Stored | null;
-          if (existing && existing.fingerprint !== fingerprint) throw new AppError('unprocessable', 'this Idempotency-Key was used with a different request body');
+          const legacy = existing?.state === 'done' && existing.sealed === undefined;
+          const expected = legacy ? createHash('sha256').update(req.method).update('\0').update(req.originalUrl).update('\0').update(body).digest('hex') : fingerprint;
+          if (existing && existing.fingerprint !== expected) throw new AppError('unprocessable', 'this Idempotency-Key was used with a different request body');
           if (existing?.state === 'in_flight') throw new AppError('conflict', 'a request with this Idempotency-Key is still in progress; retry later', { headers: { 'Retry-After': '1' } });
-          if (existing?.state === 'done') return send(res, { status: existing.status!, headers: existing.headers ?? {}, body: Buffer.from(existing.body ?? '', 'base64') }, true);
-          claimed = true; // expired between SET and GET: run it
+          const replay = legacy
+            ? { status: existing.status!, headers: existing.headers ?? {}, body: existing.body ?? '' }
+            : existing?.state === 'done' && existing.sealed
+              ? openReplay(sealKey, existing.sealed, slot)
+              : null;
+          if (replay) return send(res, { status: replay.status, headers: replay.headers, body: Buffer.from(replay.body, 'base64') }, true);
+          claimed = true; // expired between SET and GET (or unreadable, as after a change of the gateway's secret): run it
         }
       } catch (err) {
         if (err instanceof AppError) throw err;
@@ -76,7 +122,7 @@ export function idempotency(deps: { redis: Redis; bodyLimit: number; logger: Log
       if (result.status < 500 && result.body.length <= MAX_STORED_BODY) {
         const headers: Record<string, string> = {};
         for (const h of REPLAYED_HEADERS) if (typeof result.headers[h] === 'string') headers[h] = result.headers[h] as string;
-        const stored: Stored = { state: 'done', fingerprint, status: result.status, headers, body: result.body.toString('base64') };
+        const stored: Stored = { state: 'done', fingerprint, sealed: sealReplay(sealKey, { status: result.status, headers, body: result.body.toString('base64') }, slot) };
         await deps.redis.set(slot, JSON.stringify(stored), 'PX', REPLAY_TTL_MS).catch(() => {});
       } else {
         await deps.redis.del(slot).catch(() => {});

@@ -1,5 +1,6 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { open, seal } from '@dap/crypto';
 
 const HEX_KEY = /^[0-9a-fA-F]{64}$/;
 const B64_KEY = /^[A-Za-z0-9+/_-]{43}=?$/;
@@ -50,11 +51,8 @@ export class CredentialCipher {
   }
 
   seal(value: unknown, context: string): string {
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
-    cipher.setAAD(Buffer.from(context, 'utf8'));
-    const ct = Buffer.concat([cipher.update(JSON.stringify(value), 'utf8'), cipher.final()]);
-    return [VERSION, this.keyId, b64(iv), b64(ct), b64(cipher.getAuthTag())].join('.');
+    const { iv, ciphertext, tag } = seal(this.key, JSON.stringify(value), context);
+    return [VERSION, this.keyId, b64(iv), b64(ciphertext), b64(tag)].join('.');
   }
 
   open(sealed: string, context: string): unknown {
@@ -63,10 +61,7 @@ export class CredentialCipher {
     const [, keyId, iv, ct, tag] = parts as [string, string, string, string, string];
     if (keyId !== this.keyId) throw new CredentialsError('the stored credentials were sealed with another key (SOURCE_CREDENTIALS_KEY changed)');
     try {
-      const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
-      decipher.setAAD(Buffer.from(context, 'utf8'));
-      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-      const plain = Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]);
+      const plain = open(this.key, { iv: Buffer.from(iv, 'base64url'), ciphertext: Buffer.from(ct, 'base64url'), tag: Buffer.from(tag, 'base64url') }, context);
       return JSON.parse(plain.toString('utf8'));
     } catch {
       throw new CredentialsError('the stored credentials could not be decrypted');

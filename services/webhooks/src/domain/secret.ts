@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { open, seal } from '@dap/crypto';
 
 const SECRET_PREFIX = 'whsec_';
 
@@ -28,19 +29,13 @@ export class SecretBox {
   }
 
   seal(plaintext: string, context: string): string {
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.#key, iv);
-    cipher.setAAD(Buffer.from(context, 'utf8'));
-    const data = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-    return ['v1', iv.toString('base64'), cipher.getAuthTag().toString('base64'), data.toString('base64')].join('.');
+    const { iv, ciphertext, tag } = seal(this.#key, plaintext, context);
+    return ['v1', iv.toString('base64'), tag.toString('base64'), ciphertext.toString('base64')].join('.');
   }
 
   open(sealed: string, context: string): string {
     const [version, iv, tag, data] = sealed.split('.');
     if (version !== 'v1' || !iv || !tag || data === undefined) throw new Error('unknown sealed secret format');
-    const decipher = createDecipheriv('aes-256-gcm', this.#key, Buffer.from(iv, 'base64'));
-    decipher.setAAD(Buffer.from(context, 'utf8'));
-    decipher.setAuthTag(Buffer.from(tag, 'base64'));
-    return Buffer.concat([decipher.update(Buffer.from(data, 'base64')), decipher.final()]).toString('utf8');
+    return open(this.#key, { iv: Buffer.from(iv, 'base64'), ciphertext: Buffer.from(data, 'base64'), tag: Buffer.from(tag, 'base64') }, context).toString('utf8');
   }
 }

@@ -1,0 +1,1 @@
+export { open, seal, type Sealed } from './aead.ts';
