@@ -153,8 +153,14 @@ export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   const e = err as { type?: string; status?: number; name?: string; message?: string };
   switch (e?.type) {
-    case 'entity.parse.failed':
+    case 'entity.parse.failed': {
+      // The parser also refuses valid JSON that is not an object or array at the top (`null`, `1`, `"x"`).
+      const raw = (err as { body?: unknown }).body;
+      if (typeof raw === 'string' && isJson(raw)) {
+        return new AppError('validation_failed', 'the request body must be a JSON object', { errors: [{ path: '(root)', message: 'expected an object' }] });
+      }
       return new AppError('malformed_json', 'the request body is not valid JSON');
+    }
     case 'entity.too.large':
       return new AppError('payload_too_large', 'the request body is too large');
     case 'charset.unsupported':
@@ -193,4 +199,13 @@ export function requireInternalToken(secret: string) {
     if (!isInternalServiceToken(secret, req.header(INTERNAL_TOKEN_HEADER))) return next(new AppError('unauthorized', 'internal route'));
     next();
   };
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }

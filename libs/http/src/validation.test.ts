@@ -13,7 +13,8 @@ describe('request validation', () => {
       expect(err).toBeInstanceOf(AppError);
       const e = err as AppError;
       expect(e.status).toBe(400);
-      expect(e.errors?.map((x) => x.path).sort()).toEqual(['(root)', 'n', 'name']);
+      expect(e.errors?.map((x) => x.path).sort()).toEqual(['extra', 'n', 'name']);
+      expect(e.errors?.find((x) => x.path === 'extra')?.message).toBe('unknown field');
     }
   });
 

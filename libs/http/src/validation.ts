@@ -26,6 +26,8 @@ function issueErrors(issue: Issue, base: PropertyKey[]): FieldError[] {
     const closest = options.reduce((a, b) => (b.length < a.length ? b : a));
     return closest.flatMap((i) => issueErrors(i, at));
   }
+  // A strict object's unknown keys: one entry each, at the key itself.
+  if (issue.code === 'unrecognized_keys') return issue.keys.map((k) => ({ path: pathOf([...at, k]), message: 'unknown field' }));
   return [{ path: pathOf(at), message: issue.message }];
 }
 

@@ -304,7 +304,12 @@ describe('bad input', () => {
   });
 
   it('refuses malformed JSON, a non-JSON content type and an oversize body', async () => {
-    expect((await api('POST', '/v1/sources', { body: '{"type":', headers: { 'content-type': 'application/json' } })).status).toBe(400);
+    const malformed = await api('POST', '/v1/sources', { body: '{"type":', headers: { 'content-type': 'application/json' } });
+    expect([malformed.status, malformed.body.detail]).toEqual([400, 'the request body is not valid JSON']);
+    for (const scalar of ['null', '1', '"x"']) {
+      const res = await api('POST', '/v1/sources', { body: scalar, headers: { 'content-type': 'application/json' } });
+      expect([scalar, res.status, res.body.detail, res.body.errors]).toEqual([scalar, 400, 'the request body must be a JSON object', [{ path: '(root)', message: 'expected an object' }]]);
+    }
     expect((await api('POST', '/v1/sources', { body: 'a,b\n1,2', headers: { 'content-type': 'text/csv' } })).status).toBe(400);
     const huge = await api('POST', '/v1/sources', { body: { type: 'csv', name: 'x', csv: 'a\n' + '1\n'.repeat(1_100_000) } });
     expect(huge.status).toBe(413);

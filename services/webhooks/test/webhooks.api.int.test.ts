@@ -102,7 +102,7 @@ describe('webhooks API', () => {
     ['an internal event type', { url: 'https://example.com/x', events: ['apikey.created'] }, 'events.0'],
     ['an empty filter list', { url: 'https://example.com/x', events: [] }, 'events'],
     ['a wrong type', { url: 'https://example.com/x', description: 5 }, 'description'],
-    ['an unknown field', { url: 'https://example.com/x', secret: 'whsec_mine' }, '(root)'],
+    ['an unknown field', { url: 'https://example.com/x', secret: 'whsec_mine' }, 'secret'],
   ])('refuses %s with 400 and the bad field', async (_name, body, path) => {
     const res = await alice.call('POST', '/webhooks', body);
     expect(res.status).toBe(400);

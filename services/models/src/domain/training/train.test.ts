@@ -154,5 +154,8 @@ describe('training refuses data it cannot learn from', () => {
     await expect(trainModel(spec, one, limits)).rejects.toThrow(/1 distinct value\(s\); a classifier needs at least two/);
     await expect(trainModel(spec, tableOf(separableRows(5, 1)), limits)).rejects.toBeInstanceOf(TrainingError);
     await expect(trainModel({ ...spec, target: { name: 'nope', kind: 'categorical' } }, one, limits)).rejects.toThrow(/no column "nope"/);
+    // k-means has no target: too few rows is just too few rows.
+    const kmeans: TrainingSpec = { type: 'kmeans', target: null, features: [{ name: 'a', kind: 'numeric' }], hyperparameters: { ...common, k: 2, maxIterations: 10 } };
+    await expect(trainModel(kmeans, tableOf(separableRows(2, 1)), limits)).rejects.toThrow(/^the data has only 2 rows; at least 10 are needed$/);
   });
 });

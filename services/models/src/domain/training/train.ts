@@ -115,7 +115,10 @@ export async function trainModel(spec: TrainingSpec, table: Table, limits: Train
     const index = new Map(distinct.map((l, i) => [`${typeof l}:${String(l)}`, i]));
     y = t.labels.map((l) => index.get(`${typeof l}:${String(l)}`)!);
   }
-  if (rows.length < MIN_TRAINING_ROWS) throw new TrainingError(`only ${rows.length} rows have a usable target; at least ${MIN_TRAINING_ROWS} are needed`);
+  if (rows.length < MIN_TRAINING_ROWS) {
+    const have = task === 'clustering' ? `the data has only ${rows.length} rows` : `only ${rows.length} rows have a usable target`;
+    throw new TrainingError(`${have}; at least ${MIN_TRAINING_ROWS} are needed`);
+  }
 
   const split = holdoutSplit(rows.length, hp.testFraction, hp.seed, task === 'classification' ? y : undefined);
   if (split.test.length < 2) throw new TrainingError(`the held-out part would have ${split.test.length} rows; add rows or raise testFraction`);
