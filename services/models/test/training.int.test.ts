@@ -314,7 +314,7 @@ describe('training requests that cannot start', () => {
     ['no features', { ...linearBody, features: [] }, 'features'],
     ['a target for k-means', { ...linearBody, type: 'kmeans' }, ''],
     ['a bad hyperparameter', { ...linearBody, type: 'random_forest_regressor', hyperparameters: { nEstimators: 0 } }, 'hyperparameters.nEstimators'],
-    ['an unknown hyperparameter', { ...linearBody, hyperparameters: { depth: 3 } }, 'hyperparameters'],
+    ['an unknown hyperparameter', { ...linearBody, hyperparameters: { depth: 3 } }, 'hyperparameters.depth'],
     ['a malformed source id', { ...linearBody, sourceId: 'src_nope' }, 'sourceId'],
   ])('answers 400 for %s, naming the field', async (_what, body, path) => {
     const res = await a.post('/models', body);
