@@ -14,8 +14,11 @@ export const problemSchema = z
   .meta({ id: 'Problem' });
 export type Problem = z.infer<typeof problemSchema>;
 
+/** One message for every way a page size can be wrong (empty, a word, a fraction, out of range, given twice). */
+const LIMIT_MESSAGE = { error: 'limit must be a whole number from 1 to 100, given once' };
+
 export const listQuerySchema = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(100).default(20),
+  limit: z.coerce.number(LIMIT_MESSAGE).int(LIMIT_MESSAGE).min(1, LIMIT_MESSAGE).max(100, LIMIT_MESSAGE).default(20),
   cursor: z.string().max(200).optional(),
 });
 export type ListQuery = z.infer<typeof listQuerySchema>;
