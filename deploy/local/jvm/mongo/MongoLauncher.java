@@ -150,7 +150,7 @@ public final class MongoLauncher {
             super(databaseName, mvStore, cursors);
         }
 
-        /** Opens the collection's document map with BSON values first; H2Database's own openMap then finds it open. */
+        /** Opens the collection's document map with BSON values and locked keys first; H2Database's own openMap then finds it open. */
         @Override
         protected MongoCollection<Object> openOrCreateCollection(String collectionName, CollectionOptions options) {
             DocumentValues.openDataMap(OrderedKeysBackend.store(), "databases." + getFullCollectionNamespace(collectionName));
@@ -166,6 +166,36 @@ public final class MongoLauncher {
     }
 
     /**
+     * H2's ObjectDataType with every method that consults its `last` type under one lock. That field is
+     * switched by whichever thread last handled a value of another type, and compare() of two serialised
+     * objects (ObjectIds, embedded documents) reads it twice: when the background writer switched it in
+     * between, the two reads disagree and H2 throws "Can not compare", which the client sees as a failed
+     * write ("Unknown error: Can not compare [2.3.232/0]"). Order and format are ObjectDataType's own, so
+     * stores need nothing. Keys of document maps use it, and index keys through KeyOrder.
+     */
+    static class LockedObjectType extends ObjectDataType {
+        @Override
+        public synchronized int compare(Object a, Object b) {
+            return super.compare(a, b);
+        }
+
+        @Override
+        public synchronized int getMemory(Object obj) {
+            return super.getMemory(obj);
+        }
+
+        @Override
+        public synchronized void write(WriteBuffer buff, Object obj) {
+            super.write(buff, obj);
+        }
+
+        @Override
+        public synchronized Object read(ByteBuffer buff) {
+            return super.read(buff);
+        }
+    }
+
+    /**
      * A total order on index keys that compares their values directly: element by element, first by a rank
      * of the value's exact class, then by the class's own order for String, Integer, Long, Double, Boolean,
      * ObjectId, Date, Instant and UUID, whose equality is that of their serialised forms; any other value
@@ -174,7 +204,7 @@ public final class MongoLauncher {
      * the order of distinct keys differs, which nothing relies on (index maps are read by key or whole).
      * Serialisation on disk is ObjectDataType's own, unchanged.
      */
-    static final class KeyOrder extends ObjectDataType {
+    static final class KeyOrder extends LockedObjectType {
         /** Index maps rebuilt in this order, by map name: maps written by earlier versions are re-sorted once. */
         private static final String ORDERED_MAPS = "$dap.keyOrder";
 
@@ -247,9 +277,9 @@ public final class MongoLauncher {
         private static final byte BSON = (byte) 0xB5;
 
         static synchronized void openDataMap(MVStore mvStore, String name) {
-            MVMap<Object, Object> map = mvStore.openMap(name, new MVMap.Builder<Object, Object>().valueType(new DocumentValues()));
-            if (!(map.getValueType() instanceof DocumentValues)) {
-                System.err.println("MongoLauncher: document map " + name + " was opened before its value type was set");
+            MVMap<Object, Object> map = mvStore.openMap(name, new MVMap.Builder<Object, Object>().keyType(new LockedObjectType()).valueType(new DocumentValues()));
+            if (!(map.getValueType() instanceof DocumentValues) || !(map.getKeyType() instanceof LockedObjectType)) {
+                System.err.println("MongoLauncher: document map " + name + " was opened before its key and value types were set");
             }
         }
 
