@@ -81,6 +81,7 @@ export const METHOD_OF_OPERATION = {
   listDeliveries: 'webhooks.listDeliveries',
   sendTestEvent: 'webhooks.sendTest',
   rotateWebhookSecret: 'webhooks.rotateSecret',
+  enableWebhook: 'webhooks.enable',
   redeliverMessage: 'webhooks.redeliver',
 } as const satisfies Record<OperationId, string>;
 
@@ -153,6 +154,8 @@ export function createDapClient(options: DapClientOptions) {
       sendTest: (id: string, opts?: RequestOptions): ApiPromise<WebhookTest> => t.call('sendTestEvent', byId(id), opts),
       /** A new signing secret, shown this once; the old one still signs until `previousSecretExpiresAt`. */
       rotateSecret: (id: string, opts?: RequestOptions): ApiPromise<WebhookSecretRotated> => t.call('rotateWebhookSecret', byId(id), opts),
+      /** Enables a disabled endpoint again; new events go to it from now on. */
+      enable: (id: string, opts?: RequestOptions): ApiPromise<Webhook> => t.call('enableWebhook', byId(id), opts),
       /** Sends a message (by its event id, the webhook-id header) to the endpoint again. */
       redeliver: (id: string, messageId: string, opts?: RequestOptions): ApiPromise<Delivery> =>
         t.call('redeliverMessage', { params: { id, messageId } }, opts),

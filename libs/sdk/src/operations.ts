@@ -60,6 +60,7 @@ export const SDK_OPERATIONS = {
   listDeliveries: { query: listQuerySchema, result: deliveryListSchema },
   sendTestEvent: { result: webhookTestSchema },
   rotateWebhookSecret: { result: webhookSecretRotatedSchema },
+  enableWebhook: { result: webhookSchema },
   redeliverMessage: { result: deliverySchema },
 } as const satisfies Record<string, { body?: z.ZodType; query?: z.ZodType; result: z.ZodType | null }>;
 

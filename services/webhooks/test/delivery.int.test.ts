@@ -1,5 +1,5 @@
 import { Webhook } from 'standardwebhooks';
-import { newId } from '@dap/contracts';
+import { newId, webhookSchema } from '@dap/contracts';
 import { startReceiver, waitFor, type ReceivedRequest } from '@dap/testing';
 import type { RunningWebhooks } from '../src/index.ts';
 import { clientFor, dropTestDatabase, eventPublisher, percentile, silent, sleep, startWebhooks, testConfig } from './harness.ts';
@@ -208,6 +208,19 @@ describe('webhook delivery', () => {
     await waitFor(() => at('/watch').some((r) => r.headers['webhook-id'] === sync.body.eventId), { what: 'sync test event' });
     await sleep(200);
     expect(at('/gone')).toHaveLength(1);
+    expect(test.body.detail).toMatch(/enable it \(POST \/v1\/webhooks\/\{id\}\/enable\)/);
+
+    // The receiver is fixed: enabling the endpoint again sends it new events (and changes nothing a second time).
+    behaviour['/gone'] = () => ({ status: 200 });
+    expect((await clientFor(() => svc).call('POST', `/webhooks/${gone.id}/enable`)).status).toBe(404);
+    const enabled = await e.call('POST', `/webhooks/${gone.id}/enable`);
+    expect([enabled.status, enabled.body.status, enabled.body.disabledReason]).toEqual([200, 'enabled', null]);
+    expect(webhookSchema.parse(enabled.body).id).toBe(gone.id);
+    const again = await e.call('POST', `/webhooks/${gone.id}/enable`);
+    expect([again.status, again.body.status, again.body.updatedAt]).toEqual([200, 'enabled', enabled.body.updatedAt]);
+    const after = await events.publish('model.ready', e.accountId, { id: newId('mdl'), name: 'm3', type: 'kmeans' });
+    await waitFor(() => at('/gone').some((r) => r.headers['webhook-id'] === after.id), { what: 'an event after enabling' });
+    expect(verify(gone.secret, at('/gone').find((r) => r.headers['webhook-id'] === after.id)!).type).toBe('model.ready');
   });
 
   it('sends a test event to the one endpoint through the normal path, and pages the deliveries log', async () => {

@@ -8,7 +8,7 @@ export const webhookErrors = {
   tooManyEndpoints: () =>
     new AppError('unprocessable', `an account can register at most ${MAX_ENDPOINTS_PER_ACCOUNT} webhook endpoints; delete one first`),
   endpointDisabled: (reason: string | null) =>
-    new AppError('conflict', `the webhook endpoint is disabled${reason ? ` (${reason})` : ''}; register it again to receive events`),
+    new AppError('conflict', `the webhook endpoint is disabled${reason ? ` (${reason})` : ''}; enable it (POST /v1/webhooks/{id}/enable) to receive events again`),
   deliveryInProgress: () =>
     new AppError('conflict', 'this message is still being delivered to the endpoint; redeliver it once its delivery has finished'),
   rotationConflict: () => new AppError('conflict', 'the secret was rotated by another request at the same time; rotate again if needed'),

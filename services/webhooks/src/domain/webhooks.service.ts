@@ -111,6 +111,21 @@ export class WebhooksService {
     return { endpoint: updated, secret, previousSecretExpiresAt: previousExpiresAt };
   }
 
+  /**
+   * Enables a disabled endpoint again (after a 410 or days of failures, once the receiver is fixed): new
+   * events go to it from now on, its URL checked again as at registration. Messages cancelled while it was
+   * disabled are not sent by this; each can be redelivered. Enabling an enabled endpoint changes nothing.
+   */
+  async enable(accountId: string, id: string): Promise<EndpointDoc> {
+    const endpoint = await this.get(accountId, id);
+    if (endpoint.status === 'enabled') return endpoint;
+    const refused = await checkTarget(endpoint.url, this.d.allowPrivateTargets, this.d.resolve);
+    if (refused) throw webhookErrors.targetNotAllowed(refused);
+    const updated = (await this.d.endpoints.enable(accountId, id)) ?? (await this.get(accountId, id));
+    this.d.onEndpointChanged?.(id);
+    return updated;
+  }
+
   /** Sends a message (an event id) to the endpoint again, as a new series of attempts with the same webhook-id. */
   async redeliver(accountId: string, id: string, messageId: string): Promise<DeliveryDoc> {
     const endpoint = await this.get(accountId, id);

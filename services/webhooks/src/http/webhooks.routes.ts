@@ -82,6 +82,10 @@ export function webhookRoutes(service: WebhooksService): Router {
     res.json(dto);
   });
 
+  r.post('/webhooks/:id/enable', async (req, res) => {
+    res.json(toWebhookDto(await service.enable(callerOf(req).accountId, req.params.id)));
+  });
+
   r.post('/webhooks/:id/deliveries/:messageId/redeliver', async (req, res) => {
     const delivery = await service.redeliver(callerOf(req).accountId, req.params.id, req.params.messageId);
     res.status(202).location(`/v1/webhooks/${req.params.id}/deliveries`).json(toDeliveryDto(delivery));

@@ -106,6 +106,11 @@ export class EndpointRepository {
     await this.coll.raw.updateOne({ _id: id as unknown as Document['_id'], accountId, failingSince: { $ne: null } }, { $set: { failingSince: null } });
   }
 
+  /** Enables a disabled endpoint again, its failure run and reason cleared; null if it was not disabled. */
+  enable(accountId: string, id: string): Promise<EndpointDoc | null> {
+    return this.coll.update(accountId, id, { status: 'enabled', disabledReason: null, failingSince: null, updatedAt: new Date() }, [], { status: 'disabled' });
+  }
+
   /** Disables an enabled endpoint with its event in the same write; null if it was not enabled (or matched `where`). */
   disable(accountId: string, id: string, reason: string, event: DomainEvent, where: Document = {}): Promise<EndpointDoc | null> {
     const now = new Date();
