@@ -10,12 +10,14 @@ let system: Awaited<ReturnType<typeof startSystem>>;
 let chromium: Awaited<ReturnType<typeof launchBrowser>>;
 let browser: Browser;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
+/** Paths the receiver answers 410 Gone on (which disables their endpoint). */
+const gonePaths = new Set<string>();
 let gw = '';
 const contexts: BrowserContext[] = [];
 const PASSWORD = 'correct horse battery staple';
 
 beforeAll(async () => {
-  receiver = await startReceiver();
+  receiver = await startReceiver((r) => ({ status: gonePaths.has(r.path) ? 410 : 200 }));
   [system, chromium] = await Promise.all([startSystem(), launchBrowser()]);
   browser = chromium.browser;
   gw = system.url;
@@ -318,8 +320,29 @@ describe('the dashboard', () => {
     await go(page, 'Webhooks');
     await page.getByRole('link', { name: `${receiver.url}/hooks` }).waitFor();
     await screenshot(page, 'webhooks');
+
+    // The receiver answers 410 Gone: the endpoint is disabled; once it is fixed, the endpoint is enabled again.
+    gonePaths.add('/hooks');
+    await page.getByRole('link', { name: `${receiver.url}/hooks` }).click();
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    const alert = page.getByText('This endpoint is disabled');
+    // The page shows the endpoint as it was loaded: reload until the 410 has disabled it.
+    await waitFor(async () => {
+      await page.reload();
+      return alert.waitFor({ timeout: 2_000 }).then(
+        () => true,
+        () => false,
+      );
+    }, { what: 'the endpoint disabled after a 410', timeoutMs: 30_000 });
+    await page.getByText('the endpoint answered 410 Gone').waitFor();
+    await screenshot(page, 'webhook-disabled');
+    gonePaths.delete('/hooks');
+    await page.getByRole('button', { name: 'Enable endpoint' }).click();
+    await alert.waitFor({ state: 'detached' });
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    await page.getByTestId('deliveries').locator('tr[data-status="succeeded"]').nth(1).waitFor({ timeout: 20_000 });
     expect(errors).toEqual([]);
-  }, 60_000);
+  }, 90_000);
 
   it('trains a model on a source and predicts with it', async () => {
     const { page, errors } = await openPage();

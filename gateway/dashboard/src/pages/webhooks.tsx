@@ -365,6 +365,12 @@ export function WebhookDetailPage({ id }: { id: string }) {
     setRotated(r);
     return r;
   });
+  const enable = useAction(async () => {
+    await api.post(`/webhooks/${encodeURIComponent(id)}/enable`);
+    notify('Endpoint enabled: new events go to it again');
+    await hook.reload();
+    return true;
+  });
   const remove = useAction(async () => {
     await api.del(`/webhooks/${encodeURIComponent(id)}`);
     notify('Endpoint deleted');
@@ -401,8 +407,13 @@ export function WebhookDetailPage({ id }: { id: string }) {
       {w.status === 'disabled' && (
         <Alert tone="error" title="This endpoint is disabled">
           <p>{w.disabledReason ?? 'Deliveries kept failing.'}</p>
+          <p>Once the receiver is fixed, enable it again: new events go to it, and missed messages can be redelivered from the log below.</p>
+          <Button variant="primary" onClick={() => void enable.run()} loading={enable.pending}>
+            Enable endpoint
+          </Button>
         </Alert>
       )}
+      <ErrorBanner error={enable.error} />
       <Card title="Endpoint">
         <KeyValue
           items={[
