@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DatasetStore } from '@dap/datasets';
-import { csvReader, sniffCsv, type CsvDialect } from '../ingest/csv-dialect.ts';
+import { csvReader, refuseRagged, sniffCsv, type CsvDialect } from '../ingest/csv-dialect.ts';
 import { LoadError } from '../ingest/load-error.ts';
 import { ConnectorCheckError, type ConnectorContext, type UploadConnector } from './connector.ts';
 import { duckReason } from './duck-errors.ts';
@@ -34,28 +34,18 @@ export function scanCsv(text: string, probeChars = CSV_PROBE_CHARS): CsvScan {
   return { headerEnd, probeEnd: text.length <= probeChars ? text.length : lastBoundary };
 }
 
-const DELIMITERS = /[,;\t|]/;
-
-/** Runs DuckDB's CSV sniffer over a whole file, as the load will when it has to; a refusal is the customer's 400. */
-async function sniff(store: DatasetStore, file: string, roots: string[]): Promise<CsvDialect> {
+/**
+ * DuckDB's CSV sniffer over a whole file, as the load runs it when it has to, with the load's refusal of
+ * ragged rows; a refusal is the customer's 400.
+ */
+async function sniff(store: DatasetStore, file: string, header: string, roots: string[]): Promise<CsvDialect> {
   try {
-    return await sniffCsv(store.duck, file, -1);
+    const dialect = await sniffCsv(store.duck, file, -1);
+    refuseRagged(dialect, header);
+    return dialect;
   } catch (err) {
     if (err instanceof LoadError) throw new ConnectorCheckError('csv', err.message);
     throw new ConnectorCheckError('csv', `the CSV could not be parsed: ${duckReason(err, roots)}`);
-  }
-}
-
-/**
- * When a row has more columns than the header, DuckDB's sniffer "succeeds" by skipping every row before it
- * and taking that row as the header; that would silently drop data, so it is refused.
- */
-function refuseSkippedRows(dialect: CsvDialect): void {
-  if (dialect.skipRows > 0) {
-    throw new ConnectorCheckError(
-      'csv',
-      `the CSV could not be parsed: its rows do not have a consistent number of columns (row ${dialect.skipRows + 1} differs from the header)`,
-    );
   }
 }
 
@@ -74,8 +64,7 @@ export async function checkCsv(csv: string, ctx: Pick<ConnectorContext, 'store'>
   const file = join(dir, 'probe.csv');
   try {
     await writeFile(file, csv.slice(0, probeEnd));
-    const dialect = await sniff(ctx.store, file, [dir]);
-    refuseSkippedRows(dialect);
+    const dialect = await sniff(ctx.store, file, csv.slice(0, headerEnd), [dir]);
     let rows: number;
     try {
       // Read as the load reads it (the same dialect and quote character), every column as text: types are the load's to settle.
@@ -85,11 +74,6 @@ export async function checkCsv(csv: string, ctx: Pick<ConnectorContext, 'store'>
       throw new ConnectorCheckError('csv', `the CSV could not be parsed: ${duckReason(err, [dir])}`);
     }
     if (rows === 0) throw new ConnectorCheckError('csv', 'the CSV has a header row but no data rows');
-    // With no delimiter that fits every row, DuckDB falls back to one column; a header with delimiters then means ragged rows.
-    const header = csv.slice(0, headerEnd).replace(/"[^"]*"/g, '');
-    if (dialect.columns.length === 1 && DELIMITERS.test(header)) {
-      throw new ConnectorCheckError('csv', 'the CSV could not be parsed: its rows do not have a consistent number of columns');
-    }
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

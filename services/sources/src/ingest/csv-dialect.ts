@@ -62,6 +62,22 @@ export async function sniffCsv(duck: Duck, file: string, sample: number, signal?
   };
 }
 
+const DELIMITERS = /[,;\t|]/;
+
+/**
+ * When a row has more fields than the header, DuckDB's sniffer "succeeds" by skipping the rows before it,
+ * or by falling back to a single column; both would silently lose data, so both are refused. `header` is
+ * the file's first record as text.
+ */
+export function refuseRagged(d: CsvDialect, header: string): void {
+  if (d.skipRows > 0) {
+    throw new LoadError(`the CSV could not be parsed: its rows do not have a consistent number of columns (row ${d.skipRows + 1} differs from the header)`);
+  }
+  if (d.columns.length === 1 && DELIMITERS.test(header.replace(/"[^"]*"/g, ''))) {
+    throw new LoadError('the CSV could not be parsed: its rows do not have a consistent number of columns');
+  }
+}
+
 /**
  * DuckDB's CSV read buffer. Its default (16 × the 2 MB maximum line) kept several 32 MB buffers per thread in
  * memory: with 8 MB, a 118 MiB CSV loaded on two threads peaked ~100 MB lower (+106-122 MB over the

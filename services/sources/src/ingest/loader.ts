@@ -6,7 +6,7 @@ import type { StagedColumn } from '../connectors/connector.ts';
 import { scanCsv } from '../connectors/csv.connector.ts';
 import { duckReason, isCsvLineError, isDuckError } from '../connectors/duck-errors.ts';
 import { fieldNameProblem, MAX_COLUMNS } from '../connectors/rows.ts';
-import { csvReader, sniffCsv, type CsvDialect, type DuckColumn } from './csv-dialect.ts';
+import { csvReader, refuseRagged, sniffCsv, type CsvDialect, type DuckColumn } from './csv-dialect.ts';
 import { fitQuery, isStrictError, readColumns, strictSelect, widen, type ReadColumn } from './csv-strict.ts';
 import { LoadError } from './load-error.ts';
 import { detectTimestampFamily, TIMESTAMP_FAMILIES, type TimestampFamily } from './timestamp-formats.ts';
@@ -17,7 +17,6 @@ export { LoadError };
 export const CSV_SAMPLE_ROWS = 20_480;
 const TIMESTAMP_SAMPLE_ROWS = 2_000;
 const PARQUET = 'FORMAT parquet, COMPRESSION zstd';
-const DELIMITERS = /[,;\t|]/;
 
 export interface LoadRequest {
   accountId: string;
@@ -204,21 +203,8 @@ export class DatasetLoader {
 
   private async sniff(file: string, sample: number, header: string, signal?: AbortSignal): Promise<CsvDialect> {
     const dialect = await sniffCsv(this.store.duck, file, sample, signal);
-    this.refuseRagged(dialect, header);
+    refuseRagged(dialect, header);
     return dialect;
-  }
-
-  /**
-   * When a row has more fields than the header, DuckDB's sniffer "succeeds" by skipping the rows before it,
-   * or by falling back to a single column; both would silently lose data, so both are refused.
-   */
-  private refuseRagged(d: CsvDialect, header: string): void {
-    if (d.skipRows > 0) {
-      throw new LoadError(`the CSV could not be parsed: its rows do not have a consistent number of columns (row ${d.skipRows + 1} differs from the header)`);
-    }
-    if (d.columns.length === 1 && DELIMITERS.test(header.replace(/"[^"]*"/g, ''))) {
-      throw new LoadError('the CSV could not be parsed: its rows do not have a consistent number of columns');
-    }
   }
 
   // ------------------------------------------------------------------ JSON
