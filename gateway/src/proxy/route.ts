@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { matchOperation } from '@dap/contracts';
+import { allowedMethods, matchOperation } from '@dap/contracts';
 import { AppError, UNMATCHED_ROUTE } from '@dap/http';
 
 /** Looks up the operation first: it decides how the caller must authenticate. Unknown paths still need credentials. */
@@ -13,7 +13,7 @@ export function findOperation(req: Request, res: Response, next: NextFunction): 
 export function authorizeOperation(req: Request, _res: Response, next: NextFunction): void {
   const op = req.operation;
   if (!op) {
-    const { allowed } = matchOperation(req.method, req.path);
+    const allowed = allowedMethods(req.path);
     return next(
       allowed.length
         ? new AppError('method_not_allowed', `${req.method} is not allowed on /v1${req.path}; it takes ${allowed.join(', ')}`, { headers: { Allow: allowed.join(', ') } })

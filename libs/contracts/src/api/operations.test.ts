@@ -1,4 +1,4 @@
-import { matchOperation } from './operations.ts';
+import { allowedMethods, matchOperation } from './operations.ts';
 
 describe('the /v1 route table', () => {
   it('matches every spec endpoint to its service and scope', () => {
@@ -25,11 +25,12 @@ describe('the /v1 route table', () => {
   });
 
   it('tells an unknown path (404) from a known path with the wrong method (405, with the methods it has)', () => {
-    expect(matchOperation('GET', '/nope')).toEqual({ match: null, allowed: [] });
-    expect(matchOperation('PUT', '/sources')).toEqual({ match: null, allowed: ['GET', 'HEAD', 'POST'] });
-    expect(matchOperation('PATCH', '/sources/src_1')).toEqual({ match: null, allowed: ['GET', 'HEAD', 'DELETE'] });
-    expect(matchOperation('GET', '/sources/src_1/sync')).toEqual({ match: null, allowed: ['POST'] });
+    expect([matchOperation('GET', '/nope').match, allowedMethods('/nope')]).toEqual([null, []]);
+    expect([matchOperation('PUT', '/sources').match, allowedMethods('/sources')]).toEqual([null, ['GET', 'HEAD', 'POST']]);
+    expect([matchOperation('PATCH', '/sources/src_1').match, allowedMethods('/sources/src_1')]).toEqual([null, ['GET', 'HEAD', 'DELETE']]);
+    expect([matchOperation('GET', '/sources/src_1/sync').match, allowedMethods('/sources/src_1/sync')]).toEqual([null, ['POST']]);
     expect(matchOperation('GET', '/sources/a/b/c').match).toBeNull();
     expect(matchOperation('GET', '/sources/%E0%A4%A').match).toBeNull();
+    expect(allowedMethods('/sources/%E0%A4%A')).toEqual([]);
   });
 });

@@ -123,28 +123,40 @@ const compiled = API_OPERATIONS.map((operation) => {
 
 const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
+/** The path parameters of a match, decoded; null when one is malformed percent-encoding (which names nothing). */
+function paramsOf(c: (typeof compiled)[number], m: RegExpExecArray): Record<string, string> | null {
+  const params: Record<string, string> = {};
+  try {
+    c.names.forEach((n, i) => (params[n] = decodeURIComponent(m[i + 1] ?? '')));
+  } catch {
+    return null;
+  }
+  return params;
+}
+
 /**
- * Finds the operation for a method and a path relative to /v1. HEAD is GET without the body (RFC 9110
- * §9.3.2), so it finds the GET operation. `allowed` lists the path's methods, for the Allow header of a 405;
- * empty when no operation has the path (a 404).
+ * Finds the operation for a method and a path relative to /v1 (every request at the gateway: it stops at
+ * the first match). HEAD is GET without the body (RFC 9110 §9.3.2), so it finds the GET operation.
  */
-export function matchOperation(method: string, path: string): { match: MatchedOperation | null; allowed: string[] } {
+export function matchOperation(method: string, path: string): { match: MatchedOperation | null } {
   const wanted = method.toLowerCase() === 'head' ? 'get' : method.toLowerCase();
-  const allowed = new Set<string>();
-  let match: MatchedOperation | null = null;
   for (const c of compiled) {
+    if (c.operation.method !== wanted) continue;
     const m = c.regex.exec(path);
     if (!m) continue;
-    allowed.add(c.operation.method.toUpperCase());
-    if (match || c.operation.method !== wanted) continue;
-    const params: Record<string, string> = {};
-    try {
-      c.names.forEach((n, i) => (params[n] = decodeURIComponent(m[i + 1] ?? '')));
-    } catch {
-      return { match: null, allowed: [] }; // malformed percent-encoding names nothing
-    }
-    match = { operation: c.operation, params };
+    const params = paramsOf(c, m);
+    return { match: params && { operation: c.operation, params } };
+  }
+  return { match: null };
+}
+
+/** The methods a path takes, for the Allow header of a 405; empty when no operation has the path (a 404). */
+export function allowedMethods(path: string): string[] {
+  const allowed = new Set<string>();
+  for (const c of compiled) {
+    const m = c.regex.exec(path);
+    if (m && paramsOf(c, m)) allowed.add(c.operation.method.toUpperCase());
   }
   if (allowed.has('GET')) allowed.add('HEAD');
-  return { match, allowed: METHOD_ORDER.filter((x) => allowed.has(x)) };
+  return METHOD_ORDER.filter((x) => allowed.has(x));
 }
