@@ -1,4 +1,4 @@
-import { createHash, createHmac } from 'node:crypto';
+import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
 import { open, seal } from '@dap/crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '@dap/http';
@@ -88,7 +88,8 @@ export function idempotency(deps: { redis: Redis; bodyLimit: number; logger: Log
       const body = await readBody(req, deps.bodyLimit);
       const accountId = req.principal!.accountId;
       const sealKey = keyFor(deps.secret, accountId, key);
-      const fingerprint = createHmac('sha256', sealKey).update(req.method).update('\0').update(req.originalUrl).update('\0').update(body).digest('hex');
+      const fingerprintWith = (h: Hash | Hmac) => h.update(req.method).update('\0').update(req.originalUrl).update('\0').update(body).digest('hex');
+      const fingerprint = fingerprintWith(createHmac('sha256', sealKey));
       const slot = `idem:${accountId}:${createHash('sha256').update(key).digest('hex')}`;
       let claimed = false;
       try {
@@ -96,7 +97,7 @@ export function idempotency(deps: { redis: Redis; bodyLimit: number; logger: Log
         if (!claimed) {
           const existing = JSON.parse((await deps.redis.get(slot)) ?? 'null') as Stored | null;
           const legacy = existing?.state === 'done' && existing.sealed === undefined;
-          const expected = legacy ? createHash('sha256').update(req.method).update('\0').update(req.originalUrl).update('\0').update(body).digest('hex') : fingerprint;
+          const expected = legacy ? fingerprintWith(createHash('sha256')) : fingerprint;
           if (existing && existing.fingerprint !== expected) throw new AppError('unprocessable', 'this Idempotency-Key was used with a different request body');
           if (existing?.state === 'in_flight') throw new AppError('conflict', 'a request with this Idempotency-Key is still in progress; retry later', { headers: { 'Retry-After': '1' } });
           const replay = legacy
