@@ -29,16 +29,14 @@ async function soak(mib: number): Promise<{ rows: number; mib: number; peakMB: n
   return { rows: Number(ready![1]!.replaceAll(',', '')), mib: Number(ready![2]), peakMB: Number(ready![3]) };
 }
 
-test('a 1 GiB CSV from a URL ingests (one DuckDB thread) with the service’s peak RSS under 400 MB', async () => {
-  const r = await soak(1024);
-  expect(r.mib).toBeGreaterThanOrEqual(1024);
-  expect(r.rows).toBeGreaterThan(17_000_000);
+test.each([
+  { mib: 1024, threads: 'one DuckDB thread', minRows: 17_000_000 },
+  { mib: 120, threads: 'every DuckDB thread', minRows: 2_000_000 },
+])('a $mib MiB CSV from a URL ingests ($threads) with the service’s peak RSS under 400 MB', async ({ mib, minRows }) => {
+  const r = await soak(mib);
+  // The file is written a little past its target size (rows of ~61 bytes), never short of it.
+  expect(r.mib).toBeGreaterThanOrEqual(mib);
+  expect(r.mib).toBeLessThanOrEqual(Math.ceil(mib * 1.05));
+  expect(r.rows).toBeGreaterThan(minRows);
   expect(r.peakMB).toBeLessThan(BUDGET_MB);
 }, 240_000);
-
-test('a 120 MiB CSV from a URL ingests (every DuckDB thread) with the service’s peak RSS under 400 MB', async () => {
-  const r = await soak(120);
-  expect(r.mib).toBe(121);
-  expect(r.rows).toBeGreaterThan(2_000_000);
-  expect(r.peakMB).toBeLessThan(BUDGET_MB);
-}, 120_000);
