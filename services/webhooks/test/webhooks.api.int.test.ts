@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Consumer } from 'kafkajs';
-import { newId, webhookCreatedSchema, webhookListSchema, webhookSchema, type DomainEvent } from '@dap/contracts';
+import { makeEvent, newId, webhookCreatedSchema, webhookListSchema, webhookSchema, type DomainEvent } from '@dap/contracts';
 import { listen, type RunningServer } from '@dap/http';
 import { createKafka } from '@dap/kafka';
 import { http, waitFor } from '@dap/testing';
@@ -135,6 +135,20 @@ describe('webhooks API', () => {
     }
     const ok = await http('POST', `${strict.url}/v1/webhooks`, { body: { url: 'https://8.8.8.8/hook' }, headers: callerHeaders(alice.accountId) });
     expect(ok.status).toBe(201);
+  });
+
+  it('checks the URL again when a disabled endpoint is enabled: 422 for a target no longer allowed, and it stays disabled', async () => {
+    const local = await alice.call('POST', '/webhooks', { url: 'http://127.0.0.1:9/enable-check' });
+    expect(local.status).toBe(201);
+    const reason = 'the endpoint answered 410 Gone';
+    const notice = makeEvent('endpoint.disabled', { accountId: alice.accountId, subject: local.body.id, data: { endpointId: local.body.id, reason } });
+    const disabled = await svc.endpoints.disable(alice.accountId, local.body.id, reason, notice);
+    expect(disabled?.status).toBe('disabled');
+    const refused = await http('POST', `${strict.url}/v1/webhooks/${local.body.id}/enable`, { headers: callerHeaders(alice.accountId) });
+    expect([refused.status, refused.body.errors?.[0]?.path]).toEqual([422, 'url']);
+    expect((await alice.call('GET', `/webhooks/${local.body.id}`)).body).toMatchObject({ status: 'disabled', disabledReason: 'the endpoint answered 410 Gone' });
+    const enabled = await alice.call('POST', `/webhooks/${local.body.id}/enable`);
+    expect([enabled.status, enabled.body.status, enabled.body.disabledReason]).toEqual([200, 'enabled', null]);
   });
 
   it('refuses link-local and cloud metadata targets even where private targets are allowed', async () => {
