@@ -9,6 +9,15 @@ export class PullTimeoutError extends Error {
   }
 }
 
+/** The server's HTTP response breaks the protocol (its framing, or a connection cut short); the message says how. */
+export class HttpProtocolError extends Error {
+  readonly code = 'ERR_HTTP_PROTOCOL';
+  constructor(message: string) {
+    super(message);
+    this.name = 'HttpProtocolError';
+  }
+}
+
 /** The remote data is larger than SOURCE_MAX_BYTES. */
 export class TooLargeError extends Error {
   readonly code = 'ERR_TOO_LARGE';
@@ -43,7 +52,9 @@ export function scrub(message: string, secrets: ReadonlyArray<string | undefined
 
 /** A short, customer-safe description of why a connection or a read failed, or null when it is not a network error. */
 export function describeNetworkError(err: unknown): string | null {
-  if (err instanceof DisallowedTargetError || err instanceof HostNotFoundError || err instanceof PullTimeoutError || err instanceof TooLargeError) return err.message;
+  if (err instanceof DisallowedTargetError || err instanceof HostNotFoundError || err instanceof PullTimeoutError || err instanceof TooLargeError || err instanceof HttpProtocolError) {
+    return err.message;
+  }
   const e = err as { code?: unknown; message?: unknown; cause?: unknown };
   const code = typeof e?.code === 'string' ? e.code : '';
   switch (code) {

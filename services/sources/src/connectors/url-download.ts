@@ -1,7 +1,5 @@
-import { createWriteStream } from 'node:fs';
+import { closeSync, openSync, writeSync, writevSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
-import { Transform, type TransformCallback } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { FileFormat } from '@dap/contracts';
 import { httpGet, UnsupportedEncodingError, type Dial } from '../outbound/http-get.ts';
 import { ConnectorCheckError } from './connector.ts';
@@ -85,36 +83,6 @@ const HEAD_BYTES = 64 * 1024;
 /** How often, in decoded bytes, a download calls its `collect` hook (see `downloadToFile`). */
 export const COLLECT_EVERY_BYTES = 4 * 1024 * 1024;
 
-/** Counts the decoded bytes against the cap and keeps the first ones for the format and binary checks. */
-class Meter extends Transform {
-  bytes = 0;
-  head = Buffer.alloc(0);
-  private readonly maxBytes: number;
-  private readonly collect: (() => void) | undefined;
-
-  constructor(maxBytes: number, collect?: () => void) {
-    super();
-    this.maxBytes = maxBytes;
-    this.collect = collect;
-  }
-
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    const before = this.bytes;
-    this.bytes += chunk.length;
-    if (this.bytes > this.maxBytes) return done(new TooLargeError(this.maxBytes));
-    if (this.collect && Math.floor(before / COLLECT_EVERY_BYTES) !== Math.floor(this.bytes / COLLECT_EVERY_BYTES)) this.collect();
-    if (this.head.length < HEAD_BYTES) {
-      this.head = Buffer.concat([this.head, chunk.subarray(0, HEAD_BYTES - this.head.length)]);
-      try {
-        refuseBinary(this.head);
-      } catch (err) {
-        return done(err as Error);
-      }
-    }
-    done(null, chunk);
-  }
-}
-
 /** Turns what went wrong while fetching into the customer's reason. */
 export function urlFailure(err: unknown): Error {
   if (err instanceof ConnectorCheckError) return err;
@@ -146,8 +114,12 @@ export interface DownloadResult {
 }
 
 /**
- * GETs the file and streams its decoded body to `job.file` with backpressure, counting bytes against the
- * cap. Every failure is a ConnectorCheckError with the customer's reason (see `urlFailure`), except a bug.
+ * GETs the file and writes its decoded body to `job.file` as it arrives, counting bytes against the cap and
+ * checking the first ones for binary content. Each socket read is one synchronous write, made before the
+ * next read: the service runs downloads in their own thread (DownloadWorker), where waiting for the disk
+ * blocks nothing else. Writing asynchronously meant pausing the socket for each write, which cost more
+ * than the writes (a 123 MB body on loopback: 200 ms and more instead of ~45 ms).
+ * Every failure is a ConnectorCheckError with the customer's reason (see `urlFailure`), except a bug.
  * `collect` is called every COLLECT_EVERY_BYTES of body (the download worker collects its garbage there).
  */
 export async function downloadToFile(job: DownloadJob, signal: AbortSignal, collect?: () => void): Promise<DownloadResult> {
@@ -163,15 +135,53 @@ export async function downloadToFile(job: DownloadJob, signal: AbortSignal, coll
   } catch (err) {
     throw urlFailure(err);
   }
+  let fd: number | null = null;
   try {
     const format = formatFromHeaders(job.spec, res.status, res.headers, job.maxBytes);
-    const meter = new Meter(job.maxBytes, collect);
-    await pipeline(res.body, meter, createWriteStream(job.file, { highWaterMark: 1024 * 1024 }), { signal });
-    if (meter.bytes === 0) throw new ConnectorCheckError('url', 'the file is empty');
-    return { format, bytes: meter.bytes, head: meter.head };
+    const file = (fd = openSync(job.file, 'w'));
+    let bytes = 0;
+    let head = Buffer.alloc(0);
+    await res.readBody((chunks) => {
+      let size = 0;
+      for (const c of chunks) size += c.length;
+      const before = bytes;
+      bytes += size;
+      if (bytes > job.maxBytes) throw new TooLargeError(job.maxBytes);
+      if (head.length < HEAD_BYTES) {
+        // A copy: the chunks are views of the socket's read buffer.
+        const parts = [head];
+        let n = head.length;
+        for (const c of chunks) {
+          if (n >= HEAD_BYTES) break;
+          parts.push(c.subarray(0, HEAD_BYTES - n));
+          n += parts.at(-1)!.length;
+        }
+        head = Buffer.concat(parts, n);
+        refuseBinary(head);
+      }
+      writeAll(file, chunks, size);
+      if (collect && Math.floor(before / COLLECT_EVERY_BYTES) !== Math.floor(bytes / COLLECT_EVERY_BYTES)) collect();
+    });
+    if (bytes === 0) throw new ConnectorCheckError('url', 'the file is empty');
+    return { format, bytes, head };
   } catch (err) {
     throw urlFailure(err);
   } finally {
     res.destroy();
+    if (fd !== null) closeSync(fd);
+  }
+}
+
+/** writev until every byte is written (a regular file takes them all at once, but the call does not promise it). */
+function writeAll(fd: number, chunks: Buffer[], size: number): void {
+  let written = writevSync(fd, chunks);
+  if (written === size) return;
+  for (const c of chunks) {
+    if (written >= c.length) {
+      written -= c.length;
+      continue;
+    }
+    for (let at = written; at < c.length; ) at += writeSync(fd, c, at);
+    written = 0;
   }
 }

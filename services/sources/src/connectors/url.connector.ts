@@ -45,15 +45,18 @@ async function get(spec: UrlSpec, ctx: RemoteContext, signal: AbortSignal): Prom
 
 /** Reads up to `limit` decoded bytes; `complete` tells whether that was the whole body. */
 async function readPrefix(res: HttpGetResponse, limit: number): Promise<{ data: Buffer; complete: boolean }> {
-  const chunks: Buffer[] = [];
+  const parts: Buffer[] = [];
   let size = 0;
   try {
-    for await (const chunk of res.body as AsyncIterable<Buffer>) {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size >= limit) return { data: Buffer.concat(chunks).subarray(0, limit), complete: false };
-    }
-    return { data: Buffer.concat(chunks), complete: true };
+    const { complete } = await res.readBody((chunks) => {
+      for (const c of chunks) {
+        // Copies: the chunks are views of the socket's read buffer.
+        parts.push(Buffer.from(c.subarray(0, limit - size)));
+        size += parts.at(-1)!.length;
+        if (size >= limit) return 'stop';
+      }
+    });
+    return { data: Buffer.concat(parts, size), complete };
   } finally {
     res.destroy();
   }

@@ -1,0 +1,258 @@
+import net, { type AddressInfo } from 'node:net';
+import tls from 'node:tls';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
+import { HttpProtocolError } from '../connectors/remote-errors.ts';
+import { httpGet, READ_BUFFER_BYTES, UnsupportedEncodingError, type BodySink, type HttpGetOptions, type HttpGetResponse } from './http-get.ts';
+
+/**
+ * The client against servers that write exact bytes: the framings HTTP/1.1 allows, the ones this client
+ * refuses, compressed bodies, a sink that stops or is slow, and TLS with the name checked on a pinned address.
+ */
+
+/** A test-only key and self-signed certificate for files.example.test (valid until 2126). */
+const TEST_KEY = `-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg1BolF17fP2qFPUDS
+7aztpwvY8y6COykd1TUV4+CkLcyhRANCAAQXtLvdGJYqK9FaF/G0KL+W0KnSn7Tw
+26a+gdNCmzG+H5ApkUEfGXf53GL2CS5v984C1hZZOnSmF8EzYKKjnzyi
+-----END PRIVATE KEY-----
+`;
+const TEST_CERT = `-----BEGIN CERTIFICATE-----
+MIIBsDCCAVagAwIBAgIUKsQ4D33mQZZM8UJZFp6D8/o9r58wCgYIKoZIzj0EAwIw
+HTEbMBkGA1UEAwwSZmlsZXMuZXhhbXBsZS50ZXN0MCAXDTI2MTEyMTE3MDAwMloY
+DzIxMjYxMDI4MTcwMDAyWjAdMRswGQYDVQQDDBJmaWxlcy5leGFtcGxlLnRlc3Qw
+WTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAAQXtLvdGJYqK9FaF/G0KL+W0KnSn7Tw
+26a+gdNCmzG+H5ApkUEfGXf53GL2CS5v984C1hZZOnSmF8EzYKKjnzyio3IwcDAd
+BgNVHQ4EFgQUdwaqAhePDrEX9GfBzwupWPrNCfcwHwYDVR0jBBgwFoAUdwaqAheP
+DrEX9GfBzwupWPrNCfcwHQYDVR0RBBYwFIISZmlsZXMuZXhhbXBsZS50ZXN0MA8G
+A1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSAAwRQIhAKnklkFCkwaMy7kdpQ1y
+7SnrIOjsT/piqv1LF5ghCLSyAiAtzEPjqEc59PlO2zdzQMHQKNqkOVvY2BTaHM58
+voaS6Q==
+-----END CERTIFICATE-----
+`;
+
+/** What a test server does with a connection once the request head has arrived. */
+type Responder = (socket: net.Socket, request: string) => void;
+let responder: Responder;
+const requests: string[] = [];
+let closed = 0;
+
+function onConnection(socket: net.Socket): void {
+  let head = '';
+  socket.on('error', () => undefined);
+  socket.on('close', () => closed++);
+  socket.on('data', (d) => {
+    if (head.endsWith('\r\n\r\n')) return;
+    head += d.toString('latin1');
+    if (!head.endsWith('\r\n\r\n')) return;
+    requests.push(head);
+    responder(socket, head);
+  });
+}
+
+const plain = net.createServer(onConnection);
+const secure = tls.createServer({ key: TEST_KEY, cert: TEST_CERT }, onConnection);
+let plainPort = 0;
+let securePort = 0;
+const defaultCAs = tls.getCACertificates('default');
+
+beforeAll(async () => {
+  await new Promise<void>((r) => plain.listen(0, '127.0.0.1', r));
+  await new Promise<void>((r) => secure.listen(0, '127.0.0.1', r));
+  plainPort = (plain.address() as AddressInfo).port;
+  securePort = (secure.address() as AddressInfo).port;
+});
+afterAll(async () => {
+  tls.setDefaultCACertificates(defaultCAs);
+  await new Promise((r) => plain.close(r));
+  await new Promise((r) => secure.close(r));
+});
+
+const opts = (extra: Partial<HttpGetOptions> = {}): HttpGetOptions => ({
+  dial: { pinned: { address: '127.0.0.1', family: 4 } },
+  connectTimeoutMs: 2_000,
+  idleTimeoutMs: 2_000,
+  signal: new AbortController().signal,
+  ...extra,
+});
+const url = (path = '/f.csv') => `http://files.example.test:${plainPort}${path}`;
+
+/** The whole body as the sink received it (copied, as the chunks are views of the read buffer). */
+async function body(res: HttpGetResponse, sink?: (chunks: Buffer[]) => Promise<void>): Promise<{ text: string; complete: boolean }> {
+  const parts: Buffer[] = [];
+  const take: BodySink = (chunks) => {
+    for (const c of chunks) parts.push(Buffer.from(c));
+    return sink?.(chunks);
+  };
+  const { complete } = await res.readBody(take);
+  return { text: Buffer.concat(parts).toString('latin1'), complete };
+}
+
+async function failure(p: Promise<unknown>): Promise<Error> {
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  // Not toBeInstanceOf(Error): zlib's and TLS's errors come from outside the test's realm.
+  expect(err).toEqual(expect.objectContaining({ message: expect.any(String) }));
+  return err as Error;
+}
+
+/** A body of `n` bytes that is not one repeated byte (so a misplaced slice shows). */
+const pattern = (n: number) => Buffer.from(Array.from({ length: n }, (_, i) => 97 + ((i * 7 + (i >> 10)) % 26)));
+
+describe('httpGet', () => {
+  it('sends one GET with the URL’s host to the pinned address, with the caller’s headers', async () => {
+    responder = (s) => s.end('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+    const res = await httpGet(url('/a/b.csv?x=1&y=%20'), opts({ headers: { Authorization: 'Bearer t0ken' } }));
+    expect(res.status).toBe(200);
+    expect(await body(res)).toEqual({ text: 'ok', complete: true });
+    const head = requests.at(-1)!;
+    expect(head.startsWith('GET /a/b.csv?x=1&y=%20 HTTP/1.1\r\n')).toBe(true);
+    expect(head).toContain(`\r\nHost: files.example.test:${plainPort}\r\n`);
+    expect(head).toContain('\r\nAuthorization: Bearer t0ken\r\n');
+    expect(head).toContain('\r\nConnection: close\r\n');
+    expect(() => httpGet(url(), opts({ headers: { 'X-A': 'v\r\nInjected: 1' } }))).toThrow(/Invalid character/);
+  });
+
+  it('reads a Content-Length body larger than its read buffer, byte for byte', async () => {
+    const data = pattern(3 * READ_BUFFER_BYTES + 12345);
+    responder = (s) => {
+      s.write(`HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nContent-Length: ${data.length}\r\n\r\n`);
+      s.end(data);
+    };
+    const res = await httpGet(url(), opts());
+    expect(res.headers['content-type']).toBe('text/csv');
+    const got = await body(res);
+    expect(got.complete).toBe(true);
+    expect(Buffer.from(got.text, 'latin1').equals(data)).toBe(true);
+  });
+
+  it('reads a chunked body whose chunks and framing are split across writes, and one that ends with the connection', async () => {
+    responder = (s) => {
+      s.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel');
+      setTimeout(() => s.write('lo\r\n'), 20);
+      setTimeout(() => s.write('6;ext=1\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n'), 40);
+    };
+    expect(await body(await httpGet(url(), opts()))).toEqual({ text: 'hello world', complete: true });
+    responder = (s) => {
+      s.write('HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil ');
+      setTimeout(() => s.end('the end'), 20);
+    };
+    expect(await body(await httpGet(url(), opts()))).toEqual({ text: 'until the end', complete: true });
+  });
+
+  it('gives an empty body that was over before it was asked for', async () => {
+    responder = (s) => s.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n');
+    const res = await httpGet(url(), opts());
+    await new Promise((r) => setTimeout(r, 20));
+    expect(await body(res)).toEqual({ text: '', complete: true });
+  });
+
+  it('skips an interim response', async () => {
+    responder = (s) => s.end('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc');
+    const res = await httpGet(url(), opts());
+    expect(res.status).toBe(200);
+    expect((await body(res)).text).toBe('abc');
+  });
+
+  it('fails a body cut short, whether counted or chunked', async () => {
+    responder = (s) => s.end('HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this');
+    let err = await failure(httpGet(url(), opts()).then(body));
+    expect(err).toBeInstanceOf(HttpProtocolError);
+    expect(err.message).toBe('the connection closed before the whole response arrived');
+    responder = (s) => s.end('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n');
+    err = await failure(httpGet(url(), opts()).then(body));
+    expect(err.message).toBe('the connection closed before the whole response arrived');
+  });
+
+  it('refuses framing it would read wrongly, a response that is not HTTP, and oversized headers', async () => {
+    responder = (s) => s.end('HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n');
+    expect((await failure(httpGet(url(), opts()))).message).toBe('the server used an unsupported transfer encoding (gzip, chunked)');
+    responder = (s) => s.end('HTTP/1.1 200 OK\r\nContent-Length: 12abc\r\n\r\n');
+    expect((await failure(httpGet(url(), opts()))).message).toBe('the server sent an invalid Content-Length');
+    responder = (s) => s.end('HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd');
+    expect((await failure(httpGet(url(), opts()))).message).toMatch(/^the server's response is not valid HTTP/);
+    responder = (s) => s.end('SSH-2.0-OpenSSH_9.6\r\n\r\n');
+    expect((await failure(httpGet(url(), opts()))).message).toMatch(/^the server's response is not valid HTTP/);
+    responder = (s) => s.end(`HTTP/1.1 200 OK\r\n${'X-Pad: y\r\n'.repeat(8000)}\r\n`);
+    expect((await failure(httpGet(url(), opts()))).message).toBe("the server's response headers are larger than 64 KiB");
+    responder = (s) => s.end('HTTP/1.1 200 OK\r\nContent-Encoding: zip\r\n\r\n');
+    expect(await failure(httpGet(url(), opts()))).toBeInstanceOf(UnsupportedEncodingError);
+  });
+
+  it('decodes gzip, deflate and br, and fails a corrupt stream', async () => {
+    const text = 'a,b\n'.repeat(100_000);
+    for (const [encoding, encoded] of [
+      ['gzip', gzipSync(text)],
+      ['deflate', deflateSync(text)],
+      ['br', brotliCompressSync(text)],
+    ] as const) {
+      responder = (s) => {
+        s.write(`HTTP/1.1 200 OK\r\nContent-Encoding: ${encoding}\r\nContent-Length: ${encoded.length}\r\n\r\n`);
+        s.end(encoded);
+      };
+      expect(await body(await httpGet(url(), opts()))).toEqual({ text, complete: true });
+    }
+    const corrupt = gzipSync(text);
+    corrupt.fill(0, 20, 40);
+    responder = (s) => {
+      s.write(`HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: ${corrupt.length}\r\n\r\n`);
+      s.end(corrupt);
+    };
+    expect(await failure(httpGet(url(), opts()).then(body))).toMatchObject({ code: 'Z_DATA_ERROR' });
+  });
+
+  it('stops when the sink has enough, and closes the connection', async () => {
+    const data = pattern(8 * READ_BUFFER_BYTES);
+    responder = (s) => {
+      s.write(`HTTP/1.1 200 OK\r\nContent-Length: ${data.length}\r\n\r\n`);
+      s.end(data);
+    };
+    const closedBefore = closed;
+    const res = await httpGet(url(), opts());
+    let seen = 0;
+    const { complete } = await res.readBody((chunks) => {
+      for (const c of chunks) seen += c.length;
+      return seen >= 100_000 ? 'stop' : undefined;
+    });
+    expect(complete).toBe(false);
+    expect(seen).toBeLessThan(data.length);
+    for (let i = 0; i < 50 && closed === closedBefore; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(closed).toBe(closedBefore + 1);
+  });
+
+  it('waits for a slow sink without losing or reordering bytes, and passes on its error', async () => {
+    const data = pattern(2 * READ_BUFFER_BYTES + 777);
+    responder = (s) => {
+      s.write(`HTTP/1.1 200 OK\r\nContent-Length: ${data.length}\r\n\r\n`);
+      s.end(data);
+    };
+    const got = await body(await httpGet(url(), opts()), () => new Promise((r) => setTimeout(r, 5)));
+    expect(Buffer.from(got.text, 'latin1').equals(data)).toBe(true);
+    const res = await httpGet(url(), opts());
+    await expect(res.readBody(async () => Promise.reject(new Error('disk full')))).rejects.toThrow('disk full');
+  });
+
+  it('stops at the signal and at the time limits', async () => {
+    responder = (s) => s.write('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc');
+    const ac = new AbortController();
+    const res = await httpGet(url(), opts({ signal: ac.signal }));
+    setTimeout(() => ac.abort(new Error('shutting down')), 20);
+    expect((await failure(body(res))).message).toBe('shutting down');
+    expect((await failure(httpGet(url(), opts({ idleTimeoutMs: 100 })).then(body))).message).toBe('the server sent nothing for 0 s');
+    responder = () => undefined;
+    expect((await failure(httpGet(url(), opts({ connectTimeoutMs: 100 })))).message).toBe('the server did not answer within 0 s');
+  });
+
+  it('speaks TLS to a pinned address, checking the certificate against the URL’s host name', async () => {
+    responder = (s) => s.end('HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecret');
+    const https = (host: string) => `https://${host}:${securePort}/f.csv`;
+    // Not trusted yet: a self-signed certificate is refused.
+    expect(await failure(httpGet(https('files.example.test'), opts()))).toMatchObject({ code: 'DEPTH_ZERO_SELF_SIGNED_CERT' });
+    tls.setDefaultCACertificates([...defaultCAs, TEST_CERT]);
+    expect(await body(await httpGet(https('files.example.test'), opts()))).toEqual({ text: 'secret', complete: true });
+    expect(requests.at(-1)).toContain(`\r\nHost: files.example.test:${securePort}\r\n`);
+    // The same address under another name: the certificate does not cover it.
+    expect(await failure(httpGet(https('other.example.test'), opts()))).toMatchObject({ code: 'ERR_TLS_CERT_ALTNAME_INVALID' });
+  });
+});
