@@ -106,6 +106,7 @@ export async function ingestScenario(ctx: BenchContext): Promise<ScenarioResult>
 interface IngestBenchResult {
   rows: number;
   fileBytes: number;
+  fileServer: string;
   serviceRowsPerSec: number;
   duckdbRowsPerSec: number;
   ratio: number;
@@ -131,9 +132,9 @@ async function fromOwner(ctx: BenchContext, run: RunIngestBench): Promise<Scenar
         target: '≥ 0.7',
         value: `${round(r.ratio, 2)} (${r.serviceRowsPerSec} vs ${r.duckdbRowsPerSec} rows/s, ${r.rows} rows; vs a parse-only count(*) ${r.duckdbCountRowsPerSec} rows/s; the load alone, without the download: ${round(r.loadRatio, 2)})`,
         met: r.ratio >= 0.7,
-        detail: `${FILE}: a URL source on a local file server, re-synced: POST /v1/sources/{id}/sync until the new Parquet file is published (the service's lastSyncedAt; API call, job, download, DuckDB load into Parquet, publish) vs DuckDB's own COPY (SELECT * FROM read_csv(file)) TO parquet; medians of ${runs} alternating runs`,
+        detail: `${FILE}: a URL source on a local file server (${r.fileServer}), re-synced: POST /v1/sources/{id}/sync until the new Parquet file is published (the service's lastSyncedAt; API call, job, download, DuckDB load into Parquet, publish) vs DuckDB's own COPY (SELECT * FROM read_csv(file)) TO parquet; medians of ${runs} alternating runs`,
       },
     ],
-    data: { source: FILE, rows: r.rows, fileMB: round(r.fileBytes / 1e6), serviceMs: r.serviceMs, pullMs: r.pullMs, loadMs: r.loadMs, duckdbMs: r.duckdbMs, serviceRowsPerSec: r.serviceRowsPerSec, duckdbRowsPerSec: r.duckdbRowsPerSec, duckdbCountRowsPerSec: r.duckdbCountRowsPerSec },
+    data: { source: FILE, fileServer: r.fileServer, rows: r.rows, fileMB: round(r.fileBytes / 1e6), serviceMs: r.serviceMs, pullMs: r.pullMs, loadMs: r.loadMs, duckdbMs: r.duckdbMs, serviceRowsPerSec: r.serviceRowsPerSec, duckdbRowsPerSec: r.duckdbRowsPerSec, duckdbCountRowsPerSec: r.duckdbCountRowsPerSec },
   };
 }
