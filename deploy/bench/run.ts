@@ -109,18 +109,38 @@ export async function runBench(argv: string[], root = process.cwd()): Promise<{ 
   const suffix = randomBytes(3).toString('hex');
   const runDir = join(root, '.local', 'bench', `run-${suffix}`);
   mkdirSync(runDir, { recursive: true });
-  const needsSystem = opts.only.some((s) => s !== 'selftest');
   const limiterQuick = opts.quick;
   const limiterLimit = limiterQuick ? 1_000 : 6_000;
   const windowMs = limiterQuick ? 10_000 : 60_000;
-  let sys: BenchSystem | null = null;
   const loadStart = loadavg().map((v) => Math.round(v * 100) / 100);
   const targets: TargetRow[] = [];
   const scenarios: Record<string, unknown> = {};
+  let starting: Promise<BenchSystem> | null = null;
   const ctx: BenchContext = {
     root,
     opts,
     sys: null,
+    startSystem: () =>
+      (starting ??= (async () => {
+        log(`starting the services as processes (run dir ${runDir})...`);
+        const sys = await startSystem({
+          root,
+          stack: await stackAddresses(),
+          runDir,
+          suffix,
+          pinning,
+          planLimits: `enterprise=100000000,starter=${limiterLimit}`,
+          rateLimitWindowMs: windowMs,
+          logLevel: 'info',
+        });
+        ctx.sys = sys;
+        ctx.enterprise = sys.createAccount('enterprise', 'Bench Enterprise');
+        notes.push(
+          'The bench gateways run with PLAN_LIMITS_OVERRIDE=enterprise=100000000 (so the throughput scenarios are never throttled) and ' +
+            `starter=${limiterLimit} with RATE_LIMIT_WINDOW_MS=${windowMs} for the limiter scenario's starter account.`,
+        );
+        return sys;
+      })()),
     pinning,
     runDir,
     enterprise: { accountId: '', apiKey: '' },
@@ -133,25 +153,6 @@ export async function runBench(argv: string[], root = process.cwd()): Promise<{ 
     profiles: [],
   };
   try {
-    if (needsSystem) {
-      log(`starting the services as processes (run dir ${runDir})...`);
-      sys = await startSystem({
-        root,
-        stack: await stackAddresses(),
-        runDir,
-        suffix,
-        pinning,
-        planLimits: `enterprise=100000000,starter=${limiterLimit}`,
-        rateLimitWindowMs: windowMs,
-        logLevel: 'info',
-      });
-      ctx.sys = sys;
-      ctx.enterprise = sys.createAccount('enterprise', 'Bench Enterprise');
-      notes.push(
-        'The bench gateways run with PLAN_LIMITS_OVERRIDE=enterprise=100000000 (so the throughput scenarios are never throttled) and ' +
-          `starter=${limiterLimit} with RATE_LIMIT_WINDOW_MS=${windowMs} for the limiter scenario's starter account.`,
-      );
-    }
     for (const name of opts.only) {
       const busy = loadavg()[0]!;
       log(`scenario ${name} (load average ${busy.toFixed(1)} on ${cores} cores)...`);
@@ -169,7 +170,7 @@ export async function runBench(argv: string[], root = process.cwd()): Promise<{ 
       }
     }
   } finally {
-    await sys?.stop();
+    await ctx.sys?.stop();
     // Datasets (up to ~10M rows) are large; logs and profiles stay for post-mortems.
     rmSync(join(runDir, 'datasets'), { recursive: true, force: true });
   }
@@ -192,7 +193,9 @@ export async function runBench(argv: string[], root = process.cwd()): Promise<{ 
       durationSec: opts.durationSec,
       warmupSec: opts.warmupSec,
       pinning: { ...pinning, note: pinNote },
-      servicesAs: 'as separate Node 24 processes (one per service, like deploy/local/supervisor.ts), on the test stack profile',
+      servicesAs: ctx.sys
+        ? 'as separate Node 24 processes (one per service, like deploy/local/supervisor.ts), on the test stack profile'
+        : 'not started: no scenario of this run needed them (the owner benches run their service in the bench process)',
       wallClockSec: Math.round((Date.now() - started) / 1000),
     },
     targets,

@@ -20,7 +20,7 @@ const non2xx = (r: LoadResult) => Object.entries(r.statusCounts).reduce((n, [s, 
  * latency at half the gateway's max rate (open loop, constant rate) on all three.
  */
 export async function gatewayScenario(ctx: BenchContext): Promise<ScenarioResult> {
-  const sys = system(ctx);
+  const sys = await system(ctx);
   const { opts } = ctx;
   const path = `/v1/models/${FORECAST_MODEL_ID}`;
   const nginx = await startNginx({ dir: join(ctx.runDir, 'nginx'), port: await freePort(), upstream: sys.urls.models, workers: 1, cpus: ctx.pinning.servers });
@@ -178,7 +178,7 @@ export async function gatewayScenario(ctx: BenchContext): Promise<ScenarioResult
  * profiles are written when the processes exit and summarised by self time.
  */
 async function profileGateway(ctx: BenchContext, path: string): Promise<void> {
-  const sys = system(ctx);
+  const sys = await system(ctx);
   const dir = join(ctx.runDir, 'profiles');
   const models = await sys.startExtra('models', 'models-profiled', { cpuProfDir: dir, pinned: true });
   const gateway = await sys.startExtra('gateway', 'gateway-profiled', { cpuProfDir: dir, pinned: true, env: { MODELS_URL: models.url } });

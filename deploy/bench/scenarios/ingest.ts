@@ -34,7 +34,7 @@ export async function ingestScenario(ctx: BenchContext): Promise<ScenarioResult>
   const owner = await ownerBench<RunIngestBench>(ctx.root, FILE, 'runIngestBench');
   // The owner's bench (a URL source streamed from a local file server) replaces this minimal version.
   if (owner) return fromOwner(ctx, owner);
-  const sys = system(ctx);
+  const sys = await system(ctx);
   ctx.note(`ingest: ${FILE} does not exist yet, so the harness's own minimal version ran (CSV inline in the API body, at most 5 MB)`);
   const { csv, rows } = makeCsv(MAX_CSV_CHARS);
   const file = join(ctx.runDir, 'ingest.csv');

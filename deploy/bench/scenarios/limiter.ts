@@ -22,7 +22,7 @@ function commandStats(info: string, cmd: string): { calls: number; usec: number 
  * loop on the same connection, plus Redis's own commandstats (µs spent inside Redis per script call).
  */
 export async function limiterScenario(ctx: BenchContext): Promise<ScenarioResult> {
-  const sys = system(ctx);
+  const sys = await system(ctx);
   const quick = ctx.opts.quick;
   const windowMs = Number(sys.env.RATE_LIMIT_WINDOW_MS);
   const limit = Number(/starter=(\d+)/.exec(sys.env.PLAN_LIMITS_OVERRIDE ?? '')?.[1]);

@@ -22,7 +22,7 @@ const BATCH = 100;
  * request) against the in-process batch rate.
  */
 export async function modelsScenario(ctx: BenchContext): Promise<ScenarioResult> {
-  const sys = system(ctx);
+  const sys = await system(ctx);
   const { opts } = ctx;
   const path = `/v1/models/${FORECAST_MODEL_ID}/predict`;
   const single = JSON.stringify({ inputs: [forecastInput()] });
