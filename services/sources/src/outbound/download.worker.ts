@@ -7,12 +7,13 @@ import { toFailure, type WorkerReply, type WorkerRequest } from './download-work
 /**
  * The download worker thread (see DownloadWorker): runs each download it is sent, until it is cancelled.
  *
- * Every 64 KiB socket read is a buffer of its own, dead once written, and V8 collects such buffers only
- * when their total has grown by about 64 MB. Until then they stay allocated, so glibc's heap for this thread
- * grew to 64 MB on every large download and kept it: the service's peak RSS for a 121 MiB CSV was that much
- * higher (446 MB, over the 400 MB budget). A young-generation collection every 4 MiB of body frees them
- * while they are few (peak 369-376 MB), at about 30 collections of this thread's small heap per 121 MiB.
- * `gc` is V8's own function, taken from a context made while --expose-gc is on; only this thread uses it.
+ * A plain body is read into one reused buffer (http-get.ts) and leaves no garbage per read. A compressed
+ * one does: every piece zlib decodes is a buffer of its own, dead once written, and V8 collects such
+ * buffers only when their total has grown by about 64 MB. Until then they stay allocated, and glibc's heap
+ * for this thread grows to hold them and keeps the memory (that was 64 MB of a 121 MiB CSV's 446 MB peak,
+ * over the 400 MB budget, when every socket read was such a buffer too). A young-generation collection
+ * every 4 MiB of body frees them while they are few. `gc` is V8's own function, taken from a context made
+ * while --expose-gc is on; only this thread uses it.
  */
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as (options: { type: 'minor' | 'major' }) => void;
