@@ -75,7 +75,10 @@ export function describeNetworkError(err: unknown): string | null {
     case 'ETIMEOUT':
       return 'the connection timed out';
   }
-  if (/^ERR_TLS|CERT|^DEPTH_ZERO|^UNABLE_TO|^SELF_SIGNED/.test(code)) return `TLS error (${code})`;
+  // OpenSSL's own failures (ERR_SSL_*: a server that does not speak TLS on that port answers "wrong version number").
+  if (/^ERR_TLS|^ERR_SSL_|^EPROTO$|CERT|^DEPTH_ZERO|^UNABLE_TO|^SELF_SIGNED/.test(code)) return `TLS error (${code})`;
+  // Any other system error on the socket is the connection's, not ours.
+  if (/^E[A-Z0-9]+$/.test(code)) return `the connection failed (${code})`;
   if (e?.cause && e.cause !== err) return describeNetworkError(e.cause);
   return null;
 }

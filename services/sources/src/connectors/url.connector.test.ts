@@ -154,6 +154,13 @@ describe('the URL connector', () => {
     expect(await refusal(urlConnector.check(urlConnector.specOf({ type: 'url', name: 'n', url: 'http://127.0.0.1:1/x.csv' }), ctx()))).toMatch(/connection was refused/);
     expect(await refusal(urlConnector.check(urlConnector.specOf({ type: 'url', name: 'n', url: 'http://nope.invalid/x.csv' }), ctx()))).toMatch(/not found/);
   });
+
+  it('reports https:// to a server that does not speak TLS as a TLS error (a 400, not a 500)', async () => {
+    const url = base.replace('http://', 'https://') + '/data.csv';
+    expect(await refusal(urlConnector.check(urlConnector.specOf({ type: 'url', name: 'n', url }), ctx()))).toBe(
+      'could not download the file: TLS error (ERR_SSL_WRONG_VERSION_NUMBER)',
+    );
+  });
 });
 
 describe('URL helpers', () => {
