@@ -171,7 +171,9 @@ describe('httpGet', () => {
     responder = (s) => s.end('HTTP/1.1 200 OK\r\nContent-Length: 12abc\r\n\r\n');
     expect((await failure(httpGet(url(), opts()))).message).toBe('the server sent an invalid Content-Length');
     responder = (s) => s.end('HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd');
-    expect((await failure(httpGet(url(), opts()))).message).toMatch(/^the server's response is not valid HTTP/);
+    expect((await failure(httpGet(url(), opts()))).message).toBe('the server sent an invalid Content-Length');
+    responder = (s) => s.end('HTTP/1.1 200 OK\r\nX-A: 1\r\n folded\r\n\r\n');
+    expect((await failure(httpGet(url(), opts()))).message).toMatch(/^the server sent an invalid header line/);
     responder = (s) => s.end('SSH-2.0-OpenSSH_9.6\r\n\r\n');
     expect((await failure(httpGet(url(), opts()))).message).toMatch(/^the server's response is not valid HTTP/);
     responder = (s) => s.end(`HTTP/1.1 200 OK\r\n${'X-Pad: y\r\n'.repeat(8000)}\r\n`);
@@ -227,8 +229,15 @@ describe('httpGet', () => {
       s.write(`HTTP/1.1 200 OK\r\nContent-Length: ${data.length}\r\n\r\n`);
       s.end(data);
     };
-    const got = await body(await httpGet(url(), opts()), () => new Promise((r) => setTimeout(r, 5)));
-    expect(Buffer.from(got.text, 'latin1').equals(data)).toBe(true);
+    // The sink reads its chunks only after a pause of its own: they must still hold their bytes.
+    const parts: Buffer[] = [];
+    const slow = await httpGet(url(), opts());
+    const { complete } = await slow.readBody(async (chunks) => {
+      await new Promise((r) => setTimeout(r, 5));
+      for (const c of chunks) parts.push(Buffer.from(c));
+    });
+    expect(complete).toBe(true);
+    expect(Buffer.concat(parts).equals(data)).toBe(true);
     const res = await httpGet(url(), opts());
     await expect(res.readBody(async () => Promise.reject(new Error('disk full')))).rejects.toThrow('disk full');
   });
@@ -244,6 +253,90 @@ describe('httpGet', () => {
     expect((await failure(httpGet(url(), opts({ connectTimeoutMs: 100 })))).message).toBe('the server did not answer within 0 s');
   });
 
+  it('refuses chunk sizes that are not hex digits, instead of looping, truncating or growing without end', async () => {
+    for (const [size, message] of [
+      ['-5', /invalid chunk size \("-5"\)/],
+      ['zz', /invalid chunk size \("zz"\)/],
+      ['', /invalid chunk size \(""\)/],
+      ['0x5', /invalid chunk size \("0x5"\)/],
+    ] as const) {
+      responder = (s) => s.end(`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${size}\r\nhello\r\n5\r\nworld\r\n0\r\n\r\n`);
+      const err = await failure(httpGet(url(), opts()).then(body));
+      expect(err).toBeInstanceOf(HttpProtocolError);
+      expect(err.message).toMatch(message);
+    }
+    // A chunk with more data than its size says.
+    responder = (s) => s.end('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nhello\r\n0\r\n\r\n');
+    expect((await failure(httpGet(url(), opts()).then(body))).message).toBe('the server sent a chunk longer than its size');
+  });
+
+  it('caps a chunk line and the trailers, however long the server keeps sending them', async () => {
+    const endless = (prefix: string) => (s: net.Socket) => {
+      s.write(`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${prefix}`);
+      const more = () => {
+        if (s.destroyed || !s.writable) return;
+        if (s.write('x'.repeat(64 * 1024))) setImmediate(more);
+        else s.once('drain', more);
+      };
+      s.on('error', () => undefined);
+      more();
+    };
+    responder = endless('5;ext=');
+    expect((await failure(httpGet(url(), opts()).then(body))).message).toBe("the server's chunk size line is longer than 4096 bytes");
+    responder = endless('0\r\nX-Trailer: ');
+    expect((await failure(httpGet(url(), opts()).then(body))).message).toBe("the server's trailer section is longer than 65536 bytes");
+  });
+
+  it('never lets an interim response carry a body into the real one', async () => {
+    responder = (s) => s.end('HTTP/1.1 103 Early Hints\r\nContent-Length: 4\r\n\r\nEVILHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc');
+    expect((await failure(httpGet(url(), opts()))).message).toMatch(/^the server's response is not valid HTTP \(status line "EVILHTTP/);
+  });
+
+  it('refuses caller headers the client sets itself, and sends values as latin1', async () => {
+    for (const name of ['Host', 'content-length', 'Transfer-Encoding', 'Connection', 'Proxy-Authorization']) {
+      expect(() => httpGet(url(), opts({ headers: { [name]: 'x' } }))).toThrow(/is set by the client/);
+    }
+    responder = (s) => s.end('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n');
+    await body(await httpGet(url(), opts({ headers: { 'X-Name': 'café' } })));
+    expect(requests.at(-1)).toContain('\r\nX-Name: café\r\n'); // the server decoded the head as latin1
+    expect(() => httpGet('ftp://files.example.test/x.csv', opts())).toThrow(/only http and https/);
+  });
+
+  it('runs no idle time while its own sink is slow, and stops decoding at the signal after the last byte', async () => {
+    const data = pattern(READ_BUFFER_BYTES);
+    responder = (s) => {
+      s.write(`HTTP/1.1 200 OK\r\nContent-Length: ${data.length}\r\n\r\n`);
+      s.end(data);
+    };
+    const slow = await body(await httpGet(url(), opts({ idleTimeoutMs: 100 })), () => new Promise((r) => setTimeout(r, 300)));
+    expect(slow.complete).toBe(true);
+    // A small gzip body that decodes to 40 MB: all of it has arrived when the signal aborts.
+    const bomb = gzipSync(Buffer.alloc(40 * 1024 * 1024));
+    responder = (s) => {
+      s.write(`HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: ${bomb.length}\r\n\r\n`);
+      s.end(bomb);
+    };
+    const ac = new AbortController();
+    const res = await httpGet(url(), opts({ signal: ac.signal }));
+    let decoded = 0;
+    const err = await failure(
+      res.readBody(async (chunks) => {
+        for (const c of chunks) decoded += c.length;
+        if (decoded > 1024 * 1024) ac.abort(new Error('deadline'));
+        await new Promise((r) => setImmediate(r));
+      }),
+    );
+    expect(err.message).toBe('deadline');
+    expect(decoded).toBeLessThan(4 * 1024 * 1024);
+  });
+
+  it('keeps a header named like an Object property as a plain value', async () => {
+    responder = (s) => s.end('HTTP/1.1 200 OK\r\nConstructor: c\r\nContent-Length: 0\r\n\r\n');
+    const res = await httpGet(url(), opts());
+    expect(res.headers.constructor).toBe('c');
+    await body(res);
+  });
+
   it('speaks TLS to a pinned address, checking the certificate against the URL’s host name', async () => {
     responder = (s) => s.end('HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecret');
     const https = (host: string) => `https://${host}:${securePort}/f.csv`;
@@ -252,6 +345,24 @@ describe('httpGet', () => {
     tls.setDefaultCACertificates([...defaultCAs, TEST_CERT]);
     expect(await body(await httpGet(https('files.example.test'), opts()))).toEqual({ text: 'secret', complete: true });
     expect(requests.at(-1)).toContain(`\r\nHost: files.example.test:${securePort}\r\n`);
+    // A large compressed body through an async sink: TLS keeps handing over decrypted records while reading
+    // is held, and none may land in the read buffer the sink is still reading.
+    const text = pattern(6 * READ_BUFFER_BYTES).toString('latin1');
+    for (const [encoding, encoded] of [['identity', Buffer.from(text, 'latin1')], ['gzip', gzipSync(text)], ['br', brotliCompressSync(text)]] as const) {
+      responder = (s) => {
+        s.write(`HTTP/1.1 200 OK\r\nContent-Encoding: ${encoding}\r\nContent-Length: ${encoded.length}\r\n\r\n`);
+        s.end(encoded);
+      };
+      // The sink reads its chunks only after a pause of its own.
+      const parts: Buffer[] = [];
+      const res = await httpGet(https('files.example.test'), opts());
+      const { complete } = await res.readBody(async (chunks) => {
+        await new Promise((r) => setTimeout(r, 1));
+        for (const c of chunks) parts.push(Buffer.from(c));
+      });
+      expect(complete).toBe(true);
+      expect(Buffer.concat(parts).toString('latin1') === text).toBe(true);
+    }
     // The same address under another name: the certificate does not cover it.
     expect(await failure(httpGet(https('other.example.test'), opts()))).toMatchObject({ code: 'ERR_TLS_CERT_ALTNAME_INVALID' });
   });

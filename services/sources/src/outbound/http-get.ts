@@ -3,9 +3,9 @@ import { validateHeaderName, validateHeaderValue, type IncomingHttpHeaders } fro
 import net, { isIP } from 'node:net';
 import tls from 'node:tls';
 import zlib from 'node:zlib';
-import { HTTPParser } from 'http-parser-js';
 import { bareHost, type OutboundGuard } from '@dap/netguard';
 import { HttpProtocolError, PullTimeoutError } from '../connectors/remote-errors.ts';
+import { ResponseParser, type ResponseHead } from './response-parser.ts';
 
 /**
  * How the host is dialled: through the guard's `lookup` (every address checked at connect time), or at an
@@ -61,48 +61,37 @@ const ACCEPT = 'text/csv, application/x-ndjson, application/json;q=0.9, text/pla
  * (fewer read calls, no garbage per read). It is allocated once per download.
  */
 export const READ_BUFFER_BYTES = 1024 * 1024;
-/** Status line and headers together, like Node's own limit for a response. */
+/** Status line and headers together, like Node's own limit for a response; the trailers have the same. */
 export const MAX_HEADER_BYTES = 64 * 1024;
+/** A chunk-size line with its extensions. */
+const MAX_CHUNK_LINE_BYTES = 4 * 1024;
+/** Set by this client; a caller's own value would break the request or its framing. */
+const RESERVED_HEADERS = new Set(['host', 'connection', 'content-length', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'keep-alive', 'expect', 'accept-encoding']);
 
-function decoderFor(encoding: string | undefined): zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress | null {
+type Decoder = zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress;
+
+/** The decoder a content encoding needs (null: none); throws UnsupportedEncodingError for one it cannot read. */
+function decoderOf(encoding: string | undefined): (() => Decoder) | null {
   const e = (encoding ?? '').trim().toLowerCase();
   if (e === '' || e === 'identity') return null;
-  if (e === 'gzip' || e === 'x-gzip') return zlib.createGunzip();
-  if (e === 'deflate') return zlib.createInflate();
-  if (e === 'br') return zlib.createBrotliDecompress();
+  if (e === 'gzip' || e === 'x-gzip') return () => zlib.createGunzip();
+  if (e === 'deflate') return () => zlib.createInflate();
+  if (e === 'br') return () => zlib.createBrotliDecompress();
   throw new UnsupportedEncodingError(e);
 }
 
-/** Response headers as Node gives them: names in lower case, repeated ones joined (set-cookie as a list). */
-function headerObject(raw: string[]): IncomingHttpHeaders {
-  const out: IncomingHttpHeaders = {};
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase();
-    const value = raw[i + 1]!;
-    const prev = out[name];
-    if (name === 'set-cookie') out['set-cookie'] = [...(prev as string[] | undefined ?? []), value];
-    else out[name] = prev === undefined ? value : `${String(prev)}, ${value}`;
-  }
-  return out;
-}
-
-/** The framing this client accepts: what would make it read the body wrongly is refused instead. */
-function checkFraming(headers: IncomingHttpHeaders): void {
-  const te = headers['transfer-encoding'];
-  if (te !== undefined && te.trim().toLowerCase() !== 'chunked') throw new HttpProtocolError(`the server used an unsupported transfer encoding (${te.slice(0, 40)})`);
-  const cl = headers['content-length'];
-  if (cl !== undefined && te === undefined && !/^\d+$/.test(cl.trim())) throw new HttpProtocolError('the server sent an invalid Content-Length');
-}
-
-function requestHead(url: URL, hostHeader: string, extra: Record<string, string>): string {
-  const lines = [`GET ${url.pathname}${url.search} HTTP/1.1`, `Host: ${hostHeader}`, `Accept: ${ACCEPT}`, 'Accept-Encoding: gzip, deflate, br', `User-Agent: ${USER_AGENT}`];
+/** The request head, as latin1 bytes (as Node writes header values). */
+function requestHead(url: URL, extra: Record<string, string>): Buffer {
+  const lines = [`GET ${url.pathname}${url.search} HTTP/1.1`, `Host: ${url.host}`, `Accept: ${ACCEPT}`, 'Accept-Encoding: gzip, deflate, br', `User-Agent: ${USER_AGENT}`];
   for (const [name, value] of Object.entries(extra)) {
     validateHeaderName(name);
     validateHeaderValue(name, value);
+    const lower = name.toLowerCase();
+    if (RESERVED_HEADERS.has(lower) || lower.startsWith('proxy-')) throw new TypeError(`the header ${name} is set by the client`);
     lines.push(`${name}: ${value}`);
   }
   lines.push('Connection: close', '', '');
-  return lines.join('\r\n');
+  return Buffer.from(lines.join('\r\n'), 'latin1');
 }
 
 /**
@@ -111,13 +100,13 @@ function requestHead(url: URL, hostHeader: string, extra: Record<string, string>
  * name stay the URL's). Redirects are returned to the caller, never followed; there is no connection reuse,
  * since a sync makes one request.
  *
- * The socket reads into one reused buffer (READ_BUFFER_BYTES) and http-parser-js, a pure-JS HTTP/1.1 parser
- * that hands the body over as views of that buffer, frames the response; Node's own client copies each
- * read into a fresh 64 KiB buffer, which was most of a large download's cost. Framing the parser would read
- * leniently is refused (`checkFraming`); bytes after the end of the response are ignored, as curl does.
+ * The socket reads into one reused buffer (READ_BUFFER_BYTES), and a strict HTTP/1.1 parser
+ * (response-parser.ts) frames the response and hands the body over as views of that buffer: Node's own
+ * client reads 64 KiB at a time into a fresh buffer each, which was most of a large download's cost.
  */
 export function httpGet(target: string, opts: HttpGetOptions): Promise<HttpGetResponse> {
   const url = new URL(target);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`only http and https URLs can be fetched, not ${url.protocol}`);
   const host = bareHost(url.hostname);
   const isHttps = url.protocol === 'https:';
   const port = Number(url.port || (isHttps ? 443 : 80));
@@ -128,32 +117,42 @@ export function httpGet(target: string, opts: HttpGetOptions): Promise<HttpGetRe
   } else {
     connect = { host: opts.dial.pinned.address, port, family: opts.dial.pinned.family };
   }
-  const head = requestHead(url, url.host, opts.headers ?? {});
+  const head = requestHead(url, opts.headers ?? {});
   opts.signal.throwIfAborted();
   return new Promise<HttpGetResponse>((resolve, reject) => new Exchange(connect, isHttps ? host : null, head, opts, resolve, reject));
 }
 
 type Phase = 'head' | 'body' | 'done' | 'failed';
-const MESSAGE_END = Symbol('the end of the response');
 
-/** One request and its response, from connect to the last body byte; see httpGet. */
+/**
+ * One request and its response, from connect to the last body byte; see httpGet.
+ *
+ * Reading stops (the read callback answers false) whenever body bytes wait for the sink: before readBody
+ * is called, and while a sink's promise is pending. On plain TCP the waiting bytes are views of the read
+ * buffer, and a stopped socket reads nothing more into it. A read that still arrives while holding is
+ * copied into `backlog` and parsed once the sink has caught up.
+ */
 class Exchange {
   private readonly socket: net.Socket;
-  private readonly parser = new HTTPParser(HTTPParser.RESPONSE);
+  private readonly parser: ResponseParser;
   private readonly opts: HttpGetOptions;
   private readonly resolveHead: (res: HttpGetResponse) => void;
   private readonly rejectHead: (err: unknown) => void;
   private readonly connectTimer: NodeJS.Timeout;
   private phase: Phase = 'head';
-  /** Body bytes parsed from the current read and not yet given to the sink (views of the read buffer). */
+  /** Body bytes parsed and not yet given to the sink. */
   private pending: Buffer<ArrayBuffer>[] = [];
-  private complete = false;
-  /** Bytes read before the response's headers were complete. */
-  private headBytes = 0;
+  /** Reads that arrived while holding, copied, in order. */
+  private readonly backlog: Buffer<ArrayBuffer>[] = [];
+  /** Reading is stopped until the sink has what is pending (see resume). */
+  private holding = false;
+  /** The sink's promise is pending. */
+  private waiting = false;
+  /** The server ended the connection while reading was held. */
+  private eof = false;
   private sink: BodySink | null = null;
-  private delivering = false;
   private settleBody: { resolve: (v: { complete: boolean }) => void; reject: (err: unknown) => void } | null = null;
-  /** Set once the exchange is over: how it ended. */
+  /** How the body ended, once it has. */
   private outcome: { complete: boolean } | null = null;
   private error: Error | null = null;
   private readonly onAbort = () => this.fail(this.opts.signal.reason instanceof Error ? this.opts.signal.reason : new Error('aborted'));
@@ -161,7 +160,7 @@ class Exchange {
   constructor(
     connect: net.NetConnectOpts & tls.ConnectionOptions,
     tlsName: string | null,
-    head: string,
+    head: Buffer,
     opts: HttpGetOptions,
     resolve: (res: HttpGetResponse) => void,
     reject: (err: unknown) => void,
@@ -169,29 +168,17 @@ class Exchange {
     this.opts = opts;
     this.resolveHead = resolve;
     this.rejectHead = reject;
-    // The parser adds a whole read to its header count when a response ends inside it, so its own limit would
-    // trip on the last read of every large body; the limit is kept here instead (onRead).
-    this.parser.maxHeaderSize = Number.MAX_SAFE_INTEGER;
-    this.parser[HTTPParser.kOnHeadersComplete] = (info) => this.onHeaders(info.statusCode, info.headers);
-    // The chunk is the read buffer given to execute (a Buffer over an ArrayBuffer); the parser's types say only Buffer.
-    this.parser[HTTPParser.kOnBody] = (chunk, offset, length) => void this.pending.push((chunk as Buffer<ArrayBuffer>).subarray(offset, offset + length));
-    // Thrown out of the parser at the response's end, so that it stops right there (see onRead).
-    this.parser[HTTPParser.kOnMessageComplete] = () => {
-      if (this.phase !== 'body') return; // an interim response's end
-      this.complete = true;
-      throw MESSAGE_END;
-    };
-    const onread = { buffer: Buffer.allocUnsafe(READ_BUFFER_BYTES), callback: (n: number, buf: Uint8Array) => this.onRead(buf as Buffer, n) };
+    this.parser = new ResponseParser({ maxHeadBytes: MAX_HEADER_BYTES, maxLineBytes: MAX_CHUNK_LINE_BYTES, maxTrailerBytes: MAX_HEADER_BYTES }, (h) => this.onHead(h));
     if (tlsName !== null) {
-      // TLS sockets take `onread` too (Node 15.1, nodejs/node#35753); @types/node lists it only for net.
-      const options: tls.ConnectionOptions & Pick<net.SocketConstructorOpts, 'onread'> = {
-        ...connect,
-        ...(isIP(tlsName) ? {} : { servername: tlsName }),
-        ALPNProtocols: ['http/1.1'],
-        onread,
-      };
-      this.socket = tls.connect(options);
+      // TLS hands over at most a 16 KiB record per read, and after a read answered false it still delivers
+      // the records it has decrypted, into the same buffer: a reused buffer would gain nothing and could
+      // overwrite bytes the sink has not taken yet. So a TLS socket streams fresh buffers, paused the usual way.
+      this.socket = tls.connect({ ...connect, ...(isIP(tlsName) ? {} : { servername: tlsName }), ALPNProtocols: ['http/1.1'] });
+      this.socket.on('data', (chunk: Buffer<ArrayBuffer>) => {
+        if (!this.onRead(chunk, chunk.length)) this.socket.pause();
+      });
     } else {
+      const onread = { buffer: Buffer.allocUnsafe(READ_BUFFER_BYTES), callback: (n: number, buf: Uint8Array) => this.onRead(buf as Buffer<ArrayBuffer>, n) };
       this.socket = net.connect({ ...connect, onread });
     }
     this.connectTimer = setTimeout(
@@ -201,74 +188,67 @@ class Exchange {
     opts.signal.addEventListener('abort', this.onAbort, { once: true });
     this.socket.once(tlsName !== null ? 'secureConnect' : 'connect', () => this.socket.write(head));
     this.socket.on('error', (err) => this.fail(err));
-    this.socket.on('end', () => this.onEnd());
-    this.socket.on('close', () => this.fail(new HttpProtocolError('the connection closed before the whole response arrived')));
+    this.socket.on('end', () => {
+      this.eof = true;
+      if (!this.holding) this.resume();
+    });
+    this.socket.on('close', () => {
+      // After the end of the body, or of the connection that frames it, the sink may still be at work.
+      if (!this.eof && !this.parser.complete) this.fail(new HttpProtocolError('the connection closed before the whole response arrived'));
+    });
   }
 
-  private onHeaders(status: number, raw: string[]): void {
-    // Headers that arrived in one read are only counted here (onRead counts the reads that end inside them).
-    let size = 0;
-    for (const h of raw) size += h.length + 2;
-    if (size > MAX_HEADER_BYTES) throw new HttpProtocolError(`the server's response headers are larger than ${MAX_HEADER_BYTES / 1024} KiB`);
-    // An interim answer (100 Continue, 103 Early Hints) comes before the real one.
-    if (status >= 100 && status < 200 && status !== 101) return;
-    const headers = headerObject(raw);
-    checkFraming(headers);
-    const decoder = decoderFor(headers['content-encoding']);
+  private onHead({ status, headers }: ResponseHead): void {
+    const decoder = decoderOf(headers['content-encoding']);
     clearTimeout(this.connectTimer);
-    this.socket.setTimeout(this.opts.idleTimeoutMs, () =>
-      this.fail(new PullTimeoutError(`the server sent nothing for ${Math.round(this.opts.idleTimeoutMs / 1000)} s`)),
-    );
     this.phase = 'body';
+    this.armIdle();
     this.resolveHead({
       status,
       headers,
-      readBody: (sink) => (decoder ? this.readDecoded(decoder, sink) : this.readRaw(sink)),
+      readBody: (sink) => (decoder ? this.readDecoded(decoder(), sink) : this.readRaw(sink)),
       destroy: () => this.fail(new Error('the response was closed')),
     });
   }
 
-  /** Called with each read; returning false pauses the socket until the sink has taken the body. */
-  private onRead(buf: Buffer, n: number): boolean {
-    if (this.phase === 'done' || this.phase === 'failed') return false;
-    let parsed: number | Error;
-    try {
-      parsed = this.parser.execute(buf, 0, n);
-    } catch (err) {
-      // Past the end, like curl, nothing more is read: the connection closes.
-      parsed = err === MESSAGE_END ? n : (err as Error);
-    }
-    if (parsed instanceof Error) {
-      this.fail(parsed instanceof HttpProtocolError || parsed instanceof UnsupportedEncodingError ? parsed : new HttpProtocolError(`the server's response is not valid HTTP (${parsed.message.slice(0, 60)})`));
-      return false;
-    }
-    if (this.phase === 'head' && (this.headBytes += n) > MAX_HEADER_BYTES) {
-      this.fail(new HttpProtocolError(`the server's response headers are larger than ${MAX_HEADER_BYTES / 1024} KiB`));
-      return false;
-    }
-    return this.deliver();
+  private armIdle(): void {
+    this.socket.setTimeout(this.opts.idleTimeoutMs, () =>
+      this.fail(new PullTimeoutError(`the server sent nothing for ${Math.round(this.opts.idleTimeoutMs / 1000)} s`)),
+    );
   }
 
-  private onEnd(): void {
-    if (this.phase === 'done' || this.phase === 'failed') return;
-    // A body without Content-Length or chunks ends with the connection.
-    let finished: void | Error = undefined;
-    try {
-      finished = this.parser.finish();
-    } catch (err) {
-      if (err !== MESSAGE_END) throw err;
+  /** Called with each read; returning false stops reading (see the class comment). */
+  private onRead(buf: Buffer<ArrayBuffer>, n: number): boolean {
+    if (this.phase === 'done' || this.phase === 'failed') return false;
+    if (this.holding) {
+      this.backlog.push(Buffer.from(buf.subarray(0, n)));
+      return false;
     }
-    if (finished instanceof Error || !this.complete) return this.fail(new HttpProtocolError('the connection closed before the whole response arrived'));
-    this.deliver();
+    if (this.consume(buf, n)) return true;
+    this.holding = true;
+    this.socket.setTimeout(0); // waiting for our side: no idle time runs (resume starts it again)
+    return false;
+  }
+
+  /** Parses one read and gives its body to the sink; false when reading must wait. */
+  private consume(buf: Buffer<ArrayBuffer>, n: number): boolean {
+    try {
+      for (const slice of this.parser.execute(buf, n)) this.pending.push(slice);
+    } catch (err) {
+      this.fail(err instanceof HttpProtocolError || err instanceof UnsupportedEncodingError ? err : new HttpProtocolError(`the server's response is not valid HTTP (${String((err as Error).message).slice(0, 60)})`));
+      return false;
+    }
+    return this.drain();
   }
 
   /**
-   * Gives the pending body to the sink. A sink that answers at once keeps the socket reading; one that
-   * returns a promise pauses it (the pending views stay valid) until the promise settles.
+   * Gives the pending body to the sink. A sink that answers at once lets reading go on; one that returns a
+   * promise holds it until the promise settles. True when reading may go on.
    */
-  private deliver(): boolean {
-    if (this.delivering) return false;
-    while (this.pending.length && this.sink) {
+  private drain(): boolean {
+    if (this.phase !== 'body' && this.phase !== 'head') return false;
+    while (this.pending.length) {
+      if (!this.sink) return false; // nobody reads the body yet: hold until readBody
       const chunks = this.pending;
       this.pending = [];
       let answer: ReturnType<BodySink>;
@@ -283,27 +263,48 @@ class Exchange {
         return false;
       }
       if (answer) {
-        this.delivering = true;
+        this.waiting = true;
         answer.then(
           () => {
-            this.delivering = false;
-            if (this.phase !== 'body') return;
-            if (this.deliver()) this.socket.resume();
+            this.waiting = false;
+            this.resume();
           },
           (err: unknown) => {
-            this.delivering = false;
+            this.waiting = false;
             this.fail(err as Error);
           },
         );
         return false;
       }
     }
-    if (this.pending.length) return false; // nobody reads the body yet: wait for readBody
-    if (this.complete) {
+    if (this.parser.complete) {
       this.finish(true);
       return false;
     }
     return true;
+  }
+
+  /** Goes on after a hold: what is pending, then the backlog, then the end of the connection, then reading. */
+  private resume(): void {
+    if ((this.phase !== 'body' && this.phase !== 'head') || this.waiting) return;
+    if (!this.drain()) return;
+    while (this.backlog.length) {
+      const b = this.backlog.shift()!;
+      if (!this.consume(b, b.length)) return;
+    }
+    if (this.eof) {
+      try {
+        this.parser.end();
+      } catch (err) {
+        this.fail(err as Error);
+        return;
+      }
+      this.drain();
+      return;
+    }
+    this.holding = false;
+    if (this.phase === 'body') this.armIdle();
+    this.socket.resume();
   }
 
   private readRaw(sink: BodySink): Promise<{ complete: boolean }> {
@@ -313,12 +314,15 @@ class Exchange {
     if (this.outcome) return Promise.resolve(this.outcome); // an empty body, over before it was asked for
     return new Promise((resolve, reject) => {
       this.settleBody = { resolve, reject };
-      if (this.deliver()) this.socket.resume();
+      if (this.holding) this.resume();
     });
   }
 
-  /** The compressed bytes go through zlib (copied: zlib keeps them past the read), its output to the sink. */
-  private async readDecoded(decoder: zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress, sink: BodySink): Promise<{ complete: boolean }> {
+  /**
+   * The compressed bytes go through zlib (copied: zlib keeps them past the read), its output to the sink.
+   * The signal is checked for each piece zlib gives: the last compressed bytes may still decode to much.
+   */
+  private async readDecoded(decoder: Decoder, sink: BodySink): Promise<{ complete: boolean }> {
     let stopped = false;
     const feeding = this.readRaw(async (chunks) => {
       for (const c of chunks) if (!decoder.write(Buffer.from(c))) await once(decoder, 'drain');
@@ -329,6 +333,7 @@ class Exchange {
     try {
       // zlib's output buffers are its own (over ArrayBuffers), so they outlive the read buffer.
       for await (const out of decoder as AsyncIterable<Buffer<ArrayBuffer>>) {
+        this.opts.signal.throwIfAborted();
         const answer = sink([out]);
         if (answer === 'stop') {
           stopped = true;
@@ -361,6 +366,8 @@ class Exchange {
     const wasHead = this.phase === 'head';
     this.phase = 'failed';
     this.error = err;
+    this.pending = [];
+    this.backlog.length = 0;
     this.cleanup();
     this.socket.destroy();
     if (wasHead) this.rejectHead(err);
