@@ -89,7 +89,8 @@ export function urlFailure(err: unknown): Error {
   if (err instanceof TooLargeError) return new ConnectorCheckError('url', err.message);
   if (err instanceof UnsupportedEncodingError) return new ConnectorCheckError('url', err.message);
   const e = err as { code?: string };
-  if (e?.code === 'Z_DATA_ERROR' || e?.code === 'Z_BUF_ERROR' || e?.code === 'ERR__ERROR_FORMAT_PADDING_1') return new ConnectorCheckError('url', 'the compressed response could not be decoded');
+  // zlib's codes (Z_DATA_ERROR, Z_BUF_ERROR…) and brotli's (ERR__ERROR_FORMAT_PADDING_1, …_DISTANCE…).
+  if (typeof e?.code === 'string' && /^(Z_|ERR__ERROR_)/.test(e.code)) return new ConnectorCheckError('url', 'the compressed response could not be decoded');
   const reason = describeNetworkError(err);
   if (reason) return new ConnectorCheckError('url', `could not download the file: ${reason}`);
   return err as Error;

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { newId } from '@dap/contracts';
 import { DatasetStore } from '@dap/datasets';
 import { createLogger } from '@dap/logger';
@@ -12,10 +12,16 @@ import { ConnectorCheckError, type RemoteContext } from './connector.ts';
 import { formatFromBytes, formatFromHeaders, redactUrl, urlConnector } from './url.connector.ts';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+/** Text that does not compress to almost nothing, so that zeroing some of it breaks the stream. */
+const NOISY = `a\n${Array.from({ length: 20_000 }, (_, i) => (i * 7919) % 10_007).join('\n')}\n`;
+/** A compressed stream with bytes in its middle zeroed. */
+const corrupt = (b: Buffer) => b.fill(0, 20, 60);
 const routes: Record<string, Handler> = {
   '/data.csv': (_q, r) => r.writeHead(200, { 'content-type': 'text/csv' }).end('a,b\n1,x\n2,y\n'),
   '/data.bin': (_q, r) => r.writeHead(200, { 'content-type': 'application/octet-stream' }).end('{"a":1}\n{"a":2}\n'),
   '/gz.csv': (_q, r) => r.writeHead(200, { 'content-type': 'text/csv', 'content-encoding': 'gzip' }).end(gzipSync('a\n1\n2\n')),
+  '/bad-gz.csv': (_q, r) => r.writeHead(200, { 'content-type': 'text/csv', 'content-encoding': 'gzip' }).end(corrupt(gzipSync(NOISY))),
+  '/bad-br.csv': (_q, r) => r.writeHead(200, { 'content-type': 'text/csv', 'content-encoding': 'br' }).end(corrupt(brotliCompressSync(NOISY))),
   '/redirect': (_q, r) => r.writeHead(302, { location: 'http://10.0.0.1/secret.csv' }).end(),
   '/page': (_q, r) => r.writeHead(200, { 'content-type': 'text/html' }).end('<html></html>'),
   '/missing': (_q, r) => r.writeHead(404).end(),
@@ -153,6 +159,14 @@ describe('the URL connector', () => {
   it('reports a refused connection and an unknown host', async () => {
     expect(await refusal(urlConnector.check(urlConnector.specOf({ type: 'url', name: 'n', url: 'http://127.0.0.1:1/x.csv' }), ctx()))).toMatch(/connection was refused/);
     expect(await refusal(urlConnector.check(urlConnector.specOf({ type: 'url', name: 'n', url: 'http://nope.invalid/x.csv' }), ctx()))).toMatch(/not found/);
+  });
+
+  it('reports a gzip or brotli body that does not decode', async () => {
+    for (const path of ['/bad-gz.csv', '/bad-br.csv']) {
+      const accountId = newId('acct');
+      const sourceId = newId('src');
+      expect(await refusal(urlConnector.pull(spec(path), { ...ctx(), accountId, sourceId }))).toBe('the compressed response could not be decoded');
+    }
   });
 
   it('reports https:// to a server that does not speak TLS as a TLS error (a 400, not a 500)', async () => {
