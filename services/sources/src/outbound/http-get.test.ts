@@ -303,7 +303,8 @@ describe('httpGet', () => {
   });
 
   it('runs no idle time while its own sink is slow, and stops decoding at the signal after the last byte', async () => {
-    const data = pattern(READ_BUFFER_BYTES);
+    // Small, so that it takes a read or two: each waits 300 ms for the sink, past the 100-ms idle limit.
+    const data = pattern(64 * 1024);
     responder = (s) => {
       s.write(`HTTP/1.1 200 OK\r\nContent-Length: ${data.length}\r\n\r\n`);
       s.end(data);
