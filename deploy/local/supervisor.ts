@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, createWriteStream, mkdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 
@@ -90,12 +90,49 @@ export function logTail(file: string, maxLines = 25): string {
 export class ExitedDuringStartup extends Error {}
 
 /**
- * Waits until a process just spawned answers `GET <url>/healthz`. Throws ExitedDuringStartup if it ends
- * first, or an error after `timeoutMs`; `logHint` (e.g. `see <its log file>`) ends both messages.
- * The supervisor, the bench and the tests that run a service as a process all start through this.
+ * Whether process `pid` holds the socket listening on TCP `port` (Linux's /proc); true where /proc cannot
+ * tell. A port picked with `freePort()` may be taken meanwhile by another process, even another test's
+ * service, whose /healthz would pass for this one's.
+ */
+function listensOn(pid: number | undefined, port: number): boolean {
+  if (pid === undefined) return true;
+  let tables: string[];
+  try {
+    tables = ['/proc/net/tcp', '/proc/net/tcp6'].map((f) => (existsSync(f) ? readFileSync(f, 'utf8') : ''));
+  } catch {
+    return true;
+  }
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  const inodes = new Set<string>();
+  for (const line of tables.join('\n').split('\n')) {
+    const f = line.trim().split(/\s+/);
+    // local_address is ADDR:PORT in hex, st 0A is LISTEN, the inode is the 10th field.
+    if (f[1]?.endsWith(`:${hexPort}`) && f[3] === '0A' && f[9]) inodes.add(`socket:[${f[9]}]`);
+  }
+  if (!inodes.size) return false;
+  try {
+    return readdirSync(`/proc/${pid}/fd`).some((fd) => {
+      try {
+        return inodes.has(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      } catch {
+        return false;
+      }
+    });
+  } catch {
+    return !existsSync('/proc/self/fd'); // no /proc: cannot tell
+  }
+}
+
+/**
+ * Waits until a process just spawned answers `GET <url>/healthz` from a socket of its own (`listensOn`): a
+ * fresh clone's `npm test` once lost a whole suite when another process answered on a models service's
+ * port, the service was counted as started, and then failed with EADDRINUSE. Throws ExitedDuringStartup
+ * if it ends first, or an error after `timeoutMs`; `logHint` (e.g. `see <its log file>`) ends both
+ * messages. The supervisor, the bench and the tests that run a service as a process all start through this.
  */
 export async function waitHealthy(url: string, child: ChildProcess, name: string, timeoutMs: number, logHint: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  const port = Number(new URL(url).port);
   while (Date.now() < deadline) {
     // A signal (an OOM kill, a SIGKILL) leaves exitCode null: check both, or start-up waits out its timeout.
     if (child.exitCode !== null || child.signalCode !== null) {
@@ -104,7 +141,7 @@ export async function waitHealthy(url: string, child: ChildProcess, name: string
     }
     try {
       const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) });
-      if (res.ok) return;
+      if (res.ok && listensOn(child.pid, port)) return;
     } catch {
       // not listening yet
     }

@@ -1,6 +1,6 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { createServer, type AddressInfo } from 'node:net';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { DEPLOYABLES, freePort, startServices, type DeployableName, type ExitReport, type Supervised } from '../../deploy/local/supervisor.ts';
 
@@ -142,15 +142,27 @@ describe('supervisor start-up failures', () => {
   });
 });
 
-describe('supervisor and a port taken before the service listens', () => {
+describe.each([
+  ['a process that drops connections', (socket: Socket) => void socket.destroy()],
+  // Another test's service: its /healthz answers 200, which must not pass for this one's.
+  ['another service answering /healthz', (socket: Socket) => void socket.end('HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok')],
+])('supervisor and a port taken before the service listens, by %s', (_holder, onConnection) => {
   let blocker: ReturnType<typeof createServer>;
   let taken: number;
+  const sockets = new Set<Socket>();
   beforeAll(async () => {
-    blocker = createServer((socket) => socket.destroy()); // health checks may knock on it
+    blocker = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+      onConnection(socket);
+    });
     await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
     taken = (blocker.address() as AddressInfo).port;
   });
-  afterAll(() => new Promise((r) => blocker.close(r)));
+  afterAll(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise((r) => blocker.close(r));
+  });
 
   it('starts the process again on a newly picked port when allowed, and the gateway is given the new URL', async () => {
     const p = { ...(await ports()), sources: taken };
@@ -158,7 +170,7 @@ describe('supervisor and a port taken before the service listens', () => {
       root,
       env: {},
       ports: p,
-      logDir: join(root, 'logs-busy'),
+      logDir: join(root, `logs-busy-${taken}`),
       repickBusyPorts: true,
       onExit: () => undefined,
       deployables: [deployable('sources', 'ok.mjs'), deployable('gateway', 'env.mjs')],
@@ -167,14 +179,14 @@ describe('supervisor and a port taken before the service listens', () => {
       expect(sup.urls.sources).not.toBe(`http://127.0.0.1:${taken}`);
       expect(await healthy(sup.urls.sources)).toBe(true);
       expect(await fetch(`${sup.urls.gateway}/env/SOURCES_URL`).then((r) => r.text())).toBe(sup.urls.sources);
-      expect(readFileSync(join(root, 'logs-busy', 'sources.log'), 'utf8')).toContain('EADDRINUSE');
+      expect(readFileSync(join(root, `logs-busy-${taken}`, 'sources.log'), 'utf8')).toContain('EADDRINUSE');
     } finally {
       await sup.stop();
     }
   });
 
   it('fails with the reason in the message when not allowed (fixed ports)', async () => {
-    const err = (await startServices({ root, env: {}, ports: { ...(await ports()), sources: taken }, logDir: join(root, 'logs-busy-fixed'), onExit: () => undefined, deployables: [deployable('sources', 'ok.mjs')] }).catch(
+    const err = (await startServices({ root, env: {}, ports: { ...(await ports()), sources: taken }, logDir: join(root, `logs-busy-fixed-${taken}`), onExit: () => undefined, deployables: [deployable('sources', 'ok.mjs')] }).catch(
       (e: unknown) => e,
     )) as Error;
     expect(err.message).toMatch(/^sources exited with code 1 during start-up; see .*; its last lines:\n[\s\S]*EADDRINUSE/);
