@@ -201,6 +201,12 @@ export async function runIngestBench(opts: IngestBenchOptions): Promise<IngestBe
       done();
     },
   });
+  // Nothing below may leave the file server running or the directory behind (the service may not start).
+  const abandon = async (err: unknown): Promise<never> => {
+    server.stop();
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  };
   const svc = await startSources(
     loadSourcesConfig({
       ...stack,
@@ -217,7 +223,7 @@ export async function runIngestBench(opts: IngestBenchOptions): Promise<IngestBe
       ...opts.env,
     }),
     { logger: createLogger({ name: 'sources-bench', level: 'info', destination: syncLog }) },
-  );
+  ).catch(abandon);
   const accountId = newId('acct');
   const headers = () => {
     const { context, signature } = signCallerContext(TEST_INTERNAL_SECRET, { accountId, plan: 'enterprise', scopes: [...SCOPES], requestId: newId('req'), issuedAt: Date.now() });
