@@ -4,14 +4,46 @@ import { join } from 'node:path';
 
 export const NGINX_BIN = '/usr/sbin/nginx';
 
+/** What nginx serves: a reverse proxy with a keep-alive upstream pool, or the files of a directory. */
+export type NginxSite = { upstream: string } | { root: string };
+
+function siteConfig(port: number, site: NginxSite): string {
+  if ('root' in site) {
+    // As a static host serves files: sendfile, no copy through user space.
+    return `  sendfile on;
+  types { text/csv csv; application/json json; application/x-ndjson ndjson; }
+  server {
+    listen 127.0.0.1:${port};
+    root ${site.root};
+  }`;
+  }
+  const up = new URL(site.upstream);
+  return `  keepalive_requests 1000000;
+  upstream service {
+    server ${up.hostname}:${up.port};
+    keepalive 256;
+    keepalive_requests 1000000;
+  }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://service;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+    }
+  }`;
+}
+
 /**
- * nginx as a plain reverse proxy with a keep-alive upstream pool, in the foreground under our control, with
- * its config, pid, logs and temp paths under `dir` (never the system's /etc/nginx or /run).
+ * nginx in the foreground under our control, with its config, pid, logs and temp paths under `dir` (never
+ * the system's /etc/nginx or /run), serving `site`. Its workers run as another user (nobody) when started
+ * as root, so a static root must be readable by them.
  */
-export async function startNginx(opts: { dir: string; port: number; upstream: string; workers: number; cpus: string | null }) {
+export async function startNginx(opts: { dir: string; port: number; site: NginxSite; workers: number; cpus: string | null }) {
   if (!existsSync(NGINX_BIN)) throw new Error(`${NGINX_BIN} is missing: run the bench through \`npm run bench\` (it installs nginx)`);
   mkdirSync(join(opts.dir, 'tmp'), { recursive: true });
-  const up = new URL(opts.upstream);
   const conf = join(opts.dir, 'nginx.conf');
   const tmp = join(opts.dir, 'tmp');
   writeFileSync(
@@ -29,22 +61,7 @@ http {
   fastcgi_temp_path ${tmp}/fastcgi;
   uwsgi_temp_path ${tmp}/uwsgi;
   scgi_temp_path ${tmp}/scgi;
-  keepalive_requests 1000000;
-  upstream service {
-    server ${up.hostname}:${up.port};
-    keepalive 256;
-    keepalive_requests 1000000;
-  }
-  server {
-    listen 127.0.0.1:${opts.port};
-    location / {
-      proxy_pass http://service;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $host;
-      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-    }
-  }
+${siteConfig(opts.port, opts.site)}
 }
 `,
   );
@@ -58,7 +75,10 @@ http {
       await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(500) });
       break;
     } catch {
-      if (Date.now() > deadline) throw new Error('nginx did not start listening within 10 s');
+      if (Date.now() > deadline) {
+        child.kill();
+        throw new Error(`nginx did not start listening within 10 s; see ${join(opts.dir, 'error.log')}`);
+      }
       await new Promise((r) => setTimeout(r, 100));
     }
   }

@@ -23,7 +23,7 @@ export async function gatewayScenario(ctx: BenchContext): Promise<ScenarioResult
   const sys = await system(ctx);
   const { opts } = ctx;
   const path = `/v1/models/${FORECAST_MODEL_ID}`;
-  const nginx = await startNginx({ dir: join(ctx.runDir, 'nginx'), port: await freePort(), upstream: sys.urls.models, workers: 1, cpus: ctx.pinning.servers });
+  const nginx = await startNginx({ dir: join(ctx.runDir, 'nginx'), port: await freePort(), site: { upstream: sys.urls.models }, workers: 1, cpus: ctx.pinning.servers });
   // The floor: the proxy library alone (node:http + http-proxy-middleware, no express, auth or limiter).
   const library = await startNodeProcess({
     root: ctx.root,

@@ -2,8 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createWriteStream, existsSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
-import net from 'node:net';
+import { chmod, mkdtemp, rm, stat } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -11,6 +10,8 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { newId, SCOPES, signCallerContext } from '@dap/contracts';
 import { createLogger } from '@dap/logger';
 import { stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix } from '@dap/testing';
+import { NGINX_BIN, startNginx } from '../../../deploy/bench/lib/nginx.ts';
+import { freePort } from '../../../deploy/local/supervisor.ts';
 import { loadSourcesConfig } from '../src/config.ts';
 import { startSources } from '../src/index.ts';
 
@@ -103,13 +104,11 @@ export async function writeOrdersCsv(file: string, rows: number): Promise<number
   return (await stat(file)).size;
 }
 
-const NGINX = '/usr/sbin/nginx';
-
 interface FileServer {
   url: string;
   /** What serves the file: nginx when it is installed (`npm run bench` installs it), else a Node server. */
   kind: 'nginx' | 'node';
-  stop(): void;
+  stop(): Promise<void>;
 }
 
 /**
@@ -118,48 +117,11 @@ interface FileServer {
  * to the response) cost the client ~15 ms more per 123 MB download, and ran with more spread.
  */
 async function startFileServer(file: string, dir: string): Promise<FileServer> {
-  if (existsSync(NGINX)) {
-    const probe = net.createServer();
-    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-    const port = (probe.address() as net.AddressInfo).port;
-    await new Promise((r) => probe.close(r));
+  if (existsSync(NGINX_BIN)) {
     // nginx's workers run as another user (nobody), and mkdtemp made the directory private.
     await chmod(dir, 0o755);
-    const tmp = join(dir, 'nginx');
-    await mkdir(join(tmp, 'tmp'), { recursive: true });
-    await writeFile(
-      join(tmp, 'nginx.conf'),
-      `daemon off;
-worker_processes 1;
-pid ${tmp}/nginx.pid;
-error_log ${tmp}/error.log warn;
-events { worker_connections 64; }
-http {
-  access_log off;
-  client_body_temp_path ${tmp}/tmp/body;
-  proxy_temp_path ${tmp}/tmp/proxy;
-  fastcgi_temp_path ${tmp}/tmp/fastcgi;
-  uwsgi_temp_path ${tmp}/tmp/uwsgi;
-  scgi_temp_path ${tmp}/tmp/scgi;
-  sendfile on;
-  types { text/csv csv; }
-  server { listen 127.0.0.1:${port}; root ${dirname(file)}; }
-}
-`,
-    );
-    const child = spawn(NGINX, ['-p', tmp, '-c', join(tmp, 'nginx.conf'), '-e', join(tmp, 'error.log')], { stdio: 'ignore' });
-    const url = `http://127.0.0.1:${port}/${basename(file)}`;
-    for (let i = 0; ; i++) {
-      if (child.exitCode !== null) throw new Error(`nginx exited with ${child.exitCode}; see ${join(tmp, 'error.log')}`);
-      const ok = await fetch(url, { method: 'HEAD' }).then((r) => r.ok, () => false);
-      if (ok) break;
-      if (i > 100) {
-        child.kill();
-        throw new Error(`nginx did not serve the file within 10 s; see ${join(tmp, 'error.log')}`);
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    return { url, kind: 'nginx', stop: () => void child.kill('SIGQUIT') };
+    const nginx = await startNginx({ dir: join(dir, 'nginx'), port: await freePort(), site: { root: dirname(file) }, workers: 1, cpus: null });
+    return { url: `${nginx.url}/${basename(file)}`, kind: 'nginx', stop: () => nginx.stop() };
   }
   const code = `
     const { createServer } = require('node:http');
@@ -172,7 +134,13 @@ http {
     srv.listen(0, '127.0.0.1', () => process.stdout.write(String(srv.address().port) + '\\n'));`;
   const child = spawn(process.execPath, ['-e', code, file], { stdio: ['ignore', 'pipe', 'inherit'] });
   const [chunk] = (await once(child.stdout!, 'data')) as [Buffer];
-  return { url: `http://127.0.0.1:${chunk.toString().trim()}/${basename(file)}`, kind: 'node', stop: () => void child.kill() };
+  return {
+    url: `http://127.0.0.1:${chunk.toString().trim()}/${basename(file)}`,
+    kind: 'node',
+    stop: async () => {
+      child.kill();
+    },
+  };
 }
 
 /**
@@ -203,7 +171,7 @@ export async function runIngestBench(opts: IngestBenchOptions): Promise<IngestBe
   });
   // Nothing below may leave the file server running or the directory behind (the service may not start).
   const abandon = async (err: unknown): Promise<never> => {
-    server.stop();
+    await server.stop();
     await rm(dir, { recursive: true, force: true });
     throw err;
   };
@@ -303,7 +271,7 @@ export async function runIngestBench(opts: IngestBenchOptions): Promise<IngestBe
     conn.closeSync();
     duck.closeSync();
     await svc.stop();
-    server.stop();
+    await server.stop();
     await rm(dir, { recursive: true, force: true });
   }
   const rate = (ms: number[]) => Math.round(opts.rows / (median(ms) / 1000));
