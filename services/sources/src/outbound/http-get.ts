@@ -129,8 +129,9 @@ type Phase = 'head' | 'body' | 'done' | 'failed';
  *
  * Reading stops (the read callback answers false) whenever body bytes wait for the sink: before readBody
  * is called, and while a sink's promise is pending. On plain TCP the waiting bytes are views of the read
- * buffer, and a stopped socket reads nothing more into it. A read that still arrives while holding is
- * copied into `backlog` and parsed once the sink has caught up.
+ * buffer, and a stopped socket reads nothing more into it; a paused TLS stream keeps what it decrypts. A
+ * read that arrives while holding all the same is copied into `backlog` and parsed once the sink has
+ * caught up, rather than overwriting what the sink has not taken.
  */
 class Exchange {
   private readonly socket: net.Socket;
@@ -235,7 +236,8 @@ class Exchange {
     try {
       for (const slice of this.parser.execute(buf, n)) this.pending.push(slice);
     } catch (err) {
-      this.fail(err instanceof HttpProtocolError || err instanceof UnsupportedEncodingError ? err : new HttpProtocolError(`the server's response is not valid HTTP (${String((err as Error).message).slice(0, 60)})`));
+      // The parser's HttpProtocolError, or onHead's UnsupportedEncodingError.
+      this.fail(err as Error);
       return false;
     }
     return this.drain();
