@@ -82,6 +82,13 @@ export const UNLOCKED = new Date(0);
  */
 export const CLAIM_MARGIN_MS = 5_000;
 const RETENTION_SECONDS = 30 * 24 * 3600;
+/**
+ * How long an attempt's record waits for others to share its bulk write (and its outbox batch). Measured in the
+ * delivery bench on two cores, 8,000 events at once: without it a write held ~6 records, and the service spent
+ * ~257 µs of CPU per delivery and MongoDB ~100; with 20 ms, ~216 and ~84, and deliveries/s rose ~10 %. When
+ * idle, an attempt shows in the deliveries log (and its delivery.completed goes out) up to this much later.
+ */
+export const RECORD_LINGER_MS = 20;
 
 export const deliveryIdOf = (eventId: string, endpointId: string) => `${eventId}:${endpointId}`;
 
@@ -127,8 +134,11 @@ export class DeliveryRepository {
   private readonly outbox: RecordOutbox;
   /** Inserts from concurrent consumers go to the database together. */
   private readonly inserts = new Batcher<DeliveryDoc[], Set<string>>((groups) => this.insertGroups(groups));
-  /** Attempt results from concurrent deliveries go to the database as one bulk write. */
-  private readonly records = new Batcher<PendingRecord, boolean>((items) => this.writeRecords(items));
+  /**
+   * Attempt results from concurrent deliveries go to the database as one bulk write, gathered for up to
+   * RECORD_LINGER_MS: nothing waits on a record (the endpoint's slot is free once it answered).
+   */
+  private readonly records = new Batcher<PendingRecord, boolean>((items) => this.writeRecords(items), { lingerMs: RECORD_LINGER_MS });
 
   /** `outbox` holds the events of final attempts from before their record write until they are published. */
   constructor(db: Db, outbox: RecordOutbox) {
