@@ -14,6 +14,8 @@ interface DeliveryBenchResult {
   concurrency: number;
   ratio: number;
   ratioConcurrent: number;
+  leanPipelinePerSec: number;
+  leanRatioConcurrent: number;
   cpuPerDeliveryUs: { service: number | null; mongodb: number | null; kafka: number | null; receiver: number | null };
   cpuPerPlainPostUs: { loop: number; receiver: number | null };
 }
@@ -58,6 +60,16 @@ export async function eventsScenario(ctx: BenchContext): Promise<ScenarioResult>
         value: `${round(r.ratioConcurrent, 2)} (${r.deliveriesPerSec} vs ${r.plainPostConcurrentPerSec}/s with ${r.concurrency} in flight; vs a sequential loop ${r.plainPostPerSec}/s: ${round(r.ratio, 2)})`,
         met: r.ratioConcurrent >= 0.5,
         detail: `a backlog published at once, first publish → last arrival; the baseline POSTs a delivery-sized body to the same receiver with as many requests in flight as the service may have to the one endpoint (${r.concurrency}: WEBHOOK_ENDPOINT_CONCURRENCY as the service's config reads it; the stricter of the two loops)`,
+      },
+      {
+        id: 'events.lean_ceiling',
+        scenario: 'events',
+        figure: 'a pipeline that stores nothing, vs the same loop',
+        target: '(report)',
+        value: `${round(r.leanRatioConcurrent, 2)} (${r.leanPipelinePerSec} vs ${r.plainPostConcurrentPerSec}/s with ${r.concurrency} in flight)`,
+        met: null,
+        detail:
+          'services/webhooks/bench/lean-pipeline.ts: the same backlog, pre-published, consumed by one kafkajs consumer that signs each event with the service\'s signing code and POSTs it, with nothing stored, claimed or validated; what Kafka, Node and the receiver allow on this machine before any durability',
       },
       {
         id: 'events.cpu_per_delivery',

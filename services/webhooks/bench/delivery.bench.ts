@@ -12,6 +12,7 @@ import { repoRoot, stackEnv, uniqueSuffix } from '@dap/testing';
 import { cpuTimeMs } from '../../../deploy/bench/lib/procs.ts';
 import { loadWebhooksConfig } from '../src/config.ts';
 import { spawnWebhooks, type ChildWebhooks } from '../test/process.ts';
+import { leanPipelinePerSec } from './lean-pipeline.ts';
 
 /**
  * DESIGN §9 webhook figures, measured side by side in one run against the running test (or dev) stack:
@@ -58,6 +59,12 @@ export interface DeliveryBenchResult {
   concurrency: number;
   ratio: number;
   ratioConcurrent: number;
+  /**
+   * A ceiling: deliveries/s of the leanest Kafka-fed pipeline (see lean-pipeline.ts: consume, sign, POST with
+   * `concurrency` in flight, nothing stored), and its ratio to the loop with as many in flight.
+   */
+  leanPipelinePerSec: number;
+  leanRatioConcurrent: number;
   /**
    * Machine CPU (user + system, µs) per delivery in the backlog, by process, and per request of the plain
    * loop with `concurrency` in flight: what the ratio costs, since on a small machine every process here
@@ -142,15 +149,15 @@ async function attemptLatencies(mongoUrl: string, db: string, eventIds: string[]
   }
 }
 
-/** Requests/s of `concurrency` loops each POSTing `body` and awaiting the answer, for `seconds` (and how many were made). */
-async function plainPostLoop(url: string, body: string, headers: Record<string, string>, concurrency: number, seconds: number): Promise<{ perSec: number; requests: number }> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+/** POSTs to `url` over a keep-alive agent with up to `maxSockets` connections; each call resolves once answered. */
+function poster(url: string, maxSockets: number) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets });
   const target = new URL(url);
-  const payload = Buffer.from(body);
-  const post = () =>
+  const post = (body: string | Buffer, headers: Record<string, string>) =>
     new Promise<void>((resolve, reject) => {
+      const payload = typeof body === 'string' ? Buffer.from(body) : body;
       const req = http.request(
-        { method: 'POST', hostname: target.hostname, port: target.port, path: '/plain', agent, headers: { ...headers, 'content-length': String(payload.length) } },
+        { method: 'POST', hostname: target.hostname, port: target.port, path: target.pathname, agent, headers: { ...headers, 'content-length': String(payload.length) } },
         (res) => {
           res.on('data', () => {});
           res.on('end', () => resolve());
@@ -160,20 +167,27 @@ async function plainPostLoop(url: string, body: string, headers: Record<string, 
       req.on('error', reject);
       req.end(payload);
     });
-  await post(); // warm the connection
+  return { post, close: () => agent.destroy() };
+}
+
+/** Requests/s of `concurrency` loops each POSTing `body` and awaiting the answer, for `seconds` (and how many were made). */
+async function plainPostLoop(url: string, body: string, headers: Record<string, string>, concurrency: number, seconds: number): Promise<{ perSec: number; requests: number }> {
+  const { post, close } = poster(`${url}/plain`, concurrency);
+  const payload = Buffer.from(body);
+  await post(payload, headers); // warm the connection
   let done = 0;
   const started = performance.now();
   const until = started + seconds * 1000;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (performance.now() < until) {
-        await post();
+        await post(payload, headers);
         done++;
       }
     }),
   );
   const elapsed = (performance.now() - started) / 1000;
-  agent.destroy();
+  close();
   return { perSec: done / elapsed, requests: done };
 }
 
@@ -302,6 +316,19 @@ export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise
         `CPU per request: loop ${cpuPerPlainPostUs.loop} µs, receiver ${us(cpuPerPlainPostUs.receiver)}`,
     );
 
+    // The ceiling, after the service has stopped: the same backlog through a pipeline that stores nothing.
+    await service.kill('SIGTERM');
+    service = null;
+    const lean = poster(`${receiver.url}/lean`, concurrency);
+    const leanPerSec = await leanPipelinePerSec({
+      kafka,
+      topic: `${settings.topicPrefix}lean`,
+      events: Array.from({ length: throughputEvents }, (_, i) => eventFor(i)),
+      post: lean.post,
+      concurrency,
+    }).finally(lean.close);
+    log(`lean pipeline (Kafka → sign → POST, nothing stored): ${leanPerSec.toFixed(0)} deliveries/s with ${concurrency} in flight`);
+
     return {
       p50,
       p99,
@@ -313,6 +340,8 @@ export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise
       concurrency,
       ratio: Math.round((deliveriesPerSec / plainPostPerSec) * 100) / 100,
       ratioConcurrent: Math.round((deliveriesPerSec / plainPostConcurrentPerSec) * 100) / 100,
+      leanPipelinePerSec: Math.round(leanPerSec),
+      leanRatioConcurrent: Math.round((leanPerSec / plainPostConcurrentPerSec) * 100) / 100,
       cpuPerDeliveryUs,
       cpuPerPlainPostUs,
     };
