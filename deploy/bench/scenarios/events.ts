@@ -33,10 +33,11 @@ export async function eventsScenario(ctx: BenchContext): Promise<ScenarioResult>
   if (!run) throw new Error(`${FILE} is missing; the events figures need it`);
   const quick = ctx.opts.quick;
   const seconds = quick ? 5 : ctx.opts.reps * ctx.opts.durationSec;
+  const throughputEvents = quick ? 1_000 : 4_000;
   const r = await run({
     eventsPerSec: 200,
     seconds,
-    throughputEvents: quick ? 1_000 : 4_000,
+    throughputEvents,
     plainSeconds: quick ? 2 : 5,
     log: (line: string) => ctx.log(`events: ${line}`),
   });
@@ -57,9 +58,18 @@ export async function eventsScenario(ctx: BenchContext): Promise<ScenarioResult>
         scenario: 'events',
         figure: 'deliveries/s vs plain HTTP POST loop',
         target: '≥ 0.5',
-        value: `${round(r.ratioConcurrent, 2)} (${r.deliveriesPerSec} vs ${r.plainPostConcurrentPerSec}/s with ${r.concurrency} in flight; vs a sequential loop ${r.plainPostPerSec}/s: ${round(r.ratio, 2)})`,
+        value: `${round(r.ratio, 2)} (${r.deliveriesPerSec} vs ${r.plainPostPerSec}/s, one request at a time)`,
+        met: r.ratio >= 0.5,
+        detail: `a backlog of ${throughputEvents} events published at once, first publish → last arrival; the loop POSTs a delivery-sized body with the same headers to the same receiver, one request after another`,
+      },
+      {
+        id: 'events.throughput_ratio_concurrent',
+        scenario: 'events',
+        figure: 'deliveries/s vs the same loop with as many requests in flight',
+        target: '≥ 0.5 (stricter reading)',
+        value: `${round(r.ratioConcurrent, 2)} (${r.deliveriesPerSec} vs ${r.plainPostConcurrentPerSec}/s with ${r.concurrency} in flight)`,
         met: r.ratioConcurrent >= 0.5,
-        detail: `a backlog published at once, first publish → last arrival; the baseline POSTs a delivery-sized body to the same receiver with as many requests in flight as the service may have to the one endpoint (${r.concurrency}: WEBHOOK_ENDPOINT_CONCURRENCY as the service's config reads it; the stricter of the two loops)`,
+        detail: `the baseline has as many requests in flight as the service may have to the one endpoint (${r.concurrency}: WEBHOOK_ENDPOINT_CONCURRENCY as the service's config reads it)`,
       },
       {
         id: 'events.lean_ceiling',
