@@ -52,7 +52,11 @@ export async function leanPipelinePerSec(o: LeanPipelineOptions): Promise<number
   let first = 0;
   let done = 0;
   let finished!: () => void;
-  const allDone = new Promise<void>((r) => (finished = r));
+  let failed!: (err: Error) => void;
+  const allDone = new Promise<void>((resolve, reject) => {
+    finished = resolve;
+    failed = reject;
+  });
   const deliver = async (raw: Buffer) => {
     const event = JSON.parse(raw.toString('utf8')) as DomainEvent;
     const body = deliveryBody(event);
@@ -66,13 +70,20 @@ export async function leanPipelinePerSec(o: LeanPipelineOptions): Promise<number
   };
   const consumer = o.kafka.consumer({ groupId: `${o.topic}.lean`, maxWaitTimeInMs: 100 });
   await consumer.connect();
+  // A POST that fails, or events that never arrive, end the measurement instead of leaving it waiting.
+  const limitMs = Math.max(60_000, o.events.length * 10);
+  const timer = setTimeout(() => failed(new Error(`the lean pipeline delivered ${done} of ${o.events.length} events in ${limitMs / 1000} s`)), limitMs);
   try {
     await consumer.subscribe({ topic: o.topic, fromBeginning: true });
     await consumer.run({
       eachBatchAutoResolve: false,
       eachBatch: async ({ batch, resolveOffset }) => {
         first ||= performance.now();
-        await Promise.all(batch.messages.map((m) => deliver(m.value!)));
+        try {
+          await Promise.all(batch.messages.map((m) => deliver(m.value!)));
+        } catch (err) {
+          return failed(new Error(`the lean pipeline failed: ${(err as Error).message}`));
+        }
         resolveOffset(batch.messages[batch.messages.length - 1]!.offset);
         done += batch.messages.length;
         if (done >= o.events.length) finished();
@@ -81,6 +92,7 @@ export async function leanPipelinePerSec(o: LeanPipelineOptions): Promise<number
     await allDone;
     return o.events.length / ((performance.now() - first) / 1000);
   } finally {
+    clearTimeout(timer);
     await consumer.disconnect();
   }
 }
