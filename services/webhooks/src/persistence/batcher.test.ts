@@ -30,51 +30,51 @@ describe('Batcher', () => {
     expect(batches).toEqual([['a', 'b'], ['bad', 'c'], ['d']]);
   });
 
-  it('with a linger, gathers calls until the oldest has waited that long, and sends a full batch at once', async () => {
-    const batches: Array<{ items: number[]; at: number }> = [];
-    const b = new Batcher<number, number>(
-      async (items) => {
-        batches.push({ items, at: performance.now() });
-        return items;
-      },
-      { maxBatch: 3, lingerMs: 80 },
-    );
-    const t0 = performance.now();
-    const first = b.add(1);
-    await new Promise((r) => setTimeout(r, 20));
-    const second = b.add(2);
-    expect(await Promise.all([first, second])).toEqual([1, 2]);
-    expect(batches.map((x) => x.items)).toEqual([[1, 2]]);
-    // Timed from the first call, not the last.
-    expect(batches[0]!.at - t0).toBeGreaterThanOrEqual(75);
-    expect(batches[0]!.at - t0).toBeLessThan(1_000);
+  describe('with a linger', () => {
+    // Timers and performance.now() are faked; microtasks run as usual (a ready batch goes in one).
+    beforeEach(() => jest.useFakeTimers({ doNotFake: ['queueMicrotask', 'nextTick'] }));
+    afterEach(() => jest.useRealTimers());
 
-    const t1 = performance.now();
-    expect(await Promise.all([b.add(3), b.add(4), b.add(5)])).toEqual([3, 4, 5]);
-    expect(batches[1]!.items).toEqual([3, 4, 5]);
-    expect(batches[1]!.at - t1).toBeLessThan(40);
-  });
+    it('gathers calls until the oldest has waited that long, and sends a full batch at once', async () => {
+      const batches: number[][] = [];
+      const b = new Batcher<number, number>(async (items) => (batches.push(items), items), { maxBatch: 3, lingerMs: 100 });
+      const first = b.add(1);
+      await jest.advanceTimersByTimeAsync(60);
+      const second = b.add(2);
+      await jest.advanceTimersByTimeAsync(39);
+      expect(batches).toEqual([]);
+      // Timed from the first call: one timed from the last would wait until 160 ms.
+      await jest.advanceTimersByTimeAsync(1);
+      expect(batches).toEqual([[1, 2]]);
+      expect(await Promise.all([first, second])).toEqual([1, 2]);
 
-  it('with a linger, a call made while a batch is written goes with the next once it is old enough', async () => {
-    const batches: number[][] = [];
-    let release: () => void = () => {};
-    const b = new Batcher<number, number>(
-      async (items) => {
-        batches.push(items);
-        if (batches.length === 1) await new Promise<void>((r) => (release = r));
-        return items;
-      },
-      { lingerMs: 30 },
-    );
-    const first = b.add(1);
-    await new Promise((r) => setTimeout(r, 60));
-    expect(batches).toEqual([[1]]);
-    const later = [b.add(2), b.add(3)];
-    release();
-    await first;
-    await new Promise((r) => setTimeout(r, 5));
-    expect(batches).toEqual([[1]]);
-    expect(await Promise.all(later)).toEqual([2, 3]);
-    expect(batches).toEqual([[1], [2, 3]]);
+      // Full: no waiting for the linger.
+      expect(await Promise.all([b.add(3), b.add(4), b.add(5)])).toEqual([3, 4, 5]);
+      expect(batches).toEqual([[1, 2], [3, 4, 5]]);
+    });
+
+    it('sends a call made while a batch is written with the next batch, once it is old enough', async () => {
+      const batches: number[][] = [];
+      let release: () => void = () => {};
+      const b = new Batcher<number, number>(
+        async (items) => {
+          batches.push(items);
+          if (batches.length === 1) await new Promise<void>((r) => (release = r));
+          return items;
+        },
+        { lingerMs: 100 },
+      );
+      const first = b.add(1);
+      await jest.advanceTimersByTimeAsync(100);
+      expect(batches).toEqual([[1]]);
+      const later = [b.add(2), b.add(3)];
+      release();
+      await first;
+      await jest.advanceTimersByTimeAsync(99);
+      expect(batches).toEqual([[1]]);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(batches).toEqual([[1], [2, 3]]);
+      expect(await Promise.all(later)).toEqual([2, 3]);
+    });
   });
 });
