@@ -9,7 +9,9 @@
 #   stack.sh stop-one  <dev|test> <redis|kafka|mongo|postgres|mariadb>
 #
 # Profiles have their own ports and <repo>/.local/<profile>/ tree, so tests never touch a
-# running dev stack. Port overrides: STACK_REDIS_PORT, STACK_KAFKA_PORT,
+# running dev stack. PostgreSQL and MariaDB run as their system users, which cannot enter a checkout
+# under a private directory (/root, a `mktemp -d` folder), so their data lives under
+# /var/tmp/dap-stack/<checkout hash>/<profile>/ instead (STACK_SYSTEM_DIR overrides /var/tmp/dap-stack). Port overrides: STACK_REDIS_PORT, STACK_KAFKA_PORT,
 # STACK_KAFKA_CONTROLLER_PORT, STACK_MONGO_PORT, STACK_POSTGRES_PORT, STACK_MARIADB_PORT.
 # A preset MONGO_URL means "use that MongoDB, start none". PostgreSQL and MariaDB (Debian
 # packages, for the source connectors) run as their system users with a known login,
@@ -83,6 +85,19 @@ load_profile() {
   LOGS="$BASE/logs"
   PIDS="$BASE/pids"
   mkdir -p "$LOGS" "$PIDS"
+  system_base
+}
+
+# The directory for what the postgres and mysql users must reach: every directory above it is
+# traversable (o+x) whatever the checkout's own permissions are. One per checkout and profile.
+system_base() {
+  local top=${STACK_SYSTEM_DIR:-/var/tmp/dap-stack} hash
+  hash=$(printf '%s' "$ROOT" | sha256sum | cut -c1-12)
+  SYS_BASE="$top/$hash/$PROFILE"
+  mkdir -p "$SYS_BASE"
+  chmod 0711 "$top" "$top/$hash" "$SYS_BASE"
+  # Says which checkout the directory belongs to, for whoever finds it.
+  printf '%s\n' "$ROOT" >"$top/$hash/checkout"
 }
 
 check_component() {
@@ -120,8 +135,8 @@ marker_of() {
     redis) echo "redis-server" ;;
     kafka) echo "$BASE/kafka/server.properties" ;;
     mongo) echo "$BASE/mongo" ;;
-    postgres) echo "$BASE/postgres/data" ;;
-    mariadb) echo "$BASE/mariadb/data" ;;
+    postgres) echo "$SYS_BASE/postgres/data" ;;
+    mariadb) echo "$SYS_BASE/mariadb/data" ;;
   esac
 }
 
@@ -411,7 +426,7 @@ launch_mongo() {
 as_postgres() { setpriv --reuid=postgres --regid=postgres --init-groups -- "$@"; }
 
 launch_postgres() {
-  local d="$BASE/postgres" bin
+  local d="$SYS_BASE/postgres" bin
   bin=$(pg_bindir)
   mkdir -p "$d/run"
   if [[ ! -s $d/data/PG_VERSION ]]; then
@@ -435,7 +450,7 @@ launch_postgres() {
 }
 
 launch_mariadb() {
-  local d="$BASE/mariadb" bin
+  local d="$SYS_BASE/mariadb" bin
   bin=$(mariadbd_bin)
   mkdir -p "$d/run"
   if [[ ! -d $d/data/mysql ]]; then
@@ -456,14 +471,14 @@ launch_mariadb() {
 }
 
 psql_admin() {
-  as_postgres "$(pg_bindir)/psql" -h "$BASE/postgres/run" -p "$PG_PORT" -U postgres -d postgres \
+  as_postgres "$(pg_bindir)/psql" -h "$SYS_BASE/postgres/run" -p "$PG_PORT" -U postgres -d postgres \
     -v ON_ERROR_STOP=1 -qAt "$@"
 }
-mariadb_admin() { mariadb --no-defaults --socket="$BASE/mariadb/run/mysqld.sock" -u root "$@"; }
+mariadb_admin() { mariadb --no-defaults --socket="$SYS_BASE/mariadb/run/mysqld.sock" -u root "$@"; }
 
 ready_postgres() {
   port_open "$PG_PORT" || return 1
-  "$(pg_bindir)/pg_isready" -q -h "$BASE/postgres/run" -p "$PG_PORT" -U postgres 2>/dev/null
+  "$(pg_bindir)/pg_isready" -q -h "$SYS_BASE/postgres/run" -p "$PG_PORT" -U postgres 2>/dev/null
 }
 
 ready_mariadb() {
@@ -601,7 +616,7 @@ wipe_test_data() {
     port_open "$port" && return 0
   done
   step "test: wipe data dirs"
-  rm -rf -- "$BASE/redis" "$BASE/kafka" "$BASE/mongo" "$BASE/postgres" "$BASE/mariadb"
+  rm -rf -- "$BASE/redis" "$BASE/kafka" "$BASE/mongo" "$SYS_BASE/postgres" "$SYS_BASE/mariadb"
 }
 
 # ---------------------------------------------------------------- commands
