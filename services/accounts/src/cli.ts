@@ -1,4 +1,6 @@
-import { parseArgs } from 'node:util';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseArgs, parseEnv } from 'node:util';
 import { planSchema, scopeSchema, SCOPES } from '@dap/contracts';
 import { loadConfig, mongoConfig } from '@dap/config';
 import { z } from 'zod';
@@ -14,6 +16,9 @@ import { openAccountsDomain } from './index.ts';
  *   npm run cli -- set-plan --account acct_… --plan professional
  *   npm run cli -- ensure-dev --email dev@localhost   (reuses the dev account, always makes a fresh key)
  *   npm run cli -- check-key           (reads the key from the DAP_API_KEY environment variable; exits 1 if it is not valid)
+ *
+ * Without MONGO_URL in the environment it uses the local stack's MongoDB, from `.local/<stack>/stack.env`
+ * (`--stack dev` by default, as `npm start` runs it; `--stack test` for the test stack).
  */
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -25,10 +30,24 @@ const { positionals, values } = parseArgs({
     key: { type: 'string' },
     scopes: { type: 'string' },
     expires: { type: 'string' },
+    stack: { type: 'string', default: 'dev' },
   },
 });
 
-const config = loadConfig({ ...mongoConfig, MONGO_DB: z.string().default('dap_accounts'), DAP_API_KEY: z.string().optional() });
+/** The environment, with the local stack's addresses under it when MONGO_URL is not set. */
+function environment(): Record<string, string | undefined> {
+  if (process.env.MONGO_URL) return process.env;
+  const stack = values.stack ?? 'dev';
+  if (!/^[a-z0-9-]+$/.test(stack)) throw new Error(`--stack must name a local stack profile (dev, test), got ${JSON.stringify(stack)}`);
+  const file = fileURLToPath(new URL(`../../../.local/${stack}/stack.env`, import.meta.url));
+  if (!existsSync(file)) {
+    process.stderr.write(`error: MONGO_URL is not set and the ${stack} stack has no ${file} (start it with \`npm start\`, or set MONGO_URL)\n`);
+    process.exit(2);
+  }
+  return { ...parseEnv(readFileSync(file, 'utf8')), ...process.env };
+}
+
+const config = loadConfig({ ...mongoConfig, MONGO_DB: z.string().default('dap_accounts'), DAP_API_KEY: z.string().optional() }, environment());
 const domain = await openAccountsDomain(config);
 const out = (v: unknown) => process.stdout.write(`${JSON.stringify(v, null, 2)}\n`);
 const need = (v: string | undefined, flag: string): string => {
