@@ -7,14 +7,14 @@ cd "$ROOT"
 say() { printf '[bootstrap] %s\n' "$*"; }
 fail() { printf '[bootstrap] FAILED at %s\n' "$*" >&2; exit 1; }
 
-# `npm install` rather than `npm ci`: the npm on these machines writes lock files without other platforms'
-# optional packages, which `npm ci` then rejects as out of sync. The lock still pins every version we use.
+# `npm ci`: exactly what the lock file pins (it carries every platform's optional packages), or a clear failure
+# when package.json and the lock disagree.
 manifest_hash() { cat package-lock.json package.json {libs,services}/*/package.json gateway/package.json 2>/dev/null | sha256sum | cut -d' ' -f1; }
 stamp=node_modules/.dap-manifests.sha256
 if [[ ! -f $stamp || $(cat "$stamp") != "$(manifest_hash)" || ! -x node_modules/.bin/node ]]; then
-  say "installing npm dependencies (npm install)..."
+  say "installing npm dependencies (npm ci)..."
   log=$(mktemp)
-  npm install --no-audit --no-fund >"$log" 2>&1 || { tail -30 "$log" >&2; fail "npm install (log above)"; }
+  npm ci --no-audit --no-fund >"$log" 2>&1 || { tail -30 "$log" >&2; fail "npm ci (log above; after changing a package.json, run npm install to update the lock)"; }
   rm -f "$log"
   manifest_hash >"$stamp"
 fi
