@@ -17,6 +17,8 @@ export const gatewayConfigShape = {
   WEBHOOKS_URL: url,
   /** How long a verified key is trusted without asking accounts again; revocations evict at once. */
   KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(30_000),
+  /** Verified keys held in each gateway's memory at most (least recently used out first; Redis holds the rest). */
+  KEY_CACHE_MAX_ENTRIES: z.coerce.number().int().min(1).default(50_000),
   UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
   RATE_LIMIT_WINDOW_MS: z.coerce.number().int().positive().default(60_000),
   /** Per-plan limits, e.g. `starter=20`; overrides the plan table (small limits make exactness tests short). */

@@ -45,7 +45,7 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
       logger.warn({ err: (err as Error).message, fallbacks: stats.limiterFallbacks }, 'redis unavailable: rate limiting with the per-instance fallback');
     }
   });
-  const keys = new KeyVerifier({ accountsUrl: config.ACCOUNTS_URL, internalSecret: config.INTERNAL_SECRET, ttlMs: config.KEY_CACHE_TTL_MS, redis });
+  const keys = new KeyVerifier({ accountsUrl: config.ACCOUNTS_URL, internalSecret: config.INTERNAL_SECRET, ttlMs: config.KEY_CACHE_TTL_MS, maxEntries: config.KEY_CACHE_MAX_ENTRIES, redis });
   const sessions = new SessionVerifier({ accountsUrl: config.ACCOUNTS_URL, internalSecret: config.INTERNAL_SECRET });
   const failures = new AuthFailureLimiter(redis, config.AUTH_FAILURES_PER_MINUTE);
   const eventing = await connectEventing(kafkaSettingsOf(config), logger);

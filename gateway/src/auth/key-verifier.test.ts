@@ -1,5 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { generateApiKey, hashApiKey, SCOPES, type KeyVerifyOutcome } from '@dap/contracts';
 import type { Redis } from '@dap/redis';
 import { KeyVerifier } from './key-verifier.ts';
@@ -58,7 +60,7 @@ describe('KeyVerifier', () => {
     const answer = { current: { ok: true, key } as KeyVerifyOutcome };
     const accounts = await fakeAccounts(answer);
     const { redis, data, holdGets } = fakeRedis();
-    const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, redis });
+    const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 1_000, redis });
     const secret = generateApiKey();
     try {
       // Another instance cached the key as valid in Redis.
@@ -85,7 +87,7 @@ describe('KeyVerifier', () => {
     const answer = { current: { ok: true, key } as KeyVerifyOutcome };
     const accounts = await fakeAccounts(answer);
     const { redis, data, holdMgets } = fakeRedis();
-    const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, redis });
+    const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 1_000, redis });
     const secret = generateApiKey();
     try {
       expect((await verifier.verify(secret)).ok).toBe(true); // cached in memory and Redis
@@ -109,7 +111,7 @@ describe('KeyVerifier', () => {
     const answer = { current: { ok: true, key } as KeyVerifyOutcome };
     const accounts = await fakeAccounts(answer);
     const { redis, data } = fakeRedis();
-    const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, redis });
+    const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 1_000, redis });
     const secret = generateApiKey();
     try {
       const results = await Promise.all(Array.from({ length: 5 }, () => verifier.verify(secret)));
@@ -118,6 +120,67 @@ describe('KeyVerifier', () => {
       expect(accounts.calls()).toBe(1);
       expect(JSON.parse(data.get(`kc:${hashApiKey(secret)}`)!)).toMatchObject({ ok: true });
       expect(await verifier.verify('not-a-key')).toEqual({ ok: false, reason: 'malformed' });
+    } finally {
+      await accounts.close();
+    }
+  });
+});
+
+/** A full collection, so heap figures count what is retained rather than garbage not yet collected. */
+function collect(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+}
+
+/** A Redis that knows every key (each answer made from the key's hash), so lookups never reach accounts. */
+function everyKeyRedis() {
+  const outcome = (hash: string): KeyVerifyOutcome => ({ ok: true, key: { ...key, keyId: `key_${hash.slice(0, 26).toUpperCase()}` } });
+  return { get: async (k: string) => JSON.stringify(outcome(k.slice('kc:'.length))) } as unknown as Redis;
+}
+
+describe('KeyVerifier memory', () => {
+  it('holds at most maxEntries outcomes while 100,000 distinct keys are verified', async () => {
+    const verifier = new KeyVerifier({ accountsUrl: 'http://127.0.0.1:9', internalSecret: SECRET, ttlMs: 30_000, maxEntries: 5_000, redis: everyKeyRedis() });
+    collect();
+    const before = process.memoryUsage().heapUsed;
+    let verified = 0;
+    for (let i = 0; i < 100_000; i++) if ((await verifier.verify(generateApiKey())).ok) verified++;
+    collect();
+    const grown = process.memoryUsage().heapUsed - before;
+    expect(verified).toBe(100_000);
+    expect(verifier.cachedCount).toBe(5_000);
+    expect(verifier.stats.redisHits).toBe(100_000);
+    // Positive control: the same outcomes all kept (as the unbounded Map kept them) take several times more.
+    const kept = new Map<string, { outcome: KeyVerifyOutcome }>();
+    const redis = everyKeyRedis();
+    collect();
+    const beforeKept = process.memoryUsage().heapUsed;
+    for (let i = 0; i < 100_000; i++) {
+      const hash = i.toString(16).padStart(64, '0');
+      kept.set(hash, { outcome: JSON.parse((await redis.get(`kc:${hash}`))!) as KeyVerifyOutcome });
+    }
+    collect();
+    const grownKept = process.memoryUsage().heapUsed - beforeKept;
+    expect(kept.size).toBe(100_000);
+    expect(grownKept).toBeGreaterThan(20 * 1024 * 1024);
+    expect(grown).toBeLessThan(grownKept / 5);
+  }, 60_000);
+
+  it('forgets an outcome once its TTL has passed and asks again', async () => {
+    const answer = { current: { ok: true, key } as KeyVerifyOutcome };
+    const accounts = await fakeAccounts(answer);
+    let clock = 1_000_000;
+    try {
+      const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 10, now: () => clock });
+      const secret = generateApiKey();
+      await verifier.verify(secret);
+      clock += 29_000;
+      await verifier.verify(secret);
+      expect(accounts.calls()).toBe(1);
+      clock += 2_000;
+      answer.current = { ok: false, reason: 'revoked' };
+      expect(await verifier.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
+      expect(accounts.calls()).toBe(2);
     } finally {
       await accounts.close();
     }

@@ -1,13 +1,9 @@
 import { hashApiKey, INTERNAL_TOKEN_HEADER, internalServiceToken, isWellFormedApiKey, type KeyVerifyOutcome, type VerifiedKey } from '@dap/contracts';
 import type { Redis } from '@dap/redis';
+import { LRUCache } from 'lru-cache';
 
 export type { VerifiedKey };
 export type VerifyOutcome = KeyVerifyOutcome | { ok: false; reason: 'malformed' };
-
-interface CacheEntry {
-  outcome: VerifyOutcome;
-  until: number;
-}
 
 const NEGATIVE_TTL_MS = 5_000;
 /** How long an eviction is remembered: far longer than any lookup it could race with takes. */
@@ -18,10 +14,11 @@ const EVICTION_MEMORY_MS = 60_000;
  * by every gateway instance, so a new instance or a cold key costs no accounts call). Only the SHA-256 of a
  * key leaves the gateway. Revocation, expiry and plan-change events evict entries at once, so the TTL only
  * bounds how stale a missed event could leave us. Negative outcomes stay in process, so a flood of random
- * keys cannot fill Redis.
+ * keys cannot fill Redis. The in-process cache holds at most `maxEntries` outcomes, least recently used out
+ * first, so key churn cannot grow the gateway's memory; a key pushed out is read from Redis again.
  */
 export class KeyVerifier {
-  private readonly cache = new Map<string, CacheEntry>();
+  private readonly cache: LRUCache<string, { outcome: VerifyOutcome }>;
   private readonly inflight = new Map<string, Promise<VerifyOutcome>>();
   private readonly accountsUrl: string;
   private readonly token: string;
@@ -36,19 +33,26 @@ export class KeyVerifier {
   private evictions = 0;
   readonly stats = { memoryHits: 0, redisHits: 0, accountsCalls: 0 };
 
-  constructor(opts: { accountsUrl: string; internalSecret: string; ttlMs: number; redis?: Redis }) {
+  constructor(opts: { accountsUrl: string; internalSecret: string; ttlMs: number; maxEntries: number; redis?: Redis; now?: () => number }) {
     this.accountsUrl = opts.accountsUrl;
     this.token = internalServiceToken(opts.internalSecret);
     this.ttlMs = opts.ttlMs;
     this.redis = opts.redis ?? null;
+    // Expired entries are dropped when read or pushed out, never served: no timer per entry.
+    this.cache = new LRUCache({ max: opts.maxEntries, ttlAutopurge: false, ttlResolution: 0, ...(opts.now ? { perf: { now: opts.now } } : {}) });
+  }
+
+  /** Outcomes held in process now (at most `maxEntries`). */
+  get cachedCount(): number {
+    return this.cache.size;
   }
 
   async verify(secret: string, now = Date.now()): Promise<VerifyOutcome> {
     if (!isWellFormedApiKey(secret)) return { ok: false, reason: 'malformed' };
     const hash = hashApiKey(secret);
     const hit = this.cache.get(hash);
-    if (hit && hit.until > now) this.stats.memoryHits++;
-    const outcome = hit && hit.until > now ? hit.outcome : await this.lookup(hash, now);
+    if (hit) this.stats.memoryHits++;
+    const outcome = hit ? hit.outcome : await this.lookup(hash);
     if (outcome.ok && outcome.key.expiresAt && Date.parse(outcome.key.expiresAt) <= now) return { ok: false, reason: 'expired' };
     return outcome;
   }
@@ -56,7 +60,7 @@ export class KeyVerifier {
   async evictKey(keyId: string): Promise<void> {
     const drop = () => {
       this.remember(keyId);
-      for (const [hash, entry] of this.cache) if (entry.outcome.ok && entry.outcome.key.keyId === keyId) this.cache.delete(hash);
+      for (const [hash, entry] of this.cache.entries()) if (entry.outcome.ok && entry.outcome.key.keyId === keyId) this.cache.delete(hash);
     };
     // Before and after the shared entry goes: a lookup that starts while Redis still holds it reads the old
     // answer, and is then known to have started before the second mark.
@@ -69,7 +73,7 @@ export class KeyVerifier {
     const keyIds: string[] = [];
     const drop = () => {
       this.remember(`acct:${accountId}`);
-      for (const [hash, entry] of this.cache) {
+      for (const [hash, entry] of this.cache.entries()) {
         if (entry.outcome.ok && entry.outcome.key.accountId === accountId) {
           keyIds.push(entry.outcome.key.keyId);
           this.cache.delete(hash);
@@ -132,7 +136,7 @@ export class KeyVerifier {
   }
 
   /** One request to accounts per key at a time, however many callers are waiting on it. */
-  private lookup(hash: string, now: number): Promise<VerifyOutcome> {
+  private lookup(hash: string): Promise<VerifyOutcome> {
     let pending = this.inflight.get(hash);
     if (!pending) {
       const seq = this.evictions;
@@ -143,7 +147,7 @@ export class KeyVerifier {
             outcome = await this.fetchOutcome(hash);
             await this.redisPut(hash, outcome);
           }
-          this.cache.set(hash, { outcome, until: now + (outcome.ok ? this.ttlMs : NEGATIVE_TTL_MS) });
+          this.cache.set(hash, { outcome }, { ttl: outcome.ok ? this.ttlMs : NEGATIVE_TTL_MS });
           return outcome;
         })
         .finally(() => this.inflight.delete(hash));
