@@ -5,6 +5,7 @@ import { repoRoot } from '@dap/testing';
 import { parseOptions, runBench } from './run.ts';
 import { maxInSlidingWindow, quantileSorted, summarize } from './lib/stats.ts';
 import { moduleOf } from './lib/cpuprofile.ts';
+import { calibrate, calibrationWork, parseProcStat, watchWindow } from './lib/conditions.ts';
 
 describe('bench harness', () => {
   it('computes exact percentiles and sliding-window maxima', () => {
@@ -43,9 +44,33 @@ describe('bench harness', () => {
       expect(report.scenarios.selftest.closed.requests).toBeGreaterThan(0);
       expect(report.scenarios.selftest.paced.latency.p99).toBeGreaterThan(0);
       expect(readFileSync(files.md, 'utf8')).toContain('| selftest | load generator answers');
+      expect(report.conditions.calibration.start.bestMs).toBeGreaterThan(0);
+      expect(report.conditions.calibration.end.bestMs).toBeGreaterThan(0);
+      expect(report.conditions.scenarios.selftest).toMatchObject({ loadAverageStart: expect.any(Number), stealPct: expect.any(Number) });
+      expect(readFileSync(files.md, 'utf8')).toContain('## Run conditions');
       expect(existsSync(join(out, 'latest.json'))).toBe(true);
     } finally {
       rmSync(out, { recursive: true, force: true });
     }
   }, 30_000);
+});
+
+describe('run conditions', () => {
+  it('the calibration workload is the same work on every run', () => {
+    expect(calibrationWork()).toBe(calibrationWork());
+    expect(calibrationWork()).toMatch(/^[0-9a-f]{16}:\d+:5000$/);
+    const c = calibrate(3);
+    expect(c.rounds).toBe(3);
+    expect(c.bestMs).toBeGreaterThan(0);
+    expect(c.medianMs).toBeGreaterThanOrEqual(c.bestMs);
+  });
+
+  it('reads steal and busy time from /proc/stat', () => {
+    const at = (user: number, idle: number, steal: number) => parseProcStat(`cpu  ${user} 0 0 ${idle} 0 0 0 ${steal} 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n`);
+    expect(at(10, 20, 5)).toEqual({ busy: 10, idle: 20, steal: 5, total: 35 });
+    const samples = [at(100, 100, 0), at(150, 130, 20)];
+    const loads = [1.25, 2.5];
+    const w = watchWindow(() => samples.shift()!, () => loads.shift()!).end();
+    expect(w).toEqual({ loadAverageStart: 1.3, loadAverageEnd: 2.5, cpuBusyPct: 50, stealPct: 20 });
+  });
 });

@@ -1,5 +1,5 @@
 /**
- * `npm run bench` (through deploy/local/bench.sh): DESIGN §9's performance figures, each beside its baseline
+ * `npm run bench` (through deploy/local/bench.sh): the performance targets of deploy/bench/README.md, each beside its baseline
  * in the same run, written to bench-results/ as Markdown and JSON. See deploy/bench/README.md.
  */
 import { randomBytes } from 'node:crypto';
@@ -7,6 +7,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { cpus, hostname, loadavg, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { calibrate, stackAge, warmMongo, watchWindow, type Calibration, type MongoWarmup } from './lib/conditions.ts';
 import { SCENARIOS, type BenchContext, type BenchOptions, type ScenarioName, type ScenarioResult } from './lib/context.ts';
 import { hasTaskset, runLoadProcess, type Pinning } from './lib/procs.ts';
 import { summaryTable, writeReport, type BenchReport, type TargetRow } from './lib/report.ts';
@@ -27,6 +28,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       out: { type: 'string' },
       connections: { type: 'string' },
       'wait-quiet': { type: 'string' },
+      'no-warmup': { type: 'boolean', default: false },
     },
   });
   const quick = values.quick ?? false;
@@ -49,6 +51,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     out: resolve(values.out ?? 'bench-results'),
     connections: Math.round(num(values.connections, 32, 'connections')),
     waitQuietMin: values['wait-quiet'] === undefined ? 0 : num(values['wait-quiet'], 0, 'wait-quiet'),
+    warmup: !values['no-warmup'],
   };
 }
 
@@ -107,6 +110,17 @@ export async function runBench(argv: string[], root = process.cwd()): Promise<{ 
     }
   };
   if (opts.waitQuietMin > 0) await waitQuiet(opts.waitQuietMin * 60_000, 15_000);
+  const calibrationStart = calibrate();
+  log(`CPU calibration: ${calibrationStart.bestMs} ms (best of ${calibrationStart.rounds})`);
+  const stack = stackAge(root, 'test');
+  let mongoWarmup: MongoWarmup | null = null;
+  const needsStack = opts.only.some((s) => s !== 'selftest');
+  if (opts.warmup && needsStack) {
+    log('warming the MongoDB server (until two rounds of writes and reads take the same time)...');
+    mongoWarmup = await warmMongo((await stackAddresses()).MONGO_URL);
+    log(`MongoDB warm-up: rounds ${mongoWarmup.roundMs.join(', ')} ms${mongoWarmup.stable ? '' : ' (not settled within the minute)'}`);
+    if (!mongoWarmup.stable) notes.push(`the MongoDB warm-up did not settle (rounds ${mongoWarmup.roundMs.join(', ')} ms): early figures may include the server's own warm-up`);
+  }
   const suffix = randomBytes(3).toString('hex');
   const runDir = join(root, '.local', 'bench', `run-${suffix}`);
   mkdirSync(runDir, { recursive: true });
@@ -116,6 +130,7 @@ export async function runBench(argv: string[], root = process.cwd()): Promise<{ 
   const loadStart = loadavg().map((v) => Math.round(v * 100) / 100);
   const targets: TargetRow[] = [];
   const scenarios: Record<string, unknown> = {};
+  const conditions: BenchReport['conditions']['scenarios'] = {};
   let starting: Promise<BenchSystem> | null = null;
   const ctx: BenchContext = {
     root,
@@ -162,16 +177,18 @@ export async function runBench(argv: string[], root = process.cwd()): Promise<{ 
       log(`scenario ${name} (load average ${busy.toFixed(1)} on ${cores} cores)...`);
       if (busy > cores) ctx.note(`${name}: the machine was busy when it started (1-min load average ${busy.toFixed(1)} on ${cores} cores); its figures are pessimistic and noisy`);
       const t0 = Date.now();
+      const window = watchWindow();
       try {
         const result = await (await loadScenario(name))(ctx);
         targets.push(...result.targets);
-        scenarios[name] = { ...result.data, wallClockSec: Math.round((Date.now() - t0) / 1000), loadAverageAtStart: Math.round(busy * 10) / 10 };
+        scenarios[name] = { ...result.data, wallClockSec: Math.round((Date.now() - t0) / 1000) };
       } catch (err) {
         const e = err as Error;
         ctx.note(`scenario ${name} failed: ${e.message}`);
         process.stderr.write(`${e.stack ?? e.message}\n`);
         scenarios[name] = { failed: e.message };
       }
+      conditions[name] = window.end();
     }
   } finally {
     await ctx.sys?.stop();
@@ -179,8 +196,15 @@ export async function runBench(argv: string[], root = process.cwd()): Promise<{ 
     rmSync(join(runDir, 'datasets'), { recursive: true, force: true });
   }
 
+  const calibrationEnd: Calibration = calibrate();
   const cpu = cpus()[0];
   const report: BenchReport = {
+    conditions: {
+      calibration: { start: calibrationStart, end: calibrationEnd, driftPct: Math.round((1_000 * (calibrationEnd.bestMs - calibrationStart.bestMs)) / calibrationStart.bestMs) / 10 },
+      stack: stack ? { ...stack, note: stack.fresh ? 'freshly started (a component is under 5 minutes old)' : 'running for a while' } : null,
+      mongoWarmup,
+      scenarios: conditions,
+    },
     meta: {
       date: new Date(started).toISOString(),
       host: hostname(),

@@ -26,6 +26,8 @@ export interface BenchOptions {
   connections: number;
   /** Minutes to wait, at most, for the machine's load average to drop below its core count before starting. */
   waitQuietMin: number;
+  /** Warm the MongoDB server before measuring (off with --no-warmup). */
+  warmup: boolean;
 }
 
 export interface BenchContext {

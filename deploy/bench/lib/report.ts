@@ -1,8 +1,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Calibration, MongoWarmup, StackAge, Window } from './conditions.ts';
 import type { ProfileSummary } from './cpuprofile.ts';
 
-/** One line of DESIGN §9's table, measured. `met` is null when the scenario could not produce the figure. */
+/** One target of deploy/bench/README.md, measured. `met` is null when the scenario could not produce the figure. */
 export interface TargetRow {
   id: string;
   scenario: string;
@@ -33,6 +34,13 @@ export interface BenchReport {
     pinning: { loadgen: string | null; servers: string | null; note: string };
     servicesAs: string;
     wallClockSec: number;
+  };
+  /** What makes this run comparable with another: see conditions.ts. */
+  conditions: {
+    calibration: { start: Calibration; end: Calibration; driftPct: number };
+    stack: (StackAge & { note: string }) | null;
+    mongoWarmup: MongoWarmup | null;
+    scenarios: Record<string, Window>;
   };
   targets: TargetRow[];
   scenarios: Record<string, unknown>;
@@ -70,7 +78,21 @@ export function toMarkdown(r: BenchReport): string {
       `after ${m.warmupSec} s warm-up, ${Math.round(m.wallClockSec)} s wall clock. Services ${m.servicesAs}. ` +
       `Pinning: load generator ${m.pinning.loadgen ?? 'unpinned'}, servers under test ${m.pinning.servers ?? 'unpinned'} (${m.pinning.note}).\n`,
   );
-  out.push('## Targets (DESIGN §9)\n');
+  const c = r.conditions;
+  out.push('## Run conditions\n');
+  out.push(
+    `CPU calibration (a fixed workload, best of ${c.calibration.start.rounds}): ${c.calibration.start.bestMs} ms at the start, ` +
+      `${c.calibration.end.bestMs} ms at the end (${c.calibration.driftPct >= 0 ? '+' : ''}${c.calibration.driftPct} %). ` +
+      `Figures from machines whose calibrations differ compare only as ratios to their own baselines.\n`,
+  );
+  out.push(
+    c.stack
+      ? `Stack: ${c.stack.note}; up ${Object.entries(c.stack.componentsUpSec).map(([k, v]) => `${k} ${v} s`).join(', ')}.\n`
+      : 'Stack: no stack of the test profile was found running.\n',
+  );
+  if (c.mongoWarmup) out.push(`MongoDB warm-up before measuring: ${c.mongoWarmup.rounds} rounds (${c.mongoWarmup.roundMs.join(', ')} ms)${c.mongoWarmup.stable ? ', settled' : ', not settled'}.\n`);
+  out.push(mdTable(Object.entries(c.scenarios).map(([scenario, w]) => ({ scenario, 'load avg start': w.loadAverageStart, 'load avg end': w.loadAverageEnd, 'CPU busy %': w.cpuBusyPct ?? 'n/a', 'steal %': w.stealPct ?? 'n/a' }))));
+  out.push('## Targets\n');
   out.push(summaryTable(r.targets) + '\n');
   out.push('| figure | how it was measured |\n|---|---|');
   for (const t of r.targets) out.push(`| ${t.scenario}: ${t.figure} | ${t.detail.replaceAll('|', '\\|')} |`);
