@@ -4,3 +4,4 @@ export * from './events.ts';
 export * from './internal-auth.ts';
 export * from './api/index.ts';
 export * from './api-key.ts';
+export * from './webhook-payload.ts';
