@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The images' file layout, checked without Docker: for every deployable, the steps of its Dockerfile
-# (workspaces.ts prepare → npm install --omit=dev --ignore-scripts on the manifests alone → slim → the
+# (workspaces.ts prepare → npm ci --omit=dev --ignore-scripts -w @dap/<name> on the manifests alone → slim → the
 # sources on top) into $TMPDIR/dap-image-smoke/<name> (outside the repository, where jest would see
 # duplicate packages), then every process started from its own tree against the
 # test stack (`bash deploy/local/stack.sh up test`) until /readyz answers 200, then stopped.
@@ -28,11 +28,11 @@ read -r -a NAMES <<<"${NAMES[*]}"
 
 for name in "${NAMES[@]}"; do
   dir=${DIRS[$name]:-} ; [[ -n $dir ]] || fail "unknown deployable $name"
-  say "$name: prepare, npm install --omit=dev --ignore-scripts, slim"
+  say "$name: prepare, npm ci --omit=dev --ignore-scripts -w @dap/$name, slim"
   rm -rf "$OUT/$name" && mkdir -p "$OUT/$name"
   "$NODE" --no-warnings deploy/docker/workspaces.ts prepare "$dir" "$OUT/$name/out" >/dev/null
   mkdir -p "$OUT/$name/app" && cp -r "$OUT/$name/out/manifests/." "$OUT/$name/app/"
-  (cd "$OUT/$name/app" && npm install --omit=dev --ignore-scripts --no-audit --no-fund >"$OUT/$name/npm.log" 2>&1) || { tail -20 "$OUT/$name/npm.log" >&2; fail "$name: npm install"; }
+  (cd "$OUT/$name/app" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund -w "@dap/$name" >"$OUT/$name/npm.log" 2>&1) || { tail -20 "$OUT/$name/npm.log" >&2; fail "$name: npm ci"; }
   "$NODE" --no-warnings deploy/docker/workspaces.ts slim "$OUT/$name/app/node_modules" >/dev/null
   cp -r "$OUT/$name/out/app/." "$OUT/$name/app/"
   say "$name: node_modules $(du -sh "$OUT/$name/app/node_modules" | cut -f1)"

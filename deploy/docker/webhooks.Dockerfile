@@ -10,15 +10,15 @@ COPY . .
 RUN node --no-warnings deploy/docker/workspaces.ts prepare services/webhooks /out
 
 # Only the manifests reach this stage, so the install layer is rebuilt only when a dependency changes.
-# `npm install` rather than `npm ci`: the lock is written without other platforms' optional packages,
-# which `npm ci` rejects; the lock still pins every version. --ignore-scripts is safe: DuckDB's binary is a
-# per-platform optional package and onnxruntime-node ships its CPU binaries (its script fetches CUDA extras).
+# `npm ci` of this deployable's workspace: exactly what the lock pins, production dependencies only.
+# --ignore-scripts is safe: DuckDB's binary is a per-platform optional package and onnxruntime-node ships its
+# CPU binaries (its script fetches CUDA extras).
 FROM node:24-slim AS deps
 WORKDIR /app
 COPY --from=source /out/manifests/ ./
 COPY --from=source /src/deploy/docker/workspaces.ts /opt/dap/workspaces.ts
 RUN --mount=type=cache,target=/root/.npm \
-    npm install --omit=dev --ignore-scripts --no-audit --no-fund \
+    npm ci --omit=dev --ignore-scripts --no-audit --no-fund -w @dap/webhooks \
  && node --no-warnings /opt/dap/workspaces.ts slim node_modules
 
 FROM node:24-slim

@@ -5,17 +5,16 @@ import { join } from 'node:path';
  * The build steps every deployable's Dockerfile shares, so the six Dockerfiles stay a few lines each:
  *
  *   node deploy/docker/workspaces.ts prepare <deployable-dir> <out>   (in the repo copy)
- *     <out>/manifests  root package.json limited to the deployable's workspace closure, the lock file and the
- *                      workspaces' package.json files: all `npm install` needs, so its layer is cached until
- *                      a manifest changes
+ *     <out>/manifests  the root package.json, the lock file and every workspace's package.json, unchanged:
+ *                      all `npm ci -w <deployable>` needs (it checks them against the lock), so its layer is
+ *                      cached until a manifest changes
  *     <out>/app        those workspaces' sources, without tests
  *   node workspaces.ts slim <node_modules>                              (after `npm install`)
  *     drops other platforms' prebuilt binaries that packages ship all at once (onnxruntime-node)
  *
  * The closure follows `dependencies` between @dap/* workspaces only, so the gateway's image has no DuckDB
- * and no onnxruntime. devDependencies are dropped from every manifest: with `--omit=dev` npm still
- * resolves them, and a dev-only workspace (such as @dap/testing) left out of the image would then be
- * looked up on the registry.
+ * and no onnxruntime: `npm ci -w` installs that workspace's production dependencies, and only the closure's
+ * sources reach the image.
  */
 
 interface Manifest {
@@ -76,17 +75,15 @@ export function prepare(root: string, deployableDir: string, out: string): strin
   mkdirSync(manifests, { recursive: true });
   mkdirSync(app, { recursive: true });
 
-  const rootManifest = readJson(join(root, 'package.json'));
-  const imageRoot: Manifest = { name: rootManifest.name, private: true, type: rootManifest.type, workspaces: closure };
-  writeFileSync(join(manifests, 'package.json'), `${JSON.stringify(imageRoot, null, 2)}\n`);
-  for (const file of ['package-lock.json', '.npmrc']) if (existsSync(join(root, file))) cpSync(join(root, file), join(manifests, file));
+  for (const file of ['package.json', 'package-lock.json', '.npmrc']) if (existsSync(join(root, file))) cpSync(join(root, file), join(manifests, file));
+  for (const dir of listWorkspaces(root).values()) {
+    mkdirSync(join(manifests, dir), { recursive: true });
+    cpSync(join(root, dir, 'package.json'), join(manifests, dir, 'package.json'));
+  }
 
   for (const dir of closure) {
-    const manifest = `${JSON.stringify(withoutDevDependencies(readJson(join(root, dir, 'package.json'))), null, 2)}\n`;
-    for (const base of [manifests, app]) {
-      mkdirSync(join(base, dir), { recursive: true });
-      writeFileSync(join(base, dir, 'package.json'), manifest);
-    }
+    mkdirSync(join(app, dir), { recursive: true });
+    writeFileSync(join(app, dir, 'package.json'), `${JSON.stringify(withoutDevDependencies(readJson(join(root, dir, 'package.json'))), null, 2)}\n`);
     cpSync(join(root, dir, 'src'), join(app, dir, 'src'), {
       recursive: true,
       filter: (src) => !/\.test\.ts$/.test(src),

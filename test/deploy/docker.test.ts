@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { builtinModules } from 'node:module';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -93,8 +94,8 @@ describe('Dockerfiles', () => {
       const deps = byName('deps');
       expect(all(deps, 'COPY').map((c) => c.args)).toEqual(['--from=source /out/manifests/ ./', '--from=source /src/deploy/docker/workspaces.ts /opt/dap/workspaces.ts']);
       const install = one(deps, 'RUN');
-      expect(install).toMatch(/\bnpm install --omit=dev --ignore-scripts\b/);
-      expect(install).not.toMatch(/npm ci/);
+      expect(install).toContain(`npm ci --omit=dev --ignore-scripts --no-audit --no-fund -w @dap/${name} `);
+      expect(install).not.toMatch(/npm install/);
       expect(install).toMatch(/workspaces\.ts slim node_modules$/);
     });
 
@@ -129,7 +130,7 @@ describe('Dockerfiles', () => {
   it('builds the dashboard into the gateway image where the gateway serves it from', () => {
     const stages = parseDockerfile(readFileSync(join(root, 'deploy/docker/gateway.Dockerfile'), 'utf8'));
     const dashboard = stages.find((s) => s.name === 'dashboard')!;
-    expect(one(dashboard, 'RUN')).toMatch(/npm install --ignore-scripts .*&& node_modules\/\.bin\/vite build gateway\/dashboard$/);
+    expect(one(dashboard, 'RUN')).toMatch(/npm ci --ignore-scripts .*-w @dap\/gateway .*&& node_modules\/\.bin\/vite build gateway\/dashboard$/);
     const dir = (loadConfig(SHAPES.gateway!, { INTERNAL_SECRET: 'x'.repeat(32), REDIS_URL: 'redis://r', KAFKA_BROKERS: 'k:9092', PORT: '8080', ACCOUNTS_URL: 'http://a', SOURCES_URL: 'http://s', ANALYTICS_URL: 'http://a', MODELS_URL: 'http://m', WEBHOOKS_URL: 'http://w' }) as { DASHBOARD_DIR: string }).DASHBOARD_DIR;
     const final = stages[stages.length - 1]!;
     expect(all(final, 'COPY').map((c) => c.args)).toContain(`--from=dashboard /src/${dir} ./${dir}`);
@@ -184,18 +185,21 @@ describe('workspace pruning (deploy/docker/workspaces.ts)', () => {
     expect(missing).toEqual([]);
   });
 
-  it('writes manifests without devDependencies and sources without tests', () => {
+  it('gives npm ci the manifests as the lock knows them, and the image only its closure, without tests', () => {
     const out = mkdtempSync(join(tmpdir(), 'dap-prepare-'));
     try {
       const closure = prepare(root, 'services/sources', out);
-      const rootManifest = JSON.parse(readFileSync(join(out, 'manifests/package.json'), 'utf8'));
-      expect(rootManifest.workspaces).toEqual(closure);
-      expect(rootManifest.devDependencies).toBeUndefined();
+      expect(readFileSync(join(out, 'manifests/package.json'), 'utf8')).toBe(readFileSync(join(root, 'package.json'), 'utf8'));
       expect(existsSync(join(out, 'manifests/package-lock.json'))).toBe(true);
-      for (const dir of closure) {
-        expect(JSON.parse(readFileSync(join(out, 'manifests', dir, 'package.json'), 'utf8')).devDependencies).toBeUndefined();
+      for (const dir of ['gateway', 'libs/testing', ...closure]) {
+        expect(readFileSync(join(out, 'manifests', dir, 'package.json'), 'utf8')).toBe(readFileSync(join(root, dir, 'package.json'), 'utf8'));
         expect(existsSync(join(out, 'manifests', dir, 'src'))).toBe(false);
       }
+      expect(existsSync(join(out, 'app/gateway'))).toBe(false);
+      for (const dir of closure) expect(JSON.parse(readFileSync(join(out, 'app', dir, 'package.json'), 'utf8')).devDependencies).toBeUndefined();
+      // What the deps stage runs, without installing: npm ci refuses manifests out of step with the lock.
+      const dry = spawnSync('npm', ['ci', '--omit=dev', '--ignore-scripts', '--dry-run', '--no-audit', '--no-fund', '-w', '@dap/sources'], { cwd: join(out, 'manifests'), encoding: 'utf8', timeout: 120_000 });
+      expect(`${dry.status} ${dry.stderr}`).toMatch(/^0 /);
       const files = (function walk(d: string): string[] {
         return readdirSync(d).flatMap((f) => (statSync(join(d, f)).isDirectory() ? walk(join(d, f)) : [join(d, f)]));
       })(join(out, 'app'));
