@@ -73,7 +73,7 @@ it('a consumer sets an undecodable message aside in its dead-letter topic (creat
     await watcher.subscribe({ topic: deadLetterTopic(s, 'shared'), fromBeginning: true });
     await watcher.run({ eachMessage: async ({ message }) => void dead.push(message) });
 
-    const accountId = newId('acc');
+    const accountId = newId('acct');
     const key = accountId; // same key, same partition: the good event waits behind the poison one
     await eventing.producer.sendRaw(topicName(s, TOPICS.sources), { key, value: '{"not":"an event"' });
     const sourceId = newId('src');
