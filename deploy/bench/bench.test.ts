@@ -70,7 +70,10 @@ describe('run conditions', () => {
     expect(at(10, 20, 5)).toEqual({ busy: 10, idle: 20, steal: 5, total: 35 });
     const samples = [at(100, 100, 0), at(150, 130, 20)];
     const loads = [1.25, 2.5];
-    const w = watchWindow(() => samples.shift()!, () => loads.shift()!).end();
+    const w = watchWindow(
+      () => samples.shift()!,
+      () => loads.shift()!,
+    ).end();
     expect(w).toEqual({ loadAverageStart: 1.3, loadAverageEnd: 2.5, cpuBusyPct: 50, stealPct: 20 });
   });
 });

@@ -200,7 +200,11 @@ export async function runBench(argv: string[], root = process.cwd()): Promise<{ 
   const cpu = cpus()[0];
   const report: BenchReport = {
     conditions: {
-      calibration: { start: calibrationStart, end: calibrationEnd, driftPct: Math.round((1_000 * (calibrationEnd.bestMs - calibrationStart.bestMs)) / calibrationStart.bestMs) / 10 },
+      calibration: {
+        start: calibrationStart,
+        end: calibrationEnd,
+        driftPct: Math.round((1_000 * (calibrationEnd.bestMs - calibrationStart.bestMs)) / calibrationStart.bestMs) / 10,
+      },
       stack: stack ? { ...stack, note: stack.fresh ? 'freshly started (a component is under 5 minutes old)' : 'running for a while' } : null,
       mongoWarmup,
       scenarios: conditions,

@@ -127,5 +127,9 @@ if (/render\.ts$/.test(process.argv[1] ?? '')) {
     process.stderr.write('usage: node deploy/k8s/render.ts <kustomization-dir>\n');
     process.exit(2);
   }
-  process.stdout.write(renderKustomization(dir).map((o) => stringify(o)).join('---\n'));
+  process.stdout.write(
+    renderKustomization(dir)
+      .map((o) => stringify(o))
+      .join('---\n'),
+  );
 }

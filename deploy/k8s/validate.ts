@@ -77,7 +77,11 @@ function typeErrors(objects: K8sObject[], workDir: string): Map<number, string[]
     let index = -1;
     if (d.file && d.start !== undefined && resolve(d.file.fileName) === resolve(file)) {
       const at = d.file.getLineAndCharacterOfPosition(d.start).line;
-      for (let i = firstLine.length - 1; i >= 0; i--) if (at >= firstLine[i]!) { index = i; break; }
+      for (let i = firstLine.length - 1; i >= 0; i--)
+        if (at >= firstLine[i]!) {
+          index = i;
+          break;
+        }
       if (at < objects.length) index = at; // an import line: the kind is unknown
     }
     byObject.set(index, [...(byObject.get(index) ?? []), message]);

@@ -29,7 +29,13 @@ if (!secrets.INTERNAL_SECRET || !secrets.WEBHOOK_SECRET_KEY || !secrets.SOURCE_C
     WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
     SOURCE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
   };
-  writeFileSync(secretsFile, Object.entries(secrets).map(([k, v]) => `${k}=${v}`).join('\n') + '\n', { mode: 0o600 });
+  writeFileSync(
+    secretsFile,
+    Object.entries(secrets)
+      .map(([k, v]) => `${k}=${v}`)
+      .join('\n') + '\n',
+    { mode: 0o600 },
+  );
 }
 
 const stack = readEnvFile(join(dev, 'stack.env'));

@@ -82,7 +82,10 @@ export function logTail(file: string, maxLines = 25): string {
   } catch {
     return '(no log)';
   }
-  const lines = text.slice(-4_096).split('\n').filter((l) => l.trim() !== '');
+  const lines = text
+    .slice(-4_096)
+    .split('\n')
+    .filter((l) => l.trim() !== '');
   if (text.length > 4_096) lines.shift(); // cut mid-line
   return lines.slice(-maxLines).join('\n') || '(empty log)';
 }

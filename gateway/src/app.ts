@@ -114,7 +114,11 @@ export function createApp(deps: GatewayAppDeps): Express {
   });
   v1.use(findOperation);
   v1.use(authenticate({ keys: deps.keys, sessions: deps.sessions, failures: deps.failures, logger: deps.logger }));
-  const decisions = deps.metrics.counter({ name: 'dap_rate_limit_decisions_total', help: 'Rate-limit decisions by outcome and by the store that made them.', labelNames: ['outcome', 'store'] });
+  const decisions = deps.metrics.counter({
+    name: 'dap_rate_limit_decisions_total',
+    help: 'Rate-limit decisions by outcome and by the store that made them.',
+    labelNames: ['outcome', 'store'],
+  });
   v1.use(
     rateLimit(deps.limiter, {
       windowMs: deps.windowMs,

@@ -45,7 +45,13 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
       logger.warn({ err: (err as Error).message, fallbacks: stats.limiterFallbacks }, 'redis unavailable: rate limiting with the per-instance fallback');
     }
   });
-  const keys = new KeyVerifier({ accountsUrl: config.ACCOUNTS_URL, internalSecret: config.INTERNAL_SECRET, ttlMs: config.KEY_CACHE_TTL_MS, maxEntries: config.KEY_CACHE_MAX_ENTRIES, redis });
+  const keys = new KeyVerifier({
+    accountsUrl: config.ACCOUNTS_URL,
+    internalSecret: config.INTERNAL_SECRET,
+    ttlMs: config.KEY_CACHE_TTL_MS,
+    maxEntries: config.KEY_CACHE_MAX_ENTRIES,
+    redis,
+  });
   const sessions = new SessionVerifier({ accountsUrl: config.ACCOUNTS_URL, internalSecret: config.INTERNAL_SECRET });
   const failures = new AuthFailureLimiter(redis, config.AUTH_FAILURES_PER_MINUTE);
   const eventing = await connectEventing(kafkaSettingsOf(config), logger);
@@ -68,11 +74,16 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
     logger,
     secret: config.INTERNAL_SECRET,
     forward: (req, body) =>
-      forwardBuffered({ req, body, target: targets[req.operation!.service as keyof Targets], internalSecret: config.INTERNAL_SECRET, agent, timeoutMs: config.UPSTREAM_TIMEOUT_MS }).catch(
-        (err: Error) => {
-          throw upstreamError(err);
-        },
-      ),
+      forwardBuffered({
+        req,
+        body,
+        target: targets[req.operation!.service as keyof Targets],
+        internalSecret: config.INTERNAL_SECRET,
+        agent,
+        timeoutMs: config.UPSTREAM_TIMEOUT_MS,
+      }).catch((err: Error) => {
+        throw upstreamError(err);
+      }),
   });
 
   let publicUrl = '';
@@ -89,7 +100,9 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
     idempotency: idem,
     windowMs: config.RATE_LIMIT_WINDOW_MS,
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
-    corsOrigins: config.DASHBOARD_ORIGINS.split(',').map((o) => o.trim()).filter(Boolean),
+    corsOrigins: config.DASHBOARD_ORIGINS.split(',')
+      .map((o) => o.trim())
+      .filter(Boolean),
     publicUrl: () => publicUrl,
     ready: async () => void (await redis.ping()),
     onResponse: (req, res) => {

@@ -44,7 +44,9 @@ describe('gateway authentication', () => {
 
   it('proxies a valid key with a signed caller context and without the client credentials', async () => {
     const { accountId, secret, keyId } = await newAccount();
-    const res = await http('GET', `${gateways[0]!.url}/v1/sources?limit=5`, { headers: { ...auth(secret), 'x-request-id': 'req-from-client-1', [INTERNAL_CONTEXT_HEADER]: 'forged' } });
+    const res = await http('GET', `${gateways[0]!.url}/v1/sources?limit=5`, {
+      headers: { ...auth(secret), 'x-request-id': 'req-from-client-1', [INTERNAL_CONTEXT_HEADER]: 'forged' },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('x-request-id')).toBe('req-from-client-1');
     const forwarded = upstream.seen.at(-1)!;
@@ -154,7 +156,18 @@ describe('gateway documents', () => {
     const doc = await http('GET', `${gateways[0]!.url}/v1/openapi.json`);
     expect(doc.status).toBe(200);
     expect(doc.body.openapi).toBe('3.1.0');
-    for (const p of ['/sources', '/sources/{id}', '/analytics/overview', '/analytics/reports/{id}', '/analytics/query', '/models', '/models/{id}/predict', '/models/{id}/metrics', '/webhooks', '/webhooks/{id}']) {
+    for (const p of [
+      '/sources',
+      '/sources/{id}',
+      '/analytics/overview',
+      '/analytics/reports/{id}',
+      '/analytics/query',
+      '/models',
+      '/models/{id}/predict',
+      '/models/{id}/metrics',
+      '/webhooks',
+      '/webhooks/{id}',
+    ]) {
       expect(doc.body.paths[p]).toBeDefined();
     }
     const page = await http('GET', `${gateways[0]!.url}/docs`);

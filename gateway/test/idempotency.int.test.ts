@@ -85,7 +85,13 @@ describe('Idempotency-Key', () => {
     const redis = createRedis(h.stack.REDIS_URL);
     await new Promise((r) => redis.once('ready', r));
     try {
-      const legacy = { state: 'done', fingerprint: sha('POST', '/v1/sources', body), status: 201, headers: { 'content-type': 'application/json', location: '/v1/things/legacy' }, body: Buffer.from('{"n":-1}').toString('base64') };
+      const legacy = {
+        state: 'done',
+        fingerprint: sha('POST', '/v1/sources', body),
+        status: 201,
+        headers: { 'content-type': 'application/json', location: '/v1/things/legacy' },
+        body: Buffer.from('{"n":-1}').toString('base64'),
+      };
       await redis.set(`idem:${accountId}:${createHash('sha256').update(key).digest('hex')}`, JSON.stringify(legacy), 'PX', 60_000);
     } finally {
       redis.disconnect();

@@ -85,11 +85,14 @@ it('keeps serving under the fallback limit while Redis is down, never a 5xx, and
 
     redis = start();
     await waitFor(async () => (await probe.ping().catch(() => null)) === 'PONG', { what: 'redis back' });
-    await waitFor(async () => {
-      const before = g.stats.limiterFallbacks;
-      await burst(1);
-      return g.stats.limiterFallbacks === before;
-    }, { timeoutMs: 10_000, what: 'limiter back on redis' });
+    await waitFor(
+      async () => {
+        const before = g.stats.limiterFallbacks;
+        await burst(1);
+        return g.stats.limiterFallbacks === before;
+      },
+      { timeoutMs: 10_000, what: 'limiter back on redis' },
+    );
     await burst(10);
     expect(await probe.zcard(`rl:{${accountId}}`)).toBeGreaterThanOrEqual(10);
     expect(statuses.filter((s) => s >= 500)).toEqual([]);

@@ -21,7 +21,8 @@ beforeAll(async () => {
   h = await startHarness();
   gw = (await h.gateway()).url;
   const account = await h.accounts.accounts.createAccount({ name: 'matrix', plan: 'enterprise' });
-  const make = async (name: string, scopes?: Scope[], expiresAt?: Date) => (await h.accounts.accounts.createKey(account._id, { name, ...(scopes ? { scopes } : {}), ...(expiresAt ? { expiresAt } : {}) }));
+  const make = async (name: string, scopes?: Scope[], expiresAt?: Date) =>
+    await h.accounts.accounts.createKey(account._id, { name, ...(scopes ? { scopes } : {}), ...(expiresAt ? { expiresAt } : {}) });
   creds.all = (await make('all')).secret;
   const revoked = await make('revoked');
   await h.accounts.accounts.revokeKey(account._id, revoked.key._id);

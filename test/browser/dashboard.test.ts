@@ -158,11 +158,18 @@ describe('the dashboard', () => {
     await page.getByRole('status').getByText('Key “reporting job” revoked').waitFor();
     await waitFor(async () => (await fetch(`${gw}/v1/sources`, bearer(newSecret))).status === 401, { timeoutMs: 5_000, intervalMs: 100, what: 'the revoked key refused' });
     await page.getByRole('button', { name: 'Show', exact: true }).click();
-    await page.getByTestId('key-row').filter({ hasText: newSecret.slice(-4) }).getByText('Revoked', { exact: true }).waitFor();
+    await page
+      .getByTestId('key-row')
+      .filter({ hasText: newSecret.slice(-4) })
+      .getByText('Revoked', { exact: true })
+      .waitFor();
 
     await go(page, 'Plan & usage');
     await page.getByTestId('plan').getByText('100').first().waitFor();
-    await page.getByTestId('usage-now').getByText(/of 100 requests/).waitFor();
+    await page
+      .getByTestId('usage-now')
+      .getByText(/of 100 requests/)
+      .waitFor();
     await page.locator('svg[data-chart="bar"]').first().waitFor();
     await screenshot(page, 'plan-usage');
 
@@ -327,13 +334,16 @@ describe('the dashboard', () => {
     await page.getByRole('button', { name: 'Send test event' }).click();
     const alert = page.getByText('This endpoint is disabled');
     // The page shows the endpoint as it was loaded: reload until the 410 has disabled it.
-    await waitFor(async () => {
-      await page.reload();
-      return alert.waitFor({ timeout: 2_000 }).then(
-        () => true,
-        () => false,
-      );
-    }, { what: 'the endpoint disabled after a 410', timeoutMs: 30_000 });
+    await waitFor(
+      async () => {
+        await page.reload();
+        return alert.waitFor({ timeout: 2_000 }).then(
+          () => true,
+          () => false,
+        );
+      },
+      { what: 'the endpoint disabled after a 410', timeoutMs: 30_000 },
+    );
     await page.getByText('the endpoint answered 410 Gone').waitFor();
     await screenshot(page, 'webhook-disabled');
     gonePaths.delete('/hooks');

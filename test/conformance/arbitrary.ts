@@ -69,7 +69,8 @@ export function valid(schema: Schema | boolean | undefined, ctx: GenContext, key
     const usable = depth >= MAX_DEPTH ? alts.filter((a) => !JSON.stringify(a).includes('$ref')) : alts;
     return fc.oneof(...(usable.length ? usable : alts.slice(0, 1)).map((a) => valid({ ...omit(s, ['anyOf', 'oneOf']), ...a }, ctx, key, depth + 1)));
   }
-  if (Array.isArray(s.allOf) && s.allOf.length) return valid({ ...omit(s, ['allOf']), ...Object.assign({}, ...(s.allOf as Schema[]).map((x) => resolve(x, ctx))) }, ctx, key, depth + 1);
+  if (Array.isArray(s.allOf) && s.allOf.length)
+    return valid({ ...omit(s, ['allOf']), ...Object.assign({}, ...(s.allOf as Schema[]).map((x) => resolve(x, ctx))) }, ctx, key, depth + 1);
   const type = s.type;
   if (Array.isArray(type)) return fc.oneof(...type.map((t) => valid({ ...s, type: t }, ctx, key, depth)));
   switch (type) {

@@ -46,7 +46,9 @@ afterAll(async () => {
   await receiver?.close();
   reportFigures({ fault: 'OpenAPI conformance (fast-check)', requests: checked, mismatches: mismatches.length, fiveXX: rec.responses.filter((r) => r.status >= 500).length });
   // eslint-disable-next-line no-console -- part of the report
-  console.log(`conformance: ${checked} responses checked, ${mismatches.length} mismatches, ${rec.responses.filter((r) => r.status >= 500).length} 5xx (including the deliberate outage)`);
+  console.log(
+    `conformance: ${checked} responses checked, ${mismatches.length} mismatches, ${rec.responses.filter((r) => r.status >= 500).length} 5xx (including the deliberate outage)`,
+  );
 });
 
 /** Points every local component $ref at the registered components schema. */
@@ -103,7 +105,8 @@ function check(o: ApiOperation, sent: string, r: Recorded, opts: { expectUnavail
     }
   }
   const validate = validatorFor(`${o.operationId} ${r.status} ${type}`, media.schema);
-  if (!validate(body)) out.push(`${where}: ${r.status} body breaks its schema: ${ajv.errorsText(validate.errors, { separator: '; ' }).slice(0, 400)} — body ${r.text.slice(0, 200)}`);
+  if (!validate(body))
+    out.push(`${where}: ${r.status} body breaks its schema: ${ajv.errorsText(validate.errors, { separator: '; ' }).slice(0, 400)} — body ${r.text.slice(0, 200)}`);
   if (type === 'application/problem+json' && (body as Json).status !== r.status) out.push(`${where}: problem status ${(body as Json).status} ≠ HTTP ${r.status}`);
   return out;
 }
@@ -121,7 +124,10 @@ async function throwaway(o: ApiOperation, caller: Caller): Promise<string | null
   // A source is deleted once its first sync has settled: the delete-while-syncing race is a separate test
   // (test/faults/kill.int.test.ts), so this run stays deterministic.
   if (id && create.path === '/sources') {
-    await waitFor(async () => ['ready', 'failed'].includes((await rec.call(sys.gw, 'GET', `/v1/sources/${id}`, { headers: caller.headers })).json?.status), { timeoutMs: 20_000, what: 'throwaway source settled' });
+    await waitFor(async () => ['ready', 'failed'].includes((await rec.call(sys.gw, 'GET', `/v1/sources/${id}`, { headers: caller.headers })).json?.status), {
+      timeoutMs: 20_000,
+      what: 'throwaway source settled',
+    });
   }
   return id;
 }
@@ -134,7 +140,13 @@ function requestArb(o: ApiOperation, f: Fixtures) {
   };
   const paramArb = fc.tuple(...params.map(idArb));
   const queryArb = o.query
-    ? fc.record({ limit: fc.oneof(fc.integer({ min: -5, max: 150 }), fc.constantFrom('abc', '1.5', '')), cursor: fc.oneof(fc.string({ maxLength: 20 }), fc.base64String({ maxLength: 40 })) }, { requiredKeys: [] })
+    ? fc.record(
+        {
+          limit: fc.oneof(fc.integer({ min: -5, max: 150 }), fc.constantFrom('abc', '1.5', '')),
+          cursor: fc.oneof(fc.string({ maxLength: 20 }), fc.base64String({ maxLength: 40 })),
+        },
+        { requiredKeys: [] },
+      )
     : fc.constant({} as Record<string, unknown>);
   const bodySchema = doc.paths[o.path][o.method].requestBody?.content?.['application/json']?.schema as Json | undefined;
   const ctx = ctxFor(f);
@@ -151,38 +163,42 @@ const KNOWN_BUGS: Record<string, string> = {
 };
 
 describe.each(API_OPERATIONS.map((o) => [`${o.method.toUpperCase()} ${o.path}`, o] as const))('%s matches the OpenAPI document', (_n, o) => {
-  (KNOWN_BUGS[o.operationId] ? it.failing : it)(`for ${RUNS} generated requests${KNOWN_BUGS[o.operationId] ? ` (known bug: ${KNOWN_BUGS[o.operationId]})` : ''}`, async () => {
-    const auth = o.auth ?? 'any';
-    const f = auth === 'session' ? sfx : fx;
-    const found: string[] = [];
-    await fc.assert(
-      fc.asyncProperty(requestArb(o, f), async (req) => {
-        let headers: Record<string, string> = auth === 'session' ? session.headers : auth === 'public' ? {} : keyed.headers;
-        // Logging out ends the session it is sent with: give each run a session of its own.
-        if (o.operationId === 'logout') headers = (await signup(rec, sys.gw, 'oas-logout')).headers;
-        const params: string[] = [...req.params];
-        if (o.method === 'delete' && params[0] === f[paramKind(o, 'id')]) params[0] = (await throwaway(o, auth === 'session' ? session : keyed)) ?? params[0]!;
-        let i = 0;
-        let path = `/v1${o.path.replace(/\{\w+\}/g, () => encodeURIComponent(params[i++] ?? ''))}`;
-        const qs = new URLSearchParams(Object.entries(req.query).map(([k, v]): [string, string] => [k, String(v)])).toString();
-        if (qs) path += `?${qs}`;
-        const r = await rec.call(sys.gw, o.method.toUpperCase(), path, { headers, ...(req.body !== undefined ? { body: req.body } : {}), timeoutMs: 15_000 });
-        const problems = check(o, `${o.method.toUpperCase()} ${path.slice(0, 120)}${req.body !== undefined ? ` ${JSON.stringify(req.body).slice(0, 150)}` : ''}`, r);
-        found.push(...problems);
-      }),
-      // A fixed seed by default, so `npm test` is repeatable; faults.sh runs more, with a random seed.
-      { numRuns: RUNS, seed: Number(process.env.CONFORMANCE_SEED ?? 20261121) },
-    );
-    // Plus the canonical valid request, so the success path is always exercised.
-    const path = `/v1${o.path.replace(/\{(\w+)\}/g, (_m, p: string) => encodeURIComponent(f[paramKind(o, p)] as string))}`;
-    if (o.operationId !== 'logout' && o.method !== 'delete') {
-      const headers = auth === 'session' ? session.headers : auth === 'public' ? {} : keyed.headers;
-      const r = await rec.call(sys.gw, o.method.toUpperCase(), path, { headers, ...(validBodyOf(o, f) !== undefined ? { body: validBodyOf(o, f) } : {}) });
-      found.push(...check(o, `${o.method.toUpperCase()} ${path} (canonical)`, r));
-    }
-    mismatches.push(...found);
-    expect([...new Set(found)]).toEqual([]);
-  }, 120_000);
+  (KNOWN_BUGS[o.operationId] ? it.failing : it)(
+    `for ${RUNS} generated requests${KNOWN_BUGS[o.operationId] ? ` (known bug: ${KNOWN_BUGS[o.operationId]})` : ''}`,
+    async () => {
+      const auth = o.auth ?? 'any';
+      const f = auth === 'session' ? sfx : fx;
+      const found: string[] = [];
+      await fc.assert(
+        fc.asyncProperty(requestArb(o, f), async (req) => {
+          let headers: Record<string, string> = auth === 'session' ? session.headers : auth === 'public' ? {} : keyed.headers;
+          // Logging out ends the session it is sent with: give each run a session of its own.
+          if (o.operationId === 'logout') headers = (await signup(rec, sys.gw, 'oas-logout')).headers;
+          const params: string[] = [...req.params];
+          if (o.method === 'delete' && params[0] === f[paramKind(o, 'id')]) params[0] = (await throwaway(o, auth === 'session' ? session : keyed)) ?? params[0]!;
+          let i = 0;
+          let path = `/v1${o.path.replace(/\{\w+\}/g, () => encodeURIComponent(params[i++] ?? ''))}`;
+          const qs = new URLSearchParams(Object.entries(req.query).map(([k, v]): [string, string] => [k, String(v)])).toString();
+          if (qs) path += `?${qs}`;
+          const r = await rec.call(sys.gw, o.method.toUpperCase(), path, { headers, ...(req.body !== undefined ? { body: req.body } : {}), timeoutMs: 15_000 });
+          const problems = check(o, `${o.method.toUpperCase()} ${path.slice(0, 120)}${req.body !== undefined ? ` ${JSON.stringify(req.body).slice(0, 150)}` : ''}`, r);
+          found.push(...problems);
+        }),
+        // A fixed seed by default, so `npm test` is repeatable; faults.sh runs more, with a random seed.
+        { numRuns: RUNS, seed: Number(process.env.CONFORMANCE_SEED ?? 20261121) },
+      );
+      // Plus the canonical valid request, so the success path is always exercised.
+      const path = `/v1${o.path.replace(/\{(\w+)\}/g, (_m, p: string) => encodeURIComponent(f[paramKind(o, p)] as string))}`;
+      if (o.operationId !== 'logout' && o.method !== 'delete') {
+        const headers = auth === 'session' ? session.headers : auth === 'public' ? {} : keyed.headers;
+        const r = await rec.call(sys.gw, o.method.toUpperCase(), path, { headers, ...(validBodyOf(o, f) !== undefined ? { body: validBodyOf(o, f) } : {}) });
+        found.push(...check(o, `${o.method.toUpperCase()} ${path} (canonical)`, r));
+      }
+      mismatches.push(...found);
+      expect([...new Set(found)]).toEqual([]);
+    },
+    120_000,
+  );
 });
 
 it('the document is OpenAPI 3.1 and names every operation of the route table', () => {

@@ -108,7 +108,9 @@ describe('docker-compose.yml', () => {
   });
 
   it('publishes only the gateway', () => {
-    const published = Object.entries(compose.services).filter(([, s]) => s.ports?.length).map(([n]) => n);
+    const published = Object.entries(compose.services)
+      .filter(([, s]) => s.ports?.length)
+      .map(([n]) => n);
     expect(published).toEqual(['gateway']);
     expect(compose.services.gateway!.ports).toEqual(['8080:8080']);
   });

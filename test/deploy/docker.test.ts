@@ -112,7 +112,7 @@ describe('Dockerfiles', () => {
       expect(all(final, 'COPY').every((c) => c.args.startsWith('--from='))).toBe(true);
     });
 
-    it("listens where its config says, with only env names its config schema knows", () => {
+    it('listens where its config says, with only env names its config schema knows', () => {
       const env = envOf(final);
       expect(env).toMatchObject({ NODE_ENV: 'production', HOST: '0.0.0.0', PORT: '8080' });
       expect(Object.keys(env).filter((k) => k !== 'NODE_ENV' && !knownEnv(name).has(k))).toEqual([]);
@@ -131,7 +131,19 @@ describe('Dockerfiles', () => {
     const stages = parseDockerfile(readFileSync(join(root, 'deploy/docker/gateway.Dockerfile'), 'utf8'));
     const dashboard = stages.find((s) => s.name === 'dashboard')!;
     expect(one(dashboard, 'RUN')).toMatch(/npm ci --ignore-scripts .*-w @dap\/gateway .*&& node_modules\/\.bin\/vite build gateway\/dashboard$/);
-    const dir = (loadConfig(SHAPES.gateway!, { INTERNAL_SECRET: 'x'.repeat(32), REDIS_URL: 'redis://r', KAFKA_BROKERS: 'k:9092', PORT: '8080', ACCOUNTS_URL: 'http://a', SOURCES_URL: 'http://s', ANALYTICS_URL: 'http://a', MODELS_URL: 'http://m', WEBHOOKS_URL: 'http://w' }) as { DASHBOARD_DIR: string }).DASHBOARD_DIR;
+    const dir = (
+      loadConfig(SHAPES.gateway!, {
+        INTERNAL_SECRET: 'x'.repeat(32),
+        REDIS_URL: 'redis://r',
+        KAFKA_BROKERS: 'k:9092',
+        PORT: '8080',
+        ACCOUNTS_URL: 'http://a',
+        SOURCES_URL: 'http://s',
+        ANALYTICS_URL: 'http://a',
+        MODELS_URL: 'http://m',
+        WEBHOOKS_URL: 'http://w',
+      }) as { DASHBOARD_DIR: string }
+    ).DASHBOARD_DIR;
     const final = stages[stages.length - 1]!;
     expect(all(final, 'COPY').map((c) => c.args)).toContain(`--from=dashboard /src/${dir} ./${dir}`);
     expect(existsSync(join(root, 'gateway/dashboard/vite.config.ts'))).toBe(true);
@@ -144,7 +156,7 @@ describe('Dockerfiles', () => {
 });
 
 describe('workspace pruning (deploy/docker/workspaces.ts)', () => {
-  it("gives each image only the workspaces it runs, so the gateway carries no DuckDB or onnxruntime", () => {
+  it('gives each image only the workspaces it runs, so the gateway carries no DuckDB or onnxruntime', () => {
     const gateway = workspaceClosure(root, 'gateway');
     expect(gateway).toEqual(expect.arrayContaining(['gateway', 'libs/http', 'libs/contracts', 'libs/redis']));
     expect(gateway).not.toContain('libs/datasets');
@@ -198,7 +210,11 @@ describe('workspace pruning (deploy/docker/workspaces.ts)', () => {
       expect(existsSync(join(out, 'app/gateway'))).toBe(false);
       for (const dir of closure) expect(JSON.parse(readFileSync(join(out, 'app', dir, 'package.json'), 'utf8')).devDependencies).toBeUndefined();
       // What the deps stage runs, without installing: npm ci refuses manifests out of step with the lock.
-      const dry = spawnSync('npm', ['ci', '--omit=dev', '--ignore-scripts', '--dry-run', '--no-audit', '--no-fund', '-w', '@dap/sources'], { cwd: join(out, 'manifests'), encoding: 'utf8', timeout: 120_000 });
+      const dry = spawnSync('npm', ['ci', '--omit=dev', '--ignore-scripts', '--dry-run', '--no-audit', '--no-fund', '-w', '@dap/sources'], {
+        cwd: join(out, 'manifests'),
+        encoding: 'utf8',
+        timeout: 120_000,
+      });
       expect(`${dry.status} ${dry.stderr}`).toMatch(/^0 /);
       const files = (function walk(d: string): string[] {
         return readdirSync(d).flatMap((f) => (statSync(join(d, f)).isDirectory() ? walk(join(d, f)) : [join(d, f)]));

@@ -34,12 +34,22 @@ type Container = {
   securityContext?: Record<string, unknown>;
   volumeMounts?: Array<{ name: string; mountPath: string; readOnly?: boolean }>;
 };
-type PodSpec = { containers: Container[]; securityContext?: Record<string, unknown>; volumes?: Array<{ name: string; persistentVolumeClaim?: { claimName: string; readOnly?: boolean } }> };
-type Deployment = K8sObject & { spec: { replicas?: number; selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> }; spec: PodSpec } } };
+type PodSpec = {
+  containers: Container[];
+  securityContext?: Record<string, unknown>;
+  volumes?: Array<{ name: string; persistentVolumeClaim?: { claimName: string; readOnly?: boolean } }>;
+};
+type Deployment = K8sObject & {
+  spec: { replicas?: number; selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> }; spec: PodSpec } };
+};
 type Service = K8sObject & { spec: { selector: Record<string, string>; ports: Array<{ port: number; targetPort: string | number }> } };
 type LabelSelector = { matchLabels?: Record<string, string>; matchExpressions?: Array<{ key: string; operator: string; values?: string[] }> };
 type NetworkPolicy = K8sObject & {
-  spec: { podSelector: LabelSelector; policyTypes: string[]; ingress?: Array<{ from?: Array<{ podSelector?: LabelSelector; namespaceSelector?: LabelSelector }>; ports?: Array<{ port: number }> }> };
+  spec: {
+    podSelector: LabelSelector;
+    policyTypes: string[];
+    ingress?: Array<{ from?: Array<{ podSelector?: LabelSelector; namespaceSelector?: LabelSelector }>; ports?: Array<{ port: number }> }>;
+  };
 };
 
 const find = <T extends K8sObject>(objects: K8sObject[], kind: string, name: string) => objects.find((o) => o.kind === kind && o.metadata.name === name) as T | undefined;

@@ -160,10 +160,7 @@ maybe('MongoLauncher storage', () => {
     try {
       const resorted = first.lines.filter((l) => l.includes('re-sorted'));
       expect(resorted).toEqual(
-        expect.arrayContaining([
-          `MongoLauncher: index launcher.docs._index__id_ re-sorted (${N} keys)`,
-          `MongoLauncher: index launcher.docs._index_a_1_b_1 re-sorted (${N} keys)`,
-        ]),
+        expect.arrayContaining([`MongoLauncher: index launcher.docs._index__id_ re-sorted (${N} keys)`, `MongoLauncher: index launcher.docs._index_a_1_b_1 re-sorted (${N} keys)`]),
       );
       await checkStore(first.url, 1);
       // Every page written again, in the new format this time.

@@ -63,7 +63,9 @@ it('starts MariaDB from a checkout only root can enter', () => {
   const up = stack('start-one', 'test', 'mariadb');
   expect(up.out).toContain('mariadb ready');
   expect(up.status).toBe(0);
-  const q = spawnSync('mariadb', ['--no-defaults', '-h', '127.0.0.1', '-P', ports.mariadb, '-u', 'dap', '-pdap-local-pw', 'dap', '-N', '-e', 'SELECT 40 + 2'], { encoding: 'utf8' });
+  const q = spawnSync('mariadb', ['--no-defaults', '-h', '127.0.0.1', '-P', ports.mariadb, '-u', 'dap', '-pdap-local-pw', 'dap', '-N', '-e', 'SELECT 40 + 2'], {
+    encoding: 'utf8',
+  });
   expect(q.stdout.trim()).toBe('42');
   expect(stack('stop-one', 'test', 'mariadb').out).toContain('mariadb stopped');
 }, 180_000);

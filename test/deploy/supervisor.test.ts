@@ -45,10 +45,18 @@ async function ports(): Promise<Record<DeployableName, number>> {
 }
 
 const deployable = (name: DeployableName, entry: string) => ({ name, entry, urlEnv: DEPLOYABLES.find((d) => d.name === name)!.urlEnv });
-const jsonLines = (file: string) => readFileSync(file, 'utf8').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
-const healthy = (url: string) => fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) }).then((r) => r.ok, () => false);
+const jsonLines = (file: string) =>
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+const healthy = (url: string) =>
+  fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) }).then(
+    (r) => r.ok,
+    () => false,
+  );
 async function until(what: string, check: () => boolean) {
-  for (const deadline = Date.now() + 5_000; Date.now() < deadline; ) {
+  for (const deadline = Date.now() + 5_000; Date.now() < deadline;) {
     if (check()) return;
     await new Promise((r) => setTimeout(r, 25));
   }
@@ -83,7 +91,15 @@ describe('supervisor', () => {
     expect(report).toMatchObject({ name: 'analytics', pid, code: 7, signal: null, expected: false, duringStartup: false });
     expect(report.description).toBe(`analytics (pid ${pid}) exited with code 7, unexpectedly`);
     expect(reports).toEqual([report]);
-    expect(jsonLines(join(logDir, 'supervisor.log')).at(-1)).toMatchObject({ level: 50, service: 'supervisor', deployable: 'analytics', code: 7, signal: null, expected: false, msg: report.description });
+    expect(jsonLines(join(logDir, 'supervisor.log')).at(-1)).toMatchObject({
+      level: 50,
+      service: 'supervisor',
+      deployable: 'analytics',
+      code: 7,
+      signal: null,
+      expected: false,
+      msg: report.description,
+    });
     // The process's own log keeps its last words, then the supervisor's line.
     await until('the analytics log line', () => readFileSync(join(logDir, 'analytics.log'), 'utf8').includes('"service":"supervisor"'));
     const log = readFileSync(join(logDir, 'analytics.log'), 'utf8').trimEnd().split('\n');
@@ -103,7 +119,13 @@ describe('supervisor', () => {
   it('reports a requested kill with its signal', async () => {
     const pid = sup.pids().accounts;
     await sup.kill('accounts', 'SIGKILL');
-    expect(sup.status().accounts.lastExit).toMatchObject({ pid, code: null, signal: 'SIGKILL', expected: true, description: `accounts (pid ${pid}) was killed by signal SIGKILL, as requested` });
+    expect(sup.status().accounts.lastExit).toMatchObject({
+      pid,
+      code: null,
+      signal: 'SIGKILL',
+      expected: true,
+      description: `accounts (pid ${pid}) was killed by signal SIGKILL, as requested`,
+    });
     expect(jsonLines(join(logDir, 'accounts.log')).at(-1)).toMatchObject({ level: 30, signal: 'SIGKILL', expected: true });
     await sup.restart('accounts');
     expect(sup.status().accounts).toMatchObject({ state: 'running', restarts: 1 });
@@ -116,7 +138,9 @@ describe('supervisor', () => {
     const st = sup.status();
     for (const name of ['accounts', 'analytics', 'gateway'] as const) expect(st[name].lastExit).toMatchObject({ code: 0, signal: null, expected: true, forced: false });
     expect(st.models.lastExit).toMatchObject({ code: null, signal: 'SIGKILL', expected: true, forced: true });
-    expect(st.models.lastExit!.description).toMatch(/^models \(pid \d+\) was killed by signal SIGKILL, as requested \(SIGKILL: it did not stop within the grace period after SIGTERM\)$/);
+    expect(st.models.lastExit!.description).toMatch(
+      /^models \(pid \d+\) was killed by signal SIGKILL, as requested \(SIGKILL: it did not stop within the grace period after SIGTERM\)$/,
+    );
     expect(jsonLines(join(logDir, 'supervisor.log')).at(-1)).toMatchObject({ deployable: 'models', level: 40, forced: true });
     expect(readFileSync(join(logDir, 'models.log'), 'utf8')).toContain('ignoring SIGTERM');
     expect(reports.filter((r) => !r.expected)).toHaveLength(1); // the crash of the first test only
@@ -132,9 +156,15 @@ describe('supervisor start-up failures', () => {
     const logDir = join(root, `logs-${entry}`);
     const reports: ExitReport[] = [];
     const started = Date.now();
-    const err = (await startServices({ root, env: {}, ports: await ports(), logDir, timeoutMs: 30_000, onExit: (r) => reports.push(r), deployables: [deployable('sources', entry)] }).catch(
-      (e: unknown) => e,
-    )) as Error;
+    const err = (await startServices({
+      root,
+      env: {},
+      ports: await ports(),
+      logDir,
+      timeoutMs: 30_000,
+      onExit: (r) => reports.push(r),
+      deployables: [deployable('sources', entry)],
+    }).catch((e: unknown) => e)) as Error;
     expect(err.message).toMatch(message);
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(reports).toEqual([expect.objectContaining({ name: 'sources', expected: false, duringStartup: true })]);
@@ -186,9 +216,14 @@ describe.each([
   });
 
   it('fails with the reason in the message when not allowed (fixed ports)', async () => {
-    const err = (await startServices({ root, env: {}, ports: { ...(await ports()), sources: taken }, logDir: join(root, `logs-busy-fixed-${taken}`), onExit: () => undefined, deployables: [deployable('sources', 'ok.mjs')] }).catch(
-      (e: unknown) => e,
-    )) as Error;
+    const err = (await startServices({
+      root,
+      env: {},
+      ports: { ...(await ports()), sources: taken },
+      logDir: join(root, `logs-busy-fixed-${taken}`),
+      onExit: () => undefined,
+      deployables: [deployable('sources', 'ok.mjs')],
+    }).catch((e: unknown) => e)) as Error;
     expect(err.message).toMatch(/^sources exited with code 1 during start-up; see .*; its last lines:\n[\s\S]*EADDRINUSE/);
   });
 });

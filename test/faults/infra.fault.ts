@@ -46,7 +46,16 @@ afterAll(async () => {
 /** Runs load, stops one component for `downMs`, starts it again, keeps the load on a little, then checks. */
 async function outage(component: Component, downMs: number) {
   const from = rec.responses.length;
-  const load = new Load({ rec, gw: sys.gw, headers: ctx.headers, perSecond: RATE, sourceId: ctx.sourceId, modelId: ctx.modelId, sinkUrl: `${receiver.url}/sink`, timeoutMs: 12_000 });
+  const load = new Load({
+    rec,
+    gw: sys.gw,
+    headers: ctx.headers,
+    perSecond: RATE,
+    sourceId: ctx.sourceId,
+    modelId: ctx.modelId,
+    sinkUrl: `${receiver.url}/sink`,
+    timeoutMs: 12_000,
+  });
   load.start();
   await sleep(3_000);
   await stack.stop(component);
@@ -70,11 +79,19 @@ async function outage(component: Component, downMs: number) {
   const lost = await verifyAcked(rec, sys.gw, ctx.headers, load.acked);
   const events = await waitFor(
     () => {
-      const c = checkEvents(load.acked, receiver.received.filter((r) => r.path === '/all'));
+      const c = checkEvents(
+        load.acked,
+        receiver.received.filter((r) => r.path === '/all'),
+      );
       return c.missing.length === 0 ? c : null;
     },
     { timeoutMs: 120_000, intervalMs: 1_000, what: 'every acknowledged event delivered' },
-  ).catch(() => checkEvents(load.acked, receiver.received.filter((r) => r.path === '/all')));
+  ).catch(() =>
+    checkEvents(
+      load.acked,
+      receiver.received.filter((r) => r.path === '/all'),
+    ),
+  );
   const during = rec.responses.slice(downAt, upAt);
   const all = rec.responses.slice(from);
   const figures = {

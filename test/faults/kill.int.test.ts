@@ -27,62 +27,65 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-it(
-  `loses no acknowledged write and no event when each process is SIGKILLed under load (${ROUNDS} round(s))`,
-  async () => {
-    const { headers, sourceId, modelId } = await prepareAccount(sys, rec, receiver.url, 'professional');
-    const load = new Load({ rec, gw: sys.gw, headers, perSecond: RATE, sourceId, modelId, sinkUrl: `${receiver.url}/sink` });
-    let faults = 0;
-    load.start();
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const d of DEPLOYABLES) {
-        await sleep(1_500);
-        await sys.services.kill(d.name, 'SIGKILL');
-        faults++;
-        await sleep(1_000);
-        await sys.services.restart(d.name);
-      }
+it(`loses no acknowledged write and no event when each process is SIGKILLed under load (${ROUNDS} round(s))`, async () => {
+  const { headers, sourceId, modelId } = await prepareAccount(sys, rec, receiver.url, 'professional');
+  const load = new Load({ rec, gw: sys.gw, headers, perSecond: RATE, sourceId, modelId, sinkUrl: `${receiver.url}/sink` });
+  let faults = 0;
+  load.start();
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const d of DEPLOYABLES) {
+      await sleep(1_500);
+      await sys.services.kill(d.name, 'SIGKILL');
+      faults++;
+      await sleep(1_000);
+      await sys.services.restart(d.name);
     }
-    await sleep(2_000);
-    await load.stop();
-    const acked = load.acked;
-    const written = acked.sources.length + acked.reports.length + acked.webhooks.length;
-    // The load did real work through the faults: writes were acknowledged, and some requests failed.
-    expect(acked.sources.length).toBeGreaterThan(5);
-    expect(acked.reports.length).toBeGreaterThan(5);
-    expect(acked.predictions.length).toBeGreaterThan(5);
+  }
+  await sleep(2_000);
+  await load.stop();
+  const acked = load.acked;
+  const written = acked.sources.length + acked.reports.length + acked.webhooks.length;
+  // The load did real work through the faults: writes were acknowledged, and some requests failed.
+  expect(acked.sources.length).toBeGreaterThan(5);
+  expect(acked.reports.length).toBeGreaterThan(5);
+  expect(acked.predictions.length).toBeGreaterThan(5);
 
-    const lost = await verifyAcked(rec, sys.gw, headers, acked);
-    expect(lost).toEqual([]);
-    const events = await waitFor(
-      () => {
-        const c = checkEvents(acked, receiver.received.filter((r) => r.path === '/all'));
-        return c.missing.length === 0 ? c : null;
-      },
-      { timeoutMs: 90_000, intervalMs: 500, what: 'every acknowledged event delivered' },
-    ).catch(() => checkEvents(acked, receiver.received.filter((r) => r.path === '/all')));
-    expect(events.missing).toEqual([]);
-    expect(events.duplicates).toEqual([]);
-    // Nothing but refusals while a process was down: 5xx only as 502/503 problem answers from the gateway.
-    const serverErrors = rec.responses.filter((r) => r.status >= 500 && r.status !== 502 && r.status !== 503);
-    expect(serverErrors.map((r) => `${r.method} ${r.path} ${r.status} ${r.text.slice(0, 120)}`)).toEqual([]);
-    reportFigures({
-      fault: `SIGKILL each process ×${ROUNDS}`,
-      faults,
-      requests: load.requests,
-      statuses: load.summary(),
-      acknowledged: written,
-      lost: lost.length,
-      eventsMissing: events.missing.length,
-      duplicates: events.duplicates.length,
-      fiveXX: serverErrors.length,
-    });
-    // eslint-disable-next-line no-console -- the figures are part of the report
-    console.log(
-      `SIGKILL: ${faults} faults, ${load.requests} requests (${load.summary()}), ${written} writes acknowledged, ${lost.length} lost, ` +
-        `${acked.predictions.length} predictions, ${events.delivered} webhook deliveries, ${events.missing.length} events missing`,
-    );
-  },
-  300_000,
-);
-
+  const lost = await verifyAcked(rec, sys.gw, headers, acked);
+  expect(lost).toEqual([]);
+  const events = await waitFor(
+    () => {
+      const c = checkEvents(
+        acked,
+        receiver.received.filter((r) => r.path === '/all'),
+      );
+      return c.missing.length === 0 ? c : null;
+    },
+    { timeoutMs: 90_000, intervalMs: 500, what: 'every acknowledged event delivered' },
+  ).catch(() =>
+    checkEvents(
+      acked,
+      receiver.received.filter((r) => r.path === '/all'),
+    ),
+  );
+  expect(events.missing).toEqual([]);
+  expect(events.duplicates).toEqual([]);
+  // Nothing but refusals while a process was down: 5xx only as 502/503 problem answers from the gateway.
+  const serverErrors = rec.responses.filter((r) => r.status >= 500 && r.status !== 502 && r.status !== 503);
+  expect(serverErrors.map((r) => `${r.method} ${r.path} ${r.status} ${r.text.slice(0, 120)}`)).toEqual([]);
+  reportFigures({
+    fault: `SIGKILL each process ×${ROUNDS}`,
+    faults,
+    requests: load.requests,
+    statuses: load.summary(),
+    acknowledged: written,
+    lost: lost.length,
+    eventsMissing: events.missing.length,
+    duplicates: events.duplicates.length,
+    fiveXX: serverErrors.length,
+  });
+  // eslint-disable-next-line no-console -- the figures are part of the report
+  console.log(
+    `SIGKILL: ${faults} faults, ${load.requests} requests (${load.summary()}), ${written} writes acknowledged, ${lost.length} lost, ` +
+      `${acked.predictions.length} predictions, ${events.delivered} webhook deliveries, ${events.missing.length} events missing`,
+  );
+}, 300_000);

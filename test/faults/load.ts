@@ -50,14 +50,17 @@ export class Load {
     const t0 = Date.now();
     let sent = 0;
     // Catch up on missed ticks so the rate holds even when the event loop is busy.
-    this.timer = setInterval(() => {
-      const due = Math.floor((Date.now() - t0) / period);
-      while (sent < due) {
-        sent++;
-        const p = this.one().finally(() => this.inFlight.delete(p));
-        this.inFlight.add(p);
-      }
-    }, Math.max(5, Math.floor(period / 2)));
+    this.timer = setInterval(
+      () => {
+        const due = Math.floor((Date.now() - t0) / period);
+        while (sent < due) {
+          sent++;
+          const p = this.one().finally(() => this.inFlight.delete(p));
+          this.inFlight.add(p);
+        }
+      },
+      Math.max(5, Math.floor(period / 2)),
+    );
   }
 
   /** Stops sending and waits for every request in flight. */
@@ -69,7 +72,10 @@ export class Load {
 
   /** Status counts as a readable line, e.g. `201×40 200×80 503×3 ECONNREFUSED×12`. */
   summary(): string {
-    return [...this.statuses].sort().map(([k, v]) => `${k}×${v}`).join(' ');
+    return [...this.statuses]
+      .sort()
+      .map(([k, v]) => `${k}×${v}`)
+      .join(' ');
   }
 
   private async one(): Promise<void> {
@@ -84,7 +90,14 @@ export class Load {
         if (res.status === 201) this.acked.sources.push(res.json.id);
         break;
       case 'query':
-        res = await call('POST', '/v1/analytics/query', { sourceId, measures: [{ op: 'count', as: 'n' }, { op: 'sum', field: 'y', as: 'y' }], dimensions: ['country'] });
+        res = await call('POST', '/v1/analytics/query', {
+          sourceId,
+          measures: [
+            { op: 'count', as: 'n' },
+            { op: 'sum', field: 'y', as: 'y' },
+          ],
+          dimensions: ['country'],
+        });
         if (res.status === 201 || res.status === 202) this.acked.reports.push(res.json.id);
         break;
       case 'predict':

@@ -90,7 +90,20 @@ export async function startPrivateStack(dir: string): Promise<PrivateStack> {
   const clusterId = randomBytes(16).toString('base64url');
   const format = spawnSync(
     'java',
-    ['-Xms64m', '-Xmx256m', `-Dlog4j.configuration=file:${join(root, 'deploy/local/kafka-tools-log4j.properties')}`, '-cp', `${jars}/kafka/*`, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', props, '--ignore-formatted'],
+    [
+      '-Xms64m',
+      '-Xmx256m',
+      `-Dlog4j.configuration=file:${join(root, 'deploy/local/kafka-tools-log4j.properties')}`,
+      '-cp',
+      `${jars}/kafka/*`,
+      'kafka.tools.StorageTool',
+      'format',
+      '-t',
+      clusterId,
+      '-c',
+      props,
+      '--ignore-formatted',
+    ],
     { encoding: 'utf8' },
   );
   if (format.status !== 0) throw new Error(`kafka storage format failed: ${format.stderr || format.stdout}`);

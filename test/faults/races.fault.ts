@@ -38,7 +38,10 @@ it('deleting a source while it syncs answers 204, never a 500 (30 tries at varie
   // A sync that was still running finds its source gone and removes what it wrote.
   const accountDir = join(repoRoot(), '.local', 'test', `datasets-race-${sys.suffix}`, account.accountId);
   const leftovers = () => (existsSync(accountDir) ? readdirSync(accountDir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.parquet')) : []);
-  const left = await waitFor(() => leftovers().length === 0, { timeoutMs: 15_000, what: 'the deleted sources\' data to go' }).then(() => [], () => leftovers());
+  const left = await waitFor(() => leftovers().length === 0, { timeoutMs: 15_000, what: "the deleted sources' data to go" }).then(
+    () => [],
+    () => leftovers(),
+  );
   reportFigures({ fault: 'delete while syncing ×30', requests: 60, statuses: statuses.join(' '), fiveXX: statuses.filter((s) => s >= 500).length, dataFilesLeft: left.length });
   expect(statuses.filter((s) => s !== 204)).toEqual([]);
   expect(left).toEqual([]);

@@ -39,10 +39,13 @@ export async function verifyAcked(rec: Recorder, gw: string, headers: Record<str
   const lost: string[] = [];
   const check = async (path: string) => {
     // A read may race a restart that is just finishing: retry briefly before calling it lost.
-    const r = await waitFor(async () => {
-      const res = await rec.call(gw, 'GET', path, { headers });
-      return res.status === 200 || res.status === 404 ? res : null;
-    }, { timeoutMs: 10_000, what: `read ${path}` }).catch(() => null);
+    const r = await waitFor(
+      async () => {
+        const res = await rec.call(gw, 'GET', path, { headers });
+        return res.status === 200 || res.status === 404 ? res : null;
+      },
+      { timeoutMs: 10_000, what: `read ${path}` },
+    ).catch(() => null);
     if (!r || r.status !== 200) lost.push(`${path} → ${r?.status ?? 'no answer'}`);
   };
   for (const id of acked.sources) await check(`/v1/sources/${id}`);

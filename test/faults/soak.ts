@@ -77,8 +77,16 @@ async function main() {
       const heap = Object.fromEntries(await Promise.all(Object.keys(pids).map(async (n) => [n, await heapMb(urls[n as keyof typeof urls])] as const)));
       const s = { t: Math.round((Date.now() - t0) / 1000), rss, heap, lag: await lag(), requests: load.requests };
       samples.push(s);
-      console.log(`[soak] t=${s.t}s requests=${s.requests} lag=${s.lag} rss(MB) ${Object.entries(rss).map(([n, v]) => `${n}=${v}`).join(' ')}`);
-      console.log(`[soak]   heap new/old-used (MB) ${Object.entries(heap).map(([n, h]) => `${n}=${h ? `${h.newSpace.toFixed(0)}/${h.oldUsed.toFixed(1)}` : '?'}`).join(' ')}`);
+      console.log(
+        `[soak] t=${s.t}s requests=${s.requests} lag=${s.lag} rss(MB) ${Object.entries(rss)
+          .map(([n, v]) => `${n}=${v}`)
+          .join(' ')}`,
+      );
+      console.log(
+        `[soak]   heap new/old-used (MB) ${Object.entries(heap)
+          .map(([n, h]) => `${n}=${h ? `${h.newSpace.toFixed(0)}/${h.oldUsed.toFixed(1)}` : '?'}`)
+          .join(' ')}`,
+      );
     }
     await load.stop();
 
@@ -87,7 +95,19 @@ async function main() {
     // Judged on the floor of each third after warm-up (the lowest sample, i.e. after a collection): a leak
     // raises the floor, while the garbage collector's sawtooth only moves the peaks.
     const third = Math.max(1, Math.floor(judged.length / 3));
-    const rows: string[][] = [['process', 'floor, 1st third (MB)', 'floor, last third (MB)', 'max (MB)', 'last (MB)', 'floor growth', 'flat', 'young gen first/last (MB)', 'old space used floor 1st/last third (MB)']];
+    const rows: string[][] = [
+      [
+        'process',
+        'floor, 1st third (MB)',
+        'floor, last third (MB)',
+        'max (MB)',
+        'last (MB)',
+        'floor growth',
+        'flat',
+        'young gen first/last (MB)',
+        'old space used floor 1st/last third (MB)',
+      ],
+    ];
     let flat = true;
     for (const n of names) {
       const vals = judged.map((s) => s.rss[n]).filter((v): v is number => v !== null);
@@ -99,12 +119,34 @@ async function main() {
       flat &&= ok;
       const heaps = judged.map((s) => s.heap[n]).filter((h): h is { newSpace: number; oldUsed: number } => Boolean(h));
       const young = heaps.length ? `${heaps[0]!.newSpace.toFixed(0)}/${heaps.at(-1)!.newSpace.toFixed(0)}` : '?';
-      const old = heaps.length ? `${Math.min(...heaps.slice(0, third).map((h) => h.oldUsed)).toFixed(1)}/${Math.min(...heaps.slice(-third).map((h) => h.oldUsed)).toFixed(1)}` : '?';
-      rows.push([n, first.toFixed(1), lastFloor.toFixed(1), Math.max(...vals).toFixed(1), vals[vals.length - 1]!.toFixed(1), `${growth >= 0 ? '+' : ''}${growth.toFixed(1)}`, ok ? 'yes' : 'NO', young, old]);
+      const old = heaps.length
+        ? `${Math.min(...heaps.slice(0, third).map((h) => h.oldUsed)).toFixed(1)}/${Math.min(...heaps.slice(-third).map((h) => h.oldUsed)).toFixed(1)}`
+        : '?';
+      rows.push([
+        n,
+        first.toFixed(1),
+        lastFloor.toFixed(1),
+        Math.max(...vals).toFixed(1),
+        vals[vals.length - 1]!.toFixed(1),
+        `${growth >= 0 ? '+' : ''}${growth.toFixed(1)}`,
+        ok ? 'yes' : 'NO',
+        young,
+        old,
+      ]);
     }
     const lags = judged.map((s) => s.lag);
     const lagOk = lags.length > 0 && lags[lags.length - 1]! <= Math.max(100, PER_MINUTE / 6) && Math.max(...lags.slice(-3)) <= Math.max(200, PER_MINUTE / 3);
-    rows.push(['kafka consumer lag (messages)', String(lags[0] ?? ''), String(lags[lags.length - 1] ?? ''), String(Math.max(...lags)), String(lags[lags.length - 1] ?? ''), '', lagOk ? 'yes' : 'NO', '', '']);
+    rows.push([
+      'kafka consumer lag (messages)',
+      String(lags[0] ?? ''),
+      String(lags[lags.length - 1] ?? ''),
+      String(Math.max(...lags)),
+      String(lags[lags.length - 1] ?? ''),
+      '',
+      lagOk ? 'yes' : 'NO',
+      '',
+      '',
+    ]);
     const width = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
     console.log('\n[soak] summary');
     for (const r of rows) console.log(r.map((c, i) => c.padEnd(width[i]!)).join('  '));

@@ -156,7 +156,8 @@ export class Recorder {
   /** Keep bodies for the secret scan; a load generator may turn it off to save memory. */
   keepBodies = true;
 
-  async call(base: string, method: string, path: string, opts: CallOptions = {}): Promise<Recorded & { json: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any -- bodies are asserted field by field
+  async call(base: string, method: string, path: string, opts: CallOptions = {}): Promise<Recorded & { json: any }> {
+    // eslint-disable-line @typescript-eslint/no-explicit-any -- bodies are asserted field by field
     const headers: Record<string, string> = { ...opts.headers };
     let body: string | Uint8Array | undefined = opts.raw;
     if (opts.body !== undefined) {
@@ -197,7 +198,9 @@ export function findLeaks(
     if (s.value.length < 8) throw new Error(`secret ${s.what} is too short to search for`);
     for (const r of responses) {
       if (s.allowedIn?.(r)) continue;
-      const headerText = Object.entries(r.headers).map(([k, v]) => `${k}: ${v}`).join('\n');
+      const headerText = Object.entries(r.headers)
+        .map(([k, v]) => `${k}: ${v}`)
+        .join('\n');
       if (r.text.includes(s.value) || headerText.includes(s.value)) leaks.push(`${s.what} in the response to ${r.method} ${r.path} (${r.status})`);
     }
     for (const [file, text] of Object.entries(logs)) {

@@ -54,7 +54,12 @@ const MB = 1024 * 1024;
 function schemaDerived(o: ApiOperation, valid: unknown): BadInput[] {
   if (!o.body) return [];
   const out: BadInput[] = [];
-  const json = z.toJSONSchema(o.body, { io: 'input', unrepresentable: 'any' }) as { properties?: Record<string, { type?: string }>; required?: string[]; anyOf?: unknown[]; oneOf?: unknown[] };
+  const json = z.toJSONSchema(o.body, { io: 'input', unrepresentable: 'any' }) as {
+    properties?: Record<string, { type?: string }>;
+    required?: string[];
+    anyOf?: unknown[];
+    oneOf?: unknown[];
+  };
   const base = (valid && typeof valid === 'object' ? valid : {}) as Record<string, unknown>;
   const props = Object.keys(json.properties ?? base);
   const wrongValues: unknown[] = [12345, 'a string', true, null, [], {}, [{ $gt: '' }]];
@@ -140,7 +145,27 @@ function genericBodies(o: ApiOperation, valid: unknown): Array<BadInput & { stru
 }
 
 /** Ids of the wrong shape for every path parameter. */
-const BAD_IDS = ['x', 'src_', 'SRC_01ARZ3NDEKTSV4RRFFQ69G5FAV', 'src_01ARZ3NDEKTSV4RRFFQ69G5FA', 'src_01ARZ3NDEKTSV4RRFFQ69G5FAVV', 'src_ILOU0000000000000000000000', 'rpt_01ARZ3NDEKTSV4RRFFQ69G5FAV', `${'a'.repeat(5000)}`, '%00', '%E0%A4%A', '..%2F..%2Fetc%2Fpasswd', "1' OR '1'='1", '{"$gt":""}', '%7B%22%24ne%22%3A1%7D', '%F0%9F%92%A9', 'null', 'undefined', '-1', '0x10'];
+const BAD_IDS = [
+  'x',
+  'src_',
+  'SRC_01ARZ3NDEKTSV4RRFFQ69G5FAV',
+  'src_01ARZ3NDEKTSV4RRFFQ69G5FA',
+  'src_01ARZ3NDEKTSV4RRFFQ69G5FAVV',
+  'src_ILOU0000000000000000000000',
+  'rpt_01ARZ3NDEKTSV4RRFFQ69G5FAV',
+  `${'a'.repeat(5000)}`,
+  '%00',
+  '%E0%A4%A',
+  '..%2F..%2Fetc%2Fpasswd',
+  "1' OR '1'='1",
+  '{"$gt":""}',
+  '%7B%22%24ne%22%3A1%7D',
+  '%F0%9F%92%A9',
+  'null',
+  'undefined',
+  '-1',
+  '0x10',
+];
 
 function badPaths(o: ApiOperation, f: Fixtures): BadInput[] {
   if (!o.path.includes('{')) return [];
@@ -161,7 +186,22 @@ function badPaths(o: ApiOperation, f: Fixtures): BadInput[] {
 
 function badQueries(o: ApiOperation, path: string): BadInput[] {
   if (o.method !== 'get') return [];
-  const qs = ['limit=0', 'limit=101', 'limit=-1', 'limit=abc', 'limit=1e309', 'limit=1.5', 'limit[$gt]=1', 'limit=1&limit=2', `cursor=${'z'.repeat(300)}`, 'cursor=%ZZ', 'cursor=bm90LWFuLWlk', 'cursor[$ne]=x', 'unknown=1', `${'q'.repeat(10_000)}=1`];
+  const qs = [
+    'limit=0',
+    'limit=101',
+    'limit=-1',
+    'limit=abc',
+    'limit=1e309',
+    'limit=1.5',
+    'limit[$gt]=1',
+    'limit=1&limit=2',
+    `cursor=${'z'.repeat(300)}`,
+    'cursor=%ZZ',
+    'cursor=bm90LWFuLWlk',
+    'cursor[$ne]=x',
+    'unknown=1',
+    `${'q'.repeat(10_000)}=1`,
+  ];
   // Only list operations take a query; any query on the others is refused or ignored, never a 500.
   return qs.map((q) => ({ what: `?${q.slice(0, 40)}`, path: `${path}?${q}` }));
 }

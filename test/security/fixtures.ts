@@ -65,7 +65,10 @@ export async function makeFixtures(rec: Recorder, gw: string, caller: Caller, re
   if (test.status !== 202) throw new Error(`fixture test event: ${test.status} ${test.text}`);
   const webhook = hook.json.id as string;
   const message = test.json.eventId as string;
-  await waitFor(async () => (await rec.call(gw, 'GET', `/v1/webhooks/${webhook}/deliveries`, { headers: h })).text.includes(message), { timeoutMs: 20_000, what: 'fixture delivery logged' });
+  await waitFor(async () => (await rec.call(gw, 'GET', `/v1/webhooks/${webhook}/deliveries`, { headers: h })).text.includes(message), {
+    timeoutMs: 20_000,
+    what: 'fixture delivery logged',
+  });
   const fixtures: Fixtures = { source, report, model, modelShared, webhook, webhookSecret: hook.json.secret, message };
   if (opts.session) {
     const key = await rec.call(gw, 'POST', '/v1/keys', { headers: h, body: { name: 'fixture key', scopes: ['sources:read'] } });

@@ -71,7 +71,7 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-describe('tenancy: another account\'s ids answer 404 and change nothing', () => {
+describe("tenancy: another account's ids answer 404 and change nothing", () => {
   it.each(idBearing.map((o) => [label(o), o] as const))('%s', async (_n, o) => {
     // Session-only routes are tried between two dashboard accounts; the rest between two API-key accounts.
     const session = o.auth === 'session';
@@ -95,7 +95,7 @@ describe('tenancy: another account\'s ids answer 404 and change nothing', () => 
     expect(await snapshot(owner, ownerFx, session)).toEqual(before);
   });
 
-  it('a query or training on another account\'s source is refused, and lists never show the other account\'s resources', async () => {
+  it("a query or training on another account's source is refused, and lists never show the other account's resources", async () => {
     const q = await rec.call(sys.gw, 'POST', '/v1/analytics/query', { headers: keyCaller(b.apiKey).headers, body: { sourceId: fa.source, measures: [{ op: 'count' }] } });
     expect(q.status).toBe(404);
     const train = API_OPERATIONS.find((o) => o.method === 'post' && o.path === '/models');
@@ -163,9 +163,13 @@ describe('secrets never leave', () => {
       if (res.status === 201) credentialSources.push(res.json.id);
     }
     // Remote source types in the contract means credentials are exercised, not skipped.
-    if (createSourceBody.safeParse({ type: 'postgres', name: 'x', connection: { host: 'h', database: 'd', user: 'u' }, table: 't' }).success) expect(candidates.length).toBeGreaterThan(2);
+    if (createSourceBody.safeParse({ type: 'postgres', name: 'x', connection: { host: 'h', database: 'd', user: 'u' }, table: 't' }).success)
+      expect(candidates.length).toBeGreaterThan(2);
     for (const id of credentialSources) {
-      await waitFor(async () => ['ready', 'failed'].includes((await rec.call(sys.gw, 'GET', `/v1/sources/${id}`, { headers: keyCaller(a.apiKey).headers })).json?.status), { timeoutMs: 30_000, what: 'credential source settled' });
+      await waitFor(async () => ['ready', 'failed'].includes((await rec.call(sys.gw, 'GET', `/v1/sources/${id}`, { headers: keyCaller(a.apiKey).headers })).json?.status), {
+        timeoutMs: 30_000,
+        what: 'credential source settled',
+      });
       await rec.call(sys.gw, 'POST', `/v1/sources/${id}/sync`, { headers: keyCaller(a.apiKey).headers });
     }
     await rec.call(sys.gw, 'GET', '/v1/sources?limit=100', { headers: keyCaller(a.apiKey).headers });

@@ -147,19 +147,16 @@ function runPaced(spec: LoadSpec, durationSec: number): Promise<LoadResult> {
       }
       inFlight++;
       const written = performance.now();
-      const req = request(
-        { host: target.hostname, port: target.port, path: target.pathname + target.search, method: spec.method ?? 'GET', headers, agent },
-        (res) => {
-          res.on('data', () => {});
-          res.on('end', () => {
-            const now = performance.now();
-            statusCounts[res.statusCode ?? 0] = (statusCounts[res.statusCode ?? 0] ?? 0) + 1;
-            latencies.push(now - due);
-            service.push(now - written);
-            complete();
-          });
-        },
-      );
+      const req = request({ host: target.hostname, port: target.port, path: target.pathname + target.search, method: spec.method ?? 'GET', headers, agent }, (res) => {
+        res.on('data', () => {});
+        res.on('end', () => {
+          const now = performance.now();
+          statusCounts[res.statusCode ?? 0] = (statusCounts[res.statusCode ?? 0] ?? 0) + 1;
+          latencies.push(now - due);
+          service.push(now - written);
+          complete();
+        });
+      });
       req.setTimeout(10_000, () => req.destroy(new Error('timeout')));
       req.on('error', () => {
         errors++;

@@ -87,11 +87,24 @@ export function toMarkdown(r: BenchReport): string {
   );
   out.push(
     c.stack
-      ? `Stack: ${c.stack.note}; up ${Object.entries(c.stack.componentsUpSec).map(([k, v]) => `${k} ${v} s`).join(', ')}.\n`
+      ? `Stack: ${c.stack.note}; up ${Object.entries(c.stack.componentsUpSec)
+          .map(([k, v]) => `${k} ${v} s`)
+          .join(', ')}.\n`
       : 'Stack: no stack of the test profile was found running.\n',
   );
-  if (c.mongoWarmup) out.push(`MongoDB warm-up before measuring: ${c.mongoWarmup.rounds} rounds (${c.mongoWarmup.roundMs.join(', ')} ms)${c.mongoWarmup.stable ? ', settled' : ', not settled'}.\n`);
-  out.push(mdTable(Object.entries(c.scenarios).map(([scenario, w]) => ({ scenario, 'load avg start': w.loadAverageStart, 'load avg end': w.loadAverageEnd, 'CPU busy %': w.cpuBusyPct ?? 'n/a', 'steal %': w.stealPct ?? 'n/a' }))));
+  if (c.mongoWarmup)
+    out.push(`MongoDB warm-up before measuring: ${c.mongoWarmup.rounds} rounds (${c.mongoWarmup.roundMs.join(', ')} ms)${c.mongoWarmup.stable ? ', settled' : ', not settled'}.\n`);
+  out.push(
+    mdTable(
+      Object.entries(c.scenarios).map(([scenario, w]) => ({
+        scenario,
+        'load avg start': w.loadAverageStart,
+        'load avg end': w.loadAverageEnd,
+        'CPU busy %': w.cpuBusyPct ?? 'n/a',
+        'steal %': w.stealPct ?? 'n/a',
+      })),
+    ),
+  );
   out.push('## Targets\n');
   out.push(summaryTable(r.targets) + '\n');
   out.push('| figure | how it was measured |\n|---|---|');

@@ -42,7 +42,14 @@ export async function analyticsScenario(ctx: BenchContext): Promise<ScenarioResu
       source: FILE,
       rows: r.rows,
       fileMB: Math.round(r.fileBytes / 1e5) / 10,
-      queries: r.queries.map((q) => ({ query: q.name, groups: q.resultRows, 'API ms': q.api.medianMs, 'query ms (server)': q.serverDurationMs, 'DuckDB ms': q.raw.medianMs, ratio: q.ratio })),
+      queries: r.queries.map((q) => ({
+        query: q.name,
+        groups: q.resultRows,
+        'API ms': q.api.medianMs,
+        'query ms (server)': q.serverDurationMs,
+        'DuckDB ms': q.raw.medianMs,
+        ratio: q.ratio,
+      })),
     },
   };
 }

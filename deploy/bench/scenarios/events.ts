@@ -79,7 +79,7 @@ export async function eventsScenario(ctx: BenchContext): Promise<ScenarioResult>
         value: `${round(r.leanRatioConcurrent, 2)} (${r.leanPipelinePerSec} vs ${r.plainPostConcurrentPerSec}/s with ${r.concurrency} in flight)`,
         met: null,
         detail:
-          'services/webhooks/bench/lean-pipeline.ts: the same backlog, pre-published, consumed by one kafkajs consumer that signs each event with the service\'s signing code and POSTs it, with nothing stored, claimed or validated; what Kafka, Node and the receiver allow on this machine before any durability',
+          "services/webhooks/bench/lean-pipeline.ts: the same backlog, pre-published, consumed by one kafkajs consumer that signs each event with the service's signing code and POSTs it, with nothing stored, claimed or validated; what Kafka, Node and the receiver allow on this machine before any durability",
       },
       {
         id: 'events.cpu_per_delivery',
@@ -106,5 +106,13 @@ function cpuBudget(r: DeliveryBenchResult): string {
   };
   const d = r.cpuPerDeliveryUs;
   const p = r.cpuPerPlainPostUs;
-  return `${parts([['service', d.service], ['MongoDB', d.mongodb], ['Kafka', d.kafka], ['receiver', d.receiver]])} per delivery; ${parts([['loop', p.loop], ['receiver', p.receiver]])} per plain POST`;
+  return `${parts([
+    ['service', d.service],
+    ['MongoDB', d.mongodb],
+    ['Kafka', d.kafka],
+    ['receiver', d.receiver],
+  ])} per delivery; ${parts([
+    ['loop', p.loop],
+    ['receiver', p.receiver],
+  ])} per plain POST`;
 }

@@ -9,7 +9,6 @@ import { median, round } from '../lib/stats.ts';
 // The built-in forecast model: `GET /v1/models/{id}` is a real models-service route that touches no database.
 import { FORECAST_MODEL_ID } from '../../../services/models/src/domain/builtin/index.ts';
 
-
 type Target = 'direct' | 'gateway' | 'nginx' | 'library';
 
 const non2xx = (r: LoadResult) => Object.entries(r.statusCounts).reduce((n, [s, c]) => (s.startsWith('2') ? n : n + c), 0) + r.errors;
@@ -72,7 +71,9 @@ export async function gatewayScenario(ctx: BenchContext): Promise<ScenarioResult
           const after = cpuTimeMs(procOf[k]);
           if (before[k] !== null && after !== null && requests > 0) cpuUs[k][t].push(((after - before[k]!) * 1000) / requests);
         }
-        ctx.log(`gateway/closed ${t} rep ${rep + 1}: ${Math.round(r.rps)} req/s, p50 ${round(r.latency.p50)} ms, p99 ${round(r.latency.p99)} ms; CPU µs/request gateway ${round(cpuUs.gateway[t].at(-1) ?? NaN)}, proxy library ${round(cpuUs.library[t].at(-1) ?? NaN)}, service ${round(cpuUs.service[t].at(-1) ?? NaN)}`);
+        ctx.log(
+          `gateway/closed ${t} rep ${rep + 1}: ${Math.round(r.rps)} req/s, p50 ${round(r.latency.p50)} ms, p99 ${round(r.latency.p99)} ms; CPU µs/request gateway ${round(cpuUs.gateway[t].at(-1) ?? NaN)}, proxy library ${round(cpuUs.library[t].at(-1) ?? NaN)}, service ${round(cpuUs.service[t].at(-1) ?? NaN)}`,
+        );
         closed[t].push(r);
       }
     }
@@ -156,14 +157,38 @@ export async function gatewayScenario(ctx: BenchContext): Promise<ScenarioResult
           'gateway CPU µs/request': round(median(cpuUs.gateway[t])),
           'proxy library CPU µs/request': round(median(cpuUs.library[t])),
           'service CPU µs/request': round(median(cpuUs.service[t])),
-          note: { gateway: 'the gateway and the service serve these requests', nginx: 'nginx itself is not counted', library: 'the proxy library alone and the service', direct: 'the service alone' }[t],
+          note: {
+            gateway: 'the gateway and the service serve these requests',
+            nginx: 'nginx itself is not counted',
+            library: 'the proxy library alone and the service',
+            direct: 'the service alone',
+          }[t],
         })),
         /** What the req/s ratio would be if the gateway and the service shared one otherwise idle core. */
         cpuRatioEstimate: round(median(cpuUs.service.direct) / (median(cpuUs.gateway.gateway) + median(cpuUs.service.gateway)), 2),
         summary: order.map(row),
-        closedRuns: order.flatMap((t) => closed[t].map((r, i) => ({ target: t, rep: i + 1, rps: Math.round(r.rps), p50: round(r.latency.p50), p99: round(r.latency.p99), statusCounts: r.statusCounts, errors: r.errors }))),
+        closedRuns: order.flatMap((t) =>
+          closed[t].map((r, i) => ({
+            target: t,
+            rep: i + 1,
+            rps: Math.round(r.rps),
+            p50: round(r.latency.p50),
+            p99: round(r.latency.p99),
+            statusCounts: r.statusCounts,
+            errors: r.errors,
+          })),
+        ),
         pacedRuns: order.flatMap((t) =>
-          paced[t].map((r, i) => ({ target: t, rep: i + 1, rate: Math.round(r.rps), p50: round(r.latency.p50), p99: round(r.latency.p99), serviceP99: round(r.serviceLatency?.p99 ?? NaN), max: round(r.latency.max), errors: r.errors })),
+          paced[t].map((r, i) => ({
+            target: t,
+            rep: i + 1,
+            rate: Math.round(r.rps),
+            p50: round(r.latency.p50),
+            p99: round(r.latency.p99),
+            serviceP99: round(r.serviceLatency?.p99 ?? NaN),
+            max: round(r.latency.max),
+            errors: r.errors,
+          })),
         ),
       },
     };

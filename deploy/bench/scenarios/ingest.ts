@@ -135,6 +135,18 @@ async function fromOwner(ctx: BenchContext, run: RunIngestBench): Promise<Scenar
         detail: `${FILE}: a URL source on a local file server (${r.fileServer}), re-synced: POST /v1/sources/{id}/sync until the new Parquet file is published (the service's lastSyncedAt; API call, job, download, DuckDB load into Parquet, publish) vs DuckDB's own COPY (SELECT * FROM read_csv(file)) TO parquet; medians of ${runs} alternating runs`,
       },
     ],
-    data: { source: FILE, fileServer: r.fileServer, rows: r.rows, fileMB: round(r.fileBytes / 1e6), serviceMs: r.serviceMs, pullMs: r.pullMs, loadMs: r.loadMs, duckdbMs: r.duckdbMs, serviceRowsPerSec: r.serviceRowsPerSec, duckdbRowsPerSec: r.duckdbRowsPerSec, duckdbCountRowsPerSec: r.duckdbCountRowsPerSec },
+    data: {
+      source: FILE,
+      fileServer: r.fileServer,
+      rows: r.rows,
+      fileMB: round(r.fileBytes / 1e6),
+      serviceMs: r.serviceMs,
+      pullMs: r.pullMs,
+      loadMs: r.loadMs,
+      duckdbMs: r.duckdbMs,
+      serviceRowsPerSec: r.serviceRowsPerSec,
+      duckdbRowsPerSec: r.duckdbRowsPerSec,
+      duckdbCountRowsPerSec: r.duckdbCountRowsPerSec,
+    },
   };
 }

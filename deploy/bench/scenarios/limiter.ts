@@ -109,7 +109,9 @@ export async function limiterScenario(ctx: BenchContext): Promise<ScenarioResult
     await redis.del(costKey, `${costKey}:seq`);
     const check = summarize(checkSamples.values());
     const ping = summarize(pingSamples.values());
-    ctx.log(`limiter: max ${max} admissions in a ${windowMs / 1000}-s window (limit ${limit}); check ${round(check.p50)} µs p50 (PING ${round(ping.p50)} µs), ${round(inRedisUs)} µs inside Redis`);
+    ctx.log(
+      `limiter: max ${max} admissions in a ${windowMs / 1000}-s window (limit ${limit}); check ${round(check.p50)} µs p50 (PING ${round(ping.p50)} µs), ${round(inRedisUs)} µs inside Redis`,
+    );
 
     return {
       targets: [

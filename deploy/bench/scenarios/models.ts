@@ -120,9 +120,24 @@ export async function modelsScenario(ctx: BenchContext): Promise<ScenarioResult>
       inProcessMs: Object.fromEntries(Object.entries(inProc).map(([k, v]) => [k, round(v)])),
       inProcessBatchPredictionsPerSec: Math.round(inProcessBatchPerSec),
       single: (['direct', 'gateway'] as const).flatMap((t) =>
-        paced[t].map((r, i) => ({ via: t, rep: i + 1, rate: Math.round(r.rps), p50: round(r.latency.p50), p99: round(r.latency.p99), max: round(r.latency.max), errors: r.errors })),
+        paced[t].map((r, i) => ({
+          via: t,
+          rep: i + 1,
+          rate: Math.round(r.rps),
+          p50: round(r.latency.p50),
+          p99: round(r.latency.p99),
+          max: round(r.latency.max),
+          errors: r.errors,
+        })),
       ),
-      batch: batchRuns.map((r, i) => ({ rep: i + 1, 'req/s': round(r.rps), 'predictions/s': Math.round(r.rps * BATCH), p50: round(r.latency.p50), p99: round(r.latency.p99), statusCounts: r.statusCounts })),
+      batch: batchRuns.map((r, i) => ({
+        rep: i + 1,
+        'req/s': round(r.rps),
+        'predictions/s': Math.round(r.rps * BATCH),
+        p50: round(r.latency.p50),
+        p99: round(r.latency.p99),
+        statusCounts: r.statusCounts,
+      })),
     },
   };
 }

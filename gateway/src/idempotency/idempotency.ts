@@ -51,7 +51,9 @@ function openReplay(key: Buffer, sealed: string, slot: string): Replay | null {
   const [iv, tag, ciphertext] = sealed.split('.');
   if (!iv || !tag || ciphertext === undefined) return null;
   try {
-    return JSON.parse(open(key, { iv: Buffer.from(iv, 'base64'), tag: Buffer.from(tag, 'base64'), ciphertext: Buffer.from(ciphertext, 'base64') }, slot).toString('utf8')) as Replay;
+    return JSON.parse(
+      open(key, { iv: Buffer.from(iv, 'base64'), tag: Buffer.from(tag, 'base64'), ciphertext: Buffer.from(ciphertext, 'base64') }, slot).toString('utf8'),
+    ) as Replay;
   } catch {
     return null;
   }
@@ -84,7 +86,8 @@ export function idempotency(deps: { redis: Redis; bodyLimit: number; logger: Log
     const key = req.header('idempotency-key');
     if (req.method !== 'POST' || key === undefined) return next();
     try {
-      if (!KEY_PATTERN.test(key)) throw new AppError('validation_failed', 'Idempotency-Key must be 1 to 255 visible ASCII characters', { errors: [{ path: 'Idempotency-Key', message: 'invalid' }] });
+      if (!KEY_PATTERN.test(key))
+        throw new AppError('validation_failed', 'Idempotency-Key must be 1 to 255 visible ASCII characters', { errors: [{ path: 'Idempotency-Key', message: 'invalid' }] });
       const body = await readBody(req, deps.bodyLimit);
       const accountId = req.principal!.accountId;
       const sealKey = keyFor(deps.secret, accountId, key);
@@ -99,7 +102,8 @@ export function idempotency(deps: { redis: Redis; bodyLimit: number; logger: Log
           const legacy = existing?.state === 'done' && existing.sealed === undefined;
           const expected = legacy ? fingerprintWith(createHash('sha256')) : fingerprint;
           if (existing && existing.fingerprint !== expected) throw new AppError('unprocessable', 'this Idempotency-Key was used with a different request body');
-          if (existing?.state === 'in_flight') throw new AppError('conflict', 'a request with this Idempotency-Key is still in progress; retry later', { headers: { 'Retry-After': '1' } });
+          if (existing?.state === 'in_flight')
+            throw new AppError('conflict', 'a request with this Idempotency-Key is still in progress; retry later', { headers: { 'Retry-After': '1' } });
           const replay = legacy
             ? { status: existing.status!, headers: existing.headers ?? {}, body: existing.body ?? '' }
             : existing?.state === 'done' && existing.sealed

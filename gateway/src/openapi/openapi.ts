@@ -67,9 +67,7 @@ export function buildOpenApi(serverUrl: string): Json {
     const responses: Json = {};
     const auth = op.auth ?? 'any';
     const success = op.success;
-    const okBody = success.schema
-      ? { content: { [success.mediaType ?? 'application/json']: { schema: schemaOf(success.schema, 'output', components) } } }
-      : {};
+    const okBody = success.schema ? { content: { [success.mediaType ?? 'application/json']: { schema: schemaOf(success.schema, 'output', components) } } } : {};
     responses[String(success.status)] = {
       description: success.status === 204 ? 'Done; no content.' : 'Success.',
       headers: { ...rateHeaders, ...(success.status === 201 || success.status === 202 ? { Location: { schema: { type: 'string' } } } : {}) },
@@ -147,7 +145,13 @@ export function docsPage(doc: Json): string {
       const statuses = Object.keys(op.responses as Json).join(', ');
       rows.push(
         `<section><h3><span class="m ${method}">${method.toUpperCase()}</span> <code>/v1${esc(path)}</code></h3><p>${esc(op.summary)}</p><p class="meta">${
-          op['x-auth'] === 'public' ? 'No credentials' : op['x-auth'] === 'session' ? 'Dashboard session' : op['x-required-scope'] ? `Scope <code>${esc(op['x-required-scope'])}</code>` : 'Any valid key or session'
+          op['x-auth'] === 'public'
+            ? 'No credentials'
+            : op['x-auth'] === 'session'
+              ? 'Dashboard session'
+              : op['x-required-scope']
+                ? `Scope <code>${esc(op['x-required-scope'])}</code>`
+                : 'Any valid key or session'
         } · responses ${esc(statuses)}</p>${
           op.requestBody ? `<details><summary>Request body schema</summary><pre>${esc(JSON.stringify(op.requestBody, null, 2))}</pre></details>` : ''
         }</section>`,

@@ -39,7 +39,9 @@ describe('serviceProxy', () => {
     await new Promise((r) => gateway.once('listening', r));
     try {
       const statuses = await Promise.all(
-        Array.from({ length: 6 }, () => fetch(`http://127.0.0.1:${port(gateway)}/v1/models`, { headers: { authorization: 'Bearer dap_secret', cookie: 'a=b' } }).then((r) => r.status)),
+        Array.from({ length: 6 }, () =>
+          fetch(`http://127.0.0.1:${port(gateway)}/v1/models`, { headers: { authorization: 'Bearer dap_secret', cookie: 'a=b' } }).then((r) => r.status),
+        ),
       );
       expect(statuses).toEqual([200, 200, 200, 200, 200, 200]);
       expect(seen).toHaveLength(6);

@@ -18,7 +18,13 @@ interface ParsedTarget {
 export function parsedTarget(url: string): ParsedTarget {
   const u = new URL(url);
   const hostname = u.hostname.replace(/^\[(.*)\]$/, '$1');
-  return { protocol: u.protocol, host: hostname, hostname, port: u.port || (u.protocol === 'https:' ? '443' : '80'), path: u.pathname === '/' ? '' : u.pathname.replace(/\/$/, '') };
+  return {
+    protocol: u.protocol,
+    host: hostname,
+    hostname,
+    port: u.port || (u.protocol === 'https:' ? '443' : '80'),
+    path: u.pathname === '/' ? '' : u.pathname.replace(/\/$/, ''),
+  };
 }
 
 export function upstreamError(err: Error): AppError {

@@ -17,10 +17,7 @@ export function setRateLimitHeaders(res: Response, d: LimitDecision, windowMs: n
  * Counts every authenticated request against its account's plan (anonymous calls to public operations
  * against their client address); a 429 says when to retry.
  */
-export function rateLimit(
-  limiter: Limiter,
-  opts: { windowMs: number; limits: Record<Plan, number>; publicPerMinute: number; onDecision?: (d: LimitDecision) => void },
-) {
+export function rateLimit(limiter: Limiter, opts: { windowMs: number; limits: Record<Plan, number>; publicPerMinute: number; onDecision?: (d: LimitDecision) => void }) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     const p = req.principal!;
     const anonymous = p.kind === 'anonymous';
@@ -43,6 +40,13 @@ export function usageRoute(limiter: Limiter, opts: { windowMs: number; limits: R
     const p = req.principal!;
     const limit = opts.limits[p.plan];
     const d = await limiter.peek(p.accountId, limit);
-    res.json({ plan: p.plan, limit, windowSeconds: Math.round(opts.windowMs / 1000), used: limit - d.remaining, remaining: d.remaining, resetSeconds: Math.max(0, Math.ceil(d.resetMs / 1000)) });
+    res.json({
+      plan: p.plan,
+      limit,
+      windowSeconds: Math.round(opts.windowMs / 1000),
+      used: limit - d.remaining,
+      remaining: d.remaining,
+      resetSeconds: Math.max(0, Math.ceil(d.resetMs / 1000)),
+    });
   };
 }

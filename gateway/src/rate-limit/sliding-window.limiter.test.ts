@@ -13,7 +13,7 @@ describe('fallback limiting', () => {
 
   it('uses the fallback, and reports it, only when the primary throws', async () => {
     const failures: unknown[] = [];
-    const broken: Limiter = { check: async () => Promise.reject(new Error("redis down")), peek: async () => Promise.reject(new Error("redis down")) };
+    const broken: Limiter = { check: async () => Promise.reject(new Error('redis down')), peek: async () => Promise.reject(new Error('redis down')) };
     const limiter = new FailOpenLimiter(broken, new InMemoryLimiter(60_000), (e) => failures.push(e));
     const d = await limiter.check('acct', 1);
     expect(d).toMatchObject({ allowed: true, source: 'fallback' });

@@ -57,9 +57,7 @@ describe('Kafka TLS and SASL', () => {
       }
       throw new Error('expected a ConfigError');
     };
-    expect(fail({ KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u' })).toBe(
-      'invalid configuration:\n  KAFKA_SASL_PASSWORD: required when KAFKA_SASL_MECHANISM is set',
-    );
+    expect(fail({ KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u' })).toBe('invalid configuration:\n  KAFKA_SASL_PASSWORD: required when KAFKA_SASL_MECHANISM is set');
     const orphan = fail({ KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'topsecret-pw' });
     expect(orphan).toContain('KAFKA_SASL_USERNAME: set KAFKA_SASL_MECHANISM too');
     expect(orphan).toContain('KAFKA_SASL_PASSWORD: set KAFKA_SASL_MECHANISM too');

@@ -2,14 +2,16 @@ import { z } from 'zod';
 
 /** Reusable config pieces; each process combines the ones it needs and parses once at start-up. */
 const port = z.coerce.number().int().min(0).max(65535);
-const bool = z
-  .enum(['true', 'false', '1', '0'])
-  .transform((v) => v === 'true' || v === '1');
+const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
 export const httpConfig = {
   HOST: z.string().default('127.0.0.1'),
   PORT: port,
-  BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(10 * 1024 * 1024),
+  BODY_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(10 * 1024 * 1024),
 };
 export const logConfig = {
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -28,7 +30,10 @@ export const mongoConfig = {
 };
 export const KAFKA_SASL_MECHANISMS = ['plain', 'scram-sha-256', 'scram-sha-512'] as const;
 export const kafkaConfig = {
-  KAFKA_BROKERS: z.string().min(1).transform((s) => s.split(',').map((b) => b.trim())),
+  KAFKA_BROKERS: z
+    .string()
+    .min(1)
+    .transform((s) => s.split(',').map((b) => b.trim())),
   KAFKA_CLIENT_ID: z.string().min(1),
   /** Lets test runs isolate their topics on a shared broker. */
   KAFKA_TOPIC_PREFIX: z.string().default(''),
@@ -78,10 +83,7 @@ const CROSS_CHECKS: { piece: string; check: (c: Record<string, unknown>) => Issu
 ];
 
 /** Parses the environment once; a bad value fails start-up with every problem listed. */
-export function loadConfig<S extends z.ZodRawShape>(
-  shape: S,
-  env: Record<string, string | undefined> = process.env,
-): z.infer<z.ZodObject<S>> {
+export function loadConfig<S extends z.ZodRawShape>(shape: S, env: Record<string, string | undefined> = process.env): z.infer<z.ZodObject<S>> {
   const result = z.object(shape).safeParse(env);
   const issues: Issue[] = result.success
     ? CROSS_CHECKS.filter((r) => r.piece in shape).flatMap((r) => r.check(result.data as Record<string, unknown>))

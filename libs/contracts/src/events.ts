@@ -37,23 +37,14 @@ const envelope = <T extends string, D extends z.ZodType>(type: T, data: D) =>
 
 /** Version 1 of every event. A breaking change adds a new version beside these; an old one is never edited. */
 export const SourceCreated = envelope('source.created', z.object({ id: z.string(), name: z.string(), type: z.string() }));
-export const SourceReady = envelope(
-  'source.ready',
-  z.object({ id: z.string(), name: z.string(), type: z.string(), rowCount: z.number(), schema: z.array(columnSchema) }),
-);
+export const SourceReady = envelope('source.ready', z.object({ id: z.string(), name: z.string(), type: z.string(), rowCount: z.number(), schema: z.array(columnSchema) }));
 export const SourceFailed = envelope('source.failed', z.object({ id: z.string(), name: z.string(), error: z.string() }));
 export const SourceDeleted = envelope('source.deleted', z.object({ id: z.string() }));
-export const ReportCompleted = envelope(
-  'report.completed',
-  z.object({ id: z.string(), sourceId: z.string(), rowCount: z.number(), durationMs: z.number() }),
-);
+export const ReportCompleted = envelope('report.completed', z.object({ id: z.string(), sourceId: z.string(), rowCount: z.number(), durationMs: z.number() }));
 export const ReportFailed = envelope('report.failed', z.object({ id: z.string(), sourceId: z.string(), error: z.string() }));
 export const ModelReady = envelope('model.ready', z.object({ id: z.string(), name: z.string(), type: z.string() }));
 export const ModelFailed = envelope('model.failed', z.object({ id: z.string(), name: z.string(), error: z.string() }));
-export const PredictionCompleted = envelope(
-  'prediction.completed',
-  z.object({ id: z.string(), modelId: z.string(), count: z.number().int(), latencyMs: z.number() }),
-);
+export const PredictionCompleted = envelope('prediction.completed', z.object({ id: z.string(), modelId: z.string(), count: z.number().int(), latencyMs: z.number() }));
 export const WebhookTest = envelope('webhook.test', z.object({ endpointId: z.string(), message: z.string() }));
 export const EndpointDisabled = envelope('endpoint.disabled', z.object({ endpointId: z.string(), reason: z.string() }));
 // Internal events: consumed by our own services, never delivered to customers.
@@ -126,10 +117,7 @@ export function topicOf(type: EventType): Topic {
 }
 
 /** Builds a typed event; `data` must match the event's schema at compile time. */
-export function makeEvent<T extends EventType>(
-  type: T,
-  fields: { accountId: string; subject: string; requestId?: string | null; data: EventOf<T>['data'] },
-): EventOf<T> {
+export function makeEvent<T extends EventType>(type: T, fields: { accountId: string; subject: string; requestId?: string | null; data: EventOf<T>['data'] }): EventOf<T> {
   return {
     id: newId('evt'),
     type,

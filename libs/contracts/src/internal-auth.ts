@@ -33,12 +33,7 @@ export function signCallerContext(secret: string, ctx: CallerContext): { context
   return { context, signature: hmac(secret, context) };
 }
 
-export function verifyCallerContext(
-  secret: string,
-  context: string | undefined,
-  signature: string | undefined,
-  now = Date.now(),
-): CallerContext | null {
+export function verifyCallerContext(secret: string, context: string | undefined, signature: string | undefined, now = Date.now()): CallerContext | null {
   if (!context || !signature) return null;
   const expected = Buffer.from(hmac(secret, context));
   const given = Buffer.from(signature);

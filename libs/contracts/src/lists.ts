@@ -14,16 +14,7 @@ export const PLAN_LIMITS: Readonly<Record<(typeof PLANS)[number], number>> = Obj
   enterprise: 10_000,
 });
 
-export const SCOPES = [
-  'sources:read',
-  'sources:write',
-  'analytics:read',
-  'analytics:write',
-  'models:read',
-  'models:write',
-  'webhooks:read',
-  'webhooks:write',
-] as const;
+export const SCOPES = ['sources:read', 'sources:write', 'analytics:read', 'analytics:write', 'models:read', 'models:write', 'webhooks:read', 'webhooks:write'] as const;
 
 /** The event types a customer can subscribe a webhook to. */
 export const PUBLIC_EVENT_TYPES = Object.freeze([

@@ -1,5 +1,17 @@
 import { z } from 'zod';
-import { EndpointDisabled, ModelFailed, ModelReady, PredictionCompleted, ReportCompleted, ReportFailed, SourceCreated, SourceDeleted, SourceFailed, SourceReady, WebhookTest } from './events.ts';
+import {
+  EndpointDisabled,
+  ModelFailed,
+  ModelReady,
+  PredictionCompleted,
+  ReportCompleted,
+  ReportFailed,
+  SourceCreated,
+  SourceDeleted,
+  SourceFailed,
+  SourceReady,
+  WebhookTest,
+} from './events.ts';
 import type { PublicEventType } from './events.ts';
 
 /**

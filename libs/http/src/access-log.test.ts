@@ -29,7 +29,7 @@ afterAll(() => server.close());
 
 const accessLines = () => lines.filter((l) => l.msg === 'request');
 
-it('carries the request id and the signed caller\'s account id', async () => {
+it("carries the request id and the signed caller's account id", async () => {
   const { context, signature } = signCallerContext(SECRET, { accountId: 'acct_1', plan: 'starter', scopes: [], requestId: 'req_ctx', issuedAt: Date.now() });
   const res = await fetch(`${server.url}/v1/things/t1`, { headers: { [INTERNAL_CONTEXT_HEADER]: context, [INTERNAL_SIGNATURE_HEADER]: signature, 'x-request-id': 'req_given' } });
   expect(res.status).toBe(200);

@@ -1,14 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
-import {
-  newId,
-  verifyCallerContext,
-  isInternalServiceToken,
-  INTERNAL_CONTEXT_HEADER,
-  INTERNAL_SIGNATURE_HEADER,
-  INTERNAL_TOKEN_HEADER,
-  type CallerContext,
-} from '@dap/contracts';
+import { newId, verifyCallerContext, isInternalServiceToken, INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, INTERNAL_TOKEN_HEADER, type CallerContext } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
 import { AppError, problemOf } from './errors.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
@@ -60,7 +52,14 @@ export function accessLog(logger: Logger) {
       const ms = Number(process.hrtime.bigint() - start) / 1e6;
       const level = res.statusCode >= 500 ? 'error' : 'debug';
       logger[level](
-        { requestId: req.requestId, accountId: req.caller?.accountId ?? res.locals.accountId, method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 100) / 100 },
+        {
+          requestId: req.requestId,
+          accountId: req.caller?.accountId ?? res.locals.accountId,
+          method: req.method,
+          path: req.path,
+          status: res.statusCode,
+          ms: Math.round(ms * 100) / 100,
+        },
         'request',
       );
     });
@@ -179,7 +178,10 @@ export function toAppError(err: unknown): AppError {
 export function sendProblem(req: Request, res: Response, err: AppError): void {
   if (res.headersSent) return;
   for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
-  res.status(err.status).type('application/problem+json').send(JSON.stringify(problemOf(err, req.originalUrl, req.requestId ?? 'unknown')));
+  res
+    .status(err.status)
+    .type('application/problem+json')
+    .send(JSON.stringify(problemOf(err, req.originalUrl, req.requestId ?? 'unknown')));
 }
 
 /** Adds the 404 for unknown paths and the one error handler that turns everything into a problem body. */

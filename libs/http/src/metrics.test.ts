@@ -28,7 +28,9 @@ describe('metrics', () => {
       res.locals.metricsRoute = '/v1/custom/{op}';
       res.status(202).end();
     });
-    metricsOf(app).counter({ name: 'dap_test_events_total', help: 'events seen by the test', labelNames: ['outcome'] }).inc({ outcome: 'ok' }, 3);
+    metricsOf(app)
+      .counter({ name: 'dap_test_events_total', help: 'events seen by the test', labelNames: ['outcome'] })
+      .inc({ outcome: 'ok' }, 3);
     server = await listen(finishApp(app, logger), '127.0.0.1', 0);
     other = await listen(finishApp(createHttpApp({ logger: createLogger({ name: 'other', level: 'silent' }), bodyLimitBytes: 1024 }), logger), '127.0.0.1', 0);
   });

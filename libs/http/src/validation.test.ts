@@ -33,7 +33,16 @@ describe('request validation', () => {
     type Node = z.infer<typeof leaf> | { and: Node[] };
     const node: z.ZodType<Node> = z.lazy(() => z.union([leaf, z.strictObject({ and: z.array(node) })]));
     expect(errorsOf(z.array(node), [{ field: 'x', op: 'like' }])).toEqual([{ path: '0.op', message: 'Invalid option: expected one of "eq"|"gt"' }]);
-    expect(errorsOf(z.array(node), [{ and: [{ field: 'x', op: 'gt' }, { field: 1, op: 'eq' }] }])).toEqual([{ path: '0.and.1.field', message: 'Invalid input: expected string, received number' }]);
+    expect(
+      errorsOf(z.array(node), [
+        {
+          and: [
+            { field: 'x', op: 'gt' },
+            { field: 1, op: 'eq' },
+          ],
+        },
+      ]),
+    ).toEqual([{ path: '0.and.1.field', message: 'Invalid input: expected string, received number' }]);
   });
 
   it('names why a key is refused', () => {

@@ -57,10 +57,13 @@ export function checkJsonShape(value: unknown): void {
   while (stack.length) {
     const [v, depth, path] = stack.pop()!;
     if (typeof v === 'string' && LONE_SURROGATE.test(v)) {
-      throw new AppError('validation_failed', 'the body has a string that is not valid Unicode (a lone surrogate)', { errors: [{ path: path || '(root)', message: 'not valid Unicode' }] });
+      throw new AppError('validation_failed', 'the body has a string that is not valid Unicode (a lone surrogate)', {
+        errors: [{ path: path || '(root)', message: 'not valid Unicode' }],
+      });
     }
     if (v === null || typeof v !== 'object') continue;
-    if (depth > MAX_JSON_DEPTH) throw new AppError('validation_failed', `the body nests deeper than ${MAX_JSON_DEPTH} levels`, { errors: [{ path: path || '(root)', message: 'nested too deeply' }] });
+    if (depth > MAX_JSON_DEPTH)
+      throw new AppError('validation_failed', `the body nests deeper than ${MAX_JSON_DEPTH} levels`, { errors: [{ path: path || '(root)', message: 'nested too deeply' }] });
     if (Array.isArray(v)) {
       v.forEach((item, i) => stack.push([item, depth + 1, path ? `${path}.${i}` : String(i)]));
       continue;

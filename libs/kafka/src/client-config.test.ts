@@ -19,7 +19,14 @@ describe('kafkaClientConfig', () => {
 
   it('passes TLS and SASL to kafkajs from the environment', () => {
     const settings = kafkaSettingsOf(
-      loadConfig(kafkaConfig, { KAFKA_BROKERS: 'b-1.kafka.example:9096,b-2.kafka.example:9096', KAFKA_CLIENT_ID: 'models', KAFKA_SSL: 'true', KAFKA_SASL_MECHANISM: 'scram-sha-512', KAFKA_SASL_USERNAME: 'models', KAFKA_SASL_PASSWORD: 's3cret' }),
+      loadConfig(kafkaConfig, {
+        KAFKA_BROKERS: 'b-1.kafka.example:9096,b-2.kafka.example:9096',
+        KAFKA_CLIENT_ID: 'models',
+        KAFKA_SSL: 'true',
+        KAFKA_SASL_MECHANISM: 'scram-sha-512',
+        KAFKA_SASL_USERNAME: 'models',
+        KAFKA_SASL_PASSWORD: 's3cret',
+      }),
     );
     const c = kafkaClientConfig(settings);
     expect(c.brokers).toEqual(['b-1.kafka.example:9096', 'b-2.kafka.example:9096']);

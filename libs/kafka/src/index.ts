@@ -37,11 +37,13 @@ export function kafkaClientConfig(s: KafkaSettings): Omit<KafkaConfig, 'logCreat
 export function createKafka(s: KafkaSettings, logger: Logger): Kafka {
   return new Kafka({
     ...kafkaClientConfig(s),
-    logCreator: () => ({ level, log }) => {
-      const { message, ...extra } = log;
-      if (level <= logLevel.ERROR) logger.warn({ kafka: extra }, `kafka: ${message}`);
-      else logger.debug({ kafka: extra }, `kafka: ${message}`);
-    },
+    logCreator:
+      () =>
+      ({ level, log }) => {
+        const { message, ...extra } = log;
+        if (level <= logLevel.ERROR) logger.warn({ kafka: extra }, `kafka: ${message}`);
+        else logger.debug({ kafka: extra }, `kafka: ${message}`);
+      },
   });
 }
 
@@ -49,7 +51,8 @@ export function createKafka(s: KafkaSettings, logger: Logger): Kafka {
 export function isRetriableAtStartup(err: unknown): boolean {
   for (let e = err as { name?: string; type?: string; retriable?: boolean; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
     if (e.name === 'KafkaJSSASLAuthenticationError' || e.type === 'SASL_AUTHENTICATION_FAILED' || e.type?.endsWith('_AUTHORIZATION_FAILED')) return false;
-    if (e.retriable === true || ['KafkaJSConnectionError', 'KafkaJSConnectionClosedError', 'KafkaJSRequestTimeoutError', 'KafkaJSBrokerNotFound'].includes(e.name ?? '')) return true;
+    if (e.retriable === true || ['KafkaJSConnectionError', 'KafkaJSConnectionClosedError', 'KafkaJSRequestTimeoutError', 'KafkaJSBrokerNotFound'].includes(e.name ?? ''))
+      return true;
   }
   return false;
 }
@@ -82,7 +85,15 @@ export const topicName = (s: Pick<KafkaSettings, 'topicPrefix'>, topic: Topic | 
 export const deadLetterTopic = (s: Pick<KafkaSettings, 'topicPrefix'>, groupId: string) => `${s.topicPrefix}dlq.${groupId}`;
 
 /** Topic errors waiting cannot fix: a refusal, or settings the cluster rejects. */
-const TOPIC_SETUP_FATAL = new Set(['INVALID_REPLICATION_FACTOR', 'INVALID_PARTITIONS', 'INVALID_TOPIC_EXCEPTION', 'INVALID_CONFIG', 'POLICY_VIOLATION', 'INVALID_REQUEST', 'UNSUPPORTED_VERSION']);
+const TOPIC_SETUP_FATAL = new Set([
+  'INVALID_REPLICATION_FACTOR',
+  'INVALID_PARTITIONS',
+  'INVALID_TOPIC_EXCEPTION',
+  'INVALID_CONFIG',
+  'POLICY_VIOLATION',
+  'INVALID_REQUEST',
+  'UNSUPPORTED_VERSION',
+]);
 
 /**
  * Whether creating topics may succeed later. A busy broker (thousands of partitions, a loaded machine)
@@ -222,13 +233,7 @@ export interface ConsumerOptions extends ConsumerGroupOptions {
  * returned. An undecodable message, or one that fails `maxAttempts` times, goes to the group's dead-letter
  * topic so one poison message cannot stall a partition.
  */
-export async function runEventConsumer(
-  kafka: Kafka,
-  settings: KafkaSettings,
-  producer: EventProducer,
-  logger: Logger,
-  opts: ConsumerOptions,
-): Promise<Consumer> {
+export async function runEventConsumer(kafka: Kafka, settings: KafkaSettings, producer: EventProducer, logger: Logger, opts: ConsumerOptions): Promise<Consumer> {
   const groupId = `${settings.topicPrefix}${opts.groupId}`;
   const maxAttempts = opts.maxAttempts ?? 5;
   const { consumer, toDeadLetter } = await openConsumer(kafka, settings, producer, logger, opts);
@@ -289,7 +294,13 @@ export type DeadLetter = (topic: string, message: KafkaMessage, reason: string) 
  * Connecting and subscribing are retried over the start-up period: a topic another service created a moment
  * ago can still be unknown to the broker that answers, and kafkajs's subscribe does not retry that.
  */
-export async function openConsumer(kafka: Kafka, settings: KafkaSettings, producer: EventProducer, logger: Logger, opts: ConsumerGroupOptions): Promise<{ consumer: Consumer; toDeadLetter: DeadLetter }> {
+export async function openConsumer(
+  kafka: Kafka,
+  settings: KafkaSettings,
+  producer: EventProducer,
+  logger: Logger,
+  opts: ConsumerGroupOptions,
+): Promise<{ consumer: Consumer; toDeadLetter: DeadLetter }> {
   const groupId = `${settings.topicPrefix}${opts.groupId}`;
   const dlq = deadLetterTopic(settings, opts.deadLetterName ?? opts.groupId);
   await ensureTopics(kafka, settings, logger, [dlq]);

@@ -44,7 +44,13 @@ it('fails at once, and clearly, when the broker refuses the SASL handshake; the 
   const { lines, logger } = capture();
   const started = Date.now();
   const err = (await waitForKafka(
-    { brokers: [`${brokerHost}:${brokerPort}`], clientId: 'startup-test', topicPrefix: '', startupTimeoutMs: 20_000, sasl: { mechanism: 'scram-sha-256', username: 'svc', password: 'Kafka-Pw-0xF00D' } },
+    {
+      brokers: [`${brokerHost}:${brokerPort}`],
+      clientId: 'startup-test',
+      topicPrefix: '',
+      startupTimeoutMs: 20_000,
+      sasl: { mechanism: 'scram-sha-256', username: 'svc', password: 'Kafka-Pw-0xF00D' },
+    },
     logger,
   ).catch((e: unknown) => e)) as Error;
   expect(err).toBeInstanceOf(StartupError);

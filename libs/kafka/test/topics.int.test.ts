@@ -2,7 +2,18 @@ import type { Kafka, KafkaMessage } from 'kafkajs';
 import { StartupError } from '@dap/config';
 import { makeEvent, newId, TOPICS } from '@dap/contracts';
 import { createLogger } from '@dap/logger';
-import { connectEventing, createKafka, deadLetterTopic, domainTopicNames, ensureTopics, runEventConsumer, topicName, type Consumer, type Eventing, type KafkaSettings } from '@dap/kafka';
+import {
+  connectEventing,
+  createKafka,
+  deadLetterTopic,
+  domainTopicNames,
+  ensureTopics,
+  runEventConsumer,
+  topicName,
+  type Consumer,
+  type Eventing,
+  type KafkaSettings,
+} from '@dap/kafka';
 import { stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
 
 const silent = createLogger({ name: 'kafka-topics-test', level: 'silent' });
@@ -40,7 +51,8 @@ it('topics provisioned beforehand are only checked: a service without the right 
     const admin = kafka.admin.bind(kafka);
     kafka.admin = (config) => {
       const a = admin(config);
-      a.createTopics = () => Promise.reject(Object.assign(new Error('Topic authorization failed'), { name: 'KafkaJSProtocolError', type: 'TOPIC_AUTHORIZATION_FAILED', retriable: false }));
+      a.createTopics = () =>
+        Promise.reject(Object.assign(new Error('Topic authorization failed'), { name: 'KafkaJSProtocolError', type: 'TOPIC_AUTHORIZATION_FAILED', retriable: false }));
       return a;
     };
     return kafka;

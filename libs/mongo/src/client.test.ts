@@ -32,7 +32,10 @@ describe('mongoClientOptions', () => {
     const own = mongoClientOptions('mongodb://mongo:27017/?serverSelectionTimeoutMS=10000&MAXPOOLSIZE=5');
     expect(own).not.toHaveProperty('serverSelectionTimeoutMS');
     expect(own).not.toHaveProperty('maxPoolSize');
-    const client = new MongoClient('mongodb://mongo:27017/?serverSelectionTimeoutMS=10000&retryWrites=true', mongoClientOptions('mongodb://mongo:27017/?serverSelectionTimeoutMS=10000&retryWrites=true'));
+    const client = new MongoClient(
+      'mongodb://mongo:27017/?serverSelectionTimeoutMS=10000&retryWrites=true',
+      mongoClientOptions('mongodb://mongo:27017/?serverSelectionTimeoutMS=10000&retryWrites=true'),
+    );
     expect(client.options.serverSelectionTimeoutMS).toBe(10_000);
     expect(client.options.retryWrites).toBe(true);
     expect(client.options.directConnection).toBe(true);
@@ -65,7 +68,15 @@ describe('parseMongoUrl and describeMongoUrl', () => {
 describe('isRetriableAtStartup', () => {
   const err = (name: string, code?: number | string) => Object.assign(new Error(name), { name, code });
   it('retries a server that does not answer yet', () => {
-    for (const e of [err('MongoServerSelectionError'), err('MongoNetworkError'), err('MongoNetworkTimeoutError'), err('MongoServerError', 91), err('MongoServerError', 10107), err('Error', 'ENOTFOUND'), err('Error', 'ECONNREFUSED')]) {
+    for (const e of [
+      err('MongoServerSelectionError'),
+      err('MongoNetworkError'),
+      err('MongoNetworkTimeoutError'),
+      err('MongoServerError', 91),
+      err('MongoServerError', 10107),
+      err('Error', 'ENOTFOUND'),
+      err('Error', 'ECONNREFUSED'),
+    ]) {
       expect([e.name, isRetriableAtStartup(e)]).toEqual([e.name, true]);
     }
   });

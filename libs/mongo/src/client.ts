@@ -22,7 +22,10 @@ export function parseMongoUrl(url: string): MongoUrlParts {
   const rest = url.slice(srv ? 'mongodb+srv://'.length : url.startsWith('mongodb://') ? 'mongodb://'.length : 0);
   const end = rest.search(/[/?]/);
   const authority = end < 0 ? rest : rest.slice(0, end);
-  const hosts = authority.slice(authority.lastIndexOf('@') + 1).split(',').filter(Boolean);
+  const hosts = authority
+    .slice(authority.lastIndexOf('@') + 1)
+    .split(',')
+    .filter(Boolean);
   const q = rest.indexOf('?');
   const options = new Map<string, string>();
   if (q >= 0) for (const [k, v] of new URLSearchParams(rest.slice(q + 1))) options.set(k.toLowerCase(), v);

@@ -168,7 +168,10 @@ export class OutboxRelay {
       throw err;
     }
     for (const [collection, docs] of handed) {
-      await this.clear(this.collections.get(collection)!, [...docs].map(([id, d]) => ({ id, eventIds: d.events.map((e) => e.id), tombstone: d.tombstone })));
+      await this.clear(
+        this.collections.get(collection)!,
+        [...docs].map(([id, d]) => ({ id, eventIds: d.events.map((e) => e.id), tombstone: d.tombstone })),
+      );
     }
   }
 
@@ -176,7 +179,10 @@ export class OutboxRelay {
   private async sweep(): Promise<void> {
     for (const coll of this.collections.values()) {
       for (;;) {
-        const found = await coll.find({ _outboxPending: true }, { projection: { _outbox: 1, deletedAt: 1 } }).limit(this.batchSize).toArray();
+        const found = await coll
+          .find({ _outboxPending: true }, { projection: { _outbox: 1, deletedAt: 1 } })
+          .limit(this.batchSize)
+          .toArray();
         if (!found.length) break;
         // Documents written since this pass began are handed over and go out in the next pass.
         const handed = this.handed.get(coll.collectionName);

@@ -13,11 +13,30 @@ describe('sourceChangeOf', () => {
     });
     const ready = makeEvent('source.ready', {
       ...fields,
-      data: { id, name: 'orders', type: 'csv', rowCount: 12, schema: [{ name: 'n', type: 'integer' }, { name: 'at', type: 'timestamp' }] },
+      data: {
+        id,
+        name: 'orders',
+        type: 'csv',
+        rowCount: 12,
+        schema: [
+          { name: 'n', type: 'integer' },
+          { name: 'at', type: 'timestamp' },
+        ],
+      },
     });
     expect(sourceChangeOf(ready)).toEqual({
       sourceId: id,
-      change: { name: 'orders', type: 'csv', status: 'ready', error: null, rowCount: 12, schema: [{ name: 'n', type: 'integer' }, { name: 'at', type: 'timestamp' }] },
+      change: {
+        name: 'orders',
+        type: 'csv',
+        status: 'ready',
+        error: null,
+        rowCount: 12,
+        schema: [
+          { name: 'n', type: 'integer' },
+          { name: 'at', type: 'timestamp' },
+        ],
+      },
     });
     // A failure keeps the type, schema and row count it had.
     expect(sourceChangeOf(makeEvent('source.failed', { ...fields, data: { id, name: 'orders', error: 'bad csv' } }))).toEqual({

@@ -119,10 +119,7 @@ export class SourceProjectionRepository {
       if (current.accountId !== accountId) return false; // an id never moves between accounts
       if (current.lastEventId >= eventId) return false;
       const next = current.deleted ? { deleted: true } : change;
-      const res = await this.raw.updateOne(
-        { _id: sourceId as never, accountId, lastEventId: current.lastEventId },
-        { $set: { ...next, lastEventId: eventId, updatedAt: at } },
-      );
+      const res = await this.raw.updateOne({ _id: sourceId as never, accountId, lastEventId: current.lastEventId }, { $set: { ...next, lastEventId: eventId, updatedAt: at } });
       if (res.matchedCount === 1) return true;
     }
     throw new Error(`source projection ${sourceId} kept changing; giving up for now`);

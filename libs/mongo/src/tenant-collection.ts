@@ -39,8 +39,12 @@ export class TenantCollection<T extends TenantDoc> {
   /** Newest first, keyset-paginated on the time-sortable id. */
   async list(accountId: string, opts: { limit: number; before?: string; filter?: Filter<Document> }): Promise<T[]> {
     const filter = this.scope(accountId, opts.filter);
-    if (opts.before) filter._id = { $lt: opts.before as unknown as Document["_id"] };
-    return (await this.raw.find(filter, { projection: { _outbox: 0 } }).sort({ _id: -1 }).limit(opts.limit).toArray()) as unknown as T[];
+    if (opts.before) filter._id = { $lt: opts.before as unknown as Document['_id'] };
+    return (await this.raw
+      .find(filter, { projection: { _outbox: 0 } })
+      .sort({ _id: -1 })
+      .limit(opts.limit)
+      .toArray()) as unknown as T[];
   }
 
   async count(accountId: string, filter?: Filter<Document>): Promise<number> {

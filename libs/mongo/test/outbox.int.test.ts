@@ -49,7 +49,12 @@ describe('OutboxRelay (on the test stack MongoDB)', () => {
     await waitFor(async () => (await raw.countDocuments({ _outboxPending: true })) === 0, { what: 'every document cleared' });
     await relay.stop();
 
-    expect(published.flat().map((e) => e.id).sort()).toEqual(events.map((e) => e.id).sort());
+    expect(
+      published
+        .flat()
+        .map((e) => e.id)
+        .sort(),
+    ).toEqual(events.map((e) => e.id).sort());
     expect(published.length).toBeLessThan(60); // writes of one turn share a Kafka batch
     expect(finds.finds).toBe(findsAfterStart);
     const docs = await raw.find({}).toArray();

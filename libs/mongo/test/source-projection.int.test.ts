@@ -36,7 +36,18 @@ describe('SourceProjectionRepository (on the test stack MongoDB)', () => {
     const id = newId('src');
     const e = sourceEvents(accountId, id);
     expect(await repo.applyEvent(e.created)).toBe(true);
-    expect(await repo.find(accountId, id)).toMatchObject({ _id: id, accountId, name: 'orders', type: 'csv', status: 'pending', error: null, schema: [], rowCount: 0, deleted: false, lastEventId: e.created.id });
+    expect(await repo.find(accountId, id)).toMatchObject({
+      _id: id,
+      accountId,
+      name: 'orders',
+      type: 'csv',
+      status: 'pending',
+      error: null,
+      schema: [],
+      rowCount: 0,
+      deleted: false,
+      lastEventId: e.created.id,
+    });
     expect(await repo.applyEvent(e.ready)).toBe(true);
     expect(await repo.find(accountId, id)).toMatchObject({
       status: 'ready',
@@ -109,7 +120,17 @@ describe('SourceProjectionRepository (on the test stack MongoDB)', () => {
     const accountId = newId('acct');
     const id = newId('src');
     const e = sourceEvents(accountId, id);
-    const legacy = { _id: id, accountId, name: 'orders', status: 'ready', schema: [{ name: 'n', type: 'integer' }], rowCount: 3, deleted: false, lastEventId: e.ready.id, updatedAt: new Date() };
+    const legacy = {
+      _id: id,
+      accountId,
+      name: 'orders',
+      status: 'ready',
+      schema: [{ name: 'n', type: 'integer' }],
+      rowCount: 3,
+      deleted: false,
+      lastEventId: e.ready.id,
+      updatedAt: new Date(),
+    };
     await mongo.db.collection(SOURCE_PROJECTIONS_COLLECTION).insertOne(legacy as never);
     expect(await repo.find(accountId, id)).toEqual({ ...legacy, type: '', error: null });
     expect(await repo.applyEvent(e.failed)).toBe(true);

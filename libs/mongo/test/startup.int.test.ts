@@ -67,7 +67,11 @@ it('gives up after the start-up period with a clear error, with no credentials i
   const url = `mongodb://dap-app:Sup3rSecretPw@127.0.0.1:${closed.port}/dap?authSource=admin`;
   const err = (await connectMongo(url, 'dap', { logger, startupTimeoutMs: 1_000 }).catch((e: unknown) => e)) as Error;
   expect(err).toBeInstanceOf(StartupError);
-  expect(err.message).toMatch(new RegExp(`^MongoDB at mongodb://127\\.0\\.0\\.1:${closed.port} did not answer within the start-up period of 1000 ms \\(\\d+ attempts\\); last error: MongoServerSelectionError: connect ECONNREFUSED`));
+  expect(err.message).toMatch(
+    new RegExp(
+      `^MongoDB at mongodb://127\\.0\\.0\\.1:${closed.port} did not answer within the start-up period of 1000 ms \\(\\d+ attempts\\); last error: MongoServerSelectionError: connect ECONNREFUSED`,
+    ),
+  );
   const everything = JSON.stringify(lines) + err.message + String(err.stack) + JSON.stringify(err.cause, (_k, v: unknown) => (v instanceof Map ? [...v] : v));
   expect(everything).not.toContain('Sup3rSecretPw');
   expect(everything).not.toContain('dap-app');

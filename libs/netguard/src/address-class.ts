@@ -8,17 +8,7 @@ import { isIPv4, isIPv6 } from 'node:net';
  * (169.254.169.254, with the machine's credentials) and nothing a data source or a webhook lives on; the
  * metadata services outside it are their own class.
  */
-export type AddressClass =
-  | 'public'
-  | 'loopback'
-  | 'private'
-  | 'link-local'
-  | 'unique-local'
-  | 'metadata'
-  | 'multicast'
-  | 'unspecified'
-  | 'broadcast'
-  | 'reserved';
+export type AddressClass = 'public' | 'loopback' | 'private' | 'link-local' | 'unique-local' | 'metadata' | 'multicast' | 'unspecified' | 'broadcast' | 'reserved';
 
 const ALLOWED_WHEN_PRIVATE_ALLOWED: ReadonlySet<AddressClass> = new Set(['public', 'loopback', 'private', 'unique-local']);
 
@@ -51,7 +41,7 @@ function parseIPv6(input: string): number[] | null {
 function inV4(ip: number, base: string, bits: number): boolean {
   const b = parseIPv4(base)!;
   const mask = bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0;
-  return ((ip & mask) >>> 0) === ((b & mask) >>> 0);
+  return (ip & mask) >>> 0 === (b & mask) >>> 0;
 }
 
 const V4_RANGES: ReadonlyArray<[string, number, AddressClass]> = [

@@ -1,11 +1,13 @@
 import type { LookupAddress } from 'node:dns';
 import { DisallowedTargetError, guardedLookup, hostOf, HostNotFoundError, OutboundGuard, type Resolver } from './guard.ts';
 
-const fakeDns = (table: Record<string, string[]>): Resolver => async (host) => {
-  const found = table[host];
-  if (!found) throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
-  return found.map((address): LookupAddress => ({ address, family: address.includes(':') ? 6 : 4 }));
-};
+const fakeDns =
+  (table: Record<string, string[]>): Resolver =>
+  async (host) => {
+    const found = table[host];
+    if (!found) throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
+    return found.map((address): LookupAddress => ({ address, family: address.includes(':') ? 6 : 4 }));
+  };
 
 const dns = fakeDns({
   'public.example': ['93.184.216.34'],
@@ -19,9 +21,7 @@ const strict = new OutboundGuard({ allowPrivate: false, resolve: dns });
 const local = new OutboundGuard({ allowPrivate: true, resolve: dns });
 
 function lookup(guard: OutboundGuard, host: string, opts: { all?: boolean; family?: number } = {}): Promise<unknown> {
-  return new Promise((resolve, reject) =>
-    guard.lookup(host, opts as never, (err: Error | null, address: unknown) => (err ? reject(err) : resolve(address))),
-  );
+  return new Promise((resolve, reject) => guard.lookup(host, opts as never, (err: Error | null, address: unknown) => (err ? reject(err) : resolve(address))));
 }
 
 describe('OutboundGuard with ALLOW_PRIVATE_TARGETS=false', () => {
@@ -81,7 +81,8 @@ describe('OutboundGuard with ALLOW_PRIVATE_TARGETS=false', () => {
 describe('OutboundGuard with ALLOW_PRIVATE_TARGETS=true', () => {
   it('allows loopback and private ranges, but never link-local, metadata, unspecified, multicast or reserved addresses', async () => {
     for (const host of ['127.0.0.1', '::1', '10.0.0.1', 'fc00::1', 'internal.example']) await expect(local.pin(host, 1_000)).resolves.toBeDefined();
-    for (const host of ['169.254.169.254', 'fe80::1', '100.100.100.200', '0.0.0.0', '224.0.0.1', '192.0.2.1']) expect(() => local.checkLiteral(host)).toThrow(DisallowedTargetError);
+    for (const host of ['169.254.169.254', 'fe80::1', '100.100.100.200', '0.0.0.0', '224.0.0.1', '192.0.2.1'])
+      expect(() => local.checkLiteral(host)).toThrow(DisallowedTargetError);
     await expect(local.pin('metadata.example', 1_000)).rejects.toThrow(/link-local/);
   });
 });

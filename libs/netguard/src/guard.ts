@@ -111,14 +111,15 @@ export class OutboundGuard {
     let addresses: LookupAddress[];
     try {
       const lookup = this.resolver(hostname);
-      addresses = timeoutMs > 0
-        ? await Promise.race([
-            lookup,
-            new Promise<never>((_, reject) => {
-              timer = setTimeout(() => reject(Object.assign(new Error(`resolving ${hostname} timed out`), { code: 'ETIMEOUT' })), timeoutMs);
-            }),
-          ])
-        : await lookup;
+      addresses =
+        timeoutMs > 0
+          ? await Promise.race([
+              lookup,
+              new Promise<never>((_, reject) => {
+                timer = setTimeout(() => reject(Object.assign(new Error(`resolving ${hostname} timed out`), { code: 'ETIMEOUT' })), timeoutMs);
+              }),
+            ])
+          : await lookup;
     } catch (err) {
       const code = (err as { code?: string }).code;
       if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'ENODATA' || code === 'EAI_NONAME') throw new HostNotFoundError(hostname);

@@ -73,7 +73,12 @@ describe('the SDK covers the contracts table', () => {
     expect(Object.keys(SDK_OPERATIONS).sort()).toEqual(KEY_OPERATIONS.map((o) => o.operationId).sort());
     for (const op of KEY_OPERATIONS) {
       const sdk = SDK_OPERATIONS[op.operationId as keyof typeof SDK_OPERATIONS] as { body?: unknown; query?: unknown; result: unknown };
-      expect({ id: op.operationId, body: sdk.body, query: sdk.query, result: sdk.result }).toEqual({ id: op.operationId, body: op.body, query: op.query, result: op.success.schema });
+      expect({ id: op.operationId, body: sdk.body, query: sdk.query, result: sdk.result }).toEqual({
+        id: op.operationId,
+        body: op.body,
+        query: op.query,
+        result: op.success.schema,
+      });
       expect(sdk.result).toBe(op.success.schema);
     }
   });
@@ -97,7 +102,13 @@ describe('the SDK covers the contracts table', () => {
 describe('requests and responses', () => {
   it('returns the body, or with .withResponse() the status, Location, rate limit and request id too', async () => {
     handler = (req, res) =>
-      json(res, 201, source('src_1'), { location: '/v1/sources/src_1', 'x-request-id': 'req_1', 'x-ratelimit-limit': '100', 'x-ratelimit-remaining': '99', 'x-ratelimit-reset': '60' });
+      json(res, 201, source('src_1'), {
+        location: '/v1/sources/src_1',
+        'x-request-id': 'req_1',
+        'x-ratelimit-limit': '100',
+        'x-ratelimit-remaining': '99',
+        'x-ratelimit-reset': '60',
+      });
     const c = client();
     const body = { type: 'inline' as const, name: 'orders', rows: [{ a: 1 }] };
     const created = await c.sources.create(body, { requestId: 'req_mine', idempotencyKey: 'idem-1' }).withResponse();
@@ -130,10 +141,12 @@ describe('requests and responses', () => {
   it('checks bodies against the schemas when asked', async () => {
     handler = (_req, res) => json(res, 200, { ...source('src_1'), status: 'exploded' });
     await expect(client().sources.get('src_1')).resolves.toMatchObject({ status: 'exploded' });
-    const err = await client({ validateResponses: true }).sources.get('src_1').then(
-      () => null,
-      (e: unknown) => e,
-    );
+    const err = await client({ validateResponses: true })
+      .sources.get('src_1')
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(DapApiError);
     expect((err as DapApiError).code).toBe('invalid_response');
     expect((err as DapApiError).message).toMatch(/status/);
@@ -143,7 +156,9 @@ describe('requests and responses', () => {
 describe('errors', () => {
   it('throws a DapApiError carrying the problem body, status and request id', async () => {
     handler = (_req, res) => json(res, 404, problem(404, 'not_found'), { 'content-type': 'application/problem+json' });
-    const err = (await client().sources.get('src_nope').catch((e: unknown) => e)) as DapApiError;
+    const err = (await client()
+      .sources.get('src_nope')
+      .catch((e: unknown) => e)) as DapApiError;
     expect(err).toBeInstanceOf(DapApiError);
     expect(err).not.toBeInstanceOf(RateLimitedError);
     expect(err.status).toBe(404);
@@ -154,7 +169,9 @@ describe('errors', () => {
 
   it('makes a problem from a body that is not one (an intermediary answered)', async () => {
     handler = (_req, res) => res.writeHead(502, { 'content-type': 'text/html', 'x-request-id': 'req_lb' }).end('<html>bad gateway</html>');
-    const err = (await client().sources.get('src_1').catch((e: unknown) => e)) as DapApiError;
+    const err = (await client()
+      .sources.get('src_1')
+      .catch((e: unknown) => e)) as DapApiError;
     expect(err.status).toBe(502);
     expect(err.problem).toMatchObject({ status: 502, code: 'http_502', instance: '/v1/sources/src_1', detail: '<html>bad gateway</html>' });
     expect(err.requestId).toBe('req_lb');
@@ -189,14 +206,18 @@ describe('retries', () => {
 
   it('throws a RateLimitedError with retryAfter when retries are off, or the wait is too long', async () => {
     handler = (_req, res) => json(res, 429, problem(429, 'quota_exceeded'), { 'retry-after': '42' });
-    const off = (await client({ maxRetries: 0 }).sources.list().catch((e: unknown) => e)) as RateLimitedError;
+    const off = (await client({ maxRetries: 0 })
+      .sources.list()
+      .catch((e: unknown) => e)) as RateLimitedError;
     expect(off).toBeInstanceOf(RateLimitedError);
     expect(off).toBeInstanceOf(DapApiError);
     expect(off.retryAfter).toBe(42);
     expect(off.status).toBe(429);
     seen.length = 0;
     const started = Date.now();
-    const long = await client({ maxRetries: 3, maxRetryDelayMs: 5_000 }).sources.list().catch((e: unknown) => e);
+    const long = await client({ maxRetries: 3, maxRetryDelayMs: 5_000 })
+      .sources.list()
+      .catch((e: unknown) => e);
     expect(long).toBeInstanceOf(RateLimitedError);
     expect(seen).toHaveLength(1);
     expect(Date.now() - started).toBeLessThan(1_000);

@@ -157,8 +157,7 @@ export function createDapClient(options: DapClientOptions) {
       /** Enables a disabled endpoint again; new events go to it from now on. */
       enable: (id: string, opts?: RequestOptions): ApiPromise<Webhook> => t.call('enableWebhook', byId(id), opts),
       /** Sends a message (by its event id, the webhook-id header) to the endpoint again. */
-      redeliver: (id: string, messageId: string, opts?: RequestOptions): ApiPromise<Delivery> =>
-        t.call('redeliverMessage', { params: { id, messageId } }, opts),
+      redeliver: (id: string, messageId: string, opts?: RequestOptions): ApiPromise<Delivery> => t.call('redeliverMessage', { params: { id, messageId } }, opts),
     },
   };
 }

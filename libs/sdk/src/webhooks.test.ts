@@ -52,7 +52,13 @@ describe('verifyWebhook on deliveries captured from the service', () => {
 describe('verifyWebhook', () => {
   it('returns the typed event for a good signature (Buffer body, Headers object)', () => {
     const event = verifyWebhook(Buffer.from(body), new Headers(signed(body, [SECRET])), { secrets: SECRET, now: () => NOW });
-    expect(event).toEqual({ id: 'evt_01TEST', known: true, type: 'report.completed', timestamp: '2026-11-25T11:59:59.000Z', data: { id: 'rpt_1', sourceId: 'src_1', rowCount: 3, durationMs: 12 } });
+    expect(event).toEqual({
+      id: 'evt_01TEST',
+      known: true,
+      type: 'report.completed',
+      timestamp: '2026-11-25T11:59:59.000Z',
+      data: { id: 'rpt_1', sourceId: 'src_1', rowCount: 3, durationMs: 12 },
+    });
   });
 
   it('accepts any of several secrets, and any of several signatures', () => {
@@ -88,6 +94,12 @@ describe('verifyWebhook', () => {
     const broken = JSON.stringify({ type: 'report.completed', timestamp: 't', data: { id: 'rpt_1' } });
     expect(failure(() => verifyWebhook(broken, signed(broken, [SECRET]), { secrets: SECRET, now: () => NOW }))).toBe('bad_payload');
     const newer = JSON.stringify({ type: 'dataset.archived', timestamp: '2027-01-01T00:00:00.000Z', data: { id: 'x' } });
-    expect(verifyWebhook(newer, signed(newer, [SECRET]), { secrets: SECRET, now: () => NOW })).toEqual({ id: 'evt_01TEST', known: false, type: 'dataset.archived', timestamp: '2027-01-01T00:00:00.000Z', data: { id: 'x' } });
+    expect(verifyWebhook(newer, signed(newer, [SECRET]), { secrets: SECRET, now: () => NOW })).toEqual({
+      id: 'evt_01TEST',
+      known: false,
+      type: 'dataset.archived',
+      timestamp: '2027-01-01T00:00:00.000Z',
+      data: { id: 'x' },
+    });
   });
 });

@@ -10,14 +10,7 @@ import { webhookPayloadSchema, type WebhookPayload } from '@dap/contracts';
 
 export const DEFAULT_TOLERANCE_SECONDS = 5 * 60;
 
-export type WebhookVerificationFailure =
-  | 'missing_header'
-  | 'bad_secret'
-  | 'bad_timestamp'
-  | 'timestamp_too_old'
-  | 'timestamp_too_new'
-  | 'bad_signature'
-  | 'bad_payload';
+export type WebhookVerificationFailure = 'missing_header' | 'bad_secret' | 'bad_timestamp' | 'timestamp_too_old' | 'timestamp_too_new' | 'bad_signature' | 'bad_payload';
 
 export class WebhookVerificationError extends Error {
   readonly reason: WebhookVerificationFailure;
@@ -76,7 +69,11 @@ export function verifyWebhook(payload: string | Buffer, headers: HeaderSource, o
   const id = header(headers, 'webhook-id');
   const timestamp = header(headers, 'webhook-timestamp');
   const signatures = header(headers, 'webhook-signature');
-  for (const [name, value] of [['webhook-id', id], ['webhook-timestamp', timestamp], ['webhook-signature', signatures]] as const) {
+  for (const [name, value] of [
+    ['webhook-id', id],
+    ['webhook-timestamp', timestamp],
+    ['webhook-signature', signatures],
+  ] as const) {
     if (!value) throw new WebhookVerificationError('missing_header', `the ${name} header is missing`);
   }
   if (!/^\d{1,12}$/.test(timestamp!)) throw new WebhookVerificationError('bad_timestamp', 'webhook-timestamp is not a number of seconds');
@@ -112,5 +109,8 @@ export function verifyWebhook(payload: string | Buffer, headers: HeaderSource, o
   if (!knownType && shape && typeof shape.type === 'string' && typeof shape.timestamp === 'string') {
     return { id: id!, known: false, type: shape.type, timestamp: shape.timestamp, data: shape.data };
   }
-  throw new WebhookVerificationError('bad_payload', `the body does not match the event catalog: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+  throw new WebhookVerificationError(
+    'bad_payload',
+    `the body does not match the event catalog: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
+  );
 }

@@ -55,7 +55,10 @@ export function uniqueSuffix(): string {
 
 export const TEST_INTERNAL_SECRET = 'test-internal-secret-0123456789abcdef0123456789';
 
-export async function waitFor<T>(fn: () => Promise<T | undefined | null | false> | T | undefined | null | false, opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<T> {
+export async function waitFor<T>(
+  fn: () => Promise<T | undefined | null | false> | T | undefined | null | false,
+  opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+): Promise<T> {
   const deadline = Date.now() + (opts.timeoutMs ?? 20_000);
   let lastErr: unknown;
   while (Date.now() < deadline) {

@@ -19,8 +19,7 @@ beforeAll(async () => {
 });
 afterAll(() => svc?.stop());
 
-const verify = (hash: string, token?: string) =>
-  http('POST', `${svc.url}/internal/keys/verify`, { body: { hash }, headers: token ? { [INTERNAL_TOKEN_HEADER]: token } : {} });
+const verify = (hash: string, token?: string) => http('POST', `${svc.url}/internal/keys/verify`, { body: { hash }, headers: token ? { [INTERNAL_TOKEN_HEADER]: token } : {} });
 
 function cli(...args: string[]): { status: number; out: unknown } {
   try {

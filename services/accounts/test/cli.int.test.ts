@@ -35,13 +35,19 @@ afterAll(async () => {
 });
 
 it('creates an account from the stack file when MONGO_URL is not exported', async () => {
-  const out = execFileSync(process.execPath, ['--no-warnings', cli, 'create-account', '--name', 'Acme', '--plan', 'professional', '--stack', profile], { env: bareEnv(), encoding: 'utf8' });
+  const out = execFileSync(process.execPath, ['--no-warnings', cli, 'create-account', '--name', 'Acme', '--plan', 'professional', '--stack', profile], {
+    env: bareEnv(),
+    encoding: 'utf8',
+  });
   const created = JSON.parse(out) as { accountId: string; plan: string; apiKey: string };
   expect(created.plan).toBe('professional');
   expect(created.apiKey).toMatch(/^dap_sk_/);
   const client = await MongoClient.connect(mongoUrl);
   try {
-    const account = await client.db(db).collection('accounts').findOne({ _id: created.accountId as never });
+    const account = await client
+      .db(db)
+      .collection('accounts')
+      .findOne({ _id: created.accountId as never });
     expect(account?.name).toBe('Acme');
   } finally {
     await client.close();

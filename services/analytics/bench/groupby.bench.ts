@@ -58,9 +58,7 @@ export const GROUP_BY_QUERIES: readonly BenchQuery[] = Object.freeze([
       timeDimension: { field: 'ts', granularity: 'month' },
       filters: [{ field: 'paid', op: 'eq', value: true }],
     },
-    sql:
-      "SELECT status, date_trunc('month', ts) AS ts, count(*) AS count, sum(amount) AS revenue FROM read_parquet(FILE) " +
-      'WHERE paid = true GROUP BY ALL ORDER BY ts, status',
+    sql: "SELECT status, date_trunc('month', ts) AS ts, count(*) AS count, sum(amount) AS revenue FROM read_parquet(FILE) " + 'WHERE paid = true GROUP BY ALL ORDER BY ts, status',
   },
   {
     name: 'group by customer, top 10,000 of 100,000 groups',
@@ -282,7 +280,11 @@ export async function runGroupByBench(
         raw: async () => void runs.raw.push((await withCpu(cpu.raw, () => viaDuckDb(compiled.sql, compiled.params))).ms),
         hand: async () => void runs.hand.push((await withCpu(cpu.hand, () => viaDuckDb(q.sql))).ms),
       };
-      const orders = [['api', 'raw', 'hand'], ['raw', 'hand', 'api'], ['hand', 'api', 'raw']] as const;
+      const orders = [
+        ['api', 'raw', 'hand'],
+        ['raw', 'hand', 'api'],
+        ['hand', 'api', 'raw'],
+      ] as const;
       for (let i = 0; i < repetitions; i++) for (const step of orders[i % orders.length]!) await steps[step]();
       const api = timing(runs.api, cpu.api);
       const raw = timing(runs.raw, cpu.raw);
@@ -291,7 +293,9 @@ export async function runGroupByBench(
       const minRatio = Math.round((api.minMs / Math.min(raw.minMs, rawHandWritten.minMs)) * 100) / 100;
       const entry = { name: q.name, resultRows: counts[0]!, api, serverDurationMs: round(median(runs.server)), raw, rawHandWritten, ratio, minRatio };
       results.push(entry);
-      log(`${q.name}: API ${api.medianMs} ms (query ${entry.serverDurationMs} ms) vs DuckDB ${raw.medianMs} ms (hand-written ${rawHandWritten.medianMs} ms) -> ratio ${ratio} (fastest runs ${minRatio}; CPU ${api.cpuMedianMs} vs ${raw.cpuMedianMs} ms)`);
+      log(
+        `${q.name}: API ${api.medianMs} ms (query ${entry.serverDurationMs} ms) vs DuckDB ${raw.medianMs} ms (hand-written ${rawHandWritten.medianMs} ms) -> ratio ${ratio} (fastest runs ${minRatio}; CPU ${api.cpuMedianMs} vs ${raw.cpuMedianMs} ms)`,
+      );
     }
     return {
       rows,

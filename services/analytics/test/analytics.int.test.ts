@@ -99,7 +99,12 @@ function expectRowsClose(actual: Record<string, Cell>[], expected: Record<string
 }
 
 async function ingest(accountId: string, sourceId: string, rows: object[]) {
-  await store.stage(accountId, sourceId, 'ndjson', rows.map((r) => `${JSON.stringify(r)}\n`));
+  await store.stage(
+    accountId,
+    sourceId,
+    'ndjson',
+    rows.map((r) => `${JSON.stringify(r)}\n`),
+  );
   return store.ingest(accountId, sourceId, 'ndjson');
 }
 
@@ -240,7 +245,9 @@ describe('validation, tenancy and states', () => {
     await publish('source.ready', account, sourceId, { id: sourceId, name: 'big', type: 'inline', rowCount: result.rowCount, schema: result.schema });
     const count = async (filters: unknown[]) => {
       let res: Awaited<ReturnType<typeof api>> | undefined;
-      await waitFor(async () => (res = await api('POST', '/analytics/query', account, { sourceId, measures: [{ op: 'count' }], filters })).status !== 404, { what: 'the source projection' });
+      await waitFor(async () => (res = await api('POST', '/analytics/query', account, { sourceId, measures: [{ op: 'count' }], filters })).status !== 404, {
+        what: 'the source projection',
+      });
       expect([res!.status, res!.body.status, res!.body.error ?? null]).toEqual([201, 'completed', null]);
       return res!.body.rows[0].count as number;
     };
@@ -250,7 +257,12 @@ describe('validation, tenancy and states', () => {
     expect(await count([{ field: 'x', op: 'lt', value: 1e300 }])).toBe(3);
     expect(await count([{ field: 'n', op: 'eq', value: '9007199254740993' }])).toBe(1);
     expect(await count([{ field: 'n', op: 'in', value: ['9007199254740992', '99999999999999999999'] }])).toBe(1);
-    const rows = await api('POST', '/analytics/query', account, { sourceId, measures: [{ op: 'count' }], dimensions: ['n'], filters: [{ field: 'n', op: 'gte', value: '9007199254740993' }] });
+    const rows = await api('POST', '/analytics/query', account, {
+      sourceId,
+      measures: [{ op: 'count' }],
+      dimensions: ['n'],
+      filters: [{ field: 'n', op: 'gte', value: '9007199254740993' }],
+    });
     expect(rows.body.rows).toEqual([{ n: '9007199254740993', count: 1 }]);
     const refused = await api('POST', '/analytics/query', account, { sourceId, measures: [{ op: 'count' }], filters: [{ field: 'n', op: 'eq', value: '12abc' }] });
     expect(refused.status).toBe(400);
@@ -322,7 +334,21 @@ describe('validation, tenancy and states', () => {
     const raw = svc.mongo.db.collection('reports');
     const ids = [1, 2, 3, 4].map(() => newId('rpt'));
     await raw.insertMany(
-      ids.map((id) => ({ _id: id as never, accountId: accountA, sourceId: sourceA, query: {}, status: 'running', error: null, columns: [], rows: [], rowCount: 0, durationMs: null, createdAt: new Date(), completedAt: null, deletedAt: null })),
+      ids.map((id) => ({
+        _id: id as never,
+        accountId: accountA,
+        sourceId: sourceA,
+        query: {},
+        status: 'running',
+        error: null,
+        columns: [],
+        rows: [],
+        rowCount: 0,
+        durationMs: null,
+        createdAt: new Date(),
+        completedAt: null,
+        deletedAt: null,
+      })),
     );
     try {
       const res = await query(accountA, { measures: [{ op: 'count' }] });
@@ -415,15 +441,24 @@ describe('reports', () => {
       query: { sourceId: sourceA },
       status: 'completed',
       error: null,
-      columns: [{ name: 'k', type: 'string' }, { name: 'n', type: 'integer' }],
-      rows: [['a', 1], [null, 2]],
+      columns: [
+        { name: 'k', type: 'string' },
+        { name: 'n', type: 'integer' },
+      ],
+      rows: [
+        ['a', 1],
+        [null, 2],
+      ],
       rowCount: 2,
       durationMs: 1,
       createdAt: new Date(),
       completedAt: new Date(),
       deletedAt: null,
     });
-    expect((await api('GET', `/analytics/reports/${id}`, accountA)).body.rows).toEqual([{ k: 'a', n: 1 }, { k: null, n: 2 }]);
+    expect((await api('GET', `/analytics/reports/${id}`, accountA)).body.rows).toEqual([
+      { k: 'a', n: 1 },
+      { k: null, n: 2 },
+    ]);
     expect((await api('GET', `/analytics/reports/${id}/export.csv`, accountA)).text).toBe('k,n\r\na,1\r\n,2\r\n');
   });
 
@@ -496,13 +531,19 @@ describe('overview', () => {
     expect(events.length).toBe(22);
     const last = events.at(-1)!;
     const overview = async () => (await api('GET', '/analytics/overview', accountB)).body;
-    const newestFirst = [...events].reverse().slice(0, 20).map((e) => ({ id: e.id, type: e.type, subject: e.subject, occurredAt: e.occurredAt }));
+    const newestFirst = [...events]
+      .reverse()
+      .slice(0, 20)
+      .map((e) => ({ id: e.id, type: e.type, subject: e.subject, occurredAt: e.occurredAt }));
     // Topics are consumed independently: wait until every event is in (the counts alone can match early).
-    const body = await waitFor(async () => {
-      const o = await overview();
-      const ids = o.recentActivity.map((a: { id: string }) => a.id).join();
-      return JSON.stringify(o.counts) === JSON.stringify(expected) && ids === newestFirst.map((e) => e.id).join() ? o : null;
-    }, { what: 'overview counts' });
+    const body = await waitFor(
+      async () => {
+        const o = await overview();
+        const ids = o.recentActivity.map((a: { id: string }) => a.id).join();
+        return JSON.stringify(o.counts) === JSON.stringify(expected) && ids === newestFirst.map((e) => e.id).join() ? o : null;
+      },
+      { what: 'overview counts' },
+    );
     overviewSchema.parse(body);
     expect(body.recentActivity).toEqual(newestFirst);
     expect(body.recentActivity[0].id).toBe(last.id);
@@ -515,10 +556,13 @@ describe('overview', () => {
       await publish('model.failed', accountB, m3, { id: m3, name: 'm3', error: 'again' }, new Date(Date.UTC(2024, 0, 1))),
       await publish('webhook.test', accountB, w2, { endpointId: w2, message: 'hi' }, new Date(Date.UTC(2024, 0, 1))),
     ];
-    await waitFor(async () => {
-      const n = await svc.mongo.db.collection('activity').countDocuments({ _id: { $in: markers.map((m) => m.id) as never[] } });
-      return n === markers.length;
-    }, { what: 'the marker events' });
+    await waitFor(
+      async () => {
+        const n = await svc.mongo.db.collection('activity').countDocuments({ _id: { $in: markers.map((m) => m.id) as never[] } });
+        return n === markers.length;
+      },
+      { what: 'the marker events' },
+    );
     const again = await overview();
     expect(again.counts).toEqual({ ...expected, sources: 3 }); // the marker source (failed) is the only new source
     expect(again.recentActivity).toEqual(newestFirst); // markers are older; duplicates were not stored twice
@@ -549,10 +593,13 @@ describe('overview', () => {
       });
 
     await producer.publish(events);
-    const first = await waitFor(async () => {
-      const s = await series();
-      return s.find((d) => d.date === dateOf(0))?.requests === 10 && s[0]?.requests === 4 ? s : null;
-    }, { what: 'usage counts' });
+    const first = await waitFor(
+      async () => {
+        const s = await series();
+        return s.find((d) => d.date === dateOf(0))?.requests === 10 && s[0]?.requests === 4 ? s : null;
+      },
+      { what: 'usage counts' },
+    );
     expect(first).toHaveLength(30);
     expect(first[29]!.date).toBe(dateOf(0));
     expect(first[0]!.date).toBe(dateOf(29));
@@ -561,10 +608,13 @@ describe('overview', () => {
     // Redelivered events change nothing; a marker after them (same account, same partition) shows they were read.
     const marker = usage(0, 1, 0);
     await producer.publish([events[0]!, events[2]!, events[3]!, marker]);
-    const after = await waitFor(async () => {
-      const s = await series();
-      return s.find((d) => d.date === dateOf(0))?.requests === 11 ? s : null;
-    }, { what: 'the usage marker' });
+    const after = await waitFor(
+      async () => {
+        const s = await series();
+        return s.find((d) => d.date === dateOf(0))?.requests === 11 ? s : null;
+      },
+      { what: 'the usage marker' },
+    );
     expect(after).toEqual(expectedSeries(after, 1));
     const stored = await svc.mongo.db.collection('usage_hours').find({ accountId: accountC }).toArray();
     // 30 days ago is kept (the retention is 40 days) but outside the series; the empty window and 45 days ago are not stored.
@@ -576,7 +626,11 @@ describe('overview', () => {
   it('counts webhook deliveries by outcome, once per event, without listing them as activity', async () => {
     const endpoint = newId('whk');
     const delivery = (outcome: 'succeeded' | 'failed') =>
-      makeEvent('delivery.completed', { accountId: accountC, subject: endpoint, data: { endpointId: endpoint, eventId: newId('evt'), outcome, attempts: outcome === 'failed' ? 8 : 1 } });
+      makeEvent('delivery.completed', {
+        accountId: accountC,
+        subject: endpoint,
+        data: { endpointId: endpoint, eventId: newId('evt'), outcome, attempts: outcome === 'failed' ? 8 : 1 },
+      });
     const events = [delivery('succeeded'), delivery('succeeded'), delivery('failed'), delivery('succeeded')];
     await producer.publish(events);
     const overview = async () => (await api('GET', '/analytics/overview', accountC)).body;
@@ -584,10 +638,13 @@ describe('overview', () => {
 
     const marker = await publish('webhook.test', accountC, endpoint, { endpointId: endpoint, message: 'marker' });
     await producer.publish([events[0]!, events[2]!]);
-    const body = await waitFor(async () => {
-      const o = await overview();
-      return o.recentActivity.some((a: { id: string }) => a.id === marker.id) ? o : null;
-    }, { what: 'the webhook marker' });
+    const body = await waitFor(
+      async () => {
+        const o = await overview();
+        return o.recentActivity.some((a: { id: string }) => a.id === marker.id) ? o : null;
+      },
+      { what: 'the webhook marker' },
+    );
     overviewSchema.parse(body);
     expect(body.counts.deliveries).toEqual({ succeeded: 3, failed: 1 });
     expect(body.recentActivity.map((a: { type: string }) => a.type)).toEqual(['webhook.test']);

@@ -147,8 +147,23 @@ export const FILTER_CASES: { name: string; filter: Record<string, unknown>; keep
     name: 'nested and/or',
     filter: {
       or: [
-        { and: [{ field: 'country', op: 'eq', value: 'DE' }, { field: 'qty', op: 'lt', value: 5 }] },
-        { and: [{ field: 'status', op: 'startsWith', value: 'ref' }, { or: [{ field: 'paid', op: 'eq', value: false }, { field: 'amount', op: 'isNull' }] }] },
+        {
+          and: [
+            { field: 'country', op: 'eq', value: 'DE' },
+            { field: 'qty', op: 'lt', value: 5 },
+          ],
+        },
+        {
+          and: [
+            { field: 'status', op: 'startsWith', value: 'ref' },
+            {
+              or: [
+                { field: 'paid', op: 'eq', value: false },
+                { field: 'amount', op: 'isNull' },
+              ],
+            },
+          ],
+        },
       ],
     },
     keep: (r) => (r.country === 'DE' && r.qty < 5) || (r.status.startsWith('ref') && (!r.paid || r.amount === null)),

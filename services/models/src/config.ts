@@ -18,14 +18,22 @@ export const modelsConfigShape = {
   /** Worker threads that train models (0: this instance leaves training to instances that have them). */
   TRAIN_WORKERS: z.coerce.number().int().min(0).max(16).default(1),
   /** A training job running longer fails. */
-  TRAIN_TIMEOUT_MS: z.coerce.number().int().min(100).max(24 * 3_600_000).default(600_000),
+  TRAIN_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(24 * 3_600_000)
+    .default(600_000),
   /** Rows read per training job at most; beyond, a deterministic sample of this many. */
   TRAIN_MAX_ROWS: z.coerce.number().int().min(100).max(5_000_000).default(200_000),
   /** Training jobs one instance holds (queued or running) before `POST /models` answers 503. */
   TRAIN_MAX_JOBS: z.coerce.number().int().min(1).max(1000).default(16),
   /** How soon another instance resumes the training job of an instance that died. */
   TRAIN_LEASE_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(30_000),
-  TRAIN_DUCKDB_MEMORY_LIMIT: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, 'like 512MB or 1GB').default('512MB'),
+  TRAIN_DUCKDB_MEMORY_LIMIT: z
+    .string()
+    .regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, 'like 512MB or 1GB')
+    .default('512MB'),
   /** Inputs of each request to a trained model kept in the prediction log for drift (0: no drift). */
   DRIFT_SAMPLE_PER_REQUEST: z.coerce.number().int().min(0).max(1000).default(20),
   /** Logged inputs compared with the training data per metrics request. */

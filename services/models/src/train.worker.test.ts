@@ -44,17 +44,33 @@ describe('the training worker', () => {
     const rows = blobRows(100, 5);
     const table = tableOf(rows);
     const job: TrainJob = {
-      spec: { type: 'kmeans', target: null, features: [{ name: 'u', kind: 'numeric' }, { name: 'v', kind: 'numeric' }], hyperparameters: { seed: 1, testFraction: 0.2, maxCategories: 20, k: 3, maxIterations: 100 } },
+      spec: {
+        type: 'kmeans',
+        target: null,
+        features: [
+          { name: 'u', kind: 'numeric' },
+          { name: 'v', kind: 'numeric' },
+        ],
+        hyperparameters: { seed: 1, testFraction: 0.2, maxCategories: 20, k: 3, maxIterations: 100 },
+      },
       data: { kind: 'table', table },
       limits,
     };
     const { outcome } = await pool.run(job);
     const artifact = outcome.artifact;
     const assigned = rows.map((r) => {
-      const e = estimate(artifact, encodeRecord(artifact.encoder, (n) => r[n]));
+      const e = estimate(
+        artifact,
+        encodeRecord(artifact.encoder, (n) => r[n]),
+      );
       return e.task === 'clustering' ? e.cluster : -1;
     });
-    expect(adjustedRand(rows.map((r) => r.truth as number), assigned)).toBeGreaterThanOrEqual(0.95);
+    expect(
+      adjustedRand(
+        rows.map((r) => r.truth as number),
+        assigned,
+      ),
+    ).toBeGreaterThanOrEqual(0.95);
     const centroids = (outcome.parameters.centroids as { u: number; v: number }[]).map((c) => [c.u, c.v]);
     for (const centre of BLOB_CENTRES) {
       const closest = Math.min(...centroids.map((c) => Math.hypot(c[0]! - centre[0]!, c[1]! - centre[1]!)));
@@ -83,7 +99,12 @@ describe('the training worker', () => {
         spec: {
           type: 'linear_regression',
           target: { name: 'y', kind: 'numeric' },
-          features: [{ name: 'x1', kind: 'numeric' }, { name: 'x2', kind: 'numeric' }, { name: 'x3', kind: 'numeric' }, { name: 'colour', kind: 'categorical' }],
+          features: [
+            { name: 'x1', kind: 'numeric' },
+            { name: 'x2', kind: 'numeric' },
+            { name: 'x3', kind: 'numeric' },
+            { name: 'colour', kind: 'categorical' },
+          ],
           hyperparameters: { seed: 3, testFraction: 0.2, maxCategories: 20 },
         },
         data: { kind: 'parquet', file, maxRows },
@@ -117,7 +138,12 @@ describe('the training worker', () => {
       const file = join(dir, 'big.parquet');
       await store.duck.run(`COPY (SELECT range::DOUBLE AS x, (range % 7)::DOUBLE AS y FROM range(4000000)) TO '${file}' (FORMAT parquet)`);
       const job: TrainJob = {
-        spec: { type: 'linear_regression', target: { name: 'y', kind: 'numeric' }, features: [{ name: 'x', kind: 'numeric' }], hyperparameters: { seed: 1, testFraction: 0.2, maxCategories: 20 } },
+        spec: {
+          type: 'linear_regression',
+          target: { name: 'y', kind: 'numeric' },
+          features: [{ name: 'x', kind: 'numeric' }],
+          hyperparameters: { seed: 1, testFraction: 0.2, maxCategories: 20 },
+        },
         data: { kind: 'parquet', file, maxRows: 100_000 },
         limits,
       };
@@ -125,7 +151,12 @@ describe('the training worker', () => {
       await expect(pool.run(job, { timeoutMs: 150 })).rejects.toBeInstanceOf(WorkerTimeoutError);
       expect(Date.now() - started).toBeLessThan(2_000);
       const next = await pool.run({
-        spec: { type: 'linear_regression', target: { name: 'y', kind: 'numeric' }, features: [{ name: 'x1', kind: 'numeric' }], hyperparameters: { seed: 1, testFraction: 0.2, maxCategories: 20 } },
+        spec: {
+          type: 'linear_regression',
+          target: { name: 'y', kind: 'numeric' },
+          features: [{ name: 'x1', kind: 'numeric' }],
+          hyperparameters: { seed: 1, testFraction: 0.2, maxCategories: 20 },
+        },
         data: { kind: 'table', table: tableOf(linearRows(50, 2)) },
         limits,
       });
@@ -139,12 +170,24 @@ describe('the training worker', () => {
   it('stops a job at its time limit and keeps serving with a fresh worker', async () => {
     const rows = separable(3000);
     const job: TrainJob = {
-      spec: { type: 'random_forest_classifier', target: { name: 'label', kind: 'categorical' }, features: [{ name: 'a', kind: 'numeric' }, { name: 'b', kind: 'numeric' }], hyperparameters: { seed: 1, testFraction: 0.2, maxCategories: 20, nEstimators: 200, maxDepth: 20, maxFeatures: 1, minSamplesLeaf: 1, sampleRows: 2400 } },
+      spec: {
+        type: 'random_forest_classifier',
+        target: { name: 'label', kind: 'categorical' },
+        features: [
+          { name: 'a', kind: 'numeric' },
+          { name: 'b', kind: 'numeric' },
+        ],
+        hyperparameters: { seed: 1, testFraction: 0.2, maxCategories: 20, nEstimators: 200, maxDepth: 20, maxFeatures: 1, minSamplesLeaf: 1, sampleRows: 2400 },
+      },
       data: { kind: 'table', table: tableOf(rows) },
       limits,
     };
     await expect(pool.run(job, { timeoutMs: 300 })).rejects.toBeInstanceOf(WorkerTimeoutError);
-    const small = { ...job, data: { kind: 'table' as const, table: tableOf(rows.slice(0, 60)) }, spec: { ...job.spec, hyperparameters: { ...job.spec.hyperparameters, nEstimators: 2, sampleRows: 50 } } } as TrainJob;
+    const small = {
+      ...job,
+      data: { kind: 'table' as const, table: tableOf(rows.slice(0, 60)) },
+      spec: { ...job.spec, hyperparameters: { ...job.spec.hyperparameters, nEstimators: 2, sampleRows: 50 } },
+    } as TrainJob;
     const ok = await pool.run(small, { timeoutMs: 20_000 });
     expect(ok.outcome.rows.train).toBe(48);
   });

@@ -122,7 +122,11 @@ describe('GET /v1/models/{id}', () => {
     expect(res.body.id).toBe(ANOMALY_MODEL_ID);
   });
 
-  it.each([['malformed', 'forecast'], ['unknown', newId('mdl')], ['wrongly prefixed', newId('src')]])('answers 404 for an id that is %s', async (_what, id) => {
+  it.each([
+    ['malformed', 'forecast'],
+    ['unknown', newId('mdl')],
+    ['wrongly prefixed', newId('src')],
+  ])('answers 404 for an id that is %s', async (_what, id) => {
     for (const path of [`/models/${id}`, `/models/${id}/metrics`]) {
       const res = await a.get(path);
       expect(res.status).toBe(404);
@@ -167,7 +171,11 @@ describe('POST /v1/models/{id}/predict', () => {
 
   it('answers a batch of 3 inputs with 3 predictions, in order', async () => {
     const res = await a.post(`/models/${FORECAST_MODEL_ID}/predict`, {
-      inputs: [{ series: [1, 2, 3], horizon: 1 }, { series: [5, 5, 5, 5], horizon: 2 }, { series: seasonal, horizon: 3, seasonLength: 12 }],
+      inputs: [
+        { series: [1, 2, 3], horizon: 1 },
+        { series: [5, 5, 5, 5], horizon: 2 },
+        { series: seasonal, horizon: 3, seasonLength: 12 },
+      ],
     });
     expect(res.status).toBe(200);
     expect(res.body.predictions.map((p: { forecast: number[] }) => p.forecast.length)).toEqual([1, 2, 3]);
@@ -307,7 +315,11 @@ describe('prediction workers', () => {
 
 describe('gateway signature', () => {
   it('answers 401 to a direct call without a valid signature', async () => {
-    for (const [method, path] of [['GET', '/models'], ['GET', `/models/${FORECAST_MODEL_ID}/metrics`], ['POST', `/models/${FORECAST_MODEL_ID}/predict`]] as const) {
+    for (const [method, path] of [
+      ['GET', '/models'],
+      ['GET', `/models/${FORECAST_MODEL_ID}/metrics`],
+      ['POST', `/models/${FORECAST_MODEL_ID}/predict`],
+    ] as const) {
       const bare = await http(method, `${svc.url}/v1${path}`, method === 'POST' ? { body: { inputs: [{ series: [1, 2, 3] }] } } : {});
       expect(bare.status).toBe(401);
       expect(bare.body.code).toBe('unauthorized');

@@ -143,20 +143,46 @@ describe('ONNX models', () => {
   });
 
   it('predicts Y = X·W + B through onnxruntime, for a batch and for a single example', async () => {
-    const res = await a.post(`/models/${id}/predict`, { inputs: [{ X: [[1, 2, 3], [4, 5, 6]] }, { X: [0.5, -1, 2] }] });
+    const res = await a.post(`/models/${id}/predict`, {
+      inputs: [
+        {
+          X: [
+            [1, 2, 3],
+            [4, 5, 6],
+          ],
+        },
+        { X: [0.5, -1, 2] },
+      ],
+    });
     expect(res.status).toBe(200);
     expect(predictionSchema.strict().safeParse(res.body).success).toBe(true);
     expect(res.body).toMatchObject({ modelId: id, modelVersion: 1 });
     const [batch, single] = res.body.predictions;
     expect(batch.Y).toHaveLength(2);
-    [[1, 2, 3], [4, 5, 6]].forEach((x, r) => expected(x).forEach((v, j) => expect(batch.Y[r][j]).toBeCloseTo(v, 4)));
+    [
+      [1, 2, 3],
+      [4, 5, 6],
+    ].forEach((x, r) => expected(x).forEach((v, j) => expect(batch.Y[r][j]).toBeCloseTo(v, 4)));
     expect(single.Y).toHaveLength(1); // the leading free dimension was added: a batch of one
     expected([0.5, -1, 2]).forEach((v, j) => expect(single.Y[0][j]).toBeCloseTo(v, 4));
   });
 
   it.each([
     ['a wrong fixed dimension', { inputs: [{ X: [[1, 2]] }] }, 'inputs.0.X'],
-    ['a ragged tensor', { inputs: [{ X: [[1, 2, 3], [4, 5]] }] }, 'inputs.0.X.1'],
+    [
+      'a ragged tensor',
+      {
+        inputs: [
+          {
+            X: [
+              [1, 2, 3],
+              [4, 5],
+            ],
+          },
+        ],
+      },
+      'inputs.0.X.1',
+    ],
     ['a string value', { inputs: [{ X: [['a', 2, 3]] }] }, 'inputs.0.X.0.0'],
     ['an unknown input name', { inputs: [{ Z: [[1, 2, 3]] }] }, 'inputs.0.Z'],
     ['a missing input', { inputs: [{}] }, 'inputs.0.X'],

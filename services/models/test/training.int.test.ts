@@ -87,7 +87,8 @@ const ROWS = linearRows(400, 17).map((r, i) => {
   return { ...r, a: s.a, b: s.b, noise: s.noise, 'city.name': city, label: s.label, same: 'only', at: new Date(Date.UTC(2024, 0, 1 + i)).toISOString() };
 });
 
-async function ready(id: string, client = a): Promise<Record<string, any>> { // eslint-disable-line @typescript-eslint/no-explicit-any -- asserted field by field
+async function ready(id: string, client = a): Promise<Record<string, any>> {
+  // eslint-disable-line @typescript-eslint/no-explicit-any -- asserted field by field
   const res = await waitFor(
     async () => {
       const r = await client.get(`/models/${id}`);
@@ -111,7 +112,12 @@ beforeAll(async () => {
   await watcher.subscribe({ topics: [topicName(settings, TOPICS.models)], fromBeginning: true });
   await watcher.run({ eachMessage: async ({ message }) => void seen.push(domainEventSchema.parse(JSON.parse(message.value!.toString()))) });
 
-  await store.stage(accountA, source, 'ndjson', ROWS.map((r) => `${JSON.stringify(r)}\n`));
+  await store.stage(
+    accountA,
+    source,
+    'ndjson',
+    ROWS.map((r) => `${JSON.stringify(r)}\n`),
+  );
   const ingested = await store.ingest(accountA, source, 'ndjson');
   expect(ingested.schema).toEqual(
     expect.arrayContaining([
@@ -187,7 +193,12 @@ describe('training a model on a source', () => {
   });
 
   it('predicts with the trained parameters, taking null for a missing value', async () => {
-    const res = await a.post(`/models/${linearId}/predict`, { inputs: [{ x1: 1, x2: 2, x3: 0, colour: 'red' }, { x1: 0, x2: 0, x3: 0, colour: null }] });
+    const res = await a.post(`/models/${linearId}/predict`, {
+      inputs: [
+        { x1: 1, x2: 2, x3: 0, colour: 'red' },
+        { x1: 0, x2: 0, x3: 0, colour: null },
+      ],
+    });
     expect(res.status).toBe(200);
     expect(predictionSchema.strict().safeParse(res.body).success).toBe(true);
     expect(res.body).toMatchObject({ modelId: linearId, modelVersion: 1 });
@@ -201,7 +212,16 @@ describe('training a model on a source', () => {
     ['a string for a number', { inputs: [{ x1: 'one', x2: 1, x3: 1, colour: 'red' }] }, 'inputs.0.x1'],
     ['a number for a category', { inputs: [{ x1: 1, x2: 1, x3: 1, colour: 7 }] }, 'inputs.0.colour'],
     ['a missing feature', { inputs: [{ x1: 1, x3: 1, colour: 'red' }] }, 'inputs.0.x2'],
-    ['a bad second input', { inputs: [{ x1: 1, x2: 1, x3: 1, colour: 'red' }, { x1: 1, x2: true, x3: 1, colour: 'red' }] }, 'inputs.1.x2'],
+    [
+      'a bad second input',
+      {
+        inputs: [
+          { x1: 1, x2: 1, x3: 1, colour: 'red' },
+          { x1: 1, x2: true, x3: 1, colour: 'red' },
+        ],
+      },
+      'inputs.1.x2',
+    ],
     ['an empty batch', { inputs: [] }, 'inputs'],
     [`${MAX_PREDICT_BATCH + 1} inputs`, { inputs: tooMany }, 'inputs'],
   ])('answers 400 for %s, naming the field', async (_what, body, path) => {
@@ -249,7 +269,12 @@ describe('training a model on a source', () => {
     expect(metrics.rocAuc).toBeGreaterThanOrEqual(0.95);
     expect(metrics.confusionMatrix.labels).toEqual(['no', 'yes']);
     for (const k of ['precision', 'recall', 'f1']) expect(metrics[k]).toBeGreaterThan(0.85);
-    const p = await a.post(`/models/${model.id}/predict`, { inputs: [{ a: 1.8, b: 1.5, noise: 0.3, 'city.name': '$ville' }, { a: -1.8, b: -1.5, noise: 0.3, 'city.name': null }] });
+    const p = await a.post(`/models/${model.id}/predict`, {
+      inputs: [
+        { a: 1.8, b: 1.5, noise: 0.3, 'city.name': '$ville' },
+        { a: -1.8, b: -1.5, noise: 0.3, 'city.name': null },
+      ],
+    });
     expect(p.status).toBe(200);
     expect(p.body.predictions.map((x: { prediction: string }) => x.prediction)).toEqual(['yes', 'no']);
     const drift = (await a.get(`/models/${model.id}/metrics`)).body.drift;
@@ -270,7 +295,12 @@ describe('training a model on a source', () => {
     expect(ev).toMatchObject({ kind: 'holdout', task: 'clustering' });
     expect(ev.silhouette).toBeGreaterThan(0);
     expect(ev.inertia).toBeGreaterThan(0);
-    const p = await a.post(`/models/${model.id}/predict`, { inputs: [{ a: 1, b: 1 }, { a: 1.01, b: 1 }] });
+    const p = await a.post(`/models/${model.id}/predict`, {
+      inputs: [
+        { a: 1, b: 1 },
+        { a: 1.01, b: 1 },
+      ],
+    });
     expect(p.status).toBe(200);
     expect([0, 1]).toContain(p.body.predictions[0].cluster);
     expect(p.body.predictions[1].cluster).toBe(p.body.predictions[0].cluster);
@@ -332,7 +362,12 @@ describe('training requests that cannot start', () => {
 
   it('waits briefly for the event of a source whose data was just written, and not for an unknown one', async () => {
     const fresh = newId('src');
-    await store.stage(accountA, fresh, 'ndjson', ROWS.slice(0, 50).map((r) => `${JSON.stringify(r)}\n`));
+    await store.stage(
+      accountA,
+      fresh,
+      'ndjson',
+      ROWS.slice(0, 50).map((r) => `${JSON.stringify(r)}\n`),
+    );
     const ingested = await store.ingest(accountA, fresh, 'ndjson');
     // The event arrives after the request: the sources service wrote the data, Kafka is a moment behind.
     const late = new Promise((r) => setTimeout(r, 400)).then(() =>

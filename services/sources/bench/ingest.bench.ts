@@ -200,7 +200,12 @@ export async function runIngestBench(opts: IngestBenchOptions): Promise<IngestBe
   /** Waits until the source is ready with a sync newer than `after`; answers when it was published (epoch ms). */
   const untilReady = async (id: string, after: string | null): Promise<number> => {
     for (;;) {
-      const s = (await (await fetch(`${svc.url}/v1/sources/${id}`, { headers: headers() })).json()) as { status: string; rowCount: number; error: string | null; lastSyncedAt: string | null };
+      const s = (await (await fetch(`${svc.url}/v1/sources/${id}`, { headers: headers() })).json()) as {
+        status: string;
+        rowCount: number;
+        error: string | null;
+        lastSyncedAt: string | null;
+      };
       if (s.status === 'ready' && s.lastSyncedAt && s.lastSyncedAt !== after) {
         if (s.rowCount !== opts.rows) throw new Error(`loaded ${s.rowCount} rows, expected ${opts.rows}`);
         return Date.parse(s.lastSyncedAt);

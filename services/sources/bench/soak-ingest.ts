@@ -41,7 +41,11 @@ async function main(): Promise<number> {
     const filesPort = await freePort();
     const files = spawn(
       process.execPath,
-      ['-e', `require('node:http').createServer((q, r) => { r.writeHead(200, { 'content-type': 'text/csv', 'content-length': require('node:fs').statSync(process.argv[1]).size }); require('node:fs').createReadStream(process.argv[1], { highWaterMark: 1 << 20 }).pipe(r); }).listen(${filesPort}, '127.0.0.1')`, file],
+      [
+        '-e',
+        `require('node:http').createServer((q, r) => { r.writeHead(200, { 'content-type': 'text/csv', 'content-length': require('node:fs').statSync(process.argv[1]).size }); require('node:fs').createReadStream(process.argv[1], { highWaterMark: 1 << 20 }).pipe(r); }).listen(${filesPort}, '127.0.0.1')`,
+        file,
+      ],
       { stdio: 'inherit' },
     );
     children.push(files);
@@ -77,7 +81,11 @@ async function main(): Promise<number> {
       return { 'content-type': 'application/json', 'x-dap-context': context, 'x-dap-signature': signature };
     };
     const started = performance.now();
-    const res = await fetch(`${url}/v1/sources`, { method: 'POST', headers: headers(), body: JSON.stringify({ type: 'url', name: 'soak', url: `http://127.0.0.1:${filesPort}/orders.csv` }) });
+    const res = await fetch(`${url}/v1/sources`, {
+      method: 'POST',
+      headers: headers(),
+      body: JSON.stringify({ type: 'url', name: 'soak', url: `http://127.0.0.1:${filesPort}/orders.csv` }),
+    });
     if (res.status !== 201) throw new Error(`create answered ${res.status}: ${await res.text()}`);
     const { id } = (await res.json()) as { id: string };
     let maxRss = 0;

@@ -23,7 +23,12 @@ export const sourcesConfigShape = {
    */
   SOURCE_CREDENTIALS_KEY: credentialsKeySchema.optional(),
   /** Largest remote pull (file bytes, or staged bytes for a database), and the largest Content-Length accepted. */
-  SOURCE_MAX_BYTES: z.coerce.number().int().min(1_024).max(1024 ** 4).default(2 * 1024 ** 3),
+  SOURCE_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1_024)
+    .max(1024 ** 4)
+    .default(2 * 1024 ** 3),
   /** Opening a connection (TCP, TLS, handshake, authentication) to a file server or a database. */
   SOURCE_CONNECT_TIMEOUT_MS: ms(100, 120_000, 10_000),
   /** The whole connection check made before a source is accepted (connect + probe). */
@@ -38,9 +43,16 @@ export const sourcesConfigShape = {
    * peak RSS follows it: loading a 1 GiB CSV (one thread) took the loader +183 MB over its idle RSS at 256 MB,
    * +144 MB at 160 MB; a 118 MiB one (all threads) +227 / +176 MB, in the same time (9.5 s; 0.70 s).
    */
-  DUCKDB_MEMORY_LIMIT: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i).default('160MB'),
+  DUCKDB_MEMORY_LIMIT: z
+    .string()
+    .regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i)
+    .default('160MB'),
   /** Staged files up to this size load on all DuckDB threads; bigger ones on one thread, so memory stays flat. */
-  INGEST_PARALLEL_MAX_BYTES: z.coerce.number().int().min(0).default(128 * 1024 ** 2),
+  INGEST_PARALLEL_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(128 * 1024 ** 2),
 };
 
 export type SourcesConfig = z.infer<z.ZodObject<typeof sourcesConfigShape>>;

@@ -64,8 +64,7 @@ export async function startHarness(env: Record<string, string | undefined> = {},
   const logger = createLogger({ name: 'sources', level: 'trace', destination: logs });
   const svc = await startSources(config, { logger, ...deps });
   const defaultAccount = newId('acct');
-  const api: Harness['api'] = (method, path, opts = {}) =>
-    http(method, `${svc.url}${path}`, { body: opts.body, headers: headersFor(opts.account ?? defaultAccount) });
+  const api: Harness['api'] = (method, path, opts = {}) => http(method, `${svc.url}${path}`, { body: opts.body, headers: headersFor(opts.account ?? defaultAccount) });
   return {
     svc,
     logs,

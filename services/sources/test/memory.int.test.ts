@@ -32,11 +32,15 @@ async function soak(mib: number): Promise<{ rows: number; mib: number; peakMB: n
 test.each([
   { mib: 1024, threads: 'one DuckDB thread', minRows: 17_000_000 },
   { mib: 120, threads: 'every DuckDB thread', minRows: 2_000_000 },
-])('a $mib MiB CSV from a URL ingests ($threads) with the service’s peak RSS under 400 MB', async ({ mib, minRows }) => {
-  const r = await soak(mib);
-  // The file is written a little past its target size (rows of ~61 bytes), never short of it.
-  expect(r.mib).toBeGreaterThanOrEqual(mib);
-  expect(r.mib).toBeLessThanOrEqual(Math.ceil(mib * 1.05));
-  expect(r.rows).toBeGreaterThan(minRows);
-  expect(r.peakMB).toBeLessThan(BUDGET_MB);
-}, 240_000);
+])(
+  'a $mib MiB CSV from a URL ingests ($threads) with the service’s peak RSS under 400 MB',
+  async ({ mib, minRows }) => {
+    const r = await soak(mib);
+    // The file is written a little past its target size (rows of ~61 bytes), never short of it.
+    expect(r.mib).toBeGreaterThanOrEqual(mib);
+    expect(r.mib).toBeLessThanOrEqual(Math.ceil(mib * 1.05));
+    expect(r.rows).toBeGreaterThan(minRows);
+    expect(r.peakMB).toBeLessThan(BUDGET_MB);
+  },
+  240_000,
+);

@@ -40,14 +40,21 @@ function fileServer(req: IncomingMessage, res: ServerResponse): void {
   res.writeHead(f.status ?? 200, { 'content-type': f.type, ...length, ...f.headers }).end(f.body);
 }
 
-const csvRows = (n: number) => `id,country,amount,at\n${Array.from({ length: n }, (_, i) => `${i + 1},${['FR', 'DE', 'US'][i % 3]},${(i + 1) * 1.5},2024-01-${String((i % 28) + 1).padStart(2, '0')} 10:00:00`).join('\n')}\n`;
+const csvRows = (n: number) =>
+  `id,country,amount,at\n${Array.from({ length: n }, (_, i) => `${i + 1},${['FR', 'DE', 'US'][i % 3]},${(i + 1) * 1.5},2024-01-${String((i % 28) + 1).padStart(2, '0')} 10:00:00`).join('\n')}\n`;
 
 beforeAll(async () => {
   files = createServer(fileServer);
   await new Promise<void>((r) => files.listen(0, '127.0.0.1', () => r()));
   filesUrl = `http://127.0.0.1:${(files.address() as AddressInfo).port}`;
   served['/private/orders.csv'] = { type: 'text/csv; charset=utf-8', body: csvRows(30) };
-  served['/events.json'] = { type: 'application/json', body: JSON.stringify([{ kind: 'a', n: 1, meta: { x: 1 } }, { kind: 'b', n: 2.5, meta: null }]) };
+  served['/events.json'] = {
+    type: 'application/json',
+    body: JSON.stringify([
+      { kind: 'a', n: 1, meta: { x: 1 } },
+      { kind: 'b', n: 2.5, meta: null },
+    ]),
+  };
   served['/events.ndjson'] = { type: 'application/x-ndjson', body: '{"kind":"a","at":"2024-01-02T03:04:05Z"}\n{"kind":"b","at":"2024-01-03T03:04:05.5Z"}\n' };
   served['/page.html'] = { type: 'text/html', body: '<html><body>not data</body></html>' };
   served['/empty.csv'] = { type: 'text/csv', body: '' };
@@ -66,15 +73,20 @@ beforeAll(async () => {
   );
   my = await mysql.createConnection(MYSQL_URL);
   await my.query(`CREATE TABLE ${table} (id BIGINT PRIMARY KEY, country VARCHAR(8), amount DECIMAL(10,2), at DATETIME, note TEXT)`);
-  await my.query(`INSERT INTO ${table} VALUES ${Array.from({ length: 200 }, (_, i) => `(${i + 1}, '${['FR', 'DE', 'US'][i % 3]}', ${(i + 1) * 2}.50, '2024-02-01 00:00:00' + INTERVAL ${i} MINUTE, NULL)`).join(',')}`);
+  await my.query(
+    `INSERT INTO ${table} VALUES ${Array.from({ length: 200 }, (_, i) => `(${i + 1}, '${['FR', 'DE', 'US'][i % 3]}', ${(i + 1) * 2}.50, '2024-02-01 00:00:00' + INTERVAL ${i} MINUTE, NULL)`).join(',')}`,
+  );
   mongo = new MongoClient(MONGO_URL, { directConnection: true });
   await mongo.connect();
-  await mongo.db(mongoDb).collection('events').insertMany([
-    { kind: 'click', n: 1, at: new Date('2024-03-01T10:00:00Z'), user: { id: 7 } },
-    { kind: 'click', n: 2, at: new Date('2024-03-02T10:00:00Z') },
-    { kind: 'view', n: 3, at: new Date('2024-03-03T10:00:00Z') },
-    { kind: 'click', n: 'four', at: new Date('2024-03-04T10:00:00Z') },
-  ]);
+  await mongo
+    .db(mongoDb)
+    .collection('events')
+    .insertMany([
+      { kind: 'click', n: 1, at: new Date('2024-03-01T10:00:00Z'), user: { id: 7 } },
+      { kind: 'click', n: 2, at: new Date('2024-03-02T10:00:00Z') },
+      { kind: 'view', n: 3, at: new Date('2024-03-03T10:00:00Z') },
+      { kind: 'click', n: 'four', at: new Date('2024-03-04T10:00:00Z') },
+    ]);
   h = await startHarness({ SOURCE_MAX_BYTES: String(4 * 1024 * 1024) });
 }, 60_000);
 
@@ -84,7 +96,10 @@ afterAll(async () => {
   await pgc?.end();
   await my?.query(`DROP TABLE IF EXISTS ${table}`).catch(() => undefined);
   await my?.end();
-  await mongo?.db(mongoDb).dropDatabase().catch(() => undefined);
+  await mongo
+    ?.db(mongoDb)
+    .dropDatabase()
+    .catch(() => undefined);
   await mongo?.close();
   files?.closeAllConnections();
   await new Promise((r) => files?.close(r));
@@ -123,7 +138,7 @@ describe('URL sources', () => {
     ]);
     const file = await h.svc.store.currentFile(account, dto.id);
     const sum = await h.svc.store.duck.run(`SELECT sum(amount) AS s, count(DISTINCT country) AS c FROM read_parquet(${sqlLiteral(file!)})`);
-    expect(sum.rows[0]).toEqual({ s: 1.5 * (30 * 31) / 2, c: 3 });
+    expect(sum.rows[0]).toEqual({ s: (1.5 * (30 * 31)) / 2, c: 3 });
     const list = await h.api('GET', '/v1/sources', { account });
     expect(JSON.stringify(list.body)).not.toContain(QUERY_SECRET);
     expect(JSON.stringify(list.body)).not.toContain(HEADER_SECRET);
@@ -141,9 +156,24 @@ describe('URL sources', () => {
 
   it('pulls JSON and NDJSON files, nested values as JSON text', async () => {
     const json = await created({ type: 'url', name: 'J', url: `${filesUrl}/events.json` });
-    expect(json.settled).toMatchObject({ status: 'ready', rowCount: 2, schema: [{ name: 'kind', type: 'string' }, { name: 'n', type: 'number' }, { name: 'meta', type: 'string' }] });
+    expect(json.settled).toMatchObject({
+      status: 'ready',
+      rowCount: 2,
+      schema: [
+        { name: 'kind', type: 'string' },
+        { name: 'n', type: 'number' },
+        { name: 'meta', type: 'string' },
+      ],
+    });
     const nd = await created({ type: 'url', name: 'N', url: `${filesUrl}/events.ndjson`, format: 'ndjson' });
-    expect(nd.settled).toMatchObject({ status: 'ready', rowCount: 2, schema: [{ name: 'kind', type: 'string' }, { name: 'at', type: 'timestamp' }] });
+    expect(nd.settled).toMatchObject({
+      status: 'ready',
+      rowCount: 2,
+      schema: [
+        { name: 'kind', type: 'string' },
+        { name: 'at', type: 'timestamp' },
+      ],
+    });
     expect(nd.created.config).toEqual({ url: `${filesUrl}/events.ndjson`, format: 'ndjson' });
   });
 
@@ -194,7 +224,7 @@ describe('PostgreSQL sources', () => {
     ]);
     const file = await h.svc.store.currentFile(account, dto.id);
     const q = await h.svc.store.duck.run(`SELECT sum(amount) AS s, max("at") AS latest, min(on_day) AS first_day FROM read_parquet(${sqlLiteral(file!)})`);
-    expect(q.rows[0]).toEqual({ s: 1.25 * 500 * 501 / 2, latest: '2024-01-21 20:00:00', first_day: '2024-01-02' });
+    expect(q.rows[0]).toEqual({ s: (1.25 * 500 * 501) / 2, latest: '2024-01-21 20:00:00', first_day: '2024-01-02' });
 
     const raw = await h.svc.repo.coll.raw.findOne({ _id: dto.id as never });
     expect(raw!.credentials).toMatch(/^v1\./);
@@ -260,7 +290,14 @@ describe('MySQL/MariaDB sources', () => {
       { name: 'note', type: 'string' },
     ]);
     const q = await created({ type: 'mysql', name: 'My top', connection: { url: MYSQL_URL }, query: `SELECT country, SUM(amount) AS total FROM ${table} GROUP BY country` });
-    expect(q.settled).toMatchObject({ status: 'ready', rowCount: 3, schema: [{ name: 'country', type: 'string' }, { name: 'total', type: 'number' }] });
+    expect(q.settled).toMatchObject({
+      status: 'ready',
+      rowCount: 3,
+      schema: [
+        { name: 'country', type: 'string' },
+        { name: 'total', type: 'number' },
+      ],
+    });
   });
 
   it('refuses a wrong password, a missing table and a statement that returns nothing', async () => {
@@ -291,7 +328,11 @@ describe('MongoDB sources', () => {
   });
 
   it('refuses a code-running filter before connecting, and a missing collection', async () => {
-    await refused({ type: 'mongodb', name: 'x', connection: { url: `${MONGO_URL}/${mongoDb}` }, collection: 'events', filter: '{"$where": "sleep(5000)"}' }, 'filter', /\$where is not allowed/);
+    await refused(
+      { type: 'mongodb', name: 'x', connection: { url: `${MONGO_URL}/${mongoDb}` }, collection: 'events', filter: '{"$where": "sleep(5000)"}' },
+      'filter',
+      /\$where is not allowed/,
+    );
     await refused(
       { type: 'mongodb', name: 'x', connection: { url: `${MONGO_URL}/${mongoDb}` }, collection: 'events', filter: '{"n": {"$function": {"body": "x", "args": [], "lang": "js"}}}' },
       'filter',

@@ -172,12 +172,18 @@ describe('inline and CSV sources', () => {
   });
 
   it('creates JSON and NDJSON upload sources that sync to ready', async () => {
-    const objects = [{ sku: 'a', qty: 2, meta: { tags: ['x'] } }, { sku: 'b', qty: 5, meta: null }];
+    const objects = [
+      { sku: 'a', qty: 2, meta: { tags: ['x'] } },
+      { sku: 'b', qty: 5, meta: null },
+    ];
     const json = await api('POST', '/v1/sources', { body: { type: 'json', name: 'Stock', json: JSON.stringify(objects) } });
     expect(json.status).toBe(201);
     const nd = await api('POST', '/v1/sources', { body: { type: 'ndjson', name: 'Stock lines', ndjson: objects.map((o) => JSON.stringify(o)).join('\n') } });
     expect(nd.status).toBe(201);
-    for (const [id, type] of [[json.body.id, 'json'], [nd.body.id, 'ndjson']] as const) {
+    for (const [id, type] of [
+      [json.body.id, 'json'],
+      [nd.body.id, 'ndjson'],
+    ] as const) {
       const ready = strictSource.parse(await settled(id));
       expect(ready).toMatchObject({ status: 'ready', type, rowCount: 2 });
       expect(ready.schema).toEqual([
@@ -308,7 +314,12 @@ describe('bad input', () => {
     expect([malformed.status, malformed.body.detail]).toEqual([400, 'the request body is not valid JSON']);
     for (const scalar of ['null', '1', '"x"']) {
       const res = await api('POST', '/v1/sources', { body: scalar, headers: { 'content-type': 'application/json' } });
-      expect([scalar, res.status, res.body.detail, res.body.errors]).toEqual([scalar, 400, 'the request body must be a JSON object', [{ path: '(root)', message: 'expected an object' }]]);
+      expect([scalar, res.status, res.body.detail, res.body.errors]).toEqual([
+        scalar,
+        400,
+        'the request body must be a JSON object',
+        [{ path: '(root)', message: 'expected an object' }],
+      ]);
     }
     expect((await api('POST', '/v1/sources', { body: 'a,b\n1,2', headers: { 'content-type': 'text/csv' } })).status).toBe(400);
     const huge = await api('POST', '/v1/sources', { body: { type: 'csv', name: 'x', csv: 'a\n' + '1\n'.repeat(1_100_000) } });

@@ -77,8 +77,16 @@ describe('SSRF guard with ALLOW_PRIVATE_TARGETS=false', () => {
     const pgUrl = new URL(stackEnv().POSTGRES_URL);
     const mongoPort = new URL(stackEnv().MONGO_URL).port;
     await refusedAs({ type: 'postgres', name: 'x', connection: { url: pgUrl.toString() }, table: 't' }, 'connection', /127\.0\.0\.1 is not allowed \(loopback\)/);
-    await refusedAs({ type: 'postgres', name: 'x', connection: { host: 'localhost', port: Number(pgUrl.port), database: 'dap', user: 'dap', password: 'x' }, table: 't' }, 'connection', /localhost resolves to/);
-    await refusedAs({ type: 'mysql', name: 'x', connection: { host: '::1', database: 'dap', user: 'dap', password: 'x' }, table: 't' }, 'connection', /::1 is not allowed \(loopback\)/);
+    await refusedAs(
+      { type: 'postgres', name: 'x', connection: { host: 'localhost', port: Number(pgUrl.port), database: 'dap', user: 'dap', password: 'x' }, table: 't' },
+      'connection',
+      /localhost resolves to/,
+    );
+    await refusedAs(
+      { type: 'mysql', name: 'x', connection: { host: '::1', database: 'dap', user: 'dap', password: 'x' }, table: 't' },
+      'connection',
+      /::1 is not allowed \(loopback\)/,
+    );
     await refusedAs({ type: 'mysql', name: 'x', connection: { host: '169.254.169.254', database: 'dap', user: 'dap' }, table: 't' }, 'connection', /link-local/);
     await refusedAs({ type: 'mongodb', name: 'x', connection: { url: `mongodb://localhost:${mongoPort}/db` }, collection: 'c' }, 'connection', /localhost resolves to/);
     await refusedAs({ type: 'mongodb', name: 'x', connection: { url: `mongodb://[::ffff:127.0.0.1]:${mongoPort}/db` }, collection: 'c' }, 'connection', /not allowed \(loopback\)/);

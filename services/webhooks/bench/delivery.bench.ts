@@ -93,7 +93,8 @@ const cpuSample = <K extends string>(pids: Record<K, number | null>) =>
 function perUnitUs<K extends string>(before: Record<K, number | null>, after: Record<K, number | null>, units: number): Record<K, number | null> {
   return Object.fromEntries(
     Object.keys(before).map((k) => {
-      const a = before[k as K], b = after[k as K];
+      const a = before[k as K],
+        b = after[k as K];
       return [k, a === null || b === null ? null : Math.round(((b - a) / units) * 1e3)];
     }),
   ) as Record<K, number | null>;
@@ -141,8 +142,14 @@ async function attemptLatencies(mongoUrl: string, db: string, eventIds: string[]
   const mongo = await connectMongo(mongoUrl, db);
   try {
     const ids = new Set(eventIds);
-    const docs = await mongo.db.collection('deliveries').find({}, { projection: { eventId: 1, attempts: 1 } }).toArray();
-    const ms = docs.filter((d) => ids.has(d.eventId as string)).flatMap((d) => (d.attempts as Array<{ latencyMs: number }>).map((a) => a.latencyMs)).sort((a, b) => a - b);
+    const docs = await mongo.db
+      .collection('deliveries')
+      .find({}, { projection: { eventId: 1, attempts: 1 } })
+      .toArray();
+    const ms = docs
+      .filter((d) => ids.has(d.eventId as string))
+      .flatMap((d) => (d.attempts as Array<{ latencyMs: number }>).map((a) => a.latencyMs))
+      .sort((a, b) => a - b);
     return ms.length ? ` latency p50 ${percentile(ms, 50)} ms, p99 ${percentile(ms, 99)} ms (${ms.length} recorded)` : '';
   } finally {
     await mongo.close();
@@ -238,7 +245,12 @@ export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise
       accounts.push(accountId);
     }
     const eventFor = (i: number): DomainEvent =>
-      makeEvent('report.completed', { accountId: accounts[i % accounts.length]!, subject: 'rpt', requestId: null, data: { id: newId('rpt'), sourceId: 'src_bench', rowCount: i, durationMs: 1 } });
+      makeEvent('report.completed', {
+        accountId: accounts[i % accounts.length]!,
+        subject: 'rpt',
+        requestId: null,
+        data: { id: newId('rpt'), sourceId: 'src_bench', rowCount: i, durationMs: 1 },
+      });
     const waitArrived = async (ids: string[], timeoutMs: number) => {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
@@ -253,14 +265,17 @@ export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise
     // Warm-up: connections, consumer assignment, JIT.
     const warm = Array.from({ length: 50 }, (_, i) => eventFor(i));
     await producer.publish(warm);
-    await waitArrived(warm.map((e) => e.id), 30_000);
+    await waitArrived(
+      warm.map((e) => e.id),
+      30_000,
+    );
 
     // Latency at a steady rate: each due event is sent as soon as it is due.
     log(`latency: ${eventsPerSec} events/s for ${seconds} s over ${endpointCount} endpoint(s)`);
     const total = Math.round(eventsPerSec * seconds);
     const sentAt = new Map<string, number>();
     const start = performance.now();
-    for (let i = 0; i < total; ) {
+    for (let i = 0; i < total;) {
       const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * eventsPerSec) + 1);
       const batch: DomainEvent[] = [];
       for (; i < due; i++) batch.push(eventFor(i));
@@ -286,7 +301,10 @@ export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise
     const before = cpuSample(pids);
     const t0 = Date.now();
     for (let i = 0; i < backlog.length; i += 500) await producer.publish(backlog.slice(i, i + 500));
-    const got = await waitArrived(backlog.map((e) => e.id), 180_000);
+    const got = await waitArrived(
+      backlog.map((e) => e.id),
+      180_000,
+    );
     const last = Math.max(...backlog.map((e) => got.get(e.id)!));
     const after = cpuSample(pids);
     const cpuPerDeliveryUs = perUnitUs(before, after, throughputEvents);
@@ -298,7 +316,13 @@ export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise
         `MongoDB ${us(cpuPerDeliveryUs.mongodb)}, Kafka ${us(cpuPerDeliveryUs.kafka)}, receiver ${us(cpuPerDeliveryUs.receiver)}`,
     );
     // Read after the line above, so that whoever samples CPU at it leaves this read of every delivery out.
-    log(`throughput: attempts${await attemptLatencies(stack.MONGO_URL, env.MONGO_DB!, backlog.map((e) => e.id))}`);
+    log(
+      `throughput: attempts${await attemptLatencies(
+        stack.MONGO_URL,
+        env.MONGO_DB!,
+        backlog.map((e) => e.id),
+      )}`,
+    );
 
     // The plain loops: the same receiver, a delivery-sized body and headers, no pipeline.
     const sample = eventFor(0);

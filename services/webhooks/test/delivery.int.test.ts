@@ -133,10 +133,13 @@ describe('webhook delivery', () => {
     expect(second.at - first.at).toBeGreaterThanOrEqual(170); // 200 ms − 10% jitter, less timer slack
     expect(verify(flaky.secret, second).data).toEqual(ev.data);
 
-    const log = await waitFor(async () => {
-      const res = await c.call('GET', `/webhooks/${flaky.id}/deliveries`);
-      return res.body.data[0]?.status === 'succeeded' ? res : null;
-    }, { what: 'the delivery log' });
+    const log = await waitFor(
+      async () => {
+        const res = await c.call('GET', `/webhooks/${flaky.id}/deliveries`);
+        return res.body.data[0]?.status === 'succeeded' ? res : null;
+      },
+      { what: 'the delivery log' },
+    );
     expect(log.status).toBe(200);
     expect(log.body.data).toHaveLength(1);
     const d = log.body.data[0];
@@ -156,10 +159,13 @@ describe('webhook delivery', () => {
     const c = clientFor(() => svc);
     const dead = await register(c, '/dead', ['model.failed']);
     await events.publish('model.failed', c.accountId, { id: newId('mdl'), name: 'x', error: 'bad data' });
-    const log = await waitFor(async () => {
-      const res = await c.call('GET', `/webhooks/${dead.id}/deliveries`);
-      return res.body.data[0]?.status === 'failed' ? res : null;
-    }, { what: 'a failed delivery' });
+    const log = await waitFor(
+      async () => {
+        const res = await c.call('GET', `/webhooks/${dead.id}/deliveries`);
+        return res.body.data[0]?.status === 'failed' ? res : null;
+      },
+      { what: 'a failed delivery' },
+    );
     expect(log.body.data[0].attempts.map((x: { statusCode: number }) => x.statusCode)).toEqual([500, 500, 500]);
     expect(log.body.data[0].nextAttemptAt).toBeNull();
     await sleep(500);
@@ -177,10 +183,13 @@ describe('webhook delivery', () => {
     const latencies = sent.map((s) => at('/fast').find((r) => r.headers['webhook-id'] === s.id)!.at - s.publishedAt);
     expect(Math.max(...latencies)).toBeLessThan(900); // well under one 1 s timeout of the hanging endpoint
     expect(at('/slow').length).toBeLessThanOrEqual(2); // its own concurrency limit
-    const log = await waitFor(async () => {
-      const res = await d.call('GET', `/webhooks/${slow.id}/deliveries?limit=100`);
-      return res.body.data.some((x: { attempts: unknown[] }) => x.attempts.length > 0) ? res : null;
-    }, { what: 'a timed-out attempt' });
+    const log = await waitFor(
+      async () => {
+        const res = await d.call('GET', `/webhooks/${slow.id}/deliveries?limit=100`);
+        return res.body.data.some((x: { attempts: unknown[] }) => x.attempts.length > 0) ? res : null;
+      },
+      { what: 'a timed-out attempt' },
+    );
     const attempt = log.body.data.flatMap((x: { attempts: unknown[] }) => x.attempts)[0];
     expect(attempt).toMatchObject({ statusCode: null, error: 'timed out after 1000 ms' });
   });
@@ -220,7 +229,12 @@ describe('webhook delivery', () => {
     expect([again.status, again.body.status, again.body.updatedAt]).toEqual([200, 'enabled', enabled.body.updatedAt]);
     const after = await events.publish('model.ready', e.accountId, { id: newId('mdl'), name: 'm3', type: 'kmeans' });
     await waitFor(() => at('/gone').some((r) => r.headers['webhook-id'] === after.id), { what: 'an event after enabling' });
-    expect(verify(gone.secret, at('/gone').find((r) => r.headers['webhook-id'] === after.id)!).type).toBe('model.ready');
+    expect(
+      verify(
+        gone.secret,
+        at('/gone').find((r) => r.headers['webhook-id'] === after.id)!,
+      ).type,
+    ).toBe('model.ready');
   });
 
   it('sends a test event to the one endpoint through the normal path, and pages the deliveries log', async () => {
@@ -241,13 +255,20 @@ describe('webhook delivery', () => {
     for (let i = 0; i < 3; i++) ids.push((await f.call('POST', `/webhooks/${t2.id}/test`)).body.eventId);
     await waitFor(() => at('/t2').length >= 3, { what: 'three test events' });
     await sleep(200);
-    expect(at('/t2').map((r) => r.headers['webhook-id']).sort()).toEqual([...ids].sort()); // t1's test never reached t2
+    expect(
+      at('/t2')
+        .map((r) => r.headers['webhook-id'])
+        .sort(),
+    ).toEqual([...ids].sort()); // t1's test never reached t2
     expect(at('/t1')).toHaveLength(1);
 
-    const page1 = await waitFor(async () => {
-      const r = await f.call('GET', `/webhooks/${t2.id}/deliveries?limit=2`);
-      return r.body.data.length === 2 && r.body.data.every((x: { status: string }) => x.status === 'succeeded') ? r : null;
-    }, { what: 'the first page' });
+    const page1 = await waitFor(
+      async () => {
+        const r = await f.call('GET', `/webhooks/${t2.id}/deliveries?limit=2`);
+        return r.body.data.length === 2 && r.body.data.every((x: { status: string }) => x.status === 'succeeded') ? r : null;
+      },
+      { what: 'the first page' },
+    );
     expect(page1.body.data.map((x: { id: string }) => x.id)).toEqual([ids[2], ids[1]]);
     expect(page1.body.hasMore).toBe(true);
     const page2 = await f.call('GET', `/webhooks/${t2.id}/deliveries?limit=2&cursor=${page1.body.nextCursor}`);

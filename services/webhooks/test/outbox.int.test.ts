@@ -70,7 +70,9 @@ describe('delivery outbox and batched records', () => {
     await waitFor(() => published.length >= 20, { what: 'twenty delivery.completed' });
     expect(published.map((e) => e.id).sort()).toEqual(events.map((e) => e.id).sort());
     await waitFor(async () => (await outbox.coll.countDocuments({})) === 0, { what: 'the outbox drained' });
-    const stored = await deliveries().find({ _id: { $in: docs.map((d) => d._id) } }).toArray();
+    const stored = await deliveries()
+      .find({ _id: { $in: docs.map((d) => d._id) } })
+      .toArray();
     expect(stored.every((d) => d.status === 'succeeded' && d.lockedBy === null && d.attempts.length === 1 && d._outbox === undefined)).toBe(true);
     await sleep(100);
     expect(published).toHaveLength(20);

@@ -50,9 +50,15 @@ describe('webhook delivery across restarts', () => {
   };
 
   const pendingAfter = (endpointId: string, attempts: number) =>
-    waitFor(() => svc.deliveries.raw.findOne({ endpointId, status: 'pending', 'attempts.0': { $exists: true }, lockedBy: null }).then((d) => (d && d.attempts.length === attempts ? d : null)), {
-      what: `a pending delivery after ${attempts} attempt(s)`,
-    });
+    waitFor(
+      () =>
+        svc.deliveries.raw
+          .findOne({ endpointId, status: 'pending', 'attempts.0': { $exists: true }, lockedBy: null })
+          .then((d) => (d && d.attempts.length === attempts ? d : null)),
+      {
+        what: `a pending delivery after ${attempts} attempt(s)`,
+      },
+    );
 
   it('cancels pending deliveries when their endpoint is deleted', async () => {
     const a = clientFor(() => svc);
@@ -136,10 +142,13 @@ describe('webhook delivery across restarts', () => {
     for (const r of at('/restart') as ReceivedRequest[]) {
       expect(() => new Webhook(ep.secret).verify(r.body, r.headers as Record<string, string>)).not.toThrow();
     }
-    const log = await waitFor(async () => {
-      const res = await a.call('GET', `/webhooks/${ep.id}/deliveries`);
-      return res.body.data.length === 2 && res.body.data.every((d: { status: string }) => d.status === 'succeeded') ? res : null;
-    }, { what: 'both deliveries succeeded' });
+    const log = await waitFor(
+      async () => {
+        const res = await a.call('GET', `/webhooks/${ep.id}/deliveries`);
+        return res.body.data.length === 2 && res.body.data.every((d: { status: string }) => d.status === 'succeeded') ? res : null;
+      },
+      { what: 'both deliveries succeeded' },
+    );
     const retried = log.body.data.find((d: { id: string }) => d.id === first.id);
     expect(retried.attempts.map((x: { statusCode: number }) => x.statusCode)).toEqual([500, 200]);
   });

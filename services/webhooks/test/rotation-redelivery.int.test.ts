@@ -60,11 +60,14 @@ describe('secret rotation, redelivery and delivery.completed', () => {
   };
   const signatures = (r: ReceivedRequest) => String(r.headers['webhook-signature']).split(' ');
   const deliveryOf = async (client: ReturnType<typeof clientFor>, endpointId: string, eventId: string, status: string) =>
-    waitFor(async () => {
-      const res = await client.call('GET', `/webhooks/${endpointId}/deliveries?limit=100`);
-      const d = res.body.data.find((x: { id: string }) => x.id === eventId);
-      return d?.status === status ? d : null;
-    }, { what: `delivery ${eventId} ${status}` });
+    waitFor(
+      async () => {
+        const res = await client.call('GET', `/webhooks/${endpointId}/deliveries?limit=100`);
+        const d = res.body.data.find((x: { id: string }) => x.id === eventId);
+        return d?.status === status ? d : null;
+      },
+      { what: `delivery ${eventId} ${status}` },
+    );
 
   it('rotates the secret: the new one is shown once, and both sign until the overlap ends', async () => {
     const a = clientFor(() => svc);
@@ -166,10 +169,13 @@ describe('secret rotation, redelivery and delivery.completed', () => {
     expect((await a.call('POST', `/webhooks/${ep.id}/deliveries/${ev.id}/redeliver`)).status).toBe(202);
     const d = await deliveryOf(a, ep.id, ev.id, 'succeeded');
     expect(d.attempts.map((x: { statusCode: number }) => x.statusCode)).toEqual([500, 500, 200]);
-    const both = await waitFor(() => {
-      const mine = completed().filter((e) => e.data.eventId === ev.id);
-      return mine.length >= 2 ? mine : null;
-    }, { what: 'delivery.completed (succeeded)' });
+    const both = await waitFor(
+      () => {
+        const mine = completed().filter((e) => e.data.eventId === ev.id);
+        return mine.length >= 2 ? mine : null;
+      },
+      { what: 'delivery.completed (succeeded)' },
+    );
     expect(both[1]!.data).toEqual({ endpointId: ep.id, eventId: ev.id, outcome: 'succeeded', attempts: 1 });
     expect(both[1]!.id).not.toBe(both[0]!.id);
     expect(new Set(at('/later').map((r) => r.headers['webhook-id']))).toEqual(new Set([ev.id]));

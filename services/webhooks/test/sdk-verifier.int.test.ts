@@ -65,7 +65,10 @@ describe('the SDK webhook verifier on deliveries from the service', () => {
     expect(verify(testDelivery, [second, first])).toMatchObject({ type: 'webhook.test', data: { endpointId: id } });
 
     if (process.env.CAPTURE_DELIVERIES) {
-      const captured = receiver.received.map((r) => ({ headers: Object.fromEntries(['webhook-id', 'webhook-timestamp', 'webhook-signature', 'content-type'].map((h) => [h, r.headers[h]])), body: r.body }));
+      const captured = receiver.received.map((r) => ({
+        headers: Object.fromEntries(['webhook-id', 'webhook-timestamp', 'webhook-signature', 'content-type'].map((h) => [h, r.headers[h]])),
+        body: r.body,
+      }));
       writeFileSync(process.env.CAPTURE_DELIVERIES, `${JSON.stringify({ secrets: { first, second }, deliveries: captured }, null, 2)}\n`);
     }
   });

@@ -28,7 +28,11 @@ describe('webhooks API', () => {
       secrets: new SecretBox(randomBytes(32)),
       allowPrivateTargets: false,
     });
-    strict = await listen(createApp({ logger: silent, webhooks: strictService, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: 1_000_000, ready: async () => {} }), '127.0.0.1', 0);
+    strict = await listen(
+      createApp({ logger: silent, webhooks: strictService, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: 1_000_000, ready: async () => {} }),
+      '127.0.0.1',
+      0,
+    );
     const kafka = createKafka({ brokers: config.KAFKA_BROKERS, clientId: 'watch', topicPrefix: config.KAFKA_TOPIC_PREFIX }, silent);
     watcher = kafka.consumer({ groupId: `${config.KAFKA_TOPIC_PREFIX}watch`, maxWaitTimeInMs: 50 });
     await watcher.connect();

@@ -105,9 +105,9 @@ export function createApiClient(opts: { onSessionEnded: () => void }): ApiClient
   }
 
   return {
-    get: async <T,>(path: string, signal?: AbortSignal) => (await send<T>('GET', path, undefined, signal)).body,
-    post: async <T,>(path: string, body?: unknown) => (await send<T>('POST', path, body)).body,
-    postWithStatus: <T,>(path: string, body?: unknown) => send<T>('POST', path, body),
+    get: async <T>(path: string, signal?: AbortSignal) => (await send<T>('GET', path, undefined, signal)).body,
+    post: async <T>(path: string, body?: unknown) => (await send<T>('POST', path, body)).body,
+    postWithStatus: <T>(path: string, body?: unknown) => send<T>('POST', path, body),
     del: async (path: string) => void (await send<unknown>('DELETE', path)),
     setCsrfToken: (token) => {
       csrf = token;

@@ -46,7 +46,21 @@ const truncate = (s: string, px: number) => {
   return s.length <= max ? s : `${s.slice(0, Math.max(1, max - 1))}…`;
 };
 
-function ChartFrame({ title, summary, table, children, legend, showTitle }: { title: string; summary: string; table: ReactNode; children: ReactNode; legend?: ReactNode; showTitle?: boolean | undefined }) {
+function ChartFrame({
+  title,
+  summary,
+  table,
+  children,
+  legend,
+  showTitle,
+}: {
+  title: string;
+  summary: string;
+  table: ReactNode;
+  children: ReactNode;
+  legend?: ReactNode;
+  showTitle?: boolean | undefined;
+}) {
   return (
     <figure className="chart">
       {showTitle && (
@@ -94,7 +108,12 @@ export function BarChart({
   const [hover, setHover] = useState<number | null>(null);
   const clipId = useId();
   const values = data.map((d) => d.value);
-  const ticks = niceTicks(Math.min(0, ...values), Math.max(0, ...values), 5, values.every((v) => Number.isInteger(v)));
+  const ticks = niceTicks(
+    Math.min(0, ...values),
+    Math.max(0, ...values),
+    5,
+    values.every((v) => Number.isInteger(v)),
+  );
   const lo = ticks[0]!;
   const hi = ticks[ticks.length - 1]!;
   const tickText = ticks.map((t) => formatCompact(t));
@@ -238,7 +257,12 @@ export function LineChart({
   const all = [...series.flatMap((s) => s.values), ...bands.flatMap((b) => [...b.lower, ...b.upper])].filter((v): v is number => v !== null && Number.isFinite(v));
   const min = all.length ? Math.min(...all) : 0;
   const max = all.length ? Math.max(...all) : 1;
-  const ticks = niceTicks(min >= 0 && min < max * 0.35 ? 0 : min, max, 5, all.every((v) => Number.isInteger(v)));
+  const ticks = niceTicks(
+    min >= 0 && min < max * 0.35 ? 0 : min,
+    max,
+    5,
+    all.every((v) => Number.isInteger(v)),
+  );
   const lo = ticks[0]!;
   const hi = ticks[ticks.length - 1]!;
   const tickText = ticks.map((t) => formatCompact(t));
@@ -269,7 +293,10 @@ export function LineChart({
     const idx = b.lower.map((v, i) => (v !== null && b.upper[i] !== null && b.upper[i] !== undefined ? i : -1)).filter((i) => i >= 0);
     if (idx.length < 2) return '';
     const top = idx.map((i, k) => `${k ? 'L' : 'M'}${x(i).toFixed(1)},${y(b.upper[i]!).toFixed(1)}`).join('');
-    const bottom = [...idx].reverse().map((i) => `L${x(i).toFixed(1)},${y(b.lower[i]!).toFixed(1)}`).join('');
+    const bottom = [...idx]
+      .reverse()
+      .map((i) => `L${x(i).toFixed(1)},${y(b.lower[i]!).toFixed(1)}`)
+      .join('');
     return `${top}${bottom}Z`;
   };
   const summary = `${title}: ${series.map((s) => s.name).join(', ')} over ${labels.length} points${labels.length ? `, from ${labelFormat(labels[0]!)} to ${labelFormat(labels[labels.length - 1]!)}` : ''}.`;
@@ -397,7 +424,18 @@ export function Meter({ value, max, label, valueText }: { value: number; max: nu
   const tone = ratio >= 0.9 ? 'danger' : ratio >= 0.7 ? 'warning' : 'ok';
   return (
     <div className="meter">
-      <svg width="100%" height="12" viewBox="0 0 100 12" preserveAspectRatio="none" role="meter" aria-label={label} aria-valuemin={0} aria-valuemax={max} aria-valuenow={value} aria-valuetext={valueText}>
+      <svg
+        width="100%"
+        height="12"
+        viewBox="0 0 100 12"
+        preserveAspectRatio="none"
+        role="meter"
+        aria-label={label}
+        aria-valuemin={0}
+        aria-valuemax={max}
+        aria-valuenow={value}
+        aria-valuetext={valueText}
+      >
         <rect className="meter-track" x="0" y="0" width="100" height="12" rx="6" />
         {ratio > 0 && <rect className={`meter-fill meter-${tone}`} x="0" y="0" width={Math.max(2, ratio * 100)} height="12" rx="6" />}
       </svg>

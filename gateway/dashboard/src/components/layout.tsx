@@ -19,7 +19,12 @@ const icon = (d: string) => (
 
 const NAV: { heading?: string; items: NavItem[] }[] = [
   { items: [{ to: '/', label: 'Overview', icon: icon('M4 13h6V4H4zM14 20h6v-9h-6zM4 20h6v-3H4zM14 7h6V4h-6z'), exact: true }] },
-  { heading: 'Data', items: [{ to: '/sources', label: 'Sources', icon: icon('M4 6c0-1.7 3.6-3 8-3s8 1.3 8 3-3.6 3-8 3-8-1.3-8-3zM4 6v6c0 1.7 3.6 3 8 3s8-1.3 8-3V6M4 12v6c0 1.7 3.6 3 8 3s8-1.3 8-3v-6') }] },
+  {
+    heading: 'Data',
+    items: [
+      { to: '/sources', label: 'Sources', icon: icon('M4 6c0-1.7 3.6-3 8-3s8 1.3 8 3-3.6 3-8 3-8-1.3-8-3zM4 6v6c0 1.7 3.6 3 8 3s8-1.3 8-3V6M4 12v6c0 1.7 3.6 3 8 3s8-1.3 8-3v-6') },
+    ],
+  },
   {
     heading: 'Analytics',
     items: [
@@ -119,61 +124,61 @@ export function Layout({ children }: { children: ReactNode }) {
       {open && <div className="scrim" aria-hidden="true" onClick={() => setOpen(false)} />}
       <aside id="sidebar" className={`sidebar${open ? ' is-open' : ''}`}>
         <div className="sidebar-inner">
-        <Link to="/" className="sidebar-brand" aria-label="DAP dashboard home">
-          <Logo />
-        </Link>
-        <nav aria-label="Main" className="nav">
-          {NAV.map((group, gi) => (
-            <div key={gi} className="nav-group">
-              {group.heading && <p className="nav-heading">{group.heading}</p>}
-              <ul>
-                {group.items.map((item) => {
-                  const active = isActive(item, path);
-                  return (
-                    <li key={item.to}>
-                      <Link to={item.to} className={`nav-link${active ? ' is-active' : ''}`} aria-current={active ? 'page' : undefined}>
-                        {item.icon}
-                        {item.label}
-                      </Link>
-                    </li>
-                  );
-                })}
-              </ul>
+          <Link to="/" className="sidebar-brand" aria-label="DAP dashboard home">
+            <Logo />
+          </Link>
+          <nav aria-label="Main" className="nav">
+            {NAV.map((group, gi) => (
+              <div key={gi} className="nav-group">
+                {group.heading && <p className="nav-heading">{group.heading}</p>}
+                <ul>
+                  {group.items.map((item) => {
+                    const active = isActive(item, path);
+                    return (
+                      <li key={item.to}>
+                        <Link to={item.to} className={`nav-link${active ? ' is-active' : ''}`} aria-current={active ? 'page' : undefined}>
+                          {item.icon}
+                          {item.label}
+                        </Link>
+                      </li>
+                    );
+                  })}
+                </ul>
+              </div>
+            ))}
+          </nav>
+          <div className="sidebar-footer">
+            <div className="account-chip">
+              <span className="avatar" aria-hidden="true">
+                {session.account.name.slice(0, 1).toUpperCase()}
+              </span>
+              <span className="account-text">
+                <span className="account-name">{session.account.name}</span>
+                <span className="account-email">{session.user.email}</span>
+              </span>
             </div>
-          ))}
-        </nav>
-        <div className="sidebar-footer">
-          <div className="account-chip">
-            <span className="avatar" aria-hidden="true">
-              {session.account.name.slice(0, 1).toUpperCase()}
-            </span>
-            <span className="account-text">
-              <span className="account-name">{session.account.name}</span>
-              <span className="account-email">{session.user.email}</span>
-            </span>
+            <div className="sidebar-row">
+              <Badge tone="accent">{session.account.plan} plan</Badge>
+              <a className="muted-link" href="/docs" target="_blank" rel="noopener">
+                API docs ↗
+              </a>
+            </div>
+            <button
+              type="button"
+              className="btn btn-ghost btn-block"
+              disabled={loggingOut}
+              onClick={async () => {
+                setLoggingOut(true);
+                try {
+                  await logout();
+                } finally {
+                  setLoggingOut(false);
+                }
+              }}
+            >
+              {loggingOut ? 'Logging out…' : 'Log out'}
+            </button>
           </div>
-          <div className="sidebar-row">
-            <Badge tone="accent">{session.account.plan} plan</Badge>
-            <a className="muted-link" href="/docs" target="_blank" rel="noopener">
-              API docs ↗
-            </a>
-          </div>
-          <button
-            type="button"
-            className="btn btn-ghost btn-block"
-            disabled={loggingOut}
-            onClick={async () => {
-              setLoggingOut(true);
-              try {
-                await logout();
-              } finally {
-                setLoggingOut(false);
-              }
-            }}
-          >
-            {loggingOut ? 'Logging out…' : 'Log out'}
-          </button>
-        </div>
         </div>
       </aside>
       <main id="main" className="main" tabIndex={-1}>

@@ -92,12 +92,19 @@ function PredictionChart({ input, output }: { input: Record<string, unknown>; ou
           series={[{ name: 'Observed', values: series }]}
           highlights={anomalies
             .filter((a): a is { index: number; score?: unknown } => typeof a.index === 'number' && a.index >= 0 && a.index < series.length)
-            .map((a) => ({ index: a.index, value: series[a.index]!, label: `t${a.index + 1}: ${formatNumber(series[a.index]!)}${typeof a.score === 'number' ? ` (score ${formatNumber(a.score)})` : ''}` }))}
+            .map((a) => ({
+              index: a.index,
+              value: series[a.index]!,
+              label: `t${a.index + 1}: ${formatNumber(series[a.index]!)}${typeof a.score === 'number' ? ` (score ${formatNumber(a.score)})` : ''}`,
+            }))}
         />
       </>
     );
   }
-  const probabilities = output.probabilities && typeof output.probabilities === 'object' ? Object.entries(output.probabilities as Record<string, unknown>).filter((e): e is [string, number] => typeof e[1] === 'number') : [];
+  const probabilities =
+    output.probabilities && typeof output.probabilities === 'object'
+      ? Object.entries(output.probabilities as Record<string, unknown>).filter((e): e is [string, number] => typeof e[1] === 'number')
+      : [];
   const answer = output.prediction ?? output.cluster;
   if (answer !== undefined) {
     return (
@@ -109,7 +116,16 @@ function PredictionChart({ input, output }: { input: Record<string, unknown>; ou
           </span>
           {typeof output.distance === 'number' && <span className="muted"> · distance {formatNumber(output.distance)}</span>}
         </p>
-        {probabilities.length > 1 && <BarChart title="Class probabilities" showTitle valueLabel="probability" data={probabilities.map(([label, value]) => ({ label, value }))} height={180} format={(n) => formatNumber(Math.round(n * 1000) / 1000)} />}
+        {probabilities.length > 1 && (
+          <BarChart
+            title="Class probabilities"
+            showTitle
+            valueLabel="probability"
+            data={probabilities.map(([label, value]) => ({ label, value }))}
+            height={180}
+            format={(n) => formatNumber(Math.round(n * 1000) / 1000)}
+          />
+        )}
       </div>
     );
   }
@@ -129,7 +145,13 @@ export function PredictionForm({ model, onPredicted }: { model: ModelDto; onPred
       try {
         body = JSON.parse(json) as { inputs: Record<string, unknown>[] };
       } catch (err) {
-        throw new ApiError({ status: 400, code: 'validation_failed', title: 'The request is not valid JSON', detail: (err as Error).message, errors: [{ path: 'json', message: 'Not valid JSON' }] });
+        throw new ApiError({
+          status: 400,
+          code: 'validation_failed',
+          title: 'The request is not valid JSON',
+          detail: (err as Error).message,
+          errors: [{ path: 'json', message: 'Not valid JSON' }],
+        });
       }
     }
     const prediction = await api.post<PredictionDto>(`/models/${encodeURIComponent(model.id)}/predict`, body);
@@ -202,7 +224,9 @@ export function PredictionForm({ model, onPredicted }: { model: ModelDto; onPred
       {result && (
         <div className="predict-result" aria-live="polite">
           <p className="result-meta">
-            <Badge tone="success">{result.prediction.predictions.length} prediction{result.prediction.predictions.length === 1 ? '' : 's'}</Badge>
+            <Badge tone="success">
+              {result.prediction.predictions.length} prediction{result.prediction.predictions.length === 1 ? '' : 's'}
+            </Badge>
             <Badge>model time {formatMs(result.prediction.latencyMs)}</Badge>
             <span className="mono small muted">{result.prediction.id}</span>
           </p>

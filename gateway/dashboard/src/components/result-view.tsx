@@ -54,7 +54,8 @@ export function shortBucket(label: string, granularity: string | null): string {
   return granularity === 'hour' && m[4] ? `${day} ${m[4]}` : day;
 }
 
-const asNumber = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v)) ? Number(v) : null);
+const asNumber = (v: unknown): number | null =>
+  typeof v === 'number' && Number.isFinite(v) ? v : typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v)) ? Number(v) : null;
 
 /** A completed report as a chart (bars by dimension, lines over time, or big numbers) and a table. */
 export function ResultView({ report }: { report: ReportDto }) {
@@ -81,7 +82,10 @@ export function ResultView({ report }: { report: ReportDto }) {
           const g = shape.dimensions.map((d) => formatCell(r[d])).join(' · ');
           if (!groups.has(g)) {
             if (groups.size >= MAX_SERIES) continue;
-            groups.set(g, times.map(() => null));
+            groups.set(
+              g,
+              times.map(() => null),
+            );
           }
           groups.get(g)![index.get(bucketLabel(r[shape.timeField!], shape.granularity))!] = asNumber(r[m]);
         }

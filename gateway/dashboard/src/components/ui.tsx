@@ -15,13 +15,7 @@ export function Button({
   ...rest
 }: ButtonHTMLAttributes<HTMLButtonElement> & { variant?: ButtonVariant; size?: 'sm'; loading?: boolean }) {
   return (
-    <button
-      type={type}
-      className={`btn btn-${variant}${size ? ` btn-${size}` : ''} ${className}`.trim()}
-      disabled={disabled || loading}
-      aria-busy={loading || undefined}
-      {...rest}
-    >
+    <button type={type} className={`btn btn-${variant}${size ? ` btn-${size}` : ''} ${className}`.trim()} disabled={disabled || loading} aria-busy={loading || undefined} {...rest}>
       {loading && <span className="spinner spinner-inline" aria-hidden="true" />}
       {children}
     </button>
@@ -96,7 +90,17 @@ export function Field({
 }
 
 /** An API error as a readable alert: what happened, what to do, and the request id for support. */
-export function ErrorBanner({ error, title, onRetry, hideFieldErrors = false }: { error: ApiError | null | undefined; title?: string; onRetry?: () => void; hideFieldErrors?: boolean }) {
+export function ErrorBanner({
+  error,
+  title,
+  onRetry,
+  hideFieldErrors = false,
+}: {
+  error: ApiError | null | undefined;
+  title?: string;
+  onRetry?: () => void;
+  hideFieldErrors?: boolean;
+}) {
   if (!error) return null;
   const retry = error.status === 429 && error.retryAfterSeconds ? ` You can retry in ${error.retryAfterSeconds} s.` : '';
   return (
@@ -118,7 +122,11 @@ export function ErrorBanner({ error, title, onRetry, hideFieldErrors = false }: 
             ))}
           </ul>
         )}
-        {error.requestId && <p className="alert-meta">Request ID: <code>{error.requestId}</code></p>}
+        {error.requestId && (
+          <p className="alert-meta">
+            Request ID: <code>{error.requestId}</code>
+          </p>
+        )}
       </div>
       {onRetry && (
         <Button size="sm" onClick={onRetry}>
@@ -140,7 +148,19 @@ export function Alert({ tone = 'info', title, children }: { tone?: 'info' | 'war
   );
 }
 
-export function PageHeader({ title, description, actions, back, eyebrow }: { title: ReactNode; description?: ReactNode; actions?: ReactNode; back?: { to: string; label: string }; eyebrow?: string }) {
+export function PageHeader({
+  title,
+  description,
+  actions,
+  back,
+  eyebrow,
+}: {
+  title: ReactNode;
+  description?: ReactNode;
+  actions?: ReactNode;
+  back?: { to: string; label: string };
+  eyebrow?: string;
+}) {
   return (
     <header className="page-header">
       <div className="page-header-text">
@@ -160,7 +180,19 @@ export function PageHeader({ title, description, actions, back, eyebrow }: { tit
   );
 }
 
-export function Card({ title, actions, children, className = '', footer }: { title?: ReactNode; actions?: ReactNode; children: ReactNode; className?: string; footer?: ReactNode }) {
+export function Card({
+  title,
+  actions,
+  children,
+  className = '',
+  footer,
+}: {
+  title?: ReactNode;
+  actions?: ReactNode;
+  children: ReactNode;
+  className?: string;
+  footer?: ReactNode;
+}) {
   const id = useId();
   return (
     <section className={`card ${className}`.trim()} aria-labelledby={title ? id : undefined}>

@@ -33,7 +33,13 @@ export function RequestsPerDay({ overview }: { overview: Overview | undefined })
       <p className="chart-headline">
         <span className="big-number">{formatInt(total)}</span> {total === 1 ? 'request' : 'requests'} in the last 30 days
       </p>
-      <BarChart title="API requests per day, last 30 days" valueLabel="requests" data={days.map((d) => ({ label: d.date, value: d.requests }))} labelFormat={formatDay} height={220} />
+      <BarChart
+        title="API requests per day, last 30 days"
+        valueLabel="requests"
+        data={days.map((d) => ({ label: d.date, value: d.requests }))}
+        labelFormat={formatDay}
+        height={220}
+      />
     </div>
   );
 }
@@ -54,9 +60,7 @@ export function CurrentMinute({ refreshMs = 5_000 }: { refreshMs?: number }) {
       <Meter value={u.used} max={u.limit} label="Requests in the current minute" valueText={`${u.used} of ${u.limit} requests used`} />
       <p className="usage-meta">
         <span>{formatInt(u.remaining)} remaining</span>
-        <span>
-          {u.used > 0 ? `oldest counted request leaves the ${u.windowSeconds}-s window in ${u.resetSeconds} s` : `sliding ${u.windowSeconds}-second window`}
-        </span>
+        <span>{u.used > 0 ? `oldest counted request leaves the ${u.windowSeconds}-s window in ${u.resetSeconds} s` : `sliding ${u.windowSeconds}-second window`}</span>
       </p>
     </div>
   );

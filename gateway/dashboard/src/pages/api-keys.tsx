@@ -205,7 +205,16 @@ function CreateKeyDialog({ open, onClose, onCreated }: { open: boolean; onClose:
           </Field>
           {expiry === 'custom' && (
             <Field label="Expiry date" hint="The key stops working at the end of this day (UTC)." error={err?.fieldError('expiresAt')}>
-              {(p) => <input {...p} className="input" type="date" value={customDate} min={new Date(Date.now() + 86_400_000).toISOString().slice(0, 10)} onChange={(e) => setCustomDate(e.target.value)} />}
+              {(p) => (
+                <input
+                  {...p}
+                  className="input"
+                  type="date"
+                  value={customDate}
+                  min={new Date(Date.now() + 86_400_000).toISOString().slice(0, 10)}
+                  onChange={(e) => setCustomDate(e.target.value)}
+                />
+              )}
             </Field>
           )}
         </div>
@@ -237,7 +246,9 @@ function RollKeyDialog({ target, onClose, onRolled }: { target: ApiKeyDto | null
         <SecretReveal
           label="The new API key"
           secret={rolled.secret}
-          warning={grace === 0 ? 'The old secret has stopped working. Deploy this one now.' : 'The old secret keeps working for the grace period you chose; deploy this one before then.'}
+          warning={
+            grace === 0 ? 'The old secret has stopped working. Deploy this one now.' : 'The old secret keeps working for the grace period you chose; deploy this one before then.'
+          }
         />
         <div className="dialog-footer">
           <Button variant="primary" onClick={close}>
@@ -248,7 +259,12 @@ function RollKeyDialog({ target, onClose, onRolled }: { target: ApiKeyDto | null
     );
   }
   return (
-    <Dialog open={target !== null} onClose={close} title={`Roll “${target?.name ?? ''}”`} description="Rolling issues a new secret with the same name and scopes. The old secret keeps working for a grace period, so you can deploy the new one without downtime.">
+    <Dialog
+      open={target !== null}
+      onClose={close}
+      title={`Roll “${target?.name ?? ''}”`}
+      description="Rolling issues a new secret with the same name and scopes. The old secret keeps working for a grace period, so you can deploy the new one without downtime."
+    >
       <form
         className="form"
         onSubmit={async (e) => {
@@ -395,7 +411,9 @@ export function ApiKeysPage() {
         </Card>
       )}
       <Alert tone="info" title="Keeping keys safe">
-        <p>Never put a key in front-end code or a public repository. If one leaks, roll it: the new secret works at once, and the old one stops after the grace period you choose.</p>
+        <p>
+          Never put a key in front-end code or a public repository. If one leaks, roll it: the new secret works at once, and the old one stops after the grace period you choose.
+        </p>
       </Alert>
       <CreateKeyDialog open={creating} onClose={() => setCreating(false)} onCreated={() => void keys.reload()} />
       <RollKeyDialog target={rolling} onClose={() => setRolling(null)} onRolled={() => void keys.reload()} />

@@ -87,13 +87,38 @@ const byUrl = (v: Record<string, string>) => v.connectWith === 'url';
 function connectionFields(type: 'postgres' | 'mysql' | 'mongodb', defaultPort: string): FieldSpec[] {
   const scheme = type === 'postgres' ? 'postgres' : type === 'mysql' ? 'mysql' : 'mongodb';
   return [
-    { name: 'connectWith', label: 'Connect with', kind: 'select', options: [{ value: 'parts', label: 'Host, database and user' }, { value: 'url', label: 'A connection URL' }] },
-    { name: 'connUrl', label: 'Connection URL', kind: 'password', mono: true, apiPath: 'connection.url', showIf: byUrl, placeholder: `${scheme}://user:password@host:${defaultPort}/database`, hint: 'Stored encrypted; only the host and database are shown afterwards.' },
+    {
+      name: 'connectWith',
+      label: 'Connect with',
+      kind: 'select',
+      options: [
+        { value: 'parts', label: 'Host, database and user' },
+        { value: 'url', label: 'A connection URL' },
+      ],
+    },
+    {
+      name: 'connUrl',
+      label: 'Connection URL',
+      kind: 'password',
+      mono: true,
+      apiPath: 'connection.url',
+      showIf: byUrl,
+      placeholder: `${scheme}://user:password@host:${defaultPort}/database`,
+      hint: 'Stored encrypted; only the host and database are shown afterwards.',
+    },
     { name: 'host', label: 'Host', kind: 'text', mono: true, apiPath: 'connection.host', showIf: byParts, placeholder: 'db.example.com', half: true },
     { name: 'port', label: 'Port', kind: 'number', apiPath: 'connection.port', showIf: byParts, placeholder: defaultPort, half: true },
     { name: 'database', label: 'Database', kind: 'text', mono: true, apiPath: 'connection.database', showIf: byParts, half: true },
     { name: 'user', label: type === 'mongodb' ? 'User (optional)' : 'User', kind: 'text', mono: true, apiPath: 'connection.user', showIf: byParts, half: true },
-    { name: 'password', label: 'Password', kind: 'password', apiPath: 'connection.password', showIf: byParts, hint: 'Write-only: stored encrypted, never shown again.', half: true },
+    {
+      name: 'password',
+      label: 'Password',
+      kind: 'password',
+      apiPath: 'connection.password',
+      showIf: byParts,
+      hint: 'Write-only: stored encrypted, never shown again.',
+      half: true,
+    },
     {
       name: 'ssl',
       label: 'TLS',
@@ -108,7 +133,9 @@ function connectionFields(type: 'postgres' | 'mysql' | 'mongodb', defaultPort: s
         { value: 'disable', label: 'Disable' },
       ],
     },
-    ...(type === 'mongodb' ? [{ name: 'authSource', label: 'Auth database (optional)', kind: 'text' as const, mono: true, apiPath: 'connection.authSource', showIf: byParts, placeholder: 'admin' }] : []),
+    ...(type === 'mongodb'
+      ? [{ name: 'authSource', label: 'Auth database (optional)', kind: 'text' as const, mono: true, apiPath: 'connection.authSource', showIf: byParts, placeholder: 'admin' }]
+      : []),
   ];
 }
 
@@ -119,9 +146,33 @@ function sqlSpec(type: 'postgres' | 'mysql'): TypeSpec {
     icon: type === 'postgres' ? 'PG' : 'SQL',
     fields: [
       ...connectionFields(type, type === 'postgres' ? '5432' : '3306'),
-      { name: 'readWith', label: 'Read', kind: 'select', options: [{ value: 'table', label: 'A whole table or view' }, { value: 'query', label: 'The rows of a SELECT query' }] },
-      { name: 'table', label: 'Table', kind: 'text', mono: true, showIf: (v) => (v.readWith ?? 'table') === 'table', placeholder: type === 'postgres' ? 'public.orders' : 'orders' },
-      { name: 'query', label: 'SELECT query', kind: 'textarea', mono: true, rows: 5, showIf: (v) => v.readWith === 'query', placeholder: 'SELECT id, amount, created_at FROM orders WHERE amount > 0', hint: 'Runs in a read-only transaction; its rows are streamed in.' },
+      {
+        name: 'readWith',
+        label: 'Read',
+        kind: 'select',
+        options: [
+          { value: 'table', label: 'A whole table or view' },
+          { value: 'query', label: 'The rows of a SELECT query' },
+        ],
+      },
+      {
+        name: 'table',
+        label: 'Table',
+        kind: 'text',
+        mono: true,
+        showIf: (v) => (v.readWith ?? 'table') === 'table',
+        placeholder: type === 'postgres' ? 'public.orders' : 'orders',
+      },
+      {
+        name: 'query',
+        label: 'SELECT query',
+        kind: 'textarea',
+        mono: true,
+        rows: 5,
+        showIf: (v) => v.readWith === 'query',
+        placeholder: 'SELECT id, amount, created_at FROM orders WHERE amount > 0',
+        hint: 'Runs in a read-only transaction; its rows are streamed in.',
+      },
     ],
     toBody: (v) => ({
       connection: connectionOf(v, type),
@@ -131,7 +182,10 @@ function sqlSpec(type: 'postgres' | 'mysql'): TypeSpec {
 }
 
 function headersOf(raw: string): Record<string, string> | undefined {
-  const lines = raw.split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = raw
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   if (lines.length === 0) return undefined;
   const headers: Record<string, string> = {};
   for (const line of lines) {
@@ -148,7 +202,16 @@ const SPECS: Record<SourceType, TypeSpec> = {
     label: 'Paste rows',
     description: 'A JSON array of objects, typed in or pasted.',
     icon: '{ }',
-    fields: [{ name: 'rows', label: 'Rows (JSON array of objects)', kind: 'textarea', mono: true, required: true, hint: 'Up to 10,000 rows. Field types are detected: numbers, booleans, ISO times and text.' }],
+    fields: [
+      {
+        name: 'rows',
+        label: 'Rows (JSON array of objects)',
+        kind: 'textarea',
+        mono: true,
+        required: true,
+        hint: 'Up to 10,000 rows. Field types are detected: numbers, booleans, ISO times and text.',
+      },
+    ],
     example: { rows: EXAMPLE_ROWS },
     toBody: (v) => {
       let rows: unknown;
@@ -166,7 +229,17 @@ const SPECS: Record<SourceType, TypeSpec> = {
     label: 'CSV file',
     description: 'Comma-separated values with a header row.',
     icon: 'CSV',
-    fields: [{ name: 'csv', label: 'CSV', kind: 'textarea', mono: true, required: true, accept: '.csv,text/csv', hint: 'Upload a file or paste the text; the first row names the columns.' }],
+    fields: [
+      {
+        name: 'csv',
+        label: 'CSV',
+        kind: 'textarea',
+        mono: true,
+        required: true,
+        accept: '.csv,text/csv',
+        hint: 'Upload a file or paste the text; the first row names the columns.',
+      },
+    ],
     example: { csv: 'region,units,price\nnorth,3,9.5\nsouth,7,12\nwest,2,8.25\n' },
     toBody: (v) => ({ csv: text(v, 'csv', 'CSV text') }),
   },
@@ -182,7 +255,17 @@ const SPECS: Record<SourceType, TypeSpec> = {
     label: 'NDJSON file',
     description: 'One JSON object per line (JSON Lines).',
     icon: 'NDJ',
-    fields: [{ name: 'ndjson', label: 'NDJSON', kind: 'textarea', mono: true, required: true, accept: '.ndjson,.jsonl,application/x-ndjson', hint: 'Upload a file or paste one object per line.' }],
+    fields: [
+      {
+        name: 'ndjson',
+        label: 'NDJSON',
+        kind: 'textarea',
+        mono: true,
+        required: true,
+        accept: '.ndjson,.jsonl,application/x-ndjson',
+        hint: 'Upload a file or paste one object per line.',
+      },
+    ],
     example: { ndjson: '{"event": "signup", "ms": 120}\n{"event": "login", "ms": 80}\n' },
     toBody: (v) => ({ ndjson: text(v, 'ndjson', 'NDJSON text') }),
   },
@@ -191,7 +274,15 @@ const SPECS: Record<SourceType, TypeSpec> = {
     description: 'A CSV, JSON or NDJSON file fetched over HTTPS on every sync.',
     icon: 'URL',
     fields: [
-      { name: 'url', label: 'File URL', kind: 'text', mono: true, required: true, placeholder: 'https://example.com/exports/orders.csv', hint: 'Redirects are not followed. Put tokens in a header rather than the URL.' },
+      {
+        name: 'url',
+        label: 'File URL',
+        kind: 'text',
+        mono: true,
+        required: true,
+        placeholder: 'https://example.com/exports/orders.csv',
+        hint: 'Redirects are not followed. Put tokens in a header rather than the URL.',
+      },
       {
         name: 'format',
         label: 'Format',
@@ -203,7 +294,15 @@ const SPECS: Record<SourceType, TypeSpec> = {
           { value: 'ndjson', label: 'NDJSON' },
         ],
       },
-      { name: 'headers', label: 'Request headers (optional)', kind: 'textarea', mono: true, rows: 3, placeholder: 'Authorization: Bearer …', hint: 'One "Name: value" per line. Values are stored encrypted; only the names are shown.' },
+      {
+        name: 'headers',
+        label: 'Request headers (optional)',
+        kind: 'textarea',
+        mono: true,
+        rows: 3,
+        placeholder: 'Authorization: Bearer …',
+        hint: 'One "Name: value" per line. Values are stored encrypted; only the names are shown.',
+      },
     ],
     toBody: (v) => {
       const headers = headersOf(v.headers ?? '');
@@ -219,7 +318,15 @@ const SPECS: Record<SourceType, TypeSpec> = {
     fields: [
       ...connectionFields('mongodb', '27017'),
       { name: 'collection', label: 'Collection', kind: 'text', mono: true, required: true, placeholder: 'events' },
-      { name: 'filter', label: 'Filter (optional)', kind: 'textarea', mono: true, rows: 3, placeholder: '{"kind": "click"}', hint: 'A query document as JSON; comparison and logical operators only.' },
+      {
+        name: 'filter',
+        label: 'Filter (optional)',
+        kind: 'textarea',
+        mono: true,
+        rows: 3,
+        placeholder: '{"kind": "click"}',
+        hint: 'A query document as JSON; comparison and logical operators only.',
+      },
     ],
     toBody: (v) => {
       const filter = optional(v, 'filter');
@@ -268,7 +375,15 @@ export function ConnectSourcePage() {
     const file = e.target.files?.[0];
     if (!file) return;
     if (file.size > MAX_FILE_BYTES) {
-      create.setError(new ApiError({ status: 413, code: 'payload_too_large', title: 'That file is too large', detail: 'Files up to 5 MB can be uploaded here.', errors: [{ path: field, message: 'Files up to 5 MB' }] }));
+      create.setError(
+        new ApiError({
+          status: 413,
+          code: 'payload_too_large',
+          title: 'That file is too large',
+          detail: 'Files up to 5 MB can be uploaded here.',
+          errors: [{ path: field, message: 'Files up to 5 MB' }],
+        }),
+      );
       return;
     }
     set(field, await file.text());
@@ -283,7 +398,9 @@ export function ConnectSourcePage() {
       body = { type, name: name.trim(), ...spec.toBody(values) };
     } catch (problem) {
       if (problem instanceof LocalProblem) {
-        create.setError(new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: [{ path: problem.path, message: problem.message }] }));
+        create.setError(
+          new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: [{ path: problem.path, message: problem.message }] }),
+        );
         return;
       }
       throw problem;
@@ -348,7 +465,11 @@ export function ConnectSourcePage() {
 
   return (
     <>
-      <PageHeader title="Connect a source" back={{ to: '/sources', label: 'Sources' }} description="Choose where the data comes from. It is read in the background; you can explore it as soon as it is ready." />
+      <PageHeader
+        title="Connect a source"
+        back={{ to: '/sources', label: 'Sources' }}
+        description="Choose where the data comes from. It is read in the background; you can explore it as soon as it is ready."
+      />
       <form className="form" onSubmit={submit} noValidate>
         <Card title="1. Source type">
           <fieldset className="fieldset">
@@ -393,7 +514,9 @@ export function ConnectSourcePage() {
             {(p) => <input {...p} className="input" value={name} maxLength={200} onChange={(e) => setName(e.target.value)} placeholder="e.g. Orders 2025" />}
           </Field>
           {groupHalves(visible).map((group) =>
-            group.length === 1 ? renderField(group[0]!) : (
+            group.length === 1 ? (
+              renderField(group[0]!)
+            ) : (
               <div key={group.map((f) => f.name).join('+')} className="form-row">
                 {group.map(renderField)}
               </div>

@@ -55,7 +55,18 @@ function typedValue(raw: string, type: string | undefined): string | number | bo
 
 const toIso = (local: string) => (local ? new Date(`${local}T00:00:00Z`).toISOString() : undefined);
 
-export function buildQuery(state: { sourceId: string; measures: MeasureRow[]; dimensions: string[]; time: TimeRow | null; filters: FilterRow[]; order: { field: string; direction: 'asc' | 'desc' } | null; limit: number }, schema: Column[]) {
+export function buildQuery(
+  state: {
+    sourceId: string;
+    measures: MeasureRow[];
+    dimensions: string[];
+    time: TimeRow | null;
+    filters: FilterRow[];
+    order: { field: string; direction: 'asc' | 'desc' } | null;
+    limit: number;
+  },
+  schema: Column[],
+) {
   const typeOf = (f: string) => schema.find((c) => c.name === f)?.type;
   return {
     sourceId: state.sourceId,
@@ -74,7 +85,15 @@ export function buildQuery(state: { sourceId: string; measures: MeasureRow[]; di
     filters: state.filters.map((f) => {
       const kind = FILTER_OPERATORS.find((o) => o.op === f.op)!.value;
       if (kind === 'none') return { field: f.field, op: f.op };
-      if (kind === 'list') return { field: f.field, op: f.op, value: f.value.split(',').map((x) => typedValue(x, typeOf(f.field))).filter((x) => x !== '') };
+      if (kind === 'list')
+        return {
+          field: f.field,
+          op: f.op,
+          value: f.value
+            .split(',')
+            .map((x) => typedValue(x, typeOf(f.field)))
+            .filter((x) => x !== ''),
+        };
       return { field: f.field, op: f.op, value: typedValue(f.value, typeOf(f.field)) };
     }),
     orderBy: state.order ? [state.order] : [],
@@ -131,7 +150,14 @@ export function ExplorePage() {
   const run = useAction(async () => {
     if (!query) throw new ApiError({ status: 400, code: 'validation_failed', title: 'Choose a source first', detail: '' });
     const bad = measures.findIndex((m) => MEASURES.find((x) => x.op === m.op)!.needsField && !m.field);
-    if (bad >= 0) throw new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: [{ path: `measures.${bad}.field`, message: 'Choose a field for this measure' }] });
+    if (bad >= 0)
+      throw new ApiError({
+        status: 400,
+        code: 'validation_failed',
+        title: 'Check the highlighted fields',
+        detail: '',
+        errors: [{ path: `measures.${bad}.field`, message: 'Choose a field for this measure' }],
+      });
     setReport(null);
     let { status, body } = await api.postWithStatus<ReportDto>('/analytics/query', query);
     // A slow query answers 202 and finishes in the background: poll its report.
@@ -151,14 +177,24 @@ export function ExplorePage() {
 
   const err = run.error;
   const outputs = [...(time ? [time.field] : []), ...dimensions, ...measures.map(outputName)];
-  const curl = query ? `curl -X POST ${window.location.origin}/v1/analytics/query \\\n  -H "Authorization: Bearer $API_KEY" \\\n  -H "Content-Type: application/json" \\\n  -d '${JSON.stringify(query)}'` : '';
+  const curl = query
+    ? `curl -X POST ${window.location.origin}/v1/analytics/query \\\n  -H "Authorization: Bearer $API_KEY" \\\n  -H "Content-Type: application/json" \\\n  -d '${JSON.stringify(query)}'`
+    : '';
 
   if (sources.data && ready.length === 0) {
     return (
       <>
         <PageHeader title="Explore" description="Build a query, see it as a chart and a table, and save it as a report." />
         <Card>
-          <EmptyState title="No ready source yet" icon="📊" action={<ButtonLink to="/sources/new" variant="primary">Connect a source</ButtonLink>}>
+          <EmptyState
+            title="No ready source yet"
+            icon="📊"
+            action={
+              <ButtonLink to="/sources/new" variant="primary">
+                Connect a source
+              </ButtonLink>
+            }
+          >
             {(sources.data.data.length ?? 0) > 0 ? 'Your sources are still syncing; come back in a moment.' : 'Connect some data first, then come back to query it.'}
           </EmptyState>
         </Card>
@@ -168,7 +204,11 @@ export function ExplorePage() {
 
   return (
     <>
-      <PageHeader title="Explore" description="Build a query, see it as a chart and a table. Every query is saved as a report." actions={<ButtonLink to="/analytics/reports">All reports</ButtonLink>} />
+      <PageHeader
+        title="Explore"
+        description="Build a query, see it as a chart and a table. Every query is saved as a report."
+        actions={<ButtonLink to="/analytics/reports">All reports</ButtonLink>}
+      />
       <ErrorBanner error={sources.error} onRetry={() => void sources.reload()} />
       <div className="explore">
         <form className="builder card" onSubmit={submit} noValidate aria-label="Query builder">
@@ -196,14 +236,33 @@ export function ExplorePage() {
                   const e = err?.fieldError(`measures.${i}`);
                   return (
                     <div key={i} className={`builder-row${e ? ' field-invalid' : ''}`}>
-                      <select className="input" aria-label={`Measure ${i + 1} operation`} value={m.op} onChange={(ev) => setMeasures((old) => old.map((x, j) => (j === i ? { ...x, op: ev.target.value as MeasureOp, field: fieldsFor(ev.target.value as MeasureOp, schema).some((c) => c.name === x.field) ? x.field : '' } : x)))}>
+                      <select
+                        className="input"
+                        aria-label={`Measure ${i + 1} operation`}
+                        value={m.op}
+                        onChange={(ev) =>
+                          setMeasures((old) =>
+                            old.map((x, j) =>
+                              j === i
+                                ? { ...x, op: ev.target.value as MeasureOp, field: fieldsFor(ev.target.value as MeasureOp, schema).some((c) => c.name === x.field) ? x.field : '' }
+                                : x,
+                            ),
+                          )
+                        }
+                      >
                         {MEASURES.map((o) => (
                           <option key={o.op} value={o.op}>
                             {o.label}
                           </option>
                         ))}
                       </select>
-                      <select className="input" aria-label={`Measure ${i + 1} field`} aria-invalid={e ? true : undefined} value={m.field} onChange={(ev) => setMeasures((old) => old.map((x, j) => (j === i ? { ...x, field: ev.target.value } : x)))}>
+                      <select
+                        className="input"
+                        aria-label={`Measure ${i + 1} field`}
+                        aria-invalid={e ? true : undefined}
+                        value={m.field}
+                        onChange={(ev) => setMeasures((old) => old.map((x, j) => (j === i ? { ...x, field: ev.target.value } : x)))}
+                      >
                         <option value="">{spec.needsField ? 'Choose a field…' : 'all rows'}</option>
                         {options.map((c) => (
                           <option key={c.name} value={c.name}>
@@ -211,15 +270,32 @@ export function ExplorePage() {
                           </option>
                         ))}
                       </select>
-                      <input className="input" aria-label={`Measure ${i + 1} name (optional)`} placeholder={outputName({ ...m, as: '' })} value={m.as} onChange={(ev) => setMeasures((old) => old.map((x, j) => (j === i ? { ...x, as: ev.target.value } : x)))} />
-                      <button type="button" className="icon-btn" aria-label={`Remove measure ${i + 1}`} disabled={measures.length === 1} onClick={() => setMeasures((old) => old.filter((_, j) => j !== i))}>
+                      <input
+                        className="input"
+                        aria-label={`Measure ${i + 1} name (optional)`}
+                        placeholder={outputName({ ...m, as: '' })}
+                        value={m.as}
+                        onChange={(ev) => setMeasures((old) => old.map((x, j) => (j === i ? { ...x, as: ev.target.value } : x)))}
+                      />
+                      <button
+                        type="button"
+                        className="icon-btn"
+                        aria-label={`Remove measure ${i + 1}`}
+                        disabled={measures.length === 1}
+                        onClick={() => setMeasures((old) => old.filter((_, j) => j !== i))}
+                      >
                         ×
                       </button>
                       {e && <p className="field-error builder-error">⚠ {e}</p>}
                     </div>
                   );
                 })}
-                <Button size="sm" variant="ghost" onClick={() => setMeasures((old) => [...old, { op: 'sum', field: fieldsFor('sum', schema)[0]?.name ?? '', as: '' }])} disabled={measures.length >= 20}>
+                <Button
+                  size="sm"
+                  variant="ghost"
+                  onClick={() => setMeasures((old) => [...old, { op: 'sum', field: fieldsFor('sum', schema)[0]?.name ?? '', as: '' }])}
+                  disabled={measures.length >= 20}
+                >
                   + Add measure
                 </Button>
               </fieldset>
@@ -270,7 +346,13 @@ export function ExplorePage() {
                           </option>
                         ))}
                       </select>
-                      <select className="input" aria-label="Time granularity" value={time?.granularity ?? 'day'} disabled={!time} onChange={(e) => time && setTime({ ...time, granularity: e.target.value as Granularity })}>
+                      <select
+                        className="input"
+                        aria-label="Time granularity"
+                        value={time?.granularity ?? 'day'}
+                        disabled={!time}
+                        onChange={(e) => time && setTime({ ...time, granularity: e.target.value as Granularity })}
+                      >
                         {GRANULARITY_LIST.map((g) => (
                           <option key={g} value={g}>
                             by {g}
@@ -300,14 +382,24 @@ export function ExplorePage() {
                   const e = err?.fieldError(`filters.${i}`);
                   return (
                     <div key={i} className={`builder-row${e ? ' field-invalid' : ''}`}>
-                      <select className="input" aria-label={`Filter ${i + 1} field`} value={f.field} onChange={(ev) => setFilters((old) => old.map((x, j) => (j === i ? { ...x, field: ev.target.value } : x)))}>
+                      <select
+                        className="input"
+                        aria-label={`Filter ${i + 1} field`}
+                        value={f.field}
+                        onChange={(ev) => setFilters((old) => old.map((x, j) => (j === i ? { ...x, field: ev.target.value } : x)))}
+                      >
                         {schema.map((c) => (
                           <option key={c.name} value={c.name}>
                             {c.name}
                           </option>
                         ))}
                       </select>
-                      <select className="input" aria-label={`Filter ${i + 1} operator`} value={f.op} onChange={(ev) => setFilters((old) => old.map((x, j) => (j === i ? { ...x, op: ev.target.value as FilterOp } : x)))}>
+                      <select
+                        className="input"
+                        aria-label={`Filter ${i + 1} operator`}
+                        value={f.op}
+                        onChange={(ev) => setFilters((old) => old.map((x, j) => (j === i ? { ...x, op: ev.target.value as FilterOp } : x)))}
+                      >
                         {FILTER_OPERATORS.map((o) => (
                           <option key={o.op} value={o.op}>
                             {o.label}
@@ -317,7 +409,14 @@ export function ExplorePage() {
                       {kind === 'none' ? (
                         <span />
                       ) : (
-                        <input className="input" aria-label={`Filter ${i + 1} value`} aria-invalid={e ? true : undefined} placeholder={kind === 'list' ? 'a, b, c' : 'value'} value={f.value} onChange={(ev) => setFilters((old) => old.map((x, j) => (j === i ? { ...x, value: ev.target.value } : x)))} />
+                        <input
+                          className="input"
+                          aria-label={`Filter ${i + 1} value`}
+                          aria-invalid={e ? true : undefined}
+                          placeholder={kind === 'list' ? 'a, b, c' : 'value'}
+                          value={f.value}
+                          onChange={(ev) => setFilters((old) => old.map((x, j) => (j === i ? { ...x, value: ev.target.value } : x)))}
+                        />
                       )}
                       <button type="button" className="icon-btn" aria-label={`Remove filter ${i + 1}`} onClick={() => setFilters((old) => old.filter((_, j) => j !== i))}>
                         ×
@@ -326,7 +425,12 @@ export function ExplorePage() {
                     </div>
                   );
                 })}
-                <Button size="sm" variant="ghost" disabled={schema.length === 0 || filters.length >= 50} onClick={() => setFilters((old) => [...old, { field: schema[0]?.name ?? '', op: 'eq', value: '' }])}>
+                <Button
+                  size="sm"
+                  variant="ghost"
+                  disabled={schema.length === 0 || filters.length >= 50}
+                  onClick={() => setFilters((old) => [...old, { field: schema[0]?.name ?? '', op: 'eq', value: '' }])}
+                >
                   + Add filter
                 </Button>
               </fieldset>
@@ -347,11 +451,25 @@ export function ExplorePage() {
                       </option>
                     ))}
                   </select>
-                  <select className="input" aria-label="Sort direction" value={order?.direction ?? 'desc'} disabled={!order} onChange={(e) => order && setOrder({ ...order, direction: e.target.value as 'asc' | 'desc' })}>
+                  <select
+                    className="input"
+                    aria-label="Sort direction"
+                    value={order?.direction ?? 'desc'}
+                    disabled={!order}
+                    onChange={(e) => order && setOrder({ ...order, direction: e.target.value as 'asc' | 'desc' })}
+                  >
                     <option value="desc">Descending</option>
                     <option value="asc">Ascending</option>
                   </select>
-                  <input className="input" type="number" min={1} max={10_000} aria-label="Row limit" value={limit} onChange={(e) => setLimit(Math.max(1, Math.min(10_000, Number(e.target.value) || 1)))} />
+                  <input
+                    className="input"
+                    type="number"
+                    min={1}
+                    max={10_000}
+                    aria-label="Row limit"
+                    value={limit}
+                    onChange={(e) => setLimit(Math.max(1, Math.min(10_000, Number(e.target.value) || 1)))}
+                  />
                 </div>
                 {err?.fieldError('orderBy') && <p className="field-error">⚠ {err.fieldError('orderBy')}</p>}
               </fieldset>

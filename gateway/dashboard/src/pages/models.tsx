@@ -127,8 +127,12 @@ function Evaluation({ evaluation }: { evaluation: Record<string, unknown> | null
           <Stat key={k} label={humanize(k)} value={formatNumber(v)} />
         ))}
       </div>
-      {errors.length >= 2 && <BarChart title="Error, lower is better" showTitle valueLabel="error" data={errors.map(([k, v]) => ({ label: humanize(k), value: v }))} height={200} />}
-      {scores.length >= 2 && <BarChart title="Scores, higher is better" showTitle valueLabel="score" data={scores.map(([k, v]) => ({ label: humanize(k), value: v }))} height={200} />}
+      {errors.length >= 2 && (
+        <BarChart title="Error, lower is better" showTitle valueLabel="error" data={errors.map(([k, v]) => ({ label: humanize(k), value: v }))} height={200} />
+      )}
+      {scores.length >= 2 && (
+        <BarChart title="Scores, higher is better" showTitle valueLabel="score" data={scores.map(([k, v]) => ({ label: humanize(k), value: v }))} height={200} />
+      )}
       {baseline && typeof baseline.description === 'string' && (
         <p className="muted small">
           Baseline ({baseline.description}):{' '}
@@ -215,7 +219,9 @@ function Serving({ metrics }: { metrics: MetricsDto }) {
           height={200}
           format={(n) => `${formatNumber(Math.round(n * 100) / 100)} ms`}
           data={windows.flatMap(([label, w]) =>
-            (['p50', 'p95', 'p99'] as const).filter((p) => w.latencyMs[p] !== null).map((p) => ({ label: `${p} · ${label === 'Last hour' ? '1 h' : '24 h'}`, value: w.latencyMs[p]! })),
+            (['p50', 'p95', 'p99'] as const)
+              .filter((p) => w.latencyMs[p] !== null)
+              .map((p) => ({ label: `${p} · ${label === 'Last hour' ? '1 h' : '24 h'}`, value: w.latencyMs[p]! })),
           )}
         />
       )}
@@ -227,7 +233,9 @@ function Serving({ metrics }: { metrics: MetricsDto }) {
 export function ModelDetailPage({ id }: { id: string }) {
   const model = useResource<ModelDto>(`model:${id}`, (api, signal) => api.get<ModelDto>(`/models/${encodeURIComponent(id)}`, signal));
   const m = model.data;
-  const metrics = useResource<MetricsDto>(m?.status === 'ready' ? `metrics:${id}` : null, (api, signal) => api.get<MetricsDto>(`/models/${encodeURIComponent(id)}/metrics`, signal));
+  const metrics = useResource<MetricsDto>(m?.status === 'ready' ? `metrics:${id}` : null, (api, signal) =>
+    api.get<MetricsDto>(`/models/${encodeURIComponent(id)}/metrics`, signal),
+  );
   useDocumentTitle(m?.name ?? 'Model');
   useInterval(() => void model.reload(), m?.status === 'training' ? 3_000 : null);
 
@@ -267,7 +275,12 @@ export function ModelDetailPage({ id }: { id: string }) {
               ['Kind', KIND_LABELS[m.kind] ?? m.kind],
               ...(m.training
                 ? ([
-                    ['Source', <Link key="src" to={`/sources/${m.training.sourceId}`}>{m.training.sourceId}</Link>],
+                    [
+                      'Source',
+                      <Link key="src" to={`/sources/${m.training.sourceId}`}>
+                        {m.training.sourceId}
+                      </Link>,
+                    ],
                     ...(m.training.target ? ([['Target', <code key="t">{m.training.target}</code>]] as [string, ReactNode][]) : []),
                     ...(m.training.rows ? ([['Rows', `${formatInt(m.training.rows.train)} trained, ${formatInt(m.training.rows.test)} held out`]] as [string, ReactNode][]) : []),
                     ['Training time', formatMs(m.training.durationMs)],
@@ -321,7 +334,9 @@ export function ModelDetailPage({ id }: { id: string }) {
                     <td className="num">{formatInt(f.values)}</td>
                     <td className="num">{f.psi === null ? '—' : formatNumber(f.psi)}</td>
                     <td>
-                      <Badge tone={f.status === 'stable' ? 'success' : f.status === 'moderate' ? 'warning' : f.status === 'significant' ? 'danger' : 'neutral'}>{f.status.replace('_', ' ')}</Badge>
+                      <Badge tone={f.status === 'stable' ? 'success' : f.status === 'moderate' ? 'warning' : f.status === 'significant' ? 'danger' : 'neutral'}>
+                        {f.status.replace('_', ' ')}
+                      </Badge>
                     </td>
                   </tr>
                 ))}
@@ -333,7 +348,13 @@ export function ModelDetailPage({ id }: { id: string }) {
       {m.status === 'ready' && (
         <div className="grid grid-2">
           <Card title="Evaluation">
-            {metrics.error ? <ErrorBanner error={metrics.error} onRetry={() => void metrics.reload()} /> : !metrics.data ? <Loading rows={3} /> : <Evaluation evaluation={metrics.data.evaluation} />}
+            {metrics.error ? (
+              <ErrorBanner error={metrics.error} onRetry={() => void metrics.reload()} />
+            ) : !metrics.data ? (
+              <Loading rows={3} />
+            ) : (
+              <Evaluation evaluation={metrics.data.evaluation} />
+            )}
           </Card>
           <Card
             title="Serving"

@@ -7,7 +7,15 @@ export function NotFoundPage() {
     <>
       <PageHeader title="Page not found" />
       <Card>
-        <EmptyState title="There is nothing at this address" icon="?" action={<ButtonLink to="/" variant="primary">Go to the overview</ButtonLink>}>
+        <EmptyState
+          title="There is nothing at this address"
+          icon="?"
+          action={
+            <ButtonLink to="/" variant="primary">
+              Go to the overview
+            </ButtonLink>
+          }
+        >
           The link may be old, or the item was deleted.
         </EmptyState>
       </Card>

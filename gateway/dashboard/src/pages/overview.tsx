@@ -77,7 +77,12 @@ export function OverviewPage() {
           <>
             <Stat label="Sources" value={formatCompact(counts.sources)} hint={`${formatCompact(counts.rows)} rows`} to="/sources" />
             <Stat label="Reports" value={formatCompact(counts.reports)} to="/analytics/reports" />
-            <Stat label="Models" value={formatCompact(counts.models)} hint={`${formatCompact(counts.predictions)} ${counts.predictions === 1 ? 'prediction' : 'predictions'}`} to="/models" />
+            <Stat
+              label="Models"
+              value={formatCompact(counts.models)}
+              hint={`${formatCompact(counts.predictions)} ${counts.predictions === 1 ? 'prediction' : 'predictions'}`}
+              to="/models"
+            />
             <Stat label="Webhooks" value={formatCompact(counts.webhooks)} to="/webhooks" />
             <Stat label="API keys" value={activeKeys === undefined ? '…' : formatCompact(activeKeys)} hint="active" to="/settings/api-keys" />
           </>
@@ -86,7 +91,14 @@ export function OverviewPage() {
         )}
       </section>
       <div className="grid grid-2-1">
-        <Card title="API requests" actions={<Link to="/settings/plan" className="muted-link">Plan & usage →</Link>}>
+        <Card
+          title="API requests"
+          actions={
+            <Link to="/settings/plan" className="muted-link">
+              Plan & usage →
+            </Link>
+          }
+        >
           <RequestsPerDay overview={o} />
         </Card>
         <Card title="This minute">

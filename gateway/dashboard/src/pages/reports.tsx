@@ -48,13 +48,29 @@ export function ReportsPage() {
 
   return (
     <>
-      <PageHeader title="Reports" description="Every query you run, from here or the API, is saved with its result." actions={<ButtonLink to="/analytics" variant="primary">New query</ButtonLink>} />
+      <PageHeader
+        title="Reports"
+        description="Every query you run, from here or the API, is saved with its result."
+        actions={
+          <ButtonLink to="/analytics" variant="primary">
+            New query
+          </ButtonLink>
+        }
+      />
       <ErrorBanner error={reports.error} onRetry={() => void reports.reload()} />
       <Card>
         {!reports.data && !reports.error ? (
           <Loading rows={4} />
         ) : list.length === 0 ? (
-          <EmptyState title="No reports yet" icon="📄" action={<ButtonLink to="/analytics" variant="primary">Run a query</ButtonLink>}>
+          <EmptyState
+            title="No reports yet"
+            icon="📄"
+            action={
+              <ButtonLink to="/analytics" variant="primary">
+                Run a query
+              </ButtonLink>
+            }
+          >
             Run a query in Explore or with <code>POST /v1/analytics/query</code>.
           </EmptyState>
         ) : (
@@ -143,7 +159,16 @@ export function ReportDetailPage({ id }: { id: string }) {
           <KeyValue
             items={[
               ['Status', <StatusBadge key="s" status={r.status} />],
-              ['Source', typeof r.query.sourceId === 'string' ? <Link key="src" to={`/sources/${r.query.sourceId}`}>{sourceName(r.query.sourceId)}</Link> : '—'],
+              [
+                'Source',
+                typeof r.query.sourceId === 'string' ? (
+                  <Link key="src" to={`/sources/${r.query.sourceId}`}>
+                    {sourceName(r.query.sourceId)}
+                  </Link>
+                ) : (
+                  '—'
+                ),
+              ],
               ['Rows', formatNumber(r.rowCount)],
               ['Duration', formatMs(r.durationMs)],
               ['Created', formatDate(r.createdAt)],

@@ -39,7 +39,21 @@ function configItems(s: SourceDto): [string, ReactNode][] {
     .filter(([, v]) => v !== undefined && v !== null && v !== '' && !(Array.isArray(v) && v.length === 0))
     .map(([k, v]): [string, ReactNode] => [
       CONFIG_LABELS[k] ?? k,
-      k === 'hasPassword' ? (v ? 'stored (encrypted)' : 'none') : k === 'query' || k === 'filter' ? <pre key={k} className="code-block"><code>{String(v)}</code></pre> : Array.isArray(v) ? v.join(', ') : <code key={k}>{String(v)}</code>,
+      k === 'hasPassword' ? (
+        v ? (
+          'stored (encrypted)'
+        ) : (
+          'none'
+        )
+      ) : k === 'query' || k === 'filter' ? (
+        <pre key={k} className="code-block">
+          <code>{String(v)}</code>
+        </pre>
+      ) : Array.isArray(v) ? (
+        v.join(', ')
+      ) : (
+        <code key={k}>{String(v)}</code>
+      ),
     ]);
 }
 
@@ -108,7 +122,12 @@ export function SourceDetailPage({ id }: { id: string }) {
         <Card title="Details">
           <KeyValue
             items={[
-              ['Rows', <span key="r" data-testid="row-count">{formatInt(s.rowCount)}</span>],
+              [
+                'Rows',
+                <span key="r" data-testid="row-count">
+                  {formatInt(s.rowCount)}
+                </span>,
+              ],
               ['Columns', String(s.schema.length)],
               ['Type', SOURCE_TYPE_LABELS[s.type] ?? s.type],
               ['Last synced', formatDate(s.lastSyncedAt)],
@@ -150,12 +169,7 @@ export function SourceDetailPage({ id }: { id: string }) {
           )}
         </Card>
       </div>
-      <DeleteSourceDialog
-        target={deleting ? s : null}
-        action={actions.remove}
-        onClose={() => setDeleting(false)}
-        onDeleted={() => navigate('/sources', { replace: true })}
-      />
+      <DeleteSourceDialog target={deleting ? s : null} action={actions.remove} onClose={() => setDeleting(false)} onDeleted={() => navigate('/sources', { replace: true })} />
     </>
   );
 }

@@ -27,7 +27,17 @@ export function useSourceActions(onChange: () => void) {
   return { sync, remove };
 }
 
-export function DeleteSourceDialog({ target, onClose, onDeleted, action }: { target: SourceDto | null; onClose: () => void; onDeleted: () => void; action: ReturnType<typeof useSourceActions>['remove'] }) {
+export function DeleteSourceDialog({
+  target,
+  onClose,
+  onDeleted,
+  action,
+}: {
+  target: SourceDto | null;
+  onClose: () => void;
+  onDeleted: () => void;
+  action: ReturnType<typeof useSourceActions>['remove'];
+}) {
   return (
     <ConfirmDialog
       open={target !== null}
@@ -74,7 +84,15 @@ export function SourcesPage() {
         {!sources.data && !sources.error ? (
           <Loading rows={4} />
         ) : list.length === 0 ? (
-          <EmptyState title="No sources yet" icon="🗄" action={<ButtonLink to="/sources/new" variant="primary">Connect your first source</ButtonLink>}>
+          <EmptyState
+            title="No sources yet"
+            icon="🗄"
+            action={
+              <ButtonLink to="/sources/new" variant="primary">
+                Connect your first source
+              </ButtonLink>
+            }
+          >
             Paste rows, upload a CSV, JSON or NDJSON file, and query it in seconds.
           </EmptyState>
         ) : (
@@ -130,10 +148,15 @@ export function SourcesPage() {
           </table>
         )}
       </Card>
-      <DeleteSourceDialog target={deleting} action={actions.remove} onClose={() => setDeleting(null)} onDeleted={() => {
-        setDeleting(null);
-        void sources.reload();
-      }} />
+      <DeleteSourceDialog
+        target={deleting}
+        action={actions.remove}
+        onClose={() => setDeleting(null)}
+        onDeleted={() => {
+          setDeleting(null);
+          void sources.reload();
+        }}
+      />
     </>
   );
 }

@@ -80,7 +80,8 @@ const EXAMPLE_TENSORS = {
   outputs: '[{"name": "output", "elementType": "float32", "shape": [null, 1]}]',
 };
 
-const problem = (path: string, message: string) => new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: [{ path, message }] });
+const problem = (path: string, message: string) =>
+  new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: [{ path, message }] });
 
 function TrainForm() {
   const api = useApi();
@@ -137,7 +138,15 @@ function TrainForm() {
 
   if (sources.data && ready.length === 0) {
     return (
-      <EmptyState title="No ready source to train on" icon="🗄" action={<ButtonLink to="/sources/new" variant="primary">Connect a source</ButtonLink>}>
+      <EmptyState
+        title="No ready source to train on"
+        icon="🗄"
+        action={
+          <ButtonLink to="/sources/new" variant="primary">
+            Connect a source
+          </ButtonLink>
+        }
+      >
         A model learns from the rows of a source.
       </EmptyState>
     );
@@ -244,7 +253,16 @@ function TrainForm() {
         <div className="form-row">
           {spec.hyper.map((h) => (
             <Field key={h.name} label={h.label} hint={h.hint} error={err?.fieldError(`hyperparameters.${h.name}`)}>
-              {(p) => <input {...p} className="input" inputMode="decimal" placeholder={h.placeholder} value={hyper[h.name] ?? ''} onChange={(e) => setHyper((o) => ({ ...o, [h.name]: e.target.value }))} />}
+              {(p) => (
+                <input
+                  {...p}
+                  className="input"
+                  inputMode="decimal"
+                  placeholder={h.placeholder}
+                  value={hyper[h.name] ?? ''}
+                  onChange={(e) => setHyper((o) => ({ ...o, [h.name]: e.target.value }))}
+                />
+              )}
             </Field>
           ))}
         </div>
@@ -254,7 +272,16 @@ function TrainForm() {
         <div className="form-row">
           {COMMON.map((h) => (
             <Field key={h.name} label={h.label} hint={h.hint} error={err?.fieldError(`hyperparameters.${h.name}`)}>
-              {(p) => <input {...p} className="input" inputMode="decimal" placeholder={h.placeholder} value={hyper[h.name] ?? ''} onChange={(e) => setHyper((o) => ({ ...o, [h.name]: e.target.value }))} />}
+              {(p) => (
+                <input
+                  {...p}
+                  className="input"
+                  inputMode="decimal"
+                  placeholder={h.placeholder}
+                  value={hyper[h.name] ?? ''}
+                  onChange={(e) => setHyper((o) => ({ ...o, [h.name]: e.target.value }))}
+                />
+              )}
             </Field>
           ))}
         </div>
@@ -352,7 +379,11 @@ export function TrainModelPage() {
   const [mode, setMode] = useState<'train' | 'onnx'>('train');
   return (
     <>
-      <PageHeader title="New model" back={{ to: '/models', label: 'Models' }} description="Train a model on one of your sources, or bring your own ONNX model. Training runs in the background; the model page shows its progress and evaluation." />
+      <PageHeader
+        title="New model"
+        back={{ to: '/models', label: 'Models' }}
+        description="Train a model on one of your sources, or bring your own ONNX model. Training runs in the background; the model page shows its progress and evaluation."
+      />
       <div className="segmented" role="group" aria-label="How to add the model">
         <button type="button" aria-pressed={mode === 'train'} className={mode === 'train' ? 'is-active' : ''} onClick={() => setMode('train')}>
           Train from a source

@@ -40,7 +40,11 @@ function EventPicker({ value, onChange, error }: { value: string[]; onChange: (v
             return (
               <div key={fam} className="event-family">
                 <label className="check">
-                  <input type="checkbox" checked={has(wildcard)} onChange={() => onChange(has(wildcard) ? value.filter((x) => x !== wildcard) : [...value.filter((x) => !x.startsWith(`${fam}.`)), wildcard])} />
+                  <input
+                    type="checkbox"
+                    checked={has(wildcard)}
+                    onChange={() => onChange(has(wildcard) ? value.filter((x) => x !== wildcard) : [...value.filter((x) => !x.startsWith(`${fam}.`)), wildcard])}
+                  />
                   <code>{wildcard}</code>
                 </label>
                 {types.length > 1 &&
@@ -112,11 +116,28 @@ function CreateWebhookDialog({ open, onClose, onCreated }: { open: boolean; onCl
     );
   }
   return (
-    <Dialog open={open} onClose={close} title="Add a webhook endpoint" description="We POST signed JSON to this URL when events happen, retrying with backoff until it answers 2xx." wide>
+    <Dialog
+      open={open}
+      onClose={close}
+      title="Add a webhook endpoint"
+      description="We POST signed JSON to this URL when events happen, retrying with backoff until it answers 2xx."
+      wide
+    >
       <form className="form" onSubmit={submit} noValidate>
         <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} />
         <Field label="Endpoint URL" error={err?.fieldError('url')} required>
-          {(p) => <input {...p} className="input mono" type="url" inputMode="url" placeholder="https://example.com/webhooks" value={url} onChange={(e) => setUrl(e.target.value)} autoFocus />}
+          {(p) => (
+            <input
+              {...p}
+              className="input mono"
+              type="url"
+              inputMode="url"
+              placeholder="https://example.com/webhooks"
+              value={url}
+              onChange={(e) => setUrl(e.target.value)}
+              autoFocus
+            />
+          )}
         </Field>
         <EventPicker value={events} onChange={setEvents} error={err?.fieldError('events')} />
         <Field label="Description" hint="Optional, for your team." error={err?.fieldError('description')}>
@@ -165,7 +186,15 @@ export function WebhooksPage() {
         {!hooks.data && !hooks.error ? (
           <Loading rows={3} />
         ) : list.length === 0 ? (
-          <EmptyState title="No endpoints yet" icon="↯" action={<Button variant="primary" onClick={() => setCreating(true)}>Add your first endpoint</Button>}>
+          <EmptyState
+            title="No endpoints yet"
+            icon="↯"
+            action={
+              <Button variant="primary" onClick={() => setCreating(true)}>
+                Add your first endpoint
+              </Button>
+            }
+          >
             Deliveries follow the Standard Webhooks format, so any of its libraries can verify them.
           </EmptyState>
         ) : (
@@ -212,15 +241,20 @@ function lastAttempt(d: DeliveryDto) {
 function DeliveryLog({ webhookId, watchUntil }: { webhookId: string; watchUntil: number }) {
   const api = useApi();
   const notify = useNotify();
-  const deliveries = useResource<Page<DeliveryDto>>(`deliveries:${webhookId}`, (a, signal) => a.get<Page<DeliveryDto>>(`/webhooks/${encodeURIComponent(webhookId)}/deliveries?limit=50`, signal));
+  const deliveries = useResource<Page<DeliveryDto>>(`deliveries:${webhookId}`, (a, signal) =>
+    a.get<Page<DeliveryDto>>(`/webhooks/${encodeURIComponent(webhookId)}/deliveries?limit=50`, signal),
+  );
   const [open, setOpen] = useState<Set<string>>(new Set());
   const list = deliveries.data?.data ?? [];
   const pending = list.some((d) => d.status === 'pending');
   const [now, setNow] = useState(Date.now());
-  useInterval(() => {
-    setNow(Date.now());
-    void deliveries.reload();
-  }, pending || now < watchUntil || Date.now() < watchUntil ? 1_500 : null);
+  useInterval(
+    () => {
+      setNow(Date.now());
+      void deliveries.reload();
+    },
+    pending || now < watchUntil || Date.now() < watchUntil ? 1_500 : null,
+  );
   const redeliver = useAction(async (d: DeliveryDto) => {
     await api.post(`/webhooks/${encodeURIComponent(webhookId)}/deliveries/${encodeURIComponent(d.id)}/redeliver`);
     notify('Message queued for redelivery', 'info');
@@ -281,7 +315,8 @@ function DeliveryLog({ webhookId, watchUntil }: { webhookId: string; watchUntil:
                     <td data-label="Last response">
                       {last ? (
                         <>
-                          <Badge tone={last.statusCode && last.statusCode < 300 ? 'success' : 'danger'}>{last.statusCode ?? 'no answer'}</Badge> <span className="muted small">{formatMs(last.latencyMs)}</span>
+                          <Badge tone={last.statusCode && last.statusCode < 300 ? 'success' : 'danger'}>{last.statusCode ?? 'no answer'}</Badge>{' '}
+                          <span className="muted small">{formatMs(last.latencyMs)}</span>
                         </>
                       ) : (
                         '—'
@@ -426,13 +461,25 @@ export function WebhookDetailPage({ id }: { id: string }) {
         />
       </Card>
       <DeliveryLog webhookId={w.id} watchUntil={watchUntil} />
-      <ConfirmDialog open={confirmRotate} title="Rotate the signing secret?" confirmLabel="Rotate secret" pending={rotate.pending} error={rotate.error} onClose={() => setConfirmRotate(false)} onConfirm={() => void rotate.run()}>
+      <ConfirmDialog
+        open={confirmRotate}
+        title="Rotate the signing secret?"
+        confirmLabel="Rotate secret"
+        pending={rotate.pending}
+        error={rotate.error}
+        onClose={() => setConfirmRotate(false)}
+        onConfirm={() => void rotate.run()}
+      >
         <p>A new secret is issued. For a while, deliveries carry signatures with both secrets, so you can switch your receiver without dropping any.</p>
       </ConfirmDialog>
       <Dialog open={rotated !== null} onClose={() => setRotated(null)} title="New signing secret" dismissible={false}>
         {rotated && (
           <>
-            <SecretReveal label="Signing secret" secret={rotated.secret} warning={`Deliveries are also signed with the old secret until ${formatDate(rotated.previousSecretExpiresAt)}. Update your receiver before then.`} />
+            <SecretReveal
+              label="Signing secret"
+              secret={rotated.secret}
+              warning={`Deliveries are also signed with the old secret until ${formatDate(rotated.previousSecretExpiresAt)}. Update your receiver before then.`}
+            />
             <div className="dialog-footer">
               <Button variant="primary" onClick={() => setRotated(null)}>
                 I have saved it
@@ -441,8 +488,18 @@ export function WebhookDetailPage({ id }: { id: string }) {
           </>
         )}
       </Dialog>
-      <ConfirmDialog open={deleting} title="Delete this endpoint?" confirmLabel="Delete endpoint" pending={remove.pending} error={remove.error} onClose={() => setDeleting(false)} onConfirm={() => void remove.run()}>
-        <p>No more events are sent to <code className="break">{w.url}</code>. Pending retries are cancelled.</p>
+      <ConfirmDialog
+        open={deleting}
+        title="Delete this endpoint?"
+        confirmLabel="Delete endpoint"
+        pending={remove.pending}
+        error={remove.error}
+        onClose={() => setDeleting(false)}
+        onConfirm={() => void remove.run()}
+      >
+        <p>
+          No more events are sent to <code className="break">{w.url}</code>. Pending retries are cancelled.
+        </p>
       </ConfirmDialog>
     </>
   );

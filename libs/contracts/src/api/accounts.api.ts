@@ -17,9 +17,7 @@ export const signupBody = z
 export const loginBody = z.strictObject({ email, password: z.string().min(1).max(200) }).meta({ id: 'Login' });
 
 export const userSchema = z.object({ id: z.string(), email: z.string() });
-export const accountSchema = z
-  .object({ id: z.string(), name: z.string(), plan: planSchema, rateLimitPerMinute: z.number().int(), createdAt: isoDate })
-  .meta({ id: 'Account' });
+export const accountSchema = z.object({ id: z.string(), name: z.string(), plan: planSchema, rateLimitPerMinute: z.number().int(), createdAt: isoDate }).meta({ id: 'Account' });
 export type AccountDto = z.infer<typeof accountSchema>;
 
 export const sessionSchema = z
@@ -40,9 +38,7 @@ export const apiKeySchema = z
   })
   .meta({ id: 'ApiKey' });
 export type ApiKeyDto = z.infer<typeof apiKeySchema>;
-export const apiKeyCreatedSchema = apiKeySchema
-  .extend({ secret: z.string().describe('the API key itself, shown only in this response') })
-  .meta({ id: 'ApiKeyCreated' });
+export const apiKeyCreatedSchema = apiKeySchema.extend({ secret: z.string().describe('the API key itself, shown only in this response') }).meta({ id: 'ApiKeyCreated' });
 export const apiKeyListSchema = listOf(apiKeySchema).meta({ id: 'ApiKeyList' });
 
 export const createKeyBody = z

@@ -16,10 +16,7 @@ const filterValue = z.union([z.string().max(1000), z.number(), z.boolean(), z.nu
 
 export const measureSchema = z.strictObject({ op: z.enum(MEASURE_OPS), field: fieldName.optional(), as: alias.optional() });
 
-export type Filter =
-  | { field: string; op: (typeof FILTER_OPS)[number]; value?: z.infer<typeof filterValue> | z.infer<typeof filterValue>[] }
-  | { and: Filter[] }
-  | { or: Filter[] };
+export type Filter = { field: string; op: (typeof FILTER_OPS)[number]; value?: z.infer<typeof filterValue> | z.infer<typeof filterValue>[] } | { and: Filter[] } | { or: Filter[] };
 
 export const filterSchema: z.ZodType<Filter> = z.lazy(() =>
   z.union([
@@ -47,7 +44,10 @@ export const querySchema = z
       })
       .optional(),
     filters: z.array(filterSchema).max(50).default([]),
-    orderBy: z.array(z.strictObject({ field: fieldName, direction: z.enum(['asc', 'desc']).default('asc') })).max(10).default([]),
+    orderBy: z
+      .array(z.strictObject({ field: fieldName, direction: z.enum(['asc', 'desc']).default('asc') }))
+      .max(10)
+      .default([]),
     limit: z.number().int().min(1).max(MAX_RESULT_ROWS).default(1000),
     offset: z.number().int().min(0).max(1_000_000).default(0),
     async: z.boolean().default(false),
@@ -57,7 +57,10 @@ export const querySchema = z
     examples: [
       {
         sourceId: 'src_01JCQ3N6W4X8Z5Y7A9B2C4D6E8',
-        measures: [{ op: 'count', as: 'orders' }, { op: 'sum', field: 'amount', as: 'revenue' }],
+        measures: [
+          { op: 'count', as: 'orders' },
+          { op: 'sum', field: 'amount', as: 'revenue' },
+        ],
         dimensions: ['country'],
         filters: [{ field: 'status', op: 'eq', value: 'paid' }],
         orderBy: [{ field: 'revenue', direction: 'desc' }],
@@ -79,7 +82,9 @@ export const reportSchema = z
     columns: z.array(z.object({ name: z.string(), type: z.string() })),
     rows: z
       .array(z.record(z.string(), cell))
-      .describe('One object per result row, by column name. Integers beyond ±(2^53 − 1), which a JSON number cannot carry exactly in most clients, come as strings of their exact digits.'),
+      .describe(
+        'One object per result row, by column name. Integers beyond ±(2^53 − 1), which a JSON number cannot carry exactly in most clients, come as strings of their exact digits.',
+      ),
     rowCount: z.number().int(),
     durationMs: z.number().nullable(),
     createdAt: isoDate,
@@ -117,7 +122,10 @@ export const overviewSchema = z
     apiRequestsPerDay: z
       .array(
         z.object({
-          date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).describe('The UTC day, YYYY-MM-DD.'),
+          date: z
+            .string()
+            .regex(/^\d{4}-\d{2}-\d{2}$/)
+            .describe('The UTC day, YYYY-MM-DD.'),
           requests: count('Authenticated requests the gateway received for the account that day, rejected ones included.'),
           rejected: count('Of those, the requests refused with 429 (rate limit exceeded).'),
         }),
@@ -128,7 +136,7 @@ export const overviewSchema = z
       ),
     recentActivity: z
       .array(z.object({ id: z.string(), type: z.string(), subject: z.string(), occurredAt: isoDate }))
-      .describe('The latest 20 events about the account\'s sources, reports, models, predictions and webhooks, newest first (webhook deliveries are counted, not listed).'),
+      .describe("The latest 20 events about the account's sources, reports, models, predictions and webhooks, newest first (webhook deliveries are counted, not listed)."),
     generatedAt: isoDate,
   })
   .meta({ id: 'AnalyticsOverview' });

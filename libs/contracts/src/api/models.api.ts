@@ -80,11 +80,7 @@ export const modelSchema = z
     error: z.string().nullable().optional().describe('Why training failed (failed models only).'),
     training: modelTraining.optional().describe('Trained models: what they were trained on and how.'),
     onnx: onnxInfo.optional().describe('ONNX models: the declared (and verified) inputs and outputs.'),
-    parameters: z
-      .record(z.string(), z.unknown())
-      .nullable()
-      .optional()
-      .describe('Ready trained models, on GET /models/{id} only: coefficients, centroids or feature importances.'),
+    parameters: z.record(z.string(), z.unknown()).nullable().optional().describe('Ready trained models, on GET /models/{id} only: coefficients, centroids or feature importances.'),
   })
   .meta({ id: 'Model' });
 export type ModelDto = z.infer<typeof modelSchema>;
@@ -127,7 +123,7 @@ const trainingFields = {
     .min(1)
     .max(MAX_TRAINING_FEATURES)
     .refine((f) => new Set(f).size === f.length, { message: 'features must be distinct' })
-    .describe("Columns of the source used as inputs: numeric, boolean or string (one-hot encoded)."),
+    .describe('Columns of the source used as inputs: numeric, boolean or string (one-hot encoded).'),
 };
 // Every hyperparameter has a default, so an absent object reads as {} with all defaults filled in.
 const supervised = <T extends string, H extends z.ZodType>(type: T, hyperparameters: H, targetHelp: string) =>
@@ -168,12 +164,10 @@ export type TrainModelBody = Exclude<CreateModelBody, { type: 'onnx' }>;
 export type UploadOnnxBody = Extract<CreateModelBody, { type: 'onnx' }>;
 
 /** Each input's shape is the model's own; the model validates it and names the bad field. */
-export const predictBody = z
-  .strictObject({ inputs: z.array(z.record(z.string(), z.unknown())).min(1).max(MAX_PREDICT_BATCH) })
-  .meta({
-    id: 'PredictRequest',
-    examples: [{ inputs: [{ series: [12, 14, 13, 15, 17, 16, 18, 20], horizon: 3, seasonLength: 4 }] }],
-  });
+export const predictBody = z.strictObject({ inputs: z.array(z.record(z.string(), z.unknown())).min(1).max(MAX_PREDICT_BATCH) }).meta({
+  id: 'PredictRequest',
+  examples: [{ inputs: [{ series: [12, 14, 13, 15, 17, 16, 18, 20], horizon: 3, seasonLength: 4 }] }],
+});
 export type PredictBody = z.infer<typeof predictBody>;
 
 export const predictionSchema = z
@@ -209,7 +203,9 @@ const featureDrift = z.object({
   values: z.number().int().describe('Logged inputs with a value for this feature.'),
   psi: z.number().nullable().describe('Population stability index against the training data; null with too few values.'),
   status: z.enum(['stable', 'moderate', 'significant', 'insufficient_data']).describe('PSI below 0.1 stable, below 0.25 moderate, else significant.'),
-  bins: z.array(z.union([z.number(), z.string()])).describe('Numeric: upper edges of the training-decile bins (the last bin is above them). Categorical: the categories, then (other).'),
+  bins: z
+    .array(z.union([z.number(), z.string()]))
+    .describe('Numeric: upper edges of the training-decile bins (the last bin is above them). Categorical: the categories, then (other).'),
   expected: z.array(z.number()).describe('Share of training values per bin.'),
   actual: z.array(z.number()).nullable().describe('Share of logged input values per bin.'),
 });

@@ -23,9 +23,7 @@ export const MAX_UPLOAD_CHARS = MAX_CSV_CHARS;
 export const MONGO_FILTER_OPERATORS = ['$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$nin', '$exists', '$and', '$or', '$nor', '$not'] as const;
 
 const scalar = z.union([z.string().max(10_000), z.number(), z.boolean(), z.null()]);
-const rowSchema = z
-  .record(safeKey, scalar)
-  .refine((r) => Object.keys(r).length > 0 && Object.keys(r).length <= 500, { message: 'a row has 1 to 500 fields' });
+const rowSchema = z.record(safeKey, scalar).refine((r) => Object.keys(r).length > 0 && Object.keys(r).length <= 500, { message: 'a row has 1 to 500 fields' });
 
 const name = z.string().trim().min(1).max(200);
 
@@ -55,7 +53,10 @@ const headerName = z
   .string()
   .regex(/^[A-Za-z0-9!#%&'*+.^_`|~-]{1,100}$/, 'must be an HTTP header name')
   .refine((h) => !FORBIDDEN_HEADERS.has(h.toLowerCase()) && !h.toLowerCase().startsWith('proxy-'), { message: 'this header is set by the service' });
-const headerValue = z.string().max(4096).refine((v) => !/[\r\n\u0000]/.test(v), { message: 'header values may not contain line breaks' });
+const headerValue = z
+  .string()
+  .max(4096)
+  .refine((v) => !/[\r\n\u0000]/.test(v), { message: 'header values may not contain line breaks' });
 
 const hostName = z
   .string()
@@ -116,19 +117,12 @@ const tableName = z
   .max(200)
   .regex(/^[\p{L}_][\p{L}\p{N}_$]*(\.[\p{L}_][\p{L}\p{N}_$]*)?$/u, 'a table name, optionally schema-qualified (schema.table); use query for other names')
   .describe('a table (or view) to read whole');
-const sqlQuery = z
-  .string()
-  .trim()
-  .min(1)
-  .max(100_000)
-  .describe('one SELECT statement; it runs in a read-only transaction and its rows are streamed');
+const sqlQuery = z.string().trim().min(1).max(100_000).describe('one SELECT statement; it runs in a read-only transaction and its rows are streamed');
 
 function sqlSource<T extends 'postgres' | 'mysql'>(type: T) {
-  return z
-    .strictObject({ type: z.literal(type), name, connection: dbConnection(type), table: tableName.optional(), query: sqlQuery.optional() })
-    .superRefine((b, ctx) => {
-      if ((b.table === undefined) === (b.query === undefined)) ctx.addIssue({ code: 'custom', path: ['table'], message: 'give exactly one of table or query' });
-    });
+  return z.strictObject({ type: z.literal(type), name, connection: dbConnection(type), table: tableName.optional(), query: sqlQuery.optional() }).superRefine((b, ctx) => {
+    if ((b.table === undefined) === (b.query === undefined)) ctx.addIssue({ code: 'custom', path: ['table'], message: 'give exactly one of table or query' });
+  });
 }
 
 export const createSourceBody = z

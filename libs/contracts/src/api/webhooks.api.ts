@@ -6,13 +6,9 @@ import { PUBLIC_EVENT_TYPES } from '../events.ts';
 export const eventFilterSchema = z
   .string()
   .max(100)
-  .refine(
-    (f) =>
-      f === '*' ||
-      (PUBLIC_EVENT_TYPES as readonly string[]).includes(f) ||
-      (f.endsWith('.*') && PUBLIC_EVENT_TYPES.some((t) => t.startsWith(f.slice(0, -1)))),
-    { message: `must be one of ${PUBLIC_EVENT_TYPES.join(', ')}, a family wildcard like report.*, or *` },
-  );
+  .refine((f) => f === '*' || (PUBLIC_EVENT_TYPES as readonly string[]).includes(f) || (f.endsWith('.*') && PUBLIC_EVENT_TYPES.some((t) => t.startsWith(f.slice(0, -1)))), {
+    message: `must be one of ${PUBLIC_EVENT_TYPES.join(', ')}, a family wildcard like report.*, or *`,
+  });
 
 /** Only http(s), and no credentials in the URL (they would be stored and shown in clear). */
 export const webhookUrlSchema = z
@@ -55,9 +51,7 @@ export const webhookSchema = z
   })
   .meta({ id: 'Webhook' });
 export type WebhookDto = z.infer<typeof webhookSchema>;
-export const webhookCreatedSchema = webhookSchema
-  .extend({ secret: z.string().describe('whsec_… signing secret, shown only in this response') })
-  .meta({ id: 'WebhookCreated' });
+export const webhookCreatedSchema = webhookSchema.extend({ secret: z.string().describe('whsec_… signing secret, shown only in this response') }).meta({ id: 'WebhookCreated' });
 export type WebhookCreatedDto = z.infer<typeof webhookCreatedSchema>;
 export const webhookListSchema = listOf(webhookSchema).meta({ id: 'WebhookList' });
 export const webhookSecretRotatedSchema = webhookSchema

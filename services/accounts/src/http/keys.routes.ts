@@ -24,7 +24,10 @@ export function keyRoutes(accounts: AccountsService): Router {
     const { accountId } = callerOf(req);
     const body = parseOr400(createKeyBody, req.body, 'body');
     const { secret, key } = await accounts.createKey(accountId, { name: body.name, scopes: body.scopes, expiresAt: body.expiresAt ? new Date(body.expiresAt) : null });
-    res.status(201).location(`/v1/keys/${key._id}`).json({ ...apiKeyDto(key), secret });
+    res
+      .status(201)
+      .location(`/v1/keys/${key._id}`)
+      .json({ ...apiKeyDto(key), secret });
   });
   router.get('/:id', async (req, res) => {
     res.json(apiKeyDto(await accounts.getKey(callerOf(req).accountId, keyId(req.params.id))));
@@ -36,7 +39,10 @@ export function keyRoutes(accounts: AccountsService): Router {
   router.post('/:id/roll', async (req, res) => {
     const body = parseOr400(rollKeyBody, req.body ?? {}, 'body');
     const { secret, key } = await accounts.rollKey(callerOf(req).accountId, keyId(req.params.id), body.gracePeriodSeconds);
-    res.status(201).location(`/v1/keys/${key._id}`).json({ ...apiKeyDto(key), secret });
+    res
+      .status(201)
+      .location(`/v1/keys/${key._id}`)
+      .json({ ...apiKeyDto(key), secret });
   });
   return router;
 }

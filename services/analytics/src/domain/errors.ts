@@ -7,8 +7,7 @@ export const reportNotFound = () => notFound('report');
 export const sourceNotReady = (sourceId: string, status: string) =>
   new AppError('conflict', `source ${sourceId} cannot be queried yet: its status is ${status}; query it after it is ready (the source.ready event)`);
 
-export const sourceHasNoData = (sourceId: string) =>
-  new AppError('conflict', `source ${sourceId} has no data to query yet; sync it and wait for source.ready`);
+export const sourceHasNoData = (sourceId: string) => new AppError('conflict', `source ${sourceId} has no data to query yet; sync it and wait for source.ready`);
 
 export const tooManyQueries = (max: number) =>
   new AppError('conflict', `this account already has ${max} queries running, the most allowed at once; wait for one to finish and retry`, {

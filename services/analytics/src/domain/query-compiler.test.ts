@@ -56,7 +56,10 @@ describe('compileQuery: SQL text and parameters', () => {
         { op: 'p99', field: 'amount' },
       ],
       dimensions: ['country'],
-      filters: [{ field: 'paid', op: 'eq', value: true }, { field: 'amount', op: 'gte', value: 10 }],
+      filters: [
+        { field: 'paid', op: 'eq', value: true },
+        { field: 'amount', op: 'gte', value: 10 },
+      ],
       orderBy: [{ field: 'revenue', direction: 'desc' }],
       limit: 5,
       offset: 10,
@@ -96,7 +99,12 @@ describe('compileQuery: SQL text and parameters', () => {
       filters: [
         {
           or: [
-            { and: [{ field: 'country', op: 'in', value: ['DE', 'FR'] }, { field: 'qty', op: 'lt', value: 3 }] },
+            {
+              and: [
+                { field: 'country', op: 'in', value: ['DE', 'FR'] },
+                { field: 'qty', op: 'lt', value: 3 },
+              ],
+            },
             { field: 'country', op: 'notIn', value: ['US'] },
             { field: 'country', op: 'contains', value: "x'; DROP TABLE t; --" },
             { field: 'country', op: 'startsWith', value: 'U' },
@@ -128,8 +136,15 @@ describe('compileQuery: SQL text and parameters', () => {
   it.each(['hour', 'day', 'week', 'month', 'year'])('maps granularity %s to a fixed literal', (g) => {
     expect(compile({ measures: [{ op: 'count' }], timeDimension: { field: 'ts', granularity: g } }).sql).toContain(`date_trunc('${g}', `);
   });
-  it('compares a number past 2^53 as a double, and takes an integer field\'s value as digits, exactly', () => {
-    const c = compile({ measures: [{ op: 'count' }], filters: [{ field: 'qty', op: 'gt', value: 1e300 }, { field: 'qty', op: 'ne', value: '-9007199254740993' }, { field: 'amount', op: 'lt', value: 2.5 }] });
+  it("compares a number past 2^53 as a double, and takes an integer field's value as digits, exactly", () => {
+    const c = compile({
+      measures: [{ op: 'count' }],
+      filters: [
+        { field: 'qty', op: 'gt', value: 1e300 },
+        { field: 'qty', op: 'ne', value: '-9007199254740993' },
+        { field: 'amount', op: 'lt', value: 2.5 },
+      ],
+    });
     expect(c.sql).toContain('WHERE "qty" > CAST($2 AS DOUBLE) AND "qty" IS DISTINCT FROM CAST($3 AS HUGEINT) AND "amount" < $4');
     expect(c.params.slice(1, 4)).toEqual(['1e+300', '-9007199254740993', 2.5]);
   });
@@ -196,7 +211,12 @@ describe('compileQuery: rejects what does not fit the schema (400 naming the fie
     ['eq null', { filters: [{ field: 'country', op: 'eq', value: null }] }, 'filters.0.value', /use isNull/],
     ['in without an array', { filters: [{ field: 'country', op: 'in', value: 'DE' }] }, 'filters.0.value', /non-empty array/],
     ['in with an empty array', { filters: [{ field: 'country', op: 'in', value: [] }] }, 'filters.0.value', /non-empty array/],
-    ['in with a bad item', { filters: [{ field: 'qty', op: 'in', value: [1, 'two'] }] }, 'filters.0.value.1', /^in on an integer field needs a number or a string of digits, got string$/],
+    [
+      'in with a bad item',
+      { filters: [{ field: 'qty', op: 'in', value: [1, 'two'] }] },
+      'filters.0.value.1',
+      /^in on an integer field needs a number or a string of digits, got string$/,
+    ],
     ['a fraction as text for an integer', { filters: [{ field: 'qty', op: 'eq', value: '1.5' }] }, 'filters.0.value', /a string of digits/],
     ['isNull with a value', { filters: [{ field: 'qty', op: 'isNull', value: 1 }] }, 'filters.0.value', /takes no value/],
     ['a nested bad field', { filters: [{ or: [{ and: [{ field: 'nope', op: 'eq', value: 1 }] }] }] }, 'filters.0.or.0.and.0.field', /unknown field "nope"/],
@@ -214,7 +234,14 @@ describe('compileQuery: rejects what does not fit the schema (400 naming the fie
   it('rejects a measure alias that collides with another output', () => {
     const errors = errorsOf({ measures: [{ op: 'count', as: 'country' }], dimensions: ['country'] });
     expect(errors).toEqual([{ path: 'measures.0.as', message: expect.stringContaining('already has a column named "country"') }]);
-    expect(errorsOf({ measures: [{ op: 'sum', field: 'qty' }, { op: 'sum', field: 'qty' }] })[0]!.path).toBe('measures.1');
+    expect(
+      errorsOf({
+        measures: [
+          { op: 'sum', field: 'qty' },
+          { op: 'sum', field: 'qty' },
+        ],
+      })[0]!.path,
+    ).toBe('measures.1');
   });
 
   it('lists every problem at once', () => {

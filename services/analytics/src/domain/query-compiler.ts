@@ -111,7 +111,11 @@ class Compiler {
     const type = this.fields.get(name);
     if (type === undefined) {
       const known = [...this.fields.keys()];
-      const list = known.slice(0, 20).map((k) => JSON.stringify(k)).join(', ') + (known.length > 20 ? ', …' : '');
+      const list =
+        known
+          .slice(0, 20)
+          .map((k) => JSON.stringify(k))
+          .join(', ') + (known.length > 20 ? ', …' : '');
       this.fail(path, `unknown field ${JSON.stringify(name)}: the source has no such column (its fields are ${list || 'none'})`);
       return null;
     }

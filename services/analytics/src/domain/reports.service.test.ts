@@ -122,7 +122,10 @@ describe('ReportsService', () => {
   });
 
   it('cancels running queries on stop, failing their reports with a clear reason', async () => {
-    const h = harness({ budgetMs: 0 }, (opts) => new Promise((_r, reject) => opts.signal!.addEventListener('abort', () => reject(new QueryInterruptedError('aborted', 'cancelled: shutting down')))));
+    const h = harness(
+      { budgetMs: 0 },
+      (opts) => new Promise((_r, reject) => opts.signal!.addEventListener('abort', () => reject(new QueryInterruptedError('aborted', 'cancelled: shutting down')))),
+    );
     const { report } = await h.service.run(caller, q({ async: true }));
     await h.service.stop();
     expect(h.docs.get(report._id)).toMatchObject({ status: 'failed', error: 'cancelled: shutting down' });

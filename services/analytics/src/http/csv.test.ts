@@ -13,15 +13,22 @@ describe('toCsv', () => {
   });
 
   it('neutralises cells a spreadsheet would run as formulas', () => {
-    expect(toCsv([{ name: 'x' }], [['=HYPERLINK("http://evil")'], ['@SUM(1)'], ['+1'], [-3]])).toBe(
-      'x\r\n"\'=HYPERLINK(""http://evil"")"\r\n\'@SUM(1)\r\n\'+1\r\n-3\r\n',
-    );
+    expect(toCsv([{ name: 'x' }], [['=HYPERLINK("http://evil")'], ['@SUM(1)'], ['+1'], [-3]])).toBe('x\r\n"\'=HYPERLINK(""http://evil"")"\r\n\'@SUM(1)\r\n\'+1\r\n-3\r\n');
   });
 
   it('writes integers past 2^53 (exact digits) as numbers in integer columns only; text that looks like one stays neutralised', () => {
-    expect(toCsv([{ name: 'id', type: 'integer' }, { name: 'code', type: 'string' }], [['-9223372036854775807', '-12'], ['1790000000000000001', '=1']])).toBe(
-      "id,code\r\n-9223372036854775807,'-12\r\n1790000000000000001,'=1\r\n",
-    );
+    expect(
+      toCsv(
+        [
+          { name: 'id', type: 'integer' },
+          { name: 'code', type: 'string' },
+        ],
+        [
+          ['-9223372036854775807', '-12'],
+          ['1790000000000000001', '=1'],
+        ],
+      ),
+    ).toBe("id,code\r\n-9223372036854775807,'-12\r\n1790000000000000001,'=1\r\n");
     // A text cell in an integer column that is not digits is still neutralised.
     expect(toCsv([{ name: 'id', type: 'integer' }], [['=1+1']])).toBe("id\r\n'=1+1\r\n");
   });

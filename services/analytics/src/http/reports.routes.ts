@@ -15,7 +15,10 @@ export function reportsRoutes(reports: ReportsService): Router {
     const caller = callerOf(req);
     const query = parseOr400(querySchema, req.body, 'body');
     const { report, accepted } = await reports.run(caller, query);
-    res.status(accepted ? 202 : 201).location(location(report._id)).json(toReportDto(report));
+    res
+      .status(accepted ? 202 : 201)
+      .location(location(report._id))
+      .json(toReportDto(report));
   });
 
   router.get('/v1/analytics/reports', async (req, res) => {
@@ -23,7 +26,10 @@ export function reportsRoutes(reports: ReportsService): Router {
     const q = parseOr400(listQuerySchema, req.query, 'query');
     const before = decodeCursor(q.cursor, (id) => isId('rpt', id));
     const rows = await reports.list(accountId, { limit: q.limit + 1, before });
-    const page = toPage(rows.map((r) => ({ ...r, id: r._id })), q.limit);
+    const page = toPage(
+      rows.map((r) => ({ ...r, id: r._id })),
+      q.limit,
+    );
     res.json({ ...page, data: page.data.map(toReportSummaryDto) });
   });
 
@@ -38,11 +44,7 @@ export function reportsRoutes(reports: ReportsService): Router {
     if (!isId('rpt', req.params.id)) throw reportNotFound();
     const report = await reports.get(accountId, req.params.id);
     if (report.status !== 'completed') throw reportNotExportable(report._id, report.status, report.error);
-    res
-      .status(200)
-      .type('text/csv; charset=utf-8')
-      .setHeader('Content-Disposition', `attachment; filename="${report._id}.csv"`)
-      .send(toCsv(report.columns, report.rows));
+    res.status(200).type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="${report._id}.csv"`).send(toCsv(report.columns, report.rows));
   });
 
   return router;

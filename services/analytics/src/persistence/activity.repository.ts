@@ -43,7 +43,11 @@ export class ActivityRepository {
 
   async recent(accountId: string, limit: number): Promise<ActivityDoc[]> {
     if (!accountId) throw new Error('accountId is required');
-    return (await this.raw.find({ accountId, type: { $nin: [...UNLISTED_TYPES] } }).sort({ occurredAt: -1, _id: -1 }).limit(limit).toArray()) as unknown as ActivityDoc[];
+    return (await this.raw
+      .find({ accountId, type: { $nin: [...UNLISTED_TYPES] } })
+      .sort({ occurredAt: -1, _id: -1 })
+      .limit(limit)
+      .toArray()) as unknown as ActivityDoc[];
   }
 
   countOfType(accountId: string, type: DomainEvent['type']): Promise<number> {
@@ -54,9 +58,7 @@ export class ActivityRepository {
   /** Webhook deliveries that reached a final state, by outcome (each delivery.completed is stored once). */
   async deliveries(accountId: string): Promise<{ succeeded: number; failed: number }> {
     if (!accountId) throw new Error('accountId is required');
-    const [succeeded, failed] = await Promise.all(
-      (['succeeded', 'failed'] as const).map((outcome) => this.raw.countDocuments({ accountId, type: 'delivery.completed', outcome })),
-    );
+    const [succeeded, failed] = await Promise.all((['succeeded', 'failed'] as const).map((outcome) => this.raw.countDocuments({ accountId, type: 'delivery.completed', outcome })));
     return { succeeded: succeeded ?? 0, failed: failed ?? 0 };
   }
 

@@ -118,7 +118,8 @@ export class QueryRunner {
       conn.interrupt();
     };
     const timer = setTimeout(
-      () => stop(new QueryInterruptedError('timeout', `the query ran longer than its ${opts.timeoutMs} ms time limit and was stopped; narrow it with filters or a shorter time range`)),
+      () =>
+        stop(new QueryInterruptedError('timeout', `the query ran longer than its ${opts.timeoutMs} ms time limit and was stopped; narrow it with filters or a shorter time range`)),
       opts.timeoutMs,
     );
     const onAbort = () => stop(new QueryInterruptedError('aborted', 'the query was cancelled because the service is shutting down; run it again'));

@@ -71,7 +71,11 @@ export class ReportRepository {
     if (!accountId) throw new Error('accountId is required');
     const filter: Filter<Document> = { accountId, deletedAt: null };
     if (opts.before) filter._id = { $lt: opts.before as unknown as Document['_id'] };
-    const docs = await this.coll.raw.find(filter, { projection: { _outbox: 0, rows: 0, rowsJson: 0 } }).sort({ _id: -1 }).limit(opts.limit).toArray();
+    const docs = await this.coll.raw
+      .find(filter, { projection: { _outbox: 0, rows: 0, rowsJson: 0 } })
+      .sort({ _id: -1 })
+      .limit(opts.limit)
+      .toArray();
     return docs as unknown as ReportSummaryDoc[];
   }
 
@@ -82,10 +86,10 @@ export class ReportRepository {
   async finish(accountId: string, id: string, outcome: ReportOutcome, event: DomainEvent): Promise<boolean> {
     if (!accountId) throw new Error('accountId is required');
     // TenantCollection.update's write, without its findOneAndUpdate read-back.
-    const res = await this.coll.raw.updateOne(
-      { _id: id as unknown as Document['_id'], accountId, deletedAt: null, status: 'running' },
-      { $set: { ...outcome, _outboxPending: true }, $push: { _outbox: event } } as Document,
-    );
+    const res = await this.coll.raw.updateOne({ _id: id as unknown as Document['_id'], accountId, deletedAt: null, status: 'running' }, {
+      $set: { ...outcome, _outboxPending: true },
+      $push: { _outbox: event },
+    } as Document);
     if (res.matchedCount === 1) this.onEvents({ collection: this.coll.raw.collectionName, id, events: [event] });
     return res.matchedCount === 1;
   }

@@ -84,19 +84,17 @@ export class UsageRepository {
     const _id = `${accountId}:${hour.toISOString().slice(0, 13)}` as never;
     // Creating the bucket is idempotent on its own and changes no count, so it may precede the counting write.
     await this.raw.updateOne({ _id }, { $setOnInsert: { accountId, hour, requests: 0, rejected: 0, events: [] } }, { upsert: true });
-    const res = await this.raw.updateOne(
-      { _id, events: { $ne: eventId } },
-      { $inc: { requests: counts.requests, rejected: counts.rejected }, $push: { events: eventId } } as Document,
-    );
+    const res = await this.raw.updateOne({ _id, events: { $ne: eventId } }, {
+      $inc: { requests: counts.requests, rejected: counts.rejected },
+      $push: { events: eventId },
+    } as Document);
     return res.matchedCount === 1;
   }
 
   /** Requests per UTC day over the `days` days ending today, oldest first, zeros included. */
   async perDay(accountId: string, days: number, now = new Date()): Promise<DayUsage[]> {
     if (!accountId) throw new Error('accountId is required');
-    const hours = await this.raw
-      .find({ accountId, hour: { $gte: seriesStart(now, days) } }, { projection: { hour: 1, requests: 1, rejected: 1 } })
-      .toArray();
+    const hours = await this.raw.find({ accountId, hour: { $gte: seriesStart(now, days) } }, { projection: { hour: 1, requests: 1, rejected: 1 } }).toArray();
     return dailySeries(hours as unknown as UsageHourDoc[], now, days);
   }
 }

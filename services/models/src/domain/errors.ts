@@ -13,7 +13,14 @@ export const modelHasNoRuntime = () => new AppError('conflict', 'this model cann
 export const builtinNotDeletable = () => new AppError('conflict', 'built-in models cannot be deleted');
 
 export const invalidInputs = (errors: FieldError[]) =>
-  new AppError('validation_failed', `the inputs are invalid: ${errors.slice(0, 5).map((e) => `${e.path}: ${e.message}`).join('; ')}`, { errors });
+  new AppError(
+    'validation_failed',
+    `the inputs are invalid: ${errors
+      .slice(0, 5)
+      .map((e) => `${e.path}: ${e.message}`)
+      .join('; ')}`,
+    { errors },
+  );
 
 /** A model's output for an input is NaN or infinite: the input's values are too large in magnitude for it. */
 export const nonFiniteOutput = (index: number) => {
@@ -22,7 +29,14 @@ export const nonFiniteOutput = (index: number) => {
 };
 
 export const invalidBody = (errors: FieldError[]) =>
-  new AppError('validation_failed', `the body is invalid: ${errors.slice(0, 5).map((e) => `${e.path}: ${e.message}`).join('; ')}`, { errors });
+  new AppError(
+    'validation_failed',
+    `the body is invalid: ${errors
+      .slice(0, 5)
+      .map((e) => `${e.path}: ${e.message}`)
+      .join('; ')}`,
+    { errors },
+  );
 
 export const sourceNotReady = (status: string) => new AppError('conflict', `the source is ${status}; models train on a ready source`);
 

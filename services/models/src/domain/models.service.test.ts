@@ -104,7 +104,12 @@ describe('ModelsService', () => {
       validate: (inputs: readonly unknown[]) => ({ ok: true as const, inputs: inputs as { x: number }[] }),
       predict: (inputs: readonly { x: number }[]) => inputs.map((i) => ({ prediction: i.x * 1e300, parts: [i.x, { z: i.x * 1e300 - i.x * 1e300 }] })),
     };
-    const service = new ModelsService({ catalog: new ModelCatalog({ repository, builtins: [], runtimes: { runtimeFor: async () => runtime } }), predictionLog: log.repo, logger, metricsMaxSamples: 100 });
+    const service = new ModelsService({
+      catalog: new ModelCatalog({ repository, builtins: [], runtimes: { runtimeFor: async () => runtime } }),
+      predictionLog: log.repo,
+      logger,
+      metricsMaxSamples: 100,
+    });
     const acct = newId('acct');
     expect((await service.predict(caller(acct), model.id, { inputs: [{ x: 2 }] })).predictions).toEqual([{ prediction: 2e300, parts: [2, { z: 0 }] }]);
     await expect(service.predict(caller(acct), model.id, { inputs: [{ x: 1 }, { x: 1e10 }] })).rejects.toMatchObject({

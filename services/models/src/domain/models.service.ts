@@ -53,14 +53,7 @@ export class ModelsService {
   private readonly offload: Offload | null;
   private readonly drift: DriftSettings;
 
-  constructor(opts: {
-    catalog: ModelCatalog;
-    predictionLog: PredictionLogRepository;
-    logger: Logger;
-    metricsMaxSamples: number;
-    offload?: Offload | null;
-    drift?: DriftSettings;
-  }) {
+  constructor(opts: { catalog: ModelCatalog; predictionLog: PredictionLogRepository; logger: Logger; metricsMaxSamples: number; offload?: Offload | null; drift?: DriftSettings }) {
     this.catalog = opts.catalog;
     this.log = opts.predictionLog;
     this.logger = opts.logger;
@@ -165,7 +158,10 @@ export class ModelsService {
               sampled: logged.sampled,
               features: profile.map((p) => {
                 const at = model.features.findIndex((f) => f.name === p.name);
-                return featureDrift(p, logged.inputs.map((values) => (values[at] ?? null) as Scalar));
+                return featureDrift(
+                  p,
+                  logged.inputs.map((values) => (values[at] ?? null) as Scalar),
+                );
               }),
             }
           : null,

@@ -12,7 +12,10 @@ const EXPECTED: Record<string, { message: string; ok: (v: unknown) => boolean }>
   integer: { message: 'expected a number (or null when missing)', ok: (v) => typeof v === 'number' && Number.isFinite(v) },
   number: { message: 'expected a number (or null when missing)', ok: (v) => typeof v === 'number' && Number.isFinite(v) },
   boolean: { message: 'expected true or false (or null when missing)', ok: (v) => typeof v === 'boolean' },
-  string: { message: `expected a string of at most ${MAX_STRING_FEATURE_LENGTH} characters (or null when missing)`, ok: (v) => typeof v === 'string' && v.length <= MAX_STRING_FEATURE_LENGTH },
+  string: {
+    message: `expected a string of at most ${MAX_STRING_FEATURE_LENGTH} characters (or null when missing)`,
+    ok: (v) => typeof v === 'string' && v.length <= MAX_STRING_FEATURE_LENGTH,
+  },
 };
 
 /**
@@ -42,7 +45,15 @@ export function trainedRuntime(model: ModelRecord, artifact: TrainedArtifact): M
     },
     predict(inputs) {
       const row: number[] = [];
-      return inputs.map((input) => outputOf(artifact, estimate(artifact, encodeRecord(artifact.encoder, (n) => input[n], row))));
+      return inputs.map((input) =>
+        outputOf(
+          artifact,
+          estimate(
+            artifact,
+            encodeRecord(artifact.encoder, (n) => input[n], row),
+          ),
+        ),
+      );
     },
   };
 }

@@ -16,7 +16,12 @@ describe('training helpers', () => {
 
   it('samples a batch evenly, all of a small one', () => {
     expect(evenSample([1, 2, 3], 5)).toEqual([1, 2, 3]);
-    expect(evenSample(Array.from({ length: 100 }, (_, i) => i), 4)).toEqual([0, 25, 50, 75]);
+    expect(
+      evenSample(
+        Array.from({ length: 100 }, (_, i) => i),
+        4,
+      ),
+    ).toEqual([0, 25, 50, 75]);
   });
 
   it('maps source columns to feature kinds and names every bad field', () => {

@@ -76,7 +76,10 @@ function kindOf(type: Column['type']): FeatureKind {
 function describeFeature(type: string, profile: FeatureProfile | undefined): string {
   if (!profile) return `${type}; null when missing`;
   if (profile.kind === 'categorical') {
-    const shown = profile.categories.slice(0, 10).map((c) => JSON.stringify(c)).join(', ');
+    const shown = profile.categories
+      .slice(0, 10)
+      .map((c) => JSON.stringify(c))
+      .join(', ');
     const more = profile.categories.length > 10 ? ` and ${profile.categories.length - 10} more` : '';
     return `${type}; a category, one of ${shown}${more} in training (other values and null share one encoding)`;
   }
@@ -235,7 +238,9 @@ export class TrainingService {
         if (!claimed) continue;
         if (lapsed.lease.attempts >= this.settings.maxAttempts) {
           const error = `training was interrupted ${lapsed.lease.attempts} times (the service restarted while it ran); create the model again`;
-          await this.models.finishTraining(lapsed.accountId, lapsed._id, this.owner, { status: 'failed', error }, [modelFailed(lapsed.accountId, claimed.requestId ?? null, { id: lapsed._id, name: claimed.name }, error)]);
+          await this.models.finishTraining(lapsed.accountId, lapsed._id, this.owner, { status: 'failed', error }, [
+            modelFailed(lapsed.accountId, claimed.requestId ?? null, { id: lapsed._id, name: claimed.name }, error),
+          ]);
           continue;
         }
         this.logger.info({ modelId: lapsed._id, attempt: lease.attempts }, 'resuming an interrupted training job');
@@ -250,10 +255,13 @@ export class TrainingService {
 
   private launch(accountId: string, modelId: string): void {
     const abort = new AbortController();
-    const renew = setInterval(() => {
-      const until = new Date(Date.now() + this.settings.leaseMs);
-      this.models.renewLease(accountId, modelId, this.owner, until).catch((err) => this.logger.warn({ err, modelId }, 'could not renew a training lease'));
-    }, Math.max(200, Math.floor(this.settings.leaseMs / 3)));
+    const renew = setInterval(
+      () => {
+        const until = new Date(Date.now() + this.settings.leaseMs);
+        this.models.renewLease(accountId, modelId, this.owner, until).catch((err) => this.logger.warn({ err, modelId }, 'could not renew a training lease'));
+      },
+      Math.max(200, Math.floor(this.settings.leaseMs / 3)),
+    );
     renew.unref();
     const done = this.execute(accountId, modelId, abort.signal)
       .catch((err) => this.logger.error({ err, modelId }, 'training bookkeeping failed'))
@@ -285,7 +293,13 @@ export class TrainingService {
       }
       await this.artifacts.put(accountId, modelId, { version: doc.version, format: 'trained-json-gzip', data: packed, summary: result.outcome.parameters });
       const profile = result.outcome.profile;
-      const features: ModelFeature[] = doc.features.map((f) => ({ ...f, description: describeFeature(f.type, profile.find((p) => p.name === f.name)) }));
+      const features: ModelFeature[] = doc.features.map((f) => ({
+        ...f,
+        description: describeFeature(
+          f.type,
+          profile.find((p) => p.name === f.name),
+        ),
+      }));
       const durationMs = Math.round(performance.now() - started);
       const updated = await this.models.finishTraining(
         accountId,
@@ -326,7 +340,11 @@ export class TrainingService {
 /** Builds the worker's spec, or a 400 naming each bad field. Exported for tests. */
 export function specOf(body: TrainModelBody, schema: readonly Column[]): TrainingSpec {
   const columns = new Map(schema.map((c) => [c.name, c.type]));
-  const known = schema.slice(0, 30).map((c) => c.name).join(', ') + (schema.length > 30 ? ', …' : '');
+  const known =
+    schema
+      .slice(0, 30)
+      .map((c) => c.name)
+      .join(', ') + (schema.length > 30 ? ', …' : '');
   const errors: FieldError[] = [];
   const target = 'target' in body ? body.target : null;
   const task = TASK_OF[body.type];
@@ -342,7 +360,8 @@ export function specOf(body: TrainModelBody, schema: readonly Column[]): Trainin
   if (target !== null) {
     const type = columns.get(target);
     if (!type) errors.push({ path: 'target', message: `the source has no column ${JSON.stringify(target)}; its columns are ${known}` });
-    else if (task === 'regression' && type !== 'integer' && type !== 'number') errors.push({ path: 'target', message: `a regression target must be numeric (integer or number); ${JSON.stringify(target)} is ${type}` });
+    else if (task === 'regression' && type !== 'integer' && type !== 'number')
+      errors.push({ path: 'target', message: `a regression target must be numeric (integer or number); ${JSON.stringify(target)} is ${type}` });
     else if (task === 'classification' && !['string', 'integer', 'boolean'].includes(type)) {
       errors.push({ path: 'target', message: `class labels must be strings, integers or booleans; ${JSON.stringify(target)} is ${type} (use a regression type for numbers)` });
     } else targetColumn = { name: target, kind: kindOf(type) };

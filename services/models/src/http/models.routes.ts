@@ -59,7 +59,10 @@ export function modelsRouter(service: ModelsService, lifecycle: ModelLifecycle):
   router.post('/v1/models', async (req, res) => {
     const body = parseOr400(createModelBody, req.body, 'body');
     const { model, accepted } = await lifecycle.create(callerOf(req), body);
-    res.status(accepted ? 202 : 201).location(`/v1/models/${model.id}`).json(toModelDto(model));
+    res
+      .status(accepted ? 202 : 201)
+      .location(`/v1/models/${model.id}`)
+      .json(toModelDto(model));
   });
 
   router.get('/v1/models/:id', async (req, res) => {

@@ -63,7 +63,10 @@ export class ModelRepository {
   async ensureIndexes(logger: Logger): Promise<void> {
     const specs: [Document, Document][] = [
       [{ accountId: 1, _id: -1 }, { name: 'account_id' }],
-      [{ status: 1, 'lease.until': 1 }, { name: 'training_lease', partialFilterExpression: { status: 'training' } }],
+      [
+        { status: 1, 'lease.until': 1 },
+        { name: 'training_lease', partialFilterExpression: { status: 'training' } },
+      ],
     ];
     for (const [keys, options] of specs) {
       try {
@@ -90,7 +93,11 @@ export class ModelRepository {
     if (!accountId) throw new Error('accountId is required');
     const filter: Document = { accountId, deletedAt: null };
     if (opts.before) filter._id = { $lt: opts.before };
-    const docs = await this.coll.raw.find(filter, { projection: { _outbox: 0, ...INTERNAL, profile: 0 } }).sort({ _id: -1 }).limit(opts.limit).toArray();
+    const docs = await this.coll.raw
+      .find(filter, { projection: { _outbox: 0, ...INTERNAL, profile: 0 } })
+      .sort({ _id: -1 })
+      .limit(opts.limit)
+      .toArray();
     return docs.map((d) => recordOf(d as unknown as ModelDoc));
   }
 

@@ -208,8 +208,7 @@ export class WorkerPool<P, R> {
     const module = this.opts.module;
     // An eval'd worker runs as CommonJS, so it can report a failed import through `require`.
     const code =
-      `import(${JSON.stringify(module)}).catch((err) => ` +
-      `require('node:worker_threads').parentPort.postMessage({ bootError: String((err && err.message) || err) }));`;
+      `import(${JSON.stringify(module)}).catch((err) => ` + `require('node:worker_threads').parentPort.postMessage({ bootError: String((err && err.message) || err) }));`;
     const shared = new SharedArrayBuffer(4);
     const phase = new Int32Array(shared);
     const worker = new Worker(code, { eval: true, workerData: { phase: shared } });

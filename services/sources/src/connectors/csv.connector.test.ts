@@ -105,6 +105,9 @@ describe('csvConnector.stage', () => {
     expect(await readFile(store.stagingFile(accountId, sourceId, 'csv'), 'utf8')).toBe(csv);
     const result = await store.ingest(accountId, sourceId, 'csv');
     expect(result.rowCount).toBe(1);
-    expect(result.schema).toEqual([{ name: 'a', type: 'integer' }, { name: 'b', type: 'string' }]);
+    expect(result.schema).toEqual([
+      { name: 'a', type: 'integer' },
+      { name: 'b', type: 'string' },
+    ]);
   });
 });

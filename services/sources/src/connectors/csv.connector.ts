@@ -68,7 +68,11 @@ export async function checkCsv(csv: string, ctx: Pick<ConnectorContext, 'store'>
     let rows: number;
     try {
       // Read as the load reads it (the same dialect and quote character), every column as text: types are the load's to settle.
-      const reader = csvReader(file, dialect, dialect.columns.map((c) => ({ name: c.name, type: 'VARCHAR' })));
+      const reader = csvReader(
+        file,
+        dialect,
+        dialect.columns.map((c) => ({ name: c.name, type: 'VARCHAR' })),
+      );
       rows = Number((await ctx.store.duck.run(`SELECT count(*) AS n FROM ${reader}`)).rows[0]?.n ?? 0);
     } catch (err) {
       throw new ConnectorCheckError('csv', `the CSV could not be parsed: ${duckReason(err, [dir])}`);

@@ -11,7 +11,14 @@ describe('connectionOf', () => {
   });
 
   it('reads parts, with defaults', () => {
-    expect(connectionOf('mysql', { host: 'h', database: 'd', user: 'u', password: 'p' })).toEqual({ host: 'h', port: 3306, database: 'd', user: 'u', password: 'p', ssl: 'disable' });
+    expect(connectionOf('mysql', { host: 'h', database: 'd', user: 'u', password: 'p' })).toEqual({
+      host: 'h',
+      port: 3306,
+      database: 'd',
+      user: 'u',
+      password: 'p',
+      ssl: 'disable',
+    });
     expect(connectionOf('mongodb', { host: 'h', database: 'd', user: 'u' }).authSource).toBe('admin');
     expect(connectionOf('mongodb', { host: 'h', database: 'd' }).user).toBeUndefined();
   });

@@ -43,7 +43,11 @@ function sslFrom(params: URLSearchParams, type: DbType): SslMode | undefined {
   const raw = params.get('sslmode') ?? params.get('ssl-mode') ?? params.get('ssl') ?? params.get('tls');
   if (raw === null) return undefined;
   const mode = SSL_ALIASES[raw.toLowerCase()];
-  if (!mode) throw new ConnectorCheckError('connection.url', `unsupported ${type === 'mongodb' ? 'tls' : 'sslmode'} ${JSON.stringify(raw.slice(0, 20))}; use disable, require or verify-full`);
+  if (!mode)
+    throw new ConnectorCheckError(
+      'connection.url',
+      `unsupported ${type === 'mongodb' ? 'tls' : 'sslmode'} ${JSON.stringify(raw.slice(0, 20))}; use disable, require or verify-full`,
+    );
   if (type === 'mongodb' && mode === 'require' && params.get('tlsAllowInvalidCertificates') !== 'true') return 'verify-full';
   return mode;
 }

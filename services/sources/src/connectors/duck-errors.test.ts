@@ -6,9 +6,7 @@ describe('duckReason', () => {
       'Invalid Input Error: Error when sniffing file "/data/ds/acct_X/src_Y/staging.csv".\nIt was not possible to automatically detect the CSV parsing dialect\nThe search space used was:\nDelimiter Candidates: ","',
     );
     expect(isDuckError(err)).toBe(true);
-    expect(duckReason(err, ['/data/ds'])).toBe(
-      'Error when sniffing file the uploaded file. It was not possible to automatically detect the CSV parsing dialect',
-    );
+    expect(duckReason(err, ['/data/ds'])).toBe('Error when sniffing file the uploaded file. It was not possible to automatically detect the CSV parsing dialect');
   });
 
   it('tells other errors apart and caps the length', () => {
@@ -18,7 +16,9 @@ describe('duckReason', () => {
 
   it("names the line of a CSV reader error and its reason, never the line's content", () => {
     const csvError = (reason: string) =>
-      new Error(`Invalid Input Error: CSV Error on Line: 25001\nOriginal Line: 25000,"secret-value,1.5\n24999,"n, x",24999.5\n\n${reason}\n\nPossible fixes:\n* Disable the parser's strict mode\n\n  file = /data/ds/acct_X/staging.csv`);
+      new Error(
+        `Invalid Input Error: CSV Error on Line: 25001\nOriginal Line: 25000,"secret-value,1.5\n24999,"n, x",24999.5\n\n${reason}\n\nPossible fixes:\n* Disable the parser's strict mode\n\n  file = /data/ds/acct_X/staging.csv`,
+      );
     const unterminated = csvError('Value with unterminated quote found.');
     expect(isCsvLineError(unterminated)).toBe(true);
     expect(duckReason(unterminated, ['/data/ds'])).toBe('line 25001: a quoted value is never closed');

@@ -49,7 +49,12 @@ describe('normalizeTimestamps', () => {
 
 describe('toNdjson', () => {
   it('writes one JSON object per line', () => {
-    expect(toNdjson([{ a: 1, b: 'x' }, { a: 2, c: true }])).toBe('{"a":1,"b":"x"}\n{"a":2,"c":true}\n');
+    expect(
+      toNdjson([
+        { a: 1, b: 'x' },
+        { a: 2, c: true },
+      ]),
+    ).toBe('{"a":1,"b":"x"}\n{"a":2,"c":true}\n');
   });
 });
 
@@ -66,9 +71,7 @@ describe('inlineConnector', () => {
   });
 
   it('refuses rows with too many distinct fields', async () => {
-    const rows = Array.from({ length: 3 }, (_, r) =>
-      Object.fromEntries(Array.from({ length: 400 }, (_, i) => [`f${r}_${i}`, i] as const)),
-    );
+    const rows = Array.from({ length: 3 }, (_, r) => Object.fromEntries(Array.from({ length: 400 }, (_, i) => [`f${r}_${i}`, i] as const)));
     const ctx = { store, accountId: newId('acct'), sourceId: newId('src') };
     await expect(inlineConnector.check({ type: 'inline', name: 'n', rows }, ctx)).rejects.toBeInstanceOf(ConnectorCheckError);
     expect(MAX_COLUMNS).toBeLessThan(1200);
@@ -94,9 +97,7 @@ describe('inlineConnector', () => {
       { name: 'paid', type: 'boolean' },
       { name: 'at', type: 'timestamp' },
     ]);
-    const sum = await store.duck.run(
-      `SELECT sum(price) AS s, strftime(max("at"), '%Y-%m-%dT%H:%M:%S.%g') AS last FROM read_parquet(${sqlLiteral(result.file)})`,
-    );
+    const sum = await store.duck.run(`SELECT sum(price) AS s, strftime(max("at"), '%Y-%m-%dT%H:%M:%S.%g') AS last FROM read_parquet(${sqlLiteral(result.file)})`);
     expect(sum.rows[0]).toEqual({ s: 5.5, last: '2024-01-03T12:00:00.000' });
   });
 });

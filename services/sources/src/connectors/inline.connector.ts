@@ -53,7 +53,11 @@ export function normalizeTimestamps(rows: readonly Row[]): Row[] {
 
 /** One JSON object per line: the format `DatasetStore.ingest` reads as NDJSON. */
 export function toNdjson(rows: readonly Row[]): string {
-  return normalizeTimestamps(rows).map((r) => JSON.stringify(r)).join('\n') + '\n';
+  return (
+    normalizeTimestamps(rows)
+      .map((r) => JSON.stringify(r))
+      .join('\n') + '\n'
+  );
 }
 
 export const inlineConnector: UploadConnector<'inline'> = {

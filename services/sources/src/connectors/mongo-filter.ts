@@ -17,7 +17,8 @@ function refuse(message: string): never {
 }
 
 function operatorRefusal(op: string): never {
-  if (CODE_OPERATORS.has(op)) refuse(`the operator ${op} is not allowed: a filter may not run code or expressions; use equality and range operators (${MONGO_FILTER_OPERATORS.join(' ')})`);
+  if (CODE_OPERATORS.has(op))
+    refuse(`the operator ${op} is not allowed: a filter may not run code or expressions; use equality and range operators (${MONGO_FILTER_OPERATORS.join(' ')})`);
   refuse(`the operator ${op.slice(0, 40)} is not allowed; a filter may use only ${MONGO_FILTER_OPERATORS.join(' ')}`);
 }
 
@@ -52,7 +53,10 @@ export function parseMongoFilter(text: string | undefined): Document {
     for (const [key, item] of Object.entries(v)) {
       if (key.startsWith('$')) {
         if (!ALLOWED.has(key)) operatorRefusal(key);
-        if ((key === '$and' || key === '$or' || key === '$nor') && (!Array.isArray(item) || !item.length || item.some((x) => x === null || typeof x !== 'object' || Array.isArray(x)))) {
+        if (
+          (key === '$and' || key === '$or' || key === '$nor') &&
+          (!Array.isArray(item) || !item.length || item.some((x) => x === null || typeof x !== 'object' || Array.isArray(x)))
+        ) {
           refuse(`${key} takes a non-empty array of query documents`);
         }
         if ((key === '$in' || key === '$nin') && !Array.isArray(item)) refuse(`${key} takes an array`);

@@ -67,7 +67,12 @@ function failure(err: unknown, spec: MongoSpec): Error {
   const serverError = e?.reason?.servers ? [...e.reason.servers.values()].map((s) => s.error).find(Boolean) : undefined;
   const net = describeNetworkError(err) ?? (serverError ? describeNetworkError(serverError) : null);
   if (net) return new ConnectorCheckError('connection', `could not connect to MongoDB: ${net}`);
-  const message = scrub(String(e?.message ?? 'unknown error').split('\n')[0]!.slice(0, 300), [spec.password]);
+  const message = scrub(
+    String(e?.message ?? 'unknown error')
+      .split('\n')[0]!
+      .slice(0, 300),
+    [spec.password],
+  );
   if (e?.code === 18 || e?.codeName === 'AuthenticationFailed' || e?.name === 'MongoMissingCredentialsError') {
     return new ConnectorCheckError('connection', `MongoDB refused the connection: ${message}`);
   }
@@ -112,7 +117,12 @@ async function connect(spec: MongoSpec, ctx: RemoteContext, signal: AbortSignal)
 }
 
 async function close(client: MongoClient | null): Promise<void> {
-  if (client) await closeQuietly(() => client.close(), () => undefined, 2_000);
+  if (client)
+    await closeQuietly(
+      () => client.close(),
+      () => undefined,
+      2_000,
+    );
 }
 
 async function assertCollection(client: MongoClient, spec: MongoSpec): Promise<void> {
@@ -164,10 +174,7 @@ export const mongodbConnector: RemoteConnector<'mongodb', MongoSpec> = {
         try {
           client = await connect(spec, ctx, signal);
           await assertCollection(client, spec);
-          const cursor = client
-            .db(spec.database)
-            .collection(spec.collection)
-            .find(parseMongoFilter(spec.filter), { batchSize: 1_000, promoteLongs: false });
+          const cursor = client.db(spec.database).collection(spec.collection).find(parseMongoFilter(spec.filter), { batchSize: 1_000, promoteLongs: false });
           let text = '';
           let rows = 0;
           for await (const doc of cursor) {

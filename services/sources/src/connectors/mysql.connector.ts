@@ -89,7 +89,11 @@ async function connect(spec: SqlSpec, ctx: RemoteContext, signal: AbortSignal): 
 }
 
 async function close(conn: Connection | null): Promise<void> {
-  if (conn) await closeQuietly(() => new Promise<void>((r) => conn.end(() => r())), () => conn.destroy());
+  if (conn)
+    await closeQuietly(
+      () => new Promise<void>((r) => conn.end(() => r())),
+      () => conn.destroy(),
+    );
 }
 
 function columnsOf(fields: readonly FieldPacket[]): StagedColumn[] {

@@ -55,7 +55,12 @@ function failure(err: unknown, spec: SqlSpec): Error {
   const net = describeNetworkError(err);
   if (net) return new ConnectorCheckError('connection', `could not connect to PostgreSQL: ${net}`);
   const e = err as { code?: string; message?: string };
-  const message = scrub(String(e?.message ?? 'unknown error').split('\n')[0]!.slice(0, 300), [spec.password]);
+  const message = scrub(
+    String(e?.message ?? 'unknown error')
+      .split('\n')[0]!
+      .slice(0, 300),
+    [spec.password],
+  );
   if (typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) {
     if (e.code.startsWith('28') || e.code === '3D000') return new ConnectorCheckError('connection', `PostgreSQL refused the connection: ${message}`);
     if (e.code === '25006') return new ConnectorCheckError(sourceField, 'the query tried to write; a source may only read');
@@ -94,7 +99,11 @@ function destroy(client: pg.Client): void {
 }
 
 async function close(client: pg.Client | null): Promise<void> {
-  if (client) await closeQuietly(() => client.end(), () => destroy(client));
+  if (client)
+    await closeQuietly(
+      () => client.end(),
+      () => destroy(client),
+    );
 }
 
 /** Opens a read-only transaction with a server-side cursor over the source's statement (extended protocol: one statement only). */
@@ -150,7 +159,7 @@ export const postgresConnector: RemoteConnector<'postgres', SqlSpec> = {
           await openCursor(client, spec, 'dap_cursor');
           let columns: StagedColumn[] | null = null;
           let encode: ((values: readonly unknown[]) => string) | null = null;
-          for (let batch = 500; ; ) {
+          for (let batch = 500; ;) {
             const res = await client.query({ text: `FETCH FORWARD ${batch} FROM dap_cursor`, rowMode: 'array' });
             if (!columns) {
               columns = columnsOf(res.fields);

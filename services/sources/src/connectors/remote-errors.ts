@@ -52,7 +52,13 @@ export function scrub(message: string, secrets: ReadonlyArray<string | undefined
 
 /** A short, customer-safe description of why a connection or a read failed, or null when it is not a network error. */
 export function describeNetworkError(err: unknown): string | null {
-  if (err instanceof DisallowedTargetError || err instanceof HostNotFoundError || err instanceof PullTimeoutError || err instanceof TooLargeError || err instanceof HttpProtocolError) {
+  if (
+    err instanceof DisallowedTargetError ||
+    err instanceof HostNotFoundError ||
+    err instanceof PullTimeoutError ||
+    err instanceof TooLargeError ||
+    err instanceof HttpProtocolError
+  ) {
     return err.message;
   }
   const e = err as { code?: unknown; message?: unknown; cause?: unknown };

@@ -68,7 +68,10 @@ export function formatFromHeaders(spec: UrlSpec, status: number, headers: Incomi
 
 /** The format of a file whose headers did not tell: JSON starts with `[`, NDJSON with `{`, anything else is CSV. */
 export function formatFromBytes(head: Buffer): FileFormat {
-  const text = head.toString('utf8').replace(/^\uFEFF/, '').trimStart();
+  const text = head
+    .toString('utf8')
+    .replace(/^\uFEFF/, '')
+    .trimStart();
   if (text.startsWith('[')) return 'json';
   if (text.startsWith('{')) return 'ndjson';
   return 'csv';
@@ -182,7 +185,7 @@ function writeAll(fd: number, chunks: Buffer[], size: number): void {
       written -= c.length;
       continue;
     }
-    for (let at = written; at < c.length; ) at += writeSync(fd, c, at);
+    for (let at = written; at < c.length;) at += writeSync(fd, c, at);
     written = 0;
   }
 }

@@ -7,5 +7,4 @@ export const sourceNotFound = () => notFound('source');
 export const sourceRefused = (err: ConnectorCheckError) =>
   new AppError('validation_failed', `the data source was refused: ${err.message}`, { errors: [{ path: err.field, message: err.message }] });
 
-export const credentialsUnavailable = () =>
-  new AppError('unavailable', 'this deployment cannot store credentials for remote sources: SOURCE_CREDENTIALS_KEY is not configured');
+export const credentialsUnavailable = () => new AppError('unavailable', 'this deployment cannot store credentials for remote sources: SOURCE_CREDENTIALS_KEY is not configured');

@@ -16,5 +16,4 @@ export const sourceReady = (doc: SourceDoc, result: { rowCount: number; schema: 
 export const sourceFailed = (doc: SourceDoc, error: string) =>
   makeEvent('source.failed', { accountId: doc.accountId, subject: doc._id, requestId: doc.requestId, data: { id: doc._id, name: doc.name, error } });
 
-export const sourceDeleted = (accountId: string, id: string, requestId: string | null) =>
-  makeEvent('source.deleted', { accountId, subject: id, requestId, data: { id } });
+export const sourceDeleted = (accountId: string, id: string, requestId: string | null) => makeEvent('source.deleted', { accountId, subject: id, requestId, data: { id } });

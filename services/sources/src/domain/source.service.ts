@@ -46,7 +46,10 @@ export class SourceService {
   async list(accountId: string, query: ListQuery): Promise<Page<SourceDoc>> {
     const before = decodeCursor(query.cursor, (id) => isId('src', id));
     const rows = await this.deps.repo.list(accountId, query.limit + 1, before);
-    const page = toPage<WithId>(rows.map((r) => ({ ...r, id: r._id })), query.limit);
+    const page = toPage<WithId>(
+      rows.map((r) => ({ ...r, id: r._id })),
+      query.limit,
+    );
     return page;
   }
 
@@ -107,23 +110,13 @@ export class SourceService {
     return doc;
   }
 
-  private async prepareUpload(
-    connector: UploadConnector<UploadSourceType>,
-    body: BodyOf<UploadSourceType>,
-    accountId: string,
-    sourceId: string,
-  ): Promise<Prepared> {
+  private async prepareUpload(connector: UploadConnector<UploadSourceType>, body: BodyOf<UploadSourceType>, accountId: string, sourceId: string): Promise<Prepared> {
     const ctx = { store: this.deps.store, accountId, sourceId };
     await connector.check(body, ctx);
     return { config: {}, credentials: null, staged: await connector.stage(body, ctx) };
   }
 
-  private async prepareRemote(
-    connector: RemoteConnector<RemoteSourceType>,
-    body: BodyOf<RemoteSourceType>,
-    accountId: string,
-    sourceId: string,
-  ): Promise<Prepared> {
+  private async prepareRemote(connector: RemoteConnector<RemoteSourceType>, body: BodyOf<RemoteSourceType>, accountId: string, sourceId: string): Promise<Prepared> {
     const { cipher, guard, limits, store, logger, shutdown } = this.deps;
     if (!cipher) throw credentialsUnavailable();
     const spec = connector.specOf(body);

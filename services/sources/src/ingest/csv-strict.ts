@@ -108,9 +108,7 @@ const whens = (conditions: string[], result: string) => conditions.map((c) => `W
 export function strictSelect(columns: readonly ReadColumn[], normalize: (c: { name: string; type: string }, from: string) => string): { inner: string; outer: string } {
   // A number column is read as DOUBLE already: its value is its own cast.
   const cast = (c: ReadColumn, i: number) => (c.kind === 'number' ? `c${i}` : `x${i}`);
-  const inner = columns.map((c, i) =>
-    c.kind && c.kind !== 'number' ? `${id(c.name)} AS c${i}, TRY_CAST(${id(c.name)} AS ${TARGET[c.kind]}) AS x${i}` : `${id(c.name)} AS c${i}`,
-  );
+  const inner = columns.map((c, i) => (c.kind && c.kind !== 'number' ? `${id(c.name)} AS c${i}, TRY_CAST(${id(c.name)} AS ${TARGET[c.kind]}) AS x${i}` : `${id(c.name)} AS c${i}`));
   const outer = columns.map((c, i) =>
     c.kind
       ? `CASE ${whens(keepsSql(c.kind, `c${i}`, cast(c, i)), cast(c, i))} WHEN c${i} IS NULL THEN NULL ELSE error(${q(STRICT_ERROR)}) END AS ${id(c.name)}`

@@ -48,7 +48,16 @@ describe('CSV schema inference', () => {
       '2024-02-03 13:14:15,2024-02-03T13:14:15Z,2024-02-03T15:14:15+02:00,2024/02/03,12/31/2024 23:59,01/03/2024,31.12.2024 23:59,2024-02-03 13:14:15.250',
     ].join('\n');
     const { types, rows } = await load('csv', `${csv}\n`);
-    expect(types).toEqual({ plain: 'timestamp', iso_z: 'timestamp', offset: 'timestamp', slash: 'timestamp', us: 'timestamp', eu: 'timestamp', dots: 'timestamp', mixed_iso: 'timestamp' });
+    expect(types).toEqual({
+      plain: 'timestamp',
+      iso_z: 'timestamp',
+      offset: 'timestamp',
+      slash: 'timestamp',
+      us: 'timestamp',
+      eu: 'timestamp',
+      dots: 'timestamp',
+      mixed_iso: 'timestamp',
+    });
     expect(rows[0]).toEqual({
       plain: '2024-01-02 03:04:05',
       iso_z: '2024-01-02 03:04:05',
@@ -331,14 +340,31 @@ describe('loads with the origin’s column types (databases)', () => {
 describe('utcTimestamp', () => {
   it('gives what timezone(UTC) gives for every instant, before the epoch, at the ends of the range and for infinities', async () => {
     await store.duck.run(`SET TimeZone = 'UTC'`); // as the loader's session
-    const values = ['1969-12-31 23:59:59.999999+00', '0001-01-01 00:00:00+00', '9999-12-31 23:59:59.999999+00', '2024-03-10 02:30:00.123456-05', '1500-06-01 12:00:00+02:30', 'infinity', '-infinity'];
+    const values = [
+      '1969-12-31 23:59:59.999999+00',
+      '0001-01-01 00:00:00+00',
+      '9999-12-31 23:59:59.999999+00',
+      '2024-03-10 02:30:00.123456-05',
+      '1500-06-01 12:00:00+02:30',
+      'infinity',
+      '-infinity',
+    ];
     const { rows } = await store.duck.run(
       `SELECT CAST(timezone('UTC', v) AS VARCHAR) AS expected, CAST(${utcTimestamp('v')} AS VARCHAR) AS actual, typeof(${utcTimestamp('v')}) AS type
        FROM (SELECT CAST(unnest(${`[${values.map((v) => sqlLiteral(v)).join(', ')}, NULL]`}) AS TIMESTAMPTZ) AS v)`,
     );
     expect(rows).toHaveLength(values.length + 1);
     for (const r of rows) expect(r.actual).toBe(r.expected);
-    expect(rows.map((r) => r.actual)).toEqual(['1969-12-31 23:59:59.999999', '0001-01-01 00:00:00', '9999-12-31 23:59:59.999999', '2024-03-10 07:30:00.123456', '1500-06-01 09:30:00', 'infinity', '-infinity', null]);
+    expect(rows.map((r) => r.actual)).toEqual([
+      '1969-12-31 23:59:59.999999',
+      '0001-01-01 00:00:00',
+      '9999-12-31 23:59:59.999999',
+      '2024-03-10 07:30:00.123456',
+      '1500-06-01 09:30:00',
+      'infinity',
+      '-infinity',
+      null,
+    ]);
     expect(new Set(rows.map((r) => r.type))).toEqual(new Set(['TIMESTAMP']));
   });
 });

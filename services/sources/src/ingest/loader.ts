@@ -95,7 +95,10 @@ export class DatasetLoader {
       const t2 = performance.now();
       const published = await store.publish(req.accountId, req.sourceId, final);
       const ms = (a: number, b: number) => Math.round(b - a);
-      this.logger.debug({ sourceId: req.sourceId, format: req.format, bytes: size, copyMs: ms(t0, t1), normalizeMs: ms(t1, t2), publishMs: ms(t2, performance.now()) }, 'dataset loaded');
+      this.logger.debug(
+        { sourceId: req.sourceId, format: req.format, bytes: size, copyMs: ms(t0, t1), normalizeMs: ms(t1, t2), publishMs: ms(t2, performance.now()) },
+        'dataset loaded',
+      );
       return published;
     } catch (err) {
       const current = await store.currentFile(req.accountId, req.sourceId).catch(() => null);
@@ -253,11 +256,7 @@ export class DatasetLoader {
     const found = new Map<string, TimestampFamily>();
     const text = columns.filter((c) => c.type === 'VARCHAR');
     if (!text.length) return found;
-    const sample = await this.store.duck.run(
-      `SELECT ${text.map((c) => id(c.name)).join(', ')} FROM read_parquet(${q(file)}) LIMIT ${TIMESTAMP_SAMPLE_ROWS}`,
-      [],
-      { signal },
-    );
+    const sample = await this.store.duck.run(`SELECT ${text.map((c) => id(c.name)).join(', ')} FROM read_parquet(${q(file)}) LIMIT ${TIMESTAMP_SAMPLE_ROWS}`, [], { signal });
     for (const c of text) {
       const values = sample.rows.map((r) => r[c.name]).filter((v): v is string => typeof v === 'string');
       for (const family of detectTimestampFamily(values)) {

@@ -85,7 +85,7 @@ describe('the download worker', () => {
     expect((await worker.run(job('/x.csv'), new AbortController().signal)).bytes).toBe(8);
   });
 
-  it('collects its garbage as a large body streams (V8\'s gc, exposed in the worker), and the body arrives whole', async () => {
+  it("collects its garbage as a large body streams (V8's gc, exposed in the worker), and the body arrives whole", async () => {
     const got = await worker.run(job('/ten-mib.csv', { maxBytes: 64 * 1024 * 1024 }), new AbortController().signal);
     expect(got.bytes).toBe(10 * 1024 * 1024);
   });

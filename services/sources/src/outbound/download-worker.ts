@@ -107,8 +107,7 @@ export class DownloadWorker implements DownloadRunner {
   private spawn(): Promise<Worker> {
     // An eval'd worker runs as CommonJS, so it can report a failed import through `require`.
     const code =
-      `import(${JSON.stringify(this.module)}).catch((err) => ` +
-      `require('node:worker_threads').parentPort.postMessage({ bootError: String((err && err.message) || err) }));`;
+      `import(${JSON.stringify(this.module)}).catch((err) => ` + `require('node:worker_threads').parentPort.postMessage({ bootError: String((err && err.message) || err) }));`;
     const worker = new Worker(code, { eval: true });
     worker.unref();
     return new Promise((resolve, reject) => {

@@ -349,7 +349,11 @@ describe('httpGet', () => {
     // A large compressed body through an async sink: TLS keeps handing over decrypted records while reading
     // is held, and none may land in the read buffer the sink is still reading.
     const text = pattern(6 * READ_BUFFER_BYTES).toString('latin1');
-    for (const [encoding, encoded] of [['identity', Buffer.from(text, 'latin1')], ['gzip', gzipSync(text)], ['br', brotliCompressSync(text)]] as const) {
+    for (const [encoding, encoded] of [
+      ['identity', Buffer.from(text, 'latin1')],
+      ['gzip', gzipSync(text)],
+      ['br', brotliCompressSync(text)],
+    ] as const) {
       responder = (s) => {
         s.write(`HTTP/1.1 200 OK\r\nContent-Encoding: ${encoding}\r\nContent-Length: ${encoded.length}\r\n\r\n`);
         s.end(encoded);

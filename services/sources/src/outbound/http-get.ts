@@ -182,10 +182,7 @@ class Exchange {
       const onread = { buffer: Buffer.allocUnsafe(READ_BUFFER_BYTES), callback: (n: number, buf: Uint8Array) => this.onRead(buf as Buffer<ArrayBuffer>, n) };
       this.socket = net.connect({ ...connect, onread });
     }
-    this.connectTimer = setTimeout(
-      () => this.fail(new PullTimeoutError(`the server did not answer within ${Math.round(opts.connectTimeoutMs / 1000)} s`)),
-      opts.connectTimeoutMs,
-    );
+    this.connectTimer = setTimeout(() => this.fail(new PullTimeoutError(`the server did not answer within ${Math.round(opts.connectTimeoutMs / 1000)} s`)), opts.connectTimeoutMs);
     opts.signal.addEventListener('abort', this.onAbort, { once: true });
     this.socket.once(tlsName !== null ? 'secureConnect' : 'connect', () => this.socket.write(head));
     this.socket.on('error', (err) => this.fail(err));
@@ -213,9 +210,7 @@ class Exchange {
   }
 
   private armIdle(): void {
-    this.socket.setTimeout(this.opts.idleTimeoutMs, () =>
-      this.fail(new PullTimeoutError(`the server sent nothing for ${Math.round(this.opts.idleTimeoutMs / 1000)} s`)),
-    );
+    this.socket.setTimeout(this.opts.idleTimeoutMs, () => this.fail(new PullTimeoutError(`the server sent nothing for ${Math.round(this.opts.idleTimeoutMs / 1000)} s`)));
   }
 
   /** Called with each read; returning false stops reading (see the class comment). */

@@ -30,7 +30,12 @@ describe('ResponseParser', () => {
     const whole = parse(CHUNKED);
     expect(whole).toEqual({ heads: [{ status: 200, headers: expect.objectContaining({ 'content-type': 'text/csv' }) }], body: 'hello,0123456789', complete: true });
     for (let cut = 1; cut < CHUNKED.length; cut++) expect(parse(CHUNKED, [cut])).toEqual(whole);
-    expect(parse(CHUNKED, Array.from({ length: CHUNKED.length - 1 }, (_, i) => i + 1))).toEqual(whole);
+    expect(
+      parse(
+        CHUNKED,
+        Array.from({ length: CHUNKED.length - 1 }, (_, i) => i + 1),
+      ),
+    ).toEqual(whole);
     const counted = 'HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789TRAILING-GARBAGE';
     for (let cut = 1; cut < counted.length; cut++) expect(parse(counted, [cut])).toMatchObject({ body: '0123456789', complete: true });
   });

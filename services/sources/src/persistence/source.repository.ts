@@ -62,24 +62,14 @@ export class SourceRepository {
 
   /** Puts a settled source (ready or failed) back to pending; null when it is missing or already queued. */
   requestSync(accountId: string, id: string, requestId: string, now: Date): Promise<SourceDoc | null> {
-    return this.coll.update(
-      accountId,
-      id,
-      { status: 'pending', error: null, requestId, updatedAt: now },
-      [],
-      { status: { $in: ['ready', 'failed'] } },
-    );
+    return this.coll.update(accountId, id, { status: 'pending', error: null, requestId, updatedAt: now }, [], { status: { $in: ['ready', 'failed'] } });
   }
 
   /** Takes a pending source, or one whose sync lease has expired; null when another worker holds it. */
   claim(accountId: string, id: string, lease: { token: string; owner: string; until: Date }, now: Date): Promise<SourceDoc | null> {
-    return this.coll.update(
-      accountId,
-      id,
-      { status: 'syncing', syncToken: lease.token, syncOwner: lease.owner, syncLeaseUntil: lease.until, updatedAt: now },
-      [],
-      { $or: [{ status: 'pending' }, { status: 'syncing', syncLeaseUntil: { $lt: now } }] },
-    );
+    return this.coll.update(accountId, id, { status: 'syncing', syncToken: lease.token, syncOwner: lease.owner, syncLeaseUntil: lease.until, updatedAt: now }, [], {
+      $or: [{ status: 'pending' }, { status: 'syncing', syncLeaseUntil: { $lt: now } }],
+    });
   }
 
   async renewLease(accountId: string, id: string, token: string, leaseUntil: Date): Promise<boolean> {
@@ -95,13 +85,7 @@ export class SourceRepository {
     events: DomainEvent[],
     now: Date,
   ): Promise<SourceDoc | null> {
-    return this.coll.update(
-      accountId,
-      id,
-      { ...outcome, updatedAt: now, syncToken: null, syncOwner: null, syncLeaseUntil: null },
-      events,
-      { syncToken: token, status: 'syncing' },
-    );
+    return this.coll.update(accountId, id, { ...outcome, updatedAt: now, syncToken: null, syncOwner: null, syncLeaseUntil: null }, events, { syncToken: token, status: 'syncing' });
   }
 
   softDelete(accountId: string, id: string, events: DomainEvent[]): Promise<SourceDoc | null> {
@@ -123,10 +107,7 @@ export class SourceRepository {
   /** Crash recovery across all accounts: sources waiting for a sync, or whose worker's lease has run out. */
   async findUnfinishedAcrossAccounts(now: Date, limit: number): Promise<{ accountId: string; id: string }[]> {
     const docs = await this.coll.raw
-      .find(
-        { deletedAt: null, $or: [{ status: 'pending' }, { status: 'syncing', syncLeaseUntil: { $lt: now } }] },
-        { projection: { accountId: 1 } },
-      )
+      .find({ deletedAt: null, $or: [{ status: 'pending' }, { status: 'syncing', syncLeaseUntil: { $lt: now } }] }, { projection: { accountId: 1 } })
       .sort({ _id: 1 })
       .limit(limit)
       .toArray();

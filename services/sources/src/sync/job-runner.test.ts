@@ -15,10 +15,12 @@ describe('JobRunner', () => {
     const runner = new JobRunner({ concurrency: 2, logger });
     const gates = [deferred(), deferred(), deferred()];
     const started: number[] = [];
-    gates.forEach((g, i) => runner.enqueue(`k${i}`, async () => {
-      started.push(i);
-      await g.promise;
-    }));
+    gates.forEach((g, i) =>
+      runner.enqueue(`k${i}`, async () => {
+        started.push(i);
+        await g.promise;
+      }),
+    );
     await tick();
     expect(started).toEqual([0, 1]);
     expect(runner.activeCount).toBe(2);

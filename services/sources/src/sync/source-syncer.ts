@@ -97,9 +97,12 @@ export class SourceSyncer {
     const token = newId('msg');
     const doc = await repo.claim(accountId, sourceId, { token, owner: instanceId, until: new Date(Date.now() + leaseMs) }, new Date());
     if (!doc) return; // deleted, settled, or held by a live worker
-    const heartbeat = setInterval(() => {
-      repo.renewLease(accountId, sourceId, token, new Date(Date.now() + leaseMs)).catch((err) => logger.warn({ err, sourceId }, 'lease renewal failed'));
-    }, Math.max(250, Math.floor(leaseMs / 3)));
+    const heartbeat = setInterval(
+      () => {
+        repo.renewLease(accountId, sourceId, token, new Date(Date.now() + leaseMs)).catch((err) => logger.warn({ err, sourceId }, 'lease renewal failed'));
+      },
+      Math.max(250, Math.floor(leaseMs / 3)),
+    );
     heartbeat.unref();
     let result: IngestResult;
     const timings = { pullMs: 0, loadMs: 0 };
@@ -163,7 +166,12 @@ export class SourceSyncer {
       const pulled = await connector.pull(spec, { ...base, guard, limits, store, logger, ...(downloads ? { downloads } : {}) });
       const t1 = performance.now();
       timings.pullMs = Math.round(t1 - t0);
-      const loaded = await loader.load({ ...base, format: pulled.format, ...(pulled.columns ? { columns: pulled.columns } : {}), ...(pulled.checkFieldNames ? { checkFieldNames: true } : {}) });
+      const loaded = await loader.load({
+        ...base,
+        format: pulled.format,
+        ...(pulled.columns ? { columns: pulled.columns } : {}),
+        ...(pulled.checkFieldNames ? { checkFieldNames: true } : {}),
+      });
       timings.loadMs = Math.round(performance.now() - t1);
       return loaded;
     } finally {

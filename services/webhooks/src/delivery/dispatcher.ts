@@ -11,10 +11,7 @@ import { nextDelayMs } from './retry-schedule.ts';
 import { signedHeaders, signingKeyOf } from './signing.ts';
 
 export interface DispatcherOptions {
-  deliveries: Pick<
-    DeliveryRepository,
-    'claimDue' | 'releaseInstanceClaims' | 'renewClaim' | 'releaseOwner' | 'recordAttempt' | 'cancel' | 'release' | 'cancelForEndpoint'
-  >;
+  deliveries: Pick<DeliveryRepository, 'claimDue' | 'releaseInstanceClaims' | 'renewClaim' | 'releaseOwner' | 'recordAttempt' | 'cancel' | 'release' | 'cancelForEndpoint'>;
   endpoints: Pick<EndpointRepository, 'findById' | 'markHealthy' | 'markFailing' | 'disable'>;
   sender: Pick<HttpSender, 'send'>;
   secrets: SecretBox;
@@ -128,9 +125,7 @@ export class Dispatcher {
   }
 
   private hasSlot(endpointId: string): boolean {
-    return (
-      this.inFlight < this.o.maxInFlight && this.unrecorded < MAX_UNRECORDED && (this.perEndpoint.get(endpointId) ?? 0) < this.o.endpointConcurrency
-    );
+    return this.inFlight < this.o.maxInFlight && this.unrecorded < MAX_UNRECORDED && (this.perEndpoint.get(endpointId) ?? 0) < this.o.endpointConcurrency;
   }
 
   private take(endpointId: string): void {
@@ -438,10 +433,13 @@ export class Dispatcher {
   /** Longer waits are left to the poll, which reads the stored schedule. */
   private wakeAt(delayMs: number): void {
     if (this.stopped || delayMs > MAX_LOCAL_TIMER_MS) return;
-    const t = setTimeout(() => {
-      this.timers.delete(t);
-      this.kick();
-    }, Math.max(1, delayMs));
+    const t = setTimeout(
+      () => {
+        this.timers.delete(t);
+        this.kick();
+      },
+      Math.max(1, delayMs),
+    );
     this.timers.add(t);
   }
 }

@@ -5,8 +5,7 @@ import type { CallerContext } from '@dap/contracts';
 export const webhookEvents = {
   created: (caller: CallerContext, id: string, url: string) =>
     makeEvent('webhook.created', { accountId: caller.accountId, subject: id, requestId: caller.requestId, data: { id, url } }),
-  deleted: (caller: CallerContext, id: string) =>
-    makeEvent('webhook.deleted', { accountId: caller.accountId, subject: id, requestId: caller.requestId, data: { id } }),
+  deleted: (caller: CallerContext, id: string) => makeEvent('webhook.deleted', { accountId: caller.accountId, subject: id, requestId: caller.requestId, data: { id } }),
   test: (caller: CallerContext, endpointId: string) =>
     makeEvent('webhook.test', {
       accountId: caller.accountId,

@@ -62,7 +62,10 @@ export class WebhooksService {
   async list(accountId: string, query: ListQuery): Promise<Page<EndpointDoc & { id: string }>> {
     const before = decodeCursor(query.cursor, (v) => isId('whk', v));
     const rows = await this.d.endpoints.list(accountId, { limit: query.limit + 1, before });
-    return toPage(rows.map((r) => ({ ...r, id: r._id })), query.limit);
+    return toPage(
+      rows.map((r) => ({ ...r, id: r._id })),
+      query.limit,
+    );
   }
 
   async get(accountId: string, id: string): Promise<EndpointDoc> {
@@ -87,7 +90,10 @@ export class WebhooksService {
       limit: query.limit + 1,
       before: before ? deliveryIdOf(before, id) : undefined,
     });
-    return toPage(rows.map((r) => ({ ...r, id: r.eventId })), query.limit);
+    return toPage(
+      rows.map((r) => ({ ...r, id: r.eventId })),
+      query.limit,
+    );
   }
 
   /**

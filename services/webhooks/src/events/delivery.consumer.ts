@@ -52,11 +52,7 @@ export function deliveryFanOutBatch(deps: FanOutDeps) {
         seen.add(_id);
         const plan = deps.dispatcher.plan(endpoint._id, body.length);
         const claim = plan === 'defer' ? null : { until: deps.dispatcher.leaseUntil(), owner: deps.dispatcher.owner, instance: deps.dispatcher.instanceId };
-        const doc = newDelivery(
-          { accountId: event.accountId, endpointId: endpoint._id, eventId: event.id, eventType: event.type, requestId: event.requestId, body },
-          claim,
-          now,
-        );
+        const doc = newDelivery({ accountId: event.accountId, endpointId: endpoint._id, eventId: event.id, eventType: event.type, requestId: event.requestId, body }, claim, now);
         planned.push({ doc, endpoint, plan });
       }
     });

@@ -20,12 +20,20 @@ describe('Batcher', () => {
 
   it('caps the batch size and fails only the batch that failed', async () => {
     const batches: string[][] = [];
-    const b = new Batcher<string, string>(async (items) => {
-      batches.push(items);
-      if (items.includes('bad')) throw new Error('boom');
-      return items;
-    }, { maxBatch: 2 });
-    const calls = ['a', 'b', 'bad', 'c', 'd'].map((x) => b.add(x).then((v) => `ok:${v}`, (e: Error) => `err:${e.message}`));
+    const b = new Batcher<string, string>(
+      async (items) => {
+        batches.push(items);
+        if (items.includes('bad')) throw new Error('boom');
+        return items;
+      },
+      { maxBatch: 2 },
+    );
+    const calls = ['a', 'b', 'bad', 'c', 'd'].map((x) =>
+      b.add(x).then(
+        (v) => `ok:${v}`,
+        (e: Error) => `err:${e.message}`,
+      ),
+    );
     expect(await Promise.all(calls)).toEqual(['ok:a', 'ok:b', 'err:boom', 'err:boom', 'ok:d']);
     expect(batches).toEqual([['a', 'b'], ['bad', 'c'], ['d']]);
   });
@@ -50,7 +58,10 @@ describe('Batcher', () => {
 
       // Full: no waiting for the linger.
       expect(await Promise.all([b.add(3), b.add(4), b.add(5)])).toEqual([3, 4, 5]);
-      expect(batches).toEqual([[1, 2], [3, 4, 5]]);
+      expect(batches).toEqual([
+        [1, 2],
+        [3, 4, 5],
+      ]);
     });
 
     it('sends a call made while a batch is written with the next batch, once it is old enough', async () => {

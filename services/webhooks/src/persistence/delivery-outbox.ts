@@ -206,21 +206,20 @@ export class DeliveryOutbox {
   private async sweep(): Promise<void> {
     const cutoff = Date.now() - this.o.staleMs;
     // The collection holds only batches in flight (a few), so reading it whole is cheap on any server.
-    const docs = await this.coll.find({}).sort({ createdAt: 1 }).limit(this.batchSize * 10).toArray();
+    const docs = await this.coll
+      .find({})
+      .sort({ createdAt: 1 })
+      .limit(this.batchSize * 10)
+      .toArray();
     const ready = new Set(this.ready.map((r) => r.id));
     const orphans = docs.filter(
       (d) =>
-        !this.open.has(d._id) &&
-        !this.toDelete.has(d._id) &&
-        !ready.has(d._id) &&
-        ((d.instance === this.o.instance && d.owner !== this.owner) || d.createdAt.getTime() <= cutoff),
+        !this.open.has(d._id) && !this.toDelete.has(d._id) && !ready.has(d._id) && ((d.instance === this.o.instance && d.owner !== this.owner) || d.createdAt.getTime() <= cutoff),
     );
     for (let i = 0; i < orphans.length; i += this.batchSize) {
       const batch = orphans.slice(i, i + this.batchSize);
       const entries = batch.flatMap((d) => d.entries);
-      const stored = await this.o.deliveries
-        .find({ _id: { $in: [...new Set(entries.map((e) => e.deliveryId))] } }, { projection: { attempts: 1 } })
-        .toArray();
+      const stored = await this.o.deliveries.find({ _id: { $in: [...new Set(entries.map((e) => e.deliveryId))] } }, { projection: { attempts: 1 } }).toArray();
       const attemptsOf = new Map(stored.map((d) => [d._id, d.attempts as AttemptDoc[]]));
       const verified = entries.filter((e) => (attemptsOf.get(e.deliveryId) ?? []).some((a) => a.at.getTime() === e.attemptAt.getTime()));
       const events = verified.flatMap((e) => e.events);
@@ -236,7 +235,10 @@ export class DeliveryOutbox {
   /** Events an older version stored on the deliveries themselves (`_outbox`), published and cleared. */
   private async sweepLegacy(): Promise<void> {
     for (;;) {
-      const docs = await this.o.deliveries.find({ _outboxPending: true }, { projection: { _outbox: 1 } }).limit(this.batchSize * 5).toArray();
+      const docs = await this.o.deliveries
+        .find({ _outboxPending: true }, { projection: { _outbox: 1 } })
+        .limit(this.batchSize * 5)
+        .toArray();
       if (!docs.length) return;
       const events = docs.flatMap((d) => d._outbox ?? []);
       if (events.length) await this.o.publisher.publish(events);

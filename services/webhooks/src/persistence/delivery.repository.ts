@@ -339,6 +339,10 @@ export class DeliveryRepository {
   async listForEndpoint(accountId: string, endpointId: string, opts: { limit: number; before?: string }): Promise<DeliveryDoc[]> {
     const filter: Filter<DeliveryDoc> = { accountId, endpointId };
     if (opts.before) filter._id = { $lt: opts.before };
-    return this.raw.find(filter, { projection: { _outbox: 0, body: 0 } }).sort({ _id: -1 }).limit(opts.limit).toArray();
+    return this.raw
+      .find(filter, { projection: { _outbox: 0, body: 0 } })
+      .sort({ _id: -1 })
+      .limit(opts.limit)
+      .toArray();
   }
 }

@@ -18,11 +18,7 @@ describe('built-in models', () => {
       return v.ok ? [] : v.errors;
     };
     expect(errors([{ horizon: 3 }])).toEqual([{ path: 'inputs.0.series', message: expect.stringMatching(/expected array/) }]);
-    expect(errors([{ series: [1, 2, 3] }, { series: ['a', 'b', 'c'] }]).map((e) => e.path)).toEqual([
-      'inputs.1.series.0',
-      'inputs.1.series.1',
-      'inputs.1.series.2',
-    ]);
+    expect(errors([{ series: [1, 2, 3] }, { series: ['a', 'b', 'c'] }]).map((e) => e.path)).toEqual(['inputs.1.series.0', 'inputs.1.series.1', 'inputs.1.series.2']);
     expect(errors([{ series: [1, 2, 3], horizon: 0 }]).map((e) => e.path)).toEqual(['inputs.0.horizon']);
     expect(errors([{ series: [1, 2, 3], horizon: 2.5 }]).map((e) => e.path)).toEqual(['inputs.0.horizon']);
     expect(errors([{ series: [1, 2] }]).map((e) => e.path)).toEqual(['inputs.0.series']);

@@ -29,8 +29,7 @@ function syntheticBacktest(): Record<string, unknown> {
   const within = (lo: number[], hi: number[]) => test.filter((y, i) => y >= lo[i]! && y <= hi[i]!).length / test.length;
   return {
     kind: 'synthetic_backtest',
-    description:
-      'Fixed hold-out backtest on a synthetic seasonal series (not on your data): trained on 120 points, scored on the next 24.',
+    description: 'Fixed hold-out backtest on a synthetic seasonal series (not on your data): trained on 120 points, scored on the next 24.',
     dataset: { length: 144, trainLength: 120, horizon: 24, seasonLength: 12, noiseStdDev: 2, seed: 42 },
     mae: round(mae((i) => f.forecast[i]!)),
     rmse: round(Math.sqrt(test.reduce((s, y, i) => s + (y - f.forecast[i]!) ** 2, 0) / test.length)),

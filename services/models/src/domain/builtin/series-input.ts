@@ -4,10 +4,7 @@ import type { FieldError } from '@dap/http';
 
 /** Shared pieces of the series models' inputs. Values are bounded so sums of squares stay finite. */
 export const SERIES_VALUE_LIMIT = 1e15;
-export const seriesField = z
-  .array(z.number().min(-SERIES_VALUE_LIMIT).max(SERIES_VALUE_LIMIT))
-  .min(3)
-  .max(MAX_SERIES_LENGTH);
+export const seriesField = z.array(z.number().min(-SERIES_VALUE_LIMIT).max(SERIES_VALUE_LIMIT)).min(3).max(MAX_SERIES_LENGTH);
 export const seasonLengthField = z.number().int().min(2).max(365).optional();
 
 /** Work grows linearly with the number of values. */

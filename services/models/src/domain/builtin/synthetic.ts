@@ -19,16 +19,7 @@ export function gaussian(uniform: () => number): () => number {
 }
 
 /** level + slope·t + amplitude·sin(2πt/period) + N(0, noise²), the noise optionally clipped to ±clip·noise. */
-export function seasonalSeries(opts: {
-  length: number;
-  period: number;
-  level: number;
-  slope: number;
-  amplitude: number;
-  noise: number;
-  seed: number;
-  clip?: number;
-}): number[] {
+export function seasonalSeries(opts: { length: number; period: number; level: number; slope: number; amplitude: number; noise: number; seed: number; clip?: number }): number[] {
   const normal = gaussian(mulberry32(opts.seed));
   const clip = opts.clip ?? Infinity;
   return Array.from({ length: opts.length }, (_, t) => {

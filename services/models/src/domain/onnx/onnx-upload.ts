@@ -23,7 +23,8 @@ export function checkDeclaredIo(declared: { inputs: TensorSpec[]; outputs: Tenso
       const a = found.get(d.name);
       if (!a) return void errors.push({ path: `${path}.name`, message: `the model has no ${side.slice(0, -1)} ${JSON.stringify(d.name)}; its ${side} are ${names}` });
       if (a.type === null) return void errors.push({ path, message: 'this is not a tensor in the model; only tensor inputs and outputs are supported' });
-      if (!(ONNX_ELEMENT_TYPES as readonly string[]).includes(a.type)) return void errors.push({ path: `${path}.elementType`, message: `the model's element type ${a.type} is not supported` });
+      if (!(ONNX_ELEMENT_TYPES as readonly string[]).includes(a.type))
+        return void errors.push({ path: `${path}.elementType`, message: `the model's element type ${a.type} is not supported` });
       if (a.type !== d.elementType) errors.push({ path: `${path}.elementType`, message: `the model says ${a.type}` });
       if (!a.shape.length) return; // the model leaves the shape open: the declaration decides
       if (a.shape.length !== d.shape.length) return void errors.push({ path: `${path}.shape`, message: `the model's shape is ${shapeText(a.shape)}` });
@@ -32,7 +33,8 @@ export function checkDeclaredIo(declared: { inputs: TensorSpec[]; outputs: Tenso
       });
     });
     for (const t of actual[side]) {
-      if (!seen.has(t.name)) errors.push({ path: side, message: `every ${side.slice(0, -1)} of the model must be declared; ${JSON.stringify(t.name)} is missing (the model's ${side} are ${names})` });
+      if (!seen.has(t.name))
+        errors.push({ path: side, message: `every ${side.slice(0, -1)} of the model must be declared; ${JSON.stringify(t.name)} is missing (the model's ${side} are ${names})` });
     }
   }
   return errors;

@@ -66,8 +66,16 @@ export function categoricalProfile(name: string, values: readonly (string | null
 export function profileFeatures(table: Table, rows: readonly number[], features: readonly FeatureColumn[]): FeatureProfile[] {
   return features.map((f) => {
     const column = table.columns[f.name]!;
-    if (f.kind === 'categorical') return categoricalProfile(f.name, rows.map((r) => categoryValue(column[r])));
-    return numericProfile(f.name, f.kind, rows.map((r) => numericValue(column[r])));
+    if (f.kind === 'categorical')
+      return categoricalProfile(
+        f.name,
+        rows.map((r) => categoryValue(column[r])),
+      );
+    return numericProfile(
+      f.name,
+      f.kind,
+      rows.map((r) => numericValue(column[r])),
+    );
   });
 }
 

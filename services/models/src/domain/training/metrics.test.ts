@@ -64,9 +64,15 @@ describe('drift', () => {
     expect(profile.expected.every((s) => Math.abs(s - 0.1) < 0.002)).toBe(true);
     expect(binOf(profile.edges, -5)).toBe(0);
     expect(binOf(profile.edges, 1e9)).toBe(9);
-    const same = featureDrift(profile, Array.from({ length: 200 }, (_, i) => i / 2));
+    const same = featureDrift(
+      profile,
+      Array.from({ length: 200 }, (_, i) => i / 2),
+    );
     expect(same.status).toBe('stable');
-    const shifted = featureDrift(profile, Array.from({ length: 200 }, (_, i) => 80 + i / 10));
+    const shifted = featureDrift(
+      profile,
+      Array.from({ length: 200 }, (_, i) => 80 + i / 10),
+    );
     expect(shifted.status).toBe('significant');
     expect(featureDrift(profile, [1, 2, 3]).status).toBe('insufficient_data');
   });
@@ -100,7 +106,15 @@ describe('split and encoding', () => {
       { c: 'c', x: 5 },
       { c: 'a', x: 3 },
     ]);
-    const enc = fitEncoder(table, [0, 1, 2, 3, 4], [{ name: 'c', kind: 'categorical' }, { name: 'x', kind: 'numeric' }], { scaled: false, dropFirst: false, maxCategories: 2 });
+    const enc = fitEncoder(
+      table,
+      [0, 1, 2, 3, 4],
+      [
+        { name: 'c', kind: 'categorical' },
+        { name: 'x', kind: 'numeric' },
+      ],
+      { scaled: false, dropFirst: false, maxCategories: 2 },
+    );
     expect(enc.columns).toEqual(['c=a', 'c=b', 'c=(other)', 'x']);
     expect(encodeRecord(enc, (n) => ({ c: 'c', x: null })[n])).toEqual([0, 0, 1, 3]);
     expect(encodeRecord(enc, (n) => ({ c: 'zzz', x: 10 })[n])).toEqual([0, 0, 1, 10]);

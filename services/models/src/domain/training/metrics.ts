@@ -29,7 +29,7 @@ export function rocAuc(positive: readonly boolean[], score: readonly number[]): 
   const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => score[a]! - score[b]!);
   let nPos = 0;
   let rankSum = 0;
-  for (let i = 0; i < n; ) {
+  for (let i = 0; i < n;) {
     let j = i;
     while (j + 1 < n && score[order[j + 1]!] === score[order[i]!]) j++;
     const avgRank = (i + j) / 2 + 1;
@@ -77,11 +77,17 @@ export function classificationMetrics(actual: readonly number[], predicted: read
   }
   let auc: number | null;
   if (classCount === 2) {
-    auc = rocAuc(actual.map((a) => a === 1), probabilities.map((p) => p[1]!));
+    auc = rocAuc(
+      actual.map((a) => a === 1),
+      probabilities.map((p) => p[1]!),
+    );
   } else {
     const perClass: number[] = [];
     for (let c = 0; c < classCount; c++) {
-      const v = rocAuc(actual.map((a) => a === c), probabilities.map((p) => p[c]!));
+      const v = rocAuc(
+        actual.map((a) => a === c),
+        probabilities.map((p) => p[c]!),
+      );
       if (v !== null) perClass.push(v);
     }
     auc = perClass.length ? perClass.reduce((s, v) => s + v, 0) / perClass.length : null;

@@ -32,7 +32,10 @@ export interface Split {
 export function holdoutSplit(n: number, testFraction: number, seed: number, strata?: readonly number[]): Split {
   const random = mulberry32(seed);
   if (!strata) {
-    const order = shuffle(Array.from({ length: n }, (_, i) => i), random);
+    const order = shuffle(
+      Array.from({ length: n }, (_, i) => i),
+      random,
+    );
     const testCount = Math.round(n * testFraction);
     return { test: order.slice(0, testCount), train: order.slice(testCount), stratified: false };
   }

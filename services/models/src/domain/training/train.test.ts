@@ -150,7 +150,12 @@ describe('classifiers on a linearly separable set', () => {
 describe('training refuses data it cannot learn from', () => {
   it('names the reason', async () => {
     const one = tableOf(separableRows(50, 1).map((r) => ({ ...r, label: 'yes' })));
-    const spec: TrainingSpec = { type: 'logistic_regression', target: { name: 'label', kind: 'categorical' }, features: [{ name: 'a', kind: 'numeric' }], hyperparameters: { ...common, learningRate: 0.5, maxIterations: 10 } };
+    const spec: TrainingSpec = {
+      type: 'logistic_regression',
+      target: { name: 'label', kind: 'categorical' },
+      features: [{ name: 'a', kind: 'numeric' }],
+      hyperparameters: { ...common, learningRate: 0.5, maxIterations: 10 },
+    };
     await expect(trainModel(spec, one, limits)).rejects.toThrow(/1 distinct value\(s\); a classifier needs at least two/);
     await expect(trainModel(spec, tableOf(separableRows(5, 1)), limits)).rejects.toBeInstanceOf(TrainingError);
     await expect(trainModel({ ...spec, target: { name: 'nope', kind: 'categorical' } }, one, limits)).rejects.toThrow(/no column "nope"/);

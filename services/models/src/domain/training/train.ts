@@ -109,8 +109,10 @@ export async function trainModel(spec: TrainingSpec, table: Table, limits: Train
     const t = targetLabels(table.columns[spec.target!.name]!, spec.target!.kind);
     rows = t.rows;
     const distinct = [...new Map(t.labels.map((l) => [`${typeof l}:${String(l)}`, l])).values()].sort(compareLabels);
-    if (distinct.length < 2) throw new TrainingError(`the target ${JSON.stringify(spec.target!.name)} has ${distinct.length} distinct value(s); a classifier needs at least two classes`);
-    if (distinct.length > limits.maxClasses) throw new TrainingError(`the target ${JSON.stringify(spec.target!.name)} has ${distinct.length} distinct values; at most ${limits.maxClasses} classes are supported`);
+    if (distinct.length < 2)
+      throw new TrainingError(`the target ${JSON.stringify(spec.target!.name)} has ${distinct.length} distinct value(s); a classifier needs at least two classes`);
+    if (distinct.length > limits.maxClasses)
+      throw new TrainingError(`the target ${JSON.stringify(spec.target!.name)} has ${distinct.length} distinct values; at most ${limits.maxClasses} classes are supported`);
     classes = distinct;
     const index = new Map(distinct.map((l, i) => [`${typeof l}:${String(l)}`, i]));
     y = t.labels.map((l) => index.get(`${typeof l}:${String(l)}`)!);
@@ -196,7 +198,16 @@ export async function trainModel(spec: TrainingSpec, table: Table, limits: Train
   if (task === 'regression') {
     const predicted = estimates.map((e) => (e.task === 'regression' ? e.value : NaN));
     const mean = yTrain.reduce((s, v) => s + v, 0) / yTrain.length;
-    metrics = { ...regressionMetrics(yTest, predicted), baseline: { description: 'always predicting the training mean', ...regressionMetrics(yTest, yTest.map(() => mean)) } };
+    metrics = {
+      ...regressionMetrics(yTest, predicted),
+      baseline: {
+        description: 'always predicting the training mean',
+        ...regressionMetrics(
+          yTest,
+          yTest.map(() => mean),
+        ),
+      },
+    };
   } else if (task === 'classification') {
     const k = classes!.length;
     const predicted = estimates.map((e) => (e.task === 'classification' ? e.classIndex : 0));
@@ -215,7 +226,10 @@ export async function trainModel(spec: TrainingSpec, table: Table, limits: Train
     const sample = XTest.slice(0, limits.silhouetteSample);
     metrics = {
       inertia: round(inertia(centroids, XTest)),
-      silhouette: silhouette(sample, sample.map((x) => nearest(centroids, x).index)),
+      silhouette: silhouette(
+        sample,
+        sample.map((x) => nearest(centroids, x).index),
+      ),
       silhouetteSample: sample.length,
       space: 'standardised numeric features plus one-hot categories',
     };

@@ -57,9 +57,7 @@ export interface TrainedArtifact {
 }
 
 export type Estimate =
-  | { task: 'regression'; value: number }
-  | { task: 'classification'; classIndex: number; probabilities: number[] }
-  | { task: 'clustering'; cluster: number; distance: number };
+  { task: 'regression'; value: number } | { task: 'classification'; classIndex: number; probabilities: number[] } | { task: 'clustering'; cluster: number; distance: number };
 
 const sigmoid = (z: number) => (z >= 0 ? 1 / (1 + Math.exp(-z)) : Math.exp(z) / (1 + Math.exp(z)));
 

@@ -19,7 +19,11 @@ const round = (v: number) => Math.round(v * 1e9) / 1e9;
 export function trainLinear(X: number[][], y: number[]): { params: LinearParams; standardErrors: number[] | null } {
   const d = X[0]?.length ?? 0;
   if (X.length <= d + 1) throw new TrainingError(`linear regression needs more training rows (${X.length}) than encoded features plus one (${d + 1})`);
-  const model = new MultivariateLinearRegression(X, y.map((v) => [v]), { intercept: true, statistics: true });
+  const model = new MultivariateLinearRegression(
+    X,
+    y.map((v) => [v]),
+    { intercept: true, statistics: true },
+  );
   const weights = model.weights.slice(0, d).map((row) => row[0]!);
   const intercept = model.weights[d]![0]!;
   const se = model.stdErrors?.map((v) => (Number.isFinite(v) ? v : NaN));
@@ -136,7 +140,10 @@ export function trainForest(X: number[][], y: number[], classCount: number | nul
  * k-means++ from ml-kmeans. It is an ES module only, so it is imported on first use: the training worker
  * runs under Node's own loader, where that works (jest's CommonJS runtime cannot load it).
  */
-export async function trainKMeans(X: number[][], hp: { k: number; maxIterations: number; seed: number }): Promise<{ params: KMeansParams; clusters: number[]; iterations: number; converged: boolean }> {
+export async function trainKMeans(
+  X: number[][],
+  hp: { k: number; maxIterations: number; seed: number },
+): Promise<{ params: KMeansParams; clusters: number[]; iterations: number; converged: boolean }> {
   if (X.length < hp.k) throw new TrainingError(`k-means with k = ${hp.k} needs at least ${hp.k} training rows; there are ${X.length}`);
   const { kmeans } = await import('ml-kmeans');
   const result = kmeans(X, hp.k, { seed: hp.seed, initialization: 'kmeans++', maxIterations: hp.maxIterations });
