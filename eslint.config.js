@@ -26,6 +26,8 @@ export default tseslint.config(
       'no-console': 'error',
     },
   },
+  // Benchmarks and the soak print their reports on the console.
+  { files: ['**/bench/**/*.ts', 'test/faults/soak.ts'], rules: { 'no-console': 'off' } },
   { files: ['gateway/dashboard/src/**/*.{ts,tsx}'], languageOptions: { globals: { ...globals.browser } } },
   { files: ['**/*.js'], languageOptions: { globals: { ...globals.node } } },
   prettier,

@@ -270,7 +270,7 @@ export async function startServices(opts: {
     } catch (err) {
       if (!(err instanceof ExitedDuringStartup)) throw err;
       await closed.get(child); // its last output (often the fatal error) is in the log
-      throw new Error(`${err.message}; its last lines:\n${logTail(logFile)}`);
+      throw new Error(`${err.message}; its last lines:\n${logTail(logFile)}`, { cause: err });
     }
     status.state = 'running';
   };

@@ -156,8 +156,8 @@ export class Recorder {
   /** Keep bodies for the secret scan; a load generator may turn it off to save memory. */
   keepBodies = true;
 
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- bodies are asserted field by field
   async call(base: string, method: string, path: string, opts: CallOptions = {}): Promise<Recorded & { json: any }> {
-    // eslint-disable-line @typescript-eslint/no-explicit-any -- bodies are asserted field by field
     const headers: Record<string, string> = { ...opts.headers };
     let body: string | Uint8Array | undefined = opts.raw;
     if (opts.body !== undefined) {

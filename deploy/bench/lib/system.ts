@@ -102,7 +102,7 @@ export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
     await launch('gateway', 'gateway2', ports.gateway2);
   } catch (err) {
     await stop();
-    throw new Error(`${(err as Error).message} (logs in ${logDir})`);
+    throw new Error(`${(err as Error).message} (logs in ${logDir})`, { cause: err });
   }
 
   return {

@@ -207,8 +207,8 @@ async function profileGateway(ctx: BenchContext, path: string): Promise<void> {
   const dir = join(ctx.runDir, 'profiles');
   const models = await sys.startExtra('models', 'models-profiled', { cpuProfDir: dir, pinned: true });
   const gateway = await sys.startExtra('gateway', 'gateway-profiled', { cpuProfDir: dir, pinned: true, env: { MODELS_URL: models.url } });
-  let loadFrom = 0;
-  let loadTo = 0;
+  let loadFrom: number | undefined;
+  let loadTo: number | undefined;
   try {
     const durationSec = Math.max(3, ctx.opts.durationSec);
     const started = Date.now();
@@ -230,7 +230,7 @@ async function profileGateway(ctx: BenchContext, path: string): Promise<void> {
   }
   for (const p of [gateway, models]) {
     try {
-      const window = loadTo ? { fromMs: loadFrom - p.spawnedAt, toMs: loadTo - p.spawnedAt } : undefined;
+      const window = loadTo !== undefined && loadFrom !== undefined ? { fromMs: loadFrom - p.spawnedAt, toMs: loadTo - p.spawnedAt } : undefined;
       ctx.profiles.push(summarizeProfile(join(dir, `${p.name}.cpuprofile`), 15, window));
     } catch (err) {
       ctx.note(`profile of ${p.name} unreadable: ${(err as Error).message}`);

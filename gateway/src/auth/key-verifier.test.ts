@@ -86,7 +86,7 @@ describe('KeyVerifier', () => {
   it('does not keep the shared answer read while the eviction was still removing it', async () => {
     const answer = { current: { ok: true, key } as KeyVerifyOutcome };
     const accounts = await fakeAccounts(answer);
-    const { redis, data, holdMgets } = fakeRedis();
+    const { redis, holdMgets } = fakeRedis();
     const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 1_000, redis });
     const secret = generateApiKey();
     try {

@@ -1,4 +1,4 @@
-import { Agent, request } from 'node:http';
+import { type Agent, request } from 'node:http';
 import type { Request } from 'express';
 import { INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, signCallerContext, type ServiceName } from '@dap/contracts';
 

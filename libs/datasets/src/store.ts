@@ -73,7 +73,6 @@ export class DatasetStore {
 
   /** Converts a staged file to Parquet, then publishes it as the source's current data. */
   async ingest(accountId: string, sourceId: string, format: StagedFormat): Promise<IngestResult> {
-    const dir = this.dir(accountId, sourceId);
     const staged = this.stagingFile(accountId, sourceId, format);
     const reader =
       format === 'csv'

@@ -123,7 +123,6 @@ describe('OutboxRelay (on the test stack MongoDB)', () => {
     const published: DomainEvent[] = [];
     const late = event(2);
     let relay: OutboxRelay | null = null;
-    let coll: TenantCollection<Doc> | null = null;
     let raced = false;
     relay = new OutboxRelay({
       collections: [raw],
@@ -140,7 +139,7 @@ describe('OutboxRelay (on the test stack MongoDB)', () => {
       logger,
       intervalMs: 60_000,
     });
-    coll = new TenantCollection<Doc>(mongo.db, 'racing', (w) => relay!.written(w));
+    const coll = new TenantCollection<Doc>(mongo.db, 'racing', (w) => relay!.written(w));
     relay.start();
     await relay.flush();
     const early = event(1);

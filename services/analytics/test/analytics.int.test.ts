@@ -20,7 +20,7 @@ import { createLogger } from '@dap/logger';
 import { http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
 import { loadAnalyticsConfig } from '../src/config.ts';
 import { startAnalytics } from '../src/index.ts';
-import { FILTER_CASES, goldenRows, groupRows, measureRow, MEASURE_DSL, truncate, type Cell, type Granularity, type GoldenRow } from './golden.ts';
+import { FILTER_CASES, goldenRows, groupRows, measureRow, MEASURE_DSL, truncate, type Cell, type Granularity } from './golden.ts';
 
 const logger = createLogger({ name: 'analytics-test', level: 'silent' });
 const suffix = uniqueSuffix();

@@ -42,10 +42,10 @@ async function handle(job: TrainJob, ctx: JobContext): Promise<TrainJobResult> {
         return readTrainingTable(await duck, file, columns, job.spec.target?.name ?? null, maxRows, job.spec.hyperparameters.seed, ctx.signal);
       });
     } catch (err) {
-      if (ctx.signal.aborted) throw new Error('cancelled');
+      if (ctx.signal.aborted) throw new Error('cancelled', { cause: err });
       // DuckDB's message names the file; the caller needs the reason, not our paths.
       const reason = (err as Error).message.split('\n')[0]!.replaceAll(file, 'the data file').slice(0, 300);
-      throw new TrainingError(`the source's data could not be read: ${reason}`);
+      throw new TrainingError(`the source's data could not be read: ${reason}`, { cause: err });
     }
     table = read.table;
     rows = { available: read.available, used: read.used };

@@ -87,8 +87,8 @@ const ROWS = linearRows(400, 17).map((r, i) => {
   return { ...r, a: s.a, b: s.b, noise: s.noise, 'city.name': city, label: s.label, same: 'only', at: new Date(Date.UTC(2024, 0, 1 + i)).toISOString() };
 });
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- asserted field by field
 async function ready(id: string, client = a): Promise<Record<string, any>> {
-  // eslint-disable-line @typescript-eslint/no-explicit-any -- asserted field by field
   const res = await waitFor(
     async () => {
       const r = await client.get(`/models/${id}`);

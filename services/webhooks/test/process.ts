@@ -39,7 +39,7 @@ export async function spawnWebhooks(env: Record<string, string>, opts: { port?: 
     await waitHealthy(url, child, 'webhooks', opts.timeoutMs ?? 30_000, 'its output follows');
   } catch (err) {
     if (!(err instanceof ExitedDuringStartup)) child.kill('SIGKILL');
-    throw new Error(`${(err as Error).message}:\n${out}`);
+    throw new Error(`${(err as Error).message}:\n${out}`, { cause: err });
   }
   return {
     url,

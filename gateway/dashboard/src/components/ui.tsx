@@ -313,7 +313,7 @@ export async function copyText(text: string): Promise<boolean> {
   area.className = 'offscreen';
   document.body.appendChild(area);
   area.select();
-  let ok = false;
+  let ok: boolean;
   try {
     ok = document.execCommand('copy');
   } catch {

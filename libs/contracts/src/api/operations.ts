@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { type z } from 'zod';
 import type { Scope } from '../plans.ts';
 import { listQuerySchema } from './common.ts';
 import { createSourceBody, sourceListSchema, sourceSchema } from './sources.api.ts';

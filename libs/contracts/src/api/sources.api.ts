@@ -56,7 +56,7 @@ const headerName = z
 const headerValue = z
   .string()
   .max(4096)
-  .refine((v) => !/[\r\n\u0000]/.test(v), { message: 'header values may not contain line breaks' });
+  .refine((v) => !/[\r\n]/.test(v) && !v.includes('\u0000'), { message: 'header values may not contain line breaks' });
 
 const hostName = z
   .string()
@@ -152,7 +152,7 @@ export const createSourceBody = z
         .string()
         .min(1)
         .max(255)
-        .regex(/^[^$\u0000]+$/, 'must be a collection name'),
+        .refine((v) => !v.includes('$') && !v.includes('\u0000'), 'must be a collection name'),
       filter: z
         .string()
         .max(20_000)

@@ -100,6 +100,7 @@ export class HttpSender {
     return new Promise<number>((resolve, reject) => {
       const isHttps = url.protocol === 'https:';
       const payload = Buffer.from(body, 'utf8');
+      // eslint-disable-next-line prefer-const -- the closures below capture it before it is assigned
       let req: ClientRequest;
       const fail = (err: Error) => {
         clearTimeout(timer);

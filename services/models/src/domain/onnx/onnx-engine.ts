@@ -1,3 +1,4 @@
+import type * as OrtModule from 'onnxruntime-node';
 import type { InferenceSession, Tensor } from 'onnxruntime-node';
 
 /**
@@ -26,7 +27,7 @@ export interface FeedTensor {
 export type OnnxFeed = Record<string, FeedTensor>;
 export type NestedValues = number | boolean | NestedValues[];
 
-type Ort = typeof import('onnxruntime-node');
+type Ort = typeof OrtModule;
 
 /** Loaded on first use, so a worker that never runs ONNX never loads the native addon. */
 let ortModule: Promise<Ort> | null = null;

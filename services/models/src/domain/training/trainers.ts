@@ -7,8 +7,8 @@ import type { FlatTree, ForestParams, KMeansParams, LinearParams, LogisticParams
 /** Fitting proper is the mljs libraries' job; these functions adapt data in and parameters out. */
 
 export class TrainingError extends Error {
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
     this.name = 'TrainingError';
   }
 }
