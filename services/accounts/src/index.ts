@@ -1,4 +1,5 @@
 import { kafkaSettingsOf } from '@dap/config';
+import { Lifecycle } from '@dap/lifecycle';
 import { listen } from '@dap/http';
 import { connectEventing } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
@@ -38,37 +39,50 @@ export async function openAccountsDomain(
 
 export async function startAccounts(config: AccountsConfig, deps: { logger?: Logger } = {}) {
   const logger = deps.logger ?? createLogger({ name: 'accounts', level: config.LOG_LEVEL });
-  const eventing = await connectEventing(kafkaSettingsOf(config), logger);
-  let relay: OutboxRelay | null = null;
-  const domain = await openAccountsDomain(config, (w) => relay?.written(w), logger);
-  relay = new OutboxRelay({
-    collections: [domain.accountRepo.coll.raw, domain.keyRepo.coll.raw],
-    publisher: eventing.producer,
-    logger,
-    intervalMs: 250, // the CLI writes events from another process; poll often so revocations travel fast
+  const life = new Lifecycle(logger);
+  return life.start(async () => {
+    let relay: OutboxRelay | null = null;
+    const domain = await life.open(
+      'mongodb',
+      () => openAccountsDomain(config, (w) => relay?.written(w), logger),
+      (d) => d.mongo.close(),
+    );
+    const eventing = await life.open(
+      'kafka',
+      () => connectEventing(kafkaSettingsOf(config), logger),
+      (e) => e.close(),
+    );
+    const outbox = new OutboxRelay({
+      collections: [domain.accountRepo.coll.raw, domain.keyRepo.coll.raw],
+      publisher: eventing.producer,
+      logger,
+      intervalMs: 250, // the CLI writes events from another process; poll often so revocations travel fast
+    });
+    relay = outbox;
+    const app = createApp({
+      logger,
+      accounts: domain.accounts,
+      identity: domain.identity,
+      secureCookies: config.COOKIE_SECURE,
+      internalSecret: config.INTERNAL_SECRET,
+      bodyLimitBytes: config.BODY_LIMIT_BYTES,
+      ready: domain.mongo.ping,
+    });
+    outbox.start();
+    life.onStop('outbox relay', () => outbox.stop());
+    const server = await life.open(
+      'http server',
+      () => listen(app, config.HOST, config.PORT),
+      (s) => s.close(),
+    );
+    logger.info({ url: server.url }, 'accounts listening');
+    return {
+      ...domain,
+      url: server.url,
+      port: server.port,
+      relay: outbox,
+      /** Reverse order of start-up: server, relay, Kafka, MongoDB. */
+      stop: () => life.stop(),
+    };
   });
-  relay.start();
-  const app = createApp({
-    logger,
-    accounts: domain.accounts,
-    identity: domain.identity,
-    secureCookies: config.COOKIE_SECURE,
-    internalSecret: config.INTERNAL_SECRET,
-    bodyLimitBytes: config.BODY_LIMIT_BYTES,
-    ready: domain.mongo.ping,
-  });
-  const server = await listen(app, config.HOST, config.PORT);
-  logger.info({ url: server.url }, 'accounts listening');
-  return {
-    ...domain,
-    url: server.url,
-    port: server.port,
-    relay,
-    async stop() {
-      await server.close();
-      await relay?.stop();
-      await eventing.close();
-      await domain.mongo.close();
-    },
-  };
 }

@@ -1,4 +1,5 @@
 import { kafkaSettingsOf } from '@dap/config';
+import { Lifecycle } from '@dap/lifecycle';
 import { DatasetStore } from '@dap/datasets';
 import { listen, type RunningServer } from '@dap/http';
 import { connectEventing, type Consumer, type Eventing } from '@dap/kafka';
@@ -21,22 +22,18 @@ const SWEEP_INTERVAL_MS = 60_000;
 
 export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: Logger } = {}) {
   const logger = deps.logger ?? createLogger({ name: 'analytics', level: config.LOG_LEVEL });
-  // Everything opened so far, closed in reverse if start-up fails half way.
-  const closers: (() => Promise<void> | void)[] = [];
-  const closeAll = async () => {
-    for (const close of closers.reverse()) {
-      try {
-        await close();
-      } catch (err) {
-        logger.warn({ err }, 'error while stopping');
-      }
-    }
-  };
-  try {
-    const mongo: MongoHandle = await connectMongo(config.MONGO_URL, config.MONGO_DB, { logger, startupTimeoutMs: config.STARTUP_TIMEOUT_MS });
-    closers.push(() => mongo.close());
-    const eventing: Eventing = await connectEventing(kafkaSettingsOf(config), logger);
-    closers.push(() => eventing.close());
+  const life = new Lifecycle(logger);
+  return life.start(async () => {
+    const mongo: MongoHandle = await life.open(
+      'mongodb',
+      () => connectMongo(config.MONGO_URL, config.MONGO_DB, { logger, startupTimeoutMs: config.STARTUP_TIMEOUT_MS }),
+      (m) => m.close(),
+    );
+    const eventing: Eventing = await life.open(
+      'kafka',
+      () => connectEventing(kafkaSettingsOf(config), logger),
+      (e) => e.close(),
+    );
 
     let relay: OutboxRelay | null = null;
     const reportRepo = new ReportRepository(mongo.db, (w) => relay?.written(w));
@@ -45,16 +42,23 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
     const usageRepo = new UsageRepository(mongo.db);
     await Promise.all([reportRepo.init(), sourceRepo.init(), activityRepo.init(), usageRepo.init()]);
 
-    const store = await DatasetStore.open(config.DATASET_DIR);
-    closers.push(() => store.duck.close());
-    const runner = await QueryRunner.open({ datasetDir: config.DATASET_DIR, memoryLimit: config.DUCKDB_MEMORY_LIMIT, threads: config.DUCKDB_THREADS });
-    closers.push(() => runner.close());
+    const store = await life.open(
+      'dataset store',
+      () => DatasetStore.open(config.DATASET_DIR),
+      (s) => s.duck.close(),
+    );
+    const runner = await life.open(
+      'query runner',
+      () => QueryRunner.open({ datasetDir: config.DATASET_DIR, memoryLimit: config.DUCKDB_MEMORY_LIMIT, threads: config.DUCKDB_THREADS }),
+      (r) => r.close(),
+    );
 
-    relay = new OutboxRelay({ collections: [reportRepo.coll.raw], publisher: eventing.producer, logger });
-    const relayRef = relay;
-    closers.push(async () => {
-      await relayRef.flush().catch((err) => logger.warn({ err }, 'outbox flush at shutdown failed; the next start publishes'));
-      await relayRef.stop();
+    const outbox = new OutboxRelay({ collections: [reportRepo.coll.raw], publisher: eventing.producer, logger });
+    relay = outbox;
+    outbox.start();
+    life.onStop('outbox relay', async () => {
+      await outbox.stop();
+      await outbox.flush().catch((err) => logger.warn({ err }, 'outbox flush at shutdown failed; the next start publishes'));
     });
 
     const reports = new ReportsService({
@@ -70,22 +74,24 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
         maxResultBytes: MAX_RESULT_BYTES,
       },
     });
-    closers.push(() => reports.stop());
+    life.onStop('running queries', () => reports.stop());
     const overview = new OverviewService({ sources: sourceRepo, activity: activityRepo, reports: reportRepo, usage: usageRepo });
 
     const app = createApp({ logger, reports, overview, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: config.BODY_LIMIT_BYTES, ready: mongo.ping });
-    const server: RunningServer = await listen(app, config.HOST, config.PORT);
-    closers.push(() => server.close());
+    const server: RunningServer = await life.open(
+      'http server',
+      () => listen(app, config.HOST, config.PORT),
+      (s) => s.close(),
+    );
 
     // Both groups join side by side (a join takes a moment); whichever started is stopped if the other failed.
     const consumers = await Promise.allSettled([
       runProjectionConsumer(eventing, logger, { sources: sourceRepo, activity: activityRepo }),
       runUsageConsumer(eventing, logger, usageRepo),
     ]);
-    for (const c of consumers) if (c.status === 'fulfilled') closers.push(() => (c.value as Consumer).disconnect());
+    for (const c of consumers) if (c.status === 'fulfilled') life.onStop('consumer', () => (c.value as Consumer).disconnect());
     for (const c of consumers) if (c.status === 'rejected') throw c.reason;
 
-    relay.start();
     const sweep = () =>
       reports.sweepStale().then(
         (n) => n && logger.warn({ reports: n }, 'marked reports left running by a stopped process as failed'),
@@ -94,10 +100,9 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
     void sweep();
     const sweeper = setInterval(() => void sweep(), SWEEP_INTERVAL_MS);
     sweeper.unref();
-    closers.push(() => clearInterval(sweeper));
+    life.onStop('stale report sweeper', () => clearInterval(sweeper));
 
     logger.info({ url: server.url }, 'analytics listening');
-    let stopped: Promise<void> | null = null;
     return {
       url: server.url,
       port: server.port,
@@ -105,12 +110,9 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
       eventing,
       store,
       reports,
-      relay,
+      relay: outbox,
       /** Stops in reverse order: sweeper, consumers, server, running queries, outbox, DuckDB, Kafka, MongoDB. */
-      stop: () => (stopped ??= closeAll()),
+      stop: () => life.stop(),
     };
-  } catch (err) {
-    await closeAll();
-    throw err;
-  }
+  });
 }

@@ -1,4 +1,5 @@
 import { kafkaSettingsOf } from '@dap/config';
+import { Lifecycle } from '@dap/lifecycle';
 import { DatasetStore } from '@dap/datasets';
 import { listen } from '@dap/http';
 import { connectEventing, type Consumer, type Eventing } from '@dap/kafka';
@@ -45,22 +46,18 @@ export interface RunningModels {
 
 export async function startModels(config: ModelsConfig, deps: { logger?: Logger } = {}): Promise<RunningModels> {
   const logger = deps.logger ?? createLogger({ name: 'models', level: config.LOG_LEVEL });
-  // Everything opened so far, closed in reverse if start-up fails half way (and by stop()).
-  const closers: (() => Promise<void> | void)[] = [];
-  const closeAll = async () => {
-    for (const close of closers.splice(0).reverse()) {
-      try {
-        await close();
-      } catch (err) {
-        logger.warn({ err }, 'error while stopping');
-      }
-    }
-  };
-  try {
-    const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB, { logger, startupTimeoutMs: config.STARTUP_TIMEOUT_MS });
-    closers.push(() => mongo.close());
-    const eventing = await connectEventing(kafkaSettingsOf(config), logger);
-    closers.push(() => eventing.close());
+  const life = new Lifecycle(logger);
+  return life.start(async () => {
+    const mongo = await life.open(
+      'mongodb',
+      () => connectMongo(config.MONGO_URL, config.MONGO_DB, { logger, startupTimeoutMs: config.STARTUP_TIMEOUT_MS }),
+      (m) => m.close(),
+    );
+    const eventing = await life.open(
+      'kafka',
+      () => connectEventing(kafkaSettingsOf(config), logger),
+      (e) => e.close(),
+    );
     const producer = eventing.producer;
 
     // Writes hand their events to the relay (one Kafka batch and one bulk clear per pass, however many
@@ -72,7 +69,8 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
       intervalMs: config.OUTBOX_INTERVAL_MS,
       insertOnly: [PREDICTION_LOG_COLLECTION], // entries are written once, never updated
     });
-    closers.push(async () => {
+    relay.start();
+    life.onStop('outbox relay', async () => {
       await relay.stop();
       await relay.flush().catch((err) => logger.warn({ err }, 'outbox flush at shutdown failed; the next start publishes the rest'));
     });
@@ -87,9 +85,15 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
     const sources = new SourceProjectionRepository(mongo.db);
 
     // This thread only resolves current files; reading them is the training workers' job, so its DuckDB stays small.
-    const datasets = config.DATASET_DIR ? await DatasetStore.open(config.DATASET_DIR, { memoryLimit: '64MB', threads: 1 }) : null;
-    if (datasets) closers.push(() => datasets.duck.close());
-    else logger.warn('DATASET_DIR is not set: this instance cannot train models from sources');
+    const datasetDir = config.DATASET_DIR;
+    const datasets = datasetDir
+      ? await life.open(
+          'dataset store',
+          () => DatasetStore.open(datasetDir, { memoryLimit: '64MB', threads: 1 }),
+          (d) => d.duck.close(),
+        )
+      : null;
+    if (!datasets) logger.warn('DATASET_DIR is not set: this instance cannot train models from sources');
 
     // Both pools boot at once: each worker imports its module, which is most of the start-up time.
     const [workers, trainWorkers] = await Promise.all([
@@ -98,8 +102,8 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
         ? WorkerPool.start<TrainJob, TrainJobResult>({ name: 'train', module: TRAIN_WORKER_MODULE, size: config.TRAIN_WORKERS, logger, maxQueue: config.TRAIN_MAX_JOBS })
         : null,
     ]);
-    if (workers) closers.push(() => workers.stop());
-    if (trainWorkers) closers.push(() => trainWorkers.stop());
+    if (workers) life.onStop('prediction workers', () => workers.stop());
+    if (trainWorkers) life.onStop('training workers', () => trainWorkers.stop());
 
     const onnx = workers ? new WorkerOnnxHost(workers, config.ONNX_RUN_TIMEOUT_MS) : new InlineOnnxHost();
     const runtimes = new OwnModelRuntimes({ artifacts, onnx, maxEntries: config.RUNTIME_CACHE_SIZE });
@@ -131,19 +135,23 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
       },
     });
     // Stops before the worker pools (closed in reverse): jobs end and leases go back.
-    closers.push(() => training.stop());
+    life.onStop('training jobs', () => training.stop());
     const lifecycle = new ModelLifecycle({ catalog, models: modelRepository, artifacts, training, onnx, runtimes, logger });
 
     const app = createApp({ logger, bodyLimitBytes: config.BODY_LIMIT_BYTES, internalSecret: config.INTERNAL_SECRET, ready: mongo.ping, models: service, lifecycle });
-    const server = await listen(app, config.HOST, config.PORT);
-    closers.push(() => server.close());
-    const consumer: Consumer = await runSourcesConsumer(eventing, logger, sources);
-    closers.push(() => consumer.disconnect());
-    relay.start();
+    const server = await life.open(
+      'http server',
+      () => listen(app, config.HOST, config.PORT),
+      (s) => s.close(),
+    );
+    await life.open(
+      'sources consumer',
+      () => runSourcesConsumer(eventing, logger, sources),
+      (c: Consumer) => c.disconnect(),
+    );
     training.start();
     logger.info({ url: server.url, training: Boolean(trainWorkers), predictWorkers: workers?.size ?? 0 }, 'models service listening');
 
-    let stopped: Promise<void> | null = null;
     return {
       url: server.url,
       port: server.port,
@@ -154,11 +162,8 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
       trainWorkers,
       training,
       logger,
-      /** Reverse order: consumer, server, training jobs, worker pools, DuckDB, outboxes (flushed), Kafka, MongoDB. */
-      stop: () => (stopped ??= closeAll()),
+      /** Reverse order: consumer, server, training jobs, worker pools, DuckDB, outbox (flushed), Kafka, MongoDB. */
+      stop: () => life.stop(),
     };
-  } catch (err) {
-    await closeAll();
-    throw err;
-  }
+  });
 }

@@ -1,4 +1,5 @@
 import { kafkaSettingsOf } from '@dap/config';
+import { Lifecycle } from '@dap/lifecycle';
 import { DatasetStore } from '@dap/datasets';
 import { listen } from '@dap/http';
 import { connectEventing } from '@dap/kafka';
@@ -43,44 +44,44 @@ export interface RunningSources {
 /** Composition root: config → clients → repository → domain → app, then the relay and the background syncs. */
 export async function startSources(config: SourcesConfig, deps: { logger?: Logger; guard?: OutboundGuard } = {}): Promise<RunningSources> {
   const logger = deps.logger ?? createLogger({ name: 'sources', level: config.LOG_LEVEL });
-  const cleanup: Array<() => Promise<void> | void> = [];
-  const closeAll = async () => {
-    for (const step of cleanup.reverse()) {
-      try {
-        await step();
-      } catch (err) {
-        logger.warn({ err }, 'shutdown step failed');
-      }
-    }
-    cleanup.length = 0;
-  };
-  try {
-    const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB, { logger, startupTimeoutMs: config.STARTUP_TIMEOUT_MS });
-    cleanup.push(() => mongo.close());
-    const eventing = await connectEventing(kafkaSettingsOf(config), logger);
-    cleanup.push(() => eventing.close());
-    const store = await DatasetStore.open(config.DATASET_DIR, { memoryLimit: config.DUCKDB_MEMORY_LIMIT });
-    cleanup.push(() => store.duck.close());
+  const life = new Lifecycle(logger);
+  return life.start(async () => {
+    const mongo = await life.open(
+      'mongodb',
+      () => connectMongo(config.MONGO_URL, config.MONGO_DB, { logger, startupTimeoutMs: config.STARTUP_TIMEOUT_MS }),
+      (m) => m.close(),
+    );
+    const eventing = await life.open(
+      'kafka',
+      () => connectEventing(kafkaSettingsOf(config), logger),
+      (e) => e.close(),
+    );
+    const store = await life.open(
+      'dataset store',
+      () => DatasetStore.open(config.DATASET_DIR, { memoryLimit: config.DUCKDB_MEMORY_LIMIT }),
+      (s) => s.duck.close(),
+    );
     const loader = new DatasetLoader(store, { parallelMaxBytes: config.INGEST_PARALLEL_MAX_BYTES, logger });
     const guard = deps.guard ?? new OutboundGuard({ allowPrivate: config.ALLOW_PRIVATE_TARGETS });
     const cipher = config.SOURCE_CREDENTIALS_KEY ? new CredentialCipher(config.SOURCE_CREDENTIALS_KEY) : null;
     if (!cipher) logger.warn('SOURCE_CREDENTIALS_KEY is not set: URL and database sources are refused');
     const limits = remoteLimitsOf(config);
     const shutdown = new AbortController();
-    cleanup.push(() => shutdown.abort());
+    life.onStop('outbound calls', () => shutdown.abort());
 
     let relay: OutboxRelay | null = null;
     const repo = new SourceRepository(mongo.db, () => relay?.kick());
     await repo.ensureIndexes();
     relay = new OutboxRelay({ collections: [repo.coll.raw], publisher: eventing.producer, logger });
     const outbox = relay;
-    cleanup.push(async () => {
+    outbox.start();
+    life.onStop('outbox relay', async () => {
       await outbox.stop();
-      await outbox.flush();
+      await outbox.flush().catch((err) => logger.warn({ err }, 'outbox flush at shutdown failed; the next start publishes'));
     });
 
     const downloads = new DownloadWorker({ logger });
-    cleanup.push(() => downloads.stop());
+    life.onStop('download worker', () => downloads.stop());
     const syncer = new SourceSyncer({
       repo,
       store,
@@ -95,7 +96,7 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
       sweepMs: config.SYNC_SWEEP_MS,
       instanceId: config.INSTANCE_ID,
     });
-    cleanup.push(() => syncer.stop());
+    life.onStop('syncer', () => syncer.stop());
     const service = new SourceService({ repo, store, syncer, logger, cipher, guard, limits, shutdown: shutdown.signal });
     const app = createApp({
       logger,
@@ -104,14 +105,13 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
       service,
       ready: () => mongo.ping(),
     });
-    const server = await listen(app, config.HOST, config.PORT);
-    cleanup.push(() => server.close());
-    outbox.start();
+    const server = await life.open(
+      'http server',
+      () => listen(app, config.HOST, config.PORT),
+      (s) => s.close(),
+    );
     await syncer.start();
     logger.info({ url: server.url, syncConcurrency: config.SYNC_CONCURRENCY }, 'sources service listening');
-    return { url: server.url, port: server.port, logger, store, guard, repo, relay: outbox, syncer, stop: closeAll };
-  } catch (err) {
-    await closeAll();
-    throw err;
-  }
+    return { url: server.url, port: server.port, logger, store, guard, repo, relay: outbox, syncer, stop: () => life.stop() };
+  });
 }

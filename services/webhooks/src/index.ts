@@ -1,5 +1,6 @@
 import { isPublicEventType, PUBLIC_EVENT_TYPES, topicOf } from '@dap/contracts';
 import { kafkaSettingsOf } from '@dap/config';
+import { Lifecycle } from '@dap/lifecycle';
 import { listen } from '@dap/http';
 import { connectEventing } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
@@ -20,94 +21,119 @@ export const USER_AGENT = 'dap-webhooks/1.0 (+https://docs.dap.dev/webhooks)';
 
 export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Logger } = {}) {
   const logger = deps.logger ?? createLogger({ name: 'webhooks', level: config.LOG_LEVEL });
-  const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB, { logger, startupTimeoutMs: config.STARTUP_TIMEOUT_MS });
-  const eventing = await connectEventing(kafkaSettingsOf(config), logger);
-  let relay: OutboxRelay | null = null;
-  const endpoints = new EndpointRepository(mongo.db, () => relay?.kick());
-  // Every final delivery emits a delivery.completed: staged per batch of record writes, relayed from memory.
-  const deliveryRelay = new DeliveryOutbox({
-    db: mongo.db,
-    deliveries: mongo.db.collection('deliveries'),
-    publisher: eventing.producer,
-    logger,
-    instance: config.INSTANCE_ID,
-    staleMs: claimTtlMsOf(config),
-  });
-  const deliveries = new DeliveryRepository(mongo.db, deliveryRelay);
-  await Promise.all([endpoints.init(), deliveries.init(), deliveryRelay.init()]);
-  relay = new OutboxRelay({ collections: [endpoints.coll.raw], publisher: eventing.producer, logger, intervalMs: 1_000 });
-
-  const secrets = new SecretBox(config.WEBHOOK_SECRET_KEY);
-  const sender = new HttpSender({ timeoutMs: config.WEBHOOK_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS, userAgent: USER_AGENT });
-  const dispatcher = new Dispatcher({
-    deliveries,
-    endpoints,
-    sender,
-    secrets,
-    logger,
-    retryScheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS,
-    pollMs: config.WEBHOOK_POLL_MS,
-    endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
-    maxInFlight: config.WEBHOOK_MAX_IN_FLIGHT,
-    disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS,
-    leaseMs: claimTtlMsOf(config),
-    userAgent: USER_AGENT,
-    instanceId: config.INSTANCE_ID,
-    attemptTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
-  });
-  const webhooks = new WebhooksService({
-    endpoints,
-    deliveries,
-    secrets,
-    allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
-    secretOverlapMs: config.WEBHOOK_SECRET_OVERLAP_MS,
-    onDue: () => dispatcher.kick(),
-    onEndpointChanged: (id) => dispatcher.forgetEndpoint(id),
-  });
-
-  const app = createApp({ logger, webhooks, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: config.BODY_LIMIT_BYTES, ready: mongo.ping });
-  const server = await listen(app, config.HOST, config.PORT);
-  // Takes back this instance's claims from before a crash and sends what is due, before new events arrive.
-  await dispatcher.start();
-  const consumer = await runBatchEventConsumer(eventing.kafka, eventing.settings, eventing.producer, logger, {
-    groupId: DELIVERY_GROUP_ID,
-    // Only topics that carry events a webhook can subscribe to (not the gateway's usage or the accounts' key events).
-    topics: [...new Set(PUBLIC_EVENT_TYPES.map(topicOf))],
-    handleBatch: deliveryFanOutBatch({ endpoints, deliveries, dispatcher }),
-    accepts: isPublicEventType,
-    partitionsConsumedConcurrently: config.WEBHOOK_CONSUMER_CONCURRENCY,
-    maxAttempts: config.WEBHOOK_CONSUMER_MAX_ATTEMPTS,
-  });
-  relay.start();
-  deliveryRelay.start();
-  logger.info({ url: server.url }, 'webhooks listening');
-
-  return {
-    url: server.url,
-    port: server.port,
-    mongo,
-    relay,
-    dispatcher,
-    endpoints,
-    deliveries,
-    outbox: deliveryRelay,
-    async stop() {
-      await server.close();
-      await consumer.disconnect();
-      await dispatcher.stop();
-      await relay?.stop();
+  const life = new Lifecycle(logger);
+  return life.start(async () => {
+    const mongo = await life.open(
+      'mongodb',
+      () => connectMongo(config.MONGO_URL, config.MONGO_DB, { logger, startupTimeoutMs: config.STARTUP_TIMEOUT_MS }),
+      (m) => m.close(),
+    );
+    const eventing = await life.open(
+      'kafka',
+      () => connectEventing(kafkaSettingsOf(config), logger),
+      (e) => e.close(),
+    );
+    let relay: OutboxRelay | null = null;
+    const endpoints = new EndpointRepository(mongo.db, () => relay?.kick());
+    // Every final delivery emits a delivery.completed: staged per batch of record writes, relayed from memory.
+    const deliveryRelay = new DeliveryOutbox({
+      db: mongo.db,
+      deliveries: mongo.db.collection('deliveries'),
+      publisher: eventing.producer,
+      logger,
+      instance: config.INSTANCE_ID,
+      staleMs: claimTtlMsOf(config),
+    });
+    const deliveries = new DeliveryRepository(mongo.db, deliveryRelay);
+    await Promise.all([endpoints.init(), deliveries.init(), deliveryRelay.init()]);
+    const endpointRelay = new OutboxRelay({ collections: [endpoints.coll.raw], publisher: eventing.producer, logger, intervalMs: 1_000 });
+    relay = endpointRelay;
+    endpointRelay.start();
+    deliveryRelay.start();
+    life.onStop('outbox relays', async () => {
+      await endpointRelay.stop();
       await deliveryRelay.stop();
       try {
-        await relay?.flush();
+        await endpointRelay.flush();
         await deliveryRelay.flush();
       } catch (err) {
         logger.warn({ err }, 'outbox flush at shutdown failed; the next start publishes it');
       }
-      await eventing.close();
-      sender.close();
-      await mongo.close();
-    },
-  };
+    });
+
+    const secrets = new SecretBox(config.WEBHOOK_SECRET_KEY);
+    const sender = await life.open(
+      'http sender',
+      () => new HttpSender({ timeoutMs: config.WEBHOOK_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS, userAgent: USER_AGENT }),
+      (s) => s.close(),
+    );
+    const dispatcher = new Dispatcher({
+      deliveries,
+      endpoints,
+      sender,
+      secrets,
+      logger,
+      retryScheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS,
+      pollMs: config.WEBHOOK_POLL_MS,
+      endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
+      maxInFlight: config.WEBHOOK_MAX_IN_FLIGHT,
+      disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS,
+      leaseMs: claimTtlMsOf(config),
+      userAgent: USER_AGENT,
+      instanceId: config.INSTANCE_ID,
+      attemptTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    });
+    const webhooks = new WebhooksService({
+      endpoints,
+      deliveries,
+      secrets,
+      allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
+      secretOverlapMs: config.WEBHOOK_SECRET_OVERLAP_MS,
+      onDue: () => dispatcher.kick(),
+      onEndpointChanged: (id) => dispatcher.forgetEndpoint(id),
+    });
+
+    const app = createApp({ logger, webhooks, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: config.BODY_LIMIT_BYTES, ready: mongo.ping });
+    // Takes back this instance's claims from before a crash and sends what is due, before new events arrive.
+    await life.open(
+      'dispatcher',
+      () => dispatcher.start(),
+      () => dispatcher.stop(),
+    );
+    const server = await life.open(
+      'http server',
+      () => listen(app, config.HOST, config.PORT),
+      (s) => s.close(),
+    );
+    await life.open(
+      'delivery consumer',
+      () =>
+        runBatchEventConsumer(eventing.kafka, eventing.settings, eventing.producer, logger, {
+          groupId: DELIVERY_GROUP_ID,
+          // Only topics that carry events a webhook can subscribe to (not the gateway's usage or the accounts' key events).
+          topics: [...new Set(PUBLIC_EVENT_TYPES.map(topicOf))],
+          handleBatch: deliveryFanOutBatch({ endpoints, deliveries, dispatcher }),
+          accepts: isPublicEventType,
+          partitionsConsumedConcurrently: config.WEBHOOK_CONSUMER_CONCURRENCY,
+          maxAttempts: config.WEBHOOK_CONSUMER_MAX_ATTEMPTS,
+        }),
+      (c) => c.disconnect(),
+    );
+    logger.info({ url: server.url }, 'webhooks listening');
+
+    return {
+      url: server.url,
+      port: server.port,
+      mongo,
+      relay: endpointRelay,
+      dispatcher,
+      endpoints,
+      deliveries,
+      outbox: deliveryRelay,
+      /** Reverse order: consumer, server, dispatcher, sender, outbox relays (flushed), Kafka, MongoDB. */
+      stop: () => life.stop(),
+    };
+  });
 }
 
 export type RunningWebhooks = Awaited<ReturnType<typeof startWebhooks>>;

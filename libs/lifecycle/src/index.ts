@@ -1,0 +1,69 @@
+/**
+ * A process's resources, opened in order and closed in reverse: every service's composition root (`index.ts`)
+ * builds itself through one `Lifecycle`, so a start-up that fails part way releases what it had opened, and
+ * `stop()` closes everything in the mirror order of start-up (see docs/architecture.md, "Process lifecycle").
+ */
+
+/** What the lifecycle reports a failed close to; the services pass their pino logger. */
+export interface LifecycleLogger {
+  warn(obj: object, msg: string): void;
+}
+
+type Close = () => Promise<void> | void;
+
+export class Lifecycle {
+  private readonly closers: { name: string; close: Close }[] = [];
+  private stopping: Promise<void> | null = null;
+
+  private readonly logger: LifecycleLogger;
+
+  constructor(logger: LifecycleLogger) {
+    this.logger = logger;
+  }
+
+  /** Opens one resource and registers how it closes; nothing is registered when opening throws. */
+  async open<T>(name: string, open: () => Promise<T> | T, close: (resource: T) => Promise<void> | void): Promise<T> {
+    if (this.stopping) throw new Error(`cannot open ${name}: the process is stopping`);
+    const resource = await open();
+    this.closers.push({ name, close: () => close(resource) });
+    return resource;
+  }
+
+  /** Registers a close step for something already running (a timer, a started worker, a relay). */
+  onStop(name: string, close: Close): void {
+    if (this.stopping) throw new Error(`cannot register ${name}: the process is stopping`);
+    this.closers.push({ name, close });
+  }
+
+  /**
+   * Builds the service; if building throws, closes what was opened so far (in reverse) and rethrows the
+   * start-up error, so a half-started process leaves no client, socket or server behind.
+   */
+  async start<T>(build: () => Promise<T>): Promise<T> {
+    try {
+      return await build();
+    } catch (err) {
+      await this.stop();
+      throw err;
+    }
+  }
+
+  /** Closes everything in reverse order of opening; a failing step is logged and the rest still close. Idempotent. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      for (const { name, close } of this.closers.splice(0).reverse()) {
+        try {
+          await close();
+        } catch (err) {
+          this.logger.warn({ err, resource: name }, 'error while stopping');
+        }
+      }
+    })();
+    return this.stopping;
+  }
+
+  /** The names of what is open, in opening order (for tests and start-up logs). */
+  get opened(): string[] {
+    return this.closers.map((c) => c.name);
+  }
+}
