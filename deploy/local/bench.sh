@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `npm run bench [-- flags]`: the performance benchmarks of DESIGN §9, side by side with their baselines.
+# `npm run bench [-- flags]`: the performance benchmarks (deploy/bench/README.md), side by side with their baselines.
 # Flags are passed to deploy/bench/run.ts (see deploy/bench/README.md): --quick, --reps N, --duration S,
 # --only a,b, --no-pin, --no-profile, --out DIR.
 #

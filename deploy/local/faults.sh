@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fault and security runs of DESIGN §10 (issue 10), one command:
+# Fault and security runs (test/faults/README.md), one command:
 #
 #   bash deploy/local/faults.sh            everything below, then a summary table
 #   bash deploy/local/faults.sh --quick    only what `npm test` runs too

@@ -8,7 +8,7 @@ import { keyCaller, makeFixtures, paramKind, PREFIX_OF, signup, validBodyOf, typ
 import { invalid, valid, type GenContext } from './arbitrary.ts';
 
 /**
- * DESIGN §3: the OpenAPI document is exact. A property-based run over every operation sends requests
+ * The OpenAPI document is exact. A property-based run over every operation sends requests
  * generated from the document's own request schemas (valid ones, and mutations that are not), and checks
  * every answer against the document: the status is documented for the operation, the body validates
  * against the documented schema for that status and media type, and the documented headers are present.

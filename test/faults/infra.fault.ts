@@ -7,7 +7,7 @@ import { FAULT_ENV, prepareAccount, verifyAcked } from './scenario.ts';
 import { Recorder, reportFigures, sleep, startSystem, type Recorded, type System } from './system.ts';
 
 /**
- * DESIGN §10, infrastructure faults, on a Redis, Kafka and MongoDB-wire server of this run's own (see
+ * Infrastructure faults on a Redis, Kafka and MongoDB-wire server of this run's own (see
  * private-stack.ts: the shared dev and test stacks are never touched). Run by deploy/local/faults.sh only
  * (not by `npm test`): it takes a few minutes.
  *

@@ -5,7 +5,7 @@ import { Recorder, reportFigures, sleep, startSystem, type System } from './syst
 import { FAULT_ENV, prepareAccount, verifyAcked } from './scenario.ts';
 
 /**
- * DESIGN §10: kill any process with SIGKILL mid-load — no acknowledged write is lost, and every event of an
+ * Kill any process with SIGKILL mid-load — no acknowledged write is lost, and every event of an
  * acknowledged write is still delivered after the restart (at most duplicated under the same webhook-id).
  * Every process (the five services and the gateway) is killed once, in turn, under a steady open-loop load
  * through the gateway. `FAULT_KILL_ROUNDS` (deploy/local/faults.sh sets 3) repeats the whole cycle.

@@ -5,7 +5,7 @@ import { Recorder, reportFigures, startSystem, type System } from '../faults/sys
 import { keyCaller, makeFixtures, pathOf, signup, validBodyOf, type Caller, type Fixtures } from './fixtures.ts';
 
 /**
- * DESIGN §3 and §10: bad input on every endpoint is a clear 4xx problem body, never a 500 and never a hang.
+ * Bad input on every endpoint is a clear 4xx problem body, never a 500 and never a hang.
  * The endpoints come from API_OPERATIONS; the bad inputs are derived from each operation's request schema
  * (wrong types, missing and unknown fields) plus the generic ones (malformed JSON, huge and deep bodies,
  * invalid UTF-8, `$`-operator keys, wrong content type, empty body, malformed ids and queries).

@@ -5,7 +5,7 @@ import { findLeaks, Recorder, reportFigures, sha256Hex, sleep, startSystem, type
 import { createSourceBody, keyCaller, makeFixtures, paramKind, pathOf, signup, validBodyOf, type Caller, type Fixtures } from './fixtures.ts';
 
 /**
- * DESIGN §10 through the real services (every one its own process, behind the real gateway):
+ * Tenant isolation through the real services (every one its own process, behind the real gateway):
  * - another account's ids answer 404 on every id-bearing route, and nothing changes;
  * - every route × every scope: 403 where the key lacks the scope (and nothing changes), never where it has it;
  * - no key, key hash, session token, webhook secret (after creation) or process secret in any response or log.

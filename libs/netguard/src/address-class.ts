@@ -1,7 +1,7 @@
 import { isIPv4, isIPv6 } from 'node:net';
 
 /**
- * Address classes for the SSRF guard (DESIGN §7): only `public` is dialled unless an operator allows
+ * Address classes for the SSRF guard (see guard.ts): only `public` is dialled unless an operator allows
  * private targets (ALLOW_PRIVATE_TARGETS: the local stack, or a deployment whose customers' databases sit in
  * a private network), and even then link-local, cloud metadata, unspecified, multicast, broadcast and
  * reserved addresses are refused. Link-local holds the instance metadata service of every large cloud

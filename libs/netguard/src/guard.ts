@@ -44,7 +44,7 @@ export function hostOf(url: URL): string {
 }
 
 /**
- * The SSRF guard for outbound connections (DESIGN §7): source pulls and webhook deliveries. The rule: the
+ * The SSRF guard for outbound connections (docs/architecture.md, "Webhooks" and "Data sources and analytics"): source pulls and webhook deliveries. The rule: the
  * IP address actually dialled must be public, unless an operator allows private targets.
  *
  * - HTTP(S) and MongoDB dial through `lookup`, a resolver that refuses a name when ANY of its addresses is

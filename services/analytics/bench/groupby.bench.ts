@@ -1,6 +1,6 @@
 /**
- * Benchmark (DESIGN §9): an analytics group-by over N rows (10M by default) through the service's HTTP API
- * versus raw DuckDB on the same Parquet file. Target: median API time / median raw time ≤ 1.3 (DESIGN §9).
+ * Benchmark (deploy/bench/README.md): an analytics group-by over N rows (10M by default) through the service's HTTP API
+ * versus raw DuckDB on the same Parquet file. Target: median API time / median raw time ≤ 1.3.
  *
  * - The dataset is deterministic (DuckDB `range()` + hash-based columns) and written once, cached under
  *   `.cache/bench/analytics/` (git-ignored); a rerun reuses it.

@@ -146,7 +146,7 @@ async function startFileServer(file: string, dir: string): Promise<FileServer> {
 /**
  * CSV ingestion through the service (a URL source on a local file server, synced: API call, streamed
  * download, DuckDB load into Parquet, publish; see `serviceRowsPerSec`) against DuckDB reading the same file
- * itself into Parquet (`duckdbRowsPerSec`). DESIGN §9 target: ratio ≥ 0.7. Runs alternate between the two
+ * itself into Parquet (`duckdbRowsPerSec`). Target (deploy/bench/README.md): ratio ≥ 0.7. Runs alternate between the two
  * sides and the medians are compared. The service runs in this process, with its download worker.
  */
 export async function runIngestBench(opts: IngestBenchOptions): Promise<IngestBenchResult> {

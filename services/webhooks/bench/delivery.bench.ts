@@ -15,7 +15,7 @@ import { spawnWebhooks, type ChildWebhooks } from '../test/process.ts';
 import { leanPipelinePerSec } from './lean-pipeline.ts';
 
 /**
- * DESIGN §9 webhook figures, measured side by side in one run against the running test (or dev) stack:
+ * The webhook figures of deploy/bench/README.md, measured side by side in one run against the running test (or dev) stack:
  * - event → delivery latency at a steady rate (from the producer's send to the receiver's arrival);
  * - deliveries/s with a backlog, against a plain HTTP POST loop to the same receiver (sequential, and with
  *   as many requests in flight as the service may have to it).

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { z } from 'zod';
 import { ConfigError, loadConfig, outboundConfig, serviceConfigShape } from '@dap/config';
 
-/** DESIGN §7: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
+/** The retry schedule the README documents: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
 export const DEFAULT_RETRY_SCHEDULE_MS = [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000] as const;
 const FIVE_DAYS_MS = 5 * 24 * 3_600_000;
 const ONE_DAY_MS = 24 * 3_600_000;

@@ -2,7 +2,7 @@ import { DEFAULT_RETRY_SCHEDULE_MS, parseRetrySchedule, parseSecretKey } from '.
 import { nextDelayMs, withJitter } from './retry-schedule.ts';
 
 describe('retry schedule', () => {
-  it('defaults to DESIGN §7: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h', () => {
+  it('defaults to the documented schedule: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h', () => {
     expect([...DEFAULT_RETRY_SCHEDULE_MS]).toEqual([0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
   });
 

@@ -55,7 +55,7 @@ const LINGER_EVENTS = 500;
  * one to delete, not a read and a write per delivery; on the local wire-compatible server every by-id
  * operation costs index look-ups that dominate its CPU, and these were two fifths of it.
  *
- * The event is not in the same atomic write as the final state (DESIGN §6's outbox); it is tied to it instead:
+ * The event is not in the same atomic write as the final state (the outbox of docs/architecture.md, "Events"); it is tied to it instead:
  * 1. `stage` stores the events of a batch's final attempts, before the attempts are recorded;
  * 2. the caller records the attempts (one bulk write);
  * 3. `recorded` publishes those events from memory and deletes the batch; `unsettled` (the record write
