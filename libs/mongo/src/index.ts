@@ -2,5 +2,4 @@ export * from './client.ts';
 export * from './tenant-collection.ts';
 export * from './outbox.ts';
 export * from './serial-pass.ts';
-export * from './processed-events.ts';
 export * from './source-projection.ts';

@@ -73,9 +73,3 @@ export function deliveryFanOutBatch(deps: FanOutDeps) {
     }
   };
 }
-
-/** The same, one event at a time. */
-export function deliveryFanOut(deps: FanOutDeps) {
-  const handleBatch = deliveryFanOutBatch(deps);
-  return (event: DomainEvent): Promise<void> => handleBatch([event]);
-}
