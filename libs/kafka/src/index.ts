@@ -366,3 +366,4 @@ export async function connectEventing(settings: KafkaSettings, logger: Logger): 
   await producer.connect();
   return { kafka, settings, producer, close: () => producer.disconnect() };
 }
+export { openEventing } from './resource.ts';

@@ -3,3 +3,4 @@ export * from './tenant-collection.ts';
 export * from './outbox.ts';
 export * from './serial-pass.ts';
 export * from './source-projection.ts';
+export * from './resource.ts';

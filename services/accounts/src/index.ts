@@ -1,7 +1,6 @@
-import { kafkaSettingsOf } from '@dap/config';
 import { Lifecycle } from '@dap/lifecycle';
 import { listen } from '@dap/http';
-import { connectEventing } from '@dap/kafka';
+import { openEventing } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
 import { connectMongo, OutboxRelay, type MongoHandle, type WrittenEvents } from '@dap/mongo';
 import { createApp } from './app.ts';
@@ -47,11 +46,7 @@ export async function startAccounts(config: AccountsConfig, deps: { logger?: Log
       () => openAccountsDomain(config, (w) => relay?.written(w), logger),
       (d) => d.mongo.close(),
     );
-    const eventing = await life.open(
-      'kafka',
-      () => connectEventing(kafkaSettingsOf(config), logger),
-      (e) => e.close(),
-    );
+    const eventing = await openEventing(life, config, logger);
     const outbox = new OutboxRelay({
       collections: [domain.accountRepo.coll.raw, domain.keyRepo.coll.raw],
       publisher: eventing.producer,

@@ -1,10 +1,9 @@
-import { kafkaSettingsOf } from '@dap/config';
 import { Lifecycle } from '@dap/lifecycle';
 import { DatasetStore } from '@dap/datasets';
 import { listen, type RunningServer } from '@dap/http';
-import { connectEventing, type Consumer, type Eventing } from '@dap/kafka';
+import { openEventing, type Consumer, type Eventing } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
-import { connectMongo, OutboxRelay, SourceProjectionRepository, type MongoHandle } from '@dap/mongo';
+import { openMongo, OutboxRelay, SourceProjectionRepository, type MongoHandle } from '@dap/mongo';
 import { createApp } from './app.ts';
 import type { AnalyticsConfig } from './config.ts';
 import { OverviewService } from './domain/overview.service.ts';
@@ -24,16 +23,8 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
   const logger = deps.logger ?? createLogger({ name: 'analytics', level: config.LOG_LEVEL });
   const life = new Lifecycle(logger);
   return life.start(async () => {
-    const mongo: MongoHandle = await life.open(
-      'mongodb',
-      () => connectMongo(config.MONGO_URL, config.MONGO_DB, { logger, startupTimeoutMs: config.STARTUP_TIMEOUT_MS }),
-      (m) => m.close(),
-    );
-    const eventing: Eventing = await life.open(
-      'kafka',
-      () => connectEventing(kafkaSettingsOf(config), logger),
-      (e) => e.close(),
-    );
+    const mongo: MongoHandle = await openMongo(life, config, logger);
+    const eventing: Eventing = await openEventing(life, config, logger);
 
     let relay: OutboxRelay | null = null;
     const reportRepo = new ReportRepository(mongo.db, (w) => relay?.written(w));

@@ -1,10 +1,9 @@
-import { kafkaSettingsOf } from '@dap/config';
 import { Lifecycle } from '@dap/lifecycle';
 import { DatasetStore } from '@dap/datasets';
 import { listen } from '@dap/http';
-import { connectEventing, type Consumer, type Eventing } from '@dap/kafka';
+import { openEventing, type Consumer, type Eventing } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
-import { connectMongo, OutboxRelay, SourceProjectionRepository, TenantCollection, type MongoHandle } from '@dap/mongo';
+import { openMongo, OutboxRelay, SourceProjectionRepository, TenantCollection, type MongoHandle } from '@dap/mongo';
 import { createApp } from './app.ts';
 import type { ModelsConfig } from './config.ts';
 import { BUILTIN_MODELS } from './domain/builtin/index.ts';
@@ -48,16 +47,8 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
   const logger = deps.logger ?? createLogger({ name: 'models', level: config.LOG_LEVEL });
   const life = new Lifecycle(logger);
   return life.start(async () => {
-    const mongo = await life.open(
-      'mongodb',
-      () => connectMongo(config.MONGO_URL, config.MONGO_DB, { logger, startupTimeoutMs: config.STARTUP_TIMEOUT_MS }),
-      (m) => m.close(),
-    );
-    const eventing = await life.open(
-      'kafka',
-      () => connectEventing(kafkaSettingsOf(config), logger),
-      (e) => e.close(),
-    );
+    const mongo = await openMongo(life, config, logger);
+    const eventing = await openEventing(life, config, logger);
     const producer = eventing.producer;
 
     // Writes hand their events to the relay (one Kafka batch and one bulk clear per pass, however many

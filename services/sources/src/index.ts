@@ -1,10 +1,9 @@
-import { kafkaSettingsOf } from '@dap/config';
 import { Lifecycle } from '@dap/lifecycle';
 import { DatasetStore } from '@dap/datasets';
 import { listen } from '@dap/http';
-import { connectEventing } from '@dap/kafka';
+import { openEventing } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
-import { connectMongo, OutboxRelay } from '@dap/mongo';
+import { openMongo, OutboxRelay } from '@dap/mongo';
 import { OutboundGuard } from '@dap/netguard';
 import { createApp } from './app.ts';
 import type { SourcesConfig } from './config.ts';
@@ -46,16 +45,8 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
   const logger = deps.logger ?? createLogger({ name: 'sources', level: config.LOG_LEVEL });
   const life = new Lifecycle(logger);
   return life.start(async () => {
-    const mongo = await life.open(
-      'mongodb',
-      () => connectMongo(config.MONGO_URL, config.MONGO_DB, { logger, startupTimeoutMs: config.STARTUP_TIMEOUT_MS }),
-      (m) => m.close(),
-    );
-    const eventing = await life.open(
-      'kafka',
-      () => connectEventing(kafkaSettingsOf(config), logger),
-      (e) => e.close(),
-    );
+    const mongo = await openMongo(life, config, logger);
+    const eventing = await openEventing(life, config, logger);
     const store = await life.open(
       'dataset store',
       () => DatasetStore.open(config.DATASET_DIR, { memoryLimit: config.DUCKDB_MEMORY_LIMIT }),

@@ -1,10 +1,9 @@
 import { isPublicEventType, PUBLIC_EVENT_TYPES, topicOf } from '@dap/contracts';
-import { kafkaSettingsOf } from '@dap/config';
 import { Lifecycle } from '@dap/lifecycle';
 import { listen } from '@dap/http';
-import { connectEventing } from '@dap/kafka';
+import { openEventing } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
-import { connectMongo, OutboxRelay } from '@dap/mongo';
+import { openMongo, OutboxRelay } from '@dap/mongo';
 import { createApp } from './app.ts';
 import { claimTtlMsOf, type WebhooksConfig } from './config.ts';
 import { Dispatcher } from './delivery/dispatcher.ts';
@@ -23,16 +22,8 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
   const logger = deps.logger ?? createLogger({ name: 'webhooks', level: config.LOG_LEVEL });
   const life = new Lifecycle(logger);
   return life.start(async () => {
-    const mongo = await life.open(
-      'mongodb',
-      () => connectMongo(config.MONGO_URL, config.MONGO_DB, { logger, startupTimeoutMs: config.STARTUP_TIMEOUT_MS }),
-      (m) => m.close(),
-    );
-    const eventing = await life.open(
-      'kafka',
-      () => connectEventing(kafkaSettingsOf(config), logger),
-      (e) => e.close(),
-    );
+    const mongo = await openMongo(life, config, logger);
+    const eventing = await openEventing(life, config, logger);
     let relay: OutboxRelay | null = null;
     const endpoints = new EndpointRepository(mongo.db, () => relay?.kick());
     // Every final delivery emits a delivery.completed: staged per batch of record writes, relayed from memory.
