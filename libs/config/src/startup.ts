@@ -1,3 +1,5 @@
+import { backoffDelay } from '@dap/retry';
+
 /**
  * Start-up connections (MongoDB, Kafka) are retried for a bounded period, because on a loaded machine or
  * during a rolling start the dependency may answer only after a few seconds. Each retry is logged; the
@@ -59,8 +61,7 @@ export async function retryDuringStartup<T>(o: StartupRetry<T>): Promise<T> {
       if (left <= 0) {
         throw new StartupError(`${o.what} did not answer within the start-up period of ${o.timeoutMs} ms (${attempt} attempts); last error: ${reason}`, { cause: err });
       }
-      const backoff = Math.min(initial * 2 ** (attempt - 1), max) * (0.8 + 0.4 * random());
-      const delay = Math.max(0, Math.min(Math.round(backoff), left));
+      const delay = Math.max(0, Math.min(backoffDelay(attempt - 1, { baseMs: initial, capMs: max, jitter: [0.8, 1.2] }, random), left));
       o.logger.warn({ attempt, retryInMs: delay, elapsedMs: now() - started, startupTimeoutMs: o.timeoutMs, err: reason }, `${o.what} not reachable yet; retrying`);
       await sleep(delay);
     }

@@ -2,6 +2,7 @@ import { Kafka, logLevel, type Admin, type Consumer, type KafkaConfig, type Prod
 import { retryDuringStartup, type KafkaSaslMechanism } from '@dap/config';
 import { ALL_TOPICS, domainEventSchema, topicOf, type DomainEvent, type Topic } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
+import { backoff, type BackoffPolicy } from '@dap/retry';
 
 /** What `kafkaSettingsOf(config)` of @dap/config gives; tests may build one by hand (no TLS, no SASL). */
 export interface KafkaSettings {
@@ -80,6 +81,9 @@ export async function waitForKafka(s: KafkaSettings, logger: Logger): Promise<vo
     },
   });
 }
+
+/** Between a failed event handler's attempts. */
+export const HANDLER_RETRY: BackoffPolicy = { baseMs: 200, capMs: 5_000 };
 
 export const topicName = (s: Pick<KafkaSettings, 'topicPrefix'>, topic: Topic | string) => `${s.topicPrefix}${topic}`;
 export const deadLetterTopic = (s: Pick<KafkaSettings, 'topicPrefix'>, groupId: string) => `${s.topicPrefix}dlq.${groupId}`;
@@ -261,7 +265,7 @@ export async function runEventConsumer(kafka: Kafka, settings: KafkaSettings, pr
             return;
           }
           logger.warn({ err, eventId: event.id, attempt }, 'event handler failed; retrying');
-          await new Promise((r) => setTimeout(r, Math.min(200 * 2 ** attempt, 5_000)));
+          await backoff(attempt, HANDLER_RETRY);
         }
       }
     },

@@ -1,6 +1,7 @@
 import { API_OPERATIONS, problemSchema, type ApiOperation, type Problem } from '@dap/contracts';
 import { DapApiError, DapConnectionError, errorFor, parseRetryAfter } from './errors.ts';
 import { SDK_OPERATIONS, type OperationId, type QueryParams, type RequestBody, type ResultOf } from './operations.ts';
+import { backoffDelay } from '@dap/retry';
 
 export interface DapClientOptions {
   /** The API's address, e.g. `https://api.example.com` (a trailing `/v1` is accepted). */
@@ -183,7 +184,7 @@ export class Transport {
     const maxRetries = options.maxRetries ?? this.#opts.maxRetries ?? 2;
     const maxDelay = this.#opts.maxRetryDelayMs ?? 60_000;
     for (let attempt = 0; ; attempt++) {
-      const backoff = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** attempt) * (0.5 + Math.random() / 2);
+      const backoff = backoffDelay(attempt, { baseMs: BACKOFF_BASE_MS, capMs: BACKOFF_CAP_MS, jitter: [0.5, 1] });
       const signals = [AbortSignal.timeout(this.#opts.timeoutMs ?? 60_000), ...(options.signal ? [options.signal] : [])];
       let res: Response;
       let text: string;

@@ -1,7 +1,8 @@
 import type { Consumer, KafkaMessage } from 'kafkajs';
 import { domainEventSchema, type DomainEvent, type Topic } from '@dap/contracts';
-import { isTransient, openConsumer, type EventProducer, type Kafka, type KafkaSettings } from '@dap/kafka';
+import { HANDLER_RETRY, isTransient, openConsumer, type EventProducer, type Kafka, type KafkaSettings } from '@dap/kafka';
 import type { Logger } from '@dap/logger';
+import { backoff } from '@dap/retry';
 
 /**
  * `runEventConsumer` of @dap/kafka, with a batch handler: the events of a fetched batch are applied
@@ -35,8 +36,6 @@ export interface BatchConsumerOptions {
   fromBeginning?: boolean;
 }
 
-const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.min(200 * 2 ** attempt, 5_000)));
-
 export async function runBatchEventConsumer(kafka: Kafka, settings: KafkaSettings, producer: EventProducer, logger: Logger, opts: BatchConsumerOptions): Promise<Consumer> {
   const { consumer, toDeadLetter } = await openConsumer(kafka, settings, producer, logger, opts);
   const maxAttempts = opts.maxAttempts ?? 5;
@@ -52,7 +51,7 @@ export async function runBatchEventConsumer(kafka: Kafka, settings: KafkaSetting
       } catch (err) {
         if (attempt >= maxAttempts && !isTransient(err)) return toDeadLetter(topic, message, (err as Error).message);
         logger.warn({ err, eventId: event.id, attempt }, 'event handler failed; retrying');
-        await backoff(attempt);
+        await backoff(attempt, HANDLER_RETRY);
       }
     }
   };
@@ -76,7 +75,7 @@ export async function runBatchEventConsumer(kafka: Kafka, settings: KafkaSetting
       } catch (err) {
         if (!isTransient(err)) break;
         logger.warn({ err, attempt }, 'event batch failed on an outage; retrying');
-        await backoff(attempt);
+        await backoff(attempt, HANDLER_RETRY);
       }
     }
     // Something in the batch is bad: apply one by one, so only the poison message is dead-lettered.

@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { MAX_SERIES_LENGTH } from '@dap/contracts';
 import { DEFAULT_THRESHOLD, detectAnomalies } from './robust-anomaly.ts';
 import { checkSeriesBatch, seasonLengthField, seriesBatchCost, seriesField } from './series-input.ts';
-import { gaussian, mulberry32, seasonalSeries } from './synthetic.ts';
+import { mulberry32 } from '@dap/random';
+import { gaussian, seasonalSeries } from './synthetic.ts';
 import { schemaRuntime } from '../runtime.ts';
 import { once, type BuiltinModel } from '../model.ts';
 

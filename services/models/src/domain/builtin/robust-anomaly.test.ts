@@ -1,6 +1,7 @@
 import { detectAnomalies, median, rollingMedian } from './robust-anomaly.ts';
 import { plantedSpikeSeries } from './anomaly.model.ts';
-import { gaussian, mulberry32, seasonalSeries } from './synthetic.ts';
+import { mulberry32 } from '@dap/random';
+import { gaussian, seasonalSeries } from './synthetic.ts';
 
 describe('detectAnomalies', () => {
   it('finds the spikes planted in a seasonal series, and nothing else', () => {

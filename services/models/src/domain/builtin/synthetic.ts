@@ -1,14 +1,5 @@
 /** Seeded data for the documented built-in backtests and for tests: the same numbers on every run. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from '@dap/random';
 
 /** Standard normal draws (Box–Muller) from a uniform source. */
 export function gaussian(uniform: () => number): () => number {

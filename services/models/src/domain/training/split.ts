@@ -1,14 +1,5 @@
-/** Seeded randomness for reproducible splits and sampling: the same seed and data give the same model. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Seeded splits and sampling (mulberry32 from @dap/random): the same seed and data give the same model. */
+import { mulberry32 } from '@dap/random';
 
 /** Fisher-Yates in place. */
 export function shuffle<T>(items: T[], random: () => number): T[] {

@@ -1,5 +1,5 @@
 import type { Scalar, Table } from './encoding.ts';
-import { mulberry32 } from './split.ts';
+import { mulberry32 } from '@dap/random';
 
 /** Seeded synthetic data sets with known generating parameters, for tests and benchmarks. */
 

@@ -1,0 +1,15 @@
+/**
+ * Seeded randomness: the same seed gives the same sequence on every run and machine, for reproducible
+ * training splits, sampling and synthetic series (mulberry32: 32 bits of state, fast, good enough for these
+ * uses, not for anything secret).
+ */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
