@@ -6,8 +6,13 @@ cd "$ROOT"
 bash deploy/local/bootstrap.sh
 NODE=node_modules/.bin/node
 
+# TEST_STACK=auto|local|containers (auto by default): pinned images through testcontainers where a Docker
+# engine answers, else the local stack's processes (deploy/local/test-stack.ts decides; README, "Tests").
+mode=$($NODE --no-warnings deploy/local/test-stack.ts mode)
+echo "[test] stack: $mode"
+
 started_stack=0
-if ! bash deploy/local/stack.sh status test >/dev/null 2>&1; then
+if [[ $mode == local ]] && ! bash deploy/local/stack.sh status test >/dev/null 2>&1; then
   started_stack=1
   bash deploy/local/stack.sh up test
 fi
@@ -26,4 +31,8 @@ $NODE node_modules/prettier/bin/prettier.cjs --check --log-level warn .
 bash deploy/local/browser.sh
 
 echo "[test] jest..."
-$NODE --no-warnings node_modules/jest/bin/jest.js --ci "$@"
+if [[ $mode == containers ]]; then
+  $NODE --no-warnings deploy/local/test-stack.ts run-containers -- $NODE --no-warnings node_modules/jest/bin/jest.js --ci "$@"
+else
+  $NODE --no-warnings node_modules/jest/bin/jest.js --ci "$@"
+fi
