@@ -73,6 +73,7 @@ function declaredBodyLimit(limit: number) {
 export function createApp(deps: GatewayAppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
+  app.locals.metrics = deps.metrics; // served by listen() on the metrics port only, never on the public one
   app.set('trust proxy', 'loopback');
   app.use(requestId);
   app.use(securityHeaders);
@@ -80,13 +81,12 @@ export function createApp(deps: GatewayAppDeps): Express {
   app.use(accessLog(deps.logger));
   app.use(cors(deps.corsOrigins));
   // Routes outside /v1 label their metrics with their path; /v1 ones get their operation's (findOperation).
-  const ownRoutes = new Set(['/metrics', '/healthz', '/readyz', '/v1/openapi.json', '/docs']);
+  const ownRoutes = new Set(['/healthz', '/readyz', '/v1/openapi.json', '/docs']);
   app.use((req, res, next) => {
     if (ownRoutes.has(req.path)) res.locals.metricsRoute = req.path;
     else if (!req.path.startsWith('/v1/')) res.locals.metricsRoute = '(dashboard)';
     next();
   });
-  app.get('/metrics', deps.metrics.handler());
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', async (_req, res, next) => {
     try {

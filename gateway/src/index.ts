@@ -113,12 +113,13 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
     },
     ...(deps.extraRoutes ? { extraRoutes: deps.extraRoutes } : {}),
   });
-  const server = await listen(app, config.HOST, config.PORT);
+  const server = await listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT });
   publicUrl = server.url;
   logger.info({ url: server.url, instanceId }, 'gateway listening');
   return {
     url: server.url,
     port: server.port,
+    metricsUrl: server.metricsUrl,
     keys,
     stats,
     usage,

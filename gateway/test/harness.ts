@@ -74,6 +74,7 @@ export async function startHarness() {
       WEBHOOKS_URL: upstream.url,
       AUTH_FAILURES_PER_MINUTE: '100000',
       PUBLIC_REQUESTS_PER_MINUTE: '100000',
+      METRICS_PORT: '0',
       ...overrides,
     });
   return {

@@ -85,6 +85,7 @@ describe('docker-compose.yml', () => {
     expect(() => loadConfig(SHAPES[name]!, env)).not.toThrow();
     expect(env.HOST).toBe('0.0.0.0');
     expect(env.PORT).toBe('8080');
+    expect(env.METRICS_PORT).toBe('9464'); // served on the compose network, never published (below)
     // Every required setting comes from compose, not from a default meant for a developer's machine.
     expect(env.INTERNAL_SECRET).toBe(example.INTERNAL_SECRET);
   });

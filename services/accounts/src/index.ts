@@ -57,12 +57,13 @@ export async function startAccounts(config: AccountsConfig, deps: { logger?: Log
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
     ready: domain.mongo.ping,
   });
-  const server = await listen(app, config.HOST, config.PORT);
+  const server = await listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT });
   logger.info({ url: server.url }, 'accounts listening');
   return {
     ...domain,
     url: server.url,
     port: server.port,
+    metricsUrl: server.metricsUrl,
     relay,
     async stop() {
       await server.close();

@@ -74,7 +74,7 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
     const overview = new OverviewService({ sources: sourceRepo, activity: activityRepo, reports: reportRepo, usage: usageRepo });
 
     const app = createApp({ logger, reports, overview, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: config.BODY_LIMIT_BYTES, ready: mongo.ping });
-    const server: RunningServer = await listen(app, config.HOST, config.PORT);
+    const server: RunningServer = await listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT });
     closers.push(() => server.close());
 
     // Both groups join side by side (a join takes a moment); whichever started is stopped if the other failed.
@@ -101,6 +101,7 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
     return {
       url: server.url,
       port: server.port,
+      metricsUrl: server.metricsUrl,
       mongo,
       eventing,
       store,

@@ -31,6 +31,8 @@ export const TRAIN_WORKER_MODULE = '@dap/models/train-worker';
 export interface RunningModels {
   url: string;
   port: number;
+  /** Where Prometheus scrapes, when METRICS_PORT is set. */
+  metricsUrl?: string | undefined;
   mongo: MongoHandle;
   eventing: Eventing;
   relay: OutboxRelay;
@@ -135,7 +137,7 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
     const lifecycle = new ModelLifecycle({ catalog, models: modelRepository, artifacts, training, onnx, runtimes, logger });
 
     const app = createApp({ logger, bodyLimitBytes: config.BODY_LIMIT_BYTES, internalSecret: config.INTERNAL_SECRET, ready: mongo.ping, models: service, lifecycle });
-    const server = await listen(app, config.HOST, config.PORT);
+    const server = await listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT });
     closers.push(() => server.close());
     const consumer: Consumer = await runSourcesConsumer(eventing, logger, sources);
     closers.push(() => consumer.disconnect());
@@ -147,6 +149,7 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
     return {
       url: server.url,
       port: server.port,
+      metricsUrl: server.metricsUrl,
       mongo,
       eventing,
       relay,

@@ -31,6 +31,8 @@ export function remoteLimitsOf(config: SourcesConfig): RemoteLimits {
 export interface RunningSources {
   url: string;
   port: number;
+  /** Where Prometheus scrapes, when METRICS_PORT is set. */
+  metricsUrl?: string | undefined;
   logger: Logger;
   store: DatasetStore;
   guard: OutboundGuard;
@@ -104,12 +106,12 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
       service,
       ready: () => mongo.ping(),
     });
-    const server = await listen(app, config.HOST, config.PORT);
+    const server = await listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT });
     cleanup.push(() => server.close());
     outbox.start();
     await syncer.start();
     logger.info({ url: server.url, syncConcurrency: config.SYNC_CONCURRENCY }, 'sources service listening');
-    return { url: server.url, port: server.port, logger, store, guard, repo, relay: outbox, syncer, stop: closeAll };
+    return { url: server.url, port: server.port, metricsUrl: server.metricsUrl, logger, store, guard, repo, relay: outbox, syncer, stop: closeAll };
   } catch (err) {
     await closeAll();
     throw err;

@@ -66,7 +66,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
   });
 
   const app = createApp({ logger, webhooks, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: config.BODY_LIMIT_BYTES, ready: mongo.ping });
-  const server = await listen(app, config.HOST, config.PORT);
+  const server = await listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT });
   // Takes back this instance's claims from before a crash and sends what is due, before new events arrive.
   await dispatcher.start();
   const consumer = await runBatchEventConsumer(eventing.kafka, eventing.settings, eventing.producer, logger, {
@@ -85,6 +85,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
   return {
     url: server.url,
     port: server.port,
+    metricsUrl: server.metricsUrl,
     mongo,
     relay,
     dispatcher,
