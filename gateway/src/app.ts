@@ -17,6 +17,8 @@ export interface GatewayAppDeps {
   keys: KeyVerifier;
   sessions: SessionVerifier;
   failures: AuthFailureLimiter;
+  /** Express's `trust proxy`: who may name the client in X-Forwarded-For (TRUST_PROXY in config.ts). */
+  trustProxy: false | number | string[];
   limiter: Limiter;
   limits: Record<Plan, number>;
   publicPerMinute: number;
@@ -74,7 +76,7 @@ export function createApp(deps: GatewayAppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.locals.metrics = deps.metrics; // served by listen() on the metrics port only, never on the public one
-  app.set('trust proxy', 'loopback');
+  app.set('trust proxy', deps.trustProxy);
   app.use(requestId);
   app.use(securityHeaders);
   app.use(deps.metrics.httpMiddleware({ captureRoutes: false })); // labelled by operation (findOperation)

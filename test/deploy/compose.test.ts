@@ -97,6 +97,7 @@ describe('docker-compose.yml', () => {
       expect(compose.services.gateway!.depends_on?.[name]).toEqual({ condition: 'service_healthy' });
     }
     expect(env.REDIS_URL).toBe('redis://redis:6379');
+    expect(env.TRUST_PROXY).toBe(''); // published directly: X-Forwarded-For is the client's own word
   });
 
   it('shares one dataset volume: the writer mounts it read-write, the readers read-only', () => {

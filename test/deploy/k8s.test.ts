@@ -169,6 +169,12 @@ describe.each([
     }
   });
 
+  it('believes X-Forwarded-For only behind a proxy every request passes: none in the base, the Ingress in the overlay', () => {
+    const env = resolvedEnv(objects, find<Deployment>(objects, 'Deployment', 'gateway')!.spec.template.spec.containers[0]!);
+    expect(env.TRUST_PROXY).toBe(_label === 'base' ? '' : '1');
+    expect(loadConfig({ TRUST_PROXY: SHAPES.gateway!.TRUST_PROXY! }, env).TRUST_PROXY).toBe(_label === 'base' ? false : 1);
+  });
+
   it('points the gateway at every service by its Service name and port', () => {
     const gw = find<Deployment>(objects, 'Deployment', 'gateway')!.spec.template.spec.containers[0]!;
     const env = resolvedEnv(objects, gw);
@@ -213,7 +219,8 @@ describe.each([
       return [...peers].sort();
     };
     // The API port from outside (gateway) or from the gateway (services); the metrics port from monitoring only.
-    expect(allowed('gateway', 8080)).toEqual(['*']);
+    // Behind the example's Ingress, which the gateway trusts for X-Forwarded-For, only the ingress controller.
+    expect(allowed('gateway', 8080)).toEqual(_label === 'base' ? ['*'] : ['ns:ingress-nginx']);
     for (const name of NAMES.filter((n) => n !== 'gateway')) expect(allowed(name, 8080)).toEqual(['gateway']);
     for (const name of NAMES) expect(allowed(name, 9464)).toEqual(['ns:monitoring']);
   });
