@@ -153,6 +153,15 @@ describe('Idempotency-Key', () => {
     }
   });
 
+  it('compares any other body byte for byte: an upload of 1.0 is not an upload of 1', async () => {
+    const key = `k-${Math.random()}`;
+    const csv = { 'content-type': 'text/csv' };
+    expect((await post(key, '1.0\n', '/v1/sources', csv)).status).toBe(201);
+    expect((await post(key, '1.0\n', '/v1/sources', csv)).headers.get('idempotent-replayed')).toBe('true');
+    const other = await post(key, '1\n', '/v1/sources', csv);
+    expect([other.status, other.body.code]).toEqual([422, 'unprocessable']);
+  });
+
   it('leaves sign-up and login out: each caller gets its own response and its own session cookie', async () => {
     const email = `idem-${Math.random().toString(36).slice(2)}@example.com`;
     const key = `k-${Math.random()}`;

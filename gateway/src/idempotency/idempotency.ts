@@ -85,13 +85,15 @@ export function replayableHeaders(headers: Record<string, string | string[] | un
 }
 
 /**
- * The body as the service will read it, so that the same JSON with its keys in another order or other
+ * A JSON body as the service will read it, so that the same JSON with its keys in another order or other
  * whitespace is the same request: keys sorted at every level, no insignificant whitespace. Strings are written
- * out and never assigned as object keys (a `__proto__` key stays data). A body that is not JSON (or nests too
- * deep to walk) is compared byte for byte.
+ * out and never assigned as object keys (a `__proto__` key stays data). Any other body (an uploaded file, where
+ * `1.0` and `1` are different data), or JSON that does not parse or nests too deep to walk, is compared byte
+ * for byte.
  */
-export function canonicalBody(body: Buffer): Buffer {
-  if (body.length === 0) return body;
+export function canonicalBody(body: Buffer, contentType: string | undefined): Buffer {
+  const mediaType = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  if (body.length === 0 || !(mediaType === 'application/json' || mediaType.endsWith('+json'))) return body;
   try {
     return Buffer.from(canonicalJson(JSON.parse(body.toString('utf8')) as unknown), 'utf8');
   } catch {
@@ -157,7 +159,7 @@ export function idempotency(deps: { redis: Redis; bodyLimit: number; logger: Log
       const accountId = req.principal!.accountId;
       const sealKey = keyFor(deps.secret, accountId, key);
       const fingerprintWith = (h: Hash | Hmac, b: Buffer) => h.update(req.method).update('\0').update(req.originalUrl).update('\0').update(b).digest('hex');
-      const fingerprint = fingerprintWith(createHmac('sha256', sealKey), canonicalBody(body));
+      const fingerprint = fingerprintWith(createHmac('sha256', sealKey), canonicalBody(body, req.headers['content-type']));
       const slot = `idem:${accountId}:${createHash('sha256').update(key).digest('hex')}`;
       let claimed = false;
       try {
