@@ -49,7 +49,9 @@ const env: Record<string, string> = {
   ALLOW_PRIVATE_TARGETS: 'true',
 };
 
-const services = await startServices({ root, env, ports, logDir: join(dev, 'logs') });
+// Prometheus metrics, each process on its own port (the API ports never serve them).
+const metricsPorts: Record<DeployableName, number> = { gateway: 9464, accounts: 9465, sources: 9466, analytics: 9467, models: 9468, webhooks: 9469 };
+const services = await startServices({ root, env, ports, metricsPorts, logDir: join(dev, 'logs') });
 const cli = execFileSync(process.execPath, ['--no-warnings', join(root, 'services/accounts/src/cli.ts'), 'ensure-dev'], {
   env: { PATH: process.env.PATH ?? '', MONGO_URL: stack.MONGO_URL ?? '', MONGO_DB: 'dap_accounts' },
   encoding: 'utf8',
@@ -66,6 +68,7 @@ process.stdout.write(`
   DASHBOARD_URL=${dashboardUrl}
   API_KEY=${apiKey}
   API docs: ${gatewayUrl}/docs
+  Metrics: ${services.metricsUrls.gateway}/metrics (ports ${Object.values(metricsPorts).join(', ')})
 
   Try: curl -H "Authorization: Bearer $API_KEY" ${gatewayUrl}/v1/sources
   (also written to .local/dev.env; logs in .local/dev/logs/; Ctrl-C stops the services,

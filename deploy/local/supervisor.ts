@@ -155,6 +155,8 @@ export async function waitHealthy(url: string, child: ChildProcess, name: string
 
 export interface Supervised {
   urls: Record<DeployableName, string>;
+  /** Each process's metrics listener (`<url>/metrics`), for those given a metrics port. */
+  metricsUrls: Partial<Record<DeployableName, string>>;
   pids(): Record<string, number | undefined>;
   /** Each process's state and how it last ended. */
   status(): Record<DeployableName, ProcessStatus>;
@@ -183,6 +185,8 @@ export async function startServices(opts: {
   root: string;
   env: Record<string, string>;
   ports: Record<DeployableName, number>;
+  /** Where each process serves Prometheus metrics (METRICS_PORT); a process without one serves none. */
+  metricsPorts?: Partial<Record<DeployableName, number>>;
   logDir: string;
   /** Each service gets its own database, `<prefix><service>` (default `dap_<service>`). */
   mongoDbPrefix?: string;
@@ -205,8 +209,12 @@ export async function startServices(opts: {
   mkdirSync(opts.logDir, { recursive: true });
   const deployables = opts.deployables ?? DEPLOYABLES;
   const ports = { ...opts.ports };
+  const metricsPorts = { ...opts.metricsPorts };
   const urlOf = (name: DeployableName) => `http://127.0.0.1:${ports[name]}`;
   const urls = Object.fromEntries(deployables.map((d) => [d.name, urlOf(d.name)])) as Record<DeployableName, string>;
+  const metricsUrls: Partial<Record<DeployableName, string>> = {};
+  const metricsUrlOf = (name: DeployableName) => void (metricsPorts[name] !== undefined && (metricsUrls[name] = `http://127.0.0.1:${metricsPorts[name]}`));
+  for (const d of deployables) metricsUrlOf(d.name);
   const children = new Map<DeployableName, ChildProcess>();
   /** Resolves when a process has exited and its output is in its log. */
   const closed = new Map<ChildProcess, Promise<void>>();
@@ -227,6 +235,7 @@ export async function startServices(opts: {
       ...opts.env,
       HOST: '127.0.0.1',
       PORT: String(ports[d.name]),
+      ...(metricsPorts[d.name] !== undefined ? { METRICS_PORT: String(metricsPorts[d.name]) } : {}),
       MONGO_DB: `${opts.mongoDbPrefix ?? 'dap_'}${d.name}`,
     };
     for (const other of deployables) env[other.urlEnv] = urls[other.name];
@@ -303,6 +312,8 @@ export async function startServices(opts: {
         const taken = ports[d.name];
         ports[d.name] = await freePort();
         urls[d.name] = urlOf(d.name);
+        if (metricsPorts[d.name] !== undefined) metricsPorts[d.name] = await freePort(); // it may have been the busy one
+        metricsUrlOf(d.name);
         process.stderr.write(`[supervisor] ${d.name}: port ${taken} was taken before it could listen; starting it again on ${ports[d.name]}\n`);
       }
     }
@@ -319,6 +330,7 @@ export async function startServices(opts: {
 
   return {
     urls,
+    metricsUrls,
     pids: () => Object.fromEntries([...children].map(([n, c]) => [n, c.pid])),
     status: () => Object.fromEntries([...statuses].map(([n, st]) => [n, { ...st }])) as Record<DeployableName, ProcessStatus>,
     kill: (name, signal = 'SIGKILL') => stopOne(name, signal),

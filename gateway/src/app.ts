@@ -17,6 +17,8 @@ export interface GatewayAppDeps {
   keys: KeyVerifier;
   sessions: SessionVerifier;
   failures: AuthFailureLimiter;
+  /** Express's `trust proxy`: who may name the client in X-Forwarded-For (TRUST_PROXY in config.ts). */
+  trustProxy: false | number | string[];
   limiter: Limiter;
   limits: Record<Plan, number>;
   publicPerMinute: number;
@@ -73,20 +75,20 @@ function declaredBodyLimit(limit: number) {
 export function createApp(deps: GatewayAppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', 'loopback');
+  app.locals.metrics = deps.metrics; // served by listen() on the metrics port only, never on the public one
+  app.set('trust proxy', deps.trustProxy);
   app.use(requestId);
   app.use(securityHeaders);
   app.use(deps.metrics.httpMiddleware({ captureRoutes: false })); // labelled by operation (findOperation)
   app.use(accessLog(deps.logger));
   app.use(cors(deps.corsOrigins));
   // Routes outside /v1 label their metrics with their path; /v1 ones get their operation's (findOperation).
-  const ownRoutes = new Set(['/metrics', '/healthz', '/readyz', '/v1/openapi.json', '/docs']);
+  const ownRoutes = new Set(['/healthz', '/readyz', '/v1/openapi.json', '/docs']);
   app.use((req, res, next) => {
     if (ownRoutes.has(req.path)) res.locals.metricsRoute = req.path;
     else if (!req.path.startsWith('/v1/')) res.locals.metricsRoute = '(dashboard)';
     next();
   });
-  app.get('/metrics', deps.metrics.handler());
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', async (_req, res, next) => {
     try {

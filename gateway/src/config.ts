@@ -1,7 +1,45 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { httpConfig, internalAuthConfig, kafkaConfig, loadConfig, logConfig, redisConfig } from '@dap/config';
 
 const url = z.string().url();
+
+const NAMED_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+/** An address, a CIDR block, or one of Express's named ranges. */
+function isProxyEntry(entry: string): boolean {
+  if (NAMED_RANGES.has(entry)) return true;
+  const [address, bits, ...rest] = entry.split('/');
+  const family = isIP(address ?? '');
+  if (!family || rest.length) return false;
+  return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
+}
+
+/**
+ * Which proxies' `X-Forwarded-For` the gateway believes, so that the per-address limits see the client and not
+ * the proxy: empty (the default: clients connect directly, the header is ignored), a hop count (`1` behind one
+ * ingress controller that every request passes), or a comma-separated list of the proxies' addresses and CIDR
+ * blocks. Never "trust everyone": any client could then choose its address.
+ */
+export const trustProxy = z
+  .string()
+  .default('')
+  .transform((raw, ctx): false | number | string[] => {
+    const value = raw.trim();
+    if (value === '' || value === 'false' || value === '0') return false;
+    if (/^\d+$/.test(value)) {
+      if (Number(value) <= 10) return Number(value);
+      ctx.addIssue({ code: 'custom', message: 'a hop count from 0 to 10' });
+      return z.NEVER;
+    }
+    const entries = value.split(',').map((e) => e.trim());
+    const bad = entries.filter((e) => !isProxyEntry(e));
+    if (bad.length === 0) return entries;
+    ctx.addIssue({
+      code: 'custom',
+      message: `a hop count, or proxy addresses and CIDR blocks (or loopback, linklocal, uniquelocal); not ${bad.map((b) => JSON.stringify(b)).join(', ')}`,
+    });
+    return z.NEVER;
+  });
 
 export const gatewayConfigShape = {
   ...httpConfig,
@@ -26,7 +64,9 @@ export const gatewayConfigShape = {
     .string()
     .regex(/^((starter|professional|enterprise)=\d+)(,(starter|professional|enterprise)=\d+)*$/, 'like starter=20,professional=200')
     .optional(),
-  /** Failed authentications one client address may make per minute before it gets 429s. */
+  /** The proxies in front of the gateway whose X-Forwarded-For names the client (see trustProxy). */
+  TRUST_PROXY: trustProxy,
+  /** Failed authentications one client address may make per minute before its failures get 429s. */
   AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().positive().default(30),
   /** Unauthenticated requests (sign-up, login) one client address may make per minute. */
   PUBLIC_REQUESTS_PER_MINUTE: z.coerce.number().int().positive().default(30),

@@ -9,6 +9,7 @@ import { createLogger, type Logger } from '@dap/logger';
 import { createRedis } from '@dap/redis';
 import { createApp } from './app.ts';
 import { AuthFailureLimiter } from './auth/auth-failure.limiter.ts';
+import { clientAddressOf } from './auth/client-address.ts';
 import { KeyVerifier } from './auth/key-verifier.ts';
 import { SessionVerifier } from './auth/session-verifier.ts';
 import type { GatewayConfig } from './config.ts';
@@ -93,6 +94,7 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
     keys,
     sessions,
     failures,
+    trustProxy: config.TRUST_PROXY,
     limiter,
     limits: planLimits(config.PLAN_LIMITS_OVERRIDE),
     publicPerMinute: config.PUBLIC_REQUESTS_PER_MINUTE,
@@ -109,16 +111,17 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
       const p = req.principal;
       if (p && p.kind !== 'anonymous') usage.record(p.accountId, res.statusCode === 429);
       // A wrong password at login counts like a wrong key.
-      if (req.operation?.auth === 'public' && res.statusCode === 401) void failures.recordFailure(req.ip ?? 'unknown');
+      if (req.operation?.auth === 'public' && res.statusCode === 401) void failures.recordFailure(clientAddressOf(req));
     },
     ...(deps.extraRoutes ? { extraRoutes: deps.extraRoutes } : {}),
   });
-  const server = await listen(app, config.HOST, config.PORT);
+  const server = await listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT });
   publicUrl = server.url;
   logger.info({ url: server.url, instanceId }, 'gateway listening');
   return {
     url: server.url,
     port: server.port,
+    metricsUrl: server.metricsUrl,
     keys,
     stats,
     usage,

@@ -120,18 +120,30 @@ describe('gateway rate limit', () => {
     expect(Number(over.headers.get('retry-after'))).toBeLessThanOrEqual(60);
     expect(over.headers.get('x-ratelimit-remaining')).toBe('0');
     expect(over.body).toMatchObject({ status: 429, code: 'quota_exceeded', type: expect.stringContaining('quota-exceeded') });
-    const metrics = await http('GET', `${gateways[1]!.url}/metrics`);
+    const metrics = await http('GET', `${gateways[1]!.metricsUrl}/metrics`);
     expect(metrics.text).toMatch(/dap_rate_limit_decisions_total\{[^}]*outcome="rejected"[^}]*store="redis"[^}]*\} [1-9]/);
     expect(metrics.text).toMatch(/http_request_duration_seconds_count\{[^}]*route="\/v1\/models"[^}]*status_code="429"[^}]*\} [1-9]/);
     // Routes outside /v1 are labelled by their path, never by a raw unknown path.
     expect((await http('GET', `${gateways[1]!.url}/healthz`)).status).toBe(200);
     await http('GET', `${gateways[1]!.url}/no-such-page-${Date.now()}`);
-    const after = (await http('GET', `${gateways[1]!.url}/metrics`)).text;
+    const after = (await http('GET', `${gateways[1]!.metricsUrl}/metrics`)).text;
     expect(after).toMatch(/http_request_duration_seconds_count\{[^}]*route="\/healthz"[^}]*status_code="200"[^}]*\} [1-9]/);
     expect(after).not.toMatch(/route="\/no-such-page/);
     // Another account is not affected.
     const other = await newAccount('starter');
     expect((await http('GET', `${gateways[0]!.url}/v1/models`, { headers: auth(other.secret) })).status).toBe(200);
+  });
+
+  it('serves /metrics on the metrics port only: the public port answers 404 for it, the metrics port nothing else', async () => {
+    const g = gateways[0]!;
+    const scraped = await http('GET', `${g.metricsUrl}/metrics`);
+    expect([scraped.status, scraped.headers.get('content-type')]).toEqual([200, expect.stringMatching(/^text\/plain/)]);
+    expect(scraped.text).toContain('http_request_duration_seconds');
+    expect(new URL(g.metricsUrl!).port).not.toBe(new URL(g.url).port);
+    const outside = await http('GET', `${g.url}/metrics`);
+    expect([outside.status, outside.body?.code]).toEqual([404, 'not_found']);
+    expect(outside.text).not.toContain('http_request_duration_seconds');
+    for (const path of ['/healthz', '/v1/sources', '/v1/openapi.json']) expect((await fetch(`${g.metricsUrl}${path}`)).status).toBe(404);
   });
 
   it('fails open to the per-instance fallback limit when Redis is unreachable, never a 5xx', async () => {
@@ -144,7 +156,7 @@ describe('gateway rate limit', () => {
       expect(statuses.filter((s) => s === 200)).toHaveLength(100);
       expect(statuses.filter((s) => s === 429)).toHaveLength(5);
       expect(g.stats.limiterFallbacks).toBeGreaterThanOrEqual(105);
-      expect((await http('GET', `${g.url}/metrics`)).text).toMatch(/dap_rate_limit_fallback_total\{[^}]*\} (10[5-9]|1[1-9]\d|[2-9]\d\d)/);
+      expect((await http('GET', `${g.metricsUrl}/metrics`)).text).toMatch(/dap_rate_limit_fallback_total\{[^}]*\} (10[5-9]|1[1-9]\d|[2-9]\d\d)/);
     } finally {
       await g.stop();
     }

@@ -27,10 +27,14 @@ export async function startEchoUpstream() {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       seen.push({ method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-      const delay = Number(new URL(req.url!, 'http://x').searchParams.get('delay') ?? 0);
+      const params = new URL(req.url!, 'http://x').searchParams;
+      const delay = Number(params.get('delay') ?? 0);
+      // `?status=202&h-retry-after=5&h-set-cookie=a=1`: answer a POST with that status and those extra headers.
+      const extra: [string, string][] = [...params].filter(([k]) => k.startsWith('h-')).map(([k, v]) => [k.slice(2), v]);
       const n = ++counter;
       setTimeout(() => {
-        if (req.method === 'POST') res.writeHead(201, { 'content-type': 'application/json', location: `/v1/things/${n}` }).end(JSON.stringify({ n }));
+        if (req.method === 'POST')
+          res.writeHead(Number(params.get('status') ?? 201), [['content-type', 'application/json'], ['location', `/v1/things/${n}`], ...extra].flat()).end(JSON.stringify({ n }));
         else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: [], hasMore: false, nextCursor: null }));
       }, delay);
     });
@@ -70,6 +74,7 @@ export async function startHarness() {
       WEBHOOKS_URL: upstream.url,
       AUTH_FAILURES_PER_MINUTE: '100000',
       PUBLIC_REQUESTS_PER_MINUTE: '100000',
+      METRICS_PORT: '0',
       ...overrides,
     });
   return {

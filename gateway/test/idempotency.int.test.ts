@@ -104,6 +104,87 @@ describe('Idempotency-Key', () => {
     expect(other.status).toBe(422);
   });
 
+  it('passes every header of the response that matters, on the first response and on each replay', async () => {
+    const key = `k-${Math.random()}`;
+    const path = '/v1/sources?status=202&h-retry-after=7&h-etag=%22v1%22&h-set-cookie=pref%3Ddark&h-set-cookie=lang%3Den';
+    const before = h.upstream.seen.length;
+    const first = await post(key, { name: 'headers' }, path);
+    const replay = await post(key, { name: 'headers' }, path);
+    expect(h.upstream.seen.length - before).toBe(1);
+    for (const res of [first, replay]) {
+      expect([res.status, res.headers.get('retry-after'), res.headers.get('etag'), res.headers.getSetCookie()]).toEqual([202, '7', '"v1"', ['pref=dark', 'lang=en']]);
+      expect(res.headers.get('location')).toMatch(/^\/v1\/things\/\d+$/);
+      expect(res.headers.get('ratelimit-policy')).toBeTruthy(); // the gateway's own headers, for this request
+    }
+    expect(replay.headers.get('location')).toBe(first.headers.get('location'));
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.headers.get('x-request-id')).not.toBe(first.headers.get('x-request-id'));
+  });
+
+  it('does not keep a 429: the retry it asks for reaches the service', async () => {
+    const key = `k-${Math.random()}`;
+    const before = h.upstream.seen.length;
+    const busy = await post(key, { name: 'busy' }, '/v1/sources?status=429&h-retry-after=3');
+    expect([busy.status, busy.headers.get('retry-after')]).toEqual([429, '3']);
+    const retry = await post(key, { name: 'busy' }, '/v1/sources?status=429&h-retry-after=3');
+    expect([retry.status, retry.headers.get('idempotent-replayed')]).toEqual([429, null]);
+    expect(h.upstream.seen.length - before).toBe(2);
+    // Positive control: the same path with a 201 is kept.
+    const ok = `k-${Math.random()}`;
+    await post(ok, { name: 'busy' }, '/v1/sources?status=201');
+    expect((await post(ok, { name: 'busy' }, '/v1/sources?status=201')).headers.get('idempotent-replayed')).toBe('true');
+  });
+
+  it('compares bodies as JSON: other key order and whitespace replay, another value or array order is a 422', async () => {
+    const key = `k-${Math.random()}`;
+    const before = h.upstream.seen.length;
+    const first = await post(key, '{"name":"a","connection":{"url":"https://x.example","headers":{"a":"1","b":"2"}},"tags":[1,2]}');
+    expect(first.status).toBe(201);
+    const reordered = await post(key, '{ "tags": [1, 2],\n "connection": {"headers": {"b": "2", "a": "1"}, "url": "https://x.example"}, "name": "a" }');
+    expect([reordered.status, reordered.body, reordered.headers.get('idempotent-replayed')]).toEqual([201, first.body, 'true']);
+    expect(h.upstream.seen.length - before).toBe(1);
+    for (const other of [
+      '{"name":"a","connection":{"url":"https://x.example","headers":{"a":"1","b":"3"}},"tags":[1,2]}',
+      '{"name":"a","connection":{"url":"https://x.example","headers":{"a":"1","b":"2"}},"tags":[2,1]}',
+      '{"name":"a","connection":{"url":"https://x.example","headers":{"a":"1","b":"2"}},"tags":[1,2],"__proto__":{}}',
+    ]) {
+      const res = await post(key, other);
+      expect([res.status, res.body.code]).toEqual([422, 'unprocessable']);
+    }
+  });
+
+  it('compares any other body byte for byte: an upload of 1.0 is not an upload of 1', async () => {
+    const key = `k-${Math.random()}`;
+    const csv = { 'content-type': 'text/csv' };
+    expect((await post(key, '1.0\n', '/v1/sources', csv)).status).toBe(201);
+    expect((await post(key, '1.0\n', '/v1/sources', csv)).headers.get('idempotent-replayed')).toBe('true');
+    const other = await post(key, '1\n', '/v1/sources', csv);
+    expect([other.status, other.body.code]).toEqual([422, 'unprocessable']);
+  });
+
+  it('leaves sign-up and login out: each caller gets its own response and its own session cookie', async () => {
+    const email = `idem-${Math.random().toString(36).slice(2)}@example.com`;
+    const key = `k-${Math.random()}`;
+    const signup = await http('POST', `${gw}/v1/auth/signup`, { headers: { 'idempotency-key': key }, body: { email, password: 'correct horse battery', accountName: 'Acme' } });
+    expect(signup.status).toBe(201);
+    expect(signup.headers.get('set-cookie')).toMatch(/^dap_session=/);
+    const login = () => http('POST', `${gw}/v1/auth/login`, { headers: { 'idempotency-key': key }, body: { email, password: 'correct horse battery' } });
+    const [a, b] = [await login(), await login()];
+    for (const res of [a, b]) {
+      expect([res.status, res.headers.get('idempotent-replayed')]).toEqual([200, null]);
+      expect(res.headers.get('set-cookie')).toMatch(/^dap_session=[A-Za-z0-9_-]{40,};/);
+    }
+    expect(b.headers.get('set-cookie')).not.toBe(a.headers.get('set-cookie'));
+    expect(b.body.csrfToken).not.toBe(a.body.csrfToken);
+    // A second sign-up with the same key is the service's answer (taken), not the first caller's session.
+    const again = await http('POST', `${gw}/v1/auth/signup`, { headers: { 'idempotency-key': key }, body: { email, password: 'correct horse battery', accountName: 'Acme' } });
+    expect([again.status, again.headers.get('set-cookie')]).toEqual([409, null]);
+    // The OpenAPI document says so too.
+    const doc = (await http('GET', `${gw}/v1/openapi.json`)).body;
+    const takesKey = (path: string) => doc.paths[path].post.parameters.some((p: { name: string }) => p.name === 'Idempotency-Key');
+    expect([takesKey('/auth/signup'), takesKey('/auth/login'), takesKey('/sources')]).toEqual([false, false, true]);
+  });
+
   it('refuses a malformed key', async () => {
     const res = await post('bad key with spaces', { name: 'a' });
     expect(res.status).toBe(400);

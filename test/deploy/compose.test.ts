@@ -85,6 +85,7 @@ describe('docker-compose.yml', () => {
     expect(() => loadConfig(SHAPES[name]!, env)).not.toThrow();
     expect(env.HOST).toBe('0.0.0.0');
     expect(env.PORT).toBe('8080');
+    expect(env.METRICS_PORT).toBe('9464'); // served on the compose network, never published (below)
     // Every required setting comes from compose, not from a default meant for a developer's machine.
     expect(env.INTERNAL_SECRET).toBe(example.INTERNAL_SECRET);
   });
@@ -96,6 +97,7 @@ describe('docker-compose.yml', () => {
       expect(compose.services.gateway!.depends_on?.[name]).toEqual({ condition: 'service_healthy' });
     }
     expect(env.REDIS_URL).toBe('redis://redis:6379');
+    expect(env.TRUST_PROXY).toBe(''); // published directly: X-Forwarded-For is the client's own word
   });
 
   it('shares one dataset volume: the writer mounts it read-write, the readers read-only', () => {

@@ -40,7 +40,11 @@ type PodSpec = {
   volumes?: Array<{ name: string; persistentVolumeClaim?: { claimName: string; readOnly?: boolean } }>;
 };
 type Deployment = K8sObject & {
-  spec: { replicas?: number; selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> }; spec: PodSpec } };
+  spec: {
+    replicas?: number;
+    selector: { matchLabels: Record<string, string> };
+    template: { metadata: { labels: Record<string, string>; annotations?: Record<string, string> }; spec: PodSpec };
+  };
 };
 type Service = K8sObject & { spec: { selector: Record<string, string>; ports: Array<{ port: number; targetPort: string | number }> } };
 type LabelSelector = { matchLabels?: Record<string, string>; matchExpressions?: Array<{ key: string; operator: string; values?: string[] }> };
@@ -106,11 +110,23 @@ describe.each([
       const c = container();
       expect(c.image).toMatch(new RegExp(`(^|/)dap/${name}:[\\w.-]+$`));
       const env = resolvedEnv(objects, c);
-      expect(c.ports).toEqual([{ name: 'http', containerPort: Number(env.PORT), protocol: 'TCP' }]);
+      expect(c.ports).toEqual([
+        { name: 'http', containerPort: Number(env.PORT), protocol: 'TCP' },
+        { name: 'metrics', containerPort: Number(env.METRICS_PORT), protocol: 'TCP' },
+      ]);
+      expect(env.METRICS_PORT).not.toBe(env.PORT);
       expect(env.HOST).toBe('0.0.0.0');
       expect(c.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'http' });
       expect(c.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
       expect(c.startupProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
+    });
+
+    it('is scraped on its metrics port, which no Service exposes', () => {
+      const env = resolvedEnv(objects, container());
+      expect(deployment.spec.template.metadata.annotations).toEqual({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': env.METRICS_PORT, 'prometheus.io/path': '/metrics' });
+      const exposed = ofKind<Service>(objects, 'Service').flatMap((svc) => svc.spec.ports.flatMap((p) => [p.targetPort, p.port]));
+      expect(exposed).toContain('http'); // positive control
+      expect(exposed.filter((p) => p === 'metrics' || p === Number(env.METRICS_PORT))).toEqual([]);
     });
 
     it('sets only env names its config schema knows, with values its config parser accepts', () => {
@@ -153,6 +169,12 @@ describe.each([
     }
   });
 
+  it('believes X-Forwarded-For only behind a proxy every request passes: none in the base, the Ingress in the overlay', () => {
+    const env = resolvedEnv(objects, find<Deployment>(objects, 'Deployment', 'gateway')!.spec.template.spec.containers[0]!);
+    expect(env.TRUST_PROXY).toBe(_label === 'base' ? '' : '1');
+    expect(loadConfig({ TRUST_PROXY: SHAPES.gateway!.TRUST_PROXY! }, env).TRUST_PROXY).toBe(_label === 'base' ? false : 1);
+  });
+
   it('points the gateway at every service by its Service name and port', () => {
     const gw = find<Deployment>(objects, 'Deployment', 'gateway')!.spec.template.spec.containers[0]!;
     const env = resolvedEnv(objects, gw);
@@ -175,17 +197,18 @@ describe.each([
     }
   });
 
-  it('lets traffic reach only the gateway from outside, and the services only from the gateway', () => {
+  it('lets traffic reach only the gateway from outside, the services only from the gateway, and metrics only from monitoring', () => {
     const policies = ofKind<NetworkPolicy>(objects, 'NetworkPolicy');
     const pods = Object.fromEntries(NAMES.map((n) => [n, find<Deployment>(objects, 'Deployment', n)!.spec.template.metadata.labels]));
-    // Who may connect to a pod: '*' (anyone), pod names, or `ns:<name>` for a whole namespace.
-    const allowed = (name: string) => {
+    // Who may connect to a pod's port: '*' (anyone), pod names, or `ns:<name>` for a whole namespace.
+    const allowed = (name: string, port: number) => {
       const applying = policies.filter((p) => p.spec.policyTypes.includes('Ingress') && matches(p.spec.podSelector, pods[name]!));
       expect(applying.length).toBeGreaterThan(0); // isolated: nothing not allowed below gets in
       const peers = new Set<string>();
       for (const p of applying) {
         for (const rule of p.spec.ingress ?? []) {
-          expect(rule.ports?.map((x) => x.port)).toEqual([8080]);
+          expect(rule.ports?.length).toBeGreaterThan(0); // a rule without ports opens every port
+          if (!rule.ports!.some((x) => x.port === port)) continue;
           if (!rule.from?.length) peers.add('*');
           for (const peer of rule.from ?? []) {
             if (peer.namespaceSelector) peers.add(`ns:${peer.namespaceSelector.matchLabels?.['kubernetes.io/metadata.name']}`);
@@ -195,8 +218,11 @@ describe.each([
       }
       return [...peers].sort();
     };
-    expect(allowed('gateway')).toEqual(['*', 'ns:monitoring']);
-    for (const name of NAMES.filter((n) => n !== 'gateway')) expect(allowed(name)).toEqual(['gateway', 'ns:monitoring']);
+    // The API port from outside (gateway) or from the gateway (services); the metrics port from monitoring only.
+    // Behind the example's Ingress, which the gateway trusts for X-Forwarded-For, only the ingress controller.
+    expect(allowed('gateway', 8080)).toEqual(_label === 'base' ? ['*'] : ['ns:ingress-nginx']);
+    for (const name of NAMES.filter((n) => n !== 'gateway')) expect(allowed(name, 8080)).toEqual(['gateway']);
+    for (const name of NAMES) expect(allowed(name, 9464)).toEqual(['ns:monitoring']);
   });
 });
 

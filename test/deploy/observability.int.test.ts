@@ -52,6 +52,7 @@ beforeAll(async () => {
     loadAccountsConfig({
       HOST: '127.0.0.1',
       PORT: '0',
+      METRICS_PORT: '0',
       LOG_LEVEL: 'silent',
       MONGO_URL: relay.url,
       MONGO_DB: `obs${suffix}_accounts`,
@@ -67,10 +68,11 @@ afterAll(async () => {
   await relay?.cut();
 });
 
-it('exposes the request-duration histogram by route pattern on /metrics', async () => {
+it('exposes the request-duration histogram by route pattern on /metrics, on the metrics port only', async () => {
   expect((await fetch(`${svc.url}/healthz`)).status).toBe(200);
   expect((await fetch(`${svc.url}/v1/nothing-here/123`)).status).toBe(401); // unsigned: refused before routing
-  const res = await fetch(`${svc.url}/metrics`);
+  expect((await fetch(`${svc.url}/metrics`)).status).toBe(404); // never on the API port
+  const res = await fetch(`${svc.metricsUrl}/metrics`);
   expect(res.status).toBe(200);
   const text = await res.text();
   expect(sample(text, 'http_request_duration_seconds_count', { service: 'accounts', method: 'GET', route: '/healthz', status_code: '200' })).toBe(1);

@@ -215,6 +215,26 @@ describe.each([
     }
   });
 
+  it('gives each process its metrics port, and one without a metrics port none', async () => {
+    const metricsPort = await freePort();
+    const sup = await startServices({
+      root,
+      env: {},
+      ports: await ports(),
+      metricsPorts: { gateway: metricsPort },
+      logDir: join(root, `logs-metrics-${metricsPort}`),
+      onExit: () => undefined,
+      deployables: [deployable('sources', 'env.mjs'), deployable('gateway', 'env.mjs')],
+    });
+    try {
+      expect(await fetch(`${sup.urls.gateway}/env/METRICS_PORT`).then((r) => r.text())).toBe(String(metricsPort));
+      expect(await fetch(`${sup.urls.sources}/env/METRICS_PORT`).then((r) => r.text())).toBe('');
+      expect(sup.metricsUrls).toEqual({ gateway: `http://127.0.0.1:${metricsPort}` });
+    } finally {
+      await sup.stop();
+    }
+  });
+
   it('fails with the reason in the message when not allowed (fixed ports)', async () => {
     const err = (await startServices({
       root,

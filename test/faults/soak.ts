@@ -21,7 +21,7 @@ const WARMUP_MS = Math.min(60_000, (SECONDS * 1000) / 5);
 const rssMb = (pid: number | undefined): number | null => memoryMB(pid)?.rss ?? null;
 
 /**
- * V8's young generation (new space) and the old space in use, from the process's /metrics: the young
+ * V8's young generation (new space) and the old space in use, from the process's metrics port: the young
  * generation grows in steps under allocation, which moves RSS without being a leak, while a leak raises
  * the old space's floor. Reported beside RSS so a step can be told apart from a leak.
  */
@@ -73,8 +73,8 @@ async function main() {
       await sleep(SAMPLE_MS);
       const pids = sys.services.pids();
       const rss = Object.fromEntries(Object.entries(pids).map(([n, pid]) => [n, rssMb(pid)]));
-      const urls = sys.services.urls;
-      const heap = Object.fromEntries(await Promise.all(Object.keys(pids).map(async (n) => [n, await heapMb(urls[n as keyof typeof urls])] as const)));
+      const urls = sys.services.metricsUrls;
+      const heap = Object.fromEntries(await Promise.all(Object.keys(pids).map(async (n) => [n, await heapMb(urls[n as keyof typeof urls]!)] as const)));
       const s = { t: Math.round((Date.now() - t0) / 1000), rss, heap, lag: await lag(), requests: load.requests };
       samples.push(s);
       console.log(

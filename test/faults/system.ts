@@ -57,6 +57,8 @@ export async function startSystem(opts: SystemOptions): Promise<System> {
   const logDir = join(root, '.local', 'test', 'logs', `${opts.name}-${suffix}`);
   const ports = {} as Record<DeployableName, number>;
   for (const d of DEPLOYABLES) ports[d.name] = await freePort();
+  const metricsPorts = {} as Record<DeployableName, number>;
+  for (const d of DEPLOYABLES) metricsPorts[d.name] = await freePort();
   const secrets = {
     INTERNAL_SECRET: randomBytes(32).toString('hex'),
     WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
@@ -66,6 +68,7 @@ export async function startSystem(opts: SystemOptions): Promise<System> {
   const services = await startServices({
     root,
     ports,
+    metricsPorts,
     repickBusyPorts: true,
     logDir,
     mongoDbPrefix: dbPrefix,

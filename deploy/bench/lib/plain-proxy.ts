@@ -10,13 +10,13 @@ import { parsedTarget } from '../../../gateway/src/proxy/service-proxy.ts';
 
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 const proxy = createProxyMiddleware({
-  target: parsedTarget(process.env.TARGET ?? '') as unknown as string, // parsed once, as the gateway's (http-proxy takes either)
+  target: parsedTarget(process.env.TARGET ?? ''), // parsed once, as the gateway's
   agent,
-  toProxy: true,
   ejectPlugins: true,
   plugins: [
     (server) =>
       server.on('error', (_err, _req, res) => {
+        if (!res) return;
         if ('writeHead' in res && !res.headersSent) res.writeHead(502);
         res.end();
       }),

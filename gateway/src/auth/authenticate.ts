@@ -4,6 +4,7 @@ import { CSRF_HEADER, SCOPES, SESSION_COOKIE, type ApiOperation, type Plan, type
 import { AppError } from '@dap/http';
 import type { Logger } from '@dap/logger';
 import type { AuthFailureLimiter } from './auth-failure.limiter.ts';
+import { clientAddressOf } from './client-address.ts';
 import type { KeyVerifier } from './key-verifier.ts';
 import type { SessionVerifier } from './session-verifier.ts';
 
@@ -58,21 +59,29 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
  * A Bearer API key or a dashboard session cookie (with its CSRF token on writes) → the request's principal.
- * Public operations pass with an anonymous principal. Failures count against the client address.
+ * Public operations pass with an anonymous principal. Failures count against the client address
+ * (clientAddressOf), and an address past the limit gets 429 for its unauthenticated calls and its failures;
+ * a valid key or session is never refused for its address, which it may share with an attacker (a NAT, an
+ * office, a proxy TRUST_PROXY does not name).
  */
 export function authenticate(deps: { keys: KeyVerifier; sessions: SessionVerifier; failures: AuthFailureLimiter; logger: Logger }) {
   return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
-    const ip = req.ip ?? 'unknown';
+    const address = clientAddressOf(req);
+    const blocked = async (): Promise<AppError | null> => {
+      const retryAfter = await deps.failures.blocked(address);
+      return retryAfter === null
+        ? null
+        : new AppError('quota_exceeded', 'too many failed authentications from this address; wait before retrying', { headers: { 'Retry-After': String(retryAfter) } });
+    };
     const fail = async (err: AppError) => {
-      await deps.failures.recordFailure(ip);
-      next(err);
+      const refused = await blocked();
+      await deps.failures.recordFailure(address);
+      next(refused ?? err);
     };
     try {
-      const retryAfter = await deps.failures.blocked(ip);
-      if (retryAfter !== null) {
-        return next(new AppError('quota_exceeded', 'too many failed authentications from this address; wait before retrying', { headers: { 'Retry-After': String(retryAfter) } }));
-      }
       if (req.operation?.auth === 'public') {
+        const refused = await blocked();
+        if (refused) return next(refused);
         req.principal = { kind: 'anonymous', accountId: '', plan: 'starter', scopes: [] };
         return next();
       }
@@ -97,7 +106,7 @@ export function authenticate(deps: { keys: KeyVerifier; sessions: SessionVerifie
         req.principal = { kind: 'session', accountId: session.accountId, plan: session.plan, scopes: [...SCOPES], sessionId: session.sessionId, userId: session.userId };
         return next();
       }
-      return next(unauthorized('an API key is required: send Authorization: Bearer <API_KEY>'));
+      return next((await blocked()) ?? unauthorized('an API key is required: send Authorization: Bearer <API_KEY>'));
     } catch (err) {
       deps.logger.error({ err, requestId: req.requestId }, 'authentication unavailable');
       next(new AppError('unavailable', 'authentication is temporarily unavailable; retry shortly', { headers: { 'Retry-After': '2' } }));

@@ -1,4 +1,5 @@
 import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
+import type { ApiOperation } from '@dap/contracts';
 import { open, seal } from '@dap/crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '@dap/http';
@@ -11,7 +12,24 @@ const REPLAY_TTL_MS = 24 * 3600 * 1000;
 /** An in-flight marker outlives any request the gateway lets run, then frees the key for a retry. */
 const IN_FLIGHT_TTL_MS = 120_000;
 const MAX_STORED_BODY = 1024 * 1024;
-const REPLAYED_HEADERS = ['content-type', 'location'];
+/**
+ * Upstream headers that describe one connection or one transfer, not the response: every other header
+ * (Location, Retry-After, Set-Cookie, ETag, …) reaches the client on the first response and on each replay.
+ * The gateway's own headers (rate limits, request id) are set per request and are not replayed.
+ */
+const UNREPLAYED_HEADERS = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'content-length',
+  'date',
+  'x-request-id',
+]);
 
 interface Stored {
   state: 'in_flight' | 'done';
@@ -20,13 +38,13 @@ interface Stored {
   sealed?: string;
   /** Entries written before responses were sealed (gone 24 h after the upgrade): a plain SHA-256 fingerprint and the response as is. */
   status?: number;
-  headers?: Record<string, string>;
+  headers?: Record<string, string | string[]>;
   body?: string;
 }
 
 interface Replay {
   status: number;
-  headers: Record<string, string>;
+  headers: Record<string, string | string[]>;
   /** base64 */
   body: string;
 }
@@ -59,6 +77,42 @@ function openReplay(key: Buffer, sealed: string, slot: string): Replay | null {
   }
 }
 
+/** The headers of an upstream response that belong to the response itself (see UNREPLAYED_HEADERS). */
+export function replayableHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
+  const kept: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) if (value !== undefined && !UNREPLAYED_HEADERS.has(name.toLowerCase())) kept[name.toLowerCase()] = value;
+  return kept;
+}
+
+/**
+ * A JSON body as the service will read it, so that the same JSON with its keys in another order or other
+ * whitespace is the same request: keys sorted at every level, no insignificant whitespace. Strings are written
+ * out and never assigned as object keys (a `__proto__` key stays data). Any other body (an uploaded file, where
+ * `1.0` and `1` are different data), or JSON that does not parse or nests too deep to walk, is compared byte
+ * for byte.
+ */
+export function canonicalBody(body: Buffer, contentType: string | undefined): Buffer {
+  const mediaType = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  if (body.length === 0 || !(mediaType === 'application/json' || mediaType.endsWith('+json'))) return body;
+  try {
+    return Buffer.from(canonicalJson(JSON.parse(body.toString('utf8')) as unknown), 'utf8');
+  } catch {
+    return body;
+  }
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const o = value as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
 async function readBody(req: Request, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
@@ -71,28 +125,41 @@ async function readBody(req: Request, limit: number): Promise<Buffer> {
 }
 
 /**
- * `Idempotency-Key` on POST: the first response (below 500) is kept for 24 h and replayed for the same key
- * and body; the same key with another body is a 422, and while the first request runs a retry gets 409.
- * Keys are per account. If Redis is away the request runs once, unprotected, and a log line says so.
+ * `Idempotency-Key` on POST: the first response (below 500, and not a 429) is kept for 24 h and replayed, with
+ * its headers, for the same key and the same body (as JSON: key order and whitespace do not matter); the same
+ * key with another body is a 422, and while the first request runs a retry gets 409. Keys are per account.
+ * Sign-up, login and logout do not take part: an unauthenticated caller has no account to scope a key to, and
+ * a session cookie must never be handed to a second caller. If Redis is away the request runs once,
+ * unprotected, and a log line says so.
  */
+/** The session routes (sign-up, login, logout) hand out or end a session cookie: never one to replay. */
+export function operationTakesIdempotencyKey(op: Pick<ApiOperation, 'path'>): boolean {
+  return !op.path.startsWith('/auth/');
+}
+
+/** Only calls made for an account, to an operation that takes part. */
+function takesPart(req: Request): boolean {
+  return req.principal !== undefined && req.principal.kind !== 'anonymous' && req.principal.accountId !== '' && !!req.operation && operationTakesIdempotencyKey(req.operation);
+}
+
 export function idempotency(deps: { redis: Redis; bodyLimit: number; logger: Logger; secret: string; forward: (req: Request, body: Buffer) => Promise<BufferedResponse> }) {
   const send = (res: Response, r: { status: number; headers: Record<string, string | string[]>; body: Buffer }, replayed: boolean) => {
-    for (const h of REPLAYED_HEADERS) if (r.headers[h]) res.setHeader(h, r.headers[h]!);
+    for (const [name, value] of Object.entries(replayableHeaders(r.headers))) res.setHeader(name, value);
     if (replayed) res.setHeader('Idempotent-Replayed', 'true');
     res.status(r.status).send(r.body);
   };
 
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     const key = req.header('idempotency-key');
-    if (req.method !== 'POST' || key === undefined) return next();
+    if (req.method !== 'POST' || key === undefined || !takesPart(req)) return next();
     try {
       if (!KEY_PATTERN.test(key))
         throw new AppError('validation_failed', 'Idempotency-Key must be 1 to 255 visible ASCII characters', { errors: [{ path: 'Idempotency-Key', message: 'invalid' }] });
       const body = await readBody(req, deps.bodyLimit);
       const accountId = req.principal!.accountId;
       const sealKey = keyFor(deps.secret, accountId, key);
-      const fingerprintWith = (h: Hash | Hmac) => h.update(req.method).update('\0').update(req.originalUrl).update('\0').update(body).digest('hex');
-      const fingerprint = fingerprintWith(createHmac('sha256', sealKey));
+      const fingerprintWith = (h: Hash | Hmac, b: Buffer) => h.update(req.method).update('\0').update(req.originalUrl).update('\0').update(b).digest('hex');
+      const fingerprint = fingerprintWith(createHmac('sha256', sealKey), canonicalBody(body, req.headers['content-type']));
       const slot = `idem:${accountId}:${createHash('sha256').update(key).digest('hex')}`;
       let claimed = false;
       try {
@@ -100,7 +167,7 @@ export function idempotency(deps: { redis: Redis; bodyLimit: number; logger: Log
         if (!claimed) {
           const existing = JSON.parse((await deps.redis.get(slot)) ?? 'null') as Stored | null;
           const legacy = existing?.state === 'done' && existing.sealed === undefined;
-          const expected = legacy ? fingerprintWith(createHash('sha256')) : fingerprint;
+          const expected = legacy ? fingerprintWith(createHash('sha256'), body) : fingerprint;
           if (existing && existing.fingerprint !== expected) throw new AppError('unprocessable', 'this Idempotency-Key was used with a different request body');
           if (existing?.state === 'in_flight')
             throw new AppError('conflict', 'a request with this Idempotency-Key is still in progress; retry later', { headers: { 'Retry-After': '1' } });
@@ -124,9 +191,9 @@ export function idempotency(deps: { redis: Redis; bodyLimit: number; logger: Log
         await deps.redis.del(slot).catch(() => {});
         throw err;
       }
-      if (result.status < 500 && result.body.length <= MAX_STORED_BODY) {
-        const headers: Record<string, string> = {};
-        for (const h of REPLAYED_HEADERS) if (typeof result.headers[h] === 'string') headers[h] = result.headers[h] as string;
+      // A 429 says "retry later": replaying it for a day would refuse the retry it asks for.
+      if (result.status < 500 && result.status !== 429 && result.body.length <= MAX_STORED_BODY) {
+        const headers = replayableHeaders(result.headers);
         const stored: Stored = { state: 'done', fingerprint, sealed: sealReplay(sealKey, { status: result.status, headers, body: result.body.toString('base64') }, slot) };
         await deps.redis.set(slot, JSON.stringify(stored), 'PX', REPLAY_TTL_MS).catch(() => {});
       } else {

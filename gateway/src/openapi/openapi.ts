@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { API_OPERATIONS, listQuerySchema, problemSchema, type ApiOperation } from '@dap/contracts';
+import { operationTakesIdempotencyKey } from '../idempotency/idempotency.ts';
 
 type Json = Record<string, unknown>;
 
@@ -99,13 +100,14 @@ export function buildOpenApi(serverUrl: string): Json {
     };
     if (op.body) {
       operation.requestBody = { required: true, content: { 'application/json': { schema: schemaOf(op.body, 'input', components) } } };
-      (operation.parameters as Json[]).push({
-        name: 'Idempotency-Key',
-        in: 'header',
-        required: false,
-        schema: { type: 'string', maxLength: 255 },
-        description: 'Replays the first response for the same key and body within 24 h.',
-      });
+      if (operationTakesIdempotencyKey(op))
+        (operation.parameters as Json[]).push({
+          name: 'Idempotency-Key',
+          in: 'header',
+          required: false,
+          schema: { type: 'string', maxLength: 255 },
+          description: 'Replays the first response (status, headers and body) for the same key and the same JSON body (key order aside) within 24 h.',
+        });
     }
     paths[op.path] = { ...(paths[op.path] ?? {}), [op.method]: operation };
   }

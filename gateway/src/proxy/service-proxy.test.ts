@@ -1,4 +1,4 @@
-import { Agent, createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { Agent, createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { verifyCallerContext } from '@dap/contracts';
@@ -7,6 +7,16 @@ import { parsedTarget, serviceProxy } from './service-proxy.ts';
 
 const SECRET = 'proxy-test-secret-0123456789abcdef0123456789';
 const port = (s: Server) => (s.address() as AddressInfo).port;
+/** A GET with the path exactly as given (fetch would normalise it). */
+const rawGet = (to: number, path: string) =>
+  new Promise<number>((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port: to, path }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode!));
+    });
+    req.on('error', reject);
+    req.end();
+  });
 
 describe('serviceProxy', () => {
   // More requests in flight than the agent has sockets: the extra ones wait in the agent's queue. The
@@ -59,10 +69,10 @@ describe('serviceProxy', () => {
     }
   });
 
-  it('parses service URLs once into the form http-proxy uses', () => {
-    expect(parsedTarget('http://127.0.0.1:8094')).toEqual({ protocol: 'http:', host: '127.0.0.1', hostname: '127.0.0.1', port: '8094', path: '' });
-    expect(parsedTarget('http://[::1]:8094/')).toMatchObject({ hostname: '::1', port: '8094', path: '' });
-    expect(parsedTarget('https://models.internal/base/')).toMatchObject({ protocol: 'https:', hostname: 'models.internal', port: '443', path: '/base' });
+  it('parses service URLs once into the form the proxy uses', () => {
+    expect(parsedTarget('http://127.0.0.1:8094')).toEqual({ protocol: 'http:', host: '127.0.0.1', hostname: '127.0.0.1', port: '8094', pathname: '' });
+    expect(parsedTarget('http://[::1]:8094/')).toMatchObject({ hostname: '::1', port: '8094', pathname: '' });
+    expect(parsedTarget('https://models.internal/base/')).toMatchObject({ protocol: 'https:', hostname: 'models.internal', port: '443', pathname: '/base' });
   });
 
   it('sends the path upstream exactly as matched, with its query, and answers 503 when the service is down', async () => {
@@ -101,6 +111,11 @@ describe('serviceProxy', () => {
       expect(ok.status).toBe(200);
       expect(await ok.json()).toEqual({ ok: true });
       expect(paths).toEqual(['/v1/sources?limit=5&cursor=a%2Fb']);
+      // fetch would normalise these; a raw request keeps them, and so must the proxy.
+      for (const raw of ['/v1/sources/a\\b?x=1', '/v1/sources//x', '/v1/sources/%2e%2e/y']) {
+        expect(await rawGet(port(gateway), raw)).toBe(200);
+        expect(paths.at(-1)).toBe(raw);
+      }
 
       const failed = await fetch(`${base}/v1/account`);
       expect(failed.status).toBe(503);

@@ -11,10 +11,13 @@ interface ParsedTarget {
   host: string;
   hostname: string;
   port: string;
-  path: string;
+  pathname: string;
 }
 
-/** A service URL in the parsed form http-proxy uses (hostname without IPv6 brackets, no path prefix). */
+/**
+ * A service URL in the parsed form httpxy (http-proxy-middleware's proxy) uses: the hostname without IPv6
+ * brackets (it goes to http.request as is), the port spelled out, and the base path, if any, as `pathname`.
+ */
 export function parsedTarget(url: string): ParsedTarget {
   const u = new URL(url);
   const hostname = u.hostname.replace(/^\[(.*)\]$/, '$1');
@@ -23,7 +26,7 @@ export function parsedTarget(url: string): ParsedTarget {
     host: hostname,
     hostname,
     port: u.port || (u.protocol === 'https:' ? '443' : '80'),
-    path: u.pathname === '/' ? '' : u.pathname.replace(/\/$/, ''),
+    pathname: u.pathname === '/' ? '' : u.pathname.replace(/\/$/, ''),
   };
 }
 
@@ -46,24 +49,24 @@ export function serviceProxy(opts: {
   logger: Logger;
   onUpstreamStatus?: (req: Request, status: number) => void;
 }): RequestHandler {
-  // Parsed once: http-proxy parses a string target again on every request.
+  // Parsed once: a string target would be parsed again on every request.
   const parsed = Object.fromEntries(Object.entries(opts.targets).map(([service, url]) => [service, parsedTarget(url)])) as Record<keyof Targets, ParsedTarget>;
   const proxy = createProxyMiddleware<Request, ServerResponse>({
-    router: (req) => parsed[req.operation!.service as keyof Targets] as unknown as string, // http-proxy takes a parsed URL object as well as a string
+    router: (req) => parsed[req.operation!.service as keyof Targets],
     agent: opts.agent,
     xfwd: true,
-    // The path goes upstream exactly as the gateway matched and authorised it (no url.parse rewriting, e.g. of
-    // backslashes), which is also one URL parse less per request.
-    toProxy: true,
+    // No `toProxy`: httpxy sends the path as the gateway matched and authorised it (split at `?` only, no URL
+    // parsing, so a backslash stays a backslash); its toProxy mode would send `//v1/…`.
     // Our one plugin instead of the defaults: their logger and debug plugins add listeners and work to every
     // request, and errors are answered here as problem bodies.
     ejectPlugins: true,
     plugins: [
       (server) => {
         server.on('proxyRes', (proxyRes: IncomingMessage, req: Request) => opts.onUpstreamStatus?.(req, proxyRes.statusCode ?? 0));
-        server.on('error', (err: Error, req: IncomingMessage, res: ServerResponse | Socket) => {
-          const r = req as Request;
-          opts.logger.error({ err, requestId: r.requestId, service: r.operation?.service }, 'upstream failed');
+        server.on('error', (err: Error, req?: IncomingMessage, res?: ServerResponse | Socket) => {
+          const r = req as Request | undefined;
+          opts.logger.error({ err, requestId: r?.requestId, service: r?.operation?.service }, 'upstream failed');
+          if (!r || !res) return;
           if (!('setHeader' in res)) return void res.destroy();
           sendProblem(r, res as unknown as Parameters<typeof sendProblem>[1], upstreamError(err));
         });
@@ -71,7 +74,7 @@ export function serviceProxy(opts: {
     ],
     proxyTimeout: opts.timeoutMs,
   });
-  // The credentials are swapped on req.headers, which http-proxy copies when it creates the upstream request,
+  // The credentials are swapped on req.headers, which the proxy copies when it creates the upstream request,
   // and not in its 'proxyReq' event: that event fires when the request gets a socket, and a request queued in
   // the agent (more than maxSockets in flight to one service) has already sent its headers by then, so
   // removeHeader threw ERR_HTTP_HEADERS_SENT and crashed the gateway process (found by `npm run bench`).

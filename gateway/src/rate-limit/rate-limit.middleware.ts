@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '@dap/http';
 import type { Plan } from '@dap/contracts';
+import { clientAddressOf } from '../auth/client-address.ts';
 import type { Limiter, LimitDecision } from './sliding-window.limiter.ts';
 
 export function setRateLimitHeaders(res: Response, d: LimitDecision, windowMs: number): void {
@@ -22,7 +23,7 @@ export function rateLimit(limiter: Limiter, opts: { windowMs: number; limits: Re
     const p = req.principal!;
     const anonymous = p.kind === 'anonymous';
     const limit = anonymous ? opts.publicPerMinute : opts.limits[p.plan];
-    const decision = await limiter.check(anonymous ? `ip:${req.ip}` : p.accountId, limit);
+    const decision = await limiter.check(anonymous ? `ip:${clientAddressOf(req)}` : p.accountId, limit);
     setRateLimitHeaders(res, decision, opts.windowMs);
     opts.onDecision?.(decision);
     if (decision.allowed) return next();

@@ -7,6 +7,8 @@ const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' |
 export const httpConfig = {
   HOST: z.string().default('127.0.0.1'),
   PORT: port,
+  /** Prometheus metrics on a port of their own, reached by the cluster's scraper only; unset: not served. */
+  METRICS_PORT: z.preprocess((v) => (v === '' ? undefined : v), port.optional()),
   BODY_LIMIT_BYTES: z.coerce
     .number()
     .int()

@@ -133,7 +133,7 @@ export function createHttpApp(opts: HttpAppOptions): Express {
   app.use(requestId);
   app.use(metrics.httpMiddleware());
   app.use(accessLog(opts.logger));
-  app.get('/metrics', metrics.handler());
+  // No /metrics here: listen() serves it on the metrics port only (see metricsApp in server.ts).
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', async (_req, res, next) => {
     try {

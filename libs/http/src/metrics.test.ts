@@ -31,8 +31,8 @@ describe('metrics', () => {
     metricsOf(app)
       .counter({ name: 'dap_test_events_total', help: 'events seen by the test', labelNames: ['outcome'] })
       .inc({ outcome: 'ok' }, 3);
-    server = await listen(finishApp(app, logger), '127.0.0.1', 0);
-    other = await listen(finishApp(createHttpApp({ logger: createLogger({ name: 'other', level: 'silent' }), bodyLimitBytes: 1024 }), logger), '127.0.0.1', 0);
+    server = await listen(finishApp(app, logger), '127.0.0.1', 0, { metricsPort: 0 });
+    other = await listen(finishApp(createHttpApp({ logger: createLogger({ name: 'other', level: 'silent' }), bodyLimitBytes: 1024 }), logger), '127.0.0.1', 0, { metricsPort: 0 });
   });
   afterAll(async () => {
     await server.close();
@@ -45,7 +45,7 @@ describe('metrics', () => {
     expect((await fetch(`${server.url}/nowhere/42`)).status).toBe(404);
     expect((await fetch(`${server.url}/v1/custom`)).status).toBe(202);
 
-    const res = await fetch(`${server.url}/metrics`);
+    const res = await fetch(`${server.metricsUrl}/metrics`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
     const text = await res.text();
@@ -63,10 +63,27 @@ describe('metrics', () => {
   });
 
   it('keeps one registry per app, so services sharing a process do not mix', async () => {
-    const text = await (await fetch(`${other.url}/metrics`)).text();
+    const text = await (await fetch(`${other.metricsUrl}/metrics`)).text();
     expect(text).toContain('service="other"');
     expect(text).not.toContain('metrics-test');
     expect(text).not.toContain('dap_test_events_total');
+  });
+
+  it('serves metrics on the metrics port only, and that port serves nothing else', async () => {
+    expect((await fetch(`${server.metricsUrl}/metrics`)).status).toBe(200);
+    const api = await fetch(`${server.url}/metrics`);
+    expect(api.status).toBe(404);
+    expect(await api.text()).not.toContain(HTTP_DURATION_METRIC);
+    for (const path of ['/healthz', '/v1/things/a1']) expect((await fetch(`${server.metricsUrl}${path}`)).status).toBe(404);
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+    // Without a metrics port nothing serves them.
+    const bare = await listen(finishApp(createHttpApp({ logger, bodyLimitBytes: 1024 }), logger), '127.0.0.1', 0);
+    try {
+      expect(bare.metricsUrl).toBeUndefined();
+      expect((await fetch(`${bare.url}/metrics`)).status).toBe(404);
+    } finally {
+      await bare.close();
+    }
   });
 
   it('returns the metric already registered under a name, and refuses a second type for it', () => {

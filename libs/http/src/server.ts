@@ -1,16 +1,18 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Express } from 'express';
+import express, { type Express } from 'express';
+import type { Metrics } from './metrics.ts';
 
 export interface RunningServer {
   server: Server;
   url: string;
   port: number;
+  /** Where `GET /metrics` answers, when a metrics port was given. */
+  metricsUrl?: string;
   close(): Promise<void>;
 }
 
-/** Listens and resolves with the bound URL; `close` stops accepting and waits for in-flight requests. */
-export async function listen(app: Express, host: string, port: number): Promise<RunningServer> {
+async function bind(app: Express, host: string, port: number): Promise<Omit<RunningServer, 'metricsUrl'>> {
   const server = createServer({ keepAliveTimeout: 65_000, headersTimeout: 30_000, requestTimeout: 120_000 }, app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -28,4 +30,39 @@ export async function listen(app: Express, host: string, port: number): Promise<
         setTimeout(() => server.closeAllConnections(), 5_000).unref();
       }),
   };
+}
+
+/**
+ * The metrics listener: `GET /metrics` and nothing else. It is a port of its own so that only the cluster's
+ * scraper reaches it (no Service or Ingress routes to it): the API port never serves metrics, which name
+ * routes, volumes and internals no customer should see.
+ */
+export function metricsApp(metrics: Metrics): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.get('/metrics', metrics.handler());
+  app.use((_req, res) => void res.status(404).type('text/plain').send('not found\n'));
+  return app;
+}
+
+/**
+ * Listens and resolves with the bound URL; `close` stops accepting and waits for in-flight requests. With a
+ * `metricsPort` (0 picks a free one), the app's metrics registry (`app.locals.metrics`) is served there too.
+ */
+export async function listen(app: Express, host: string, port: number, opts: { metricsPort?: number | undefined } = {}): Promise<RunningServer> {
+  const main = await bind(app, host, port);
+  if (opts.metricsPort === undefined) return main;
+  const metrics = app.locals.metrics as Metrics | undefined;
+  if (!metrics) {
+    await main.close();
+    throw new Error('a metrics port was given for an app without a metrics registry (app.locals.metrics)');
+  }
+  let side: Awaited<ReturnType<typeof bind>>;
+  try {
+    side = await bind(metricsApp(metrics), host, opts.metricsPort);
+  } catch (err) {
+    await main.close();
+    throw err;
+  }
+  return { ...main, metricsUrl: side.url, close: async () => void (await Promise.all([main.close(), side.close()])) };
 }

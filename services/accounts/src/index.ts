@@ -67,7 +67,7 @@ export async function startAccounts(config: AccountsConfig, deps: { logger?: Log
     life.onStop('outbox relay', () => outbox.stop());
     const server = await life.open(
       'http server',
-      () => listen(app, config.HOST, config.PORT),
+      () => listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT }),
       (s) => s.close(),
     );
     logger.info({ url: server.url }, 'accounts listening');
@@ -75,6 +75,7 @@ export async function startAccounts(config: AccountsConfig, deps: { logger?: Log
       ...domain,
       url: server.url,
       port: server.port,
+      metricsUrl: server.metricsUrl,
       relay: outbox,
       /** Reverse order of start-up: server, relay, Kafka, MongoDB. */
       stop: () => life.stop(),

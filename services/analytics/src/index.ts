@@ -71,7 +71,7 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
     const app = createApp({ logger, reports, overview, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: config.BODY_LIMIT_BYTES, ready: mongo.ping });
     const server: RunningServer = await life.open(
       'http server',
-      () => listen(app, config.HOST, config.PORT),
+      () => listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT }),
       (s) => s.close(),
     );
 
@@ -97,6 +97,7 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
     return {
       url: server.url,
       port: server.port,
+      metricsUrl: server.metricsUrl,
       mongo,
       eventing,
       store,

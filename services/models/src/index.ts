@@ -31,6 +31,8 @@ export const TRAIN_WORKER_MODULE = '@dap/models/train-worker';
 export interface RunningModels {
   url: string;
   port: number;
+  /** Where Prometheus scrapes, when METRICS_PORT is set. */
+  metricsUrl?: string | undefined;
   mongo: MongoHandle;
   eventing: Eventing;
   relay: OutboxRelay;
@@ -132,7 +134,7 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
     const app = createApp({ logger, bodyLimitBytes: config.BODY_LIMIT_BYTES, internalSecret: config.INTERNAL_SECRET, ready: mongo.ping, models: service, lifecycle });
     const server = await life.open(
       'http server',
-      () => listen(app, config.HOST, config.PORT),
+      () => listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT }),
       (s) => s.close(),
     );
     await life.open(
@@ -146,6 +148,7 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
     return {
       url: server.url,
       port: server.port,
+      metricsUrl: server.metricsUrl,
       mongo,
       eventing,
       relay,

@@ -31,6 +31,8 @@ export function remoteLimitsOf(config: SourcesConfig): RemoteLimits {
 export interface RunningSources {
   url: string;
   port: number;
+  /** Where Prometheus scrapes, when METRICS_PORT is set. */
+  metricsUrl?: string | undefined;
   logger: Logger;
   store: DatasetStore;
   guard: OutboundGuard;
@@ -98,11 +100,11 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
     });
     const server = await life.open(
       'http server',
-      () => listen(app, config.HOST, config.PORT),
+      () => listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT }),
       (s) => s.close(),
     );
     await syncer.start();
     logger.info({ url: server.url, syncConcurrency: config.SYNC_CONCURRENCY }, 'sources service listening');
-    return { url: server.url, port: server.port, logger, store, guard, repo, relay: outbox, syncer, stop: () => life.stop() };
+    return { url: server.url, port: server.port, metricsUrl: server.metricsUrl, logger, store, guard, repo, relay: outbox, syncer, stop: () => life.stop() };
   });
 }

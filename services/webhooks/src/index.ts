@@ -93,7 +93,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
     );
     const server = await life.open(
       'http server',
-      () => listen(app, config.HOST, config.PORT),
+      () => listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT }),
       (s) => s.close(),
     );
     await life.open(
@@ -115,6 +115,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
     return {
       url: server.url,
       port: server.port,
+      metricsUrl: server.metricsUrl,
       mongo,
       relay: endpointRelay,
       dispatcher,
