@@ -29,13 +29,16 @@ export interface FieldError {
 export class AppError extends Error {
   readonly code: ErrorCode;
   readonly errors: FieldError[] | undefined;
+  /** How many field errors were found, when `errors` lists only some of them. */
+  readonly errorCount: number | undefined;
   readonly headers: Record<string, string>;
 
-  constructor(code: ErrorCode, detail: string, opts: { errors?: FieldError[]; headers?: Record<string, string>; cause?: unknown } = {}) {
+  constructor(code: ErrorCode, detail: string, opts: { errors?: FieldError[]; errorCount?: number | undefined; headers?: Record<string, string>; cause?: unknown } = {}) {
     super(detail, { cause: opts.cause });
     this.name = 'AppError';
     this.code = code;
     this.errors = opts.errors;
+    this.errorCount = opts.errorCount;
     this.headers = opts.headers ?? {};
   }
 
@@ -55,6 +58,7 @@ export interface ProblemBody {
   code: ErrorCode;
   requestId: string;
   errors?: FieldError[];
+  errorCount?: number;
 }
 
 export function problemOf(err: AppError, instance: string, requestId: string): ProblemBody {
@@ -69,5 +73,6 @@ export function problemOf(err: AppError, instance: string, requestId: string): P
     requestId,
   };
   if (err.errors) body.errors = err.errors;
+  if (err.errorCount !== undefined) body.errorCount = err.errorCount;
   return body;
 }

@@ -9,7 +9,11 @@ export const problemSchema = z
     instance: z.string(),
     code: z.string(),
     requestId: z.string(),
-    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+    errors: z
+      .array(z.object({ path: z.string(), message: z.string() }))
+      .optional()
+      .describe('the invalid fields of a 400 validation_failed, at most 100 of them'),
+    errorCount: z.number().int().optional().describe('how many invalid fields were found, when there were more than errors lists'),
   })
   .meta({ id: 'Problem' });
 export type Problem = z.infer<typeof problemSchema>;
