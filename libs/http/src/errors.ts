@@ -26,6 +26,14 @@ export interface FieldError {
   message: string;
 }
 
+interface AppErrorOptions {
+  errors?: FieldError[];
+  /** How many field errors were found, when `errors` lists only some of them. */
+  errorCount?: number | undefined;
+  headers?: Record<string, string>;
+  cause?: unknown;
+}
+
 export class AppError extends Error {
   readonly code: ErrorCode;
   readonly errors: FieldError[] | undefined;
@@ -33,7 +41,10 @@ export class AppError extends Error {
   readonly errorCount: number | undefined;
   readonly headers: Record<string, string>;
 
-  constructor(code: ErrorCode, detail: string, opts: { errors?: FieldError[]; errorCount?: number | undefined; headers?: Record<string, string>; cause?: unknown } = {}) {
+  /** A validation failure always names its fields (`errors[]`), so a client can point at them. */
+  constructor(code: 'validation_failed', detail: string, opts: AppErrorOptions & { errors: FieldError[] });
+  constructor(code: Exclude<ErrorCode, 'validation_failed'>, detail: string, opts?: AppErrorOptions);
+  constructor(code: ErrorCode, detail: string, opts: AppErrorOptions = {}) {
     super(detail, { cause: opts.cause });
     this.name = 'AppError';
     this.code = code;

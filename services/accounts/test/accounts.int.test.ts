@@ -63,6 +63,22 @@ describe('accounts', () => {
     expect((await verify(hashApiKey(created.apiKey), token)).body).toEqual({ ok: false, reason: 'revoked' });
   });
 
+  it('refuses a key that expires in the past with errors[], and tells a rolled key after its grace period from an expired one', async () => {
+    const { accountId } = cli('create-account', '--name', 'Gamma').out as { accountId: string };
+    const past = await svc.accounts.createKey(accountId, { name: 'late', expiresAt: new Date(Date.now() - 1_000) }).catch((e: unknown) => e);
+    expect(past).toMatchObject({ status: 400, code: 'validation_failed', errors: [{ path: 'expiresAt', message: 'must be in the future' }] });
+
+    const soon = new Date(Date.now() + 60_000);
+    const plain = await svc.accounts.createKey(accountId, { name: 'plain', expiresAt: soon });
+    const old = await svc.accounts.createKey(accountId, { name: 'old' });
+    const next = await svc.accounts.rollKey(accountId, old.key._id, 30);
+    const later = new Date(Date.now() + 120_000);
+    expect((await svc.accounts.verifyHash(hashApiKey(old.secret))).ok).toBe(true); // within its grace period
+    expect(await svc.accounts.verifyHash(hashApiKey(old.secret), later)).toEqual({ ok: false, reason: 'replaced' });
+    expect(await svc.accounts.verifyHash(hashApiKey(plain.secret), later)).toEqual({ ok: false, reason: 'expired' });
+    expect((await svc.accounts.verifyHash(hashApiKey(next.secret), later)).ok).toBe(true);
+  });
+
   it('changes the plan for an operator and refuses an unknown plan', async () => {
     const { accountId } = cli('create-account', '--name', 'Beta').out as { accountId: string };
     expect(cli('set-plan', '--account', accountId, '--plan', 'enterprise').out).toEqual({ accountId, plan: 'enterprise' });
