@@ -1,4 +1,5 @@
 import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
+import { IDEMPOTENCY_KEY_PATTERN, operationTakesIdempotencyKey } from '@dap/contracts';
 import { open, seal } from '@dap/crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '@dap/http';
@@ -6,7 +7,6 @@ import type { Logger } from '@dap/logger';
 import type { Redis } from '@dap/redis';
 import type { BufferedResponse } from '../proxy/upstream.ts';
 
-const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 const REPLAY_TTL_MS = 24 * 3600 * 1000;
 /** An in-flight marker outlives any request the gateway lets run, then frees the key for a retry. */
 const IN_FLIGHT_TTL_MS = 120_000;
@@ -84,9 +84,9 @@ export function idempotency(deps: { redis: Redis; bodyLimit: number; logger: Log
 
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     const key = req.header('idempotency-key');
-    if (req.method !== 'POST' || key === undefined) return next();
+    if (req.method !== 'POST' || key === undefined || !req.operation || !operationTakesIdempotencyKey(req.operation)) return next();
     try {
-      if (!KEY_PATTERN.test(key))
+      if (!IDEMPOTENCY_KEY_PATTERN.test(key))
         throw new AppError('validation_failed', 'Idempotency-Key must be 1 to 255 visible ASCII characters', { errors: [{ path: 'Idempotency-Key', message: 'invalid' }] });
       const body = await readBody(req, deps.bodyLimit);
       const accountId = req.principal!.accountId;
