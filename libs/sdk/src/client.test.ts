@@ -245,10 +245,11 @@ describe('retries', () => {
 
   it('sends no Idempotency-Key where the operation takes none, so a sign-up is never repeated after a 503', async () => {
     handler = (_req, res) => json(res, 503, problem(503, 'unavailable'), { 'retry-after': '0' });
-    const signup = { email: 'a@example.com', password: 'correct horse battery', accountName: 'A' };
-    await expect(client({ idempotencyKeys: 'auto' }).request('signup', { body: signup })).rejects.toMatchObject({ status: 503 });
+    // The typed surface leaves the dashboard's /auth operations out; `request` still reaches them by id.
+    const signup = { body: { email: 'a@example.com', password: 'correct horse battery', accountName: 'A' } } as never;
+    await expect(client({ idempotencyKeys: 'auto' }).request('signup' as never, signup)).rejects.toMatchObject({ status: 503 });
     expect(seen.map((s) => s.headers['idempotency-key'])).toEqual([undefined]);
-    await expect(client().request('signup', { body: signup }, { idempotencyKey: 'k-1' })).rejects.toThrow(/signup takes no Idempotency-Key/);
+    await expect(client().request('signup' as never, signup, { idempotencyKey: 'k-1' })).rejects.toThrow(/signup takes no Idempotency-Key/);
     await expect(client().sources.create({ type: 'inline', name: 'x', rows: [{ a: 1 }] }, { idempotencyKey: '' })).rejects.toThrow(/1 to 255 visible ASCII/);
     expect(seen).toHaveLength(1);
   });
