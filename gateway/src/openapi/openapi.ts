@@ -32,7 +32,7 @@ const rateHeaders = {
 
 /** Every operation can answer these: they come from the gateway and the shared service middleware. */
 const COMMON_ERRORS: Record<number, string> = {
-  400: 'The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more).',
+  400: 'The request is malformed or fails validation (a query parameter the operation does not list, or one given twice, included); errors[] names each invalid field (at most 100, with errorCount when there were more).',
   413: 'The request body is larger than the limit.',
   429: 'The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After.',
   500: 'An unexpected error occurred.',

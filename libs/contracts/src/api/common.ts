@@ -25,7 +25,7 @@ const LIMIT_MESSAGE = { error: 'limit must be a whole number from 1 to 100, give
 export const CURSOR_MESSAGE = 'invalid cursor: send the nextCursor of the previous page of this list as it is';
 
 export const listQuerySchema = z.strictObject({
-  limit: z.coerce.number(LIMIT_MESSAGE).int(LIMIT_MESSAGE).min(1, LIMIT_MESSAGE).max(100, LIMIT_MESSAGE).default(20),
+  limit: z.coerce.number(LIMIT_MESSAGE).int(LIMIT_MESSAGE).min(1, LIMIT_MESSAGE).max(100, LIMIT_MESSAGE).default(20).describe('page size, given once'),
   cursor: z
     .string()
     .min(1, CURSOR_MESSAGE)
