@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_JSON_DEPTH, MAX_LISTED_ERRORS } from '@dap/http';
 import { API_OPERATIONS, IDEMPOTENCY_KEY_PATTERN, operationTakesIdempotencyKey, problemSchema, type ApiOperation } from '@dap/contracts';
 
 type Json = Record<string, unknown>;
@@ -32,7 +33,7 @@ const rateHeaders = {
 
 /** Every operation can answer these: they come from the gateway and the shared service middleware. */
 const COMMON_ERRORS: Record<number, string> = {
-  400: 'The request is malformed or fails validation (a query parameter the operation does not list, or one given twice, included); errors[] names each invalid field (at most 100, with errorCount when there were more).',
+  400: `The request is malformed or fails validation; errors[] names each invalid field (at most ${MAX_LISTED_ERRORS}, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than ${MAX_JSON_DEPTH} levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate).`,
   413: 'The request body is larger than the limit.',
   429: 'The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After.',
   500: 'An unexpected error occurred.',
