@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { hashApiKey, internalServiceToken, INTERNAL_TOKEN_HEADER } from '@dap/contracts';
+import { hashApiKey, internalServiceToken, INTERNAL_TOKEN_HEADER, newId } from '@dap/contracts';
 import { createLogger } from '@dap/logger';
 import { http, repoRoot, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix } from '@dap/testing';
 import { loadAccountsConfig } from '../src/config.ts';
@@ -77,6 +77,15 @@ describe('accounts', () => {
     expect(await svc.accounts.verifyHash(hashApiKey(old.secret), later)).toEqual({ ok: false, reason: 'replaced' });
     expect(await svc.accounts.verifyHash(hashApiKey(plain.secret), later)).toEqual({ ok: false, reason: 'expired' });
     expect((await svc.accounts.verifyHash(hashApiKey(next.secret), later)).ok).toBe(true);
+  });
+
+  it("answers 401, not 404, when the caller's own account is gone", async () => {
+    const missing = newId('acct');
+    await expect(svc.accounts.getAccount(missing)).rejects.toMatchObject({ status: 401, code: 'unauthorized' });
+    await expect(svc.accounts.createKey(missing, { name: 'k' })).rejects.toMatchObject({ status: 401 });
+    // Positive control: an account that exists.
+    const { accountId } = cli('create-account', '--name', 'Delta').out as { accountId: string };
+    expect((await svc.accounts.getAccount(accountId))._id).toBe(accountId);
   });
 
   it('changes the plan for an operator and refuses an unknown plan', async () => {

@@ -23,9 +23,10 @@ export class AccountsService {
     return this.accounts.coll.insert(id, { _id: id, name: input.name, ...(input.email ? { email: input.email } : {}), plan: input.plan, createdAt: now, updatedAt: now });
   }
 
+  /** The caller's own account: if it is gone, the credentials that named it are no longer valid (401). */
   async getAccount(accountId: string): Promise<AccountDoc> {
     const account = await this.accounts.get(accountId);
-    if (!account) throw notFound('account');
+    if (!account) throw new AppError('unauthorized', 'the account these credentials belong to no longer exists');
     return account;
   }
 
