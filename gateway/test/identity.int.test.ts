@@ -63,6 +63,9 @@ describe('Settings > API Keys', () => {
     const created = await http('POST', `${gw}/v1/keys`, { headers: { cookie, 'x-csrf-token': csrf }, body: { name: 'ci', scopes: ['sources:read'] } });
     expect(created.status).toBe(201);
     expect(created.body.secret).toMatch(/^dap_sk_/);
+    const past = await http('POST', `${gw}/v1/keys`, { headers: { cookie, 'x-csrf-token': csrf }, body: { name: 'late', expiresAt: '2020-01-01T00:00:00Z' } });
+    expect(past.status).toBe(400);
+    expect(past.body.errors).toEqual([{ path: 'expiresAt', message: 'must be in the future' }]);
     expect(created.body.hint).toBe(`dap_sk_…${created.body.secret.slice(-4)}`);
     const list = await http('GET', `${gw}/v1/keys`, { headers: { cookie } });
     expect(list.status).toBe(200);
@@ -99,7 +102,9 @@ describe('Settings > API Keys', () => {
     expect((await http('GET', `${gw}/v1/sources`, { headers: bearer(rolled.body.secret) })).status).toBe(200);
     expect((await http('GET', `${gw}/v1/sources`, { headers: bearer(b.secret) })).status).toBe(200);
     await new Promise((r) => setTimeout(r, 2_100));
-    expect((await http('GET', `${gw}/v1/sources`, { headers: bearer(b.secret) })).status).toBe(401);
+    const replaced = await http('GET', `${gw}/v1/sources`, { headers: bearer(b.secret) });
+    expect(replaced.status).toBe(401);
+    expect(replaced.body.detail).toBe('the API key was replaced by a roll and its grace period has ended; use the new key');
     expect((await http('POST', `${gw}/v1/keys/${a.id}/roll`, { headers: w, body: {} })).status).toBe(409);
   });
 

@@ -36,6 +36,7 @@ const REASONS: Record<string, string> = {
   unknown: 'the API key is not valid',
   revoked: 'the API key has been revoked',
   expired: 'the API key has expired',
+  replaced: 'the API key was replaced by a roll and its grace period has ended; use the new key',
 };
 
 export function cookieValue(req: Request, name: string): string | undefined {

@@ -56,6 +56,24 @@ function fakeRedis() {
 }
 
 describe('KeyVerifier', () => {
+  it('says a cached rolled key past its grace period was replaced, and a plain one past its expiry expired', async () => {
+    const end = Date.parse('2026-01-01T00:00:00Z');
+    const rolled = { current: { ok: true, key: { ...key, expiresAt: new Date(end).toISOString(), replaced: true } } as KeyVerifyOutcome };
+    const accounts = await fakeAccounts(rolled);
+    const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 1_000 });
+    const secret = generateApiKey();
+    try {
+      expect((await verifier.verify(secret, end - 1)).ok).toBe(true);
+      expect(await verifier.verify(secret, end)).toEqual({ ok: false, reason: 'replaced' });
+      expect(accounts.calls()).toBe(1); // the second answer came from the cache, checked against the clock
+      rolled.current = { ok: true, key: { ...key, expiresAt: new Date(end).toISOString() } };
+      const other = generateApiKey();
+      expect(await verifier.verify(other, end)).toEqual({ ok: false, reason: 'expired' });
+    } finally {
+      await accounts.close();
+    }
+  });
+
   it('does not keep an answer read before the key was revoked (eviction racing a lookup)', async () => {
     const answer = { current: { ok: true, key } as KeyVerifyOutcome };
     const accounts = await fakeAccounts(answer);

@@ -53,7 +53,7 @@ export class KeyVerifier {
     const hit = this.cache.get(hash);
     if (hit) this.stats.memoryHits++;
     const outcome = hit ? hit.outcome : await this.lookup(hash);
-    if (outcome.ok && outcome.key.expiresAt && Date.parse(outcome.key.expiresAt) <= now) return { ok: false, reason: 'expired' };
+    if (outcome.ok && outcome.key.expiresAt && Date.parse(outcome.key.expiresAt) <= now) return { ok: false, reason: outcome.key.replaced ? 'replaced' : 'expired' };
     return outcome;
   }
 

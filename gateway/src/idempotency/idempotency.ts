@@ -1,5 +1,5 @@
 import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
-import type { ApiOperation } from '@dap/contracts';
+import { IDEMPOTENCY_KEY_PATTERN, operationTakesIdempotencyKey } from '@dap/contracts';
 import { open, seal } from '@dap/crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '@dap/http';
@@ -7,7 +7,6 @@ import type { Logger } from '@dap/logger';
 import type { Redis } from '@dap/redis';
 import type { BufferedResponse } from '../proxy/upstream.ts';
 
-const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 const REPLAY_TTL_MS = 24 * 3600 * 1000;
 /** An in-flight marker outlives any request the gateway lets run, then frees the key for a retry. */
 const IN_FLIGHT_TTL_MS = 120_000;
@@ -132,11 +131,6 @@ async function readBody(req: Request, limit: number): Promise<Buffer> {
  * a session cookie must never be handed to a second caller. If Redis is away the request runs once,
  * unprotected, and a log line says so.
  */
-/** The session routes (sign-up, login, logout) hand out or end a session cookie: never one to replay. */
-export function operationTakesIdempotencyKey(op: Pick<ApiOperation, 'path'>): boolean {
-  return !op.path.startsWith('/auth/');
-}
-
 /** Only calls made for an account, to an operation that takes part. */
 function takesPart(req: Request): boolean {
   return req.principal !== undefined && req.principal.kind !== 'anonymous' && req.principal.accountId !== '' && !!req.operation && operationTakesIdempotencyKey(req.operation);
@@ -153,7 +147,7 @@ export function idempotency(deps: { redis: Redis; bodyLimit: number; logger: Log
     const key = req.header('idempotency-key');
     if (req.method !== 'POST' || key === undefined || !takesPart(req)) return next();
     try {
-      if (!KEY_PATTERN.test(key))
+      if (!IDEMPOTENCY_KEY_PATTERN.test(key))
         throw new AppError('validation_failed', 'Idempotency-Key must be 1 to 255 visible ASCII characters', { errors: [{ path: 'Idempotency-Key', message: 'invalid' }] });
       const body = await readBody(req, deps.bodyLimit);
       const accountId = req.principal!.accountId;

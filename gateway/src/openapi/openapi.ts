@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { API_OPERATIONS, listQuerySchema, problemSchema, type ApiOperation } from '@dap/contracts';
-import { operationTakesIdempotencyKey } from '../idempotency/idempotency.ts';
+import { MAX_JSON_DEPTH, MAX_LISTED_ERRORS } from '@dap/http';
+import { API_OPERATIONS, IDEMPOTENCY_KEY_PATTERN, operationTakesIdempotencyKey, problemSchema, type ApiOperation } from '@dap/contracts';
 
 type Json = Record<string, unknown>;
 
@@ -31,11 +31,11 @@ const rateHeaders = {
   'X-RateLimit-Reset': { description: 'Unix time (seconds) when a request slot frees up.', schema: { type: 'integer' } },
 };
 
+/** Every operation can answer these: they come from the gateway and the shared service middleware. */
 const COMMON_ERRORS: Record<number, string> = {
-  400: 'The request is malformed or fails validation.',
-  401: 'The API key is missing or invalid.',
-  403: 'The API key lacks the scope for this operation.',
-  429: 'The plan rate limit is exceeded; see Retry-After.',
+  400: `The request is malformed or fails validation; errors[] names each invalid field (at most ${MAX_LISTED_ERRORS}, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than ${MAX_JSON_DEPTH} levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate).`,
+  413: 'The request body is larger than the limit.',
+  429: 'The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After.',
   500: 'An unexpected error occurred.',
   502: 'The service behind the gateway failed to answer.',
   503: 'A service or one of its dependencies is temporarily unavailable; see Retry-After.',
@@ -43,18 +43,62 @@ const COMMON_ERRORS: Record<number, string> = {
 const EXTRA_ERRORS: Record<number, string> = {
   404: 'The resource does not exist (or belongs to another account).',
   409: 'The request conflicts with the resource state.',
-  413: 'The request body is too large.',
-  422: 'The Idempotency-Key was reused with a different body.',
+  422: 'The request is well-formed but cannot be carried out.',
+  503: 'A service or one of its dependencies is temporarily unavailable; see Retry-After.',
 };
+const IDEMPOTENCY_ERRORS: Record<number, string> = {
+  409: 'A request with the same Idempotency-Key is still in progress; see Retry-After.',
+  422: 'The Idempotency-Key was used before with a different request body.',
+};
+
+/** The error statuses an operation can answer, each with what it means there. */
+export function errorResponsesOf(op: ApiOperation): Record<number, string> {
+  const auth = op.auth ?? 'any';
+  const out: Record<number, string> = { ...COMMON_ERRORS };
+  if (auth !== 'public' || op.operationId === 'login')
+    out[401] =
+      op.operationId === 'login'
+        ? 'The email or password is wrong.'
+        : auth === 'session'
+          ? 'The dashboard session is missing or has ended.'
+          : 'The API key or session is missing or invalid.';
+  const reasons403 = [
+    ...(op.scope ? [`the API key lacks the ${op.scope} scope`] : []),
+    ...(auth === 'session' ? ['the operation needs a dashboard session, not an API key'] : []),
+    ...(auth !== 'public' && op.method !== 'get' ? ['a dashboard request did not send its x-csrf-token'] : []),
+  ];
+  if (reasons403.length) out[403] = `Forbidden: ${reasons403.join('; or ')}.`;
+  const notes = op.errorNotes ?? {};
+  const statuses = new Set([...op.errors, ...(operationTakesIdempotencyKey(op) ? [409, 422] : [])]);
+  for (const status of statuses) {
+    const own = op.errors.includes(status) ? (notes[status] ? `${notes[status]![0]!.toUpperCase()}${notes[status]!.slice(1)}.` : (EXTRA_ERRORS[status] ?? 'Error.')) : null;
+    const idem = operationTakesIdempotencyKey(op) ? IDEMPOTENCY_ERRORS[status] : undefined;
+    out[status] = [own, idem].filter(Boolean).join(' Or: ');
+  }
+  return out;
+}
 
 function parametersOf(op: ApiOperation, components: Json): Json[] {
   const params: Json[] = [];
   for (const m of op.path.matchAll(/\{(\w+)\}/g)) {
     params.push({ name: m[1], in: 'path', required: true, schema: { type: 'string' }, description: 'Resource identifier.' });
   }
-  if (op.query === listQuerySchema) {
-    const q = schemaOf(listQuerySchema, 'input', components) as { properties?: Record<string, Json> };
-    for (const [name, schema] of Object.entries(q.properties ?? {})) params.push({ name, in: 'query', required: false, schema });
+  if (op.query) {
+    const q = schemaOf(op.query, 'input', components) as { properties?: Record<string, Json>; required?: string[] };
+    for (const [name, schema] of Object.entries(q.properties ?? {})) {
+      const { description, ...rest } = schema as { description?: string };
+      params.push({ name, in: 'query', required: q.required?.includes(name) ?? false, schema: rest, ...(description ? { description } : {}) });
+    }
+  }
+  if (operationTakesIdempotencyKey(op)) {
+    params.push({
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: false,
+      schema: { type: 'string', minLength: 1, maxLength: 255, pattern: IDEMPOTENCY_KEY_PATTERN.source },
+      description:
+        'Makes a retry safe: the first answer (below 500) is kept for 24 h and replayed for the same key and body; the same key with another body is a 422, and a retry while the first request runs is a 409. 1 to 255 visible ASCII characters; anything else is a 400.',
+    });
   }
   return params;
 }
@@ -81,12 +125,7 @@ export function buildOpenApi(serverUrl: string): Json {
         content: { 'application/json': { schema: schemaOf(success.alt.schema, 'output', components) } },
       };
     }
-    for (const [status, description] of Object.entries(COMMON_ERRORS)) {
-      if (status === '403' && op.scope === null && auth !== 'session') continue;
-      if (status === '401' && auth === 'public' && op.operationId !== 'login') continue;
-      responses[status] = problemResponse(description);
-    }
-    for (const status of op.errors) responses[String(status)] = problemResponse(EXTRA_ERRORS[status] ?? 'Error.');
+    for (const [status, description] of Object.entries(errorResponsesOf(op))) responses[status] = problemResponse(description);
     const security = auth === 'public' ? [] : auth === 'session' ? [{ sessionCookie: [] }] : [{ bearerAuth: op.scope ? [op.scope] : [] }, { sessionCookie: [] }];
     const operation: Json = {
       operationId: op.operationId,
@@ -100,14 +139,6 @@ export function buildOpenApi(serverUrl: string): Json {
     };
     if (op.body) {
       operation.requestBody = { required: true, content: { 'application/json': { schema: schemaOf(op.body, 'input', components) } } };
-      if (operationTakesIdempotencyKey(op))
-        (operation.parameters as Json[]).push({
-          name: 'Idempotency-Key',
-          in: 'header',
-          required: false,
-          schema: { type: 'string', maxLength: 255 },
-          description: 'Replays the first response (status, headers and body) for the same key and the same JSON body (key order aside) within 24 h.',
-        });
     }
     paths[op.path] = { ...(paths[op.path] ?? {}), [op.method]: operation };
   }

@@ -1,4 +1,4 @@
-import { isId, newId, pooledRandom } from './ids.ts';
+import { idSchema, isId, newId, pooledRandom } from './ids.ts';
 
 describe('ids', () => {
   it('are prefixed ULIDs, unique and in creation order', () => {
@@ -34,5 +34,10 @@ describe('ids', () => {
     // buffer would make them equal position by position; fresh bytes match at ~1/256 of the positions.
     const same = first.filter((v, k) => v === next[k]).length;
     expect(same).toBeLessThan(pool / 32);
+  });
+
+  it('names the id it wanted with the right article', () => {
+    expect(idSchema('acct').safeParse('x').error?.issues[0]?.message).toBe('must be an acct_ id');
+    expect(idSchema('src').safeParse('x').error?.issues[0]?.message).toBe('must be a src_ id');
   });
 });

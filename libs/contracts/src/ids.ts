@@ -32,6 +32,11 @@ export function isId(prefix: IdPrefix, value: unknown): value is string {
   return typeof value === 'string' && new RegExp(`^${prefix}_${ULID}$`).test(value);
 }
 
+/** `a` or `an` before a word, by its first letter ("an integer", "a string", "an acct_ id"). */
+export function withArticle(word: string): string {
+  return `${/^[aeiou]/i.test(word) ? 'an' : 'a'} ${word}`;
+}
+
 export function idSchema(prefix: IdPrefix) {
-  return z.string().regex(new RegExp(`^${prefix}_${ULID}$`), `must be a ${prefix}_ id`);
+  return z.string().regex(new RegExp(`^${prefix}_${ULID}$`), `must be ${withArticle(`${prefix}_`)} id`);
 }

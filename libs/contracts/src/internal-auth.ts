@@ -68,8 +68,11 @@ export interface VerifiedKey {
   plan: z.infer<typeof planSchema>;
   scopes: z.infer<typeof scopeSchema>[];
   expiresAt: string | null;
+  /** The key was replaced by a roll: `expiresAt` is the end of its grace period. */
+  replaced?: boolean;
 }
-export type KeyVerifyOutcome = { ok: true; key: VerifiedKey } | { ok: false; reason: 'unknown' | 'revoked' | 'expired' };
+/** `replaced`: a rolled key after its grace period (an `expired` key reached the expiry it was created with). */
+export type KeyVerifyOutcome = { ok: true; key: VerifiedKey } | { ok: false; reason: 'unknown' | 'revoked' | 'expired' | 'replaced' };
 
 /** What accounts answers the gateway's internal session verification. */
 export interface VerifiedSession {

@@ -26,16 +26,30 @@ export interface FieldError {
   message: string;
 }
 
+interface AppErrorOptions {
+  errors?: FieldError[];
+  /** How many field errors were found, when `errors` lists only some of them. */
+  errorCount?: number | undefined;
+  headers?: Record<string, string>;
+  cause?: unknown;
+}
+
 export class AppError extends Error {
   readonly code: ErrorCode;
   readonly errors: FieldError[] | undefined;
+  /** How many field errors were found, when `errors` lists only some of them. */
+  readonly errorCount: number | undefined;
   readonly headers: Record<string, string>;
 
-  constructor(code: ErrorCode, detail: string, opts: { errors?: FieldError[]; headers?: Record<string, string>; cause?: unknown } = {}) {
+  /** A validation failure always names its fields (`errors[]`), so a client can point at them. */
+  constructor(code: 'validation_failed', detail: string, opts: AppErrorOptions & { errors: FieldError[] });
+  constructor(code: Exclude<ErrorCode, 'validation_failed'>, detail: string, opts?: AppErrorOptions);
+  constructor(code: ErrorCode, detail: string, opts: AppErrorOptions = {}) {
     super(detail, { cause: opts.cause });
     this.name = 'AppError';
     this.code = code;
     this.errors = opts.errors;
+    this.errorCount = opts.errorCount;
     this.headers = opts.headers ?? {};
   }
 
@@ -55,6 +69,7 @@ export interface ProblemBody {
   code: ErrorCode;
   requestId: string;
   errors?: FieldError[];
+  errorCount?: number;
 }
 
 export function problemOf(err: AppError, instance: string, requestId: string): ProblemBody {
@@ -69,5 +84,6 @@ export function problemOf(err: AppError, instance: string, requestId: string): P
     requestId,
   };
   if (err.errors) body.errors = err.errors;
+  if (err.errorCount !== undefined) body.errorCount = err.errorCount;
   return body;
 }

@@ -1,3 +1,4 @@
+import { CURSOR_MESSAGE } from '@dap/contracts';
 import { AppError } from './errors.ts';
 
 export interface Page<T> {
@@ -14,7 +15,7 @@ export function encodeCursor(lastId: string): string {
 export function decodeCursor(cursor: string | undefined, isValidId: (id: string) => boolean): string | undefined {
   if (cursor === undefined) return undefined;
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!isValidId(id)) throw new AppError('validation_failed', 'the cursor is invalid', { errors: [{ path: 'cursor', message: 'invalid cursor' }] });
+  if (!isValidId(id)) throw new AppError('validation_failed', `the query is invalid: cursor: ${CURSOR_MESSAGE}`, { errors: [{ path: 'cursor', message: CURSOR_MESSAGE }] });
   return id;
 }
 

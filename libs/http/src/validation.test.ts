@@ -1,7 +1,18 @@
 import { z } from 'zod';
 import { AppError } from './errors.ts';
-import { checkJsonShape, parseOr400, MAX_JSON_DEPTH } from './validation.ts';
+import { createSourceBody } from '@dap/contracts';
+import { checkJsonShape, parseOr400, FULL_CHECK_MAX_NODES, MAX_JSON_DEPTH, MAX_LISTED_ERRORS } from './validation.ts';
+import { problemOf } from './errors.ts';
 import { decodeCursor, encodeCursor, toPage } from './pagination.ts';
+
+function failureOf(schema: z.ZodType, value: unknown): AppError {
+  try {
+    parseOr400(schema, value, 'body');
+  } catch (err) {
+    return err as AppError;
+  }
+  throw new Error('expected a failure');
+}
 
 describe('request validation', () => {
   it('throws a 400 with one entry per bad field', () => {
@@ -43,6 +54,54 @@ describe('request validation', () => {
         },
       ]),
     ).toEqual([{ path: '0.and.1.field', message: 'Invalid input: expected string, received number' }]);
+  });
+
+  it('lists at most 100 field errors with their count, and a short detail', () => {
+    const bad = Array.from({ length: 150 }, () => 'x');
+    const e = failureOf(z.array(z.number()), bad);
+    expect(e.errors).toHaveLength(MAX_LISTED_ERRORS);
+    expect(e.errors?.[99]).toEqual({ path: '99', message: 'Invalid input: expected number, received string' });
+    expect(problemOf(e, '/v1/x', 'req_1').errorCount).toBe(150);
+    expect(e.message).toBe(
+      'the body is invalid: 0: Invalid input: expected number, received string; 1: Invalid input: expected number, received string; 2: Invalid input: expected number, received string; 3: Invalid input: expected number, received string; 4: Invalid input: expected number, received string; and 145 more in errors[]',
+    );
+    // Positive control: a few errors are listed whole, without a count.
+    const few = failureOf(z.array(z.number()), ['a', 'b']);
+    expect(few.errors).toHaveLength(2);
+    expect(problemOf(few, '/v1/x', 'req_1')).not.toHaveProperty('errorCount');
+  });
+
+  it('answers 10,000 inline rows of 10 bad fields with a small body, and stops checking at the first bad row', () => {
+    const row = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`f${i}`, []]));
+    const body = { type: 'inline', name: 'x', rows: Array.from({ length: 10_000 }, () => ({ ...row })) };
+    const e = failureOf(createSourceBody, body);
+    expect(e.status).toBe(400);
+    expect(e.errors).toHaveLength(10);
+    expect(e.errors?.[0]).toEqual({ path: 'rows.0.f0', message: 'Invalid input: expected string, number, boolean or null, received array' });
+    expect(e.message).toMatch(/there may be more\)$/);
+    expect(JSON.stringify(problemOf(e, '/v1/sources', 'req_1')).length).toBeLessThan(4_000);
+
+    // Every item a schema checks is counted: past the size limit, checking stops at the first bad item.
+    let checked = 0;
+    const counting = z.array(z.custom<number>(() => (checked++, false)));
+    failureOf(
+      counting,
+      Array.from({ length: FULL_CHECK_MAX_NODES + 1 }, () => 1),
+    );
+    expect(checked).toBeLessThan(5);
+    // Positive control: below it, every item is checked and reported.
+    checked = 0;
+    const small = failureOf(
+      counting,
+      Array.from({ length: 500 }, () => 1),
+    );
+    expect(checked).toBeGreaterThanOrEqual(500);
+    expect(small.errorCount).toBe(500);
+  });
+
+  it('parses a valid large body once and whole', () => {
+    const rows = Array.from({ length: 10_000 }, (_, i) => ({ id: i, name: `n${i}` }));
+    expect(parseOr400(createSourceBody, { type: 'inline', name: 'x', rows }, 'body')).toEqual({ type: 'inline', name: 'x', rows });
   });
 
   it('names why a key is refused', () => {

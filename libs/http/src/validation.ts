@@ -33,13 +33,55 @@ function issueErrors(issue: Issue, base: PropertyKey[]): FieldError[] {
 
 const pathOf = (path: PropertyKey[]) => path.map(String).join('.') || '(root)';
 
-/** Validates a value against a schema, or throws a 400 with one entry per bad field. */
+/** A 400 lists at most this many field errors; `errorCount` then says how many were found. */
+export const MAX_LISTED_ERRORS = 100;
+/** The detail line repeats the first few of them; `errors` has the rest. */
+const ERRORS_IN_DETAIL = 5;
+/**
+ * A value with more nodes (array items and object entries) than this is checked only up to its first invalid
+ * item of each array or object: listing every error of a large body costs memory in proportion to the body
+ * (10,000 rows of 10 bad fields are 100,000 issues, some 130 MB inside zod).
+ */
+export const FULL_CHECK_MAX_NODES = 10_000;
+
+/** zod's own abortEarly (what `schema.validate` uses): a container stops before its next child once one failed. */
+const STOP_EARLY = { abortEarly: true } as z.core.ParseContext<z.core.$ZodIssue>;
+
+/** Whether a JSON-like value has more than `limit` nodes; walks at most `limit` of them. */
+function hasMoreNodesThan(value: unknown, limit: number): boolean {
+  const stack: unknown[] = [value];
+  let seen = 0;
+  while (stack.length) {
+    const v = stack.pop();
+    if (v === null || typeof v !== 'object') continue;
+    for (const item of Array.isArray(v) ? v : Object.values(v)) {
+      if (++seen > limit) return true;
+      stack.push(item);
+    }
+  }
+  return false;
+}
+
+/**
+ * Validates a value against a schema, or throws a 400 with one entry per bad field (at most
+ * MAX_LISTED_ERRORS of them, and `errorCount` when there were more). A valid value is parsed once, exactly as
+ * without early stopping; an invalid one is parsed again in full only when it is small enough.
+ */
 export function parseOr400<S extends z.ZodType>(schema: S, value: unknown, where: string): z.infer<S> {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const errors = fieldErrors(result.error);
-  throw new AppError('validation_failed', `the ${where} is invalid: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, {
+  const first = schema.safeParse(value, STOP_EARLY);
+  if (first.success) return first.data;
+  const complete = !hasMoreNodesThan(value, FULL_CHECK_MAX_NODES);
+  const found = fieldErrors(complete ? schema.safeParse(value).error! : first.error);
+  const errors = found.slice(0, MAX_LISTED_ERRORS);
+  const listed = errors
+    .slice(0, ERRORS_IN_DETAIL)
+    .map((e) => `${e.path}: ${e.message}`)
+    .join('; ');
+  const more = found.length > ERRORS_IN_DETAIL ? `; and ${found.length - ERRORS_IN_DETAIL} more in errors[]` : '';
+  const partial = complete ? '' : ' (a large body is checked only up to its first invalid items; there may be more)';
+  throw new AppError('validation_failed', `the ${where} is invalid: ${listed}${more}${partial}`, {
     errors,
+    errorCount: found.length > errors.length ? found.length : undefined,
   });
 }
 

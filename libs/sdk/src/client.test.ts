@@ -243,6 +243,17 @@ describe('retries', () => {
     expect(seen[1]!.headers['idempotency-key']).toBe(seen[0]!.headers['idempotency-key']);
   });
 
+  it('sends no Idempotency-Key where the operation takes none, so a sign-up is never repeated after a 503', async () => {
+    handler = (_req, res) => json(res, 503, problem(503, 'unavailable'), { 'retry-after': '0' });
+    // The typed surface leaves the dashboard's /auth operations out; `request` still reaches them by id.
+    const signup = { body: { email: 'a@example.com', password: 'correct horse battery', accountName: 'A' } } as never;
+    await expect(client({ idempotencyKeys: 'auto' }).request('signup' as never, signup)).rejects.toMatchObject({ status: 503 });
+    expect(seen.map((s) => s.headers['idempotency-key'])).toEqual([undefined]);
+    await expect(client().request('signup' as never, signup, { idempotencyKey: 'k-1' })).rejects.toThrow(/signup takes no Idempotency-Key/);
+    await expect(client().sources.create({ type: 'inline', name: 'x', rows: [{ a: 1 }] }, { idempotencyKey: '' })).rejects.toThrow(/1 to 255 visible ASCII/);
+    expect(seen).toHaveLength(1);
+  });
+
   it('repeats a GET after a 503', async () => {
     let n = 0;
     handler = (_req, res) => (n++ === 0 ? json(res, 503, problem(503, 'unavailable'), { 'retry-after': '0' }) : json(res, 200, source('src_1')));

@@ -1,4 +1,4 @@
-import { API_OPERATIONS, problemSchema, type ApiOperation, type Problem } from '@dap/contracts';
+import { API_OPERATIONS, IDEMPOTENCY_KEY_PATTERN, operationTakesIdempotencyKey, problemSchema, type ApiOperation, type Problem } from '@dap/contracts';
 import { DapApiError, DapConnectionError, errorFor, parseRetryAfter } from './errors.ts';
 import { SDK_OPERATIONS, type OperationId, type QueryParams, type RequestBody, type ResultOf } from './operations.ts';
 import { backoffDelay } from '@dap/retry';
@@ -14,7 +14,7 @@ export interface DapClientOptions {
   maxRetries?: number;
   /** A Retry-After longer than this is not waited for: the error is thrown at once. Default 60 s. */
   maxRetryDelayMs?: number;
-  /** 'auto' gives every POST without an explicit key a fresh Idempotency-Key, so its retries are safe. */
+  /** 'auto' gives every POST that takes one (all but /auth) a fresh Idempotency-Key when none is given, so its retries are safe. */
   idempotencyKeys?: 'auto' | 'manual';
   /** Parse every success body with the operation's zod schema (throws on a mismatch); default false. */
   validateResponses?: boolean;
@@ -25,7 +25,10 @@ export interface DapClientOptions {
 }
 
 export interface RequestOptions {
-  /** Sent as Idempotency-Key (POST only): the same key and body within 24 h replay the first response. */
+  /**
+   * Sent as Idempotency-Key (POSTs other than /auth; 1 to 255 visible ASCII characters): the same key and body
+   * within 24 h replay the first response.
+   */
   idempotencyKey?: string;
   /** Sent as X-Request-Id, so your logs and ours share an id. */
   requestId?: string;
@@ -168,7 +171,11 @@ export class Transport {
     if (this.#opts.apiKey) headers.authorization = `Bearer ${this.#opts.apiKey}`;
     if (options.requestId) headers['x-request-id'] = options.requestId;
     let idempotent = method !== 'POST';
-    if (method === 'POST') {
+    if (options.idempotencyKey !== undefined && !operationTakesIdempotencyKey(operation))
+      throw new TypeError(`${operationId} takes no Idempotency-Key (only POST operations outside /auth do)`);
+    if (options.idempotencyKey !== undefined && !IDEMPOTENCY_KEY_PATTERN.test(options.idempotencyKey))
+      throw new TypeError('an Idempotency-Key is 1 to 255 visible ASCII characters');
+    if (operationTakesIdempotencyKey(operation)) {
       const key = options.idempotencyKey ?? (this.#opts.idempotencyKeys === 'auto' ? globalThis.crypto.randomUUID() : undefined);
       if (key) {
         headers['idempotency-key'] = key;

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { hashApiKey, internalServiceToken, INTERNAL_TOKEN_HEADER } from '@dap/contracts';
+import { hashApiKey, internalServiceToken, INTERNAL_TOKEN_HEADER, newId } from '@dap/contracts';
 import { createLogger } from '@dap/logger';
 import { http, repoRoot, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix } from '@dap/testing';
 import { loadAccountsConfig } from '../src/config.ts';
@@ -61,6 +61,31 @@ describe('accounts', () => {
     expect(cli('check-key')).toEqual({ status: 1, out: { ok: false, reason: 'revoked' } });
     delete process.env.__KEY;
     expect((await verify(hashApiKey(created.apiKey), token)).body).toEqual({ ok: false, reason: 'revoked' });
+  });
+
+  it('refuses a key that expires in the past with errors[], and tells a rolled key after its grace period from an expired one', async () => {
+    const { accountId } = cli('create-account', '--name', 'Gamma').out as { accountId: string };
+    const past = await svc.accounts.createKey(accountId, { name: 'late', expiresAt: new Date(Date.now() - 1_000) }).catch((e: unknown) => e);
+    expect(past).toMatchObject({ status: 400, code: 'validation_failed', errors: [{ path: 'expiresAt', message: 'must be in the future' }] });
+
+    const soon = new Date(Date.now() + 60_000);
+    const plain = await svc.accounts.createKey(accountId, { name: 'plain', expiresAt: soon });
+    const old = await svc.accounts.createKey(accountId, { name: 'old' });
+    const next = await svc.accounts.rollKey(accountId, old.key._id, 30);
+    const later = new Date(Date.now() + 120_000);
+    expect((await svc.accounts.verifyHash(hashApiKey(old.secret))).ok).toBe(true); // within its grace period
+    expect(await svc.accounts.verifyHash(hashApiKey(old.secret), later)).toEqual({ ok: false, reason: 'replaced' });
+    expect(await svc.accounts.verifyHash(hashApiKey(plain.secret), later)).toEqual({ ok: false, reason: 'expired' });
+    expect((await svc.accounts.verifyHash(hashApiKey(next.secret), later)).ok).toBe(true);
+  });
+
+  it("answers 401, not 404, when the caller's own account is gone", async () => {
+    const missing = newId('acct');
+    await expect(svc.accounts.getAccount(missing)).rejects.toMatchObject({ status: 401, code: 'unauthorized' });
+    await expect(svc.accounts.createKey(missing, { name: 'k' })).rejects.toMatchObject({ status: 401 });
+    // Positive control: an account that exists.
+    const { accountId } = cli('create-account', '--name', 'Delta').out as { accountId: string };
+    expect((await svc.accounts.getAccount(accountId))._id).toBe(accountId);
   });
 
   it('changes the plan for an operator and refuses an unknown plan', async () => {

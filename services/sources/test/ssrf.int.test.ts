@@ -50,7 +50,7 @@ afterAll(async () => {
 
 async function refusedAs(body: Record<string, unknown>, path: string, reason: RegExp) {
   const res = await strict.api('POST', '/v1/sources', { body });
-  expect({ status: res.status, errors: res.body?.errors }).toMatchObject({ status: 400, errors: [{ path, message: expect.stringMatching(reason) }] });
+  expect({ status: res.status, errors: res.body?.errors }).toMatchObject({ status: 422, errors: [{ path, message: expect.stringMatching(reason) }] });
 }
 
 describe('SSRF guard with ALLOW_PRIVATE_TARGETS=false', () => {
@@ -114,7 +114,7 @@ describe('the address actually dialled', () => {
   it('MongoDB checks every address the driver dials: a name that changes to a refused address after the check is caught', async () => {
     const mongoPort = new URL(stackEnv().MONGO_URL).port;
     const res = await dialling.api('POST', '/v1/sources', { body: { type: 'mongodb', name: 'x', connection: { url: `mongodb://rebind.test:${mongoPort}/db` }, collection: 'c' } });
-    expect(res.status).toBe(400);
+    expect(res.status).toBe(422);
     expect(res.body.errors[0]).toMatchObject({ path: 'connection', message: expect.stringMatching(/224\.0\.0\.1, which is not allowed \(multicast\)/) });
     expect(resolutions['rebind.test']).toBeGreaterThanOrEqual(2);
   });

@@ -59,8 +59,22 @@ export interface ApiOperation {
    * when it is not `application/json` (e.g. `text/csv` for a CSV download).
    */
   success: { status: 200 | 201 | 202 | 204; schema: z.ZodType | null; mediaType?: string; alt?: { status: 202; schema: z.ZodType } };
-  /** Error statuses the operation can answer besides the common ones (400, 401, 403, 429, 500). */
+  /**
+   * Error statuses the operation can answer besides the ones every operation can (400, 413, 429, 500, 502,
+   * 503), the ones of its credentials (401, 403) and of Idempotency-Key (409, 422; see
+   * operationTakesIdempotencyKey).
+   */
   errors: readonly number[];
+  /** What an error status means for this operation, when more than the catalogue's general words. */
+  errorNotes?: Readonly<Partial<Record<number, string>>>;
+}
+
+/**
+ * Which operations take an Idempotency-Key: every POST but the /auth ones, where a replayed answer would hand
+ * one client's session to another. The gateway ignores the header anywhere else.
+ */
+export function operationTakesIdempotencyKey(op: Pick<ApiOperation, 'method' | 'path'>): boolean {
+  return op.method === 'post' && !op.path.startsWith('/auth/');
 }
 
 export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
@@ -209,7 +223,11 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
       'Connect a new data source: rows, an uploaded CSV/JSON/NDJSON file, an http(s) file URL, a PostgreSQL or MySQL/MariaDB table or query, or a MongoDB collection. Remote sources are checked (connection, credentials, table, file format) before they are accepted; passwords and headers are write-only.',
     body: createSourceBody,
     success: { status: 201, schema: sourceSchema },
-    errors: [413, 409, 422, 503],
+    errors: [409, 422, 503],
+    errorNotes: {
+      422: "the source's address is one the service may not reach (loopback, private, link-local, cloud metadata…); errors[] names the field",
+      503: 'this deployment cannot store the credentials of remote sources',
+    },
   },
   {
     operationId: 'getSource',
@@ -291,7 +309,11 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     summary: 'Execute a custom analytics query; the result is saved as a report.',
     body: querySchema,
     success: { status: 201, schema: reportSchema, alt: { status: 202, schema: reportSchema } },
-    errors: [404, 409, 413, 422],
+    errors: [404, 409],
+    errorNotes: {
+      404: 'the source does not exist',
+      409: 'the source is not ready or has no data yet, or the account already runs as many queries as it may at once',
+    },
   },
   {
     operationId: 'listModels',
@@ -314,7 +336,8 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
       'Train a model on a data source (202: it trains in the background; poll the Location until ready or failed), or upload an ONNX model (201: verified by loading it, ready at once).',
     body: createModelBody,
     success: { status: 201, schema: modelSchema, alt: { status: 202, schema: modelSchema } },
-    errors: [404, 409, 413, 422, 503],
+    errors: [404, 409, 422, 503],
+    errorNotes: { 404: 'the source to train on does not exist', 409: 'the source to train on is not ready' },
   },
   {
     operationId: 'getModel',
@@ -345,7 +368,11 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     summary: 'Run a prediction on a model; inputs are validated against its features, and batches are accepted.',
     body: predictBody,
     success: { status: 200, schema: predictionSchema },
-    errors: [404, 409, 413, 422, 503],
+    errors: [404, 409, 422, 503],
+    errorNotes: {
+      409: 'the model is not ready (still training, or failed)',
+      422: 'the model could not compute an answer for these inputs (an ONNX model failed or ran too long, or an output is not finite)',
+    },
   },
   {
     operationId: 'getModelMetrics',
@@ -377,7 +404,8 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     summary: 'Register a new webhook endpoint; the signing secret is returned once.',
     body: createWebhookBody,
     success: { status: 201, schema: webhookCreatedSchema },
-    errors: [413, 409, 422],
+    errors: [409, 422],
+    errorNotes: { 422: "the URL's target is not allowed (errors[] says why), or the account has as many endpoints as it may" },
   },
   {
     operationId: 'getWebhook',

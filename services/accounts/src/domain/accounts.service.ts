@@ -23,9 +23,10 @@ export class AccountsService {
     return this.accounts.coll.insert(id, { _id: id, name: input.name, ...(input.email ? { email: input.email } : {}), plan: input.plan, createdAt: now, updatedAt: now });
   }
 
+  /** The caller's own account: if it is gone, the credentials that named it are no longer valid (401). */
   async getAccount(accountId: string): Promise<AccountDoc> {
     const account = await this.accounts.get(accountId);
-    if (!account) throw notFound('account');
+    if (!account) throw new AppError('unauthorized', 'the account these credentials belong to no longer exists');
     return account;
   }
 
@@ -43,7 +44,8 @@ export class AccountsService {
   /** Creates a key; the returned secret is the only copy that will ever exist. */
   async createKey(accountId: string, input: { name: string; scopes?: Scope[]; expiresAt?: Date | null }): Promise<{ secret: string; key: ApiKeyDoc }> {
     await this.getAccount(accountId);
-    if (input.expiresAt && input.expiresAt.getTime() <= Date.now()) throw new AppError('validation_failed', 'expiresAt must be in the future');
+    if (input.expiresAt && input.expiresAt.getTime() <= Date.now())
+      throw new AppError('validation_failed', 'expiresAt must be in the future', { errors: [{ path: 'expiresAt', message: 'must be in the future' }] });
     const secret = generateApiKey();
     const id = newId('key');
     const event = makeEvent('apikey.created', { accountId, subject: id, data: { keyId: id } });
@@ -88,7 +90,7 @@ export class AccountsService {
     const created = await this.createKey(accountId, { name: old.name, scopes: old.scopes, expiresAt: old.expiresAt });
     // Gateways cache verified keys; the event evicts the old entry so its new expiry applies at once.
     const event = makeEvent('apikey.updated', { accountId, subject: keyId, data: { keyId } });
-    await this.keys.coll.update(accountId, keyId, { expiresAt: oldExpiry }, [event]);
+    await this.keys.coll.update(accountId, keyId, { expiresAt: oldExpiry, replacedBy: created.key._id }, [event]);
     return created;
   }
 
@@ -108,13 +110,20 @@ export class AccountsService {
     const key = await this.keys.findByHash(hash);
     if (!key) return { ok: false, reason: 'unknown' };
     if (key.revokedAt) return { ok: false, reason: 'revoked' };
-    if (key.expiresAt && key.expiresAt.getTime() <= now.getTime()) return { ok: false, reason: 'expired' };
+    if (key.expiresAt && key.expiresAt.getTime() <= now.getTime()) return { ok: false, reason: key.replacedBy ? 'replaced' : 'expired' };
     const account = await this.accounts.get(key.accountId);
     if (!account) return { ok: false, reason: 'unknown' };
     if (!key.lastUsedAt || now.getTime() - key.lastUsedAt.getTime() > TOUCH_EVERY_MS) await this.keys.touch(key.accountId, key._id, now);
     return {
       ok: true,
-      key: { keyId: key._id, accountId: key.accountId, plan: account.plan, scopes: key.scopes, expiresAt: key.expiresAt?.toISOString() ?? null },
+      key: {
+        keyId: key._id,
+        accountId: key.accountId,
+        plan: account.plan,
+        scopes: key.scopes,
+        expiresAt: key.expiresAt?.toISOString() ?? null,
+        ...(key.replacedBy ? { replaced: true } : {}),
+      },
     };
   }
 

@@ -11,6 +11,8 @@ export interface ApiKeyDoc extends TenantDoc {
   lastUsedAt: Date | null;
   expiresAt: Date | null;
   revokedAt: Date | null;
+  /** The key that replaced this one when it was rolled (absent on keys never rolled). */
+  replacedBy?: string | null;
 }
 
 export class ApiKeyRepository {

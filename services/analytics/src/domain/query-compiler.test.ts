@@ -200,6 +200,13 @@ describe('compileQuery: rejects what does not fit the schema (400 naming the fie
   it.each([
     ['sum on a string', { measures: [{ op: 'sum', field: 'country' }] }, 'measures.0.field', /sum cannot be computed on "country", a string field/],
     ['avg on a boolean', { measures: [{ op: 'avg', field: 'paid' }] }, 'measures.0.field', /a boolean field/],
+    [
+      'an integer as the time dimension',
+      { timeDimension: { field: 'qty', granularity: 'day' } },
+      'timeDimension.field',
+      /^"qty" is an integer field; a time dimension needs a timestamp field$/,
+    ],
+    ['contains on an integer', { filters: [{ field: 'qty', op: 'contains', value: '1' }] }, 'filters.0.op', /contains cannot be used on "qty", an integer field/],
     ['p90 on a timestamp', { measures: [{ op: 'p90', field: 'ts' }] }, 'measures.0.field', /p90 cannot be computed/],
     ['min on a boolean', { measures: [{ op: 'min', field: 'paid' }] }, 'measures.0.field', /min cannot be computed/],
     ['countDistinct without a field', { measures: [{ op: 'countDistinct' }] }, 'measures.0.field', /needs a field/],

@@ -1,6 +1,6 @@
 import { sqlIdent, type DatasetColumn } from '@dap/datasets';
 import { AppError, type FieldError } from '@dap/http';
-import type { AnalyticsQuery, Filter } from '@dap/contracts';
+import { withArticle, type AnalyticsQuery, type Filter } from '@dap/contracts';
 
 /**
  * Compiles the analytics DSL to one parameterised DuckDB statement over a source's Parquet file.
@@ -188,7 +188,7 @@ class Compiler {
     const type = this.field(f.field, `${path}.field`);
     if (type === null) return null;
     if (!allowed.includes(type)) {
-      this.fail(`${path}.op`, `${op} cannot be used on ${JSON.stringify(f.field)}, a ${type} field (it works on ${allowed.join(', ')} fields)`);
+      this.fail(`${path}.op`, `${op} cannot be used on ${JSON.stringify(f.field)}, ${withArticle(type)} field (it works on ${allowed.join(', ')} fields)`);
       return null;
     }
     const col = this.columnExpr(f.field, type);
@@ -278,7 +278,7 @@ export function compileQuery(query: AnalyticsQuery, schema: readonly DatasetColu
     const unit = GRANULARITY_SQL[td.granularity];
     if (!unit) c.fail('timeDimension.granularity', `granularity must be one of ${Object.keys(GRANULARITY_SQL).join(', ')}`);
     if (type !== null && type !== 'timestamp' && type !== 'string') {
-      c.fail('timeDimension.field', `${JSON.stringify(td.field)} is a ${type} field; a time dimension needs a timestamp field`);
+      c.fail('timeDimension.field', `${JSON.stringify(td.field)} is ${withArticle(type)} field; a time dimension needs a timestamp field`);
     } else if (type !== null && unit) {
       // A string column holding ISO times is read as time too; values that are not times fall in a null bucket.
       const t = type === 'timestamp' ? `CAST(${sqlIdent(td.field)} AS TIMESTAMP)` : `TRY_CAST(${sqlIdent(td.field)} AS TIMESTAMP)`;
@@ -318,7 +318,7 @@ export function compileQuery(query: AnalyticsQuery, schema: readonly DatasetColu
       const type = c.field(m.field, `measures.${i}.field`);
       if (type === null) return;
       if (spec.types && !spec.types.includes(type)) {
-        c.fail(`measures.${i}.field`, `${m.op} cannot be computed on ${JSON.stringify(m.field)}, a ${type} field (it needs ${spec.types.join(' or ')})`);
+        c.fail(`measures.${i}.field`, `${m.op} cannot be computed on ${JSON.stringify(m.field)}, ${withArticle(type)} field (it needs ${spec.types.join(' or ')})`);
         return;
       }
       expr = spec.sql(sqlIdent(m.field));

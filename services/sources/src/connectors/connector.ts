@@ -5,16 +5,20 @@ import type { OutboundGuard } from '@dap/netguard';
 import type { DownloadRunner } from '../outbound/download-worker.ts';
 
 /**
- * A connector refuses a source (400 on create) or fails a sync with a reason the client can act on, naming
- * the body field at fault. The message is shown to the customer as is: it never carries a secret.
+ * A connector refuses a source (400 on create; 422 when its address is one the service may not reach) or
+ * fails a sync with a reason the client can act on, naming the body field at fault. The message is shown to
+ * the customer as is: it never carries a secret.
  */
 export class ConnectorCheckError extends Error {
   readonly field: string;
+  /** The source's host or address is not allowed (private, loopback, link-local…): see libs/netguard. */
+  readonly refusedTarget: boolean;
 
-  constructor(field: string, reason: string) {
+  constructor(field: string, reason: string, opts: { refusedTarget?: boolean } = {}) {
     super(reason);
     this.name = 'ConnectorCheckError';
     this.field = field;
+    this.refusedTarget = opts.refusedTarget ?? false;
   }
 }
 

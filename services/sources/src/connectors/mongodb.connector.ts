@@ -8,7 +8,7 @@ import { ConnectorCheckError, type RemoteConnector, type RemoteContext } from '.
 import { closeQuietly, connectionOf, dbConnectionSchema, publicConnection, type DbConnection } from './db-spec.ts';
 import { withDeadline } from './deadline.ts';
 import { parseMongoFilter } from './mongo-filter.ts';
-import { describeNetworkError, scrub, TooLargeError } from './remote-errors.ts';
+import { describeNetworkError, isRefusedTarget, scrub, TooLargeError } from './remote-errors.ts';
 
 export interface MongoSpec extends DbConnection {
   collection: string;
@@ -66,7 +66,7 @@ function failure(err: unknown, spec: MongoSpec): Error {
   // Server selection errors keep the real reason on the server description.
   const serverError = e?.reason?.servers ? [...e.reason.servers.values()].map((s) => s.error).find(Boolean) : undefined;
   const net = describeNetworkError(err) ?? (serverError ? describeNetworkError(serverError) : null);
-  if (net) return new ConnectorCheckError('connection', `could not connect to MongoDB: ${net}`);
+  if (net) return new ConnectorCheckError('connection', `could not connect to MongoDB: ${net}`, { refusedTarget: isRefusedTarget(err) || isRefusedTarget(serverError) });
   const message = scrub(
     String(e?.message ?? 'unknown error')
       .split('\n')[0]!

@@ -6,7 +6,7 @@ import { ConnectorCheckError, type RemoteConnector, type RemoteContext, type Sta
 import { closeQuietly, connectionOf, publicConnection } from './db-spec.ts';
 import { withDeadline } from './deadline.ts';
 import { sqlOf, sqlSpecSchema, type SqlSpec } from './postgres.connector.ts';
-import { describeNetworkError, scrub, TooLargeError } from './remote-errors.ts';
+import { describeNetworkError, isRefusedTarget, scrub, TooLargeError } from './remote-errors.ts';
 
 /** MySQL protocol column types whose values the loader keeps typed; every other type arrives as text. */
 const MYSQL_TYPES: Record<number, StagedColumnType> = {
@@ -42,7 +42,7 @@ function failure(err: unknown, spec: SqlSpec): Error {
     return new ConnectorCheckError(sourceField, `MySQL could not run the ${spec.table ? 'read of the table' : 'query'}: ${message}`);
   }
   const net = describeNetworkError(err);
-  if (net) return new ConnectorCheckError('connection', `could not connect to MySQL: ${net}`);
+  if (net) return new ConnectorCheckError('connection', `could not connect to MySQL: ${net}`, { refusedTarget: isRefusedTarget(err) });
   if (e?.code === 'PROTOCOL_CONNECTION_LOST' || e?.code === 'HANDSHAKE_SSL_ERROR' || e?.code === 'HANDSHAKE_NO_SSL_SUPPORT') {
     return new ConnectorCheckError('connection', `could not connect to MySQL: ${scrub(String(e.message ?? e.code), [spec.password])}`);
   }

@@ -6,7 +6,7 @@ import { ndjsonEncoder, uniqueNames } from '../ingest/row-encoding.ts';
 import { ConnectorCheckError, type RemoteConnector, type RemoteContext, type StagedColumn, type StagedColumnType } from './connector.ts';
 import { closeQuietly, connectionOf, dbConnectionSchema, publicConnection, type DbConnection } from './db-spec.ts';
 import { withDeadline } from './deadline.ts';
-import { describeNetworkError, scrub, TooLargeError } from './remote-errors.ts';
+import { describeNetworkError, isRefusedTarget, scrub, TooLargeError } from './remote-errors.ts';
 
 export interface SqlSpec extends DbConnection {
   table?: string;
@@ -53,7 +53,7 @@ function failure(err: unknown, spec: SqlSpec): Error {
   if (err instanceof ConnectorCheckError || err instanceof TooLargeError) return err;
   const sourceField = spec.table ? 'table' : 'query';
   const net = describeNetworkError(err);
-  if (net) return new ConnectorCheckError('connection', `could not connect to PostgreSQL: ${net}`);
+  if (net) return new ConnectorCheckError('connection', `could not connect to PostgreSQL: ${net}`, { refusedTarget: isRefusedTarget(err) });
   const e = err as { code?: string; message?: string };
   const message = scrub(
     String(e?.message ?? 'unknown error')

@@ -50,6 +50,14 @@ export function scrub(message: string, secrets: ReadonlyArray<string | undefined
   return out;
 }
 
+/** Whether an error (or what caused it) is the outbound guard refusing the address. */
+export function isRefusedTarget(err: unknown, depth = 0): boolean {
+  if (err instanceof DisallowedTargetError) return true;
+  const e = err as { code?: unknown; cause?: unknown } | null | undefined;
+  if (e?.code === 'ERR_DISALLOWED_TARGET') return true;
+  return depth < 5 && e?.cause !== undefined && e.cause !== err && isRefusedTarget(e.cause, depth + 1);
+}
+
 /** A short, customer-safe description of why a connection or a read failed, or null when it is not a network error. */
 export function describeNetworkError(err: unknown): string | null {
   if (

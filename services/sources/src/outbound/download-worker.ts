@@ -15,6 +15,8 @@ export interface DownloadFailure {
   code?: string;
   /** Set for a ConnectorCheckError: the body field at fault. */
   field?: string;
+  /** Set for a ConnectorCheckError that refused the address. */
+  refusedTarget?: boolean;
 }
 
 export type WorkerRequest = { id: number; job: DownloadJob } | { cancel: number };
@@ -23,11 +25,16 @@ export type WorkerReply = { id: number; result: DownloadResult } | { id: number;
 export function toFailure(err: unknown): DownloadFailure {
   const e = err instanceof Error ? err : new Error(String(err));
   const code = (e as { code?: unknown }).code;
-  return { name: e.name, message: e.message, ...(typeof code === 'string' ? { code } : {}), ...(e instanceof ConnectorCheckError ? { field: e.field } : {}) };
+  return {
+    name: e.name,
+    message: e.message,
+    ...(typeof code === 'string' ? { code } : {}),
+    ...(e instanceof ConnectorCheckError ? { field: e.field, refusedTarget: e.refusedTarget } : {}),
+  };
 }
 
 export function fromFailure(f: DownloadFailure): Error {
-  if (f.field !== undefined) return new ConnectorCheckError(f.field, f.message);
+  if (f.field !== undefined) return new ConnectorCheckError(f.field, f.message, { refusedTarget: f.refusedTarget === true });
   return Object.assign(new Error(f.message), { name: f.name, ...(f.code ? { code: f.code } : {}) });
 }
 

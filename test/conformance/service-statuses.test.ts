@@ -1,0 +1,124 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import ts from 'typescript';
+import { API_OPERATIONS, type ApiOperation } from '@dap/contracts';
+import { ERROR_CATALOGUE, type ErrorCode } from '@dap/http';
+import { repoRoot } from '@dap/testing';
+import { buildOpenApi } from '../../gateway/src/openapi/openapi.ts';
+
+/**
+ * The statuses each service route can answer, read from the code: every route handler of every service is
+ * followed through the functions and methods it calls (as the type checker resolves them, within this
+ * repository), collecting each `new AppError('<code>', …)` it can reach; each code's status must be
+ * documented for the route's operation. A call through an interface (a connector) is not followed: those
+ * errors are mapped to AppErrors by the service, which is.
+ */
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- the document is walked generically
+
+const root = repoRoot();
+const services = ['accounts', 'sources', 'analytics', 'models', 'webhooks'] as const;
+const doc = buildOpenApi('https://api.example.com') as Json;
+
+/** Route factory → where its app mounts it, from each service's app.ts (`app.use('/v1/keys', keyRoutes(…))`). */
+function mounts(): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const s of services) {
+    const text = readFileSync(join(root, 'services', s, 'src', 'app.ts'), 'utf8');
+    for (const m of text.matchAll(/app\.use\(\s*'([^']+)'\s*,\s*(\w+)\(/g)) out.set(m[2]!, m[1]!);
+  }
+  return out;
+}
+
+const normal = (path: string) => path.replace(/:\w+|\{\w+\}/g, '{}').replace(/\/$/, '') || '/';
+
+describe('every status a service route can answer is documented for its operation', () => {
+  const files = services.flatMap((s) =>
+    readdirSync(join(root, 'services', s, 'src', 'http'))
+      .filter((f) => f.endsWith('.routes.ts'))
+      .map((f) => join(root, 'services', s, 'src', 'http', f)),
+  );
+  const program = ts.createProgram(files, {
+    allowImportingTsExtensions: true,
+    noEmit: true,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    target: ts.ScriptTarget.ES2022,
+    strict: true,
+  });
+  const checker = program.getTypeChecker();
+  const memo = new Map<ts.Node, Set<ErrorCode>>();
+
+  /** The error codes a function body can raise, following the calls it makes. */
+  function codesOf(node: ts.Node, depth = 0): Set<ErrorCode> {
+    const known = memo.get(node);
+    if (known) return known;
+    const codes = new Set<ErrorCode>();
+    memo.set(node, codes); // a cycle contributes nothing more
+    if (depth > 12) return codes;
+    const visit = (n: ts.Node): void => {
+      if (ts.isNewExpression(n) && n.expression.getText() === 'AppError' && n.arguments?.[0]) {
+        const a = n.arguments[0];
+        if (ts.isStringLiteral(a)) codes.add(a.text as ErrorCode);
+      }
+      if (ts.isCallExpression(n) || ts.isNewExpression(n)) {
+        const decl = checker.getResolvedSignature(n)?.declaration;
+        if (decl && !ts.isJSDocSignature(decl) && 'body' in decl && decl.body) {
+          const file = decl.getSourceFile().fileName;
+          if (file.startsWith(root) && !file.includes('node_modules')) for (const c of codesOf(decl.body as ts.Node, depth + 1)) codes.add(c);
+        }
+      }
+      ts.forEachChild(n, visit);
+    };
+    visit(node);
+    return codes;
+  }
+
+  const routeMounts = mounts();
+  const found: { op: ApiOperation; codes: Set<ErrorCode>; where: string }[] = [];
+  for (const file of files) {
+    const source = program.getSourceFile(file)!;
+    const visit = (n: ts.Node, factory: string | null): void => {
+      if (ts.isFunctionDeclaration(n) && n.name) factory = n.name.text;
+      if (ts.isCallExpression(n) && ts.isPropertyAccessExpression(n.expression) && ['get', 'post', 'delete'].includes(n.expression.name.text)) {
+        const [pathArg, handler] = n.arguments;
+        if (pathArg && ts.isStringLiteral(pathArg) && handler && factory) {
+          // A factory mounted without a path (`app.use(sourceRoutes(…))`) registers full paths.
+          const mount = routeMounts.get(factory) ?? (pathArg.text.startsWith('/v1/') ? '' : undefined);
+          const method = n.expression.name.text;
+          const path = normal(`${mount ?? ''}${pathArg.text}`);
+          const op = API_OPERATIONS.find((o) => o.method === method && normal(`/v1${o.path}`) === path);
+          if (mount !== undefined && !mount.startsWith('/internal')) {
+            expect([`${method} ${path}`, op !== undefined]).toEqual([`${method} ${path}`, true]);
+            found.push({ op: op!, codes: codesOf(handler), where: `${file.slice(root.length + 1)}:${source.getLineAndCharacterOfPosition(n.getStart()).line + 1}` });
+          }
+        }
+      }
+      ts.forEachChild(n, (c) => visit(c, factory));
+    };
+    visit(source, null);
+  }
+
+  it('finds a route for every operation the services answer', () => {
+    const routed = new Set(found.map((f) => f.op.operationId));
+    expect(API_OPERATIONS.filter((o) => o.service !== 'gateway' && !routed.has(o.operationId)).map((o) => o.operationId)).toEqual([]);
+  });
+
+  it('documents each status the route can reach', () => {
+    const undocumented: string[] = [];
+    for (const { op, codes, where } of found) {
+      const responses = doc.paths[op.path][op.method].responses as Json;
+      for (const code of codes) {
+        const status = ERROR_CATALOGUE[code].status;
+        if (!(String(status) in responses)) undocumented.push(`${op.operationId} ${status} (${code}) from ${where}`);
+      }
+    }
+    expect(undocumented).toEqual([]);
+  });
+
+  it('sees the errors it should (a positive control)', () => {
+    const of = (id: string) => [...found.find((f) => f.op.operationId === id)!.codes].sort();
+    expect(of('createSource')).toEqual(expect.arrayContaining(['unprocessable', 'validation_failed']));
+    expect(of('getWebhook')).toContain('not_found');
+    expect(of('deleteModel')).toContain('conflict');
+  });
+});
