@@ -37,7 +37,9 @@ export const querySchema = z
     dimensions: z.array(fieldName).max(10).default([]),
     timeDimension: z
       .strictObject({
-        field: fieldName,
+        field: fieldName.describe(
+          'A timestamp column of the source. Other columns are refused with 400, strings included: ingestion types a text column as timestamp when every value in it is a time, so a string column holds values that are not times.',
+        ),
         granularity: z.enum(GRANULARITIES),
         from: isoDate.optional(),
         to: isoDate.optional(),

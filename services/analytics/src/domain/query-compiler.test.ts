@@ -88,9 +88,25 @@ describe('compileQuery: SQL text and parameters', () => {
     expect(c.columns.map((x) => x.role)).toEqual(['dimension', 'time', 'measure']);
   });
 
-  it('reads a string column of ISO times as time with TRY_CAST', () => {
-    const c = compile({ measures: [{ op: 'count' }], timeDimension: { field: 'when_text', granularity: 'month' } });
-    expect(c.sql).toContain('date_trunc(\'month\', TRY_CAST("when_text" AS TIMESTAMP)) AS "when_text"');
+  it('refuses a string, integer, number or boolean column as the time dimension, naming the column and its type', () => {
+    expect(errorsOf({ measures: [{ op: 'count' }], timeDimension: { field: 'when_text', granularity: 'month' } })).toEqual([
+      {
+        path: 'timeDimension.field',
+        message:
+          '"when_text" is a string field; a time dimension needs a timestamp field (ingestion types a column as timestamp when every value in it is a time; this one has values that are not)',
+      },
+    ]);
+    for (const [field, type] of [
+      ['qty', 'integer'],
+      ['amount', 'number'],
+      ['paid', 'boolean'],
+    ]) {
+      expect(errorsOf({ measures: [{ op: 'count' }], timeDimension: { field, granularity: 'day' } })).toEqual([
+        { path: 'timeDimension.field', message: `"${field}" is ${type === 'integer' ? 'an' : 'a'} ${type} field; a time dimension needs a timestamp field` },
+      ]);
+    }
+    // Positive control: the timestamp column is accepted.
+    expect(compile({ measures: [{ op: 'count' }], timeDimension: { field: 'ts', granularity: 'month' } }).sql).toContain('date_trunc(\'month\', CAST("ts" AS TIMESTAMP)) AS "ts"');
   });
 
   it('compiles nested and/or filters and every operator with values as parameters', () => {

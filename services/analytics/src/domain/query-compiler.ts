@@ -277,11 +277,13 @@ export function compileQuery(query: AnalyticsQuery, schema: readonly DatasetColu
     const type = c.field(td.field, 'timeDimension.field');
     const unit = GRANULARITY_SQL[td.granularity];
     if (!unit) c.fail('timeDimension.granularity', `granularity must be one of ${Object.keys(GRANULARITY_SQL).join(', ')}`);
-    if (type !== null && type !== 'timestamp' && type !== 'string') {
-      c.fail('timeDimension.field', `${JSON.stringify(td.field)} is a ${type} field; a time dimension needs a timestamp field`);
+    if (type !== null && type !== 'timestamp') {
+      // Ingestion already types a column whose every value is a time as timestamp, so a string column holds
+      // values that are not times: bucketing it would put them all in one null bucket.
+      const why = type === 'string' ? ' (ingestion types a column as timestamp when every value in it is a time; this one has values that are not)' : '';
+      c.fail('timeDimension.field', `${JSON.stringify(td.field)} is ${type === 'integer' ? 'an' : 'a'} ${type} field; a time dimension needs a timestamp field${why}`);
     } else if (type !== null && unit) {
-      // A string column holding ISO times is read as time too; values that are not times fall in a null bucket.
-      const t = type === 'timestamp' ? `CAST(${sqlIdent(td.field)} AS TIMESTAMP)` : `TRY_CAST(${sqlIdent(td.field)} AS TIMESTAMP)`;
+      const t = `CAST(${sqlIdent(td.field)} AS TIMESTAMP)`;
       timePosition = addOutput(td.field, `date_trunc(${unit}, ${t})`, 'time', 'timeDimension.field');
       if (timePosition !== null) groupBy.push(timePosition);
       const bound = (key: 'from' | 'to', cmp: string) => {
