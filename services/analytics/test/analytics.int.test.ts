@@ -297,7 +297,8 @@ describe('validation, tenancy and states', () => {
   it('answers 400 naming the column and its type for a time dimension that is not a timestamp column', async () => {
     // A text column whose values are not all times stays a string at ingestion; it would bucket as one null time.
     const mixed = newId('src');
-    const result = await ingest(accountA, mixed, [
+    const owner = newId('acct'); // its own account, so the overview counts of the others stay as they are
+    const result = await ingest(owner, mixed, [
       { when: '2024-01-05T10:00:00Z', n: 1 },
       { when: 'yesterday', n: 2 },
     ]);
@@ -305,17 +306,17 @@ describe('validation, tenancy and states', () => {
       { name: 'when', type: 'string' },
       { name: 'n', type: 'integer' },
     ]);
-    await publish('source.ready', accountA, mixed, { id: mixed, name: 'mixed', type: 'inline', rowCount: result.rowCount, schema: result.schema });
+    await publish('source.ready', owner, mixed, { id: mixed, name: 'mixed', type: 'inline', rowCount: result.rowCount, schema: result.schema });
     const res = await waitFor(
       async () => {
-        const r = await query(accountA, { sourceId: mixed, measures: [{ op: 'count' }], timeDimension: { field: 'when', granularity: 'day' } });
+        const r = await query(owner, { sourceId: mixed, measures: [{ op: 'count' }], timeDimension: { field: 'when', granularity: 'day' } });
         return r.status === 404 ? null : r;
       },
       { what: 'the mixed source projection' },
     );
     expect(res.status).toBe(400);
     expect(res.body.errors).toEqual([{ path: 'timeDimension.field', message: expect.stringMatching(/^"when" is a string field; a time dimension needs a timestamp field/) }]);
-    const int = await query(accountA, { sourceId: mixed, measures: [{ op: 'count' }], timeDimension: { field: 'n', granularity: 'day' } });
+    const int = await query(owner, { sourceId: mixed, measures: [{ op: 'count' }], timeDimension: { field: 'n', granularity: 'day' } });
     expect([int.status, int.body.errors[0].message]).toEqual([400, '"n" is an integer field; a time dimension needs a timestamp field']);
     // Positive control: the timestamp column of the orders source is a time dimension.
     expect((await query(accountA, { measures: [{ op: 'count' }], timeDimension: { field: 'ts', granularity: 'day' } })).status).toBe(201);

@@ -4,7 +4,7 @@ import { createLogger } from '@dap/logger';
 import type { SourceProjection, SourceProjectionRepository } from '@dap/mongo';
 import type { ReportDoc, ReportOutcome, ReportRepository } from '../persistence/report.repository.ts';
 import { QueryInterruptedError, type RunOptions, type TableResult } from '../persistence/query.runner.ts';
-import { ReportsService, type ReportsLimits } from './reports.service.ts';
+import { ReportsService, type ReportsDeps, type ReportsLimits } from './reports.service.ts';
 
 const accountId = newId('acct');
 const sourceId = newId('src');
@@ -50,7 +50,13 @@ function harness(limits: Partial<ReportsLimits>, run: (opts: RunOptions) => Prom
     reports,
     sources,
     store: { currentFile: async () => '/data/file.parquet' },
-    runner: { run: (_sql: string, _params: unknown[], opts: RunOptions) => run(opts) },
+    // The page query carries the count of all result rows as a last column.
+    runner: {
+      run: async (_sql: string, _params: unknown[], opts: RunOptions) => {
+        const r = await run(opts);
+        return { columns: [...r.columns, { name: '__total', type: 'integer' }], rows: r.rows.map((row) => [...row, r.rows.length]) };
+      },
+    } as unknown as ReportsDeps['runner'],
     logger: createLogger({ name: 'test', level: 'silent' }),
     limits: { budgetMs: 1_000, timeoutMs: 30_000, maxConcurrent: 4, maxResultBytes: 1_000_000, ...limits },
   });
@@ -64,7 +70,7 @@ describe('ReportsService', () => {
     const h = harness({}, async () => ONE_ROW);
     const { report, accepted } = await h.service.run(caller, q());
     expect(accepted).toBe(false);
-    expect(report).toMatchObject({ status: 'completed', rows: [[1]], rowCount: 1, columns: ONE_ROW.columns });
+    expect(report).toMatchObject({ status: 'completed', rows: [[1]], rowCount: 1, totalRows: 1, truncated: false, columns: ONE_ROW.columns });
     expect(h.events).toEqual([expect.objectContaining({ type: 'report.completed', subject: report._id, requestId: caller.requestId })]);
   });
 
