@@ -276,9 +276,10 @@ export class QueryRunner {
     const c = await this.connect(opts);
     const file = join(this.exportDir, `${randomUUID()}.parquet`);
     try {
-      const prepared = await c.conn.prepare(sql);
-      const cols = Array.from({ length: prepared.columnCount }, (_, i) => parquetColumn(prepared.columnName(i), prepared.columnType(i).toString(), opts.computed?.[i] ?? false));
-      prepared.destroySync();
+      // The result's types (known only once the parameters are bound); LIMIT 0 plans it without reading data.
+      const shape = await c.conn.runAndReadAll(`SELECT * FROM (${sql}) AS q LIMIT 0`, params);
+      const types = shape.columnTypes().map((t) => t.toString());
+      const cols = shape.columnNames().map((name, i) => parquetColumn(name, types[i] ?? 'VARCHAR', opts.computed?.[i] ?? false));
       // The outer projection keeps the inner ORDER BY's order (DuckDB preserves insertion order).
       await c.conn.run(`COPY (SELECT ${cols.join(', ')} FROM (${sql}) AS q) TO ${sqlLiteral(file)} (FORMAT parquet, COMPRESSION zstd)`, params);
       const stopped = c.stopped();
