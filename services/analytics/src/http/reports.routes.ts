@@ -56,9 +56,15 @@ export function reportsRoutes(reports: ReportsService, logger: Logger): Router {
     try {
       await pipeline(body, res);
     } catch (err) {
+      if (req.destroyed || res.destroyed) {
+        // The client left (or the transfer was cut): nothing more can be said to it.
+        if (!req.destroyed) logger.warn({ err, requestId: req.requestId }, 'report export cut short');
+        res.destroy();
+        return;
+      }
       if (!res.headersSent) throw err;
       res.destroy();
-      if (!req.destroyed) logger.warn({ err, requestId: req.requestId }, 'report export cut short');
+      logger.warn({ err, requestId: req.requestId }, 'report export cut short');
     }
   };
 
@@ -76,7 +82,12 @@ export function reportsRoutes(reports: ReportsService, logger: Logger): Router {
       for await (const part of parts) yield csvRows(columns, part.rows);
     }
     res.status(200).type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="${report._id}.csv"`);
-    await send(req, res, Readable.from(lines(), { objectMode: false }));
+    try {
+      await send(req, res, Readable.from(lines(), { objectMode: false }));
+    } finally {
+      // Ends the query and frees its slot even when the client left before the body started.
+      await parts.return(undefined);
+    }
   });
 
   router.get('/v1/analytics/reports/:id/export.parquet', async (req, res) => {
