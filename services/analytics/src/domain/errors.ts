@@ -25,6 +25,8 @@ export const reportDataReplaced = (id: string) =>
     `report ${id} cannot be exported in full: the data it was computed from has been replaced by a newer sync of its source; run the query again to export the current data`,
   );
 
+export const exportInterrupted = (cause: Error) => new AppError('unavailable', cause.message, { headers: { 'Retry-After': '1' }, cause });
+
 export const reportMadeBeforeExports = (id: string) =>
   new AppError('conflict', `report ${id} was made before full exports were recorded and has only its CSV page; run the query again to export it in this format`);
 

@@ -146,7 +146,7 @@ describe('ReportsService', () => {
       await cancelled.next();
       expect(await busy()).toBe('409');
       ctl.abort();
-      await expect(cancelled.next()).rejects.toThrow('cancelled');
+      await expect(cancelled.next()).rejects.toMatchObject({ status: 503, message: 'cancelled', headers: { 'Retry-After': '1' } });
       expect(await busy()).toBe('admitted');
     } finally {
       await rm(dir, { recursive: true, force: true });

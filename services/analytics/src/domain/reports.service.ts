@@ -9,6 +9,7 @@ import type { RunOptions, StreamOptions, TableResult } from '../persistence/quer
 import { compileQuery, type CompiledQuery, type ParamValue } from './query-compiler.ts';
 import {
   FAILURE,
+  exportInterrupted,
   reportDataReplaced,
   reportMadeBeforeExports,
   reportNotExportable,
@@ -50,6 +51,13 @@ const computedOf = (compiled: CompiledQuery): boolean[] => [...compiled.columns.
 
 const isMissingFile = (err: unknown): boolean =>
   (err as NodeJS.ErrnoException | null)?.code === 'ENOENT' || (err instanceof Error && /no files found|cannot open file|no such file/i.test(err.message));
+
+/** What an export that failed tells the client: its data is gone (409), or the service is stopping (503, retry). */
+function exportError(id: string, err: unknown): unknown {
+  if (isMissingFile(err)) return reportDataReplaced(id);
+  if (err instanceof Error && err.name === 'QueryInterruptedError') return exportInterrupted(err);
+  return err;
+}
 
 /** A stale report is one older than any query can run, plus this much for the final write. */
 const STALE_GRACE_MS = 60_000;
@@ -232,7 +240,7 @@ export class ReportsService {
     try {
       yield* this.deps.runner.stream(compiled.fullSql, compiled.fullParams, { signal: stop, computed: computedOf(compiled) });
     } catch (err) {
-      throw isMissingFile(err) ? reportDataReplaced(report._id) : err;
+      throw exportError(report._id, err);
     } finally {
       this.release(report.accountId);
     }
@@ -245,7 +253,7 @@ export class ReportsService {
     try {
       return await this.deps.runner.toParquet(compiled.fullSql, compiled.fullParams, { signal: AbortSignal.any([signal, this.shutdown.signal]), computed: computedOf(compiled) });
     } catch (err) {
-      throw isMissingFile(err) ? reportDataReplaced(report._id) : err;
+      throw exportError(report._id, err);
     } finally {
       this.release(report.accountId);
     }
