@@ -1,6 +1,6 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import {
   domainEventSchema,
   makeEvent,
@@ -606,6 +606,41 @@ describe('honest results: totals, numbers and full exports', () => {
     expect((await store.duck.run(`SELECT * FROM read_parquet('${file}')`)).rows).toEqual([
       { k: 'a', s: 0.3, a: 0.15, max_x: 0.2 },
       { k: 'b', s: 6.6, a: 2.2, max_x: 3.3 },
+    ]);
+  });
+
+  it('keeps sums of a decimal column exact: a number when a double is exactly it, else its digits', async () => {
+    // A decimal column as a PostgreSQL numeric or MySQL DECIMAL source would give it.
+    const money = newId('src');
+    const file = store.newDataFile(owner, money);
+    await mkdir(dirname(file), { recursive: true });
+    await store.duck.run(
+      `COPY (SELECT * FROM (VALUES ('a', 0.10::DECIMAL(18, 2)), ('a', 0.20), ('b', 1234567890123456.78), ('b', 1234567890123456.78)) t(k, amount)) TO '${file}' (FORMAT parquet)`,
+    );
+    const result = await store.publish(owner, money, file);
+    expect(result.schema).toEqual([
+      { name: 'k', type: 'string' },
+      { name: 'amount', type: 'number' },
+    ]);
+    await publish('source.ready', owner, money, { id: money, name: 'money', type: 'postgres', rowCount: result.rowCount, schema: result.schema });
+    const res = await waitFor(
+      async () => {
+        const r = await run({ sourceId: money, measures: [{ op: 'sum', field: 'amount', as: 's' }], dimensions: ['k'] });
+        return r.status === 201 ? r : null;
+      },
+      { what: 'the decimal source projection' },
+    );
+    // Positive control: as doubles these sums would be 0.30000000000000004 and 2469135780246913.5.
+    expect([0.1 + 0.2, Number('1234567890123456.78') * 2]).toEqual([0.30000000000000004, 2469135780246913.5]);
+    expect(res.body.rows).toEqual([
+      { k: 'a', s: 0.3 },
+      { k: 'b', s: '2469135780246913.56' },
+    ]);
+    expect((await api('GET', `/analytics/reports/${res.body.id}/export.csv`, owner)).text).toBe('k,s\r\na,0.3\r\nb,2469135780246913.56\r\n');
+    const parquet = await download(res.body.id, 'parquet');
+    expect((await store.duck.run(`SELECT k, s::VARCHAR AS s, typeof(s) AS t FROM read_parquet('${parquet}')`)).rows).toEqual([
+      { k: 'a', s: '0.30', t: 'DECIMAL(38,2)' },
+      { k: 'b', s: '2469135780246913.56', t: 'DECIMAL(38,2)' },
     ]);
   });
 
