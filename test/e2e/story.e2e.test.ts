@@ -143,6 +143,11 @@ it('runs the whole story through the gateway', async () => {
   const fetched = await api.analytics.getReport(report.headers.get('location')!.split('/').pop()!).withResponse();
   expect(fetched.status).toBe(200);
   expect(fetched.data.rows).toEqual(report.data.rows);
+  // The report says whether its page holds the whole result; the exports carry every row.
+  expect(fetched.data).toMatchObject({ rowCount: 3, totalRows: 3, truncated: false });
+  expect(await api.analytics.exportReportCsv(report.data.id)).toBe('country,orders,revenue,avgUnits\r\nDE,1,7,2\r\nFR,2,15,2\r\nUS,2,21,3\r\n');
+  const parquet = await api.analytics.exportReportParquet(report.data.id);
+  expect(Buffer.from(parquet.subarray(0, 4)).toString()).toBe('PAR1');
 
   // Predict on a built-in model, then read its serving metrics.
   const models = await api.models.list().withResponse();

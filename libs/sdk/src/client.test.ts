@@ -131,6 +131,15 @@ describe('requests and responses', () => {
     expect(seen[0]!.headers.authorization).toBeUndefined();
   });
 
+  it('returns a Parquet export as its exact bytes', async () => {
+    const bytes = Buffer.from([0x50, 0x41, 0x52, 0x31, 0xff, 0xfe, 0x00, 0x80, 0x50, 0x41, 0x52, 0x31]); // not valid UTF-8
+    handler = (_req, res) => res.writeHead(200, { 'content-type': 'application/vnd.apache.parquet' }).end(bytes);
+    const got = await client({ validateResponses: true }).analytics.exportReportParquet('rpt_1');
+    expect(got).toBeInstanceOf(Uint8Array);
+    expect(Buffer.from(got).equals(bytes)).toBe(true);
+    expect(seen[0]!.url).toBe('/v1/analytics/reports/rpt_1/export.parquet');
+  });
+
   it('returns CSV exports as text and 204s as undefined', async () => {
     handler = (req, res) => (req.method === 'DELETE' ? res.writeHead(204).end() : res.writeHead(200, { 'content-type': 'text/csv; charset=utf-8' }).end('a,b\r\n1,2\r\n'));
     expect(await client().analytics.exportReportCsv('rpt_1')).toBe('a,b\r\n1,2\r\n');

@@ -67,6 +67,7 @@ export const METHOD_OF_OPERATION = {
   listReports: 'analytics.listReports',
   getReport: 'analytics.getReport',
   exportReportCsv: 'analytics.exportReportCsv',
+  exportReportParquet: 'analytics.exportReportParquet',
   runQuery: 'analytics.query',
   listModels: 'models.list',
   createModel: 'models.create',
@@ -120,8 +121,10 @@ export function createDapClient(options: DapClientOptions) {
       listReports: (query: ListParams = {}, opts?: RequestOptions): ApiPromise<Page<ReportSummary>> => t.call('listReports', { query }, opts),
       listAllReports: (params?: ListAllParams, opts?: RequestOptions) => paginate<ReportSummary>((query) => t.call('listReports', { query }, opts), params),
       getReport: (id: string, opts?: RequestOptions): ApiPromise<Report> => t.call('getReport', byId(id), opts),
-      /** The report's rows as CSV text. */
+      /** Every row of a completed report's result as CSV text (not only the page in `getReport`'s rows). */
       exportReportCsv: (id: string, opts?: RequestOptions): ApiPromise<string> => t.call('exportReportCsv', byId(id), opts),
+      /** Every row of a completed report's result as the bytes of a Parquet file. */
+      exportReportParquet: (id: string, opts?: RequestOptions): ApiPromise<Uint8Array> => t.call('exportReportParquet', byId(id), opts) as unknown as ApiPromise<Uint8Array>,
       /** Runs a query; 201 with a completed (or failed) report, or 202 with a running one (see `.withResponse().status`). */
       query: (body: AnalyticsQueryInput, opts?: RequestOptions): ApiPromise<Report> => t.call('runQuery', { body }, opts),
     },

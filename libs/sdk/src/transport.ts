@@ -3,6 +3,9 @@ import { DapApiError, DapConnectionError, errorFor, parseRetryAfter } from './er
 import { SDK_OPERATIONS, type OperationId, type QueryParams, type RequestBody, type ResultOf } from './operations.ts';
 import { backoffDelay } from '@dap/retry';
 
+/** Success bodies that are bytes, not text. */
+const BINARY_TYPE = /^application\/(?:vnd\.apache\.parquet|octet-stream)\b/i;
+
 export interface DapClientOptions {
   /** The API's address, e.g. `https://api.example.com` (a trailing `/v1` is accepted). */
   baseUrl: string;
@@ -167,7 +170,11 @@ export class Transport {
     if (!operation) throw new TypeError(`the API has no operation ${operationId}`);
     const url = this.urlOf(operation, input.params, (input.query ?? {}) as Record<string, unknown>);
     const method = operation.method.toUpperCase();
-    const headers: Record<string, string> = { accept: 'application/json, text/csv;q=0.9, application/problem+json', ...this.#opts.headers, ...options.headers };
+    const headers: Record<string, string> = {
+      accept: 'application/json, text/csv;q=0.9, application/vnd.apache.parquet;q=0.9, application/problem+json',
+      ...this.#opts.headers,
+      ...options.headers,
+    };
     if (this.#opts.apiKey) headers.authorization = `Bearer ${this.#opts.apiKey}`;
     if (options.requestId) headers['x-request-id'] = options.requestId;
     let idempotent = method !== 'POST';
@@ -195,9 +202,14 @@ export class Transport {
       const signals = [AbortSignal.timeout(this.#opts.timeoutMs ?? 60_000), ...(options.signal ? [options.signal] : [])];
       let res: Response;
       let text: string;
+      let bytes: Uint8Array | null = null;
       try {
         res = await this.#fetch(url, { method, headers, body, signal: AbortSignal.any(signals), redirect: 'manual' });
-        text = await res.text();
+        // A binary download (a Parquet export) is kept as bytes: decoding it as text would corrupt it.
+        if (res.ok && BINARY_TYPE.test(res.headers.get('content-type') ?? '')) {
+          bytes = new Uint8Array(await res.arrayBuffer());
+          text = '';
+        } else text = await res.text();
       } catch (err) {
         if (options.signal?.aborted) throw err;
         if (idempotent && attempt < maxRetries) {
@@ -207,7 +219,7 @@ export class Transport {
         throw new DapConnectionError(`${method} ${url} failed: ${(err as Error).message}`, err);
       }
 
-      if (res.status >= 200 && res.status < 300) return this.#success(operationId, res, text);
+      if (res.status >= 200 && res.status < 300) return bytes ? this.#binary(res, bytes) : this.#success(operationId, res, text);
 
       const error = errorFor(res.status, problemFrom(res.status, res.statusText, text, new URL(url).pathname, res.headers), res.headers);
       const retryable = res.status === 429 || (res.status === 503 && idempotent);
@@ -217,6 +229,10 @@ export class Transport {
       if (delay > maxDelay) throw error;
       await sleep(delay, options.signal);
     }
+  }
+
+  #binary<T>(res: Response, bytes: Uint8Array): ApiResponse<T> {
+    return { data: bytes as T, status: res.status, headers: res.headers, requestId: res.headers.get('x-request-id'), rateLimit: rateLimitOf(res.headers) };
   }
 
   #success<K extends OperationId>(operationId: K, res: Response, text: string): ApiResponse<ResultOf<K>> {

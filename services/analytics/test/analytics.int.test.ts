@@ -1,6 +1,6 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import {
   domainEventSchema,
   makeEvent,
@@ -22,7 +22,7 @@ import { loadAnalyticsConfig } from '../src/config.ts';
 import { startAnalytics } from '../src/index.ts';
 import { FILTER_CASES, goldenRows, groupRows, measureRow, MEASURE_DSL, truncate, type Cell, type Granularity } from './golden.ts';
 
-const logger = createLogger({ name: 'analytics-test', level: 'silent' });
+const logger = createLogger({ name: 'analytics-test', level: (process.env.TEST_LOG as 'silent') ?? 'silent' });
 const suffix = uniqueSuffix();
 const prefix = `t${suffix}.`;
 const stack = stackEnv();
@@ -294,6 +294,34 @@ describe('validation, tenancy and states', () => {
     expect(op.status).toBe(400);
   });
 
+  it('answers 400 naming the column and its type for a time dimension that is not a timestamp column', async () => {
+    // A text column whose values are not all times stays a string at ingestion; it would bucket as one null time.
+    const mixed = newId('src');
+    const owner = newId('acct'); // its own account, so the overview counts of the others stay as they are
+    const result = await ingest(owner, mixed, [
+      { when: '2024-01-05T10:00:00Z', n: 1 },
+      { when: 'yesterday', n: 2 },
+    ]);
+    expect(result.schema).toEqual([
+      { name: 'when', type: 'string' },
+      { name: 'n', type: 'integer' },
+    ]);
+    await publish('source.ready', owner, mixed, { id: mixed, name: 'mixed', type: 'inline', rowCount: result.rowCount, schema: result.schema });
+    const res = await waitFor(
+      async () => {
+        const r = await query(owner, { sourceId: mixed, measures: [{ op: 'count' }], timeDimension: { field: 'when', granularity: 'day' } });
+        return r.status === 404 ? null : r;
+      },
+      { what: 'the mixed source projection' },
+    );
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toEqual([{ path: 'timeDimension.field', message: expect.stringMatching(/^"when" is a string field; a time dimension needs a timestamp field/) }]);
+    const int = await query(owner, { sourceId: mixed, measures: [{ op: 'count' }], timeDimension: { field: 'n', granularity: 'day' } });
+    expect([int.status, int.body.errors[0].message]).toEqual([400, '"n" is an integer field; a time dimension needs a timestamp field']);
+    // Positive control: the timestamp column of the orders source is a time dimension.
+    expect((await query(accountA, { measures: [{ op: 'count' }], timeDimension: { field: 'ts', granularity: 'day' } })).status).toBe(201);
+  });
+
   it("answers 404 for an unknown source and another account's source", async () => {
     expect((await query(accountA, { sourceId: newId('src'), measures: [{ op: 'count' }] })).status).toBe(404);
     const other = await query(accountB, { measures: [{ op: 'count' }] });
@@ -498,6 +526,174 @@ describe('reports', () => {
     const r = await api('GET', `/analytics/reports/${id}`, accountA);
     expect(r.body).toMatchObject({ status: 'failed', error: 'the query was interrupted by a service restart; run it again' });
     await waitFor(() => seen.find((e) => e.type === 'report.failed' && e.subject === id), { what: 'report.failed for the stale report' });
+  });
+});
+
+describe('honest results: totals, numbers and full exports', () => {
+  const owner = newId('acct'); // its own account, so the overview counts of the others stay as they are
+  const noisy = newId('src');
+  const big = newId('src');
+  const N = 25_000; // past the JSON answer's 10,000-row cap
+  const xOf = (i: number) => (i % 2 ? 0.1 : 0.2);
+
+  async function ready(sourceId: string, rows: object[]) {
+    const result = await ingest(owner, sourceId, rows);
+    await publish('source.ready', owner, sourceId, { id: sourceId, name: sourceId, type: 'inline', rowCount: result.rowCount, schema: result.schema });
+    return result;
+  }
+  const run = (q: Record<string, unknown>) => api('POST', '/analytics/query', owner, q);
+
+  beforeAll(async () => {
+    await ready(noisy, [
+      { k: 'a', x: 0.1 },
+      { k: 'a', x: 0.2 },
+      { k: 'b', x: 1.1 },
+      { k: 'b', x: 2.2 },
+      { k: 'b', x: 3.3 },
+    ]);
+    await ready(
+      big,
+      Array.from({ length: N }, (_, i) => ({ id: i, grp: `g${i % 7}`, x: xOf(i) })),
+    );
+    await waitFor(async () => (await run({ sourceId: big, measures: [{ op: 'count' }] })).status === 201, { what: 'the big source projection', timeoutMs: 30_000 });
+  }, 60_000);
+
+  it('states the total row count and whether the page was cut off', async () => {
+    const page = (extra: Record<string, unknown>) => run({ sourceId: big, measures: [{ op: 'count' }], dimensions: ['grp'], ...extra });
+    const cut = await page({ limit: 3 });
+    expect(cut.status).toBe(201);
+    expect(cut.body).toMatchObject({ rowCount: 3, totalRows: 7, truncated: true });
+    expect(cut.body.rows.map((r: { grp: string }) => r.grp)).toEqual(['g0', 'g1', 'g2']);
+    expect(reportSchema.parse(cut.body)).toMatchObject({ totalRows: 7, truncated: true });
+    // The stored report and the list say the same.
+    expect((await api('GET', `/analytics/reports/${cut.body.id}`, owner)).body).toMatchObject({ rowCount: 3, totalRows: 7, truncated: true });
+    const listed = (await api('GET', '/analytics/reports?limit=1', owner)).body.data[0];
+    expect(listed).toMatchObject({ id: cut.body.id, totalRows: 7, truncated: true });
+    // Positive controls: pages that hold the end are not cut off, a page past the end still knows the total.
+    expect((await page({ limit: 7 })).body).toMatchObject({ rowCount: 7, totalRows: 7, truncated: false });
+    expect((await page({ limit: 3, offset: 5 })).body).toMatchObject({ rowCount: 2, totalRows: 7, truncated: false });
+    expect((await page({ limit: 3, offset: 3 })).body).toMatchObject({ rowCount: 3, totalRows: 7, truncated: true });
+    expect((await page({ limit: 3, offset: 50 })).body).toMatchObject({ rowCount: 0, totalRows: 7, truncated: false });
+    expect((await run({ sourceId: big, measures: [{ op: 'count' }], filters: [{ field: 'id', op: 'lt', value: 0 }], dimensions: ['grp'] })).body).toMatchObject({
+      rowCount: 0,
+      totalRows: 0,
+      truncated: false,
+    });
+    expect((await run({ sourceId: big, measures: [{ op: 'count' }] })).body).toMatchObject({ rows: [{ count: N }], rowCount: 1, totalRows: 1, truncated: false });
+  });
+
+  it('rounds computed doubles to 15 significant digits in the JSON, the CSV and the Parquet export', async () => {
+    // Positive control: in floating point these sums carry noise.
+    expect([0.1 + 0.2, (1.1 + 2.2 + 3.3) / 3]).toEqual([0.30000000000000004, 2.1999999999999997]);
+    const res = await run({
+      sourceId: noisy,
+      measures: [
+        { op: 'sum', field: 'x', as: 's' },
+        { op: 'avg', field: 'x', as: 'a' },
+        { op: 'max', field: 'x' },
+      ],
+      dimensions: ['k'],
+    });
+    expect(res.status).toBe(201);
+    expect(res.text).not.toMatch(/0000000|9999999/);
+    expect(res.body.rows).toEqual([
+      { k: 'a', s: 0.3, a: 0.15, max_x: 0.2 },
+      { k: 'b', s: 6.6, a: 2.2, max_x: 3.3 },
+    ]);
+    const csv = await api('GET', `/analytics/reports/${res.body.id}/export.csv`, owner);
+    expect(csv.text).toBe('k,s,a,max_x\r\na,0.3,0.15,0.2\r\nb,6.6,2.2,3.3\r\n');
+    const file = await download(res.body.id, 'parquet');
+    expect((await store.duck.run(`SELECT * FROM read_parquet('${file}')`)).rows).toEqual([
+      { k: 'a', s: 0.3, a: 0.15, max_x: 0.2 },
+      { k: 'b', s: 6.6, a: 2.2, max_x: 3.3 },
+    ]);
+  });
+
+  it('keeps sums of a decimal column exact: a number when a double is exactly it, else its digits', async () => {
+    // A decimal column as a PostgreSQL numeric or MySQL DECIMAL source would give it.
+    const money = newId('src');
+    const file = store.newDataFile(owner, money);
+    await mkdir(dirname(file), { recursive: true });
+    await store.duck.run(
+      `COPY (SELECT * FROM (VALUES ('a', 0.10::DECIMAL(18, 2)), ('a', 0.20), ('b', 1234567890123456.78), ('b', 1234567890123456.78)) t(k, amount)) TO '${file}' (FORMAT parquet)`,
+    );
+    const result = await store.publish(owner, money, file);
+    expect(result.schema).toEqual([
+      { name: 'k', type: 'string' },
+      { name: 'amount', type: 'number' },
+    ]);
+    await publish('source.ready', owner, money, { id: money, name: 'money', type: 'postgres', rowCount: result.rowCount, schema: result.schema });
+    const res = await waitFor(
+      async () => {
+        const r = await run({ sourceId: money, measures: [{ op: 'sum', field: 'amount', as: 's' }], dimensions: ['k'] });
+        return r.status === 201 ? r : null;
+      },
+      { what: 'the decimal source projection' },
+    );
+    // Positive control: as doubles these sums would be 0.30000000000000004 and 2469135780246913.5.
+    expect([0.1 + 0.2, Number('1234567890123456.78') * 2]).toEqual([0.30000000000000004, 2469135780246913.5]);
+    expect(res.body.rows).toEqual([
+      { k: 'a', s: 0.3 },
+      { k: 'b', s: '2469135780246913.56' },
+    ]);
+    expect((await api('GET', `/analytics/reports/${res.body.id}/export.csv`, owner)).text).toBe('k,s\r\na,0.3\r\nb,2469135780246913.56\r\n');
+    const parquet = await download(res.body.id, 'parquet');
+    expect((await store.duck.run(`SELECT k, s::VARCHAR AS s, typeof(s) AS t FROM read_parquet('${parquet}')`)).rows).toEqual([
+      { k: 'a', s: '0.30', t: 'DECIMAL(38,2)' },
+      { k: 'b', s: '2469135780246913.56', t: 'DECIMAL(38,2)' },
+    ]);
+  });
+
+  /** Downloads an export to a file; the path. */
+  async function download(id: string, format: 'csv' | 'parquet'): Promise<string> {
+    const res = await fetch(`${svc.url}/v1/analytics/reports/${id}/export.${format}`, { headers: headers(owner) });
+    expect(res.status).toBe(200);
+    const file = join(dataDir, `${id}.${format}`);
+    await writeFile(file, Buffer.from(await res.arrayBuffer()));
+    return file;
+  }
+
+  it('exports every row of a result larger than the JSON cap, as CSV and Parquet, in the query order', async () => {
+    const res = await run({ sourceId: big, measures: [{ op: 'sum', field: 'x', as: 's' }], dimensions: ['id'], orderBy: [{ field: 'id', direction: 'desc' }], limit: 10 });
+    expect(res.body).toMatchObject({ status: 'completed', rowCount: 10, totalRows: N, truncated: true });
+    const ids = Array.from({ length: N }, (_, i) => N - 1 - i);
+
+    const csv = await http('GET', `${svc.url}/v1/analytics/reports/${res.body.id}/export.csv`, { headers: headers(owner) });
+    expect(csv.status).toBe(200);
+    expect(csv.headers.get('content-type')).toBe('text/csv; charset=utf-8');
+    expect(csv.text).toBe(['id,s', ...ids.map((i) => `${i},${xOf(i)}`)].join('\r\n') + '\r\n');
+
+    const parquet = await fetch(`${svc.url}/v1/analytics/reports/${res.body.id}/export.parquet`, { headers: headers(owner) });
+    expect(parquet.status).toBe(200);
+    expect(parquet.headers.get('content-type')).toBe('application/vnd.apache.parquet');
+    expect(parquet.headers.get('content-disposition')).toBe(`attachment; filename="${res.body.id}.parquet"`);
+    const file = join(dataDir, `${res.body.id}.parquet`);
+    await writeFile(file, Buffer.from(await parquet.arrayBuffer()));
+    // In the file's own row order.
+    const back = await store.duck.run(`SELECT id, s FROM read_parquet('${file}', file_row_number = true) ORDER BY file_row_number`);
+    expect(back.rows).toEqual(ids.map((i) => ({ id: i, s: xOf(i) })));
+
+    // Another tenant gets 404, like an unknown report.
+    expect((await api('GET', `/analytics/reports/${res.body.id}/export.parquet`, accountA)).status).toBe(404);
+  });
+
+  it("refuses (409) to export a report whose data a newer sync replaced, and exports the new query's", async () => {
+    const before = await run({ sourceId: noisy, measures: [{ op: 'count' }], dimensions: ['k'] });
+    expect((await api('GET', `/analytics/reports/${before.body.id}/export.csv`, owner)).status).toBe(200);
+    await ready(noisy, [{ k: 'c', x: 1 }]);
+    for (const format of ['csv', 'parquet']) {
+      const gone = await api('GET', `/analytics/reports/${before.body.id}/export.${format}`, owner);
+      expect(gone.status).toBe(409);
+      expect(gone.body.detail).toMatch(/replaced by a newer sync of its source; run the query again/);
+    }
+    const after = await waitFor(
+      async () => {
+        const r = await run({ sourceId: noisy, measures: [{ op: 'count' }], dimensions: ['k'] });
+        return r.body.rows?.[0]?.k === 'c' ? r : null;
+      },
+      { what: 'the new data' },
+    );
+    expect((await api('GET', `/analytics/reports/${after.body.id}/export.csv`, owner)).text).toBe('k,count\r\nc,1\r\n');
   });
 });
 

@@ -153,6 +153,14 @@ export function ResultView({ report }: { report: ReportDto }) {
           </table>
         </TableWrap>
       )}
+      {report.truncated && (
+        <p className="muted small" data-testid="result-truncated">
+          {report.totalRows === null
+            ? `This page holds ${formatNumber(rows.length)} rows and the result may have more (the query's limit); `
+            : `This page holds ${formatNumber(rows.length)} of the result's ${formatNumber(report.totalRows)} rows (the query's limit and offset); `}
+          the CSV and Parquet downloads carry all of them.
+        </p>
+      )}
       {rows.length > MAX_TABLE_ROWS && (
         <p className="muted small">
           Showing {formatNumber(MAX_TABLE_ROWS)} of {formatNumber(rows.length)} rows; download the CSV for all of them.

@@ -131,7 +131,8 @@ export function ExplorePage() {
 
   const source = ready.find((s) => s.id === sourceId);
   const schema = source?.schema ?? [];
-  const timeFields = schema.filter((c) => c.type === 'timestamp' || c.type === 'string');
+  // Only timestamp columns: the API refuses a string column as the time dimension (see services/analytics/README.md).
+  const timeFields = schema.filter((c) => c.type === 'timestamp');
   const dimensionFields = schema.filter((c) => c.name !== time?.field);
 
   const resetFor = (id: string) => {

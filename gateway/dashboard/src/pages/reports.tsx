@@ -148,9 +148,14 @@ export function ReportDetailPage({ id }: { id: string }) {
         back={{ to: '/analytics/reports', label: 'Reports' }}
         actions={
           r.status === 'completed' && (
-            <a className="btn btn-secondary" href={`/v1/analytics/reports/${encodeURIComponent(r.id)}/export.csv`} download>
-              Download CSV
-            </a>
+            <>
+              <a className="btn btn-secondary" href={`/v1/analytics/reports/${encodeURIComponent(r.id)}/export.csv`} download>
+                Download CSV
+              </a>
+              <a className="btn btn-secondary" href={`/v1/analytics/reports/${encodeURIComponent(r.id)}/export.parquet`} download>
+                Download Parquet
+              </a>
+            </>
           )
         }
       />
@@ -169,7 +174,7 @@ export function ReportDetailPage({ id }: { id: string }) {
                   '—'
                 ),
               ],
-              ['Rows', formatNumber(r.rowCount)],
+              ['Rows', r.totalRows !== null && r.totalRows !== r.rowCount ? `${formatNumber(r.rowCount)} of ${formatNumber(r.totalRows)}` : formatNumber(r.rowCount)],
               ['Duration', formatMs(r.durationMs)],
               ['Created', formatDate(r.createdAt)],
               ['Completed', formatDate(r.completedAt)],

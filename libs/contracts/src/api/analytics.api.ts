@@ -37,7 +37,9 @@ export const querySchema = z
     dimensions: z.array(fieldName).max(10).default([]),
     timeDimension: z
       .strictObject({
-        field: fieldName,
+        field: fieldName.describe(
+          'A timestamp column of the source. Other columns are refused with 400, strings included: ingestion types a text column as timestamp when every value in it is a time, so a string column holds values that are not times.',
+        ),
         granularity: z.enum(GRANULARITIES),
         from: isoDate.optional(),
         to: isoDate.optional(),
@@ -83,9 +85,19 @@ export const reportSchema = z
     rows: z
       .array(z.record(z.string(), cell))
       .describe(
-        'One object per result row, by column name. Integers beyond ±(2^53 − 1), which a JSON number cannot carry exactly in most clients, come as strings of their exact digits.',
+        'One object per result row, by column name (at most `limit`, itself at most 10,000; the exports carry every row). Integers beyond ±(2^53 − 1), which a JSON number cannot carry exactly in most clients, come as strings of their exact digits; so do decimals that a double cannot hold exactly. Measures computed in floating point (sums, averages and quantiles of double columns, averages of integers) are rounded to 15 significant digits, the most a double always holds: `318.34`, not `318.34000000000003`. Values read from the data (dimensions, min, max) come as stored, single-precision floats as their shortest decimal.',
       ),
-    rowCount: z.number().int(),
+    rowCount: z.number().int().describe('Rows in `rows`.'),
+    totalRows: z
+      .number()
+      .int()
+      .nullable()
+      .describe('Rows in the whole result, before `limit` and `offset`; null while running, when failed, and for reports made before totals were recorded.'),
+    truncated: z
+      .boolean()
+      .describe(
+        'True when the result has rows past this page (offset + rowCount < totalRows): raise `limit`, page with `offset`, or export the report for every row. Reports made before totals were recorded say true when their page filled its limit.',
+      ),
     durationMs: z.number().nullable(),
     createdAt: isoDate,
     completedAt: isoDate.nullable(),
@@ -144,6 +156,17 @@ export type OverviewDto = z.infer<typeof overviewSchema>;
 
 /** GET /analytics/reports/{id}/export.csv answers `text/csv`: RFC 4180, a header row of column names, CRLF lines. */
 export const REPORT_CSV_MEDIA_TYPE = 'text/csv';
-export const reportCsvSchema = z
-  .string()
-  .meta({ id: 'ReportCsv', description: 'The report rows as CSV (text/csv; charset=utf-8): a header row of column names, then one line per row.' });
+export const reportCsvSchema = z.string().meta({
+  id: 'ReportCsv',
+  description:
+    "Every row of the report's result as CSV (text/csv; charset=utf-8), without the 10,000-row cap of the JSON answer and ignoring the query's limit and offset, in the query's order: a header row of column names, then one CRLF line per row. Numbers follow the rules of the JSON rows (exact digits for wide integers and decimals, computed doubles to 15 significant digits); cells a spreadsheet would run as formulas start with an apostrophe.",
+});
+
+/** GET /analytics/reports/{id}/export.parquet answers a Parquet file. */
+export const REPORT_PARQUET_MEDIA_TYPE = 'application/vnd.apache.parquet';
+export const reportParquetSchema = z.string().meta({
+  id: 'ReportParquet',
+  format: 'binary',
+  description:
+    "Every row of the report's result as one Parquet file (zstd), without the 10,000-row cap and ignoring the query's limit and offset, in the query's order. Columns keep their types: times are TIMESTAMP (UTC), decimals DECIMAL, computed doubles rounded to 15 significant digits, and integers wider than 64 bits (sums of integer columns) DECIMAL(38, 0), exact.",
+});

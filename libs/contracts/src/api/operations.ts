@@ -2,7 +2,16 @@ import { type z } from 'zod';
 import type { Scope } from '../plans.ts';
 import { listQuerySchema } from './common.ts';
 import { createSourceBody, sourceListSchema, sourceSchema } from './sources.api.ts';
-import { overviewSchema, querySchema, REPORT_CSV_MEDIA_TYPE, reportCsvSchema, reportListSchema, reportSchema } from './analytics.api.ts';
+import {
+  overviewSchema,
+  querySchema,
+  REPORT_CSV_MEDIA_TYPE,
+  REPORT_PARQUET_MEDIA_TYPE,
+  reportCsvSchema,
+  reportListSchema,
+  reportParquetSchema,
+  reportSchema,
+} from './analytics.api.ts';
 import { createModelBody, metricsSchema, modelListSchema, modelSchema, predictBody, predictionSchema } from './models.api.ts';
 import {
   accountSchema,
@@ -296,8 +305,18 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     path: '/analytics/reports/{id}/export.csv',
     service: 'analytics',
     scope: 'analytics:read',
-    summary: "Download a completed report's rows as CSV (text/csv).",
+    summary: "Download every row of a completed report's result as CSV (text/csv), streamed, without the JSON answer's row cap.",
     success: { status: 200, schema: reportCsvSchema, mediaType: REPORT_CSV_MEDIA_TYPE },
+    errors: [404, 409],
+  },
+  {
+    operationId: 'exportReportParquet',
+    method: 'get',
+    path: '/analytics/reports/{id}/export.parquet',
+    service: 'analytics',
+    scope: 'analytics:read',
+    summary: "Download every row of a completed report's result as a Parquet file, without the JSON answer's row cap.",
+    success: { status: 200, schema: reportParquetSchema, mediaType: REPORT_PARQUET_MEDIA_TYPE },
     errors: [404, 409],
   },
   {

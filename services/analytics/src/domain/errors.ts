@@ -19,6 +19,17 @@ export const reportNotExportable = (id: string, status: string, error: string | 
     ? new AppError('conflict', `report ${id} is still running; export it once it has completed`, { headers: { 'Retry-After': '1' } })
     : new AppError('conflict', `report ${id} failed${error ? ` (${error})` : ''}; there is nothing to export`);
 
+export const reportDataReplaced = (id: string) =>
+  new AppError(
+    'conflict',
+    `report ${id} cannot be exported in full: the data it was computed from has been replaced by a newer sync of its source; run the query again to export the current data`,
+  );
+
+export const exportInterrupted = (cause: Error) => new AppError('unavailable', cause.message, { headers: { 'Retry-After': '1' }, cause });
+
+export const reportMadeBeforeExports = (id: string) =>
+  new AppError('conflict', `report ${id} was made before full exports were recorded and has only its CSV page; run the query again to export it in this format`);
+
 /** Reasons a report fails with, in words a customer can act on. */
 export const FAILURE = Object.freeze({
   tooLarge: (bytes: number, max: number) =>

@@ -36,7 +36,7 @@ function errorsOf(q: Record<string, unknown>): { path: string; message: string }
 describe('compileQuery: SQL text and parameters', () => {
   it('compiles a bare count', () => {
     const c = compile({ measures: [{ op: 'count' }] });
-    expect(c.sql).toBe('SELECT count(*) AS "count" FROM read_parquet($1) LIMIT $2 OFFSET $3');
+    expect(c.sql).toBe('SELECT count(*) AS "count", count(*) OVER () AS "__total" FROM read_parquet($1) LIMIT $2 OFFSET $3');
     expect(c.params).toEqual([FILE, 1000, 0]);
     expect(c.columns).toEqual([{ name: 'count', role: 'measure' }]);
   });
@@ -67,10 +67,14 @@ describe('compileQuery: SQL text and parameters', () => {
     expect(c.sql).toBe(
       'SELECT "country" AS "country", count(*) AS "count", count("amount") AS "count_amount", count(DISTINCT "qty") AS "countDistinct_qty", ' +
         'sum("amount") AS "revenue", avg("amount") AS "avg_amount", min("ts") AS "min_ts", max("country") AS "max_country", ' +
-        'quantile_cont("qty", 0.5) AS "median_qty", quantile_cont("amount", 0.9) AS "p90_amount", quantile_cont("amount", 0.99) AS "p99_amount" ' +
+        'quantile_cont("qty", 0.5) AS "median_qty", quantile_cont("amount", 0.9) AS "p90_amount", quantile_cont("amount", 0.99) AS "p99_amount", count(*) OVER () AS "__total" ' +
         'FROM read_parquet($1) WHERE "paid" = $2 AND "amount" >= $3 GROUP BY 1 ORDER BY 5 DESC NULLS LAST, 1 ASC NULLS LAST LIMIT $4 OFFSET $5',
     );
     expect(c.params).toEqual([FILE, true, 10, 5, 10]);
+    // The export reads every row in the same order; the count reads the same groups.
+    expect(c.fullSql).toBe(c.sql.replace(', count(*) OVER () AS "__total"', '').replace(' LIMIT $4 OFFSET $5', ''));
+    expect(c.fullParams).toEqual([FILE, true, 10]);
+    expect(c.countSql).toBe(`SELECT count(*) AS "n" FROM (${c.fullSql.replace(' ORDER BY 5 DESC NULLS LAST, 1 ASC NULLS LAST', '')}) AS r`);
   });
 
   it('buckets a time dimension, bounds it with from/to parameters and orders time first', () => {
@@ -80,7 +84,7 @@ describe('compileQuery: SQL text and parameters', () => {
       timeDimension: { field: 'ts', granularity: 'week', from: '2024-01-01T00:00:00Z', to: '2024-02-01' },
     });
     expect(c.sql).toBe(
-      'SELECT "country" AS "country", date_trunc(\'week\', CAST("ts" AS TIMESTAMP)) AS "ts", sum("qty") AS "sum_qty" FROM read_parquet($1) ' +
+      'SELECT "country" AS "country", date_trunc(\'week\', CAST("ts" AS TIMESTAMP)) AS "ts", sum("qty") AS "sum_qty", count(*) OVER () AS "__total" FROM read_parquet($1) ' +
         'WHERE CAST("ts" AS TIMESTAMP) >= CAST($2 AS TIMESTAMP) AND CAST("ts" AS TIMESTAMP) < CAST($3 AS TIMESTAMP) ' +
         'GROUP BY 1, 2 ORDER BY 2 ASC NULLS LAST, 1 ASC NULLS LAST LIMIT $4 OFFSET $5',
     );
@@ -88,9 +92,25 @@ describe('compileQuery: SQL text and parameters', () => {
     expect(c.columns.map((x) => x.role)).toEqual(['dimension', 'time', 'measure']);
   });
 
-  it('reads a string column of ISO times as time with TRY_CAST', () => {
-    const c = compile({ measures: [{ op: 'count' }], timeDimension: { field: 'when_text', granularity: 'month' } });
-    expect(c.sql).toContain('date_trunc(\'month\', TRY_CAST("when_text" AS TIMESTAMP)) AS "when_text"');
+  it('refuses a string, integer, number or boolean column as the time dimension, naming the column and its type', () => {
+    expect(errorsOf({ measures: [{ op: 'count' }], timeDimension: { field: 'when_text', granularity: 'month' } })).toEqual([
+      {
+        path: 'timeDimension.field',
+        message:
+          '"when_text" is a string field; a time dimension needs a timestamp field (ingestion types a column as timestamp when every value in it is a time; this one has values that are not)',
+      },
+    ]);
+    for (const [field, type] of [
+      ['qty', 'integer'],
+      ['amount', 'number'],
+      ['paid', 'boolean'],
+    ]) {
+      expect(errorsOf({ measures: [{ op: 'count' }], timeDimension: { field, granularity: 'day' } })).toEqual([
+        { path: 'timeDimension.field', message: `"${field}" is ${type === 'integer' ? 'an' : 'a'} ${type} field; a time dimension needs a timestamp field` },
+      ]);
+    }
+    // Positive control: the timestamp column is accepted.
+    expect(compile({ measures: [{ op: 'count' }], timeDimension: { field: 'ts', granularity: 'month' } }).sql).toContain('date_trunc(\'month\', CAST("ts" AS TIMESTAMP)) AS "ts"');
   });
 
   it('compiles nested and/or filters and every operator with values as parameters', () => {
@@ -119,7 +139,7 @@ describe('compileQuery: SQL text and parameters', () => {
       ],
     });
     expect(c.sql).toBe(
-      'SELECT count(*) AS "count" FROM read_parquet($1) WHERE (("country" IN ($2, $3) AND "qty" < $4) OR ("country" IS NULL OR "country" NOT IN ($5)) ' +
+      'SELECT count(*) AS "count", count(*) OVER () AS "__total" FROM read_parquet($1) WHERE (("country" IN ($2, $3) AND "qty" < $4) OR ("country" IS NULL OR "country" NOT IN ($5)) ' +
         'OR contains("country", $6) OR starts_with("country", $7) OR "amount" IS NULL OR "amount" IS NOT NULL OR "qty" IS DISTINCT FROM $8 ' +
         'OR "qty" > $9 OR "qty" <= $10 OR CAST("ts" AS TIMESTAMP) < CAST($11 AS TIMESTAMP)) LIMIT $12 OFFSET $13',
     );
@@ -128,7 +148,9 @@ describe('compileQuery: SQL text and parameters', () => {
 
   it('quotes a schema column whose name holds quotes, and never puts a value in the SQL text', () => {
     const c = compile({ measures: [{ op: 'countDistinct', field: 'odd "name"' }], filters: [{ field: 'odd "name"', op: 'eq', value: '"; DROP' }] });
-    expect(c.sql).toBe('SELECT count(DISTINCT "odd ""name""") AS "countDistinct_odd ""name""" FROM read_parquet($1) WHERE "odd ""name""" = $2 LIMIT $3 OFFSET $4');
+    expect(c.sql).toBe(
+      'SELECT count(DISTINCT "odd ""name""") AS "countDistinct_odd ""name""", count(*) OVER () AS "__total" FROM read_parquet($1) WHERE "odd ""name""" = $2 LIMIT $3 OFFSET $4',
+    );
     expect(c.sql).not.toContain('DROP');
     expect(c.sql).not.toContain(FILE);
   });

@@ -14,8 +14,14 @@ export type ParamValue = string | number | boolean | null;
 export type ColumnType = DatasetColumn['type'];
 
 export interface CompiledQuery {
+  /** The page (LIMIT/OFFSET), with the number of all result rows as one more, last column. */
   sql: string;
   params: ParamValue[];
+  /** Every result row in the page's order, without limit or offset (for exports); its parameters. */
+  fullSql: string;
+  fullParams: ParamValue[];
+  /** The number of result rows, for a page past the end (it has no row to carry the count); takes `fullParams`. */
+  countSql: string;
   /** Output columns in select order. */
   columns: { name: string; role: 'dimension' | 'time' | 'measure' }[];
 }
@@ -277,11 +283,13 @@ export function compileQuery(query: AnalyticsQuery, schema: readonly DatasetColu
     const type = c.field(td.field, 'timeDimension.field');
     const unit = GRANULARITY_SQL[td.granularity];
     if (!unit) c.fail('timeDimension.granularity', `granularity must be one of ${Object.keys(GRANULARITY_SQL).join(', ')}`);
-    if (type !== null && type !== 'timestamp' && type !== 'string') {
-      c.fail('timeDimension.field', `${JSON.stringify(td.field)} is ${withArticle(type)} field; a time dimension needs a timestamp field`);
+    if (type !== null && type !== 'timestamp') {
+      // Ingestion already types a column whose every value is a time as timestamp, so a string column holds
+      // values that are not times: bucketing it would put them all in one null bucket.
+      const why = type === 'string' ? ' (ingestion types a column as timestamp when every value in it is a time; this one has values that are not)' : '';
+      c.fail('timeDimension.field', `${JSON.stringify(td.field)} is ${withArticle(type)} field; a time dimension needs a timestamp field${why}`);
     } else if (type !== null && unit) {
-      // A string column holding ISO times is read as time too; values that are not times fall in a null bucket.
-      const t = type === 'timestamp' ? `CAST(${sqlIdent(td.field)} AS TIMESTAMP)` : `TRY_CAST(${sqlIdent(td.field)} AS TIMESTAMP)`;
+      const t = `CAST(${sqlIdent(td.field)} AS TIMESTAMP)`;
       timePosition = addOutput(td.field, `date_trunc(${unit}, ${t})`, 'time', 'timeDimension.field');
       if (timePosition !== null) groupBy.push(timePosition);
       const bound = (key: 'from' | 'to', cmp: string) => {
@@ -363,17 +371,20 @@ export function compileQuery(query: AnalyticsQuery, schema: readonly DatasetColu
     throw new AppError('validation_failed', `the query is invalid: ${c.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, { errors: c.errors });
   }
 
+  // The export reads every row, so it takes the params before limit and offset (the last two).
+  const fullParams = [...c.params];
   const limit = c.param(query.limit);
   const offset = c.param(query.offset);
-  const sql = [
-    `SELECT ${select.join(', ')}`,
-    `FROM read_parquet(${fileParam})`,
-    where.length ? `WHERE ${where.join(' AND ')}` : '',
-    groupBy.length ? `GROUP BY ${groupBy.join(', ')}` : '',
-    order.length ? `ORDER BY ${order.join(', ')}` : '',
-    `LIMIT ${limit} OFFSET ${offset}`,
-  ]
-    .filter(Boolean)
-    .join(' ');
-  return { sql, params: c.params, columns };
+  const body = [`FROM read_parquet(${fileParam})`, where.length ? `WHERE ${where.join(' AND ')}` : '', groupBy.length ? `GROUP BY ${groupBy.join(', ')}` : ''].filter(Boolean);
+  const orderSql = order.length ? [`ORDER BY ${order.join(', ')}`] : [];
+  // Every query aggregates, so the window counts the result's rows (groups) in the same pass as the page.
+  const sql = [`SELECT ${select.join(', ')}, count(*) OVER () AS "__total"`, ...body, ...orderSql, `LIMIT ${limit} OFFSET ${offset}`].join(' ');
+  return {
+    sql,
+    params: c.params,
+    fullSql: [`SELECT ${select.join(', ')}`, ...body, ...orderSql].join(' '),
+    fullParams,
+    countSql: `SELECT count(*) AS "n" FROM (SELECT ${select.join(', ')} ${body.join(' ')}) AS r`,
+    columns,
+  };
 }

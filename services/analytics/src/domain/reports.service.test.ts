@@ -1,10 +1,13 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { newId, querySchema, type AnalyticsQuery, type CallerContext, type DomainEvent } from '@dap/contracts';
 import { AppError } from '@dap/http';
 import { createLogger } from '@dap/logger';
 import type { SourceProjection, SourceProjectionRepository } from '@dap/mongo';
 import type { ReportDoc, ReportOutcome, ReportRepository } from '../persistence/report.repository.ts';
 import { QueryInterruptedError, type RunOptions, type TableResult } from '../persistence/query.runner.ts';
-import { ReportsService, type ReportsLimits } from './reports.service.ts';
+import { ReportsService, type ReportsDeps, type ReportsLimits } from './reports.service.ts';
 
 const accountId = newId('acct');
 const sourceId = newId('src');
@@ -12,7 +15,7 @@ const caller: CallerContext = { accountId, plan: 'starter', scopes: [], requestI
 const q = (extra: Record<string, unknown> = {}) => querySchema.parse({ sourceId, measures: [{ op: 'count' }], ...extra }) as AnalyticsQuery;
 
 /** In-memory stand-ins with the repositories' semantics (finish only while running, events with the write). */
-function harness(limits: Partial<ReportsLimits>, run: (opts: RunOptions) => Promise<TableResult>) {
+function harness(limits: Partial<ReportsLimits>, run: (opts: RunOptions) => Promise<TableResult>, exports: Partial<ReportsDeps['runner']> = {}) {
   const docs = new Map<string, ReportDoc>();
   const events: DomainEvent[] = [];
   const reports = {
@@ -50,7 +53,14 @@ function harness(limits: Partial<ReportsLimits>, run: (opts: RunOptions) => Prom
     reports,
     sources,
     store: { currentFile: async () => '/data/file.parquet' },
-    runner: { run: (_sql: string, _params: unknown[], opts: RunOptions) => run(opts) },
+    // The page query carries the count of all result rows as a last column.
+    runner: {
+      run: async (_sql: string, _params: unknown[], opts: RunOptions) => {
+        const r = await run(opts);
+        return { columns: [...r.columns, { name: '__total', type: 'integer' }], rows: r.rows.map((row) => [...row, r.rows.length]) };
+      },
+      ...exports,
+    } as unknown as ReportsDeps['runner'],
     logger: createLogger({ name: 'test', level: 'silent' }),
     limits: { budgetMs: 1_000, timeoutMs: 30_000, maxConcurrent: 4, maxResultBytes: 1_000_000, ...limits },
   });
@@ -64,7 +74,7 @@ describe('ReportsService', () => {
     const h = harness({}, async () => ONE_ROW);
     const { report, accepted } = await h.service.run(caller, q());
     expect(accepted).toBe(false);
-    expect(report).toMatchObject({ status: 'completed', rows: [[1]], rowCount: 1, columns: ONE_ROW.columns });
+    expect(report).toMatchObject({ status: 'completed', rows: [[1]], rowCount: 1, totalRows: 1, truncated: false, columns: ONE_ROW.columns });
     expect(h.events).toEqual([expect.objectContaining({ type: 'report.completed', subject: report._id, requestId: caller.requestId })]);
   });
 
@@ -103,6 +113,52 @@ describe('ReportsService', () => {
     expect((await h.service.run(caller, q({ async: true }))).accepted).toBe(true);
     releases.forEach((r) => r());
     await h.service.stop();
+  });
+
+  it('holds a query slot while an export streams, and frees it when the export is left early or cancelled', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'analytics-export-'));
+    const file = join(dir, 'data.parquet');
+    await writeFile(file, 'x');
+    // An export that sends one part, then waits until it is cancelled.
+    const stream = async function* (_sql: string, _params: unknown[], opts: { signal?: AbortSignal }) {
+      yield ONE_ROW;
+      if (!opts.signal!.aborted) await new Promise((resolve) => opts.signal!.addEventListener('abort', resolve));
+      throw new QueryInterruptedError('aborted', 'cancelled');
+    };
+    const h = harness({ maxConcurrent: 1 }, async () => ONE_ROW, { stream, describe: async () => [{ name: 'x', type: 'integer' }] });
+    try {
+      const { report } = await h.service.run(caller, q());
+      const exported = { ...report, dataFile: file };
+      const busy = () =>
+        h.service.run(caller, q()).then(
+          () => 'admitted',
+          (e: AppError) => `${e.status}`,
+        );
+
+      const left = h.service.exportRows(exported, new AbortController().signal);
+      expect((await left.next()).value).toEqual(ONE_ROW);
+      expect(await busy()).toBe('409'); // the export holds the account's one slot
+      await left.return(undefined);
+      expect(await busy()).toBe('admitted');
+
+      const ctl = new AbortController();
+      const cancelled = h.service.exportRows(exported, ctl.signal);
+      await cancelled.next();
+      expect(await busy()).toBe('409');
+      ctl.abort();
+      await expect(cancelled.next()).rejects.toMatchObject({ status: 503, message: 'cancelled', headers: { 'Retry-After': '1' } });
+      expect(await busy()).toBe('admitted');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses (409) to export a report that is not completed, or whose data file a newer sync removed', async () => {
+    const h = harness({}, async () => ONE_ROW, { describe: async () => [{ name: 'x', type: 'integer' }] });
+    const { report } = await h.service.run(caller, q());
+    const next = (r: ReportDoc) => h.service.exportRows(r, new AbortController().signal).next();
+    await expect(next({ ...report, status: 'running' })).rejects.toMatchObject({ status: 409, message: expect.stringContaining('still running') });
+    await expect(next({ ...report, dataFile: '/nonexistent/data.parquet' })).rejects.toMatchObject({ status: 409, message: expect.stringContaining('replaced by a newer sync') });
   });
 
   it('fails a query that times out with the reason, and emits report.failed', async () => {

@@ -1,11 +1,24 @@
+import { access } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { newId, type AnalyticsQuery, type CallerContext, type DomainEvent } from '@dap/contracts';
+import type { DatasetColumn } from '@dap/datasets';
 import type { Logger } from '@dap/logger';
 import type { SourceProjectionRepository } from '@dap/mongo';
 import { encodeRows, type ReportDoc, type ReportOutcome, type ReportRepository, type ReportSummaryDoc } from '../persistence/report.repository.ts';
-import type { RunOptions, TableResult } from '../persistence/query.runner.ts';
+import type { RunOptions, StreamOptions, TableResult } from '../persistence/query.runner.ts';
 import { compileQuery, type CompiledQuery, type ParamValue } from './query-compiler.ts';
-import { FAILURE, reportNotFound, sourceHasNoData, sourceNotFound, sourceNotReady, tooManyQueries } from './errors.ts';
+import {
+  FAILURE,
+  exportInterrupted,
+  reportDataReplaced,
+  reportMadeBeforeExports,
+  reportNotExportable,
+  reportNotFound,
+  sourceHasNoData,
+  sourceNotFound,
+  sourceNotReady,
+  tooManyQueries,
+} from './errors.ts';
 import { reportCompleted, reportFailed } from './events.ts';
 import { settleWithin } from './settle.ts';
 
@@ -22,9 +35,28 @@ export interface ReportsDeps {
   reports: ReportRepository;
   sources: SourceProjectionRepository;
   store: { currentFile(accountId: string, sourceId: string): Promise<string | null> };
-  runner: { run(sql: string, params: ParamValue[], opts: RunOptions): Promise<TableResult> };
+  runner: {
+    run(sql: string, params: ParamValue[], opts: RunOptions): Promise<TableResult>;
+    stream(sql: string, params: ParamValue[], opts: StreamOptions): AsyncGenerator<TableResult>;
+    toParquet(sql: string, params: ParamValue[], opts: StreamOptions): Promise<string>;
+    discard(file: string): Promise<void>;
+    describe(file: string): Promise<DatasetColumn[]>;
+  };
   logger: Logger;
   limits: ReportsLimits;
+}
+
+/** Per output position, whether it is a measure (its doubles are computed and rounded); the page's count column is not. */
+const computedOf = (compiled: CompiledQuery): boolean[] => [...compiled.columns.map((c) => c.role === 'measure'), false];
+
+const isMissingFile = (err: unknown): boolean =>
+  (err as NodeJS.ErrnoException | null)?.code === 'ENOENT' || (err instanceof Error && /no files found|cannot open file|no such file/i.test(err.message));
+
+/** What an export that failed tells the client: its data is gone (409), or the service is stopping (503, retry). */
+function exportError(id: string, err: unknown): unknown {
+  if (isMissingFile(err)) return reportDataReplaced(id);
+  if (err instanceof Error && err.name === 'QueryInterruptedError') return exportInterrupted(err);
+  return err;
 }
 
 /** A stale report is one older than any query can run, plus this much for the final write. */
@@ -73,6 +105,9 @@ export class ReportsService {
         columns: [],
         rows: [],
         rowCount: 0,
+        totalRows: null,
+        truncated: false,
+        dataFile: resolve(current.file),
         durationMs: null,
         createdAt: new Date(),
         completedAt: null,
@@ -121,13 +156,24 @@ export class ReportsService {
     const { logger, limits } = this.deps;
     const started = performance.now();
     const elapsed = () => Math.round((performance.now() - started) * 100) / 100;
-    let outcome: { ok: true; result: TableResult; rowsJson: string } | { ok: false; error: string };
+    let outcome: { ok: true; result: TableResult; total: number; rowsJson: string } | { ok: false; error: string };
     try {
-      const result = await this.deps.runner.run(compiled.sql, compiled.params, { timeoutMs: limits.timeoutMs, signal: this.shutdown.signal });
+      const opts = { timeoutMs: limits.timeoutMs, signal: this.shutdown.signal, computed: computedOf(compiled) };
+      const page = await this.deps.runner.run(compiled.sql, compiled.params, opts);
+      // The page's last column is the count of all result rows (the same on every row); it is not an output.
+      const width = compiled.columns.length;
+      let total: number | null = null;
+      for (const row of page.rows) {
+        total ??= Number(row[width]);
+        row.length = width;
+      }
+      const result = { columns: page.columns.slice(0, width), rows: page.rows };
+      // A page past the end has no row to carry the count; only then is it a query of its own.
+      if (total === null) total = report.query.offset === 0 ? 0 : Number((await this.deps.runner.run(compiled.countSql, compiled.fullParams, opts)).rows[0]?.[0] ?? 0);
       // Serialised once: the size limit is measured on the very string that is stored.
       const rowsJson = encodeRows(result.rows);
       const bytes = Buffer.byteLength(rowsJson);
-      outcome = bytes > limits.maxResultBytes ? { ok: false, error: FAILURE.tooLarge(bytes, limits.maxResultBytes) } : { ok: true, result, rowsJson };
+      outcome = bytes > limits.maxResultBytes ? { ok: false, error: FAILURE.tooLarge(bytes, limits.maxResultBytes) } : { ok: true, result, total, rowsJson };
     } catch (err) {
       outcome = { ok: false, error: this.describe(err) };
       if (!(err instanceof Error && err.name === 'QueryInterruptedError')) logger.warn({ err, reportId: report._id }, 'analytics query failed');
@@ -141,12 +187,13 @@ export class ReportsService {
     if (outcome.ok) {
       ({ rows } = outcome.result);
       rowsJson = outcome.rowsJson;
-      fields = { status: 'completed', error: null, columns: outcome.result.columns, rowCount: rows.length, durationMs, completedAt };
+      const truncated = report.query.offset + rows.length < outcome.total;
+      fields = { status: 'completed', error: null, columns: outcome.result.columns, rowCount: rows.length, totalRows: outcome.total, truncated, durationMs, completedAt };
       event = reportCompleted(report.accountId, requestId, { id: report._id, sourceId: report.sourceId, rowCount: rows.length, durationMs });
     } else {
       rows = [];
       rowsJson = encodeRows(rows);
-      fields = { status: 'failed', error: outcome.error, columns: [], rowCount: 0, durationMs, completedAt };
+      fields = { status: 'failed', error: outcome.error, columns: [], rowCount: 0, totalRows: null, truncated: false, durationMs, completedAt };
       event = reportFailed(report.accountId, requestId, { id: report._id, sourceId: report.sourceId, error: outcome.error });
     }
     try {
@@ -158,6 +205,67 @@ export class ReportsService {
       logger.error({ err, reportId: report._id }, 'could not store a report outcome');
       return report;
     }
+  }
+
+  /**
+   * The query giving every row of a completed report, in its order and without its limit, over the very
+   * data file it read (Parquet files are immutable; a sync writes a new one and removes the old).
+   */
+  private async fullQuery(report: ReportDoc): Promise<CompiledQuery> {
+    if (report.status !== 'completed') throw reportNotExportable(report._id, report.status, report.error);
+    const file = report.dataFile;
+    if (!file) throw reportMadeBeforeExports(report._id);
+    try {
+      await access(file);
+      return compileQuery(report.query, await this.deps.runner.describe(file), file);
+    } catch (err) {
+      throw isMissingFile(err) ? reportDataReplaced(report._id) : err;
+    }
+  }
+
+  /**
+   * Every row of a completed report, streamed in parts (the first carries the columns, even if empty), so
+   * memory stays bounded whatever the size. Counts as one of the account's running queries.
+   * Leaving the loop early, or aborting `signal`, stops the query.
+   */
+  async *exportRows(report: ReportDoc, signal: AbortSignal): AsyncGenerator<TableResult> {
+    // A report from before full exports knows no data file: its stored page is what there is.
+    if (report.status === 'completed' && !report.dataFile) {
+      yield { columns: report.columns as TableResult['columns'], rows: report.rows };
+      return;
+    }
+    const compiled = await this.fullQuery(report);
+    await this.admitExport(report.accountId);
+    const stop = AbortSignal.any([signal, this.shutdown.signal]);
+    try {
+      yield* this.deps.runner.stream(compiled.fullSql, compiled.fullParams, { signal: stop, computed: computedOf(compiled) });
+    } catch (err) {
+      throw exportError(report._id, err);
+    } finally {
+      this.release(report.accountId);
+    }
+  }
+
+  /** Every row of a completed report as a Parquet file; `discard` it once sent. */
+  async exportParquet(report: ReportDoc, signal: AbortSignal): Promise<string> {
+    const compiled = await this.fullQuery(report);
+    await this.admitExport(report.accountId);
+    try {
+      return await this.deps.runner.toParquet(compiled.fullSql, compiled.fullParams, { signal: AbortSignal.any([signal, this.shutdown.signal]), computed: computedOf(compiled) });
+    } catch (err) {
+      throw exportError(report._id, err);
+    } finally {
+      this.release(report.accountId);
+    }
+  }
+
+  discard(file: string): Promise<void> {
+    return this.deps.runner.discard(file);
+  }
+
+  private async admitExport(accountId: string): Promise<void> {
+    const since = new Date(Date.now() - this.deps.limits.timeoutMs - STALE_GRACE_MS);
+    this.admit(accountId, await this.deps.reports.countRunning(accountId, since));
   }
 
   /** A failure reason a customer can act on, without file paths or internals. */
@@ -178,7 +286,17 @@ export class ReportsService {
       const done = await this.deps.reports.finish(
         r.accountId,
         r._id,
-        { status: 'failed', error: FAILURE.interrupted, columns: [], rowsJson: encodeRows([]), rowCount: 0, durationMs: null, completedAt: new Date() },
+        {
+          status: 'failed',
+          error: FAILURE.interrupted,
+          columns: [],
+          rowsJson: encodeRows([]),
+          rowCount: 0,
+          totalRows: null,
+          truncated: false,
+          durationMs: null,
+          completedAt: new Date(),
+        },
         reportFailed(r.accountId, null, { id: r._id, sourceId: r.sourceId, error: FAILURE.interrupted }),
       );
       if (done) n++;

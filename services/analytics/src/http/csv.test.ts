@@ -29,6 +29,17 @@ describe('toCsv', () => {
         ],
       ),
     ).toBe("id,code\r\n-9223372036854775807,'-12\r\n1790000000000000001,'=1\r\n");
+    // Decimals a double cannot hold come as exact digits too: numbers in number columns, not formulas.
+    expect(
+      toCsv(
+        [
+          { name: 'total', type: 'number' },
+          { name: 'code', type: 'string' },
+        ],
+        [['-123456789012345678.91', '-1.5']],
+      ),
+    ).toBe("total,code\r\n-123456789012345678.91,'-1.5\r\n");
+    expect(toCsv([{ name: 'total', type: 'number' }], [['-1.5e3+1']])).toBe("total\r\n'-1.5e3+1\r\n");
     // A text cell in an integer column that is not digits is still neutralised.
     expect(toCsv([{ name: 'id', type: 'integer' }], [['=1+1']])).toBe("id\r\n'=1+1\r\n");
   });

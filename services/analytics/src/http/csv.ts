@@ -11,14 +11,27 @@ function field(v: Cell): string {
   return NEEDS_QUOTES.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
 }
 
-/** An integer past 2^53 comes as its exact digits (see exactInteger): a number, not text to neutralise. */
-const EXACT_INTEGER = /^-?\d+$/;
+/** A number column's cell that comes as exact digits (an integer past 2^53, a decimal a double cannot hold): a number, not text to neutralise. */
+const EXACT_NUMBER: Readonly<Record<string, RegExp>> = Object.freeze({ integer: /^-?\d+$/, number: /^-?\d+(?:\.\d+)?$/ });
+
+/** The CSV header line of a result. */
+export function csvHeader(columns: readonly { name: string }[]): string {
+  return columns.map((c) => field(c.name)).join(',') + '\r\n';
+}
+
+/** CSV lines for rows of a result, each CRLF-terminated. */
+export function csvRows(columns: readonly { name: string; type?: string }[], rows: readonly Cell[][]): string {
+  const exact = columns.map((c) => (c.type ? EXACT_NUMBER[c.type] : undefined));
+  const cell = (v: Cell, i: number) => {
+    const re = exact[i];
+    return re && typeof v === 'string' && re.test(v) ? v : field(v);
+  };
+  let out = '';
+  for (const row of rows) out += columns.map((_c, i) => cell(row[i] ?? null, i)).join(',') + '\r\n';
+  return out;
+}
 
 /** RFC 4180 CSV: a header row, then one CRLF-terminated line per row. */
 export function toCsv(columns: readonly { name: string; type?: string }[], rows: readonly Cell[][]): string {
-  const lines = [columns.map((c) => field(c.name)).join(',')];
-  const integer = columns.map((c) => c.type === 'integer');
-  const cell = (v: Cell, i: number) => (integer[i] && typeof v === 'string' && EXACT_INTEGER.test(v) ? v : field(v));
-  for (const row of rows) lines.push(columns.map((_c, i) => cell(row[i] ?? null, i)).join(','));
-  return lines.join('\r\n') + '\r\n';
+  return csvHeader(columns) + csvRows(columns, rows);
 }

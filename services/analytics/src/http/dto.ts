@@ -10,6 +10,8 @@ export function toReportSummaryDto(r: ReportSummaryDoc): ReportSummaryDto {
     error: r.error,
     columns: r.columns,
     rowCount: r.rowCount,
+    totalRows: r.totalRows,
+    truncated: r.truncated,
     durationMs: r.durationMs,
     createdAt: r.createdAt.toISOString(),
     completedAt: r.completedAt ? r.completedAt.toISOString() : null,
@@ -23,6 +25,6 @@ export function toReportDto(r: ReportDoc): ReportDto {
     r.columns.forEach((c, i) => (out[c.name] = row[i] ?? null));
     return out;
   });
-  const { id, query, status, error, columns, rowCount, durationMs, createdAt, completedAt } = toReportSummaryDto(r);
-  return { id, query, status, error, columns, rows, rowCount, durationMs, createdAt, completedAt };
+  const { id, query, status, error, columns, rowCount, totalRows, truncated, durationMs, createdAt, completedAt } = toReportSummaryDto(r);
+  return { id, query, status, error, columns, rows, rowCount, totalRows, truncated, durationMs, createdAt, completedAt };
 }

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { access, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { newId } from '@dap/contracts';
@@ -54,6 +54,62 @@ describe('QueryRunner', () => {
     );
     expect(r.columns.map((c) => c.type)).toEqual(['integer', 'integer', 'integer', 'integer', 'integer']);
     expect(r.rows).toEqual([['1790000000000000001', '-9223372036854775807', '18446744073709551614', 9007199254740991, 2]]);
+  });
+
+  it('rounds doubles a measure computed to 15 significant digits, keeps stored doubles, floats shortest and decimals exact', async () => {
+    const sql = `SELECT sum(x) AS s, avg(x) AS a, quantile_cont(x, 0.9) AS p, min(x) AS lo, 0.1::FLOAT AS f, sum(d) AS sd, 123456789012345678.91::DECIMAL(38, 2) AS wide, 318.30::DECIMAL(10, 2) AS dec
+       FROM (VALUES (0.1::DOUBLE, 1.10::DECIMAL(10, 2)), (0.2, 2.21)) t(x, d)`;
+    // Positive control: the raw doubles carry the noise this rounds away.
+    const raw = await runner.run(sql, [], { timeoutMs: 5_000 });
+    expect(raw.rows[0]!.slice(0, 3)).toEqual([0.30000000000000004, 0.15000000000000002, 0.19000000000000003]);
+    const r = await runner.run(sql, [], { timeoutMs: 5_000, computed: [true, true, true, true, false, true, false, false] });
+    expect(r.columns.map((c) => c.type)).toEqual(Array(8).fill('number'));
+    expect(r.rows).toEqual([[0.3, 0.15, 0.19, 0.1, 0.1, 3.31, '123456789012345678.91', 318.3]]);
+    // A stored double is returned as stored, even where 15 digits would change it.
+    const stored = await runner.run('SELECT 0.30000000000000004::DOUBLE AS x', [], { timeoutMs: 5_000, computed: [false] });
+    expect(stored.rows).toEqual([[0.30000000000000004]]);
+  });
+
+  it('streams a result larger than a chunk in bounded parts, converted like run', async () => {
+    let rows = 0;
+    let largest = 0;
+    let last = -1;
+    let ordered = true;
+    for await (const part of runner.stream('SELECT range AS n, range * 0.1 + 0.2 AS x FROM range(25000) ORDER BY n DESC', [], { computed: [false, true] })) {
+      expect(part.columns).toEqual([
+        { name: 'n', type: 'integer' },
+        { name: 'x', type: 'number' },
+      ]);
+      for (const [n, x] of part.rows) {
+        if (last !== -1 && (n as number) >= last) ordered = false;
+        last = n as number;
+        expect(x).toBe(Number(((n as number) * 0.1 + 0.2).toPrecision(15)));
+      }
+      rows += part.rows.length;
+      largest = Math.max(largest, part.rows.length);
+    }
+    expect([rows, ordered, last]).toEqual([25000, true, 0]);
+    expect(largest).toBeLessThanOrEqual(2048);
+    // An empty result still gives its columns once.
+    const parts = [];
+    for await (const part of runner.stream('SELECT 1 AS one WHERE false', [])) parts.push(part);
+    expect(parts).toEqual([{ columns: [{ name: 'one', type: 'integer' }], rows: [] }]);
+  });
+
+  it('writes a Parquet export in order, rounding computed doubles and keeping 128-bit integers exact, then discards it', async () => {
+    const file = await runner.toParquet('SELECT range AS n, sum(range::INTEGER) AS total, avg(range) + 0.1 + 0.2 AS x FROM range(3) GROUP BY 1 ORDER BY 1 DESC', [], {
+      computed: [false, true, true],
+    });
+    const r = await store.duck.run(`SELECT n, total, x, typeof(total) AS t FROM read_parquet('${file}')`);
+    expect(r.rows).toEqual([
+      { n: 2, total: 2, x: 2.3, t: 'DECIMAL(38,0)' },
+      { n: 1, total: 1, x: 1.3, t: 'DECIMAL(38,0)' },
+      { n: 0, total: 0, x: 0.3, t: 'DECIMAL(38,0)' },
+    ]);
+    await runner.discard(file);
+    await expect(access(file)).rejects.toThrow(/ENOENT/);
+    // It writes nowhere else.
+    await expect(runner.run(`COPY (SELECT 1) TO '${join(dir, 'x.parquet')}' (FORMAT parquet)`, [], { timeoutMs: 5_000 })).rejects.toThrow(/Permission Error/);
   });
 
   it('interrupts a query that runs past its time limit, with a clear reason', async () => {

@@ -1,6 +1,10 @@
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { resolve, sep } from 'node:path';
-import { apiTypeOf, sqlLiteral, type Cell } from '@dap/datasets';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve, sep } from 'node:path';
+import { apiTypeOf, sqlIdent, sqlLiteral, type Cell, type DatasetColumn } from '@dap/datasets';
 import type { ParamValue } from '../domain/query-compiler.ts';
 
 /** Why a query was stopped before it finished. */
@@ -17,6 +21,14 @@ export class QueryInterruptedError extends Error {
 export interface RunOptions {
   timeoutMs: number;
   signal?: AbortSignal;
+  /** Per output position: whether it is a computed measure, whose doubles are rounded (see `computedDouble`). */
+  computed?: readonly boolean[];
+}
+
+/** A streamed or exported result: no time limit (it ran within one as a report), stopped by the signal. */
+export interface StreamOptions {
+  signal?: AbortSignal;
+  computed?: readonly boolean[];
 }
 
 const TIME_TYPES = /^(TIMESTAMP|DATE)/;
@@ -46,10 +58,6 @@ function anyCell(v: unknown): Cell {
 }
 
 /**
- * How one column's JSON values become API cells, chosen once per column (a 10,000-row result would
- * otherwise classify every cell's type again). Big integers and decimals arrive as strings.
- */
-/**
  * An integer cell: a JSON number when a double holds it exactly (|n| ≤ 2^53 − 1), else its exact digits as a
  * string. DuckDB's BIGINT and HUGEINT go past that (snowflake ids, sums of large counters), and a JSON number
  * would silently become a neighbouring value in every JavaScript client and in this service.
@@ -63,12 +71,67 @@ export function exactInteger(v: unknown): Cell {
   return anyCell(v);
 }
 
-export function cellConverter(duckType: string): (v: unknown) => Cell {
+/**
+ * A double a measure computed (sum, avg, quantiles) to 15 significant digits, the most a double always
+ * holds: the digits past those are noise from the order the values were added in (318.34000000000003),
+ * which even differs between runs when DuckDB sums in parallel.
+ */
+export function computedDouble(v: number): number {
+  return Number.isFinite(v) && v !== 0 ? Number(v.toPrecision(15)) : v;
+}
+
+/** A FLOAT (32-bit) value as the shortest decimal that reads back as the same float: 0.1, not 0.10000000149011612. */
+export function shortestFloat(v: number): number {
+  if (!Number.isFinite(v) || v === 0) return v;
+  for (let p = 1; p < 9; p++) {
+    const n = Number(v.toPrecision(p));
+    if (Math.fround(n) === v) return n;
+  }
+  return Number(v.toPrecision(9));
+}
+
+/** `318.30` → `318.3`, `-0.00` → `0`: the decimal as JavaScript prints the number it equals. */
+function canonicalDecimal(text: string): string {
+  const t = text.includes('.') ? text.replace(/0+$/, '').replace(/\.$/, '') : text;
+  return t === '-0' ? '0' : t;
+}
+
+/**
+ * A DECIMAL cell (DuckDB gives its exact digits): a JSON number when that number is exactly the decimal,
+ * else the exact digits as a string, as for integers past 2^53. A sum of money stays exact either way.
+ */
+export function exactDecimal(v: unknown): Cell {
+  if (typeof v !== 'string') return typeof v === 'number' ? v : anyCell(v);
+  const n = Number(v);
+  return Number.isFinite(n) && String(n) === canonicalDecimal(v) ? n : v;
+}
+
+const toNumber = (v: unknown): Cell => (typeof v === 'number' ? v : typeof v === 'string' || typeof v === 'bigint' ? Number(v) : anyCell(v));
+
+/**
+ * How one column's JSON values become API cells, chosen once per column (a 10,000-row result would
+ * otherwise classify every cell's type again). `computed` marks a measure's column.
+ */
+export function cellConverter(duckType: string, computed = false): (v: unknown) => Cell {
   const api = apiTypeOf(duckType);
   if (api === 'integer') return exactInteger;
-  if (api === 'number') return (v) => (typeof v === 'number' ? v : typeof v === 'string' || typeof v === 'bigint' ? Number(v) : anyCell(v));
+  if (api === 'number') {
+    if (duckType.toUpperCase().startsWith('DECIMAL')) return exactDecimal;
+    if (/^(FLOAT|REAL)$/i.test(duckType)) return (v) => (typeof v === 'number' ? shortestFloat(v) : toNumber(v));
+    // A stored double (a dimension, or min/max) is returned as stored; only arithmetic makes noise.
+    return computed ? (v) => (typeof v === 'number' ? computedDouble(v) : toNumber(v)) : toNumber;
+  }
   if (TIME_TYPES.test(duckType)) return (v) => (typeof v === 'string' ? isoOf(v) : anyCell(v));
   return anyCell;
+}
+
+/** How a column is written to a Parquet export: doubles a measure computed rounded like the JSON, 128-bit integers (which Parquet lacks, and DuckDB would write as lossy doubles) as exact decimals. */
+function parquetColumn(name: string, duckType: string, computed: boolean): string {
+  const col = sqlIdent(name);
+  const t = duckType.toUpperCase();
+  if (computed && t === 'DOUBLE') return `CAST(printf('%.15g', ${col}) AS DOUBLE) AS ${col}`;
+  if (t === 'HUGEINT' || t === 'UHUGEINT') return `CAST(${col} AS DECIMAL(38, 0)) AS ${col}`;
+  return col;
 }
 
 /**
@@ -78,14 +141,18 @@ export function cellConverter(duckType: string): (v: unknown) => Cell {
  */
 export class QueryRunner {
   private readonly instance: DuckDBInstance;
+  /** The one directory DuckDB may write: Parquet exports on their way to the client. */
+  private readonly exportDir: string;
   private readonly open = new Set<DuckDBConnection>();
 
-  private constructor(instance: DuckDBInstance) {
+  private constructor(instance: DuckDBInstance, exportDir: string) {
     this.instance = instance;
+    this.exportDir = exportDir;
   }
 
   /** `datasetDir` is the only directory queries may read (defence in depth behind the compiler). */
   static async open(opts: { datasetDir: string; memoryLimit: string; threads?: number }): Promise<QueryRunner> {
+    const exportDir = mkdtempSync(join(tmpdir(), 'dap-analytics-export-'));
     const instance = await DuckDBInstance.create(':memory:', {
       memory_limit: opts.memoryLimit,
       ...(opts.threads ? { threads: String(opts.threads) } : {}),
@@ -99,16 +166,21 @@ export class QueryRunner {
       await conn.run('LOAD parquet');
       await conn.run('SET GLOBAL parquet_metadata_cache = true');
       const dir = resolve(opts.datasetDir) + sep;
-      await conn.run(`SET allowed_directories = [${sqlLiteral(dir)}]`);
+      await conn.run(`SET allowed_directories = [${sqlLiteral(dir)}, ${sqlLiteral(exportDir + sep)}]`);
       await conn.run('SET enable_external_access = false');
       await conn.run('SET lock_configuration = true');
+    } catch (err) {
+      instance.closeSync();
+      rmSync(exportDir, { recursive: true, force: true });
+      throw err;
     } finally {
       conn.closeSync();
     }
-    return new QueryRunner(instance);
+    return new QueryRunner(instance, exportDir);
   }
 
-  async run(sql: string, params: ParamValue[], opts: RunOptions): Promise<TableResult> {
+  /** A connection that is interrupted when `opts.signal` aborts or `timeoutMs` passes; `stopped` says why. */
+  private async connect(opts: { timeoutMs?: number; signal?: AbortSignal }) {
     if (opts.signal?.aborted) throw new QueryInterruptedError('aborted', 'the query was cancelled');
     const conn = await this.instance.connect();
     this.open.add(conn);
@@ -117,37 +189,124 @@ export class QueryRunner {
       stopped ??= err;
       conn.interrupt();
     };
-    const timer = setTimeout(
-      () =>
-        stop(new QueryInterruptedError('timeout', `the query ran longer than its ${opts.timeoutMs} ms time limit and was stopped; narrow it with filters or a shorter time range`)),
-      opts.timeoutMs,
-    );
+    const timer =
+      opts.timeoutMs === undefined
+        ? undefined
+        : setTimeout(
+            () =>
+              stop(
+                new QueryInterruptedError(
+                  'timeout',
+                  `the query ran longer than its ${opts.timeoutMs} ms time limit and was stopped; narrow it with filters or a shorter time range`,
+                ),
+              ),
+            opts.timeoutMs,
+          );
     const onAbort = () => stop(new QueryInterruptedError('aborted', 'the query was cancelled because the service is shutting down; run it again'));
     opts.signal?.addEventListener('abort', onAbort, { once: true });
+    return {
+      conn,
+      stopped: () => stopped,
+      close: () => {
+        clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', onAbort);
+        this.open.delete(conn);
+        conn.closeSync();
+      },
+    };
+  }
+
+  async run(sql: string, params: ParamValue[], opts: RunOptions): Promise<TableResult> {
+    const c = await this.connect(opts);
     try {
-      const reader = await conn.runAndReadAll(sql, params);
+      const reader = await c.conn.runAndReadAll(sql, params);
+      const stopped = c.stopped();
       if (stopped) throw stopped;
       const names = reader.columnNames();
       const duckTypes = reader.columnTypes().map((t) => t.toString());
       const columns = names.map((name, i) => ({ name, type: apiTypeOf(duckTypes[i] ?? 'VARCHAR') }));
-      const convert = duckTypes.map(cellConverter);
+      const convert = duckTypes.map((t, i) => cellConverter(t, opts.computed?.[i] ?? false));
       const width = convert.length;
       // Converted in place: the reader's row arrays are ours, and a large result is not copied again.
       const rows = reader.getRowsJson() as unknown[][] as Cell[][];
       for (const r of rows) for (let i = 0; i < width; i++) r[i] = convert[i]!(r[i]);
       return { columns, rows };
     } catch (err) {
-      throw stopped ?? err;
+      throw c.stopped() ?? err;
     } finally {
-      clearTimeout(timer);
-      opts.signal?.removeEventListener('abort', onAbort);
-      this.open.delete(conn);
-      conn.closeSync();
+      c.close();
     }
+  }
+
+  /**
+   * Streams a result in DuckDB's chunks (up to 2,048 rows each), converted like `run`, so memory stays
+   * bounded however many rows there are. The first part always comes, with the columns, even when empty;
+   * leaving the loop early closes the query.
+   */
+  async *stream(sql: string, params: ParamValue[], opts: StreamOptions = {}): AsyncGenerator<TableResult> {
+    const c = await this.connect(opts);
+    try {
+      const result = await c.conn.stream(sql, params);
+      const duckTypes = result.columnTypes().map((t) => t.toString());
+      const columns = result.columnNames().map((name, i) => ({ name, type: apiTypeOf(duckTypes[i] ?? 'VARCHAR') }));
+      const convert = duckTypes.map((t, i) => cellConverter(t, opts.computed?.[i] ?? false));
+      const width = convert.length;
+      let first = true;
+      for await (const chunk of result.yieldRowsJson()) {
+        const rows = chunk as unknown[][] as Cell[][];
+        for (const r of rows) for (let i = 0; i < width; i++) r[i] = convert[i]!(r[i]);
+        first = false;
+        yield { columns, rows };
+      }
+      const stopped = c.stopped();
+      if (stopped) throw stopped;
+      if (first) yield { columns, rows: [] };
+    } catch (err) {
+      throw c.stopped() ?? err;
+    } finally {
+      c.close();
+    }
+  }
+
+  /**
+   * Writes a result to a new Parquet file in the runner's export directory and returns its path; the caller
+   * sends it and then calls `discard`. DuckDB writes row group by row group, so memory stays bounded.
+   */
+  async toParquet(sql: string, params: ParamValue[], opts: StreamOptions = {}): Promise<string> {
+    const c = await this.connect(opts);
+    const file = join(this.exportDir, `${randomUUID()}.parquet`);
+    try {
+      // The result's types (known only once the parameters are bound); LIMIT 0 plans it without reading data.
+      const shape = await c.conn.runAndReadAll(`SELECT * FROM (${sql}) AS q LIMIT 0`, params);
+      const types = shape.columnTypes().map((t) => t.toString());
+      const cols = shape.columnNames().map((name, i) => parquetColumn(name, types[i] ?? 'VARCHAR', opts.computed?.[i] ?? false));
+      // The outer projection keeps the inner ORDER BY's order (DuckDB preserves insertion order).
+      await c.conn.run(`COPY (SELECT ${cols.join(', ')} FROM (${sql}) AS q) TO ${sqlLiteral(file)} (FORMAT parquet, COMPRESSION zstd)`, params);
+      const stopped = c.stopped();
+      if (stopped) throw stopped;
+      return file;
+    } catch (err) {
+      await rm(file, { force: true });
+      throw c.stopped() ?? err;
+    } finally {
+      c.close();
+    }
+  }
+
+  /** A data file's columns with their API types, as ingestion recorded them. */
+  async describe(file: string): Promise<DatasetColumn[]> {
+    const res = await this.run('DESCRIBE SELECT * FROM read_parquet($1)', [file], { timeoutMs: 30_000 });
+    return res.rows.map((r) => ({ name: String(r[0]), type: apiTypeOf(String(r[1])) }));
+  }
+
+  /** Removes a file `toParquet` wrote. */
+  async discard(file: string): Promise<void> {
+    if (resolve(file).startsWith(this.exportDir + sep)) await rm(file, { force: true });
   }
 
   close(): void {
     for (const conn of this.open) conn.interrupt();
     this.instance.closeSync();
+    rmSync(this.exportDir, { recursive: true, force: true });
   }
 }

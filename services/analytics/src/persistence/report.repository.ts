@@ -14,32 +14,50 @@ export interface ReportDoc extends TenantDoc {
   columns: { name: string; type: string }[];
   /** Positional rows (one array per row, in `columns` order): column names may hold `.` or `$`, which MongoDB keys should not. */
   rows: Cell[][];
+  /** Rows returned (the page). */
   rowCount: number;
+  /** Rows in the whole result, before limit and offset; null until completed. */
+  totalRows: number | null;
+  /** Whether the result has rows past this page. */
+  truncated: boolean;
+  /** The absolute path of the Parquet file the query read (internal: exports read it again); null on reports from before. */
+  dataFile: string | null;
   durationMs: number | null;
   createdAt: Date;
   completedAt: Date | null;
 }
 
-export type ReportSummaryDoc = Omit<ReportDoc, 'rows'>;
+export type ReportSummaryDoc = Omit<ReportDoc, 'rows' | 'dataFile'>;
 
 /**
  * As stored: the rows are ONE JSON string (`rowsJson`). Writing and reading a single string is several
  * times cheaper than 10,000 nested BSON arrays, and the string is the one the size limit is measured on.
  * Documents written before carry `rows` instead; both are read.
  */
-interface StoredReport extends Omit<ReportDoc, 'rows'> {
+interface StoredReport extends Omit<ReportDoc, 'rows' | 'totalRows' | 'truncated' | 'dataFile'> {
   rowsJson?: string;
   rows?: Cell[][];
+  totalRows?: number | null;
+  truncated?: boolean;
+  dataFile?: string | null;
+}
+
+/**
+ * Reports stored before totals were recorded: the total is unknown, and a page that filled its limit may
+ * have been cut off, so it says so.
+ */
+function withTotals<T extends Omit<StoredReport, 'rows' | 'rowsJson'>>(doc: T): T & Pick<ReportDoc, 'totalRows' | 'truncated'> {
+  return { ...doc, totalRows: doc.totalRows ?? null, truncated: doc.truncated ?? (doc.status === 'completed' && doc.rowCount >= doc.query.limit) };
 }
 
 /** The outcome of a run, with its rows already serialised (see `encodeRows`). */
-export type ReportOutcome = Pick<ReportDoc, 'status' | 'error' | 'columns' | 'rowCount' | 'durationMs' | 'completedAt'> & { rowsJson: string };
+export type ReportOutcome = Pick<ReportDoc, 'status' | 'error' | 'columns' | 'rowCount' | 'totalRows' | 'truncated' | 'durationMs' | 'completedAt'> & { rowsJson: string };
 
 export const encodeRows = (rows: readonly Cell[][]): string => JSON.stringify(rows);
 
 function decode(doc: StoredReport): ReportDoc {
   const { rowsJson, rows, ...rest } = doc;
-  return { ...rest, rows: typeof rowsJson === 'string' ? (JSON.parse(rowsJson) as Cell[][]) : (rows ?? []) };
+  return { ...withTotals(rest), dataFile: rest.dataFile ?? null, rows: typeof rowsJson === 'string' ? (JSON.parse(rowsJson) as Cell[][]) : (rows ?? []) };
 }
 
 export class ReportRepository {
@@ -72,11 +90,11 @@ export class ReportRepository {
     const filter: Filter<Document> = { accountId, deletedAt: null };
     if (opts.before) filter._id = { $lt: opts.before as unknown as Document['_id'] };
     const docs = await this.coll.raw
-      .find(filter, { projection: { _outbox: 0, rows: 0, rowsJson: 0 } })
+      .find(filter, { projection: { _outbox: 0, rows: 0, rowsJson: 0, dataFile: 0 } })
       .sort({ _id: -1 })
       .limit(opts.limit)
       .toArray();
-    return docs as unknown as ReportSummaryDoc[];
+    return (docs as unknown as StoredReport[]).map(withTotals);
   }
 
   /**
