@@ -11,6 +11,11 @@ export const sourcesConfigShape = {
   ...outboundConfig,
   /** Syncs run in-process, at most this many at once; 0 makes an API-only instance that leaves syncs to others. */
   SYNC_CONCURRENCY: z.coerce.number().int().min(0).max(16).default(2),
+  /**
+   * Syncs one account may run at once on an instance (capped by SYNC_CONCURRENCY). Accounts take the free slots
+   * in turn, so one account's slow sources leave a slot for everyone else's.
+   */
+  SYNC_ACCOUNT_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(1),
   /** A running sync holds its source for this long and renews it; an expired lease means its worker died. */
   SYNC_LEASE_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
   /** Names this instance's sync leases; a restarted instance with the same id resumes its own syncs at once. */

@@ -91,6 +91,7 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
       downloads,
       logger,
       concurrency: config.SYNC_CONCURRENCY,
+      accountConcurrency: config.SYNC_ACCOUNT_CONCURRENCY,
       leaseMs: config.SYNC_LEASE_MS,
       sweepMs: config.SYNC_SWEEP_MS,
       instanceId: config.INSTANCE_ID,

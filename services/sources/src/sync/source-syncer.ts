@@ -27,6 +27,8 @@ export interface SyncerOptions {
   downloads?: DownloadRunner;
   logger: Logger;
   concurrency: number;
+  /** Syncs one account may run at once on this instance; accounts take the slots in turn. */
+  accountConcurrency?: number;
   leaseMs: number;
   sweepMs: number;
   instanceId: string;
@@ -49,7 +51,7 @@ export class SourceSyncer {
 
   constructor(opts: SyncerOptions) {
     this.opts = opts;
-    this.runner = new JobRunner({ concurrency: opts.concurrency, logger: opts.logger });
+    this.runner = new JobRunner({ concurrency: opts.concurrency, perGroup: opts.accountConcurrency ?? opts.concurrency, logger: opts.logger });
   }
 
   get enabled(): boolean {
@@ -75,7 +77,7 @@ export class SourceSyncer {
   }
 
   schedule(accountId: string, sourceId: string): void {
-    this.runner.enqueue(`${accountId}/${sourceId}`, () => this.syncOne(accountId, sourceId));
+    this.runner.enqueue(accountId, `${accountId}/${sourceId}`, () => this.syncOne(accountId, sourceId));
   }
 
   /** Queues every source waiting for a sync or abandoned by a dead worker; returns how many it found. */
