@@ -18,7 +18,10 @@ export interface SourceDoc extends TenantDoc {
   error: string | null;
   schema: Column[];
   rowCount: number;
+  /** When the data queries read was synced: the last successful sync. */
   lastSyncedAt: Date | null;
+  /** The last finished sync, successful or not (absent on documents written before it existed). */
+  lastSync?: LastSync | null;
   createdAt: Date;
   updatedAt: Date;
   /** The request that asked for the current sync; its events carry it. */
@@ -27,6 +30,12 @@ export interface SourceDoc extends TenantDoc {
   syncToken: string | null;
   syncOwner: string | null;
   syncLeaseUntil: Date | null;
+}
+
+export interface LastSync {
+  status: 'succeeded' | 'failed';
+  error: string | null;
+  at: Date;
 }
 
 export const SOURCES_COLLECTION = 'sources';
@@ -81,7 +90,7 @@ export class SourceRepository {
     accountId: string,
     id: string,
     token: string,
-    outcome: Pick<SourceDoc, 'status' | 'error'> & Partial<Pick<SourceDoc, 'schema' | 'rowCount' | 'lastSyncedAt'>>,
+    outcome: Pick<SourceDoc, 'status' | 'error'> & { lastSync: LastSync } & Partial<Pick<SourceDoc, 'schema' | 'rowCount' | 'lastSyncedAt'>>,
     events: DomainEvent[],
     now: Date,
   ): Promise<SourceDoc | null> {

@@ -119,8 +119,14 @@ export class SourceSyncer {
         return;
       }
       const reason = this.reasonOf(err, doc);
-      await repo.finish(accountId, sourceId, token, { status: 'failed', error: reason }, [sourceFailed(doc, reason)], new Date());
-      logger.info({ accountId, sourceId, reason }, 'source sync failed');
+      const now = new Date();
+      const lastSync = { status: 'failed' as const, error: reason, at: now };
+      // A failed re-sync leaves the published data untouched (only unpublished files were removed), so a source
+      // that has data stays `ready` on it; the failure is its last sync's outcome (docs/architecture.md).
+      const keepsData = doc.lastSyncedAt !== null && (await store.currentFile(accountId, sourceId).catch(() => null)) !== null;
+      const outcome = keepsData ? { status: 'ready' as const, error: null, lastSync } : { status: 'failed' as const, error: reason, lastSync };
+      await repo.finish(accountId, sourceId, token, outcome, [sourceFailed(doc, reason)], now);
+      logger.info({ accountId, sourceId, reason, keepsData }, 'source sync failed');
       return;
     }
     clearInterval(heartbeat);
@@ -129,7 +135,7 @@ export class SourceSyncer {
       accountId,
       sourceId,
       token,
-      { status: 'ready', error: null, rowCount: result.rowCount, schema: result.schema, lastSyncedAt: now },
+      { status: 'ready', error: null, rowCount: result.rowCount, schema: result.schema, lastSyncedAt: now, lastSync: { status: 'succeeded', error: null, at: now } },
       [sourceReady(doc, result)],
       now,
     );
