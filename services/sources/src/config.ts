@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { datasetConfig, loadConfig, outboundConfig, serviceConfigShape } from '@dap/config';
+import { DEFAULT_DATASET_GRACE_MS } from '@dap/datasets';
 import { credentialsKeySchema } from './secrets/credentials.ts';
 
 const ms = (min: number, max: number, def: number) => z.coerce.number().int().min(min).max(max).default(def);
@@ -52,6 +53,16 @@ export const sourcesConfigShape = {
     .string()
     .regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i)
     .default('160MB'),
+  /**
+   * How long a replaced Parquet file stays after a sync publishes its successor: analytics and models replicas
+   * may still be reading it. Keep it above analytics' QUERY_TIMEOUT_MS and the models' training read.
+   */
+  DATASET_GRACE_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(7 * 24 * 3_600_000)
+    .default(DEFAULT_DATASET_GRACE_MS),
   /** Staged files up to this size load on all DuckDB threads; bigger ones on one thread, so memory stays flat. */
   INGEST_PARALLEL_MAX_BYTES: z.coerce
     .number()

@@ -59,8 +59,15 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
     cleanup.push(() => mongo.close());
     const eventing = await connectEventing(kafkaSettingsOf(config), logger);
     cleanup.push(() => eventing.close());
-    const store = await DatasetStore.open(config.DATASET_DIR, { memoryLimit: config.DUCKDB_MEMORY_LIMIT });
+    const store = await DatasetStore.open(config.DATASET_DIR, { memoryLimit: config.DUCKDB_MEMORY_LIMIT }, { graceMs: config.DATASET_GRACE_MS });
     cleanup.push(() => store.duck.close());
+    // Replaced files of sources that are not synced again are removed here once their grace period is over.
+    const retiredSweep = setInterval(
+      () => void store.sweepRetired().catch((err: unknown) => logger.warn({ err }, 'could not remove retired dataset files; will retry')),
+      Math.min(Math.max(config.DATASET_GRACE_MS / 2, 10_000), 600_000),
+    );
+    retiredSweep.unref();
+    cleanup.push(() => clearInterval(retiredSweep));
     const loader = new DatasetLoader(store, { parallelMaxBytes: config.INGEST_PARALLEL_MAX_BYTES, logger });
     const guard = deps.guard ?? new OutboundGuard({ allowPrivate: config.ALLOW_PRIVATE_TARGETS });
     const cipher = config.SOURCE_CREDENTIALS_KEY ? new CredentialCipher(config.SOURCE_CREDENTIALS_KEY) : null;

@@ -1,5 +1,5 @@
 import { access, readdir, rm } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { newId } from '@dap/contracts';
 import type { DatasetStore, IngestResult } from '@dap/datasets';
 import type { Logger } from '@dap/logger';
@@ -205,16 +205,12 @@ export class SourceSyncer {
     return 'the data could not be loaded because of an internal error; try syncing again';
   }
 
-  /** A failed ingest may leave a half-written Parquet file beside the published one. */
+  /** A failed ingest may leave a half-written Parquet file beside the published one (retired ones stay). */
   private async removeUnpublished(accountId: string, sourceId: string): Promise<void> {
-    const { store } = this.opts;
     try {
-      const current = await store.currentFile(accountId, sourceId);
-      const keep = current ? basename(current) : null;
-      const dir = store.dir(accountId, sourceId);
-      for (const f of await readdir(dir)) if (f.endsWith('.parquet') && f !== keep) await rm(join(dir, f), { force: true });
+      await this.opts.store.removeUnpublished(accountId, sourceId);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.opts.logger.warn({ err, sourceId }, 'could not clean up after a failed sync');
+      this.opts.logger.warn({ err, sourceId }, 'could not clean up after a failed sync');
     }
   }
 }
