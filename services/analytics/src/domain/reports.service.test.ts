@@ -12,7 +12,7 @@ const caller: CallerContext = { accountId, plan: 'starter', scopes: [], requestI
 const q = (extra: Record<string, unknown> = {}) => querySchema.parse({ sourceId, measures: [{ op: 'count' }], ...extra }) as AnalyticsQuery;
 
 /** In-memory stand-ins with the repositories' semantics (finish only while running, events with the write). */
-function harness(limits: Partial<ReportsLimits>, run: (opts: RunOptions) => Promise<TableResult>) {
+function harness(limits: Partial<ReportsLimits>, run: (opts: RunOptions, params: unknown[]) => Promise<TableResult>, currentFile = async () => '/data/file.parquet') {
   const docs = new Map<string, ReportDoc>();
   const events: DomainEvent[] = [];
   const reports = {
@@ -49,8 +49,8 @@ function harness(limits: Partial<ReportsLimits>, run: (opts: RunOptions) => Prom
   const service = new ReportsService({
     reports,
     sources,
-    store: { currentFile: async () => '/data/file.parquet' },
-    runner: { run: (_sql: string, _params: unknown[], opts: RunOptions) => run(opts) },
+    store: { currentFile },
+    runner: { run: (_sql: string, params: unknown[], opts: RunOptions) => run(opts, params) },
     logger: createLogger({ name: 'test', level: 'silent' }),
     limits: { budgetMs: 1_000, timeoutMs: 30_000, maxConcurrent: 4, maxResultBytes: 1_000_000, ...limits },
   });
@@ -103,6 +103,35 @@ describe('ReportsService', () => {
     expect((await h.service.run(caller, q({ async: true }))).accepted).toBe(true);
     releases.forEach((r) => r());
     await h.service.stop();
+  });
+
+  it('runs once more on the current file when a newer sync removed the one it resolved', async () => {
+    const files = ['/data/old.parquet', '/data/new.parquet'];
+    let resolved = 0;
+    const tried: unknown[] = [];
+    const h = harness(
+      {},
+      async (_opts, params) => {
+        tried.push(params[0]);
+        if (params[0] === files[0]) throw new Error(`IO Error: No files found that match the pattern "${files[0]}"`);
+        return ONE_ROW;
+      },
+      async () => files[Math.min(resolved++, 1)]!,
+    );
+    const { report } = await h.service.run(caller, q());
+    expect(report).toMatchObject({ status: 'completed', rows: [[1]] });
+    expect(tried).toEqual(files);
+  });
+
+  it('fails with the reason when the file is gone and no newer one replaced it (one try, no loop)', async () => {
+    let tries = 0;
+    const h = harness({}, async () => {
+      tries++;
+      throw new Error('IO Error: No files found that match the pattern "/data/file.parquet"');
+    });
+    const { report } = await h.service.run(caller, q());
+    expect(report).toMatchObject({ status: 'failed', error: "the source's data could not be read; sync the source again" });
+    expect(tries).toBe(1);
   });
 
   it('fails a query that times out with the reason, and emits report.failed', async () => {

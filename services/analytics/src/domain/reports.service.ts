@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { readCurrentFile } from '@dap/datasets';
 import { newId, type AnalyticsQuery, type CallerContext, type DomainEvent } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
 import type { SourceProjectionRepository } from '@dap/mongo';
@@ -25,6 +26,14 @@ export interface ReportsDeps {
   runner: { run(sql: string, params: ParamValue[], opts: RunOptions): Promise<TableResult> };
   logger: Logger;
   limits: ReportsLimits;
+}
+
+/** A compiled query, and how to compile it again for the source's current file if its file goes away. */
+interface QueryRun {
+  file: string;
+  compiled: CompiledQuery;
+  current: () => Promise<string | null>;
+  recompile: (file: string) => CompiledQuery;
 }
 
 /** A stale report is one older than any query can run, plus this much for the final write. */
@@ -59,7 +68,18 @@ export class ReportsService {
     if (source.status !== 'ready') throw sourceNotReady(source._id, source.status);
     if ('err' in current) throw current.err;
     if (!current.file) throw sourceHasNoData(source._id);
-    const compiled = compileQuery(query, source.schema, resolve(current.file));
+    const file = resolve(current.file);
+    const compiled = compileQuery(query, source.schema, file);
+    // A newer sync may replace and remove the file under the query: it then runs once more on the current one.
+    const runOn: QueryRun = {
+      file,
+      compiled,
+      current: async () => {
+        const now = await this.deps.store.currentFile(accountId, query.sourceId);
+        return now && resolve(now);
+      },
+      recompile: (other) => compileQuery(query, source.schema, other),
+    };
 
     this.admit(accountId, running);
     let report: ReportDoc;
@@ -81,7 +101,7 @@ export class ReportsService {
       this.release(accountId);
       throw err;
     }
-    const outcome = this.execute(report, compiled, caller.requestId).finally(() => this.release(accountId));
+    const outcome = this.execute(report, runOn, caller.requestId).finally(() => this.release(accountId));
     this.inflight.add(outcome);
     void outcome.finally(() => this.inflight.delete(outcome));
     if (query.async) return { report, accepted: true };
@@ -117,13 +137,16 @@ export class ReportsService {
   }
 
   /** Runs the query and stores its outcome with its event; never rejects. */
-  private async execute(report: ReportDoc, compiled: CompiledQuery, requestId: string): Promise<ReportDoc> {
+  private async execute(report: ReportDoc, run: QueryRun, requestId: string): Promise<ReportDoc> {
     const { logger, limits } = this.deps;
     const started = performance.now();
     const elapsed = () => Math.round((performance.now() - started) * 100) / 100;
     let outcome: { ok: true; result: TableResult; rowsJson: string } | { ok: false; error: string };
     try {
-      const result = await this.deps.runner.run(compiled.sql, compiled.params, { timeoutMs: limits.timeoutMs, signal: this.shutdown.signal });
+      const result = await readCurrentFile(run.file, run.current, (file) => {
+        const compiled = file === run.file ? run.compiled : run.recompile(file);
+        return this.deps.runner.run(compiled.sql, compiled.params, { timeoutMs: limits.timeoutMs, signal: this.shutdown.signal });
+      });
       // Serialised once: the size limit is measured on the very string that is stored.
       const rowsJson = encodeRows(result.rows);
       const bytes = Buffer.byteLength(rowsJson);
