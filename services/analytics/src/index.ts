@@ -47,7 +47,13 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
 
     const store = await DatasetStore.open(config.DATASET_DIR);
     closers.push(() => store.duck.close());
-    const runner = await QueryRunner.open({ datasetDir: config.DATASET_DIR, memoryLimit: config.DUCKDB_MEMORY_LIMIT, threads: config.DUCKDB_THREADS });
+    const runner = await QueryRunner.open({
+      datasetDir: config.DATASET_DIR,
+      memoryLimit: config.DUCKDB_MEMORY_LIMIT,
+      threads: config.DUCKDB_THREADS,
+      tempDirectory: config.DUCKDB_TEMP_DIR,
+      ...(config.DUCKDB_MAX_TEMP_SIZE ? { maxTempSize: config.DUCKDB_MAX_TEMP_SIZE } : {}),
+    });
     closers.push(() => runner.close());
 
     relay = new OutboxRelay({ collections: [reportRepo.coll.raw], publisher: eventing.producer, logger });

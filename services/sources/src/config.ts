@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { datasetConfig, loadConfig, outboundConfig, serviceConfigShape } from '@dap/config';
+import { datasetConfig, duckdbSpillConfig, loadConfig, outboundConfig, serviceConfigShape } from '@dap/config';
 import { DEFAULT_DATASET_GRACE_MS } from '@dap/datasets';
 import { credentialsKeySchema } from './secrets/credentials.ts';
 
@@ -53,6 +53,7 @@ export const sourcesConfigShape = {
     .string()
     .regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i)
     .default('160MB'),
+  ...duckdbSpillConfig,
   /**
    * How long a replaced Parquet file stays after a sync publishes its successor: analytics and models replicas
    * may still be reading it. Keep it above analytics' QUERY_TIMEOUT_MS and the models' training read.

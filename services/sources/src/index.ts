@@ -59,7 +59,11 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
     cleanup.push(() => mongo.close());
     const eventing = await connectEventing(kafkaSettingsOf(config), logger);
     cleanup.push(() => eventing.close());
-    const store = await DatasetStore.open(config.DATASET_DIR, { memoryLimit: config.DUCKDB_MEMORY_LIMIT }, { graceMs: config.DATASET_GRACE_MS });
+    const store = await DatasetStore.open(
+      config.DATASET_DIR,
+      { memoryLimit: config.DUCKDB_MEMORY_LIMIT, tempDirectory: config.DUCKDB_TEMP_DIR, ...(config.DUCKDB_MAX_TEMP_SIZE ? { maxTempSize: config.DUCKDB_MAX_TEMP_SIZE } : {}) },
+      { graceMs: config.DATASET_GRACE_MS },
+    );
     cleanup.push(() => store.duck.close());
     // Replaced files of sources that are not synced again are removed here once their grace period is over.
     const retiredSweep = setInterval(

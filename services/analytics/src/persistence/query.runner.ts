@@ -1,6 +1,6 @@
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { resolve, sep } from 'node:path';
-import { apiTypeOf, sqlLiteral, type Cell } from '@dap/datasets';
+import { apiTypeOf, ownTempDir, releaseTempDir, spillSettings, sqlLiteral, type Cell } from '@dap/datasets';
 import type { ParamValue } from '../domain/query-compiler.ts';
 
 /** Why a query was stopped before it finished. */
@@ -79,19 +79,33 @@ export function cellConverter(duckType: string): (v: unknown) => Cell {
 export class QueryRunner {
   private readonly instance: DuckDBInstance;
   private readonly open = new Set<DuckDBConnection>();
+  /** This instance's own spill directory (under DUCKDB_TEMP_DIR), removed on close. */
+  readonly tempDirectory: string | null;
 
-  private constructor(instance: DuckDBInstance) {
+  private constructor(instance: DuckDBInstance, tempDirectory: string | null) {
     this.instance = instance;
+    this.tempDirectory = tempDirectory;
   }
 
-  /** `datasetDir` is the only directory queries may read (defence in depth behind the compiler). */
-  static async open(opts: { datasetDir: string; memoryLimit: string; threads?: number }): Promise<QueryRunner> {
-    const instance = await DuckDBInstance.create(':memory:', {
-      memory_limit: opts.memoryLimit,
-      ...(opts.threads ? { threads: String(opts.threads) } : {}),
-      autoinstall_known_extensions: 'false',
-      autoload_known_extensions: 'false',
-    });
+  /**
+   * `datasetDir` is the only directory queries may read (defence in depth behind the compiler). A query that
+   * outgrows `memoryLimit` spills under `tempDirectory` (a writable volume; the working directory is read-only).
+   */
+  static async open(opts: { datasetDir: string; memoryLimit: string; threads?: number; tempDirectory?: string; maxTempSize?: string }): Promise<QueryRunner> {
+    const temp = opts.tempDirectory ? await ownTempDir(opts.tempDirectory) : null;
+    let instance: DuckDBInstance;
+    try {
+      instance = await DuckDBInstance.create(':memory:', {
+        memory_limit: opts.memoryLimit,
+        ...(opts.threads ? { threads: String(opts.threads) } : {}),
+        ...spillSettings(temp, opts.maxTempSize),
+        autoinstall_known_extensions: 'false',
+        autoload_known_extensions: 'false',
+      });
+    } catch (err) {
+      releaseTempDir(temp);
+      throw err;
+    }
     const conn = await instance.connect();
     try {
       // Parquet footers are read once per file, not once per query (files are immutable: a sync writes a new one).
@@ -105,7 +119,7 @@ export class QueryRunner {
     } finally {
       conn.closeSync();
     }
-    return new QueryRunner(instance);
+    return new QueryRunner(instance, temp);
   }
 
   async run(sql: string, params: ParamValue[], opts: RunOptions): Promise<TableResult> {
@@ -149,5 +163,6 @@ export class QueryRunner {
   close(): void {
     for (const conn of this.open) conn.interrupt();
     this.instance.closeSync();
+    releaseTempDir(this.tempDirectory);
   }
 }

@@ -53,6 +53,7 @@ export interface TrainingSettings {
   duckdbMemoryLimit: string;
   /** Where the training worker's DuckDB spills (a writable volume); its own default when unset. */
   duckdbTempDir?: string;
+  duckdbMaxTempSize?: string;
 }
 
 const TYPE_NAMES: Record<TrainModelBody['type'], string> = {
@@ -290,6 +291,7 @@ export class TrainingService {
         limits: { maxClasses: this.settings.maxClasses, silhouetteSample: this.settings.silhouetteSample },
         duckdbMemoryLimit: this.settings.duckdbMemoryLimit,
         ...(this.settings.duckdbTempDir ? { duckdbTempDir: this.settings.duckdbTempDir } : {}),
+        ...(this.settings.duckdbMaxTempSize ? { duckdbMaxTempSize: this.settings.duckdbMaxTempSize } : {}),
       });
       // A newer sync may replace and remove the file under the read: it then reads the current one, once.
       const result = await readCurrentFile(
