@@ -1,7 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { newId } from '@dap/contracts';
-import { waitFor } from '@dap/testing';
+import { connectMongo } from '@dap/mongo';
+import { stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { SourceRepository } from '../src/persistence/source.repository.ts';
 import { startHarness, type Harness } from './harness.ts';
 
 /**
@@ -73,4 +75,31 @@ it("account A's slow syncs leave a slot for account B: B's inline source is read
     { timeoutMs: 20_000, what: "A's sources to be ready", intervalMs: 50 },
   );
   expect(done.map((s) => s.rowCount)).toEqual([2, 2, 2, 2]);
+});
+
+it("the crash-recovery sweep finds every account's waiting sources, however long one account's backlog", async () => {
+  const mongo = await connectMongo(stackEnv().MONGO_URL, `src_sweep_${uniqueSuffix()}`);
+  try {
+    const repo = new SourceRepository(mongo.db, () => undefined);
+    const [busy, quiet] = [newId('acct'), newId('acct')];
+    const now = new Date();
+    const doc = (accountId: string, status: string, extra: Record<string, unknown> = {}) => ({ _id: newId('src'), accountId, status, deletedAt: null, ...extra });
+    // The busy account's 150 waiting sources are all older than the quiet account's one.
+    const backlog = Array.from({ length: 150 }, () => doc(busy, 'pending'));
+    const expired = doc(busy, 'syncing', { syncLeaseUntil: new Date(now.getTime() - 1) });
+    const live = doc(busy, 'syncing', { syncLeaseUntil: new Date(now.getTime() + 60_000) });
+    const ready = doc(quiet, 'ready');
+    const waiting = doc(quiet, 'pending');
+    await repo.coll.raw.insertMany([...backlog, expired, live, ready, waiting] as never[]);
+
+    const found = await repo.findUnfinishedAcrossAccounts(now, 20);
+    const ofBusy = found.filter((f) => f.accountId === busy).map((f) => f.id);
+    expect(found.filter((f) => f.accountId === quiet)).toEqual([{ accountId: quiet, id: waiting._id }]);
+    // Positive control: the busy account's oldest ones are found too, at most 20, and a live lease is left alone.
+    expect(ofBusy).toEqual(backlog.slice(0, 20).map((d) => d._id));
+    expect(ofBusy).not.toContain(live._id);
+  } finally {
+    await mongo.db.dropDatabase().catch(() => undefined);
+    await mongo.close();
+  }
 });

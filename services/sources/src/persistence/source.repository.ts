@@ -113,13 +113,22 @@ export class SourceRepository {
     return res.modifiedCount;
   }
 
-  /** Crash recovery across all accounts: sources waiting for a sync, or whose worker's lease has run out. */
-  async findUnfinishedAcrossAccounts(now: Date, limit: number): Promise<{ accountId: string; id: string }[]> {
-    const docs = await this.coll.raw
-      .find({ deletedAt: null, $or: [{ status: 'pending' }, { status: 'syncing', syncLeaseUntil: { $lt: now } }] }, { projection: { accountId: 1 } })
-      .sort({ _id: 1 })
-      .limit(limit)
-      .toArray();
-    return docs.map((d) => ({ accountId: String(d.accountId), id: String(d._id) }));
+  /**
+   * Crash recovery across all accounts: sources waiting for a sync, or whose worker's lease has run out, at most
+   * `perAccount` of each account (oldest first), so one account's backlog never hides another's sources.
+   */
+  async findUnfinishedAcrossAccounts(now: Date, perAccount: number): Promise<{ accountId: string; id: string }[]> {
+    const unfinished = { deletedAt: null, $or: [{ status: 'pending' }, { status: 'syncing', syncLeaseUntil: { $lt: now } }] };
+    const accounts = (await this.coll.raw.distinct('accountId', unfinished)).map(String);
+    const found: { accountId: string; id: string }[] = [];
+    for (const accountId of accounts) {
+      const docs = await this.coll.raw
+        .find({ ...unfinished, accountId }, { projection: { _id: 1 } })
+        .sort({ _id: 1 })
+        .limit(perAccount)
+        .toArray();
+      for (const d of docs) found.push({ accountId, id: String(d._id) });
+    }
+    return found;
   }
 }

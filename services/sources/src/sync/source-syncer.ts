@@ -34,7 +34,8 @@ export interface SyncerOptions {
   instanceId: string;
 }
 
-const SWEEP_BATCH = 100;
+/** Sources of one account a sweep queues; the queue runs them a few at a time, and the next sweep finds more. */
+const SWEEP_PER_ACCOUNT = 20;
 
 /**
  * Moves sources pending → syncing → ready|failed in the background. Every state change is a conditional
@@ -82,7 +83,7 @@ export class SourceSyncer {
 
   /** Queues every source waiting for a sync or abandoned by a dead worker; returns how many it found. */
   async sweep(): Promise<number> {
-    const found = await this.opts.repo.findUnfinishedAcrossAccounts(new Date(), SWEEP_BATCH);
+    const found = await this.opts.repo.findUnfinishedAcrossAccounts(new Date(), SWEEP_PER_ACCOUNT);
     for (const s of found) this.schedule(s.accountId, s.id);
     return found.length;
   }
