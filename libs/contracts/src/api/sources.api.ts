@@ -204,7 +204,7 @@ export const sourceSyncSchema = z
   .object({
     status: z.enum(SYNC_OUTCOMES),
     error: z.string().nullable().describe('why the sync failed; null when it succeeded'),
-    at: isoDate.describe('when the sync finished'),
+    at: isoDate.describe('when the sync finished (ISO-8601 UTC)'),
   })
   .meta({ id: 'SourceSync' });
 export type SourceSyncDto = z.infer<typeof sourceSyncSchema>;
@@ -223,7 +223,7 @@ export const sourceSchema = z
     error: z.string().nullable().describe('why the source has no data (status `failed`); null otherwise'),
     schema: z.array(columnSchema),
     rowCount: z.number().int().describe('rows in the data queries read (the last successful sync)'),
-    lastSyncedAt: isoDate.nullable().describe('when the data queries read was synced (the last successful sync)'),
+    lastSyncedAt: isoDate.nullable().describe('when the data queries read was synced (the last successful sync; ISO-8601 UTC)'),
     lastSync: sourceSyncSchema.nullable().describe('the outcome of the last finished sync, successful or not; null until the first one finishes'),
     createdAt: isoDate,
     updatedAt: isoDate,
