@@ -84,6 +84,23 @@ describe('DatasetStore: replaced files outlive the readers that resolved them', 
     expect(existsSync(current)).toBe(true);
   });
 
+  it('never removes the current file, even one another writer had retired', async () => {
+    const sourceId = newId('src');
+    await sync(sourceId, 1);
+    // A writer whose lease ran out still loads while a new one publishes: its file gets retired, then published.
+    const late = store.newDataFile(accountId, sourceId);
+    await store.duck.run(`COPY (SELECT 7 AS i) TO ${sqlLiteral(late)} (FORMAT parquet)`);
+    const next = await sync(sourceId, 2);
+    expect(existsSync(`${late}.retired`)).toBe(true);
+    clock += 1_000;
+    await store.publish(accountId, sourceId, late);
+    clock += GRACE;
+    await store.sweepRetired();
+    expect(await store.currentFile(accountId, sourceId)).toBe(late);
+    expect(await rowsIn(late)).toBe(1);
+    expect(existsSync(next)).toBe(false); // positive control: what it replaced did go
+  });
+
   it('with no grace period, removes the replaced file at publish', async () => {
     const eager = new DatasetStore(root, store.duck, { graceMs: 0, now: () => clock });
     const sourceId = newId('src');

@@ -118,6 +118,8 @@ export class DatasetStore {
     const fileName = basename(file);
     if (join(dir, fileName) !== file || !fileName.endsWith('.parquet')) throw new Error('publish takes a file from newDataFile');
     const [schema, count] = await Promise.all([this.describeFile(file), this.duck.run(`SELECT count(*) AS n FROM read_parquet(${sqlLiteral(file)})`)]);
+    // A file some other writer retired (one whose lease ran out mid-load) is current again from here on.
+    await rm(join(dir, fileName + RETIRED), { force: true });
     const pointerTmp = join(dir, `current.${process.pid}.tmp`);
     await writeFile(pointerTmp, fileName, { flush: true });
     await rename(pointerTmp, join(dir, 'current'));
@@ -173,8 +175,16 @@ export class DatasetStore {
   private async sweepDir(dir: string): Promise<number> {
     let removed = 0;
     const now = this.now();
+    const current = await readFile(join(dir, 'current'), 'utf8').then(
+      (name) => name.trim(),
+      () => null,
+    );
     for (const marker of await readdirOrEmpty(dir)) {
       if (!marker.endsWith(RETIRED)) continue;
+      if (marker.slice(0, -RETIRED.length) === current) {
+        await rm(join(dir, marker), { force: true }); // never the file readers are sent to
+        continue;
+      }
       const at = Number(await readFile(join(dir, marker), 'utf8').catch(() => 'NaN'));
       // An unreadable marker (a crash mid-write) counts from now on: removed one grace period later at most.
       if (Number.isFinite(at) && now - at < this.graceMs) continue;
