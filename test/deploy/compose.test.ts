@@ -100,11 +100,14 @@ describe('docker-compose.yml', () => {
     expect(env.TRUST_PROXY).toBe(''); // published directly: X-Forwarded-For is the client's own word
   });
 
-  it('shares one dataset volume: the writer mounts it read-write, the readers read-only', () => {
-    expect(DATASET_USERS).toEqual(expect.arrayContaining(['sources', 'analytics']));
+  it('shares one dataset volume: the writer mounts it read-write, the readers read-only; DuckDB spills to a volume of its own', () => {
+    expect(DATASET_USERS).toEqual(expect.arrayContaining(['sources', 'analytics', 'models']));
     for (const name of DATASET_USERS) {
-      expect(compose.services[name]!.environment!.DATASET_DIR).toBe('/data/datasets');
-      expect(compose.services[name]!.volumes).toEqual([name === DATASET_WRITER ? 'datasets:/data/datasets' : 'datasets:/data/datasets:ro']);
+      const env = compose.services[name]!.environment!;
+      expect(env.DATASET_DIR).toBe('/data/datasets');
+      // An anonymous volume: each container (and replica) gets its own, never the read-only working directory.
+      expect(env.DUCKDB_TEMP_DIR).toBe('/var/tmp/duckdb');
+      expect(compose.services[name]!.volumes).toEqual([name === DATASET_WRITER ? 'datasets:/data/datasets' : 'datasets:/data/datasets:ro', '/var/tmp/duckdb']);
     }
     for (const name of NAMES.filter((n) => !DATASET_USERS.includes(n))) expect(compose.services[name]!.volumes).toBeUndefined();
   });

@@ -158,6 +158,25 @@ describe.each([
     });
   });
 
+  it('gives every DuckDB user an emptyDir to spill to, larger than what DuckDB may spill', () => {
+    const bytes = (q: string) => {
+      const m = /^(\d+(?:\.\d+)?)\s*([KMGT])i?B?$/i.exec(q)!;
+      return Number(m[1]) * 1024 ** ' KMGT'.indexOf(m[2]!.toUpperCase());
+    };
+    const users = NAMES.filter((n) => knownEnv(n).has('DUCKDB_TEMP_DIR'));
+    expect(users.sort()).toEqual(['analytics', 'models', 'sources']);
+    for (const name of users) {
+      const spec = find<Deployment>(objects, 'Deployment', name)!.spec.template.spec;
+      const c = spec.containers[0]!;
+      const env = resolvedEnv(objects, c);
+      const mount = c.volumeMounts?.find((m) => m.mountPath === env.DUCKDB_TEMP_DIR);
+      expect(mount?.readOnly).toBeFalsy();
+      const volume = (spec.volumes as Array<{ name: string; emptyDir?: { sizeLimit?: string } }>).find((v) => v.name === mount?.name);
+      expect(volume?.emptyDir?.sizeLimit).toBeDefined();
+      expect(bytes(env.DUCKDB_MAX_TEMP_SIZE!)).toBeLessThan(bytes(volume!.emptyDir!.sizeLimit!));
+    }
+  });
+
   it('scales the gateway and models with HorizontalPodAutoscalers, which own their replica counts', () => {
     const hpas = ofKind<K8sObject & { spec: { scaleTargetRef: { kind: string; name: string }; minReplicas: number; maxReplicas: number } }>(objects, 'HorizontalPodAutoscaler');
     for (const name of ['gateway', 'models']) {

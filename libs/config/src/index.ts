@@ -1,3 +1,5 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { z } from 'zod';
 
 /** Reusable config pieces; each process combines the ones it needs and parses once at start-up. */
@@ -55,6 +57,17 @@ export const internalAuthConfig = {
 };
 export const datasetConfig = {
   DATASET_DIR: z.string().min(1),
+};
+/** For the processes that run DuckDB: where a query or load spills once it outgrows its memory limit. */
+export const duckdbSpillConfig = {
+  /**
+   * A writable directory on a volume with room to spill (an emptyDir in Kubernetes): without it DuckDB spills
+   * into `.tmp` under the working directory, which the images keep read-only. Each DuckDB instance takes a
+   * subdirectory of its own and removes it when it closes.
+   */
+  DUCKDB_TEMP_DIR: z.string().min(1).default(join(tmpdir(), 'dap-duckdb')),
+  /** The most DuckDB may spill (e.g. 4GB); keep it under the volume's size. DuckDB's default: 90% of free space. */
+  DUCKDB_MAX_TEMP_SIZE: optional(z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, 'like 4GB or 512MB')),
 };
 export const outboundConfig = {
   /** Loopback and private targets are refused unless an operator allows them; link-local and cloud metadata always are. */

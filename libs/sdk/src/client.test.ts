@@ -57,7 +57,8 @@ const source = (id: string): Source => ({
   error: null,
   schema: [{ name: 'a', type: 'integer' }],
   rowCount: 1,
-  lastSyncedAt: null,
+  lastSyncedAt: '2026-01-01T00:00:00.000Z',
+  lastSync: { status: 'failed', error: 'the file answered 500', at: '2026-01-02T00:00:00.000Z' },
   createdAt: '2026-01-01T00:00:00.000Z',
   updatedAt: '2026-01-01T00:00:00.000Z',
 });

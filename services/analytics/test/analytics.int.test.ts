@@ -349,6 +349,29 @@ describe('validation, tenancy and states', () => {
     expect(res.body.detail).toMatch(/status is pending/);
   });
 
+  it('keeps answering on the last good data after a failed re-sync; a source that never had data answers 409', async () => {
+    const acct = newId('acct'); // its own account: the overview counts accountA's sources
+    const kept = newId('src');
+    const result = await ingest(acct, kept, ROWS.slice(0, 5));
+    await publish('source.created', acct, kept, { id: kept, name: 'kept', type: 'url' });
+    await publish('source.ready', acct, kept, { id: kept, name: 'kept', type: 'url', rowCount: result.rowCount, schema: result.schema });
+    const failed = await publish('source.failed', acct, kept, { id: kept, name: 'kept', error: 'the file answered 500' });
+    const never = newId('src');
+    await publish('source.created', acct, never, { id: never, name: 'never', type: 'url' });
+    const neverFailed = await publish('source.failed', acct, never, { id: never, name: 'never', error: 'the file answered 500' });
+    const projections = svc.mongo.db.collection('source_projections');
+    await waitFor(async () => (await projections.countDocuments({ _id: { $in: [kept, never] } as never, lastEventId: { $in: [failed.id, neverFailed.id] } })) === 2, {
+      what: 'both failures applied',
+    });
+    const res = await query(acct, { sourceId: kept, measures: [{ op: 'count' }] });
+    expect(res.status).toBe(201);
+    expect(res.body.rows).toEqual([{ count: 5 }]);
+    // Positive control: the failure was applied, and without data there is nothing to query.
+    const none = await query(acct, { sourceId: never, measures: [{ op: 'count' }] });
+    expect(none.status).toBe(409);
+    expect(none.body.detail).toMatch(/status is failed/);
+  });
+
   it('answers 401 to a direct call without (or with a forged) gateway signature', async () => {
     const bare = await http('POST', `${svc.url}/v1/analytics/query`, { body: { sourceId: sourceA, measures: [{ op: 'count' }] } });
     expect(bare.status).toBe(401);

@@ -125,6 +125,8 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
         maxClasses: 50,
         silhouetteSample: 1000,
         duckdbMemoryLimit: config.TRAIN_DUCKDB_MEMORY_LIMIT,
+        duckdbTempDir: config.DUCKDB_TEMP_DIR,
+        ...(config.DUCKDB_MAX_TEMP_SIZE ? { duckdbMaxTempSize: config.DUCKDB_MAX_TEMP_SIZE } : {}),
       },
     });
     // Stops before the worker pools (closed in reverse): jobs end and leases go back.

@@ -51,9 +51,21 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
     const eventing = await openEventing(life, config, logger);
     const store = await life.open(
       'dataset store',
-      () => DatasetStore.open(config.DATASET_DIR, { memoryLimit: config.DUCKDB_MEMORY_LIMIT }),
+      () =>
+        DatasetStore.open(
+          config.DATASET_DIR,
+          { memoryLimit: config.DUCKDB_MEMORY_LIMIT, tempDirectory: config.DUCKDB_TEMP_DIR, ...(config.DUCKDB_MAX_TEMP_SIZE ? { maxTempSize: config.DUCKDB_MAX_TEMP_SIZE } : {}) },
+          { graceMs: config.DATASET_GRACE_MS },
+        ),
       (s) => s.duck.close(),
     );
+    // Replaced files of sources that are not synced again are removed here once their grace period is over.
+    const retiredSweep = setInterval(
+      () => void store.sweepRetired().catch((err: unknown) => logger.warn({ err }, 'could not remove retired dataset files; will retry')),
+      Math.min(Math.max(config.DATASET_GRACE_MS / 2, 10_000), 600_000),
+    );
+    retiredSweep.unref();
+    life.onStop('retired-file sweep', () => clearInterval(retiredSweep));
     const loader = new DatasetLoader(store, { parallelMaxBytes: config.INGEST_PARALLEL_MAX_BYTES, logger });
     const guard = deps.guard ?? new OutboundGuard({ allowPrivate: config.ALLOW_PRIVATE_TARGETS });
     const cipher = config.SOURCE_CREDENTIALS_KEY ? new CredentialCipher(config.SOURCE_CREDENTIALS_KEY) : null;
@@ -85,6 +97,7 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
       downloads,
       logger,
       concurrency: config.SYNC_CONCURRENCY,
+      accountConcurrency: config.SYNC_ACCOUNT_CONCURRENCY,
       leaseMs: config.SYNC_LEASE_MS,
       sweepMs: config.SYNC_SWEEP_MS,
       instanceId: config.INSTANCE_ID,

@@ -6,7 +6,7 @@ import mysql from 'mysql2/promise';
 import { MongoClient } from 'mongodb';
 import { newId, sourceSchema } from '@dap/contracts';
 import { sqlLiteral } from '@dap/datasets';
-import { stackEnv, uniqueSuffix } from '@dap/testing';
+import { stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
 import { startHarness, type Harness } from './harness.ts';
 
 /**
@@ -115,6 +115,17 @@ async function created(body: Record<string, unknown>, account?: string) {
   return { created: dto, settled: strictSource.parse(await h.settled(dto.id, account)) };
 }
 
+/** The source once a sync of it has failed (a re-sync of a source with data leaves it ready). */
+function lastSyncFailed(id: string, account?: string) {
+  return waitFor(
+    async () => {
+      const r = await h.api('GET', `/v1/sources/${id}`, account ? { account } : {});
+      return r.body?.lastSync?.status === 'failed' ? r.body : null;
+    },
+    { timeoutMs: 20_000, intervalMs: 50, what: `a failed sync of ${id}` },
+  );
+}
+
 async function refused(body: Record<string, unknown>, path: string, reason: RegExp) {
   const res = await h.api('POST', '/v1/sources', { body });
   expect({ status: res.status, errors: res.body?.errors }).toMatchObject({ status: 400, errors: [{ path, message: expect.stringMatching(reason) }] });
@@ -194,15 +205,15 @@ describe('URL sources', () => {
     expect(settled.error).not.toContain(h.datasetDir);
   });
 
-  it('marks a source failed when a file grows past the size limit after it was accepted', async () => {
+  it('fails the re-sync of a file that grew past the size limit, keeping its last good data', async () => {
     served['/grows.csv'] = { type: 'text/csv', body: 'a\n1\n2\n' };
     const res = await h.api('POST', '/v1/sources', { body: { type: 'url', name: 'grows', url: `${filesUrl}/grows.csv` } });
     expect(res.status).toBe(201);
-    await h.settled(res.body.id);
+    expect(await h.settled(res.body.id)).toMatchObject({ status: 'ready', rowCount: 2 });
     served['/grows.csv'] = { type: 'text/csv', body: `a\n${'1\n'.repeat(3 * 1024 * 1024)}`, chunked: true };
     await h.api('POST', `/v1/sources/${res.body.id}/sync`);
-    const failed = await h.settled(res.body.id);
-    expect(failed).toMatchObject({ status: 'failed', error: 'the data is larger than the limit of 4 MiB' });
+    const failed = await lastSyncFailed(res.body.id);
+    expect(failed).toMatchObject({ status: 'ready', error: null, rowCount: 2, lastSync: { status: 'failed', error: 'the data is larger than the limit of 4 MiB' } });
   });
 });
 
@@ -264,15 +275,15 @@ describe('PostgreSQL sources', () => {
     expect((await pgc.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n).toBeGreaterThanOrEqual(500);
   });
 
-  it('marks a source failed with the reason when its table disappears', async () => {
+  it('fails the re-sync with the reason when its table disappears, keeping the last good data', async () => {
     const t2 = `${table}_gone`;
     await pgc.query(`CREATE TABLE ${t2} AS SELECT 1 AS a`);
     const { created: dto } = await created({ type: 'postgres', name: 'gone', connection: { url: POSTGRES_URL }, table: t2 });
     await pgc.query(`DROP TABLE ${t2}`);
     await h.api('POST', `/v1/sources/${dto.id}/sync`);
-    const failed = await h.settled(dto.id);
-    expect(failed.status).toBe('failed');
-    expect(failed.error).toMatch(/^PostgreSQL could not run the read of the table: relation ".*_gone" does not exist/);
+    const failed = await lastSyncFailed(dto.id);
+    expect(failed).toMatchObject({ status: 'ready', error: null, rowCount: 1 });
+    expect(failed.lastSync.error).toMatch(/^PostgreSQL could not run the read of the table: relation ".*_gone" does not exist/);
   });
 });
 

@@ -198,17 +198,33 @@ export const sourceConfigSchema = z
   .meta({ id: 'SourceConfig' });
 export type SourceConfigDto = z.infer<typeof sourceConfigSchema>;
 
+/** How the source's last finished sync went; the source keeps its last good data when a later sync fails. */
+export const SYNC_OUTCOMES = ['succeeded', 'failed'] as const;
+export const sourceSyncSchema = z
+  .object({
+    status: z.enum(SYNC_OUTCOMES),
+    error: z.string().nullable().describe('why the sync failed; null when it succeeded'),
+    at: isoDate.describe('when the sync finished (ISO-8601 UTC)'),
+  })
+  .meta({ id: 'SourceSync' });
+export type SourceSyncDto = z.infer<typeof sourceSyncSchema>;
+
 export const sourceSchema = z
   .object({
     id: z.string(),
     name: z.string(),
     type: z.enum(SOURCE_TYPES),
     config: sourceConfigSchema,
-    status: z.enum(SOURCE_STATUSES),
-    error: z.string().nullable(),
+    status: z
+      .enum(SOURCE_STATUSES)
+      .describe(
+        '`ready` while the source has data to query, even when a later sync failed (see `lastSync`); `failed` only when no sync has ever succeeded; `pending` and `syncing` while a sync waits or runs (a source that has data stays queryable on it meanwhile)',
+      ),
+    error: z.string().nullable().describe('why the source has no data (status `failed`); null otherwise'),
     schema: z.array(columnSchema),
-    rowCount: z.number().int(),
-    lastSyncedAt: isoDate.nullable(),
+    rowCount: z.number().int().describe('rows in the data queries read (the last successful sync)'),
+    lastSyncedAt: isoDate.nullable().describe('when the data queries read was synced (the last successful sync; ISO-8601 UTC)'),
+    lastSync: sourceSyncSchema.nullable().describe('the outcome of the last finished sync, successful or not; null until the first one finishes'),
     createdAt: isoDate,
     updatedAt: isoDate,
   })

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { gzip } from 'node:zlib';
 import { promisify } from 'node:util';
 import { newId, type CallerContext, type Column, type TrainModelBody } from '@dap/contracts';
-import type { DatasetStore } from '@dap/datasets';
+import { readCurrentFile, type DatasetStore } from '@dap/datasets';
 import { AppError, type FieldError } from '@dap/http';
 import type { Logger } from '@dap/logger';
 import type { SourceProjection, SourceProjectionRepository } from '@dap/mongo';
@@ -51,6 +51,9 @@ export interface TrainingSettings {
   maxClasses: number;
   silhouetteSample: number;
   duckdbMemoryLimit: string;
+  /** Where the training worker's DuckDB spills (a writable volume); its own default when unset. */
+  duckdbTempDir?: string;
+  duckdbMaxTempSize?: string;
 }
 
 const TYPE_NAMES: Record<TrainModelBody['type'], string> = {
@@ -278,15 +281,24 @@ export class TrainingService {
     const started = performance.now();
     const requestId = doc.requestId ?? null;
     try {
-      const file = await this.datasets.currentFile(accountId, doc.training.sourceId);
+      const { datasets, pool } = this;
+      const sourceId = doc.training.sourceId;
+      const file = await datasets.currentFile(accountId, sourceId);
       if (!file) throw new TrainingError('the source has no data (it was never synced or was removed)');
-      const job: TrainJob = {
-        spec: doc.spec,
-        data: { kind: 'parquet', file, maxRows: this.settings.maxRows },
+      const jobOn = (data: string): TrainJob => ({
+        spec: doc.spec!,
+        data: { kind: 'parquet', file: data, maxRows: this.settings.maxRows },
         limits: { maxClasses: this.settings.maxClasses, silhouetteSample: this.settings.silhouetteSample },
         duckdbMemoryLimit: this.settings.duckdbMemoryLimit,
-      };
-      const result = await this.pool.run(job, { timeoutMs: this.settings.timeoutMs, signal });
+        ...(this.settings.duckdbTempDir ? { duckdbTempDir: this.settings.duckdbTempDir } : {}),
+        ...(this.settings.duckdbMaxTempSize ? { duckdbMaxTempSize: this.settings.duckdbMaxTempSize } : {}),
+      });
+      // A newer sync may replace and remove the file under the read: it then reads the current one, once.
+      const result = await readCurrentFile(
+        file,
+        () => datasets.currentFile(accountId, sourceId),
+        (data) => pool.run(jobOn(data), { timeoutMs: this.settings.timeoutMs, signal }),
+      );
       const packed = await gzipAsync(JSON.stringify(result.outcome.artifact));
       if (packed.byteLength > MAX_ARTIFACT_BYTES) {
         throw new TrainingError(`the trained model takes ${packed.byteLength} bytes, over the ${MAX_ARTIFACT_BYTES} that can be stored; lower nEstimators or maxDepth`);

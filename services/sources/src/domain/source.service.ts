@@ -91,6 +91,7 @@ export class SourceService {
           schema: [],
           rowCount: 0,
           lastSyncedAt: null,
+          lastSync: null,
           createdAt: now,
           updatedAt: now,
           requestId: caller.requestId,
