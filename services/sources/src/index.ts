@@ -1,4 +1,4 @@
-import { kafkaSettingsOf } from '@dap/config';
+import { kafkaSettingsOf, platformEndpointsOf } from '@dap/config';
 import { DatasetStore } from '@dap/datasets';
 import { listen } from '@dap/http';
 import { connectEventing } from '@dap/kafka';
@@ -62,7 +62,7 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
     const store = await DatasetStore.open(config.DATASET_DIR, { memoryLimit: config.DUCKDB_MEMORY_LIMIT });
     cleanup.push(() => store.duck.close());
     const loader = new DatasetLoader(store, { parallelMaxBytes: config.INGEST_PARALLEL_MAX_BYTES, logger });
-    const guard = deps.guard ?? new OutboundGuard({ allowPrivate: config.ALLOW_PRIVATE_TARGETS });
+    const guard = deps.guard ?? new OutboundGuard({ allowPrivate: config.ALLOW_PRIVATE_TARGETS, platform: platformEndpointsOf(config) });
     const cipher = config.SOURCE_CREDENTIALS_KEY ? new CredentialCipher(config.SOURCE_CREDENTIALS_KEY) : null;
     if (!cipher) logger.warn('SOURCE_CREDENTIALS_KEY is not set: URL and database sources are refused');
     const limits = remoteLimitsOf(config);
@@ -106,6 +106,8 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
     });
     const server = await listen(app, config.HOST, config.PORT);
     cleanup.push(() => server.close());
+    // The port is known only now when the config says 0 (tests); the service's own port is the platform's too.
+    guard.platform.add({ host: config.HOST, port: server.port });
     outbox.start();
     await syncer.start();
     logger.info({ url: server.url, syncConcurrency: config.SYNC_CONCURRENCY }, 'sources service listening');

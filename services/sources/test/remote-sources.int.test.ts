@@ -7,7 +7,7 @@ import { MongoClient } from 'mongodb';
 import { newId, sourceSchema } from '@dap/contracts';
 import { sqlLiteral } from '@dap/datasets';
 import { stackEnv, uniqueSuffix } from '@dap/testing';
-import { startHarness, type Harness } from './harness.ts';
+import { forwardTo, startHarness, type Harness } from './harness.ts';
 
 /**
  * Every remote source type end to end against real servers: PostgreSQL and MariaDB from the test stack, the
@@ -30,6 +30,9 @@ const served: Record<string, { type: string; body: string | Buffer; status?: num
 let pgc: pg.Client;
 let my: mysql.Connection;
 let mongo: MongoClient;
+/** The test MongoDB behind a port of its own: as a source, the platform's own MongoDB is refused. */
+let customerMongo: Awaited<ReturnType<typeof forwardTo>>;
+let customerMongoUrl = '';
 
 function fileServer(req: IncomingMessage, res: ServerResponse): void {
   const path = (req.url ?? '').split('?')[0]!;
@@ -87,6 +90,9 @@ beforeAll(async () => {
       { kind: 'view', n: 3, at: new Date('2024-03-03T10:00:00Z') },
       { kind: 'click', n: 'four', at: new Date('2024-03-04T10:00:00Z') },
     ]);
+  const m = new URL(MONGO_URL);
+  customerMongo = await forwardTo(m.hostname, Number(m.port));
+  customerMongoUrl = `mongodb://127.0.0.1:${customerMongo.port}`;
   h = await startHarness({ SOURCE_MAX_BYTES: String(4 * 1024 * 1024) });
 }, 60_000);
 
@@ -101,6 +107,7 @@ afterAll(async () => {
     .dropDatabase()
     .catch(() => undefined);
   await mongo?.close();
+  await customerMongo?.close();
   files?.closeAllConnections();
   await new Promise((r) => files?.close(r));
 });
@@ -317,7 +324,7 @@ describe('MongoDB sources', () => {
     const { settled, created: dto } = await created({
       type: 'mongodb',
       name: 'Clicks',
-      connection: { url: `${MONGO_URL}/${mongoDb}` },
+      connection: { url: `${customerMongoUrl}/${mongoDb}` },
       collection: 'events',
       filter: '{"kind": "click", "at": {"$gte": {"$date": "2024-03-01T00:00:00Z"}}}',
     });
@@ -329,16 +336,22 @@ describe('MongoDB sources', () => {
 
   it('refuses a code-running filter before connecting, and a missing collection', async () => {
     await refused(
-      { type: 'mongodb', name: 'x', connection: { url: `${MONGO_URL}/${mongoDb}` }, collection: 'events', filter: '{"$where": "sleep(5000)"}' },
+      { type: 'mongodb', name: 'x', connection: { url: `${customerMongoUrl}/${mongoDb}` }, collection: 'events', filter: '{"$where": "sleep(5000)"}' },
       'filter',
       /\$where is not allowed/,
     );
     await refused(
-      { type: 'mongodb', name: 'x', connection: { url: `${MONGO_URL}/${mongoDb}` }, collection: 'events', filter: '{"n": {"$function": {"body": "x", "args": [], "lang": "js"}}}' },
+      {
+        type: 'mongodb',
+        name: 'x',
+        connection: { url: `${customerMongoUrl}/${mongoDb}` },
+        collection: 'events',
+        filter: '{"n": {"$function": {"body": "x", "args": [], "lang": "js"}}}',
+      },
       'filter',
       /\$function is not allowed/,
     );
-    await refused({ type: 'mongodb', name: 'x', connection: { url: `${MONGO_URL}/${mongoDb}` }, collection: 'nope' }, 'collection', /does not exist/);
+    await refused({ type: 'mongodb', name: 'x', connection: { url: `${customerMongoUrl}/${mongoDb}` }, collection: 'nope' }, 'collection', /does not exist/);
     await refused({ type: 'mongodb', name: 'x', connection: { url: 'mongodb://127.0.0.1:1/x' }, collection: 'c' }, 'connection', /could not connect to MongoDB/);
   });
 });

@@ -1,9 +1,10 @@
 import { isPublicEventType, PUBLIC_EVENT_TYPES, topicOf } from '@dap/contracts';
-import { kafkaSettingsOf } from '@dap/config';
+import { kafkaSettingsOf, platformEndpointsOf } from '@dap/config';
 import { listen } from '@dap/http';
 import { connectEventing } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
 import { connectMongo, OutboxRelay } from '@dap/mongo';
+import { OutboundGuard } from '@dap/netguard';
 import { createApp } from './app.ts';
 import { claimTtlMsOf, type WebhooksConfig } from './config.ts';
 import { Dispatcher } from './delivery/dispatcher.ts';
@@ -38,7 +39,8 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
   relay = new OutboxRelay({ collections: [endpoints.coll.raw], publisher: eventing.producer, logger, intervalMs: 1_000 });
 
   const secrets = new SecretBox(config.WEBHOOK_SECRET_KEY);
-  const sender = new HttpSender({ timeoutMs: config.WEBHOOK_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS, userAgent: USER_AGENT });
+  const guard = new OutboundGuard({ allowPrivate: config.ALLOW_PRIVATE_TARGETS, platform: platformEndpointsOf(config) });
+  const sender = new HttpSender({ timeoutMs: config.WEBHOOK_TIMEOUT_MS, guard, userAgent: USER_AGENT });
   const dispatcher = new Dispatcher({
     deliveries,
     endpoints,
@@ -59,7 +61,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
     endpoints,
     deliveries,
     secrets,
-    allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
+    guard,
     secretOverlapMs: config.WEBHOOK_SECRET_OVERLAP_MS,
     onDue: () => dispatcher.kick(),
     onEndpointChanged: (id) => dispatcher.forgetEndpoint(id),
@@ -67,6 +69,8 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
 
   const app = createApp({ logger, webhooks, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: config.BODY_LIMIT_BYTES, ready: mongo.ping });
   const server = await listen(app, config.HOST, config.PORT);
+  // The port is known only now when the config says 0 (tests); the service's own port is the platform's too.
+  guard.platform.add({ host: config.HOST, port: server.port });
   // Takes back this instance's claims from before a crash and sends what is due, before new events arrive.
   await dispatcher.start();
   const consumer = await runBatchEventConsumer(eventing.kafka, eventing.settings, eventing.producer, logger, {

@@ -10,11 +10,14 @@ import type { DownloadRunner } from '../outbound/download-worker.ts';
  */
 export class ConnectorCheckError extends Error {
   readonly field: string;
+  /** The SSRF guard refused the target (a 422 rather than a 400: the request is well formed, its target is not allowed). */
+  readonly targetRefused: boolean;
 
-  constructor(field: string, reason: string) {
+  constructor(field: string, reason: string, opts: { targetRefused?: boolean } = {}) {
     super(reason);
     this.name = 'ConnectorCheckError';
     this.field = field;
+    this.targetRefused = opts.targetRefused ?? false;
   }
 }
 

@@ -6,7 +6,7 @@ import { ndjsonEncoder, uniqueNames } from '../ingest/row-encoding.ts';
 import { ConnectorCheckError, type RemoteConnector, type RemoteContext, type StagedColumn, type StagedColumnType } from './connector.ts';
 import { closeQuietly, connectionOf, dbConnectionSchema, publicConnection, type DbConnection } from './db-spec.ts';
 import { withDeadline } from './deadline.ts';
-import { describeNetworkError, scrub, TooLargeError } from './remote-errors.ts';
+import { networkFailure, scrub, TooLargeError } from './remote-errors.ts';
 
 export interface SqlSpec extends DbConnection {
   table?: string;
@@ -52,8 +52,8 @@ const BATCH_MAX = 2_000;
 function failure(err: unknown, spec: SqlSpec): Error {
   if (err instanceof ConnectorCheckError || err instanceof TooLargeError) return err;
   const sourceField = spec.table ? 'table' : 'query';
-  const net = describeNetworkError(err);
-  if (net) return new ConnectorCheckError('connection', `could not connect to PostgreSQL: ${net}`);
+  const net = networkFailure(err, 'connection', 'could not connect to PostgreSQL');
+  if (net) return net;
   const e = err as { code?: string; message?: string };
   const message = scrub(
     String(e?.message ?? 'unknown error')
@@ -73,7 +73,7 @@ function failure(err: unknown, spec: SqlSpec): Error {
 
 /** Connects to the checked address of the host (the SSRF guard's `pin`); TLS still verifies the host name. */
 async function connect(spec: SqlSpec, ctx: RemoteContext, signal: AbortSignal): Promise<pg.Client> {
-  const { address } = await ctx.guard.pin(spec.host, ctx.limits.connectTimeoutMs);
+  const { address } = await ctx.guard.pin(spec.host, spec.port, ctx.limits.connectTimeoutMs);
   const client = new pg.Client({
     host: address,
     port: spec.port,

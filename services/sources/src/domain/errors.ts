@@ -4,7 +4,10 @@ import type { ConnectorCheckError } from '../connectors/index.ts';
 /** The sources domain's errors; statuses come from the shared catalogue at the edge. */
 export const sourceNotFound = () => notFound('source');
 
+/** A bad source is a 400; a well-formed one whose target the SSRF guard refuses is a 422, as for webhooks. */
 export const sourceRefused = (err: ConnectorCheckError) =>
-  new AppError('validation_failed', `the data source was refused: ${err.message}`, { errors: [{ path: err.field, message: err.message }] });
+  new AppError(err.targetRefused ? 'unprocessable' : 'validation_failed', `the data source was refused: ${err.message}`, {
+    errors: [{ path: err.field, message: err.message }],
+  });
 
 export const credentialsUnavailable = () => new AppError('unavailable', 'this deployment cannot store credentials for remote sources: SOURCE_CREDENTIALS_KEY is not configured');
