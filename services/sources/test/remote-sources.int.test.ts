@@ -265,10 +265,52 @@ describe('PostgreSQL sources', () => {
     const wrong = await refused({ type: 'postgres', name: 'x', connection: { ...conn, password: `wrong-${suffix}` }, table }, 'connection', /password authentication failed/);
     expect(JSON.stringify(wrong)).not.toContain(`wrong-${suffix}`);
     await refused({ type: 'postgres', name: 'x', connection: conn, table: `missing_${suffix}` }, 'table', /relation "missing_\w+" does not exist/);
-    await refused({ type: 'postgres', name: 'x', connection: conn, query: 'SELEC 1' }, 'query', /syntax error/);
-    await refused({ type: 'postgres', name: 'x', connection: conn, query: `DELETE FROM ${table}` }, 'query', /syntax error/);
-    await refused({ type: 'postgres', name: 'x', connection: conn, query: `SELECT 1; DROP TABLE ${table}` }, 'query', /cannot insert multiple commands|syntax error/);
+    await refused({ type: 'postgres', name: 'x', connection: conn, query: 'SELECT 1 FROM' }, 'query', /syntax error at end of input/);
+    await refused(
+      { type: 'postgres', name: 'x', connection: conn, query: 'SELEC 1' },
+      'query',
+      /^only one read-only SELECT is allowed \(SELECT, WITH … SELECT, VALUES or TABLE\), not SELEC$/,
+    );
+    await refused(
+      { type: 'postgres', name: 'x', connection: conn, query: `DELETE FROM ${table}` },
+      'query',
+      /^only one read-only SELECT is allowed \(SELECT, WITH … SELECT, VALUES or TABLE\), not DELETE$/,
+    );
+    await refused(
+      { type: 'postgres', name: 'x', connection: conn, query: `SELECT 1; DROP TABLE ${table}` },
+      'query',
+      /^only one statement is allowed, a read-only SELECT; this query has 2$/,
+    );
+    await refused(
+      { type: 'postgres', name: 'x', connection: conn, query: `WITH d AS (SELECT 1) DELETE FROM ${table}` },
+      'query',
+      /^only one read-only SELECT is allowed, not DELETE$/,
+    );
+    await refused(
+      { type: 'postgres', name: 'x', connection: conn, query: `WITH d AS (DELETE FROM ${table} RETURNING id) SELECT * FROM d` },
+      'query',
+      /^the query tried to write; a source may only read$/,
+    );
     expect((await pgc.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n).toBeGreaterThanOrEqual(500);
+  });
+
+  it("refuses a source without a password when the server asks for one (400, not 500), and never sends the service's own PGPASSWORD", async () => {
+    const u = new URL(POSTGRES_URL);
+    const conn = { host: u.hostname, port: Number(u.port), database: 'dap', user: u.username };
+    const message = `PostgreSQL asks for a password for the user ${u.username} and the source has none: give connection.password`;
+    await refused({ type: 'postgres', name: 'x', connection: conn, table }, 'connection', new RegExp(`^${message}$`));
+    u.password = '';
+    await refused({ type: 'postgres', name: 'x', connection: { url: u.toString() }, table }, 'connection', new RegExp(`^${message}$`));
+    const saved = process.env.PGPASSWORD;
+    process.env.PGPASSWORD = PG_PASSWORD;
+    try {
+      await refused({ type: 'postgres', name: 'x', connection: conn, table }, 'connection', new RegExp(`^${message}$`));
+    } finally {
+      if (saved === undefined) delete process.env.PGPASSWORD;
+      else process.env.PGPASSWORD = saved;
+    }
+    // The same connection with its password is accepted (positive control).
+    expect((await h.api('POST', '/v1/sources', { body: { type: 'postgres', name: 'x', connection: { ...conn, password: PG_PASSWORD }, table } })).status).toBe(201);
   });
 
   it('marks a source failed with the reason when its table disappears', async () => {
@@ -313,8 +355,9 @@ describe('MySQL/MariaDB sources', () => {
     const wrong = await refused({ type: 'mysql', name: 'x', connection: { url: u.toString() }, table }, 'connection', /MySQL refused the connection: Access denied/);
     expect(JSON.stringify(wrong)).not.toContain(`wrong-${suffix}`);
     await refused({ type: 'mysql', name: 'x', connection: { url: MYSQL_URL }, table: `missing_${suffix}` }, 'table', /doesn't exist/);
-    await refused({ type: 'mysql', name: 'x', connection: { url: MYSQL_URL }, query: `DELETE FROM ${table}` }, 'query', /tried to write|returns no columns/);
-    await refused({ type: 'mysql', name: 'x', connection: { url: MYSQL_URL }, query: 'SELEC 1' }, 'query', /You have an error in your SQL syntax/);
+    await refused({ type: 'mysql', name: 'x', connection: { url: MYSQL_URL }, query: `DELETE FROM ${table}` }, 'query', /^only one read-only SELECT is allowed .*, not DELETE$/);
+    await refused({ type: 'mysql', name: 'x', connection: { url: MYSQL_URL }, query: `SELECT 1; DELETE FROM ${table}` }, 'query', /^only one statement is allowed/);
+    await refused({ type: 'mysql', name: 'x', connection: { url: MYSQL_URL }, query: 'SELECT 1 FROM' }, 'query', /You have an error in your SQL syntax/);
     await refused({ type: 'mysql', name: 'x', connection: { url: MYSQL_URL.replace(/:\d+\//, ':1/') }, table }, 'connection', /connection was refused/);
   });
 });
