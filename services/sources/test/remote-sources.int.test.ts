@@ -75,9 +75,9 @@ beforeAll(async () => {
     `INSERT INTO ${table} SELECT i, (ARRAY['FR','DE','US'])[1 + i % 3], i * 1.25, i % 2 = 0, '2024-01-01T00:00:00Z'::timestamptz + i * interval '1 hour', DATE '2024-01-01' + i, jsonb_build_object('i', i) FROM generate_series(1, 500) i`,
   );
   my = await mysql.createConnection(MYSQL_URL);
-  await my.query(`CREATE TABLE ${table} (id BIGINT PRIMARY KEY, country VARCHAR(8), amount DECIMAL(10,2), at DATETIME, note TEXT)`);
+  await my.query(`CREATE TABLE ${table} (id BIGINT PRIMARY KEY, country VARCHAR(8), amount DECIMAL(10,2), at DATETIME, note TEXT, paid BOOLEAN, flag TINYINT(1), level TINYINT)`);
   await my.query(
-    `INSERT INTO ${table} VALUES ${Array.from({ length: 200 }, (_, i) => `(${i + 1}, '${['FR', 'DE', 'US'][i % 3]}', ${(i + 1) * 2}.50, '2024-02-01 00:00:00' + INTERVAL ${i} MINUTE, NULL)`).join(',')}`,
+    `INSERT INTO ${table} VALUES ${Array.from({ length: 200 }, (_, i) => `(${i + 1}, '${['FR', 'DE', 'US'][i % 3]}', ${(i + 1) * 2}.50, '2024-02-01 00:00:00' + INTERVAL ${i} MINUTE, NULL, ${i % 2}, ${i % 4 === 3 ? 'NULL' : i % 4}, ${i % 5})`).join(',')}`,
   );
   mongo = new MongoClient(MONGO_URL, { directConnection: true });
   await mongo.connect();
@@ -327,7 +327,8 @@ describe('PostgreSQL sources', () => {
 
 describe('MySQL/MariaDB sources', () => {
   it('reads a table and a query, the password write-only', async () => {
-    const { created: dto, settled } = await created({ type: 'mysql', name: 'My orders', connection: { url: MYSQL_URL }, table });
+    const account = newId('acct');
+    const { created: dto, settled } = await created({ type: 'mysql', name: 'My orders', connection: { url: MYSQL_URL }, table }, account);
     expect(dto.config).toMatchObject({ host: '127.0.0.1', database: 'dap', hasPassword: true, table });
     expect(JSON.stringify(dto)).not.toContain(new URL(MYSQL_URL).password);
     expect(settled).toMatchObject({ status: 'ready', rowCount: 200 });
@@ -337,6 +338,18 @@ describe('MySQL/MariaDB sources', () => {
       { name: 'amount', type: 'number' },
       { name: 'at', type: 'timestamp' },
       { name: 'note', type: 'string' },
+      { name: 'paid', type: 'boolean' },
+      { name: 'flag', type: 'boolean' },
+      { name: 'level', type: 'integer' },
+    ]);
+    // BOOLEAN and TINYINT(1) hold true/false (any value but 0 is true, as in MySQL); a wider TINYINT stays a number.
+    const file = await h.svc.store.currentFile(account, dto.id);
+    const flags = await h.svc.store.duck.run(`SELECT id, paid, flag, level FROM read_parquet(${sqlLiteral(file!)}) WHERE id <= 4 ORDER BY id`);
+    expect(flags.rows).toEqual([
+      { id: 1, paid: false, flag: false, level: 0 },
+      { id: 2, paid: true, flag: true, level: 1 },
+      { id: 3, paid: false, flag: true, level: 2 },
+      { id: 4, paid: true, flag: null, level: 3 },
     ]);
     const q = await created({ type: 'mysql', name: 'My top', connection: { url: MYSQL_URL }, query: `SELECT country, SUM(amount) AS total FROM ${table} GROUP BY country` });
     expect(q.settled).toMatchObject({

@@ -96,9 +96,15 @@ async function close(conn: Connection | null): Promise<void> {
     );
 }
 
+/** MySQL's BOOLEAN is TINYINT(1): a TINY column of display width 1. A wider TINYINT stays an integer. */
+const TINY = 1;
+
 function columnsOf(fields: readonly FieldPacket[]): StagedColumn[] {
   const names = uniqueNames(fields.map((f) => f.name));
-  return fields.map((f, i) => ({ name: names[i]!, type: MYSQL_TYPES[f.columnType ?? f.type ?? -1] ?? 'VARCHAR' }));
+  return fields.map((f, i) => {
+    const code = f.columnType ?? f.type ?? -1;
+    return { name: names[i]!, type: code === TINY && f.columnLength === 1 ? 'BOOLEAN' : (MYSQL_TYPES[code] ?? 'VARCHAR') };
+  });
 }
 
 export const mysqlConnector: RemoteConnector<'mysql', SqlSpec> = {
