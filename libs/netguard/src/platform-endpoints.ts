@@ -66,10 +66,6 @@ export class PlatformEndpoints {
     this.snapshot = this.build();
   }
 
-  get list(): readonly Endpoint[] {
-    return this.endpoints;
-  }
-
   /** Adds an endpoint known only once the process runs (the port its own server listens on). */
   add(endpoint: Endpoint): void {
     this.endpoints.push({ host: endpoint.host.toLowerCase().replace(/^\[|\]$/g, ''), port: endpoint.port });
