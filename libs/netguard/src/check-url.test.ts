@@ -1,7 +1,8 @@
 import type { LookupAddress } from 'node:dns';
 import { OutboundGuard, type Resolver } from './guard.ts';
 
-const checkTarget = (url: string, allowPrivate: boolean, resolve?: Resolver, timeoutMs?: number) => new OutboundGuard({ allowPrivate, ...(resolve ? { resolve } : {}) }).checkUrl(url, timeoutMs);
+const checkTarget = (url: string, allowPrivate: boolean, resolve?: Resolver, timeoutMs?: number) =>
+  new OutboundGuard({ allowPrivate, ...(resolve ? { resolve } : {}) }).checkUrl(url, timeoutMs);
 
 describe('registration check (checkUrl)', () => {
   const resolveTo = (addresses: string[]) => async () => addresses.map((address): LookupAddress => ({ address, family: address.includes(':') ? 6 : 4 }));

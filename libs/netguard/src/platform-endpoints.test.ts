@@ -81,7 +81,8 @@ describe("the platform's own endpoints", () => {
     await expect(g.checkLiteral('127.0.0.1', 40123)).rejects.toThrow(/own endpoints/);
   });
 
-  it('resolves names once a minute, and keeps the last answer when a name stops resolving', async () => {
+  it('resolves names first, then again in the background once a minute, and keeps the last answer when a name stops resolving', async () => {
+    const settle = () => new Promise((r) => setImmediate(r));
     let now = 0;
     const calls: string[] = [];
     const table: Record<string, string[]> = { kafka: ['10.1.1.1'] };
@@ -95,10 +96,13 @@ describe("the platform's own endpoints", () => {
     now += 2_000;
     await p.ready();
     expect(calls).toEqual(['kafka', 'kafka']);
+    await settle();
     expect([p.refusal('10.1.1.1', 9092), p.refusal('10.1.1.2', 9092)]).toEqual([null, expect.stringMatching(/own endpoints/)]);
     delete table.kafka;
     now += 61_000;
     await p.ready();
+    await settle();
+    expect(calls).toEqual(['kafka', 'kafka', 'kafka']);
     expect(p.refusal('10.1.1.2', 9092)).toMatch(/own endpoints/);
   });
 });

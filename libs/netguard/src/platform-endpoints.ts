@@ -73,11 +73,16 @@ export class PlatformEndpoints {
     this.snapshot = this.build();
   }
 
-  /** Resolves the endpoints' names when they were never resolved or a minute has passed. */
+  /**
+   * Resolves the endpoints' names the first time (and after `add`); once a minute has passed it resolves them
+   * again in the background, so a slow DNS server delays no connection but the very first.
+   */
   async ready(): Promise<void> {
     if (this.now() - this.resolvedAt < REFRESH_MS) return;
-    this.refreshing ??= this.refresh().finally(() => (this.refreshing = null));
-    await this.refreshing;
+    this.refreshing ??= this.refresh()
+      .catch(() => undefined)
+      .finally(() => (this.refreshing = null));
+    if (this.resolvedAt === -Infinity) await this.refreshing;
   }
 
   /** Why the address (reached as `name`, when it was) at `port` may not be dialled, or null when it is not the platform's. */
