@@ -79,6 +79,8 @@ describe("the platform's own endpoints", () => {
     await expect(g.checkLiteral('127.0.0.1', 40123)).resolves.toBeUndefined();
     g.platform.add({ host: '127.0.0.1', port: 40123 });
     await expect(g.checkLiteral('127.0.0.1', 40123)).rejects.toThrow(/own endpoints/);
+    expect(g.platform.describe()).toEqual(['127.0.0.1:27117', 'localhost:16379', '0.0.0.0:8092', 'mongo:27017', '10.0.5.5:9092', '127.0.0.1:40123']);
+    expect(new PlatformEndpoints([{ host: '[::1]', port: 1 }], { resolve: dns }).describe()).toEqual(['[::1]:1']);
   });
 
   it('resolves names first, then again in the background once a minute, and keeps the last answer when a name stops resolving', async () => {

@@ -66,6 +66,11 @@ export class PlatformEndpoints {
     this.snapshot = this.build();
   }
 
+  /** As `host:port` (IPv6 in brackets), for the start-up log. */
+  describe(): string[] {
+    return this.endpoints.map((e) => `${e.host.includes(':') ? `[${e.host}]` : e.host}:${e.port}`);
+  }
+
   /** Adds an endpoint known only once the process runs (the port its own server listens on). */
   add(endpoint: Endpoint): void {
     this.endpoints.push({ host: endpoint.host.toLowerCase().replace(/^\[|\]$/g, ''), port: endpoint.port });

@@ -111,6 +111,7 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
     outbox.start();
     await syncer.start();
     logger.info({ url: server.url, syncConcurrency: config.SYNC_CONCURRENCY }, 'sources service listening');
+    logger.info({ privateTargets: guard.allowed.cidrs, platformEndpoints: guard.platform.describe() }, 'outbound connections: private ranges allowed, platform endpoints refused');
     return { url: server.url, port: server.port, logger, store, guard, repo, relay: outbox, syncer, stop: closeAll };
   } catch (err) {
     await closeAll();

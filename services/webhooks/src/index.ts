@@ -85,6 +85,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
   relay.start();
   deliveryRelay.start();
   logger.info({ url: server.url }, 'webhooks listening');
+  logger.info({ privateTargets: guard.allowed.cidrs, platformEndpoints: guard.platform.describe() }, 'outbound connections: private ranges allowed, platform endpoints refused');
 
   return {
     url: server.url,
