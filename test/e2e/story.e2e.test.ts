@@ -47,7 +47,7 @@ beforeAll(async () => {
       WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
       SOURCE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
       DATASET_DIR: datasetDir,
-      ALLOW_PRIVATE_TARGETS: 'true',
+      ALLOW_PRIVATE_TARGETS: '127.0.0.0/8,::1/128',
       LOG_LEVEL: 'info',
     },
   });

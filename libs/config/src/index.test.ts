@@ -1,4 +1,4 @@
-import { ConfigError, kafkaConfig, kafkaSettingsOf, loadConfig, mongoConfig, serviceConfigShape } from './index.ts';
+import { ConfigError, kafkaConfig, kafkaSettingsOf, loadConfig, mongoConfig, outboundConfig, platformEndpointsOf, serviceConfigShape } from './index.ts';
 
 const base = { KAFKA_BROKERS: 'k1:9092, k2:9092', KAFKA_CLIENT_ID: 'svc' };
 const service = { ...base, PORT: '8080', MONGO_URL: 'mongodb://db:27017', INTERNAL_SECRET: 'x'.repeat(32) };
@@ -68,5 +68,50 @@ describe('Kafka TLS and SASL', () => {
 
   it('refuses a hand-built config with a mechanism and no credentials', () => {
     expect(() => kafkaSettingsOf({ KAFKA_BROKERS: ['k'], KAFKA_CLIENT_ID: 'c', KAFKA_TOPIC_PREFIX: '', KAFKA_SASL_MECHANISM: 'plain' })).toThrow(ConfigError);
+  });
+});
+
+describe('outbound targets', () => {
+  const outbound = (env: Record<string, string>) => loadConfig(outboundConfig, env);
+
+  it('reads ALLOW_PRIVATE_TARGETS as false, true or a CIDR list, and refuses anything else with every bad entry named', () => {
+    expect(outbound({}).ALLOW_PRIVATE_TARGETS).toBe(false);
+    expect(outbound({ ALLOW_PRIVATE_TARGETS: '' }).ALLOW_PRIVATE_TARGETS).toBe(false);
+    expect(outbound({ ALLOW_PRIVATE_TARGETS: '0' }).ALLOW_PRIVATE_TARGETS).toBe(false);
+    expect(outbound({ ALLOW_PRIVATE_TARGETS: 'TRUE' }).ALLOW_PRIVATE_TARGETS).toBe(true);
+    expect(outbound({ ALLOW_PRIVATE_TARGETS: ' 10.20.0.0/16, fd00:20::/48 ,192.168.1.7' }).ALLOW_PRIVATE_TARGETS).toEqual(['10.20.0.0/16', 'fd00:20::/48', '192.168.1.7']);
+    expect(() => outbound({ ALLOW_PRIVATE_TARGETS: '10.0.0.0/8,yes,10.0.0.0/40' })).toThrow('ALLOW_PRIVATE_TARGETS: not a CIDR range: yes, 10.0.0.0/40');
+  });
+
+  it('reads PLATFORM_ENDPOINTS as host:port entries', () => {
+    expect(outbound({ PLATFORM_ENDPOINTS: 'redis:6379, [::1]:8092,10.0.0.5:9092' }).PLATFORM_ENDPOINTS).toEqual([
+      { host: 'redis', port: 6379 },
+      { host: '::1', port: 8092 },
+      { host: '10.0.0.5', port: 9092 },
+    ]);
+    expect(() => outbound({ PLATFORM_ENDPOINTS: 'redis,gateway:0,ok:1' })).toThrow('PLATFORM_ENDPOINTS: not host:port: redis, gateway:0');
+  });
+
+  it("lists a process's own address, MongoDB's hosts, the brokers, Redis and PLATFORM_ENDPOINTS as the platform's endpoints", () => {
+    expect(
+      platformEndpointsOf({
+        HOST: '0.0.0.0',
+        PORT: 8092,
+        MONGO_URL: 'mongodb://user:p%40ss@db1:27018,db2,[fd00::7]:27019/app?replicaSet=rs0',
+        KAFKA_BROKERS: ['k1:9092', 'k2:9093'],
+        REDIS_URL: 'rediss://:secret@cache.internal',
+        PLATFORM_ENDPOINTS: [{ host: 'gateway', port: 8080 }],
+      }),
+    ).toEqual([
+      { host: '0.0.0.0', port: 8092 },
+      { host: 'db1', port: 27018 },
+      { host: 'db2', port: 27017 },
+      { host: 'fd00::7', port: 27019 },
+      { host: 'k1', port: 9092 },
+      { host: 'k2', port: 9093 },
+      { host: 'cache.internal', port: 6379 },
+      { host: 'gateway', port: 8080 },
+    ]);
+    expect(platformEndpointsOf({ MONGO_URL: 'mongodb+srv://u:p@cluster0.example.net/app' })).toEqual([{ host: 'cluster0.example.net', port: 27017 }]);
   });
 });

@@ -1,6 +1,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { parseCidr, type Endpoint } from '@dap/netguard';
 
 /** Reusable config pieces; each process combines the ones it needs and parses once at start-up. */
 const port = z.coerce.number().int().min(0).max(65535);
@@ -69,10 +70,95 @@ export const duckdbSpillConfig = {
   /** The most DuckDB may spill (e.g. 4GB); keep it under the volume's size. DuckDB's default: 90% of free space. */
   DUCKDB_MAX_TEMP_SIZE: optional(z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, 'like 4GB or 512MB')),
 };
+
+/** `host:port`, `[v6]:port`: one of the platform's own endpoints. */
+function parseEndpoint(value: string): Endpoint | null {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^:\s[\]]+):(\d{1,5})$/.exec(value.trim());
+  const port = m ? Number(m[2]) : 0;
+  return m && port >= 1 && port <= 65535 ? { host: m[1]!.replace(/^\[|\]$/g, ''), port } : null;
+}
+
+const commaList = (s: string) =>
+  s
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
+
 export const outboundConfig = {
-  /** Loopback and private targets are refused unless an operator allows them; link-local and cloud metadata always are. */
-  ALLOW_PRIVATE_TARGETS: bool.default(false),
+  /**
+   * Which loopback, private and unique-local ranges outbound connections (sources, webhooks) may reach: a
+   * comma-separated list of CIDRs (`10.20.0.0/16,fd00:1::/32`); `true` means every such range and `false`
+   * (the default) none. Link-local and cloud metadata are refused whatever the list says.
+   */
+  ALLOW_PRIVATE_TARGETS: z
+    .string()
+    .default('false')
+    .transform((s, ctx): boolean | string[] => {
+      const v = s.trim().toLowerCase();
+      if (v === '' || v === 'false' || v === '0') return false;
+      if (v === 'true' || v === '1') return true;
+      const cidrs = commaList(s);
+      const bad = cidrs.filter((c) => !parseCidr(c));
+      if (bad.length) ctx.addIssue({ code: 'custom', message: `not a CIDR range: ${bad.join(', ')}; give true, false or CIDRs such as 10.0.0.0/8,fd00::/8` });
+      return cidrs;
+    }),
+  /**
+   * The platform's endpoints this process does not know from its own settings (Redis, the gateway, the other
+   * services), as `host:port,…`; outbound connections never reach them, nor MongoDB, Kafka or this process.
+   */
+  PLATFORM_ENDPOINTS: z
+    .string()
+    .default('')
+    .transform((s, ctx) => {
+      const parts = commaList(s);
+      const parsed = parts.map(parseEndpoint);
+      const bad = parts.filter((_, i) => !parsed[i]);
+      if (bad.length) ctx.addIssue({ code: 'custom', message: `not host:port: ${bad.join(', ')}` });
+      return parsed.filter((e): e is Endpoint => e !== null);
+    }),
 };
+
+/** The hosts and ports of a MongoDB URL (`mongodb://u:p@a:1,b:2/db`); an SRV URL's name with the default port. */
+function mongoEndpoints(url: string): Endpoint[] {
+  const rest = url.replace(/^mongodb(\+srv)?:\/\//, '');
+  const authority = rest.split(/[/?]/)[0] ?? '';
+  const hosts = authority.slice(authority.lastIndexOf('@') + 1);
+  return commaList(hosts)
+    .map((h) => parseEndpoint(h) ?? (h ? { host: h.replace(/^\[|\]$/g, ''), port: 27017 } : null))
+    .filter((e): e is Endpoint => e !== null);
+}
+
+/**
+ * Every endpoint of the platform that a process's configuration names: its own HTTP address, its MongoDB,
+ * Kafka brokers and Redis, and PLATFORM_ENDPOINTS. The SSRF guard refuses them whatever private ranges
+ * ALLOW_PRIVATE_TARGETS allows (docs/architecture.md, outbound connections).
+ */
+export function platformEndpointsOf(c: {
+  HOST?: string;
+  PORT?: number;
+  MONGO_URL?: string;
+  KAFKA_BROKERS?: string[];
+  REDIS_URL?: string;
+  PLATFORM_ENDPOINTS?: Endpoint[];
+}): Endpoint[] {
+  const out: Endpoint[] = [];
+  if (c.HOST && c.PORT) out.push({ host: c.HOST, port: c.PORT });
+  if (c.MONGO_URL) out.push(...mongoEndpoints(c.MONGO_URL));
+  for (const b of c.KAFKA_BROKERS ?? []) {
+    const e = parseEndpoint(b);
+    if (e) out.push(e);
+  }
+  if (c.REDIS_URL) {
+    try {
+      const u = new URL(c.REDIS_URL);
+      out.push({ host: u.hostname.replace(/^\[|\]$/g, ''), port: u.port ? Number(u.port) : 6379 });
+    } catch {
+      // REDIS_URL is validated where it is used.
+    }
+  }
+  out.push(...(c.PLATFORM_ENDPOINTS ?? []));
+  return out;
+}
 
 export { bool as boolFromEnv, port as portFromEnv };
 

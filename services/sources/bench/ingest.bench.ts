@@ -186,7 +186,7 @@ export async function runIngestBench(opts: IngestBenchOptions): Promise<IngestBe
       LOG_LEVEL: 'warn',
       DATASET_DIR: join(dir, 'datasets'),
       SOURCE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
-      ALLOW_PRIVATE_TARGETS: 'true',
+      ALLOW_PRIVATE_TARGETS: '127.0.0.0/8,::1/128',
       SYNC_SWEEP_MS: '60000',
       ...opts.env,
     }),

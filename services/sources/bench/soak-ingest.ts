@@ -64,7 +64,7 @@ async function main(): Promise<number> {
         KAFKA_TOPIC_PREFIX: `soak${suffix}.`,
         INTERNAL_SECRET: TEST_INTERNAL_SECRET,
         SOURCE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
-        ALLOW_PRIVATE_TARGETS: 'true',
+        ALLOW_PRIVATE_TARGETS: '127.0.0.0/8,::1/128',
         DATASET_DIR: join(dir, 'datasets'),
         LOG_LEVEL: 'warn',
       },

@@ -1,3 +1,4 @@
+import { platformEndpointsOf } from '@dap/config';
 import { Lifecycle } from '@dap/lifecycle';
 import { DatasetStore } from '@dap/datasets';
 import { listen } from '@dap/http';
@@ -67,7 +68,7 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
     retiredSweep.unref();
     life.onStop('retired-file sweep', () => clearInterval(retiredSweep));
     const loader = new DatasetLoader(store, { parallelMaxBytes: config.INGEST_PARALLEL_MAX_BYTES, logger });
-    const guard = deps.guard ?? new OutboundGuard({ allowPrivate: config.ALLOW_PRIVATE_TARGETS });
+    const guard = deps.guard ?? new OutboundGuard({ allowPrivate: config.ALLOW_PRIVATE_TARGETS, platform: platformEndpointsOf(config) });
     const cipher = config.SOURCE_CREDENTIALS_KEY ? new CredentialCipher(config.SOURCE_CREDENTIALS_KEY) : null;
     if (!cipher) logger.warn('SOURCE_CREDENTIALS_KEY is not set: URL and database sources are refused');
     const limits = remoteLimitsOf(config);
@@ -116,8 +117,11 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
       () => listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT }),
       (s) => s.close(),
     );
+    // The port is known only now when the config says 0 (tests); the service's own port is the platform's too.
+    guard.platform.add({ host: config.HOST, port: server.port });
     await syncer.start();
     logger.info({ url: server.url, syncConcurrency: config.SYNC_CONCURRENCY }, 'sources service listening');
+    logger.info({ privateTargets: guard.allowed.cidrs, platformEndpoints: guard.platform.describe() }, 'outbound connections: private ranges allowed, platform endpoints refused');
     return { url: server.url, port: server.port, metricsUrl: server.metricsUrl, logger, store, guard, repo, relay: outbox, syncer, stop: () => life.stop() };
   });
 }

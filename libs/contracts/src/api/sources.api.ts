@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { isoDate, listOf, safeKey } from './common.ts';
+import { sqlQueryProblem } from './sql-query.ts';
 
 export const SOURCE_TYPES = ['inline', 'csv', 'json', 'ndjson', 'url', 'postgres', 'mysql', 'mongodb'] as const;
 /** Types whose data lives elsewhere: every sync pulls it again with the stored (encrypted) connection details. */
@@ -117,11 +118,18 @@ const tableName = z
   .max(200)
   .regex(/^[\p{L}_][\p{L}\p{N}_$]*(\.[\p{L}_][\p{L}\p{N}_$]*)?$/u, 'a table name, optionally schema-qualified (schema.table); use query for other names')
   .describe('a table (or view) to read whole');
-const sqlQuery = z.string().trim().min(1).max(100_000).describe('one SELECT statement; it runs in a read-only transaction and its rows are streamed');
+const sqlQuery = z
+  .string()
+  .trim()
+  .min(1)
+  .max(100_000)
+  .describe('one read-only statement (SELECT, WITH … SELECT, VALUES or TABLE), no other statement after it; it runs in a read-only transaction and its rows are streamed');
 
 function sqlSource<T extends 'postgres' | 'mysql'>(type: T) {
   return z.strictObject({ type: z.literal(type), name, connection: dbConnection(type), table: tableName.optional(), query: sqlQuery.optional() }).superRefine((b, ctx) => {
     if ((b.table === undefined) === (b.query === undefined)) ctx.addIssue({ code: 'custom', path: ['table'], message: 'give exactly one of table or query' });
+    const problem = b.query === undefined ? null : sqlQueryProblem(b.query, type);
+    if (problem) ctx.addIssue({ code: 'custom', path: ['query'], message: problem });
   });
 }
 

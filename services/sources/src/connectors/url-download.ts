@@ -3,7 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { FileFormat } from '@dap/contracts';
 import { httpGet, UnsupportedEncodingError, type Dial } from '../outbound/http-get.ts';
 import { ConnectorCheckError } from './connector.ts';
-import { describeNetworkError, isRefusedTarget, formatBytes, TooLargeError } from './remote-errors.ts';
+import { formatBytes, networkFailure, TooLargeError } from './remote-errors.ts';
 
 /**
  * Downloading a URL source's file to disk. This module is what the download worker loads
@@ -94,8 +94,8 @@ export function urlFailure(err: unknown): Error {
   const e = err as { code?: string };
   // zlib's codes (Z_DATA_ERROR, Z_BUF_ERROR…) and brotli's (ERR__ERROR_FORMAT_PADDING_1, …_DISTANCE…).
   if (typeof e?.code === 'string' && /^(Z_|ERR__ERROR_)/.test(e.code)) return new ConnectorCheckError('url', 'the compressed response could not be decoded');
-  const reason = describeNetworkError(err);
-  if (reason) return new ConnectorCheckError('url', `could not download the file: ${reason}`, { refusedTarget: isRefusedTarget(err) });
+  const net = networkFailure(err, 'url', 'could not download the file');
+  if (net) return net;
   return err as Error;
 }
 

@@ -2,6 +2,7 @@ import { rename, rm } from 'node:fs/promises';
 import { z } from 'zod';
 import { FILE_FORMATS, type FileFormat, type SourceConfigDto } from '@dap/contracts';
 import type { StagedFormat } from '@dap/datasets';
+import { portOf } from '@dap/netguard';
 import { stagingTemp } from '../ingest/staging-file.ts';
 import { httpGet, type HttpGetResponse } from '../outbound/http-get.ts';
 import { ConnectorCheckError, type RemoteConnector, type RemoteContext } from './connector.ts';
@@ -134,7 +135,8 @@ export const urlConnector: RemoteConnector<'url', UrlSpec> = {
       // thread when the service has one: a big body's buffers then never touch the main heap).
       let address: { address: string; family: 4 | 6 };
       try {
-        address = await ctx.guard.pin(new URL(spec.url).hostname, ctx.limits.connectTimeoutMs);
+        const u = new URL(spec.url);
+        address = await ctx.guard.pin(u.hostname, portOf(u), ctx.limits.connectTimeoutMs);
       } catch (err) {
         throw urlFailure(err);
       }

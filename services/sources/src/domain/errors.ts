@@ -4,10 +4,11 @@ import type { ConnectorCheckError } from '../connectors/index.ts';
 /** The sources domain's errors; statuses come from the shared catalogue at the edge. */
 export const sourceNotFound = () => notFound('source');
 
-/** 400 for a source that fails its check; 422, as for a webhook URL, when its address may not be reached. */
-export const sourceRefused = (err: ConnectorCheckError) =>
-  err.refusedTarget
-    ? new AppError('unprocessable', `the data source's target is not allowed: ${err.message}`, { errors: [{ path: err.field, message: err.message }] })
-    : new AppError('validation_failed', `the data source was refused: ${err.message}`, { errors: [{ path: err.field, message: err.message }] });
+/** A bad source is a 400; a well-formed one whose target the SSRF guard refuses is a 422, as for webhooks. */
+export const sourceRefused = (err: ConnectorCheckError) => {
+  const errors = [{ path: err.field, message: err.message }];
+  const detail = `the data source was refused: ${err.message}`;
+  return err.targetRefused ? new AppError('unprocessable', detail, { errors }) : new AppError('validation_failed', detail, { errors });
+};
 
 export const credentialsUnavailable = () => new AppError('unavailable', 'this deployment cannot store credentials for remote sources: SOURCE_CREDENTIALS_KEY is not configured');

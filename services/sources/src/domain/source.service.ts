@@ -104,7 +104,7 @@ export class SourceService {
     } catch (err) {
       await store.remove(accountId, id).catch(() => undefined);
       if (err instanceof ConnectorCheckError) throw sourceRefused(err);
-      if (err instanceof DisallowedTargetError) throw sourceRefused(new ConnectorCheckError('connection', err.message, { refusedTarget: true }));
+      if (err instanceof DisallowedTargetError) throw sourceRefused(new ConnectorCheckError('connection', err.message, { targetRefused: true }));
       throw err;
     }
     syncer.schedule(accountId, id);

@@ -110,16 +110,13 @@ export function httpGet(target: string, opts: HttpGetOptions): Promise<HttpGetRe
   const host = bareHost(url.hostname);
   const isHttps = url.protocol === 'https:';
   const port = Number(url.port || (isHttps ? 443 : 80));
-  let connect: net.NetConnectOpts & tls.ConnectionOptions;
-  if ('guard' in opts.dial) {
-    opts.dial.guard.checkLiteral(host);
-    connect = { host, port, lookup: opts.dial.guard.lookup };
-  } else {
-    connect = { host: opts.dial.pinned.address, port, family: opts.dial.pinned.family };
-  }
   const head = requestHead(url, opts.headers ?? {});
   opts.signal.throwIfAborted();
-  return new Promise<HttpGetResponse>((resolve, reject) => new Exchange(connect, isHttps ? host : null, head, opts, resolve, reject));
+  const exchange = (connect: net.NetConnectOpts & tls.ConnectionOptions) =>
+    new Promise<HttpGetResponse>((resolve, reject) => new Exchange(connect, isHttps ? host : null, head, opts, resolve, reject));
+  if ('pinned' in opts.dial) return exchange({ host: opts.dial.pinned.address, port, family: opts.dial.pinned.family });
+  const { guard } = opts.dial;
+  return guard.checkLiteral(host, port).then(() => exchange({ host, port, lookup: guard.lookupFor(port) }));
 }
 
 type Phase = 'head' | 'body' | 'done' | 'failed';

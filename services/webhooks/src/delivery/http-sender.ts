@@ -1,7 +1,7 @@
 import http, { type ClientRequest, type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import { isIP, type LookupFunction } from 'node:net';
-import { guardedLookup, hostOf, isAllowedAddress, refusal } from '@dap/netguard';
+import { isIP } from 'node:net';
+import { hostOf, portOf, type OutboundGuard } from '@dap/netguard';
 
 export interface AttemptResult {
   ok: boolean;
@@ -14,7 +14,8 @@ export interface AttemptResult {
 
 export interface HttpSenderOptions {
   timeoutMs: number;
-  allowPrivateTargets: boolean;
+  /** The SSRF guard: private ranges the operator allows, never the platform's own endpoints. */
+  guard: OutboundGuard;
   userAgent: string;
 }
 
@@ -53,13 +54,11 @@ function describe(err: unknown, timeoutMs: number): string {
  */
 export class HttpSender {
   private readonly opts: HttpSenderOptions;
-  private readonly lookup: LookupFunction;
   private readonly httpAgent = new http.Agent({ keepAlive: true, timeout: 5_000, scheduling: 'lifo' });
   private readonly httpsAgent = new https.Agent({ keepAlive: true, timeout: 5_000, scheduling: 'lifo' });
 
   constructor(opts: HttpSenderOptions) {
     this.opts = opts;
-    this.lookup = guardedLookup(opts.allowPrivateTargets);
   }
 
   async send(target: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<AttemptResult> {
@@ -76,8 +75,10 @@ export class HttpSender {
       return done({ ok: false, statusCode: null, error: 'invalid URL' });
     }
     const host = hostOf(url);
-    if (isIP(host) && !isAllowedAddress(host, this.opts.allowPrivateTargets)) {
-      return done({ ok: false, statusCode: null, error: refusal(host) });
+    try {
+      await this.opts.guard.checkLiteral(host, portOf(url));
+    } catch (err) {
+      return done({ ok: false, statusCode: null, error: describe(err, this.opts.timeoutMs) });
     }
     const deadline = started + this.opts.timeoutMs;
     for (let tries = 0; ; tries++) {
@@ -116,7 +117,7 @@ export class HttpSender {
         path: `${url.pathname}${url.search}`,
         headers: { ...headers, 'content-length': String(payload.length) },
         agent: isHttps ? this.httpsAgent : this.httpAgent,
-        lookup: this.lookup,
+        lookup: this.opts.guard.lookupFor(portOf(url)),
         ...(isHttps && !isIP(host) ? { servername: host } : {}),
       };
       req = (isHttps ? https : http).request(options, (res: IncomingMessage) => {

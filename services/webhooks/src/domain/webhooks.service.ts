@@ -1,6 +1,6 @@
 import { isId, newId, type CallerContext, type CreateWebhookBody, type EventOf, type ListQuery } from '@dap/contracts';
 import { decodeCursor, notFound, toPage, type Page } from '@dap/http';
-import { checkTarget, type Resolver } from '@dap/netguard';
+import type { OutboundGuard } from '@dap/netguard';
 import { deliveryIdOf, type DeliveryDoc, type DeliveryRepository } from '../persistence/delivery.repository.ts';
 import { MAX_ENDPOINTS_PER_ACCOUNT, type EndpointDoc, type EndpointRepository } from '../persistence/endpoint.repository.ts';
 import { webhookErrors } from './errors.ts';
@@ -11,8 +11,8 @@ export interface WebhooksServiceDeps {
   endpoints: EndpointRepository;
   deliveries: DeliveryRepository;
   secrets: SecretBox;
-  allowPrivateTargets: boolean;
-  resolve?: Resolver;
+  /** Checks an endpoint's URL at registration: private ranges the operator allows, never the platform's own endpoints. */
+  guard: OutboundGuard;
   /** How long the old secret still signs deliveries after a rotation (default 24 h). */
   secretOverlapMs?: number;
   /** Called when a delivery becomes due now (a redelivery), so the dispatcher need not wait for its poll. */
@@ -34,7 +34,7 @@ export class WebhooksService {
 
   /** Registers an endpoint; the secret is returned here and never again. */
   async create(caller: CallerContext, body: CreateWebhookBody): Promise<{ endpoint: EndpointDoc; secret: string }> {
-    const refused = await checkTarget(body.url, this.d.allowPrivateTargets, this.d.resolve);
+    const refused = await this.d.guard.checkUrl(body.url);
     if (refused) throw webhookErrors.targetNotAllowed(refused);
     if ((await this.d.endpoints.count(caller.accountId)) >= MAX_ENDPOINTS_PER_ACCOUNT) throw webhookErrors.tooManyEndpoints();
     const id = newId('whk');
@@ -125,7 +125,7 @@ export class WebhooksService {
   async enable(accountId: string, id: string): Promise<EndpointDoc> {
     const endpoint = await this.get(accountId, id);
     if (endpoint.status === 'enabled') return endpoint;
-    const refused = await checkTarget(endpoint.url, this.d.allowPrivateTargets, this.d.resolve);
+    const refused = await this.d.guard.checkUrl(endpoint.url);
     if (refused) throw webhookErrors.targetNotAllowed(refused);
     const updated = (await this.d.endpoints.enable(accountId, id)) ?? (await this.get(accountId, id));
     this.d.onEndpointChanged?.(id);
