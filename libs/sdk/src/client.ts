@@ -22,6 +22,8 @@ import type {
   WebhookCreated,
   WebhookSecretRotated,
   WebhookTest,
+  ReplayWebhookInput,
+  WebhookReplay,
 } from './operations.ts';
 import { Transport, type ApiPromise, type CallInput, type DapClientOptions, type RequestOptions } from './transport.ts';
 
@@ -84,6 +86,7 @@ export const METHOD_OF_OPERATION = {
   rotateWebhookSecret: 'webhooks.rotateSecret',
   enableWebhook: 'webhooks.enable',
   redeliverMessage: 'webhooks.redeliver',
+  replayWebhook: 'webhooks.replay',
 } as const satisfies Record<OperationId, string>;
 
 export type DapClient = ReturnType<typeof createDapClient>;
@@ -161,6 +164,11 @@ export function createDapClient(options: DapClientOptions) {
       enable: (id: string, opts?: RequestOptions): ApiPromise<Webhook> => t.call('enableWebhook', byId(id), opts),
       /** Sends a message (by its event id, the webhook-id header) to the endpoint again. */
       redeliver: (id: string, messageId: string, opts?: RequestOptions): ApiPromise<Delivery> => t.call('redeliverMessage', { params: { id, messageId } }, opts),
+      /**
+       * Sends again every message since `since` that did not reach the endpoint (failed, cancelled, or skipped
+       * while it was disabled), at most 1000 per call; repeat with `nextSince` while `hasMore`.
+       */
+      replay: (id: string, body: ReplayWebhookInput, opts?: RequestOptions): ApiPromise<WebhookReplay> => t.call('replayWebhook', { ...byId(id), body }, opts),
     },
   };
 }

@@ -26,6 +26,8 @@ import {
   webhookSchema,
   webhookSecretRotatedSchema,
   webhookTestSchema,
+  replayWebhookBody,
+  webhookReplaySchema,
 } from '@dap/contracts';
 
 /**
@@ -64,6 +66,7 @@ export const SDK_OPERATIONS = {
   rotateWebhookSecret: { result: webhookSecretRotatedSchema },
   enableWebhook: { result: webhookSchema },
   redeliverMessage: { result: deliverySchema },
+  replayWebhook: { body: replayWebhookBody, result: webhookReplaySchema },
 } as const satisfies Record<string, { body?: z.ZodType; query?: z.ZodType; result: z.ZodType | null }>;
 
 type Ops = typeof SDK_OPERATIONS;
@@ -94,6 +97,8 @@ export type CreateWebhookInput = z.input<typeof createWebhookBody>;
 export type Delivery = ResultOf<'listDeliveries'>['data'][number];
 export type WebhookTest = z.output<typeof webhookTestSchema>;
 export type WebhookSecretRotated = z.output<typeof webhookSecretRotatedSchema>;
+export type ReplayWebhookInput = z.input<typeof replayWebhookBody>;
+export type WebhookReplay = z.output<typeof webhookReplaySchema>;
 export type Account = z.output<typeof accountSchema>;
 export type Usage = z.output<typeof usageSchema>;
 export type ListParams = Partial<z.output<typeof listQuerySchema>>;

@@ -34,6 +34,8 @@ import {
   webhookSchema,
   webhookSecretRotatedSchema,
   webhookTestSchema,
+  replayWebhookBody,
+  webhookReplaySchema,
 } from './webhooks.api.ts';
 
 export const SERVICES = ['accounts', 'sources', 'analytics', 'models', 'webhooks'] as const;
@@ -484,7 +486,7 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     service: 'webhooks',
     scope: 'webhooks:write',
     summary:
-      'Enable a disabled endpoint again (after a 410 or days of failed deliveries): new events go to it from now on; messages missed meanwhile can be redelivered one by one. Enabling an enabled endpoint changes nothing.',
+      'Enable a disabled endpoint again (after a 410 or days of failed deliveries): new events go to it from now on; messages missed meanwhile (recorded as skipped, or cancelled) can be replayed (POST /webhooks/{id}/replay) or redelivered one by one. Enabling an enabled endpoint changes nothing.',
     success: { status: 200, schema: webhookSchema },
     errors: [404, 422],
   },
@@ -496,6 +498,18 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     scope: 'webhooks:write',
     summary: 'Send a message (by its event id, the webhook-id) to this endpoint again, as a new series of attempts.',
     success: { status: 202, schema: deliverySchema },
+    errors: [404, 409],
+  },
+  {
+    operationId: 'replayWebhook',
+    method: 'post',
+    path: '/webhooks/{id}/replay',
+    service: 'webhooks',
+    scope: 'webhooks:write',
+    summary:
+      'Send again every message of this endpoint since a time (by event time, oldest first) that did not reach it: failed, cancelled, or skipped while the endpoint was disabled. Messages delivered or still being attempted are left alone, so repeating the call sends nothing twice. At most 1000 messages per call; hasMore and nextSince tell where to go on.',
+    body: replayWebhookBody,
+    success: { status: 202, schema: webhookReplaySchema },
     errors: [404, 409],
   },
 ] satisfies ApiOperation[]);

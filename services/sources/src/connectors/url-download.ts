@@ -152,7 +152,7 @@ export async function downloadToFile(job: DownloadJob, signal: AbortSignal, coll
       bytes += size;
       if (bytes > job.maxBytes) throw new TooLargeError(job.maxBytes);
       if (head.length < HEAD_BYTES) {
-        // A copy: the chunks are views of the socket's read buffer.
+        // A copy: the chunks are only the sink's until it returns.
         const parts = [head];
         let n = head.length;
         for (const c of chunks) {

@@ -51,7 +51,7 @@ async function readPrefix(res: HttpGetResponse, limit: number): Promise<{ data: 
   try {
     const { complete } = await res.readBody((chunks) => {
       for (const c of chunks) {
-        // Copies: the chunks are views of the socket's read buffer.
+        // Copies: the chunks are only the sink's until it returns.
         parts.push(Buffer.from(c.subarray(0, limit - size)));
         size += parts.at(-1)!.length;
         if (size >= limit) return 'stop';
