@@ -26,6 +26,7 @@ describe('Kafka TLS and SASL', () => {
       topicPrefix: '',
       ssl: false,
       sasl: undefined,
+      topics: { events: { partitions: 12 }, deadLetters: { partitions: 3 } },
       startupTimeoutMs: 30_000,
     });
   });
@@ -68,5 +69,45 @@ describe('Kafka TLS and SASL', () => {
 
   it('refuses a hand-built config with a mechanism and no credentials', () => {
     expect(() => kafkaSettingsOf({ KAFKA_BROKERS: ['k'], KAFKA_CLIENT_ID: 'c', KAFKA_TOPIC_PREFIX: '', KAFKA_SASL_MECHANISM: 'plain' })).toThrow(ConfigError);
+  });
+});
+
+describe('Kafka topic layout per family', () => {
+  it('defaults to 12 partitions for events and 3 for dead letters, replication left to fit the cluster', () => {
+    const s = kafkaSettingsOf(loadConfig(serviceConfigShape('models'), service));
+    expect(s.topics).toEqual({ events: { partitions: 12 }, deadLetters: { partitions: 3 } });
+  });
+
+  it('takes partitions, replication factor and min.insync.replicas per family from the environment', () => {
+    const env = {
+      ...base,
+      KAFKA_EVENTS_PARTITIONS: '24',
+      KAFKA_EVENTS_REPLICATION_FACTOR: '3',
+      KAFKA_EVENTS_MIN_INSYNC_REPLICAS: '2',
+      KAFKA_DLQ_PARTITIONS: '1',
+      KAFKA_DLQ_REPLICATION_FACTOR: '1',
+      KAFKA_DLQ_MIN_INSYNC_REPLICAS: '',
+    };
+    expect(kafkaSettingsOf(loadConfig(kafkaConfig, env)).topics).toEqual({
+      events: { partitions: 24, replicationFactor: 3, minInsyncReplicas: 2 },
+      deadLetters: { partitions: 1, replicationFactor: 1 },
+    });
+  });
+
+  it('refuses zero or fractional counts, and more in-sync replicas than copies, naming the variable', () => {
+    const fail = (extra: Record<string, string>) => {
+      try {
+        loadConfig(kafkaConfig, { ...base, ...extra });
+        return 'accepted';
+      } catch (e) {
+        return (e as Error).message;
+      }
+    };
+    expect(fail({ KAFKA_EVENTS_PARTITIONS: '0' })).toMatch(/KAFKA_EVENTS_PARTITIONS/);
+    expect(fail({ KAFKA_DLQ_REPLICATION_FACTOR: '1.5' })).toMatch(/KAFKA_DLQ_REPLICATION_FACTOR/);
+    expect(fail({ KAFKA_EVENTS_REPLICATION_FACTOR: '2', KAFKA_EVENTS_MIN_INSYNC_REPLICAS: '3' })).toBe(
+      'invalid configuration:\n  KAFKA_EVENTS_MIN_INSYNC_REPLICAS: at most KAFKA_EVENTS_REPLICATION_FACTOR (2): no write could ever be acknowledged',
+    );
+    expect(fail({ KAFKA_EVENTS_REPLICATION_FACTOR: '3', KAFKA_EVENTS_MIN_INSYNC_REPLICAS: '3' })).toBe('accepted');
   });
 });

@@ -29,6 +29,34 @@ export const mongoConfig = {
   ...startupConfig,
 };
 export const KAFKA_SASL_MECHANISMS = ['plain', 'scram-sha-256', 'scram-sha-512'] as const;
+
+/** How the topics of one family are created: partitions, and replication left unset means "fit the cluster". */
+export interface TopicLayout {
+  partitions: number;
+  /** Unset: 3, or the number of brokers when the cluster has fewer (a one-broker local stack gets 1). */
+  replicationFactor?: number;
+  /** Unset: one less than the replication factor, at most 2 and at least 1. */
+  minInsyncReplicas?: number;
+}
+export type TopicFamily = 'events' | 'deadLetters';
+/**
+ * Domain-event topics get 12 partitions: a consumer group spreads over at most as many replicas as there are
+ * partitions, and 12 covers the largest autoscaled group (models, up to 8) with room, dividing evenly among
+ * 2, 3, 4 or 6 replicas. Dead letters are few and read by operators.
+ */
+export const DEFAULT_TOPIC_LAYOUTS: Record<TopicFamily, TopicLayout> = { events: { partitions: 12 }, deadLetters: { partitions: 3 } };
+
+const partitionCount = z.coerce.number().int().min(1).max(10_000);
+const replicaCount = optional(z.coerce.number().int().min(1).max(32));
+/** Per topic family: KAFKA_EVENTS_* for the domain-event topics, KAFKA_DLQ_* for the dead-letter topics. */
+const kafkaTopicConfig = {
+  KAFKA_EVENTS_PARTITIONS: partitionCount.default(DEFAULT_TOPIC_LAYOUTS.events.partitions),
+  KAFKA_EVENTS_REPLICATION_FACTOR: replicaCount,
+  KAFKA_EVENTS_MIN_INSYNC_REPLICAS: replicaCount,
+  KAFKA_DLQ_PARTITIONS: partitionCount.default(DEFAULT_TOPIC_LAYOUTS.deadLetters.partitions),
+  KAFKA_DLQ_REPLICATION_FACTOR: replicaCount,
+  KAFKA_DLQ_MIN_INSYNC_REPLICAS: replicaCount,
+};
 export const kafkaConfig = {
   KAFKA_BROKERS: z
     .string()
@@ -43,6 +71,7 @@ export const kafkaConfig = {
   KAFKA_SASL_MECHANISM: optional(z.enum(KAFKA_SASL_MECHANISMS)),
   KAFKA_SASL_USERNAME: optional(z.string()),
   KAFKA_SASL_PASSWORD: optional(z.string()),
+  ...kafkaTopicConfig,
   ...startupConfig,
 };
 export const redisConfig = {
@@ -80,6 +109,16 @@ const CROSS_CHECKS: { piece: string; check: (c: Record<string, unknown>) => Issu
       return ['KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD'].filter(set).map((k) => ({ path: k, message: 'set KAFKA_SASL_MECHANISM too (plain, scram-sha-256 or scram-sha-512)' }));
     },
   },
+  ...(['KAFKA_EVENTS', 'KAFKA_DLQ'] as const).map((family) => ({
+    piece: `${family}_PARTITIONS`,
+    check: (c: Record<string, unknown>): Issue[] => {
+      const rf = c[`${family}_REPLICATION_FACTOR`] as number | undefined;
+      const isr = c[`${family}_MIN_INSYNC_REPLICAS`] as number | undefined;
+      return rf !== undefined && isr !== undefined && isr > rf
+        ? [{ path: `${family}_MIN_INSYNC_REPLICAS`, message: `at most ${family}_REPLICATION_FACTOR (${rf}): no write could ever be acknowledged` }]
+        : [];
+    },
+  })),
 ];
 
 /** Parses the environment once; a bad value fails start-up with every problem listed. */
@@ -119,6 +158,12 @@ export function kafkaSettingsOf(c: {
   KAFKA_SASL_MECHANISM?: KafkaSaslMechanism;
   KAFKA_SASL_USERNAME?: string;
   KAFKA_SASL_PASSWORD?: string;
+  KAFKA_EVENTS_PARTITIONS?: number;
+  KAFKA_EVENTS_REPLICATION_FACTOR?: number;
+  KAFKA_EVENTS_MIN_INSYNC_REPLICAS?: number;
+  KAFKA_DLQ_PARTITIONS?: number;
+  KAFKA_DLQ_REPLICATION_FACTOR?: number;
+  KAFKA_DLQ_MIN_INSYNC_REPLICAS?: number;
   STARTUP_TIMEOUT_MS?: number;
 }) {
   const { KAFKA_SASL_MECHANISM: mechanism, KAFKA_SASL_USERNAME: username, KAFKA_SASL_PASSWORD: password } = c;
@@ -135,8 +180,17 @@ export function kafkaSettingsOf(c: {
     topicPrefix: c.KAFKA_TOPIC_PREFIX,
     ssl: c.KAFKA_SSL ?? false,
     sasl,
+    topics: {
+      events: layoutOf(c.KAFKA_EVENTS_PARTITIONS ?? DEFAULT_TOPIC_LAYOUTS.events.partitions, c.KAFKA_EVENTS_REPLICATION_FACTOR, c.KAFKA_EVENTS_MIN_INSYNC_REPLICAS),
+      deadLetters: layoutOf(c.KAFKA_DLQ_PARTITIONS ?? DEFAULT_TOPIC_LAYOUTS.deadLetters.partitions, c.KAFKA_DLQ_REPLICATION_FACTOR, c.KAFKA_DLQ_MIN_INSYNC_REPLICAS),
+    } satisfies Record<TopicFamily, TopicLayout>,
     startupTimeoutMs: c.STARTUP_TIMEOUT_MS,
   };
+}
+
+/** A layout without the keys left unset (the type has them optional, not undefined). */
+function layoutOf(partitions: number, replicationFactor: number | undefined, minInsyncReplicas: number | undefined): TopicLayout {
+  return { partitions, ...(replicationFactor !== undefined ? { replicationFactor } : {}), ...(minInsyncReplicas !== undefined ? { minInsyncReplicas } : {}) };
 }
 
 export * from './startup.ts';
