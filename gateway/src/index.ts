@@ -55,7 +55,7 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
   const sessions = new SessionVerifier({ accountsUrl: config.ACCOUNTS_URL, internalSecret: config.INTERNAL_SECRET });
   const failures = new AuthFailureLimiter(redis, config.AUTH_FAILURES_PER_MINUTE);
   const eventing = await connectEventing(kafkaSettingsOf(config), logger);
-  const consumer = await consumeKeyEvents(eventing, logger, keys, instanceId);
+  const keyEvents = await consumeKeyEvents(eventing, logger, keys);
   const usage = new UsageRecorder({ publish: (events) => eventing.producer.publish(events), logger, intervalMs: config.USAGE_FLUSH_MS });
   usage.start();
 
@@ -125,7 +125,7 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
     async stop() {
       await server.close();
       await usage.stop();
-      await consumer.disconnect();
+      await keyEvents.stop();
       await eventing.close();
       agent.destroy();
       redis.disconnect();

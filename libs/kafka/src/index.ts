@@ -442,3 +442,4 @@ export async function connectEventing(settings: KafkaSettings, logger: Logger): 
   await producer.connect();
   return { kafka, settings, producer, close: () => producer.disconnect() };
 }
+export { tailTopics, type TailOptions, type TopicTail } from './tail.ts';
