@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Agent } from 'node:http';
 import type { Express } from 'express';
-import { kafkaSettingsOf } from '@dap/config';
+import { kafkaSettingsOf, redisTargetOf } from '@dap/config';
 import { PLAN_LIMITS, type Plan } from '@dap/contracts';
 import { createMetrics, listen } from '@dap/http';
 import { connectEventing } from '@dap/kafka';
@@ -31,7 +31,7 @@ export function planLimits(override: string | undefined): Record<Plan, number> {
 export async function startGateway(config: GatewayConfig, deps: { logger?: Logger; extraRoutes?: (app: Express) => void } = {}) {
   const logger = deps.logger ?? createLogger({ name: 'gateway', level: config.LOG_LEVEL });
   const instanceId = randomBytes(4).toString('hex');
-  const redis = createRedis(config.REDIS_URL, { autoPipelining: true });
+  const redis = createRedis(redisTargetOf(config), { autoPipelining: true });
   redis.on('error', (err) => logger.debug({ err: err.message }, 'redis connection error'));
   const metrics = createMetrics({ service: 'gateway' });
   const fallbacks = metrics.counter({ name: 'dap_rate_limit_fallback_total', help: 'Limiter checks decided by the in-memory fallback because Redis was unreachable.' });

@@ -1,7 +1,8 @@
 import { createLogger } from '@dap/logger';
 import { createKafka } from '@dap/kafka';
 import { http, waitFor } from '@dap/testing';
-import { startHarness } from './harness.ts';
+import { startGateway } from '../src/index.ts';
+import { quietLogger, startHarness } from './harness.ts';
 
 /** Gateways hear key revocations without consumer groups: scaling out and in leaves nothing on the brokers. */
 let h: Awaited<ReturnType<typeof startHarness>>;
@@ -25,7 +26,7 @@ async function groupsOf(prefix: string): Promise<string[]> {
 it('running, stopped and restarted gateways join no consumer group, and each still refuses a revoked key within 2 s', async () => {
   const prefix = `t${h.suffix}.`;
   const first = await h.gateway();
-  const second = await h.gateway();
+  const second = await startGateway(h.gatewayConfig(), { logger: quietLogger }); // stopped here, not by the harness
   expect(await groupsOf(prefix)).toEqual([]);
 
   // A gateway goes away and another takes its place: still no group, and both living ones hear revocations.
@@ -33,12 +34,14 @@ it('running, stopped and restarted gateways join no consumer group, and each sti
   const third = await h.gateway();
   expect(await groupsOf(prefix)).toEqual([]);
   const { accountId, secret, keyId } = await h.newAccount();
-  for (const g of [first, third]) expect((await http('GET', `${g.url}/v1/sources`, { headers: auth(secret) })).status).toBe(200); // cached now
+  for (const g of [first, third]) {
+    for (let i = 0; i < 2; i++) expect((await http('GET', `${g.url}/v1/sources`, { headers: auth(secret) })).status).toBe(200);
+    expect(g.keys.stats.memoryHits).toBeGreaterThan(0); // cached: only the eviction can refuse it before the 30-s TTL
+  }
   await h.accounts.accounts.revokeKey(accountId, keyId);
   const revokedAt = Date.now();
   for (const g of [first, third]) {
     await waitFor(async () => (await http('GET', `${g.url}/v1/sources`, { headers: auth(secret) })).status === 401, { timeoutMs: 2_000, intervalMs: 50, what: 'revocation' });
   }
   expect(Date.now() - revokedAt).toBeLessThan(2_000);
-  expect(first.keys.stats.memoryHits + third.keys.stats.memoryHits).toBeGreaterThan(0); // the key was cached: eviction, not a miss, refused it
 }, 90_000);

@@ -1,4 +1,4 @@
-import { ConfigError, kafkaConfig, kafkaSettingsOf, loadConfig, mongoConfig, serviceConfigShape } from './index.ts';
+import { ConfigError, kafkaConfig, kafkaSettingsOf, loadConfig, mongoConfig, redisConfig, redisTargetOf, serviceConfigShape } from './index.ts';
 
 const base = { KAFKA_BROKERS: 'k1:9092, k2:9092', KAFKA_CLIENT_ID: 'svc' };
 const service = { ...base, PORT: '8080', MONGO_URL: 'mongodb://db:27017', INTERNAL_SECRET: 'x'.repeat(32) };
@@ -109,5 +109,32 @@ describe('Kafka topic layout per family', () => {
       'invalid configuration:\n  KAFKA_EVENTS_MIN_INSYNC_REPLICAS: at most KAFKA_EVENTS_REPLICATION_FACTOR (2): no write could ever be acknowledged',
     );
     expect(fail({ KAFKA_EVENTS_REPLICATION_FACTOR: '3', KAFKA_EVENTS_MIN_INSYNC_REPLICAS: '3' })).toBe('accepted');
+  });
+});
+
+describe('Redis behind Sentinel or TLS', () => {
+  const fail = (env: Record<string, string>) => {
+    try {
+      loadConfig(redisConfig, env);
+      return 'accepted';
+    } catch (e) {
+      return (e as Error).message;
+    }
+  };
+
+  it('accepts redis://, rediss:// and Sentinel URLs, and Sentinels named apart from the URL', () => {
+    for (const url of ['redis://cache:6379', 'rediss://:pw@cache:6380/1', 'redis+sentinel://s1:26379,s2:26379/mymaster', 'rediss+sentinel://s1/m/2']) {
+      expect(fail({ REDIS_URL: url })).toBe('accepted');
+    }
+    const c = loadConfig(redisConfig, { REDIS_URL: 'redis://:pw@unused/0', REDIS_SENTINELS: 's1:26379, s2:26379', REDIS_SENTINEL_NAME: 'mymaster', REDIS_SENTINEL_PASSWORD: '' });
+    expect(redisTargetOf(c)).toEqual({ url: 'redis://:pw@unused/0', sentinels: ['s1:26379', 's2:26379'], sentinelName: 'mymaster', sentinelPassword: undefined });
+  });
+
+  it('refuses another scheme, half a Sentinel setting, or Sentinels named twice', () => {
+    expect(fail({ REDIS_URL: 'http://cache:6379' })).toMatch(/REDIS_URL: a redis:\/\/, rediss:\/\//);
+    expect(fail({ REDIS_URL: 'redis://x', REDIS_SENTINELS: 's1:26379' })).toBe(
+      'invalid configuration:\n  REDIS_SENTINEL_NAME: REDIS_SENTINELS and REDIS_SENTINEL_NAME go together',
+    );
+    expect(fail({ REDIS_URL: 'redis+sentinel://s1/m', REDIS_SENTINELS: 's1:26379', REDIS_SENTINEL_NAME: 'm' })).toMatch(/not both/);
   });
 });

@@ -75,8 +75,26 @@ export const kafkaConfig = {
   ...startupConfig,
 };
 export const redisConfig = {
-  REDIS_URL: z.string().startsWith('redis'),
+  /** `redis://`, `rediss://` (TLS), or `redis+sentinel://[user:password@]host:26379[,…]/<master name>[/<db>]`. */
+  REDIS_URL: z.string().regex(/^rediss?(\+sentinel)?:\/\//, 'a redis://, rediss://, redis+sentinel:// or rediss+sentinel:// URL'),
+  /** Sentinels (host:port, comma-separated) naming the master; REDIS_URL then gives only credentials, database and TLS. */
+  REDIS_SENTINELS: optional(
+    z.string().transform((s) =>
+      s
+        .split(',')
+        .map((h) => h.trim())
+        .filter(Boolean),
+    ),
+  ),
+  REDIS_SENTINEL_NAME: optional(z.string()),
+  /** For Sentinels that require a password of their own. */
+  REDIS_SENTINEL_PASSWORD: optional(z.string()),
 };
+
+/** What `createRedis` of @dap/redis takes. */
+export function redisTargetOf(c: { REDIS_URL: string; REDIS_SENTINELS?: string[]; REDIS_SENTINEL_NAME?: string; REDIS_SENTINEL_PASSWORD?: string }) {
+  return { url: c.REDIS_URL, sentinels: c.REDIS_SENTINELS, sentinelName: c.REDIS_SENTINEL_NAME, sentinelPassword: c.REDIS_SENTINEL_PASSWORD };
+}
 export const internalAuthConfig = {
   INTERNAL_SECRET: z.string().min(32, 'INTERNAL_SECRET must be at least 32 characters'),
 };
@@ -107,6 +125,16 @@ const CROSS_CHECKS: { piece: string; check: (c: Record<string, unknown>) => Issu
         return ['KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD'].filter((k) => !set(k)).map((k) => ({ path: k, message: 'required when KAFKA_SASL_MECHANISM is set' }));
       }
       return ['KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD'].filter(set).map((k) => ({ path: k, message: 'set KAFKA_SASL_MECHANISM too (plain, scram-sha-256 or scram-sha-512)' }));
+    },
+  },
+  {
+    piece: 'REDIS_SENTINELS',
+    check: (c) => {
+      const sentinels = c.REDIS_SENTINELS !== undefined;
+      const name = c.REDIS_SENTINEL_NAME !== undefined;
+      if (sentinels !== name) return [{ path: sentinels ? 'REDIS_SENTINEL_NAME' : 'REDIS_SENTINELS', message: 'REDIS_SENTINELS and REDIS_SENTINEL_NAME go together' }];
+      if (sentinels && String(c.REDIS_URL).includes('+sentinel:')) return [{ path: 'REDIS_SENTINELS', message: 'name the Sentinels in REDIS_URL or in REDIS_SENTINELS, not both' }];
+      return [];
     },
   },
   ...(['KAFKA_EVENTS', 'KAFKA_DLQ'] as const).map((family) => ({
