@@ -6,7 +6,8 @@
 #   Redis master 31379 and a replica 31380, watched by 3 Sentinels 31381-31383 (quorum 2)
 #   MongoDB: one process 31017 (production runs a replica set or a managed service instead)
 #   2 replicas of every service (31101-31105 and 31111-31115) and 2 gateways (31100, 31110)
-#   nginx on 31000 in front of both gateways, passing X-Forwarded-For
+#   nginx on 31000 in front of both gateways, passing X-Forwarded-For, and on 31201-31205 in front of each
+#   service's two replicas (the gateways' service URLs, as Kubernetes Services would be)
 #
 #   cluster.sh up        start everything, wait until ready, print the URL and a development API key
 #   cluster.sh down      stop everything this script started (by the pids it recorded)
@@ -122,6 +123,33 @@ start_mongo() {
   fi
 }
 
+# Each service's two replicas behind one address (as a Kubernetes Service does), so a gateway reaches whichever
+# replica is alive: accounts 31201, sources 31202, analytics 31203, models 31204, webhooks 31205.
+service_balancers() {
+  local i=1 name
+  for name in accounts sources analytics models webhooks; do
+    cat <<BLOCK
+  upstream $name {
+    server 127.0.0.1:$((31100 + i)) max_fails=1 fail_timeout=5s;
+    server 127.0.0.1:$((31110 + i)) max_fails=1 fail_timeout=5s;
+    keepalive 16;
+  }
+  server {
+    listen 127.0.0.1:$((31200 + i));
+    location / {
+      proxy_pass http://$name;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_next_upstream error timeout http_502;
+      proxy_connect_timeout 2s;
+      proxy_read_timeout 70s;
+    }
+  }
+BLOCK
+    i=$((i + 1))
+  done
+}
+
 start_nginx() {
   mkdir -p "$BASE/nginx"
   cat >"$BASE/nginx/nginx.conf" <<CONF
@@ -143,6 +171,7 @@ http {
     server 127.0.0.1:31110 max_fails=1 fail_timeout=5s;
     keepalive 32;
   }
+$(service_balancers)
   server {
     listen 127.0.0.1:$NGINX_PORT;
     location / {
@@ -153,8 +182,8 @@ http {
       # The gateway trusts this hop (TRUST_PROXY=1) to name the client.
       proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
       proxy_set_header X-Forwarded-Proto \$scheme;
-      # A gateway that is down: the request goes to the other one (only when nothing was sent yet for a POST).
-      proxy_next_upstream error timeout http_502 http_503;
+      # A gateway that is down: the request goes to the other one (a POST only when nothing was sent yet).
+      proxy_next_upstream error timeout;
       proxy_connect_timeout 2s;
       proxy_read_timeout 70s;
     }
@@ -170,7 +199,7 @@ cmd_up() {
   [[ -d $JARS/kafka ]] || bash "$HERE/stack.sh" install
   mkdir -p "$LOGS" "$PIDS"
   local p
-  for p in "$NGINX_PORT" "${KAFKA_PORTS[@]}" "${KAFKA_CTRL_PORTS[@]}" "$REDIS_MASTER" "$REDIS_REPLICA" "${SENTINEL_PORTS[@]}" "$MONGO_PORT"; do
+  for p in "$NGINX_PORT" 31201 31202 31203 31204 31205 "${KAFKA_PORTS[@]}" "${KAFKA_CTRL_PORTS[@]}" "$REDIS_MASTER" "$REDIS_REPLICA" "${SENTINEL_PORTS[@]}" "$MONGO_PORT"; do
     if port_open "$p"; then die "port $p is in use (is the cluster up already? cluster.sh status)"; fi
   done
   say "starting 3 Kafka brokers, Redis with a replica and 3 Sentinels, MongoDB"
@@ -192,6 +221,8 @@ REDIS_URL=redis+sentinel://127.0.0.1:${SENTINEL_PORTS[0]},127.0.0.1:${SENTINEL_P
 MONGO_URL=mongodb://127.0.0.1:$MONGO_PORT
 TRUST_PROXY=1
 ENV
+  start_nginx
+  wait_port nginx "$NGINX_PORT"
   say "starting 2 replicas of every service and 2 gateways"
   rm -f "$BASE/ready.env"
   spawn services "$LOGS/services.log" "$ROOT/node_modules/.bin/node" --no-warnings "$HERE/cluster.ts" "$BASE"
@@ -201,8 +232,6 @@ ENV
     ((SECONDS < deadline)) || die "the services were not ready within ${READY_TIMEOUT}s; see $LOGS/services.log"
     sleep 1
   done
-  start_nginx
-  wait_port nginx "$NGINX_PORT"
   say "up: $(tr '\n' ' ' <"$BASE/ready.env")"
   say "stop with: bash deploy/local/cluster.sh down"
 }

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServices, type DeployableName, type Supervised } from './supervisor.ts';
+import { DEPLOYABLES, startServices, type DeployableName, type Supervised } from './supervisor.ts';
 
 /**
  * The Node half of `npm run cluster` (deploy/local/cluster.sh starts the infrastructure, then this): two
@@ -67,25 +67,53 @@ const stop = async () => {
 process.on('SIGTERM', () => void stop());
 process.on('SIGINT', () => void stop());
 
-// One set after the other: the first creates the topics, the second finds them.
+// The services' replicas first (set a creates the topics, set b finds them), then one gateway per set. The
+// gateways reach the services through nginx's per-service balancers (deploy/local/cluster.sh), so either
+// gateway reaches whichever replica of a service is alive.
+const balanced = {
+  ACCOUNTS_URL: 'http://127.0.0.1:31201',
+  SOURCES_URL: 'http://127.0.0.1:31202',
+  ANALYTICS_URL: 'http://127.0.0.1:31203',
+  MODELS_URL: 'http://127.0.0.1:31204',
+  WEBHOOKS_URL: 'http://127.0.0.1:31205',
+};
+const services = DEPLOYABLES.filter((d) => d.name !== 'gateway');
+const gatewayOnly = DEPLOYABLES.filter((d) => d.name === 'gateway');
 for (const [name, first] of [
   ['a', 31100],
   ['b', 31110],
 ] as const) {
-  sets.push(await startServices({ root, env: { ...env, INSTANCE_ID: `cluster-${name}` }, ports: portsOf(first), logDir: join(base, 'logs', name), timeoutMs: 180_000 }));
+  sets.push(
+    await startServices({
+      root,
+      env: { ...env, INSTANCE_ID: `cluster-${name}` },
+      ports: portsOf(first),
+      logDir: join(base, 'logs', name),
+      timeoutMs: 180_000,
+      deployables: services,
+    }),
+  );
+}
+for (const [name, first] of [
+  ['a', 31100],
+  ['b', 31110],
+] as const) {
+  sets.push(
+    await startServices({ root, env: { ...env, ...balanced }, ports: portsOf(first), logDir: join(base, 'logs', `gateway-${name}`), timeoutMs: 180_000, deployables: gatewayOnly }),
+  );
 }
 const cli = execFileSync(process.execPath, ['--no-warnings', join(root, 'services/accounts/src/cli.ts'), 'ensure-dev'], {
   env: { PATH: process.env.PATH ?? '', MONGO_URL: env.MONGO_URL ?? '', MONGO_DB: 'dap_accounts' },
   encoding: 'utf8',
 });
 const { apiKey, accountId } = JSON.parse(cli) as { apiKey: string; accountId: string };
-const pids = sets.flatMap((s, i) => Object.entries(s.pids()).map(([n, pid]) => `PID_${n.toUpperCase()}_${'AB'[i]}=${pid}`));
+const pids = sets.flatMap((s, i) => Object.entries(s.pids()).map(([n, pid]) => `PID_${n.toUpperCase()}_${'ABAB'[i]}=${pid}`));
 writeFileSync(
   join(base, 'ready.env'),
   [
     `GATEWAY_URL=http://127.0.0.1:31000`,
-    `GATEWAY_A_URL=${sets[0]!.urls.gateway}`,
-    `GATEWAY_B_URL=${sets[1]!.urls.gateway}`,
+    `GATEWAY_A_URL=${sets[2]!.urls.gateway}`,
+    `GATEWAY_B_URL=${sets[3]!.urls.gateway}`,
     `API_KEY=${apiKey}`,
     `ACCOUNT_ID=${accountId}`,
     ...pids,
@@ -93,4 +121,4 @@ writeFileSync(
   ].join('\n'),
   { mode: 0o600 },
 );
-process.stdout.write(`cluster services ready (gateways ${sets[0]!.urls.gateway}, ${sets[1]!.urls.gateway})\n`);
+process.stdout.write(`cluster services ready (gateways ${sets[2]!.urls.gateway}, ${sets[3]!.urls.gateway})\n`);
