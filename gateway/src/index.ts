@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Agent } from 'node:http';
 import type { Express } from 'express';
-import { kafkaSettingsOf } from '@dap/config';
+import { kafkaSettingsOf, redisTargetOf } from '@dap/config';
 import { PLAN_LIMITS, type Plan } from '@dap/contracts';
 import { createMetrics, listen } from '@dap/http';
 import { connectEventing } from '@dap/kafka';
@@ -32,7 +32,7 @@ export function planLimits(override: string | undefined): Record<Plan, number> {
 export async function startGateway(config: GatewayConfig, deps: { logger?: Logger; extraRoutes?: (app: Express) => void } = {}) {
   const logger = deps.logger ?? createLogger({ name: 'gateway', level: config.LOG_LEVEL });
   const instanceId = randomBytes(4).toString('hex');
-  const redis = createRedis(config.REDIS_URL, { autoPipelining: true });
+  const redis = createRedis(redisTargetOf(config), { autoPipelining: true });
   redis.on('error', (err) => logger.debug({ err: err.message }, 'redis connection error'));
   const metrics = createMetrics({ service: 'gateway' });
   const fallbacks = metrics.counter({ name: 'dap_rate_limit_fallback_total', help: 'Limiter checks decided by the in-memory fallback because Redis was unreachable.' });
@@ -56,7 +56,7 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
   const sessions = new SessionVerifier({ accountsUrl: config.ACCOUNTS_URL, internalSecret: config.INTERNAL_SECRET });
   const failures = new AuthFailureLimiter(redis, config.AUTH_FAILURES_PER_MINUTE);
   const eventing = await connectEventing(kafkaSettingsOf(config), logger);
-  const consumer = await consumeKeyEvents(eventing, logger, keys, instanceId);
+  const keyEvents = await consumeKeyEvents(eventing, logger, keys);
   const usage = new UsageRecorder({ publish: (events) => eventing.producer.publish(events), logger, intervalMs: config.USAGE_FLUSH_MS });
   usage.start();
 
@@ -128,7 +128,7 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
     async stop() {
       await server.close();
       await usage.stop();
-      await consumer.disconnect();
+      await keyEvents.stop();
       await eventing.close();
       agent.destroy();
       redis.disconnect();

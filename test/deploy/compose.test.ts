@@ -112,6 +112,17 @@ describe('docker-compose.yml', () => {
     for (const name of NAMES.filter((n) => !DATASET_USERS.includes(n))) expect(compose.services[name]!.volumes).toBeUndefined();
   });
 
+  it('gives every process the Kafka TLS, SASL and topic settings, one copy per partition on the one compose broker', () => {
+    for (const name of NAMES) {
+      const env = envOf(compose.services[name]!);
+      expect([name, env.KAFKA_EVENTS_PARTITIONS, env.KAFKA_EVENTS_REPLICATION_FACTOR, env.KAFKA_EVENTS_MIN_INSYNC_REPLICAS]).toEqual([name, '12', '1', '1']);
+      expect([name, env.KAFKA_DLQ_PARTITIONS, env.KAFKA_DLQ_REPLICATION_FACTOR, env.KAFKA_DLQ_MIN_INSYNC_REPLICAS]).toEqual([name, '3', '1', '1']);
+      for (const key of ['KAFKA_SSL', 'KAFKA_SASL_MECHANISM', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD']) expect(env).toHaveProperty(key);
+    }
+    const gateway = envOf(compose.services.gateway!);
+    for (const key of ['REDIS_SENTINELS', 'REDIS_SENTINEL_NAME', 'REDIS_SENTINEL_PASSWORD']) expect(gateway).toHaveProperty(key, '');
+  });
+
   it('publishes only the gateway', () => {
     const published = Object.entries(compose.services)
       .filter(([, s]) => s.ports?.length)

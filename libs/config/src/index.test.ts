@@ -1,4 +1,15 @@
-import { ConfigError, kafkaConfig, kafkaSettingsOf, loadConfig, mongoConfig, outboundConfig, platformEndpointsOf, serviceConfigShape } from './index.ts';
+import {
+  ConfigError,
+  kafkaConfig,
+  kafkaSettingsOf,
+  loadConfig,
+  mongoConfig,
+  outboundConfig,
+  platformEndpointsOf,
+  redisConfig,
+  redisTargetOf,
+  serviceConfigShape,
+} from './index.ts';
 
 const base = { KAFKA_BROKERS: 'k1:9092, k2:9092', KAFKA_CLIENT_ID: 'svc' };
 const service = { ...base, PORT: '8080', MONGO_URL: 'mongodb://db:27017', INTERNAL_SECRET: 'x'.repeat(32) };
@@ -26,6 +37,7 @@ describe('Kafka TLS and SASL', () => {
       topicPrefix: '',
       ssl: false,
       sasl: undefined,
+      topics: { events: { partitions: 12 }, deadLetters: { partitions: 3 } },
       startupTimeoutMs: 30_000,
     });
   });
@@ -113,5 +125,72 @@ describe('outbound targets', () => {
       { host: 'gateway', port: 8080 },
     ]);
     expect(platformEndpointsOf({ MONGO_URL: 'mongodb+srv://u:p@cluster0.example.net/app' })).toEqual([{ host: 'cluster0.example.net', port: 27017 }]);
+  });
+});
+
+describe('Kafka topic layout per family', () => {
+  it('defaults to 12 partitions for events and 3 for dead letters, replication left to fit the cluster', () => {
+    const s = kafkaSettingsOf(loadConfig(serviceConfigShape('models'), service));
+    expect(s.topics).toEqual({ events: { partitions: 12 }, deadLetters: { partitions: 3 } });
+  });
+
+  it('takes partitions, replication factor and min.insync.replicas per family from the environment', () => {
+    const env = {
+      ...base,
+      KAFKA_EVENTS_PARTITIONS: '24',
+      KAFKA_EVENTS_REPLICATION_FACTOR: '3',
+      KAFKA_EVENTS_MIN_INSYNC_REPLICAS: '2',
+      KAFKA_DLQ_PARTITIONS: '1',
+      KAFKA_DLQ_REPLICATION_FACTOR: '1',
+      KAFKA_DLQ_MIN_INSYNC_REPLICAS: '',
+    };
+    expect(kafkaSettingsOf(loadConfig(kafkaConfig, env)).topics).toEqual({
+      events: { partitions: 24, replicationFactor: 3, minInsyncReplicas: 2 },
+      deadLetters: { partitions: 1, replicationFactor: 1 },
+    });
+  });
+
+  it('refuses zero or fractional counts, and more in-sync replicas than copies, naming the variable', () => {
+    const fail = (extra: Record<string, string>) => {
+      try {
+        loadConfig(kafkaConfig, { ...base, ...extra });
+        return 'accepted';
+      } catch (e) {
+        return (e as Error).message;
+      }
+    };
+    expect(fail({ KAFKA_EVENTS_PARTITIONS: '0' })).toMatch(/KAFKA_EVENTS_PARTITIONS/);
+    expect(fail({ KAFKA_DLQ_REPLICATION_FACTOR: '1.5' })).toMatch(/KAFKA_DLQ_REPLICATION_FACTOR/);
+    expect(fail({ KAFKA_EVENTS_REPLICATION_FACTOR: '2', KAFKA_EVENTS_MIN_INSYNC_REPLICAS: '3' })).toBe(
+      'invalid configuration:\n  KAFKA_EVENTS_MIN_INSYNC_REPLICAS: at most KAFKA_EVENTS_REPLICATION_FACTOR (2): no write could ever be acknowledged',
+    );
+    expect(fail({ KAFKA_EVENTS_REPLICATION_FACTOR: '3', KAFKA_EVENTS_MIN_INSYNC_REPLICAS: '3' })).toBe('accepted');
+  });
+});
+
+describe('Redis behind Sentinel or TLS', () => {
+  const fail = (env: Record<string, string>) => {
+    try {
+      loadConfig(redisConfig, env);
+      return 'accepted';
+    } catch (e) {
+      return (e as Error).message;
+    }
+  };
+
+  it('accepts redis://, rediss:// and Sentinel URLs, and Sentinels named apart from the URL', () => {
+    for (const url of ['redis://cache:6379', 'rediss://:pw@cache:6380/1', 'redis+sentinel://s1:26379,s2:26379/mymaster', 'rediss+sentinel://s1/m/2']) {
+      expect(fail({ REDIS_URL: url })).toBe('accepted');
+    }
+    const c = loadConfig(redisConfig, { REDIS_URL: 'redis://:pw@unused/0', REDIS_SENTINELS: 's1:26379, s2:26379', REDIS_SENTINEL_NAME: 'mymaster', REDIS_SENTINEL_PASSWORD: '' });
+    expect(redisTargetOf(c)).toEqual({ url: 'redis://:pw@unused/0', sentinels: ['s1:26379', 's2:26379'], sentinelName: 'mymaster', sentinelPassword: undefined });
+  });
+
+  it('refuses another scheme, half a Sentinel setting, or Sentinels named twice', () => {
+    expect(fail({ REDIS_URL: 'http://cache:6379' })).toMatch(/REDIS_URL: a redis:\/\/, rediss:\/\//);
+    expect(fail({ REDIS_URL: 'redis://x', REDIS_SENTINELS: 's1:26379' })).toBe(
+      'invalid configuration:\n  REDIS_SENTINEL_NAME: REDIS_SENTINELS and REDIS_SENTINEL_NAME go together',
+    );
+    expect(fail({ REDIS_URL: 'redis+sentinel://s1/m', REDIS_SENTINELS: 's1:26379', REDIS_SENTINEL_NAME: 'm' })).toMatch(/not both/);
   });
 });

@@ -34,6 +34,34 @@ export const mongoConfig = {
   ...startupConfig,
 };
 export const KAFKA_SASL_MECHANISMS = ['plain', 'scram-sha-256', 'scram-sha-512'] as const;
+
+/** How the topics of one family are created: partitions, and replication left unset means "fit the cluster". */
+export interface TopicLayout {
+  partitions: number;
+  /** Unset: 3, or the number of brokers when the cluster has fewer (a one-broker local stack gets 1). */
+  replicationFactor?: number;
+  /** Unset: one less than the replication factor, at most 2 and at least 1. */
+  minInsyncReplicas?: number;
+}
+export type TopicFamily = 'events' | 'deadLetters';
+/**
+ * Domain-event topics get 12 partitions: a consumer group spreads over at most as many replicas as there are
+ * partitions, and 12 covers the largest autoscaled group (models, up to 8) with room, dividing evenly among
+ * 2, 3, 4 or 6 replicas. Dead letters are few and read by operators.
+ */
+export const DEFAULT_TOPIC_LAYOUTS: Record<TopicFamily, TopicLayout> = { events: { partitions: 12 }, deadLetters: { partitions: 3 } };
+
+const partitionCount = z.coerce.number().int().min(1).max(10_000);
+const replicaCount = optional(z.coerce.number().int().min(1).max(32));
+/** Per topic family: KAFKA_EVENTS_* for the domain-event topics, KAFKA_DLQ_* for the dead-letter topics. */
+const kafkaTopicConfig = {
+  KAFKA_EVENTS_PARTITIONS: partitionCount.default(DEFAULT_TOPIC_LAYOUTS.events.partitions),
+  KAFKA_EVENTS_REPLICATION_FACTOR: replicaCount,
+  KAFKA_EVENTS_MIN_INSYNC_REPLICAS: replicaCount,
+  KAFKA_DLQ_PARTITIONS: partitionCount.default(DEFAULT_TOPIC_LAYOUTS.deadLetters.partitions),
+  KAFKA_DLQ_REPLICATION_FACTOR: replicaCount,
+  KAFKA_DLQ_MIN_INSYNC_REPLICAS: replicaCount,
+};
 export const kafkaConfig = {
   KAFKA_BROKERS: z
     .string()
@@ -48,11 +76,30 @@ export const kafkaConfig = {
   KAFKA_SASL_MECHANISM: optional(z.enum(KAFKA_SASL_MECHANISMS)),
   KAFKA_SASL_USERNAME: optional(z.string()),
   KAFKA_SASL_PASSWORD: optional(z.string()),
+  ...kafkaTopicConfig,
   ...startupConfig,
 };
 export const redisConfig = {
-  REDIS_URL: z.string().startsWith('redis'),
+  /** `redis://`, `rediss://` (TLS), or `redis+sentinel://[user:password@]host:26379[,…]/<master name>[/<db>]`. */
+  REDIS_URL: z.string().regex(/^rediss?(\+sentinel)?:\/\//, 'a redis://, rediss://, redis+sentinel:// or rediss+sentinel:// URL'),
+  /** Sentinels (host:port, comma-separated) naming the master; REDIS_URL then gives only credentials, database and TLS. */
+  REDIS_SENTINELS: optional(
+    z.string().transform((s) =>
+      s
+        .split(',')
+        .map((h) => h.trim())
+        .filter(Boolean),
+    ),
+  ),
+  REDIS_SENTINEL_NAME: optional(z.string()),
+  /** For Sentinels that require a password of their own. */
+  REDIS_SENTINEL_PASSWORD: optional(z.string()),
 };
+
+/** What `createRedis` of @dap/redis takes. */
+export function redisTargetOf(c: { REDIS_URL: string; REDIS_SENTINELS?: string[]; REDIS_SENTINEL_NAME?: string; REDIS_SENTINEL_PASSWORD?: string }) {
+  return { url: c.REDIS_URL, sentinels: c.REDIS_SENTINELS, sentinelName: c.REDIS_SENTINEL_NAME, sentinelPassword: c.REDIS_SENTINEL_PASSWORD };
+}
 export const internalAuthConfig = {
   INTERNAL_SECRET: z.string().min(32, 'INTERNAL_SECRET must be at least 32 characters'),
 };
@@ -181,6 +228,26 @@ const CROSS_CHECKS: { piece: string; check: (c: Record<string, unknown>) => Issu
       return ['KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD'].filter(set).map((k) => ({ path: k, message: 'set KAFKA_SASL_MECHANISM too (plain, scram-sha-256 or scram-sha-512)' }));
     },
   },
+  {
+    piece: 'REDIS_SENTINELS',
+    check: (c) => {
+      const sentinels = c.REDIS_SENTINELS !== undefined;
+      const name = c.REDIS_SENTINEL_NAME !== undefined;
+      if (sentinels !== name) return [{ path: sentinels ? 'REDIS_SENTINEL_NAME' : 'REDIS_SENTINELS', message: 'REDIS_SENTINELS and REDIS_SENTINEL_NAME go together' }];
+      if (sentinels && String(c.REDIS_URL).includes('+sentinel:')) return [{ path: 'REDIS_SENTINELS', message: 'name the Sentinels in REDIS_URL or in REDIS_SENTINELS, not both' }];
+      return [];
+    },
+  },
+  ...(['KAFKA_EVENTS', 'KAFKA_DLQ'] as const).map((family) => ({
+    piece: `${family}_PARTITIONS`,
+    check: (c: Record<string, unknown>): Issue[] => {
+      const rf = c[`${family}_REPLICATION_FACTOR`] as number | undefined;
+      const isr = c[`${family}_MIN_INSYNC_REPLICAS`] as number | undefined;
+      return rf !== undefined && isr !== undefined && isr > rf
+        ? [{ path: `${family}_MIN_INSYNC_REPLICAS`, message: `at most ${family}_REPLICATION_FACTOR (${rf}): no write could ever be acknowledged` }]
+        : [];
+    },
+  })),
 ];
 
 /** Parses the environment once; a bad value fails start-up with every problem listed. */
@@ -220,6 +287,12 @@ export function kafkaSettingsOf(c: {
   KAFKA_SASL_MECHANISM?: KafkaSaslMechanism;
   KAFKA_SASL_USERNAME?: string;
   KAFKA_SASL_PASSWORD?: string;
+  KAFKA_EVENTS_PARTITIONS?: number;
+  KAFKA_EVENTS_REPLICATION_FACTOR?: number;
+  KAFKA_EVENTS_MIN_INSYNC_REPLICAS?: number;
+  KAFKA_DLQ_PARTITIONS?: number;
+  KAFKA_DLQ_REPLICATION_FACTOR?: number;
+  KAFKA_DLQ_MIN_INSYNC_REPLICAS?: number;
   STARTUP_TIMEOUT_MS?: number;
 }) {
   const { KAFKA_SASL_MECHANISM: mechanism, KAFKA_SASL_USERNAME: username, KAFKA_SASL_PASSWORD: password } = c;
@@ -236,8 +309,17 @@ export function kafkaSettingsOf(c: {
     topicPrefix: c.KAFKA_TOPIC_PREFIX,
     ssl: c.KAFKA_SSL ?? false,
     sasl,
+    topics: {
+      events: layoutOf(c.KAFKA_EVENTS_PARTITIONS ?? DEFAULT_TOPIC_LAYOUTS.events.partitions, c.KAFKA_EVENTS_REPLICATION_FACTOR, c.KAFKA_EVENTS_MIN_INSYNC_REPLICAS),
+      deadLetters: layoutOf(c.KAFKA_DLQ_PARTITIONS ?? DEFAULT_TOPIC_LAYOUTS.deadLetters.partitions, c.KAFKA_DLQ_REPLICATION_FACTOR, c.KAFKA_DLQ_MIN_INSYNC_REPLICAS),
+    } satisfies Record<TopicFamily, TopicLayout>,
     startupTimeoutMs: c.STARTUP_TIMEOUT_MS,
   };
+}
+
+/** A layout without the keys left unset (the type has them optional, not undefined). */
+function layoutOf(partitions: number, replicationFactor: number | undefined, minInsyncReplicas: number | undefined): TopicLayout {
+  return { partitions, ...(replicationFactor !== undefined ? { replicationFactor } : {}), ...(minInsyncReplicas !== undefined ? { minInsyncReplicas } : {}) };
 }
 
 export * from './startup.ts';
