@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { API_OPERATIONS, listQuerySchema, problemSchema, type ApiOperation } from '@dap/contracts';
+import { API_OPERATIONS, FILE_FORMATS, listQuerySchema, problemSchema, UPLOAD_FILE_FIELD, type ApiOperation } from '@dap/contracts';
 
 type Json = Record<string, unknown>;
 
@@ -43,6 +43,7 @@ const EXTRA_ERRORS: Record<number, string> = {
   404: 'The resource does not exist (or belongs to another account).',
   409: 'The request conflicts with the resource state.',
   413: 'The request body is too large.',
+  415: 'The request body has a media type (or content coding) this operation does not take.',
   422: 'The Idempotency-Key was reused with a different body.',
 };
 
@@ -51,11 +52,42 @@ function parametersOf(op: ApiOperation, components: Json): Json[] {
   for (const m of op.path.matchAll(/\{(\w+)\}/g)) {
     params.push({ name: m[1], in: 'path', required: true, schema: { type: 'string' }, description: 'Resource identifier.' });
   }
-  if (op.query === listQuerySchema) {
-    const q = schemaOf(listQuerySchema, 'input', components) as { properties?: Record<string, Json> };
-    for (const [name, schema] of Object.entries(q.properties ?? {})) params.push({ name, in: 'query', required: false, schema });
+  if (op.query) {
+    const q = z.toJSONSchema(op.query, { io: 'input', target: 'draft-2020-12', unrepresentable: 'any' }) as { properties?: Record<string, Json>; required?: string[] };
+    const shown = op.query === listQuerySchema ? (schemaOf(listQuerySchema, 'input', components) as typeof q) : q;
+    for (const [name, schema] of Object.entries(shown.properties ?? {})) {
+      const { description, ...rest } = schema;
+      params.push({ name, in: 'query', required: shown.required?.includes(name) ?? false, schema: rest, ...(description ? { description } : {}) });
+    }
   }
   return params;
+}
+
+/** A streamed file body: the raw file in each of its media types, or a multipart form with the file and its fields. */
+function uploadBody(upload: NonNullable<ApiOperation['upload']>, components: Json): Json {
+  const file = schemaOf(upload.schema, 'input', components);
+  const content: Json = {};
+  for (const type of upload.mediaTypes) {
+    content[type] =
+      type === 'multipart/form-data'
+        ? {
+            schema: {
+              type: 'object',
+              required: [UPLOAD_FILE_FIELD],
+              properties: {
+                [UPLOAD_FILE_FIELD]: file,
+                name: { type: 'string', description: 'the source name (or the query parameter)' },
+                format: { type: 'string', enum: [...FILE_FORMATS], description: "the file format; by default the part's Content-Type, then the file name's extension" },
+              },
+            },
+          }
+        : { schema: file };
+  }
+  return {
+    required: true,
+    description: 'The file, streamed: not held in memory by the gateway or the service. Up to UPLOAD_LIMIT_BYTES (2 GiB by default).',
+    content,
+  };
 }
 
 /** The OpenAPI 3.1 document, generated from the same operation table and zod schemas that validate. */
@@ -107,6 +139,7 @@ export function buildOpenApi(serverUrl: string): Json {
         description: 'Replays the first response for the same key and body within 24 h.',
       });
     }
+    if (op.upload) operation.requestBody = uploadBody(op.upload, components);
     paths[op.path] = { ...(paths[op.path] ?? {}), [op.method]: operation };
   }
   return {

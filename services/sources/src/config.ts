@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { datasetConfig, loadConfig, outboundConfig, serviceConfigShape } from '@dap/config';
+import { datasetConfig, loadConfig, outboundConfig, serviceConfigShape, uploadConfig } from '@dap/config';
 import { credentialsKeySchema } from './secrets/credentials.ts';
 
 const ms = (min: number, max: number, def: number) => z.coerce.number().int().min(min).max(max).default(def);
@@ -9,6 +9,7 @@ export const sourcesConfigShape = {
   ...serviceConfigShape('sources'),
   ...datasetConfig,
   ...outboundConfig,
+  ...uploadConfig,
   /** Syncs run in-process, at most this many at once; 0 makes an API-only instance that leaves syncs to others. */
   SYNC_CONCURRENCY: z.coerce.number().int().min(0).max(16).default(2),
   /** A running sync holds its source for this long and renews it; an expired lease means its worker died. */

@@ -102,9 +102,10 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
       bodyLimitBytes: config.BODY_LIMIT_BYTES,
       internalSecret: config.INTERNAL_SECRET,
       service,
+      uploads: { maxBytes: config.UPLOAD_LIMIT_BYTES, idleTimeoutMs: config.SOURCE_IDLE_TIMEOUT_MS },
       ready: () => mongo.ping(),
     });
-    const server = await listen(app, config.HOST, config.PORT);
+    const server = await listen(app, config.HOST, config.PORT, { requestTimeoutMs: config.UPLOAD_TIMEOUT_MS });
     cleanup.push(() => server.close());
     outbox.start();
     await syncer.start();
