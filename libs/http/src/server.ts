@@ -9,13 +9,16 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/** How long a request may take to arrive whole, unless a process raises it for uploads. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 120_000;
+
 /**
  * Listens and resolves with the bound URL; `close` stops accepting and waits for in-flight requests.
- * `requestTimeoutMs` (default 120 s) bounds how long one request may take to arrive: a process that takes
+ * `requestTimeoutMs` (DEFAULT_REQUEST_TIMEOUT_MS) bounds how long one request may take to arrive: a process that takes
  * large uploads raises it, and cuts a stalled upload by its idle timeout instead.
  */
 export async function listen(app: Express, host: string, port: number, opts: { requestTimeoutMs?: number } = {}): Promise<RunningServer> {
-  const server = createServer({ keepAliveTimeout: 65_000, headersTimeout: 30_000, requestTimeout: opts.requestTimeoutMs ?? 120_000 }, app);
+  const server = createServer({ keepAliveTimeout: 65_000, headersTimeout: 30_000, requestTimeout: opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS }, app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());
