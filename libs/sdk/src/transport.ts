@@ -1,6 +1,6 @@
 import { API_OPERATIONS, problemSchema, type ApiOperation, type Problem } from '@dap/contracts';
 import { DapApiError, DapConnectionError, errorFor, parseRetryAfter } from './errors.ts';
-import { SDK_OPERATIONS, type OperationId, type QueryParams, type RequestBody, type ResultOf } from './operations.ts';
+import { SDK_OPERATIONS, type OperationId, type QueryParams, type RequestBody, type ResultOf, type UploadFile } from './operations.ts';
 
 export interface DapClientOptions {
   /** The API's address, e.g. `https://api.example.com` (a trailing `/v1` is accepted). */
@@ -24,6 +24,8 @@ export interface DapClientOptions {
 }
 
 export interface RequestOptions {
+  /** Overrides the client's timeoutMs for this call (uploads have none unless given). */
+  timeoutMs?: number;
   /** Sent as Idempotency-Key (POST only): the same key and body within 24 h replay the first response. */
   idempotencyKey?: string;
   /** Sent as X-Request-Id, so your logs and ours share an id. */
@@ -82,6 +84,18 @@ export interface CallInput<K extends OperationId> {
   params?: Record<string, string>;
   query?: QueryParams<K>;
   body?: RequestBody<K>;
+  /** A file sent as the raw body of an upload operation, streamed when it is a stream. */
+  upload?: { file: UploadFile; contentType: string };
+}
+
+type Body = NonNullable<RequestInit['body']>;
+
+/** A stream can be sent once: an upload from one is never retried. */
+function uploadBodyOf(file: UploadFile): { body: Body; replayable: boolean } {
+  if (typeof file === 'string' || file instanceof Blob || file instanceof ArrayBuffer) return { body: file, replayable: true };
+  if (file instanceof Uint8Array) return { body: file as Uint8Array<ArrayBuffer>, replayable: true };
+  if (file instanceof ReadableStream) return { body: file, replayable: false };
+  return { body: ReadableStream.from(file), replayable: false };
 }
 
 const OPERATIONS_BY_ID = new Map<string, ApiOperation>(API_OPERATIONS.map((o) => [o.operationId, o]));
@@ -167,28 +181,37 @@ export class Transport {
     if (this.#opts.apiKey) headers.authorization = `Bearer ${this.#opts.apiKey}`;
     if (options.requestId) headers['x-request-id'] = options.requestId;
     let idempotent = method !== 'POST';
-    if (method === 'POST') {
+    // An upload cannot carry an Idempotency-Key (the gateway streams it and refuses one).
+    if (method === 'POST' && !input.upload) {
       const key = options.idempotencyKey ?? (this.#opts.idempotencyKeys === 'auto' ? globalThis.crypto.randomUUID() : undefined);
       if (key) {
         headers['idempotency-key'] = key;
         idempotent = true;
       }
     }
-    let body: string | undefined;
-    if (input.body !== undefined) {
+    let body: Body | undefined;
+    let replayable = true;
+    if (input.upload) {
+      headers['content-type'] = input.upload.contentType;
+      ({ body, replayable } = uploadBodyOf(input.upload.file));
+    } else if (input.body !== undefined) {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(input.body);
     }
+    // A large upload takes as long as it takes: no per-attempt timeout unless one is asked for.
+    const timeoutMs = options.timeoutMs ?? (input.upload ? undefined : (this.#opts.timeoutMs ?? 60_000));
 
-    const maxRetries = options.maxRetries ?? this.#opts.maxRetries ?? 2;
+    const maxRetries = replayable ? (options.maxRetries ?? this.#opts.maxRetries ?? 2) : 0;
     const maxDelay = this.#opts.maxRetryDelayMs ?? 60_000;
     for (let attempt = 0; ; attempt++) {
       const backoff = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** attempt) * (0.5 + Math.random() / 2);
-      const signals = [AbortSignal.timeout(this.#opts.timeoutMs ?? 60_000), ...(options.signal ? [options.signal] : [])];
+      const signals = [...(timeoutMs !== undefined ? [AbortSignal.timeout(timeoutMs)] : []), ...(options.signal ? [options.signal] : [])];
       let res: Response;
       let text: string;
       try {
-        res = await this.#fetch(url, { method, headers, body, signal: AbortSignal.any(signals), redirect: 'manual' });
+        const init: RequestInit & { duplex?: 'half' } = { method, headers, body: body ?? null, signal: AbortSignal.any(signals), redirect: 'manual' };
+        if (body instanceof ReadableStream) init.duplex = 'half'; // fetch streams a request body only so
+        res = await this.#fetch(url, init);
         text = await res.text();
       } catch (err) {
         if (options.signal?.aborted) throw err;
