@@ -74,10 +74,11 @@ export function uploadRoutes(service: SourceService, limits: UploadLimits): Rout
 
   r.put('/v1/sources/:id/data', async (req, res) => {
     const caller = callerOf(req);
+    // Refused before the body is read: an unknown source (first: another account's answers 404 whatever is
+    // sent), one that is not a file, a body it does not take, or a file of another format.
+    const current = await service.fileSource(caller.accountId, req.params.id);
     const query = parseOr400(replaceSourceDataQuery, req.query, 'query');
     const media = uploadMediaOf(req, limits);
-    // Refused before the body is read: an unknown source, one that is not a file, or a file of another format.
-    const current = await service.fileSource(caller.accountId, req.params.id);
     const asked = query.format;
     if (asked && asked !== current.type) throw wrongUploadFormat(current.type, asked);
     if (media.kind === 'raw' && media.format !== current.type) throw wrongUploadFormat(current.type, media.format);
