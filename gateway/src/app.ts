@@ -89,9 +89,12 @@ function declaredBodyLimit(limit: number, uploadLimit: number) {
  * has to arrive whole within the usual time, and an upload that stalls is cut by its idle timeout.
  */
 function arrivalDeadline(opts: { requestTimeoutMs: number; uploadIdleMs: number }) {
-  return (req: Request, _res: Response, next: NextFunction): void => {
+  return (req: Request, res: Response, next: NextFunction): void => {
     if (req.operation?.upload) {
       req.setTimeout(opts.uploadIdleMs, () => req.destroy());
+      // A refusal here (401, 403, 413, 429…) closes the connection instead of reading a file of up to
+      // UPLOAD_LIMIT_BYTES to keep it alive; a proxied answer sets its own Connection header.
+      res.setHeader('Connection', 'close');
       return next();
     }
     if (!req.complete) {

@@ -152,6 +152,36 @@ it('refuses a declared length over UPLOAD_LIMIT_BYTES with 413 before proxying; 
   expect(up.received.length).toBe(before + 1);
 });
 
+it('closes the connection after refusing an upload before its body (a bad key), instead of reading the file', async () => {
+  const before = up.received.length;
+  const answer = await new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+    const u = new URL(`${gw.url}/v1/sources/upload?name=NoKey`);
+    const req = request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: `${u.pathname}${u.search}`,
+        method: 'POST',
+        headers: { authorization: 'Bearer dap_sk_nope', 'content-type': 'text/csv', 'content-length': '100000000' },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => {
+          resolve({ status: res.statusCode!, connection: res.headers.connection });
+          req.destroy();
+        });
+      },
+    );
+    req.on('error', reject);
+    req.flushHeaders();
+  });
+  expect(answer).toEqual({ status: 401, connection: 'close' });
+  expect(up.received.length).toBe(before);
+  // Positive control: a JSON route's refusal keeps the connection (its body is small and read).
+  const json = await fetch(`${gw.url}/v1/sources`, { headers: { authorization: 'Bearer dap_sk_nope' } });
+  expect(json.status).toBe(401);
+});
+
 it('refuses an Idempotency-Key on an upload (it cannot be honoured without buffering) and needs the scope', async () => {
   const res = await fetch(`${gw.url}/v1/sources/upload?name=Idem`, {
     method: 'POST',

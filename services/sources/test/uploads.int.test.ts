@@ -271,6 +271,39 @@ describe('PUT /v1/sources/{id}/data', () => {
   });
 });
 
+/** Sends the headers and at most `first` of a body it declares as `declared` bytes; resolves with the answer. */
+function headersFirst(path: string, headers: Record<string, string>, declared: number, first = ''): Promise<{ status: number; connection: string | undefined; body: string }> {
+  const u = new URL(`${h.svc.url}${path}`);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: u.hostname, port: u.port, path: `${u.pathname}${u.search}`, method: 'POST', headers: { ...headersFor(account), ...headers, 'content-length': String(declared) } },
+      (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => {
+          resolve({ status: res.statusCode!, connection: res.headers.connection, body });
+          req.destroy();
+        });
+      },
+    );
+    req.on('error', reject);
+    if (first) req.write(first);
+    else req.flushHeaders();
+    if (first.length === declared) req.end();
+  });
+}
+
+it('answers a refusal before the body has arrived and closes the connection, rather than reading the rest', async () => {
+  const refused = await headersFirst('/v1/sources/upload?name=X', { 'content-type': 'text/plain' }, 200_000);
+  expect([refused.status, refused.connection]).toEqual([415, 'close']);
+  const unnamed = await headersFirst('/v1/sources/upload', { 'content-type': 'text/csv' }, 200_000, 'a,b\n');
+  expect([unnamed.status, unnamed.connection]).toEqual([400, 'close']);
+  // Positive control: a whole upload keeps its connection.
+  const whole = await headersFirst('/v1/sources/upload?name=Whole', { 'content-type': 'text/csv' }, CSV.length, CSV);
+  expect(whole.status).toBe(201);
+  expect(whole.connection).not.toBe('close');
+});
+
 // A body cut off mid-way leaves no source and no temporary file.
 it('a client that goes away mid-upload leaves nothing behind', async () => {
   const acct = newId('acct');

@@ -38,6 +38,12 @@ function formatOf(asked: FileFormat | undefined, received: ReceivedUpload, raw: 
  */
 export function uploadRoutes(service: SourceService, limits: UploadLimits): Router {
   const r = Router();
+  // An answer given before the whole file has arrived (any refusal) closes the connection: Node would
+  // otherwise read the rest of a body of up to UPLOAD_LIMIT_BYTES just to keep it alive. A success has read it all.
+  r.use(['/v1/sources/upload', '/v1/sources/:id/data'], (_req, res, next) => {
+    res.setHeader('Connection', 'close');
+    next();
+  });
 
   r.post('/v1/sources/upload', async (req, res) => {
     const caller = callerOf(req);
@@ -69,6 +75,7 @@ export function uploadRoutes(service: SourceService, limits: UploadLimits): Rout
       throw err;
     }
     const doc = await service.createFromUpload(caller, id, { name, format, file });
+    res.removeHeader('Connection');
     res.status(201).location(location(doc._id)).json(toSourceDto(doc));
   });
 
@@ -95,6 +102,7 @@ export function uploadRoutes(service: SourceService, limits: UploadLimits): Rout
       throw err;
     }
     const doc = await service.replaceData(caller, current._id, { format, file });
+    res.removeHeader('Connection');
     res.status(202).location(location(doc._id)).json(toSourceDto(doc));
   });
   return r;
