@@ -88,7 +88,7 @@ function declaredBodyLimit(limit: number, uploadLimit: number) {
  * The server lets a request take as long as an upload may (UPLOAD_TIMEOUT_MS); every other request still
  * has to arrive whole within the usual time, and an upload that stalls is cut by its idle timeout.
  */
-function arrivalDeadline(opts: { requestTimeoutMs: number; uploadIdleMs: number }) {
+export function arrivalDeadline(opts: { requestTimeoutMs: number; uploadIdleMs: number }) {
   return (req: Request, res: Response, next: NextFunction): void => {
     if (req.operation?.upload) {
       req.setTimeout(opts.uploadIdleMs, () => req.destroy());

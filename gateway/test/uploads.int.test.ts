@@ -198,3 +198,20 @@ it('refuses an Idempotency-Key on an upload (it cannot be honoured without buffe
   expect(forbidden.status).toBe(403);
   expect(up.received.length).toBe(before);
 });
+
+it('documents the upload operations in the OpenAPI document: the media types, the form, the query and 413/415', async () => {
+  const doc = (await (await fetch(`${gw.url}/v1/openapi.json`)).json()) as { paths: Record<string, Record<string, any>> }; // eslint-disable-line @typescript-eslint/no-explicit-any -- asserted field by field
+  const upload = doc.paths['/sources/upload']!.post;
+  expect(Object.keys(upload.requestBody.content)).toEqual(['text/csv', 'application/x-ndjson', 'application/json', 'multipart/form-data']);
+  expect(upload.requestBody.content['multipart/form-data'].schema).toMatchObject({ type: 'object', required: ['file'], properties: { name: {}, format: {} } });
+  expect(upload.parameters).toEqual(
+    expect.arrayContaining([expect.objectContaining({ name: 'name', in: 'query', required: false }), expect.objectContaining({ name: 'format', in: 'query' })]),
+  );
+  expect(upload.parameters.map((p: { name: string }) => p.name)).not.toContain('Idempotency-Key');
+  expect(Object.keys(upload.responses)).toEqual(expect.arrayContaining(['201', '413', '415']));
+  const replace = doc.paths['/sources/{id}/data']!.put;
+  expect(replace.operationId).toBe('replaceSourceData');
+  expect(Object.keys(replace.responses)).toEqual(expect.arrayContaining(['202', '404', '409', '413', '415']));
+  // The JSON route keeps its JSON body.
+  expect(Object.keys(doc.paths['/sources']!.post.requestBody.content)).toEqual(['application/json']);
+});

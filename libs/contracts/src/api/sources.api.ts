@@ -189,19 +189,15 @@ export const UPLOAD_FORMAT_OF_MEDIA_TYPE: Readonly<Record<string, FileFormat>> =
 /** The multipart part holding the file; its other parts may be the fields `name` and `format`. */
 export const UPLOAD_FILE_FIELD = 'file';
 
-export const uploadSourceQuery = z
-  .strictObject({
-    name: name.optional().describe('the source name; required, here or as the multipart field `name`'),
-    format: z.enum(FILE_FORMATS).optional().describe("the file format; by default the body's Content-Type (for multipart: the file part's type, then its file name's extension)"),
-  })
-  .meta({ id: 'UploadSourceQuery' });
+export const uploadSourceQuery = z.strictObject({
+  name: name.optional().describe('the source name; required, here or as the multipart field `name`'),
+  format: z.enum(FILE_FORMATS).optional().describe("the file format; by default the body's Content-Type (for multipart: the file part's type, then its file name's extension)"),
+});
 export type UploadSourceQuery = z.infer<typeof uploadSourceQuery>;
 
-export const replaceSourceDataQuery = z
-  .strictObject({
-    format: z.enum(FILE_FORMATS).optional().describe("the file format; it must be the source's type (csv, json or ndjson)"),
-  })
-  .meta({ id: 'ReplaceSourceDataQuery' });
+export const replaceSourceDataQuery = z.strictObject({
+  format: z.enum(FILE_FORMATS).optional().describe("the file format; it must be the source's type (csv, json or ndjson)"),
+});
 
 /** The documented shape of a streamed upload body (the OpenAPI document's binary file). */
 export const uploadFileSchema = z.string().meta({ id: 'UploadFile', format: 'binary', description: 'the file: CSV (header row first), a JSON array of objects, or NDJSON' });
