@@ -1,6 +1,6 @@
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { Plan } from '@dap/contracts';
-import { AppError, accessLog, finishApp, requestId, type Metrics } from '@dap/http';
+import { AppError, accessLog, finishApp, lingerAfterEarlyAnswer, requestId, type Metrics } from '@dap/http';
 import type { Logger } from '@dap/logger';
 import { authenticate } from './auth/authenticate.ts';
 import type { AuthFailureLimiter } from './auth/auth-failure.limiter.ts';
@@ -74,11 +74,7 @@ function declaredBodyLimit(limit: number, uploadLimit: number) {
   return (req: Request, _res: Response, next: NextFunction): void => {
     const length = Number(req.headers['content-length'] ?? 0);
     if (req.operation?.upload) {
-      return next(
-        length > uploadLimit
-          ? new AppError('payload_too_large', `the file is larger than the upload limit of ${uploadLimit} bytes`, { headers: { Connection: 'close' } })
-          : undefined,
-      );
+      return next(length > uploadLimit ? new AppError('payload_too_large', `the file is larger than the upload limit of ${uploadLimit} bytes`) : undefined);
     }
     next(length > limit ? new AppError('payload_too_large', `the request body is larger than ${limit} bytes`) : undefined);
   };
@@ -92,9 +88,9 @@ export function arrivalDeadline(opts: { requestTimeoutMs: number; uploadIdleMs: 
   return (req: Request, res: Response, next: NextFunction): void => {
     if (req.operation?.upload) {
       req.setTimeout(opts.uploadIdleMs, () => req.destroy());
-      // A refusal here (401, 403, 413, 429…) closes the connection instead of reading a file of up to
-      // UPLOAD_LIMIT_BYTES to keep it alive; a proxied answer sets its own Connection header.
-      res.setHeader('Connection', 'close');
+      // A refusal here (401, 403, 413, 429…) or the service's own early answer: the rest of the file is
+      // dropped for a moment, then the connection closes, rather than reading up to UPLOAD_LIMIT_BYTES.
+      lingerAfterEarlyAnswer(req, res);
       return next();
     }
     if (!req.complete) {

@@ -7,11 +7,12 @@ function fakeRequest(upload: boolean) {
   const req = Object.assign(new EventEmitter(), {
     operation: upload ? { upload: { mediaTypes: ['text/csv'] } } : { operationId: 'createSource' },
     complete: false,
-    socket: { destroy: jest.fn() },
+    socket: Object.assign(new EventEmitter(), { destroy: jest.fn() }),
+    resume: jest.fn(),
     destroy: jest.fn(),
     setTimeout: jest.fn(),
   });
-  const res = { setHeader: jest.fn() };
+  const res = new EventEmitter();
   return {
     req,
     res,
@@ -40,7 +41,7 @@ it('leaves alone a request whose body has arrived', () => {
   expect(req.socket.destroy).not.toHaveBeenCalled();
 });
 
-it('holds an upload to an idle timeout instead, and closes its connection on a refusal', () => {
+it('holds an upload to an idle timeout instead, and after a refusal drops the rest of its body for 2 s, then closes', () => {
   const { req, res, run } = fakeRequest(true);
   run();
   jest.advanceTimersByTime(600_000);
@@ -49,5 +50,30 @@ it('holds an upload to an idle timeout instead, and closes its connection on a r
   const onIdle = req.setTimeout.mock.calls[0]![1] as () => void;
   onIdle();
   expect(req.destroy).toHaveBeenCalledTimes(1);
-  expect(res.setHeader).toHaveBeenCalledWith('Connection', 'close');
+
+  // Answered (a 401, a 413…) with the body still coming: it is read and dropped, then the connection closes.
+  res.emit('finish');
+  expect(req.resume).toHaveBeenCalled();
+  jest.advanceTimersByTime(1_999);
+  expect(req.socket.destroy).not.toHaveBeenCalled();
+  jest.advanceTimersByTime(1);
+  expect(req.socket.destroy).toHaveBeenCalledTimes(1);
+});
+
+it('keeps the connection of an upload whose body ends within the linger, or that was whole when answered', () => {
+  const late = fakeRequest(true);
+  late.run();
+  late.res.emit('finish');
+  late.req.complete = true;
+  late.req.emit('end');
+  jest.advanceTimersByTime(10_000);
+  expect(late.req.socket.destroy).not.toHaveBeenCalled();
+
+  const whole = fakeRequest(true);
+  whole.run();
+  whole.req.complete = true;
+  whole.res.emit('finish');
+  jest.advanceTimersByTime(10_000);
+  expect(whole.req.resume).not.toHaveBeenCalled();
+  expect(whole.req.socket.destroy).not.toHaveBeenCalled();
 });

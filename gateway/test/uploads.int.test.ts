@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER } from '@dap/contracts';
+import { lingerAfterEarlyAnswer } from '@dap/http';
 import { bearer, startHarness } from './harness.ts';
 
 const JSON_LIMIT = 64 * 1024;
@@ -20,6 +21,15 @@ async function startUploadUpstream() {
   const received: Received[] = [];
   let onFirstByte: () => void = () => {};
   const server: Server = createServer((req, res) => {
+    if (req.url!.includes('name=Early')) {
+      // As the service does past UPLOAD_LIMIT_BYTES: answer 413 mid-body, drop the rest for a moment, then close.
+      lingerAfterEarlyAnswer(req, res);
+      req.once('data', () => {
+        req.pause();
+        res.writeHead(413, { 'content-type': 'application/problem+json' }).end(JSON.stringify({ status: 413, code: 'payload_too_large' }));
+      });
+      return;
+    }
     const hash = createHash('sha256');
     let bytes = 0;
     req.on('data', (c: Buffer) => {
@@ -98,6 +108,25 @@ it('streams an upload to the service as it arrives, past the JSON limit, with th
   expect(got.headers[INTERNAL_SIGNATURE_HEADER]).toBeTruthy();
 });
 
+it("passes on the service's 413 given mid-body (a chunked upload past the limit) to the client", async () => {
+  let sent = 0;
+  const body = new ReadableStream<Uint8Array>({
+    pull(c) {
+      if (sent++ < 64) c.enqueue(chunk(sent));
+      else c.close();
+    },
+  });
+  const res = await fetch(`${gw.url}/v1/sources/upload?name=Early`, {
+    method: 'POST',
+    headers: { ...bearer(secret), 'content-type': 'text/csv' },
+    body,
+    duplex: 'half',
+    signal: AbortSignal.timeout(20_000),
+  } as RequestInit);
+  expect(res.status).toBe(413);
+  expect(await res.json()).toMatchObject({ code: 'payload_too_large' });
+});
+
 it('takes PUT /v1/sources/{id}/data the same way', async () => {
   const res = await fetch(`${gw.url}/v1/sources/src_01JABCDEFGHJKMNPQRSTVWXYZ0/data`, {
     method: 'PUT',
@@ -152,10 +181,11 @@ it('refuses a declared length over UPLOAD_LIMIT_BYTES with 413 before proxying; 
   expect(up.received.length).toBe(before + 1);
 });
 
-it('closes the connection after refusing an upload before its body (a bad key), instead of reading the file', async () => {
+it('answers a refusal before the body (a bad key) at once, then closes the connection instead of reading the file', async () => {
   const before = up.received.length;
-  const answer = await new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+  const answer = await new Promise<{ status: number; closed: boolean }>((resolve, reject) => {
     const u = new URL(`${gw.url}/v1/sources/upload?name=NoKey`);
+    let status = 0;
     const req = request(
       {
         host: u.hostname,
@@ -165,21 +195,17 @@ it('closes the connection after refusing an upload before its body (a bad key), 
         headers: { authorization: 'Bearer dap_sk_nope', 'content-type': 'text/csv', 'content-length': '100000000' },
       },
       (res) => {
+        status = res.statusCode!;
         res.resume();
-        res.on('end', () => {
-          resolve({ status: res.statusCode!, connection: res.headers.connection });
-          req.destroy();
-        });
       },
     );
-    req.on('error', reject);
+    // The body never comes: the gateway must close the connection itself (after a short linger).
+    req.on('close', () => resolve({ status, closed: true }));
+    req.on('error', (err: NodeJS.ErrnoException) => (err.code === 'ECONNRESET' || err.code === 'EPIPE' ? undefined : reject(err)));
     req.flushHeaders();
   });
-  expect(answer).toEqual({ status: 401, connection: 'close' });
+  expect(answer).toEqual({ status: 401, closed: true });
   expect(up.received.length).toBe(before);
-  // Positive control: a JSON route's refusal keeps the connection (its body is small and read).
-  const json = await fetch(`${gw.url}/v1/sources`, { headers: { authorization: 'Bearer dap_sk_nope' } });
-  expect(json.status).toBe(401);
 });
 
 it('refuses an Idempotency-Key on an upload (it cannot be honoured without buffering) and needs the scope', async () => {

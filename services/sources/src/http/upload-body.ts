@@ -29,10 +29,8 @@ const FORMAT_OF_EXTENSION: Readonly<Record<string, FileFormat>> = { '.csv': 'csv
 const FORM_FIELDS = new Set(['name', 'format']);
 const UTF8 = new Set(['utf-8', 'utf8', 'us-ascii']);
 
-/** 413 closes the connection: the rest of a large body is not read just to be thrown away. */
-export const uploadTooLarge = (maxBytes: number) =>
-  new AppError('payload_too_large', `the file is larger than the upload limit of ${maxBytes} bytes`, { headers: { Connection: 'close' } });
-const malformed = (detail: string) => new AppError('bad_request', detail, { headers: { Connection: 'close' } });
+export const uploadTooLarge = (maxBytes: number) => new AppError('payload_too_large', `the file is larger than the upload limit of ${maxBytes} bytes`);
+const malformed = (detail: string) => new AppError('bad_request', detail);
 const unsupported = (detail: string) => new AppError('unsupported_media_type', detail);
 
 function mediaTypeOf(header: string | undefined): { type: string; params: Map<string, string> } {

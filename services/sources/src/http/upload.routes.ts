@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import { newId, replaceSourceDataQuery, uploadSourceQuery, type FileFormat } from '@dap/contracts';
-import { AppError, callerOf, parseOr400 } from '@dap/http';
+import { AppError, callerOf, lingerAfterEarlyAnswer, parseOr400 } from '@dap/http';
 import type { SourceService } from '../domain/source.service.ts';
 import { wrongUploadFormat } from '../domain/errors.ts';
 import { toSourceDto } from './source.dto.ts';
@@ -38,10 +38,9 @@ function formatOf(asked: FileFormat | undefined, received: ReceivedUpload, raw: 
  */
 export function uploadRoutes(service: SourceService, limits: UploadLimits): Router {
   const r = Router();
-  // An answer given before the whole file has arrived (any refusal) closes the connection: Node would
-  // otherwise read the rest of a body of up to UPLOAD_LIMIT_BYTES just to keep it alive. A success has read it all.
-  r.use(['/v1/sources/upload', '/v1/sources/:id/data'], (_req, res, next) => {
-    res.setHeader('Connection', 'close');
+  // A refusal may come before the whole file has arrived: the rest is dropped for a moment, then the connection closes.
+  r.use(['/v1/sources/upload', '/v1/sources/:id/data'], (req, res, next) => {
+    lingerAfterEarlyAnswer(req, res);
     next();
   });
 
@@ -75,7 +74,6 @@ export function uploadRoutes(service: SourceService, limits: UploadLimits): Rout
       throw err;
     }
     const doc = await service.createFromUpload(caller, id, { name, format, file });
-    res.removeHeader('Connection');
     res.status(201).location(location(doc._id)).json(toSourceDto(doc));
   });
 
@@ -102,7 +100,6 @@ export function uploadRoutes(service: SourceService, limits: UploadLimits): Rout
       throw err;
     }
     const doc = await service.replaceData(caller, current._id, { format, file });
-    res.removeHeader('Connection');
     res.status(202).location(location(doc._id)).json(toSourceDto(doc));
   });
   return r;
