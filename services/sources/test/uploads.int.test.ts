@@ -271,16 +271,14 @@ describe('PUT /v1/sources/{id}/data', () => {
   });
 });
 
-const keepAlive = new Agent({ keepAlive: true });
-afterAll(() => keepAlive.destroy());
-
 /**
  * Sends the headers and `first` of a body it declares as `declared` bytes; resolves with the answer and with
  * whether the server closed the connection (it is never closed from this side).
  */
 function headersFirst(path: string, headers: Record<string, string>, declared: number, first = ''): Promise<{ status: number; closedByServer: boolean }> {
   const u = new URL(`${h.svc.url}${path}`);
-  return new Promise((resolve, reject) => {
+  const keepAlive = new Agent({ keepAlive: true }); // its own, so no earlier connection is reused
+  return new Promise<{ status: number; closedByServer: boolean }>((resolve, reject) => {
     let status = 0;
     const req = request(
       {
@@ -295,7 +293,7 @@ function headersFirst(path: string, headers: Record<string, string>, declared: n
         status = res.statusCode!;
         res.resume();
         // A whole request: the connection stays open for the next one (positive control).
-        if (first.length === declared) res.on('end', () => setImmediate(() => resolve({ status, closedByServer: req.socket?.destroyed ?? false })));
+        if (first.length === declared) res.on('end', () => resolve({ status, closedByServer: res.headers.connection === 'close' }));
       },
     );
     req.on('socket', (socket) => socket.once('close', () => resolve({ status, closedByServer: true })));
@@ -303,7 +301,7 @@ function headersFirst(path: string, headers: Record<string, string>, declared: n
     if (first) req.write(first);
     else req.flushHeaders();
     if (first.length === declared) req.end();
-  });
+  }).finally(() => keepAlive.destroy());
 }
 
 it('answers a refusal before the body has arrived, then closes the connection rather than reading the rest', async () => {
