@@ -3,7 +3,7 @@ import { Agent } from 'node:http';
 import type { Express } from 'express';
 import { kafkaSettingsOf, redisTargetOf } from '@dap/config';
 import { PLAN_LIMITS, type Plan } from '@dap/contracts';
-import { createMetrics, listen } from '@dap/http';
+import { createMetrics, DEFAULT_REQUEST_TIMEOUT_MS, listen } from '@dap/http';
 import { connectEventing } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
 import { createRedis } from '@dap/redis';
@@ -102,6 +102,8 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
     idempotency: idem,
     windowMs: config.RATE_LIMIT_WINDOW_MS,
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
+    uploads: { limitBytes: config.UPLOAD_LIMIT_BYTES, idleTimeoutMs: config.UPLOAD_IDLE_TIMEOUT_MS },
+    requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS,
     corsOrigins: config.DASHBOARD_ORIGINS.split(',')
       .map((o) => o.trim())
       .filter(Boolean),
@@ -115,7 +117,7 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
     },
     ...(deps.extraRoutes ? { extraRoutes: deps.extraRoutes } : {}),
   });
-  const server = await listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT });
+  const server = await listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT, requestTimeoutMs: config.UPLOAD_TIMEOUT_MS });
   publicUrl = server.url;
   logger.info({ url: server.url, instanceId }, 'gateway listening');
   return {

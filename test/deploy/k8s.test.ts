@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { loadConfig } from '@dap/config';
+import { loadConfig, uploadConfig } from '@dap/config';
 import { repoRoot } from '@dap/testing';
 import { renderKustomization, strategicMerge, type K8sObject } from '../../deploy/k8s/render.ts';
 import { DATASET_USERS, DATASET_WRITER, knownEnv, NAMES, SHAPES } from './deployables.ts';
@@ -292,6 +292,16 @@ describe('the example overlay', () => {
     const ingresses = ofKind<K8sObject & { spec: { rules: Array<{ http: { paths: Array<{ backend: { service: { name: string } } }> } }> } }>(overlay, 'Ingress');
     const backends = new Set(ingresses.flatMap((i) => i.spec.rules.flatMap((r) => r.http.paths.map((p) => p.backend.service.name))));
     expect([...backends]).toEqual(['gateway']);
+  });
+
+  it("lets file uploads through the Ingress whole and streamed: its body cap is at least the gateway's upload limit, no buffering", () => {
+    const ingress = ofKind<K8sObject & { metadata: { annotations?: Record<string, string> } }>(overlay, 'Ingress')[0]!;
+    const notes = ingress.metadata.annotations ?? {};
+    const size = /^(\d+)([kmg]?)$/i.exec(notes['nginx.ingress.kubernetes.io/proxy-body-size'] ?? '');
+    expect(size).not.toBeNull();
+    const bytes = Number(size![1]) * 1024 ** ' kmg'.indexOf((size![2] || ' ').toLowerCase());
+    expect(bytes).toBeGreaterThanOrEqual(loadConfig(uploadConfig, {}).UPLOAD_LIMIT_BYTES);
+    expect(notes['nginx.ingress.kubernetes.io/proxy-request-buffering']).toBe('off');
   });
 
   it('patches by strategic merge: containers and env merge by name, other lists are replaced', () => {

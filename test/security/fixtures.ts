@@ -108,6 +108,9 @@ export function validBodyOf(o: ApiOperation, fixtures: Partial<Fixtures>): unkno
   switch (o.operationId) {
     case 'createSource':
       return { type: 'inline', name: 'x', rows: [{ a: 1 }] };
+    case 'uploadSource':
+    case 'replaceSourceData':
+      return [{ a: 1 }]; // sent as application/json: a JSON file (an array of objects), which these take as it is
     case 'runQuery':
       return { sourceId: fixtures.source, measures: [{ op: 'count' }] };
     case 'predict':

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { MAX_JSON_DEPTH, MAX_LISTED_ERRORS } from '@dap/http';
-import { API_OPERATIONS, IDEMPOTENCY_KEY_PATTERN, operationTakesIdempotencyKey, problemSchema, type ApiOperation } from '@dap/contracts';
+import { API_OPERATIONS, FILE_FORMATS, IDEMPOTENCY_KEY_PATTERN, operationTakesIdempotencyKey, problemSchema, UPLOAD_FILE_FIELD, type ApiOperation } from '@dap/contracts';
 
 type Json = Record<string, unknown>;
 
@@ -43,6 +43,7 @@ const COMMON_ERRORS: Record<number, string> = {
 const EXTRA_ERRORS: Record<number, string> = {
   404: 'The resource does not exist (or belongs to another account).',
   409: 'The request conflicts with the resource state.',
+  415: 'The request body has a media type (or content coding) this operation does not take.',
   422: 'The request is well-formed but cannot be carried out.',
   503: 'A service or one of its dependencies is temporarily unavailable; see Retry-After.',
 };
@@ -103,6 +104,33 @@ function parametersOf(op: ApiOperation, components: Json): Json[] {
   return params;
 }
 
+/** A streamed file body: the raw file in each of its media types, or a multipart form with the file and its fields. */
+function uploadBody(upload: NonNullable<ApiOperation['upload']>, components: Json): Json {
+  const file = schemaOf(upload.schema, 'input', components);
+  const content: Json = {};
+  for (const type of upload.mediaTypes) {
+    content[type] =
+      type === 'multipart/form-data'
+        ? {
+            schema: {
+              type: 'object',
+              required: [UPLOAD_FILE_FIELD],
+              properties: {
+                [UPLOAD_FILE_FIELD]: file,
+                name: { type: 'string', description: 'the source name (or the query parameter)' },
+                format: { type: 'string', enum: [...FILE_FORMATS], description: "the file format; by default the part's Content-Type, then the file name's extension" },
+              },
+            },
+          }
+        : { schema: file };
+  }
+  return {
+    required: true,
+    description: 'The file, streamed: not held in memory by the gateway or the service. Up to UPLOAD_LIMIT_BYTES (2 GiB by default).',
+    content,
+  };
+}
+
 /** The OpenAPI 3.1 document, generated from the same operation table and zod schemas that validate. */
 export function buildOpenApi(serverUrl: string): Json {
   const components: Json = {};
@@ -140,6 +168,7 @@ export function buildOpenApi(serverUrl: string): Json {
     if (op.body) {
       operation.requestBody = { required: true, content: { 'application/json': { schema: schemaOf(op.body, 'input', components) } } };
     }
+    if (op.upload) operation.requestBody = uploadBody(op.upload, components);
     paths[op.path] = { ...(paths[op.path] ?? {}), [op.method]: operation };
   }
   return {

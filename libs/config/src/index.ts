@@ -18,6 +18,26 @@ export const httpConfig = {
     .positive()
     .default(10 * 1024 * 1024),
 };
+/** Streamed file uploads (the sources service's upload routes, and the gateway in front of them). */
+export const uploadConfig = {
+  /** Largest uploaded file; a larger declared Content-Length is refused up front, a body that grows past it is cut (413). */
+  UPLOAD_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1_024)
+    .max(1024 ** 4)
+    .default(2 * 1024 ** 3),
+  /**
+   * How long one request may take to arrive whole: Node's default (and the JSON routes') 120 s would cut a
+   * large upload on a slow link; a stalled one is still cut by the idle timeout.
+   */
+  UPLOAD_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .max(24 * 3_600_000)
+    .default(3_600_000),
+};
 export const logConfig = {
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 };

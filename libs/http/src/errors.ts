@@ -10,6 +10,7 @@ export const ERROR_CATALOGUE = Object.freeze({
   method_not_allowed: { status: 405, title: 'Method Not Allowed', slug: 'method-not-allowed' },
   conflict: { status: 409, title: 'Conflict', slug: 'conflict' },
   payload_too_large: { status: 413, title: 'Payload Too Large', slug: 'payload-too-large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported Media Type', slug: 'unsupported-media-type' },
   unprocessable: { status: 422, title: 'Unprocessable Content', slug: 'unprocessable' },
   quota_exceeded: { status: 429, title: 'Too Many Requests', slug: 'quota-exceeded' },
   internal: { status: 500, title: 'Internal Server Error', slug: 'internal' },

@@ -5,6 +5,7 @@ import type {
   CreateSourceInput,
   CreateWebhookInput,
   Delivery,
+  FileFormat,
   ListParams,
   Model,
   ModelMetrics,
@@ -17,6 +18,7 @@ import type {
   ReportSummary,
   ResultOf,
   Source,
+  UploadFile,
   Usage,
   Webhook,
   WebhookCreated,
@@ -65,6 +67,8 @@ export const METHOD_OF_OPERATION = {
   getSource: 'sources.get',
   deleteSource: 'sources.delete',
   syncSource: 'sources.sync',
+  uploadSource: 'sources.upload',
+  replaceSourceData: 'sources.replaceData',
   getOverview: 'analytics.overview',
   listReports: 'analytics.listReports',
   getReport: 'analytics.getReport',
@@ -90,6 +94,27 @@ export const METHOD_OF_OPERATION = {
 } as const satisfies Record<OperationId, string>;
 
 export type DapClient = ReturnType<typeof createDapClient>;
+
+export interface UploadOptions {
+  /** csv, json (an array of objects) or ndjson; by default a Blob's type, then a File's name extension. */
+  format?: FileFormat;
+}
+
+const CONTENT_TYPE_OF: Record<FileFormat, string> = { csv: 'text/csv', json: 'application/json', ndjson: 'application/x-ndjson' };
+const FORMAT_OF_TYPE: Record<string, FileFormat> = { 'text/csv': 'csv', 'application/json': 'json', 'application/x-ndjson': 'ndjson', 'application/ndjson': 'ndjson' };
+const FORMAT_OF_EXTENSION: Record<string, FileFormat> = { csv: 'csv', json: 'json', ndjson: 'ndjson', jsonl: 'ndjson' };
+
+/** The format of an upload: the one given, else what a Blob or File says of itself. */
+function formatOfUpload(file: UploadFile, format: FileFormat | undefined): FileFormat {
+  if (format) return format;
+  if (file instanceof Blob) {
+    const byType = FORMAT_OF_TYPE[file.type.split(';')[0]!.trim().toLowerCase()];
+    const name = (file as Blob & { name?: string }).name;
+    const byName = name ? FORMAT_OF_EXTENSION[name.split('.').pop()!.toLowerCase()] : undefined;
+    if (byType ?? byName) return (byType ?? byName)!;
+  }
+  throw new TypeError('give the upload format (csv, json or ndjson): the file does not say');
+}
 
 /** A client for one API key. Every method returns an ApiPromise: await it, or `.withResponse()`. */
 export function createDapClient(options: DapClientOptions) {
@@ -117,6 +142,20 @@ export function createDapClient(options: DapClientOptions) {
       delete: (id: string, opts?: RequestOptions): ApiPromise<void> => t.call('deleteSource', byId(id), opts),
       /** Syncs again: answers 202 with the source back in `pending`. */
       sync: (id: string, opts?: RequestOptions): ApiPromise<Source> => t.call('syncSource', byId(id), opts),
+      /**
+       * Creates a file source from a file, streamed as the request body (up to the API's upload limit, 2 GiB
+       * by default): a Buffer, string, Blob/File, or a stream such as `fs.createReadStream(path)`. Answers 201
+       * with the source `pending`; poll `get` until it is ready. A stream is sent once, never retried.
+       */
+      upload: (file: UploadFile, input: UploadOptions & { name: string }, opts?: RequestOptions): ApiPromise<Source> => {
+        const format = formatOfUpload(file, input.format);
+        return t.call('uploadSource', { query: { name: input.name, format }, upload: { file, contentType: CONTENT_TYPE_OF[format] } }, opts);
+      },
+      /** Replaces a file source's data with a file in its own format (streamed like `upload`); 202, back in `pending`. */
+      replaceData: (id: string, file: UploadFile, input: UploadOptions = {}, opts?: RequestOptions): ApiPromise<Source> => {
+        const format = formatOfUpload(file, input.format);
+        return t.call('replaceSourceData', { ...byId(id), query: { format }, upload: { file, contentType: CONTENT_TYPE_OF[format] } }, opts);
+      },
     },
 
     analytics: {

@@ -16,8 +16,10 @@ import {
   reportCsvSchema,
   reportParquetSchema,
   reportListSchema,
+  replaceSourceDataQuery,
   reportSchema,
   sourceListSchema,
+  uploadSourceQuery,
   sourceSchema,
   usageSchema,
   deliverySchema,
@@ -45,6 +47,8 @@ export const SDK_OPERATIONS = {
   getSource: { result: sourceSchema },
   deleteSource: { result: null },
   syncSource: { result: sourceSchema },
+  uploadSource: { query: uploadSourceQuery, result: sourceSchema },
+  replaceSourceData: { query: replaceSourceDataQuery, result: sourceSchema },
   getOverview: { result: overviewSchema },
   listReports: { query: listQuerySchema, result: reportListSchema },
   getReport: { result: reportSchema },
@@ -82,6 +86,9 @@ export type ResultOf<K extends OperationId> = Ops[K]['result'] extends infer S e
 // The resource types, named for application code.
 export type Source = z.output<typeof sourceSchema>;
 export type CreateSourceInput = z.input<typeof createSourceBody>;
+/** A file for `sources.upload` / `sources.replaceData`: bytes, text, a Blob or File, or a stream (a Node Readable is one). */
+export type UploadFile = Blob | Uint8Array | ArrayBuffer | string | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
+export type FileFormat = 'csv' | 'json' | 'ndjson';
 export type Report = z.output<typeof reportSchema>;
 export type ReportSummary = ResultOf<'listReports'>['data'][number];
 export type AnalyticsQueryInput = z.input<typeof querySchema>;

@@ -1,6 +1,6 @@
 import { API_OPERATIONS, IDEMPOTENCY_KEY_PATTERN, operationTakesIdempotencyKey, problemSchema, type ApiOperation, type Problem } from '@dap/contracts';
 import { DapApiError, DapConnectionError, errorFor, parseRetryAfter } from './errors.ts';
-import { SDK_OPERATIONS, type OperationId, type QueryParams, type RequestBody, type ResultOf } from './operations.ts';
+import { SDK_OPERATIONS, type OperationId, type QueryParams, type RequestBody, type ResultOf, type UploadFile } from './operations.ts';
 import { backoffDelay } from '@dap/retry';
 
 /** Success bodies that are bytes, not text. */
@@ -28,9 +28,11 @@ export interface DapClientOptions {
 }
 
 export interface RequestOptions {
+  /** Overrides the client's timeoutMs for this call (uploads have none unless given). */
+  timeoutMs?: number;
   /**
-   * Sent as Idempotency-Key (POSTs other than /auth; 1 to 255 visible ASCII characters): the same key and body
-   * within 24 h replay the first response.
+   * Sent as Idempotency-Key (POSTs other than /auth and uploads; 1 to 255 visible ASCII characters): the same
+   * key and body within 24 h replay the first response.
    */
   idempotencyKey?: string;
   /** Sent as X-Request-Id, so your logs and ours share an id. */
@@ -89,6 +91,18 @@ export interface CallInput<K extends OperationId> {
   params?: Record<string, string>;
   query?: QueryParams<K>;
   body?: RequestBody<K>;
+  /** A file sent as the raw body of an upload operation, streamed when it is a stream. */
+  upload?: { file: UploadFile; contentType: string };
+}
+
+type Body = NonNullable<RequestInit['body']>;
+
+/** A stream can be sent once: an upload from one is never retried. */
+function uploadBodyOf(file: UploadFile): { body: Body; replayable: boolean } {
+  if (typeof file === 'string' || file instanceof Blob || file instanceof ArrayBuffer) return { body: file, replayable: true };
+  if (file instanceof Uint8Array) return { body: file as Uint8Array<ArrayBuffer>, replayable: true };
+  if (file instanceof ReadableStream) return { body: file, replayable: false };
+  return { body: ReadableStream.from(file), replayable: false };
 }
 
 const OPERATIONS_BY_ID = new Map<string, ApiOperation>(API_OPERATIONS.map((o) => [o.operationId, o]));
@@ -178,33 +192,42 @@ export class Transport {
     if (this.#opts.apiKey) headers.authorization = `Bearer ${this.#opts.apiKey}`;
     if (options.requestId) headers['x-request-id'] = options.requestId;
     let idempotent = method !== 'POST';
-    if (options.idempotencyKey !== undefined && !operationTakesIdempotencyKey(operation))
-      throw new TypeError(`${operationId} takes no Idempotency-Key (only POST operations outside /auth do)`);
+    if (options.idempotencyKey !== undefined && (!operationTakesIdempotencyKey(operation) || input.upload))
+      throw new TypeError(`${operationId} takes no Idempotency-Key (only POST operations outside /auth, and not uploads, do)`);
     if (options.idempotencyKey !== undefined && !IDEMPOTENCY_KEY_PATTERN.test(options.idempotencyKey))
       throw new TypeError('an Idempotency-Key is 1 to 255 visible ASCII characters');
-    if (operationTakesIdempotencyKey(operation)) {
+    // An upload cannot carry an Idempotency-Key (the gateway streams it and refuses one).
+    if (operationTakesIdempotencyKey(operation) && !input.upload) {
       const key = options.idempotencyKey ?? (this.#opts.idempotencyKeys === 'auto' ? globalThis.crypto.randomUUID() : undefined);
       if (key) {
         headers['idempotency-key'] = key;
         idempotent = true;
       }
     }
-    let body: string | undefined;
-    if (input.body !== undefined) {
+    let body: Body | undefined;
+    let replayable = true;
+    if (input.upload) {
+      headers['content-type'] = input.upload.contentType;
+      ({ body, replayable } = uploadBodyOf(input.upload.file));
+    } else if (input.body !== undefined) {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(input.body);
     }
+    // A large upload takes as long as it takes: no per-attempt timeout unless one is asked for.
+    const timeoutMs = options.timeoutMs ?? (input.upload ? undefined : (this.#opts.timeoutMs ?? 60_000));
 
-    const maxRetries = options.maxRetries ?? this.#opts.maxRetries ?? 2;
+    const maxRetries = replayable ? (options.maxRetries ?? this.#opts.maxRetries ?? 2) : 0;
     const maxDelay = this.#opts.maxRetryDelayMs ?? 60_000;
     for (let attempt = 0; ; attempt++) {
       const backoff = backoffDelay(attempt, { baseMs: BACKOFF_BASE_MS, capMs: BACKOFF_CAP_MS, jitter: [0.5, 1] });
-      const signals = [AbortSignal.timeout(this.#opts.timeoutMs ?? 60_000), ...(options.signal ? [options.signal] : [])];
+      const signals = [...(timeoutMs !== undefined ? [AbortSignal.timeout(timeoutMs)] : []), ...(options.signal ? [options.signal] : [])];
       let res: Response;
       let text: string;
       let bytes: Uint8Array | null = null;
       try {
-        res = await this.#fetch(url, { method, headers, body, signal: AbortSignal.any(signals), redirect: 'manual' });
+        const init: RequestInit & { duplex?: 'half' } = { method, headers, body: body ?? null, signal: AbortSignal.any(signals), redirect: 'manual' };
+        if (body instanceof ReadableStream) init.duplex = 'half'; // fetch streams a request body only so
+        res = await this.#fetch(url, init);
         // A binary download (a Parquet export) is kept as bytes: decoding it as text would corrupt it.
         if (res.ok && BINARY_TYPE.test(res.headers.get('content-type') ?? '')) {
           bytes = new Uint8Array(await res.arrayBuffer());

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { datasetConfig, duckdbSpillConfig, loadConfig, outboundConfig, serviceConfigShape } from '@dap/config';
+import { datasetConfig, duckdbSpillConfig, loadConfig, outboundConfig, serviceConfigShape, uploadConfig } from '@dap/config';
 import { DEFAULT_DATASET_GRACE_MS } from '@dap/datasets';
 import { credentialsKeySchema } from './secrets/credentials.ts';
 
@@ -10,6 +10,7 @@ export const sourcesConfigShape = {
   ...serviceConfigShape('sources'),
   ...datasetConfig,
   ...outboundConfig,
+  ...uploadConfig,
   /** Syncs run in-process, at most this many at once; 0 makes an API-only instance that leaves syncs to others. */
   SYNC_CONCURRENCY: z.coerce.number().int().min(0).max(16).default(2),
   /**

@@ -110,11 +110,12 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
       bodyLimitBytes: config.BODY_LIMIT_BYTES,
       internalSecret: config.INTERNAL_SECRET,
       service,
+      uploads: { maxBytes: config.UPLOAD_LIMIT_BYTES, idleTimeoutMs: config.SOURCE_IDLE_TIMEOUT_MS },
       ready: () => mongo.ping(),
     });
     const server = await life.open(
       'http server',
-      () => listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT }),
+      () => listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT, requestTimeoutMs: config.UPLOAD_TIMEOUT_MS }),
       (s) => s.close(),
     );
     // The port is known only now when the config says 0 (tests); the service's own port is the platform's too.

@@ -47,6 +47,8 @@ export interface ApiClient {
   /** POST answering with a status the caller needs (201 vs 202). */
   postWithStatus<T>(path: string, body?: unknown): Promise<{ status: number; body: T }>;
   del(path: string): Promise<void>;
+  /** POST a multipart form (a file upload): the browser streams the file, and sets the form's Content-Type. */
+  upload<T>(path: string, form: FormData): Promise<T>;
   setCsrfToken(token: string | null): void;
 }
 
@@ -61,7 +63,8 @@ export function createApiClient(opts: { onSessionEnded: () => void }): ApiClient
 
   async function send<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<{ status: number; body: T }> {
     const headers: Record<string, string> = { accept: 'application/json' };
-    if (body !== undefined) headers['content-type'] = 'application/json';
+    const form = body instanceof FormData;
+    if (body !== undefined && !form) headers['content-type'] = 'application/json';
     if (method !== 'GET' && csrf) headers[CSRF_HEADER] = csrf;
     let res: Response;
     try {
@@ -69,7 +72,7 @@ export function createApiClient(opts: { onSessionEnded: () => void }): ApiClient
         method,
         headers,
         credentials: 'same-origin',
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        ...(body !== undefined ? { body: form ? body : JSON.stringify(body) } : {}),
         ...(signal ? { signal } : {}),
       });
     } catch (err) {
@@ -109,6 +112,7 @@ export function createApiClient(opts: { onSessionEnded: () => void }): ApiClient
     post: async <T>(path: string, body?: unknown) => (await send<T>('POST', path, body)).body,
     postWithStatus: <T>(path: string, body?: unknown) => send<T>('POST', path, body),
     del: async (path: string) => void (await send<unknown>('DELETE', path)),
+    upload: async <T>(path: string, form: FormData) => (await send<T>('POST', path, form)).body,
     setCsrfToken: (token) => {
       csrf = token;
     },

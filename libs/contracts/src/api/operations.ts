@@ -1,7 +1,7 @@
 import { type z } from 'zod';
 import type { Scope } from '../plans.ts';
 import { listQuerySchema } from './common.ts';
-import { createSourceBody, sourceListSchema, sourceSchema } from './sources.api.ts';
+import { createSourceBody, replaceSourceDataQuery, sourceListSchema, sourceSchema, UPLOAD_MEDIA_TYPES, uploadFileSchema, uploadSourceQuery } from './sources.api.ts';
 import {
   overviewSchema,
   querySchema,
@@ -54,7 +54,7 @@ export type OperationAuth = 'any' | 'session' | 'public';
  */
 export interface ApiOperation {
   operationId: string;
-  method: 'get' | 'post' | 'delete';
+  method: 'get' | 'post' | 'put' | 'delete';
   /** OpenAPI-style template relative to /v1, e.g. /sources/{id}. */
   path: string;
   service: ServiceName;
@@ -64,6 +64,11 @@ export interface ApiOperation {
   auth?: OperationAuth;
   summary: string;
   body?: z.ZodType;
+  /**
+   * The body is a file in one of these media types, not JSON: the gateway streams it to the service without
+   * buffering, under UPLOAD_LIMIT_BYTES instead of the JSON limit, and the service streams it to disk.
+   */
+  upload?: { mediaTypes: readonly string[]; schema: z.ZodType };
   query?: z.ZodType;
   /**
    * Success status → body schema (null for an empty body). `mediaType` is the success body's content type
@@ -82,10 +87,11 @@ export interface ApiOperation {
 
 /**
  * Which operations take an Idempotency-Key: every POST but the /auth ones, where a replayed answer would hand
- * one client's session to another. The gateway ignores the header anywhere else.
+ * one client's session to another, and the streamed uploads, whose body the gateway never holds whole to
+ * compare. The gateway ignores the header on the /auth ones and refuses it (400) on uploads.
  */
-export function operationTakesIdempotencyKey(op: Pick<ApiOperation, 'method' | 'path'>): boolean {
-  return op.method === 'post' && !op.path.startsWith('/auth/');
+export function operationTakesIdempotencyKey(op: Pick<ApiOperation, 'method' | 'path' | 'upload'>): boolean {
+  return op.method === 'post' && !op.path.startsWith('/auth/') && !op.upload;
 }
 
 export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
@@ -239,6 +245,32 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
       422: "the source's address is one the service may not reach (loopback, private, link-local, cloud metadata…); errors[] names the field",
       503: 'this deployment cannot store the credentials of remote sources',
     },
+  },
+  {
+    operationId: 'uploadSource',
+    method: 'post',
+    path: '/sources/upload',
+    service: 'sources',
+    scope: 'sources:write',
+    summary:
+      'Create a file source from an uploaded file, streamed: the body is the file itself (text/csv, application/x-ndjson, or application/json holding an array of objects), or a multipart/form-data form with the part `file` and the fields `name` and `format`. The name and format may also come in the query. Files up to UPLOAD_LIMIT_BYTES (2 GiB by default); the first MiB is checked before the source is accepted, and the whole file loads in the background.',
+    query: uploadSourceQuery,
+    upload: { mediaTypes: UPLOAD_MEDIA_TYPES, schema: uploadFileSchema },
+    success: { status: 201, schema: sourceSchema },
+    errors: [413, 415],
+  },
+  {
+    operationId: 'replaceSourceData',
+    method: 'put',
+    path: '/sources/{id}/data',
+    service: 'sources',
+    scope: 'sources:write',
+    summary:
+      "Replace a file source's data (csv, json or ndjson) with an uploaded file, streamed like uploadSource and in the source's own format; the source goes back to pending and loads the new file in the background. 409 while a sync of it is running.",
+    query: replaceSourceDataQuery,
+    upload: { mediaTypes: UPLOAD_MEDIA_TYPES, schema: uploadFileSchema },
+    success: { status: 202, schema: sourceSchema },
+    errors: [404, 409, 413, 415],
   },
   {
     operationId: 'getSource',

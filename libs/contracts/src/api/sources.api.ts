@@ -182,6 +182,34 @@ export const createSourceBody = z
   });
 export type CreateSourceBody = z.infer<typeof createSourceBody>;
 
+/**
+ * Streamed uploads (`POST /v1/sources/upload`, `PUT /v1/sources/{id}/data`): the file is the raw request body
+ * (or the `file` part of a multipart form), streamed to disk, so it is not held in memory and may be large.
+ */
+export const UPLOAD_MEDIA_TYPES = ['text/csv', 'application/x-ndjson', 'application/json', 'multipart/form-data'] as const;
+/** The file format each raw body media type carries (`application/json`: an array of objects). */
+export const UPLOAD_FORMAT_OF_MEDIA_TYPE: Readonly<Record<string, FileFormat>> = Object.freeze({
+  'text/csv': 'csv',
+  'application/x-ndjson': 'ndjson',
+  'application/ndjson': 'ndjson',
+  'application/json': 'json',
+});
+/** The multipart part holding the file; its other parts may be the fields `name` and `format`. */
+export const UPLOAD_FILE_FIELD = 'file';
+
+export const uploadSourceQuery = z.strictObject({
+  name: name.optional().describe('the source name; required, here or as the multipart field `name`'),
+  format: z.enum(FILE_FORMATS).optional().describe("the file format; by default the body's Content-Type (for multipart: the file part's type, then its file name's extension)"),
+});
+export type UploadSourceQuery = z.infer<typeof uploadSourceQuery>;
+
+export const replaceSourceDataQuery = z.strictObject({
+  format: z.enum(FILE_FORMATS).optional().describe("the file format; it must be the source's type (csv, json or ndjson)"),
+});
+
+/** The documented shape of a streamed upload body (the OpenAPI document's binary file). */
+export const uploadFileSchema = z.string().meta({ id: 'UploadFile', format: 'binary', description: 'the file: CSV (header row first), a JSON array of objects, or NDJSON' });
+
 export const columnSchema = z.object({ name: z.string(), type: z.enum(COLUMN_TYPES) });
 export type Column = z.infer<typeof columnSchema>;
 

@@ -77,8 +77,8 @@ export function formatFromBytes(head: Buffer): FileFormat {
   return 'csv';
 }
 
-export function refuseBinary(head: Buffer): void {
-  if (head.includes(0)) throw new ConnectorCheckError('url', 'the file contains NUL bytes; it looks like a binary file, not CSV, JSON or NDJSON');
+export function refuseBinary(head: Buffer, field: string): void {
+  if (head.includes(0)) throw new ConnectorCheckError(field, 'the file contains NUL bytes; it looks like a binary file, not CSV, JSON or NDJSON');
 }
 
 const HEAD_BYTES = 64 * 1024;
@@ -161,7 +161,7 @@ export async function downloadToFile(job: DownloadJob, signal: AbortSignal, coll
           n += parts.at(-1)!.length;
         }
         head = Buffer.concat(parts, n);
-        refuseBinary(head);
+        refuseBinary(head, 'url');
       }
       writeAll(file, chunks, size);
       if (collect && Math.floor(before / COLLECT_EVERY_BYTES) !== Math.floor(bytes / COLLECT_EVERY_BYTES)) collect();

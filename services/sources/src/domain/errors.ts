@@ -12,3 +12,11 @@ export const sourceRefused = (err: ConnectorCheckError) => {
 };
 
 export const credentialsUnavailable = () => new AppError('unavailable', 'this deployment cannot store credentials for remote sources: SOURCE_CREDENTIALS_KEY is not configured');
+
+export const notAFileSource = (type: string) =>
+  new AppError('conflict', `this is a ${type} source: only file sources (csv, json, ndjson) take uploaded data; create a new source from the file instead`);
+
+export const wrongUploadFormat = (expected: string, got: string) =>
+  new AppError('unsupported_media_type', `this source holds ${expected.toUpperCase()} data; the upload is ${got.toUpperCase()}: send the file in the source's format`);
+
+export const syncRunning = () => new AppError('conflict', 'a sync of this source is running; upload again when it has finished', { headers: { 'Retry-After': '5' } });

@@ -81,6 +81,24 @@ export class SourceRepository {
     });
   }
 
+  /**
+   * Takes a source to swap its staged upload: like a sync's claim, but also from ready or failed, so no sync
+   * reads the file while it is replaced; null when a live sync holds it (or it is gone).
+   */
+  claimForUpload(accountId: string, id: string, lease: { token: string; owner: string; until: Date }, now: Date): Promise<SourceDoc | null> {
+    return this.coll.update(accountId, id, { status: 'syncing', syncToken: lease.token, syncOwner: lease.owner, syncLeaseUntil: lease.until, updatedAt: now }, [], {
+      $or: [{ status: { $in: ['pending', 'ready', 'failed'] } }, { status: 'syncing', syncLeaseUntil: { $lt: now } }],
+    });
+  }
+
+  /** Hands a source whose upload was swapped back to the syncs, pending with its new staged format. */
+  releaseUpload(accountId: string, id: string, token: string, staged: StagedFormat, requestId: string, now: Date): Promise<SourceDoc | null> {
+    return this.coll.update(accountId, id, { status: 'pending', error: null, staged, requestId, updatedAt: now, syncToken: null, syncOwner: null, syncLeaseUntil: null }, [], {
+      syncToken: token,
+      status: 'syncing',
+    });
+  }
+
   async renewLease(accountId: string, id: string, token: string, leaseUntil: Date): Promise<boolean> {
     return (await this.coll.update(accountId, id, { syncLeaseUntil: leaseUntil }, [], { syncToken: token })) !== null;
   }

@@ -155,7 +155,8 @@ export class SourceSyncer {
         throw new SyncFailure('the uploaded data is no longer available; create the source again');
       }
       const t0 = performance.now();
-      const loaded = await loader.load({ ...base, format: doc.staged });
+      // A streamed upload's JSON was not parsed on the way in: its field names get the uploaded-JSON rules here.
+      const loaded = await loader.load({ ...base, format: doc.staged, ...(doc.staged !== 'csv' ? { checkFieldNames: true } : {}) });
       timings.loadMs = Math.round(performance.now() - t0);
       return loaded;
     }
