@@ -167,31 +167,3 @@ export function buildOpenApi(serverUrl: string): Json {
     },
   };
 }
-
-/** A readable, dependency-free reference page rendered from the document. */
-export function docsPage(doc: Json): string {
-  const esc = (s: unknown) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
-  const info = doc.info as { title: string; description: string; version: string };
-  const rows: string[] = [];
-  for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, Json>>)) {
-    for (const [method, op] of Object.entries(methods)) {
-      const statuses = Object.keys(op.responses as Json).join(', ');
-      rows.push(
-        `<section><h3><span class="m ${method}">${method.toUpperCase()}</span> <code>/v1${esc(path)}</code></h3><p>${esc(op.summary)}</p><p class="meta">${
-          op['x-auth'] === 'public'
-            ? 'No credentials'
-            : op['x-auth'] === 'session'
-              ? 'Dashboard session'
-              : op['x-required-scope']
-                ? `Scope <code>${esc(op['x-required-scope'])}</code>`
-                : 'Any valid key or session'
-        } · responses ${esc(statuses)}</p>${
-          op.requestBody ? `<details><summary>Request body schema</summary><pre>${esc(JSON.stringify(op.requestBody, null, 2))}</pre></details>` : ''
-        }</section>`,
-      );
-    }
-  }
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${esc(info.title)} — API reference</title>
-<style>body{font:16px/1.5 system-ui,sans-serif;max-width:960px;margin:0 auto;padding:1.5rem;color:#1a1a2e}h1{font-size:1.6rem}section{border-top:1px solid #ddd;padding:.5rem 0}code{background:#f3f3f7;padding:0 .25rem;border-radius:4px}.m{display:inline-block;min-width:4.5rem;text-align:center;border-radius:4px;color:#fff;font-size:.8rem;padding:.1rem .4rem}.get{background:#1f6feb}.post{background:#1a7f37}.delete{background:#cf222e}.meta{color:#555;font-size:.9rem}pre{overflow:auto;background:#f6f8fa;padding:.75rem;border-radius:6px;font-size:.8rem}</style></head>
-<body><h1>${esc(info.title)} <small>v${esc(info.version)}</small></h1><p>${esc(info.description)}</p><p>Machine-readable: <a href="/v1/openapi.json">/v1/openapi.json</a> (OpenAPI 3.1).</p>${rows.join('\n')}</body></html>`;
-}

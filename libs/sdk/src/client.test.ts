@@ -39,7 +39,7 @@ beforeEach(() => {
 const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
   res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
 const problem = (status: number, code: string, extra: Record<string, string> = {}) => ({
-  type: `https://docs.dap.dev/problems/${code}`,
+  type: `/docs/problems/${code}`,
   title: 'Problem',
   status,
   detail: `${code} happened`,

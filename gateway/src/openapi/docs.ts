@@ -1,0 +1,74 @@
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import type { Express } from 'express';
+import { AppError } from '@dap/http';
+import { PROBLEM_PAGE_CSS, problemIndexPage, problemPage } from './problems.ts';
+
+/** Scalar's self-contained browser build, shipped in the npm package (no CDN). */
+export const SCALAR_STANDALONE = join(dirname(createRequire(import.meta.url).resolve('@scalar/api-reference/style.css')), 'browser', 'standalone.js');
+
+/**
+ * Scalar's settings: everything it would fetch from elsewhere is off (fonts, the request proxy, telemetry,
+ * the AI agent and MCP links), so the page talks to this origin only; the CSP enforces that.
+ */
+export const SCALAR_CONFIGURATION = {
+  url: '/v1/openapi.json',
+  withDefaultFonts: false,
+  telemetry: false,
+  hideClientButton: true,
+  hideTestRequestButton: true,
+  showDeveloperTools: 'never',
+  agent: { disabled: true },
+  mcp: { disabled: true },
+  documentDownloadType: 'json',
+  defaultOpenAllTags: false,
+  orderSchemaPropertiesBy: 'preserve',
+  theme: 'default',
+  metaData: { title: 'Data Analytics and Model Prediction API — reference' },
+};
+
+/** Starts Scalar from a file of our own, since the CSP allows no inline script. */
+const INIT_SCRIPT = `Scalar.createApiReference('#api-reference', ${JSON.stringify(SCALAR_CONFIGURATION)});\n`;
+
+const DOCS_PAGE = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${SCALAR_CONFIGURATION.metaData.title}</title></head>
+<body><noscript>The reference needs JavaScript; the machine-readable document is <a href="/v1/openapi.json">/v1/openapi.json</a> (OpenAPI 3.1) and the error types are at <a href="/docs/problems">/docs/problems</a>.</noscript><div id="api-reference"></div>
+<script src="/docs/assets/scalar.js"></script><script src="/docs/assets/init.js"></script></body></html>`;
+
+/**
+ * Only this origin: Scalar injects its styles as <style> elements (hence 'unsafe-inline' for styles only)
+ * and draws some icons as data: images; no script, font or request may go elsewhere.
+ */
+export const DOCS_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/** /docs (the reference), its assets, and the pages problem `type` URLs point to (/docs/problems/<slug>). */
+export function mountDocs(app: Express): void {
+  app.get('/docs', (_req, res) => {
+    res.setHeader('Content-Security-Policy', DOCS_CSP);
+    res.setHeader('Cache-Control', 'no-cache');
+    res.type('html').send(DOCS_PAGE);
+  });
+  app.get('/docs/assets/init.js', (_req, res) => {
+    res.setHeader('Cache-Control', 'no-cache');
+    res.type('text/javascript').send(INIT_SCRIPT);
+  });
+  app.get('/docs/assets/scalar.js', (_req, res, next) => {
+    res.setHeader('Cache-Control', 'public, max-age=3600');
+    res.sendFile(SCALAR_STANDALONE, { headers: { 'Content-Type': 'text/javascript; charset=utf-8' } }, (err) => err && next(err));
+  });
+  app.get('/docs/assets/problems.css', (_req, res) => {
+    res.setHeader('Cache-Control', 'public, max-age=3600');
+    res.type('text/css').send(PROBLEM_PAGE_CSS);
+  });
+  const problemCsp = "default-src 'none'; style-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+  app.get('/docs/problems', (_req, res) => {
+    res.setHeader('Content-Security-Policy', problemCsp);
+    res.type('html').send(problemIndexPage());
+  });
+  app.get('/docs/problems/:slug', (req, res, next) => {
+    const html = problemPage(req.params.slug);
+    if (!html) return next(new AppError('not_found', 'no problem type has this name; /docs/problems lists them all'));
+    res.setHeader('Content-Security-Policy', problemCsp);
+    res.type('html').send(html);
+  });
+}
