@@ -36,7 +36,7 @@ it('serves the reference page and Scalar from this origin, with a CSP that allow
   expect((await scalar.text()).length).toBe(readFileSync(SCALAR_STANDALONE, 'utf8').length);
 
   const init = await (await get('/docs/assets/init.js')).text();
-  const config = JSON.parse(init.match(/createApiReference\('#api-reference', (.*)\);/)![1]!);
+  const config = JSON.parse(init.match(/createApiReference\('#reference', (.*)\);/)![1]!);
   expect(config).toMatchObject({ url: '/v1/openapi.json', withDefaultFonts: false, telemetry: false, agent: { disabled: true }, mcp: { disabled: true } });
   expect(config).not.toHaveProperty('proxyUrl');
 });

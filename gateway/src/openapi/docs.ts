@@ -23,15 +23,16 @@ export const SCALAR_CONFIGURATION = {
   documentDownloadType: 'json',
   defaultOpenAllTags: false,
   orderSchemaPropertiesBy: 'preserve',
-  theme: 'default',
+  slug: 'api',
+  title: 'Data Analytics and Model Prediction API',
   metaData: { title: 'Data Analytics and Model Prediction API — reference' },
 };
 
 /** Starts Scalar from a file of our own, since the CSP allows no inline script. */
-const INIT_SCRIPT = `Scalar.createApiReference('#api-reference', ${JSON.stringify(SCALAR_CONFIGURATION)});\n`;
+const INIT_SCRIPT = `Scalar.createApiReference('#reference', ${JSON.stringify(SCALAR_CONFIGURATION)});\n`;
 
 const DOCS_PAGE = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${SCALAR_CONFIGURATION.metaData.title}</title></head>
-<body><noscript>The reference needs JavaScript; the machine-readable document is <a href="/v1/openapi.json">/v1/openapi.json</a> (OpenAPI 3.1) and the error types are at <a href="/docs/problems">/docs/problems</a>.</noscript><div id="api-reference"></div>
+<body><noscript>The reference needs JavaScript; the machine-readable document is <a href="/v1/openapi.json">/v1/openapi.json</a> (OpenAPI 3.1) and the error types are at <a href="/docs/problems">/docs/problems</a>.</noscript><div id="reference"></div>
 <script src="/docs/assets/scalar.js"></script><script src="/docs/assets/init.js"></script></body></html>`;
 
 /**
