@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
+import { gunzipSync } from 'node:zlib';
 import { ERROR_CATALOGUE, createHttpApp, finishApp, listen, type RunningServer } from '@dap/http';
 import { createLogger } from '@dap/logger';
 import { DOCS_CSP, SCALAR_STANDALONE, mountDocs } from './docs.ts';
@@ -33,12 +35,33 @@ it('serves the reference page and Scalar from this origin, with a CSP that allow
   const scalar = await get('/docs/assets/scalar.js');
   expect(scalar.status).toBe(200);
   expect(scalar.headers.get('content-type')).toMatch(/^text\/javascript/);
-  expect((await scalar.text()).length).toBe(readFileSync(SCALAR_STANDALONE, 'utf8').length);
+  expect(await scalar.text()).toBe(readFileSync(SCALAR_STANDALONE, 'utf8'));
 
   const init = await (await get('/docs/assets/init.js')).text();
   const config = JSON.parse(init.match(/createApiReference\('#reference', (.*)\);/)![1]!);
   expect(config).toMatchObject({ url: '/v1/openapi.json', withDefaultFonts: false, telemetry: false, agent: { disabled: true }, mcp: { disabled: true } });
   expect(config).not.toHaveProperty('proxyUrl');
+});
+
+it('sends the 4.8 MB script gzipped to a client that takes gzip, plain to one that does not, and 304 when unchanged', async () => {
+  const raw = (encoding: string, extra: Record<string, string> = {}) =>
+    new Promise<{ status: number; headers: Record<string, unknown>; body: Buffer }>((resolve, reject) => {
+      httpGet(`${server.url}/docs/assets/scalar.js`, { headers: { 'accept-encoding': encoding, ...extra } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+      }).on('error', reject);
+    });
+  const file = readFileSync(SCALAR_STANDALONE);
+  const zipped = await raw('gzip, deflate, br');
+  expect(zipped.headers['content-encoding']).toBe('gzip');
+  expect(zipped.body.length).toBeLessThan(file.length / 2);
+  expect(gunzipSync(zipped.body).equals(file)).toBe(true);
+  const plain = await raw('identity');
+  expect(plain.headers['content-encoding']).toBeUndefined();
+  expect(plain.body.equals(file)).toBe(true);
+  const again = await raw('gzip', { 'if-none-match': String(zipped.headers.etag) });
+  expect([again.status, again.body.length]).toEqual([304, 0]);
 });
 
 it('answers every problem type of the catalogue with a page: title, status, what it means, what to do', async () => {
