@@ -127,6 +127,25 @@ describe('examples and the webhook event catalog', () => {
     expect(doc.info.description).toMatch(/Standard Webhooks.*webhook-signature.*HMAC-SHA256.*verifyWebhook.*@dap\/sdk\/webhooks/s);
   });
 
+  it('resolves every $ref of the document, the webhooks included, and names each webhook operation once', () => {
+    const refs = new Set<string>();
+    const walk = (v: unknown): void => {
+      if (Array.isArray(v)) v.forEach(walk);
+      else if (v && typeof v === 'object')
+        for (const [k, x] of Object.entries(v)) {
+          if (k === '$ref' && typeof x === 'string') refs.add(x);
+          else walk(x);
+        }
+    };
+    walk(doc);
+    expect(refs.size).toBeGreaterThan(20);
+    const dangling = [...refs].filter((r) => !r.startsWith('#/components/schemas/') || !(r.slice('#/components/schemas/'.length) in doc.components.schemas));
+    expect(dangling).toEqual([]);
+    expect([...refs]).toEqual(expect.arrayContaining(['#/components/schemas/SourceReadyEvent', '#/components/schemas/EndpointDisabledEvent']));
+    const ids = [...Object.values(doc.paths as Json).flatMap((p) => Object.values(p as Json)), ...Object.values(doc.webhooks as Json).map((w) => w.post)].map((o) => o.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
   it('verifies a sample delivery signed as the recipe says, with the SDK', () => {
     const secret = `whsec_${randomBytes(24).toString('base64')}`;
     const body = JSON.stringify(doc.webhooks['report.completed'].post.requestBody.content['application/json'].example);
