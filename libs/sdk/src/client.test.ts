@@ -174,6 +174,8 @@ describe('errors', () => {
     expect(err.code).toBe('not_found');
     expect(err.requestId).toBe('req_from_body');
     expect(err.problem.detail).toBe('not_found happened');
+    // The relative problem type, resolved against the request URL: the page the gateway serves for it.
+    expect(err.typeUrl).toBe(`${base}/docs/problems/not_found`);
   });
 
   it('makes a problem from a body that is not one (an intermediary answered)', async () => {
@@ -183,6 +185,7 @@ describe('errors', () => {
       .catch((e: unknown) => e)) as DapApiError;
     expect(err.status).toBe(502);
     expect(err.problem).toMatchObject({ status: 502, code: 'http_502', instance: '/v1/sources/src_1', detail: '<html>bad gateway</html>' });
+    expect(err.typeUrl).toBeNull(); // about:blank names no page
     expect(err.requestId).toBe('req_lb');
   });
 
