@@ -68,7 +68,7 @@ export const PROBLEM_GUIDE: Record<ErrorCode, { meaning: string; action: string 
   },
   timeout: {
     meaning: 'The service behind the gateway did not answer in time. The operation may or may not have been carried out.',
-    action: 'Retry with the same Idempotency-Key, which replays the first answer if the work was done.',
+    action: 'Retry with backoff, sending the same Idempotency-Key on a POST so the work cannot be done twice.',
   },
 };
 
