@@ -6,7 +6,8 @@ import { authenticate } from './auth/authenticate.ts';
 import type { AuthFailureLimiter } from './auth/auth-failure.limiter.ts';
 import type { KeyVerifier } from './auth/key-verifier.ts';
 import type { SessionVerifier } from './auth/session-verifier.ts';
-import { buildOpenApi, docsPage } from './openapi/openapi.ts';
+import { mountDocs } from './openapi/docs.ts';
+import { buildOpenApi } from './openapi/openapi.ts';
 import { authorizeOperation, findOperation } from './proxy/route.ts';
 import { rateLimit, usageRoute } from './rate-limit/rate-limit.middleware.ts';
 import type { Limiter } from './rate-limit/sliding-window.limiter.ts';
@@ -136,6 +137,7 @@ export function createApp(deps: GatewayAppDeps): Express {
   const ownRoutes = new Set(['/healthz', '/readyz', '/v1/openapi.json', '/docs']);
   app.use((req, res, next) => {
     if (ownRoutes.has(req.path)) res.locals.metricsRoute = req.path;
+    else if (req.path.startsWith('/docs/')) res.locals.metricsRoute = req.path.startsWith('/docs/problems/') ? '/docs/problems/:slug' : '/docs/*';
     else if (!req.path.startsWith('/v1/')) res.locals.metricsRoute = '(dashboard)';
     next();
   });
@@ -152,10 +154,7 @@ export function createApp(deps: GatewayAppDeps): Express {
   let openapi: string | null = null;
   const openapiJson = () => (openapi ??= JSON.stringify(buildOpenApi(deps.publicUrl())));
   app.get('/v1/openapi.json', (_req, res) => void res.type('application/json').send(openapiJson()));
-  app.get('/docs', (_req, res) => {
-    res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'");
-    res.type('html').send(docsPage(JSON.parse(openapiJson())));
-  });
+  mountDocs(app);
   deps.extraRoutes?.(app);
 
   const v1 = express.Router();

@@ -20,7 +20,11 @@ export const ERROR_CATALOGUE = Object.freeze({
 } as const);
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
 
-export const PROBLEM_TYPE_BASE = 'https://docs.dap.dev/problems/';
+/**
+ * A relative reference (RFC 9457 section 3.1.1: resolved against the request URL), so every service's problem
+ * bodies point at the page the gateway serves for them at its own public origin, whatever that is.
+ */
+export const PROBLEM_TYPE_BASE = '/docs/problems/';
 
 export interface FieldError {
   path: string;

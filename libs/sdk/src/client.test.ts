@@ -39,7 +39,7 @@ beforeEach(() => {
 const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
   res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
 const problem = (status: number, code: string, extra: Record<string, string> = {}) => ({
-  type: `https://docs.dap.dev/problems/${code}`,
+  type: `/docs/problems/${code}`,
   title: 'Problem',
   status,
   detail: `${code} happened`,
@@ -176,6 +176,8 @@ describe('errors', () => {
     expect(err.code).toBe('not_found');
     expect(err.requestId).toBe('req_from_body');
     expect(err.problem.detail).toBe('not_found happened');
+    // The relative problem type, resolved against the request URL: the page the gateway serves for it.
+    expect(err.typeUrl).toBe(`${base}/docs/problems/not_found`);
   });
 
   it('makes a problem from a body that is not one (an intermediary answered)', async () => {
@@ -185,6 +187,7 @@ describe('errors', () => {
       .catch((e: unknown) => e)) as DapApiError;
     expect(err.status).toBe(502);
     expect(err.problem).toMatchObject({ status: 502, code: 'http_502', instance: '/v1/sources/src_1', detail: '<html>bad gateway</html>' });
+    expect(err.typeUrl).toBeNull(); // about:blank names no page
     expect(err.requestId).toBe('req_lb');
   });
 

@@ -244,7 +244,7 @@ export class Transport {
 
       if (res.status >= 200 && res.status < 300) return bytes ? this.#binary(res, bytes) : this.#success(operationId, res, text);
 
-      const error = errorFor(res.status, problemFrom(res.status, res.statusText, text, new URL(url).pathname, res.headers), res.headers);
+      const error = errorFor(res.status, problemFrom(res.status, res.statusText, text, new URL(url).pathname, res.headers), res.headers, url);
       const retryable = res.status === 429 || (res.status === 503 && idempotent);
       if (!retryable || attempt >= maxRetries) throw error;
       const retryAfter = parseRetryAfter(res.headers.get('retry-after'));
