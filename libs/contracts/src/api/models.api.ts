@@ -81,6 +81,10 @@ export const modelSchema = z
     training: modelTraining.optional().describe('Trained models: what they were trained on and how.'),
     onnx: onnxInfo.optional().describe('ONNX models: the declared (and verified) inputs and outputs.'),
     parameters: z.record(z.string(), z.unknown()).nullable().optional().describe('Ready trained models, on GET /models/{id} only: coefficients, centroids or feature importances.'),
+    aliases: z
+      .record(z.string(), z.number().int())
+      .optional()
+      .describe('Own models: alias → version. `production` always exists and is what predict uses unless a version or alias is named.'),
   })
   .meta({ id: 'Model' });
 export type ModelDto = z.infer<typeof modelSchema>;
@@ -163,18 +167,35 @@ export type CreateModelBody = z.infer<typeof createModelBody>;
 export type TrainModelBody = Exclude<CreateModelBody, { type: 'onnx' }>;
 export type UploadOnnxBody = Extract<CreateModelBody, { type: 'onnx' }>;
 
+/** An alias name: lower case, digits, `_` and `-` (it is also a MongoDB field name, so no dots or `$`). */
+export const aliasName = z
+  .string()
+  .regex(/^[a-z][a-z0-9_-]{0,39}$/, 'must start with a letter and hold only a-z, 0-9, _ and - (at most 40 characters)')
+  .describe('An alias such as production or candidate.');
+export const MAX_MODEL_ALIASES = 20;
+export const MAX_MODEL_VERSION = 1_000_000;
+const versionNumber = z.number().int().min(1).max(MAX_MODEL_VERSION);
+
 /** Each input's shape is the model's own; the model validates it and names the bad field. */
-export const predictBody = z.strictObject({ inputs: z.array(z.record(z.string(), z.unknown())).min(1).max(MAX_PREDICT_BATCH) }).meta({
-  id: 'PredictRequest',
-  examples: [{ inputs: [{ series: [12, 14, 13, 15, 17, 16, 18, 20], horizon: 3, seasonLength: 4 }] }],
-});
+export const predictBody = z
+  .strictObject({
+    inputs: z.array(z.record(z.string(), z.unknown())).min(1).max(MAX_PREDICT_BATCH),
+    version: versionNumber.optional().describe('The version to run; by default the one the `production` alias points at.'),
+    alias: aliasName.optional().describe('The alias whose version runs (default `production`); not together with `version`.'),
+  })
+  .refine((b) => b.version === undefined || b.alias === undefined, { message: 'name a version or an alias, not both', path: ['alias'] })
+  .meta({
+    id: 'PredictRequest',
+    examples: [{ inputs: [{ series: [12, 14, 13, 15, 17, 16, 18, 20], horizon: 3, seasonLength: 4 }] }],
+  });
 export type PredictBody = z.infer<typeof predictBody>;
 
 export const predictionSchema = z
   .object({
     id: z.string(),
     modelId: z.string(),
-    modelVersion: z.number().int(),
+    modelVersion: z.number().int().describe('The version that answered.'),
+    alias: z.string().nullable().describe('The alias that chose the version (production by default); null when the request named a version.'),
     predictions: z
       .array(z.record(z.string(), z.unknown()))
       .describe(
@@ -213,7 +234,7 @@ const featureDrift = z.object({
 export const metricsSchema = z
   .object({
     modelId: z.string(),
-    modelVersion: z.number().int(),
+    modelVersion: z.number().int().describe('The version these metrics are of (serving counts and drift are per version).'),
     evaluation: z
       .record(z.string(), z.unknown())
       .nullable()
@@ -237,3 +258,43 @@ export const metricsSchema = z
   .meta({ id: 'ModelMetrics' });
 export type MetricsDto = z.infer<typeof metricsSchema>;
 export type FeatureDriftDto = z.infer<typeof featureDrift>;
+
+/** `GET /models/{id}/metrics`: which version (by default the one `production` points at). */
+export const metricsQuerySchema = z.strictObject({
+  version: z.coerce.number().int().min(1).max(MAX_MODEL_VERSION).optional(),
+  alias: aliasName.optional().describe('Not together with version.'),
+});
+
+export const modelVersionSchema = z
+  .object({
+    version: z.number().int(),
+    status: z.enum(MODEL_STATUSES),
+    error: z.string().nullable(),
+    aliases: z.array(z.string()).describe('The aliases pointing at this version.'),
+    training: modelTraining.nullable().describe('Trained models: what this version was trained on and how.'),
+    evaluation: z.record(z.string(), z.unknown()).nullable().describe('This version’s held-out evaluation (as in the metrics).'),
+    createdAt: isoDate,
+  })
+  .meta({ id: 'ModelVersion' });
+export type ModelVersionDto = z.infer<typeof modelVersionSchema>;
+export const modelVersionListSchema = z.object({ data: z.array(modelVersionSchema).describe('Newest version first.') }).meta({ id: 'ModelVersionList' });
+
+/** Retraining: the same source, target and features; hyperparameters replace the previous ones when given. */
+export const retrainModelBody = z
+  .strictObject({
+    hyperparameters: z.record(z.string(), z.unknown()).optional().describe("The model type's hyperparameters (defaults filled in); the previous version's when left out."),
+  })
+  .meta({ id: 'RetrainModel' });
+export type RetrainModelBody = z.infer<typeof retrainModelBody>;
+
+/** Moves (a version number) or removes (null) aliases, all in one atomic write. */
+export const updateAliasesBody = z
+  .strictObject({
+    aliases: z
+      .record(aliasName, versionNumber.nullable())
+      .refine((a) => Object.keys(a).length >= 1 && Object.keys(a).length <= MAX_MODEL_ALIASES, { message: `name 1 to ${MAX_MODEL_ALIASES} aliases` })
+      .refine((a) => a.production !== null, { message: 'production cannot be removed; point it at another version', path: ['production'] }),
+  })
+  .meta({ id: 'UpdateModelAliases', examples: [{ aliases: { production: 2, candidate: null } }] });
+export type UpdateAliasesBody = z.infer<typeof updateAliasesBody>;
+export const modelAliasesSchema = z.object({ modelId: z.string(), aliases: z.record(z.string(), z.number().int()) }).meta({ id: 'ModelAliases' });

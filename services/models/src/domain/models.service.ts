@@ -1,4 +1,4 @@
-import { isId, newId, predictBody, type CallerContext, type MetricsDto } from '@dap/contracts';
+import { isId, newId, predictBody, type CallerContext, type MetricsDto, type PredictBody } from '@dap/contracts';
 import { AppError, parseOr400 } from '@dap/http';
 import type { Logger } from '@dap/logger';
 import type { PredictionLogRepository, WindowCounts } from '../persistence/prediction-log.repository.ts';
@@ -10,12 +10,16 @@ import { predictionCompleted } from './events.ts';
 import type { ModelRecord } from './model.ts';
 import type { ModelRuntime, PredictionOutput } from './runtime.ts';
 import { latencySummary } from './serving-stats.ts';
+import type { ModelVersions, VersionSelector } from './versions.service.ts';
 import { featureDrift } from './training/drift.ts';
 import type { Scalar } from './training/encoding.ts';
 
 export interface PredictionResult {
   id: string;
+  /** The model as of the version that answered. */
   model: ModelRecord;
+  /** The alias that chose that version; null when the request named a version. */
+  alias: string | null;
   predictions: PredictionOutput[];
   latencyMs: number;
   /** Where the request's time went, for the Server-Timing header. */
@@ -52,9 +56,19 @@ export class ModelsService {
   private readonly metricsMaxSamples: number;
   private readonly offload: Offload | null;
   private readonly drift: DriftSettings;
+  private readonly versions: ModelVersions;
 
-  constructor(opts: { catalog: ModelCatalog; predictionLog: PredictionLogRepository; logger: Logger; metricsMaxSamples: number; offload?: Offload | null; drift?: DriftSettings }) {
+  constructor(opts: {
+    catalog: ModelCatalog;
+    versions: ModelVersions;
+    predictionLog: PredictionLogRepository;
+    logger: Logger;
+    metricsMaxSamples: number;
+    offload?: Offload | null;
+    drift?: DriftSettings;
+  }) {
     this.catalog = opts.catalog;
+    this.versions = opts.versions;
     this.log = opts.predictionLog;
     this.logger = opts.logger;
     this.metricsMaxSamples = opts.metricsMaxSamples;
@@ -79,17 +93,28 @@ export class ModelsService {
    * `prediction.completed` event in one write. Invalid requests are logged too, as errors.
    */
   async predict(caller: CallerContext, id: string, body: unknown): Promise<PredictionResult> {
-    const model = await this.get(caller.accountId, id);
+    const latest = await this.get(caller.accountId, id);
+    const started = performance.now();
+    let parsed: PredictBody | null = null;
+    let bodyError: unknown = null;
+    try {
+      parsed = parseOr400(predictBody, body, 'body');
+    } catch (err) {
+      bodyError = err;
+    }
+    const { model, alias } = await this.versions.resolve(caller.accountId, latest, parsed ?? {});
+    const predictionId = newId('prd');
+    if (bodyError || !parsed) {
+      await this.logFailure(caller, model, predictionId, inputCount(body), ms(started), bodyError);
+      throw bodyError;
+    }
     if (model.status !== 'ready') throw modelNotReady(model.status);
     const found = this.catalog.runtimeOf(caller.accountId, model);
     const runtime = found instanceof Promise ? await found : found;
     if (!runtime) throw modelHasNoRuntime();
 
-    const predictionId = newId('prd');
-    const started = performance.now();
     let inputs: unknown[];
     try {
-      const parsed = parseOr400(predictBody, body, 'body');
       const validated = runtime.validate(parsed.inputs);
       if (!validated.ok) throw invalidInputs(validated.errors);
       inputs = validated.inputs;
@@ -122,20 +147,21 @@ export class ModelsService {
       { _id: predictionId, modelId: model.id, modelVersion: model.version, ok: true, count: inputs.length, latencyMs, errorCode: null, at: new Date(), ...sample },
       [event],
     );
-    return { id: predictionId, model, predictions, latencyMs, timing: { validateMs, modelMs: latencyMs, logMs: ms(logStart) } };
+    return { id: predictionId, model, alias, predictions, latencyMs, timing: { validateMs, modelMs: latencyMs, logMs: ms(logStart) } };
   }
 
-  async metrics(accountId: string, id: string, now = new Date()): Promise<MetricsDto> {
-    const model = await this.get(accountId, id);
+  /** Metrics of one version (by default the one `production` points at): serving and drift count only its requests. */
+  async metrics(accountId: string, id: string, selector: VersionSelector = {}, now = new Date()): Promise<MetricsDto> {
+    const { model } = await this.versions.resolve(accountId, await this.get(accountId, id), selector);
     const hourAgo = new Date(now.getTime() - HOUR_MS);
     const dayAgo = new Date(now.getTime() - DAY_MS);
     const cap = this.metricsMaxSamples;
     const profile = model.kind === 'trained' ? model.profile : null;
     const [day, hour, recent, logged] = await Promise.all([
-      this.log.counts(accountId, model.id, dayAgo),
-      this.log.counts(accountId, model.id, hourAgo),
-      this.log.latencies(accountId, model.id, dayAgo, cap),
-      profile ? this.log.samples(accountId, model.id, dayAgo, this.drift.maxInputs) : null,
+      this.log.counts(accountId, model.id, model.version, dayAgo),
+      this.log.counts(accountId, model.id, model.version, hourAgo),
+      this.log.latencies(accountId, model.id, model.version, dayAgo, cap),
+      profile ? this.log.samples(accountId, model.id, model.version, dayAgo, this.drift.maxInputs) : null,
     ]);
     // Newest first and capped: the day is sampled when the cap was hit; the hour only if the cap was hit
     // before reaching an hour back.
