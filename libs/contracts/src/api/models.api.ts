@@ -182,6 +182,15 @@ export const predictBody = z
     inputs: z.array(z.record(z.string(), z.unknown())).min(1).max(MAX_PREDICT_BATCH),
     version: versionNumber.optional().describe('The version to run; by default the one the `production` alias points at.'),
     alias: aliasName.optional().describe('The alias whose version runs (default `production`); not together with `version`.'),
+    explain: z
+      .boolean()
+      .optional()
+      .describe(
+        'Adds an `explanation` to each prediction. Linear regression: `contributions` per feature with baseValue + Σ contributions = the prediction exactly. ' +
+          'Logistic regression: the same in log-odds space (`space: "log_odds"`, of the predicted `class`; its probability is sigmoid(value) normalised over the classes). ' +
+          'Contributions are measured from numbers and booleans at their training mean and categories at the most frequent one. ' +
+          'Forecast: each forecast = level + trend + season, with the in-sample residuals. Other models answer 400.',
+      ),
   })
   .refine((b) => b.version === undefined || b.alias === undefined, { message: 'name a version or an alias, not both', path: ['alias'] })
   .meta({

@@ -5,7 +5,7 @@ import type { PredictionLogRepository, WindowCounts } from '../persistence/predi
 import type { PredictJob, PredictJobResult } from '../predict.worker.ts';
 import type { WorkerPool } from '../workers/worker-pool.ts';
 import type { ModelCatalog } from './catalog.ts';
-import { invalidInputs, modelHasNoRuntime, modelNotFound, modelNotReady, nonFiniteOutput } from './errors.ts';
+import { invalidBody, invalidInputs, modelHasNoRuntime, modelNotFound, modelNotReady, nonFiniteOutput } from './errors.ts';
 import { predictionCompleted } from './events.ts';
 import type { ModelRecord } from './model.ts';
 import type { ModelRuntime, PredictionOutput } from './runtime.ts';
@@ -115,6 +115,9 @@ export class ModelsService {
 
     let inputs: unknown[];
     try {
+      if (parsed.explain && !runtime.explain) {
+        throw invalidBody([{ path: 'explain', message: 'this model cannot explain its predictions; linear and logistic regression and the forecast model can' }]);
+      }
       const validated = runtime.validate(parsed.inputs);
       if (!validated.ok) throw invalidInputs(validated.errors);
       inputs = validated.inputs;
@@ -127,7 +130,8 @@ export class ModelsService {
     const modelStart = performance.now();
     let predictions: PredictionOutput[];
     try {
-      predictions = await this.run(model, runtime, inputs);
+      // Explanations run inline: they are for inspecting a few inputs, not for bulk scoring.
+      predictions = parsed.explain && runtime.explain ? runtime.explain(inputs) : await this.run(model, runtime, inputs);
       const overflowed = predictions.findIndex(hasNonFinite);
       if (overflowed >= 0) throw nonFiniteOutput(overflowed);
     } catch (err) {

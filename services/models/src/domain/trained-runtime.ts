@@ -2,7 +2,7 @@ import type { FieldError } from '@dap/http';
 import type { ModelRecord } from './model.ts';
 import { MAX_FIELD_ERRORS, type ModelRuntime } from './runtime.ts';
 import { encodeRecord, type Scalar } from './training/encoding.ts';
-import { estimate, outputOf, type TrainedArtifact } from './training/trained-model.ts';
+import { columnsPerFeature, estimate, explainLinear, outputOf, type TrainedArtifact } from './training/trained-model.ts';
 
 export type FeatureRecord = Record<string, Scalar>;
 
@@ -27,7 +27,10 @@ export function trainedRuntime(model: ModelRecord, artifact: TrainedArtifact): M
   const features = model.features.map((f) => ({ name: f.name, check: EXPECTED[f.type] ?? EXPECTED.number! }));
   const known = new Set(features.map((f) => f.name));
   const list = features.map((f) => f.name).join(', ');
+  const explainable = artifact.params.kind === 'linear' || artifact.params.kind === 'logistic';
+  const groups = columnsPerFeature(artifact.encoder);
   return {
+    ...(explainable ? { explain: (inputs: readonly FeatureRecord[]) => inputs.map((input) => explainOne(artifact, groups, input)) } : {}),
     validate(inputs) {
       const errors: FieldError[] = [];
       const push = (path: string, message: string) => errors.length < MAX_FIELD_ERRORS && errors.push({ path, message });
@@ -54,6 +57,34 @@ export function trainedRuntime(model: ModelRecord, artifact: TrainedArtifact): M
           ),
         ),
       );
+    },
+  };
+}
+
+/** One input's answer with its exact linear explanation, encoded columns summed back into their features. */
+function explainOne(artifact: TrainedArtifact, groups: readonly { name: string; columns: number }[], input: FeatureRecord): Record<string, unknown> {
+  const x = encodeRecord(artifact.encoder, (n) => input[n], []);
+  const e = estimate(artifact, x);
+  const classIndex = e.task === 'classification' ? e.classIndex : 0;
+  const ex = explainLinear(artifact, x, classIndex)!;
+  const contributions: Record<string, number> = {};
+  let at = 0;
+  for (const g of groups) {
+    let sum = 0;
+    for (let i = 0; i < g.columns; i++) sum += ex.contributions[at + i]!;
+    contributions[g.name] = sum;
+    at += g.columns;
+  }
+  const logistic = artifact.params.kind === 'logistic';
+  return {
+    ...outputOf(artifact, e),
+    explanation: {
+      method: 'exact_linear',
+      space: logistic ? 'log_odds' : 'prediction',
+      ...(logistic ? { class: artifact.classes![classIndex] } : {}),
+      baseValue: ex.baseValue,
+      value: ex.value,
+      contributions,
     },
   };
 }

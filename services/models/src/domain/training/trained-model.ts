@@ -139,3 +139,49 @@ export function outputOf(artifact: TrainedArtifact, e: Estimate): Record<string,
       return { cluster: e.cluster, distance: e.distance };
   }
 }
+
+/**
+ * The point explanations are measured from: numbers and booleans at their training mean (0 once
+ * standardised), every one-hot column 0 (the reference category, or no kept category where there is none).
+ */
+export function referenceRow(encoder: Encoder): number[] {
+  const out: number[] = [];
+  for (const f of encoder.features) {
+    if (f.kind === 'categorical') {
+      const columns = f.categories.length + (f.other ? 1 : 0) - (f.dropFirst ? 1 : 0);
+      for (let i = 0; i < columns; i++) out.push(0);
+    } else out.push(encoder.scaled ? 0 : f.mean);
+  }
+  return out;
+}
+
+/** How many encoded columns each feature has, in the encoder's order. */
+export function columnsPerFeature(encoder: Encoder): { name: string; columns: number }[] {
+  return encoder.features.map((f) => ({
+    name: f.name,
+    columns: f.kind === 'categorical' ? f.categories.length + (f.other ? 1 : 0) - (f.dropFirst ? 1 : 0) : 1,
+  }));
+}
+
+/**
+ * Exact additive explanation of a linear score s(x) = w·x + b: column c contributes w_c·(x_c − r_c) from the
+ * reference row r, and base + Σ contributions = s(x) (Shapley values of a linear model with independent
+ * inputs). Linear regression: s is the prediction. Logistic regression: s is the log-odds of class
+ * `classIndex`'s one-vs-rest score (its probability is sigmoid(s) normalised over the classes' scores).
+ * Null for models without a linear score.
+ */
+export function explainLinear(artifact: TrainedArtifact, x: readonly number[], classIndex = 0): { baseValue: number; value: number; contributions: number[] } | null {
+  const p = artifact.params;
+  let w: readonly number[];
+  let b: number;
+  if (p.kind === 'linear') {
+    w = p.weights;
+    b = p.intercept;
+  } else if (p.kind === 'logistic') {
+    w = p.weights[classIndex]!;
+    b = w[x.length]!;
+  } else return null;
+  const r = referenceRow(artifact.encoder);
+  const contributions = x.map((v, c) => w[c]! * (v - r[c]!));
+  return { baseValue: b + dot(w, r), value: dot(w, x) + b, contributions };
+}
