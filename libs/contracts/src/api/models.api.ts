@@ -189,6 +189,8 @@ export const predictBody = z
         'Adds an `explanation` to each prediction. Linear regression: `contributions` per feature with baseValue + Σ contributions = the prediction exactly. ' +
           'Logistic regression: the same in log-odds space (`space: "log_odds"`, of the predicted `class`; its probability is sigmoid(value) normalised over the classes). ' +
           'Contributions are measured from numbers and booleans at their training mean and categories at the most frequent one. ' +
+          'Random forests (`method: "tree_path"`): along each tree’s decision path the change in the node’s expected training value is credited to the split’s feature, ' +
+          'averaged over the trees, so baseValue + Σ contributions = the prediction (regressors) or the predicted class’s probability (classifiers) exactly. ' +
           'Forecast: each forecast = level + trend + season, with the in-sample residuals. Other models answer 400.',
       ),
   })

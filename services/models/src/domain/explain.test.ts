@@ -124,6 +124,43 @@ describe('exact explanations', () => {
     expect(high.explanation.contributions.a).toBeGreaterThan(0);
   });
 
+  it('random forests: base + path contributions = the regressor’s prediction and the classifier’s probability of its class', async () => {
+    const rows = separableRows(400, 4).map((r) => ({ a: r.a!, b: r.b!, noise: r.noise!, y: (r.a as number) ** 2 + Math.sin(3 * (r.b as number)), label: r.label! }));
+    const features = [
+      { name: 'a', kind: 'numeric' as const },
+      { name: 'b', kind: 'numeric' as const },
+    ];
+    const hp = { ...common, nEstimators: 8, maxDepth: 6, maxFeatures: 1, minSamplesLeaf: 3, sampleRows: 300 };
+    const types = [
+      { name: 'a', type: 'number' },
+      { name: 'b', type: 'number' },
+    ];
+    const inputs: FeatureRecord[] = rows.slice(0, 40).map((r) => ({ a: r.a, b: r.b }));
+
+    const reg = await trainModel({ type: 'random_forest_regressor', target: { name: 'y', kind: 'numeric' }, features, hyperparameters: hp }, tableOf(rows), limits);
+    const tree = (reg.artifact.params as { trees: { cover?: number[]; left: number[]; right: number[] }[] }).trees[0]!;
+    expect(tree.cover![0]).toBe(Math.min(300, reg.rows.train));
+    expect(tree.cover![tree.left[0]!]! + tree.cover![tree.right[0]!]!).toBe(tree.cover![0]);
+    const regRuntime = trainedRuntime(record(types), reg.artifact);
+    const plain = regRuntime.predict(inputs) as { prediction: number }[];
+    (regRuntime.explain!(inputs) as unknown as Explained[]).forEach((e, i) => {
+      const { baseValue, value, contributions } = e.explanation;
+      expect(e.explanation).toMatchObject({ method: 'tree_path', space: 'prediction' });
+      expect(e.prediction).toBe(plain[i]!.prediction);
+      expect(close(value, plain[i]!.prediction)).toBe(true);
+      expect(close(baseValue + contributions.a! + contributions.b!, plain[i]!.prediction)).toBe(true);
+    });
+
+    const cls = await trainModel({ type: 'random_forest_classifier', target: { name: 'label', kind: 'categorical' }, features, hyperparameters: hp }, tableOf(rows), limits);
+    const clsRuntime = trainedRuntime(record(types), cls.artifact);
+    for (const e of clsRuntime.explain!(inputs) as unknown as Explained[]) {
+      const { baseValue, value, contributions } = e.explanation;
+      expect(e.explanation).toMatchObject({ method: 'tree_path', space: 'probability', class: e.prediction });
+      expect(Math.abs(value - e.probabilities![String(e.prediction)]!)).toBeLessThanOrEqual(1e-9); // probabilities are shown to 9 decimals
+      expect(close(baseValue + contributions.a! + contributions.b!, value)).toBe(true);
+    }
+  });
+
   it('forecast: level + trend + season = each forecast, with the residuals of the fit', () => {
     const series = seasonalSeries({ length: 60, period: 12, level: 50, slope: 0.3, amplitude: 5, noise: 1, seed: 5 });
     const [e] = forecastModel.runtime.explain!([{ series, horizon: 10, seasonLength: 12 }]) as {

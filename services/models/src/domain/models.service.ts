@@ -116,7 +116,7 @@ export class ModelsService {
     let inputs: unknown[];
     try {
       if (parsed.explain && !runtime.explain) {
-        throw invalidBody([{ path: 'explain', message: 'this model cannot explain its predictions; linear and logistic regression and the forecast model can' }]);
+        throw invalidBody([{ path: 'explain', message: 'this model cannot explain its predictions; linear and logistic regression, random forests and the forecast model can' }]);
       }
       const validated = runtime.validate(parsed.inputs);
       if (!validated.ok) throw invalidInputs(validated.errors);
