@@ -115,6 +115,8 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
       offload: workers ? { pool: workers, minCost: config.PREDICT_WORKER_MIN_VALUES } : null,
       drift: { samplePerRequest: config.DRIFT_SAMPLE_PER_REQUEST, maxInputs: config.DRIFT_MAX_INPUTS },
     });
+    // Closed before the workers and the database: shadow runs in flight finish and are recorded.
+    life.onStop('shadow predictions', () => service.drainShadows());
     const training = new TrainingService({
       models: modelRepository,
       artifacts,

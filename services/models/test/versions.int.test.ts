@@ -176,7 +176,7 @@ describe('model versions and aliases', () => {
   it('moves aliases, lists versions with the aliases and evaluations side by side, and measures each version apart', async () => {
     const set = await a.post(`/models/${id}/aliases`, { aliases: { candidate: 2 } });
     expect(set.status).toBe(200);
-    expect(set.body).toEqual({ modelId: id, aliases: { production: 1, candidate: 2 } });
+    expect(set.body).toEqual({ modelId: id, aliases: { production: 1, candidate: 2 }, shadowShare: 0 });
     expect((await predictOne(id, { alias: 'candidate' })).body).toMatchObject({ modelVersion: 2, alias: 'candidate' });
 
     const versions = await a.get(`/models/${id}/versions`);
@@ -205,6 +205,38 @@ describe('model versions and aliases', () => {
     expect(both.body.errors).toEqual([{ path: 'alias', message: 'name a version or an alias, not both' }]);
   });
 
+  it('copies production traffic to the candidate when asked, records and compares its answers, and never returns them', async () => {
+    // Share 0 (the default): nothing is copied.
+    expect((await a.post(`/models/${id}/aliases`, { shadowShare: 0 })).body).toEqual({ modelId: id, aliases: { production: 1, candidate: 2 }, shadowShare: 0 });
+    expect((await predictOne(id)).status).toBe(200);
+    const none = await a.get(`/models/${id}/metrics?alias=candidate`);
+    expect(none.body.shadow).toBeNull();
+
+    const set = await a.post(`/models/${id}/aliases`, { shadowShare: 1 });
+    expect(set.body).toEqual({ modelId: id, aliases: { production: 1, candidate: 2 }, shadowShare: 1 });
+    expect((await a.get(`/models/${id}`)).body.shadowShare).toBe(1);
+    for (let i = 0; i < 3; i++) {
+      const live = await predictOne(id);
+      expect(live.body).toMatchObject({ modelVersion: 1, alias: 'production' });
+      expect(live.body.predictions[0]).toEqual({ prediction: v1Answer }); // production's answer only
+    }
+    expect((await predictOne(id, { version: 1 })).status).toBe(200); // a named version is not copied
+    const m = await waitFor(
+      async () => {
+        const r = await a.get(`/models/${id}/metrics?alias=candidate`);
+        return r.body.shadow?.requests === 3 ? r : null;
+      },
+      { timeoutMs: 10_000, intervalMs: 100, what: 'three shadow predictions' },
+    );
+    expect(m.body.shadow).toMatchObject({ window: 'P1D', comparedWith: 1, requests: 3, errors: 0, inputs: 3, agreement: null, sampled: false });
+    expect(m.body.shadow.meanAbsoluteDifference).toBeCloseTo(Math.abs(v1Answer), 0); // version 2 answers about twice version 1
+    expect(m.body.shadow.latencyMs.p50).toBeGreaterThanOrEqual(0);
+    expect(m.body.shadow.productionLatencyMs.p50).toBeGreaterThanOrEqual(0);
+    expect(m.body.serving.lastDay.count).toBe(2); // copies are not the candidate's own traffic
+    expect((await a.get(`/models/${id}/metrics`)).body.shadow).toBeNull();
+    await a.post(`/models/${id}/aliases`, { shadowShare: 0 });
+  });
+
   it('promotes the candidate atomically: production → 2 and candidate removed in one write', async () => {
     const res = await a.post(`/models/${id}/aliases`, { aliases: { production: 2, candidate: null } });
     expect(res.status).toBe(200);
@@ -226,6 +258,7 @@ describe('model versions and aliases', () => {
     const badName = await a.post(`/models/${id}/aliases`, { aliases: { 'a.b': 1 } });
     expect(badName.status).toBe(400);
     expect((await a.post(`/models/${id}/aliases`, { aliases: {} })).status).toBe(400);
+    expect((await a.post(`/models/${id}/aliases`, { shadowShare: 1.5 })).status).toBe(400);
     expect((await a.get(`/models/${id}`)).body.aliases).toEqual({ production: 1 });
     expect((await a.post(`/models/${FORECAST_MODEL_ID}/aliases`, { aliases: { candidate: 1 } })).status).toBe(409);
     expect((await a.post(`/models/${FORECAST_MODEL_ID}/versions`, {})).status).toBe(409);

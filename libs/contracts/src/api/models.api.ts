@@ -85,6 +85,7 @@ export const modelSchema = z
       .record(z.string(), z.number().int())
       .optional()
       .describe('Own models: alias → version. `production` always exists and is what predict uses unless a version or alias is named.'),
+    shadowShare: z.number().optional().describe('Own models: share of production predictions copied to the candidate version (0 = none).'),
   })
   .meta({ id: 'Model' });
 export type ModelDto = z.infer<typeof modelSchema>;
@@ -255,6 +256,23 @@ export const metricsSchema = z
           'Built-in models: a fixed backtest on a synthetic series (kind synthetic_backtest). ONNX models: null.',
       ),
     serving: z.object({ lastHour: servingWindow, lastDay: servingWindow }),
+    shadow: z
+      .object({
+        window: z.literal('P1D'),
+        comparedWith: z.number().int().nullable().describe('The production version of the newest shadowed request.'),
+        requests: z.number().int().describe('Live requests copied to this version.'),
+        errors: z.number().int().describe('Copies this version failed on.'),
+        inputs: z.number().int(),
+        agreement: z.number().nullable().describe('Classifiers and k-means: share of inputs where this version gave the same answer as production.'),
+        meanAbsoluteDifference: z.number().nullable().describe('Regressors: mean |this version − production| over the inputs (no ground truth is known at prediction time).'),
+        latencyMs: z.object({ p50: z.number().nullable(), p95: z.number().nullable(), p99: z.number().nullable() }).describe('This version’s model time on the copies.'),
+        productionLatencyMs: z
+          .object({ p50: z.number().nullable(), p95: z.number().nullable(), p99: z.number().nullable() })
+          .describe('Production’s model time on the same requests.'),
+        sampled: z.boolean(),
+      })
+      .nullable()
+      .describe('Shadow traffic of the last day, when this version received copies of live predictions (as `candidate`); null otherwise.'),
     drift: z
       .object({
         window: z.literal('P1D'),
@@ -303,9 +321,21 @@ export const updateAliasesBody = z
   .strictObject({
     aliases: z
       .record(aliasName, versionNumber.nullable())
-      .refine((a) => Object.keys(a).length >= 1 && Object.keys(a).length <= MAX_MODEL_ALIASES, { message: `name 1 to ${MAX_MODEL_ALIASES} aliases` })
-      .refine((a) => a.production !== null, { message: 'production cannot be removed; point it at another version', path: ['production'] }),
+      .refine((a) => Object.keys(a).length <= MAX_MODEL_ALIASES, { message: `name at most ${MAX_MODEL_ALIASES} aliases` })
+      .refine((a) => a.production !== null, { message: 'production cannot be removed; point it at another version', path: ['production'] })
+      .default({}),
+    shadowShare: z
+      .number()
+      .min(0)
+      .max(1)
+      .optional()
+      .describe(
+        'Share (0 to 1) of the predictions answered by `production` that are also sent to the `candidate` version in the background: its answers are recorded and compared in the metrics, never returned.',
+      ),
   })
-  .meta({ id: 'UpdateModelAliases', examples: [{ aliases: { production: 2, candidate: null } }] });
+  .refine((b) => Object.keys(b.aliases).length > 0 || b.shadowShare !== undefined, { message: 'name at least one alias, or a shadowShare', path: ['aliases'] })
+  .meta({ id: 'UpdateModelAliases', examples: [{ aliases: { production: 2, candidate: null } }, { aliases: { candidate: 3 }, shadowShare: 0.1 }] });
 export type UpdateAliasesBody = z.infer<typeof updateAliasesBody>;
-export const modelAliasesSchema = z.object({ modelId: z.string(), aliases: z.record(z.string(), z.number().int()) }).meta({ id: 'ModelAliases' });
+export const modelAliasesSchema = z
+  .object({ modelId: z.string(), aliases: z.record(z.string(), z.number().int()), shadowShare: z.number().describe('Share of production predictions copied to candidate.') })
+  .meta({ id: 'ModelAliases' });

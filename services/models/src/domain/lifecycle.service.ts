@@ -120,7 +120,7 @@ export class ModelLifecycle {
     return this.versions.list(accountId, model);
   }
 
-  setAliases(accountId: string, id: string, body: UpdateAliasesBody): Promise<Record<string, number>> {
+  setAliases(accountId: string, id: string, body: UpdateAliasesBody): Promise<{ aliases: Record<string, number>; shadowShare: number }> {
     if (!isId('mdl', id)) throw modelNotFound();
     return this.versions.setAliases(accountId, id, this.catalog.isBuiltin(id), body);
   }

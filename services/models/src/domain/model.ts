@@ -51,11 +51,14 @@ export interface ModelRecord {
   profile?: FeatureProfile[] | null;
   /** Own models: alias → version (`production` always there; a model from before versions has `production` → 1). */
   aliases?: Record<string, number>;
+  /** Own models: share of production predictions copied to the `candidate` version. */
+  shadowShare?: number;
 }
 
 /** What a model without stored aliases has: it predates versions, so it is version 1 and that serves. */
 export const DEFAULT_ALIASES: Readonly<Record<string, number>> = Object.freeze({ production: 1 });
 export const PRODUCTION = 'production';
+export const CANDIDATE = 'candidate';
 
 export interface BuiltinModel extends ModelRecord {
   kind: 'builtin';

@@ -133,6 +133,51 @@ describe('ModelsService', () => {
     ]);
   });
 
+  it('answers before the shadow copy to the candidate starts, and records the copy afterwards', async () => {
+    const log = memoryLog();
+    const model = {
+      ...{ id: newId('mdl'), name: 'lr', type: 'linear_regression', kind: 'trained', status: 'ready', version: 2, description: '', features: [], createdAt: new Date() },
+      aliases: { production: 1, candidate: 2 },
+      shadowShare: 1,
+    };
+    const repository = { findById: async () => model, list: async () => [model] } as unknown as ModelRepository;
+    const v1 = { version: 1, status: 'ready', error: null, features: [], training: null, onnx: null, evaluation: null, profile: null };
+    const versionsWithV1 = new ModelVersions({ models: repository, versions: { find: async () => v1 } as unknown as ModelVersionRepository });
+    const calls: number[] = [];
+    const runtimeFor = async (_: string, m: { version: number }) => ({
+      validate: (inputs: readonly unknown[]) => ({ ok: true as const, inputs: inputs as { x: number }[] }),
+      predict: (inputs: readonly { x: number }[]) => {
+        calls.push(m.version);
+        return inputs.map((i) => ({ prediction: i.x * m.version }));
+      },
+    });
+    const draws = [0.5, 0.99];
+    const service = new ModelsService({
+      catalog: new ModelCatalog({ repository, builtins: [], runtimes: { runtimeFor } as never }),
+      versions: versionsWithV1,
+      predictionLog: log.repo,
+      logger,
+      metricsMaxSamples: 100,
+      random: () => draws.shift()!,
+    });
+    const acct = newId('acct');
+    const live = await service.predict(caller(acct), model.id, { inputs: [{ x: 3 }] });
+    expect(live.predictions).toEqual([{ prediction: 3 }]);
+    expect(live.model.version).toBe(1);
+    expect(calls).toEqual([1]); // the live answer is back before the candidate ran
+    await service.drainShadows();
+    expect(calls).toEqual([1, 2]);
+    expect(log.docs.map((d) => [d.modelVersion, d.shadow ?? null])).toEqual([
+      [1, null],
+      [2, { liveVersion: 1, livePredictionId: live.id, liveLatencyMs: live.latencyMs, compared: 1, agreed: null, absDiffSum: 3 }],
+    ]);
+    // A share of 0.9 and a draw of 0.99: this request is not copied.
+    model.shadowShare = 0.9;
+    await service.predict(caller(acct), model.id, { inputs: [{ x: 1 }] });
+    await service.drainShadows();
+    expect(calls).toEqual([1, 2, 1]);
+  });
+
   it('answers 404 for malformed and unknown ids without logging', async () => {
     const { log, service } = serviceWith(1000);
     for (const id of ['nope', newId('mdl'), `${FORECAST_MODEL_ID}x`]) {

@@ -89,7 +89,7 @@ export class ModelVersions {
    * version, `candidate` removed) is seen entirely or not at all. Only existing, ready versions can be
    * pointed at.
    */
-  async setAliases(accountId: string, id: string, builtin: boolean, body: UpdateAliasesBody): Promise<Record<string, number>> {
+  async setAliases(accountId: string, id: string, builtin: boolean, body: UpdateAliasesBody): Promise<{ aliases: Record<string, number>; shadowShare: number }> {
     if (builtin) throw builtinNotVersioned();
     for (let attempt = 0; attempt < ALIAS_WRITE_ATTEMPTS; attempt++) {
       const doc = await this.models.findDoc(accountId, id);
@@ -109,8 +109,9 @@ export class ModelVersions {
       }
       if (missing.length) throw invalidBody(missing);
       if (notReady.length) throw new AppError('conflict', `only a ready version can be aliased: ${notReady.join('; ')}`);
-      const written = await this.models.setAliases(accountId, id, next, doc.aliasesRev);
-      if (written) return { ...(written.aliases ?? next) };
+      const shadowShare = body.shadowShare ?? doc.shadowShare ?? 0;
+      const written = await this.models.setAliases(accountId, id, next, shadowShare, doc.aliasesRev);
+      if (written) return { aliases: { ...(written.aliases ?? next) }, shadowShare };
     }
     throw new AppError('conflict', "the model's aliases changed while this request ran; read them again and retry");
   }

@@ -20,6 +20,7 @@ export function toModelDto(m: ModelRecord, parameters?: Record<string, unknown> 
   };
   if (m.kind === 'builtin') return dto;
   if (m.aliases) dto.aliases = m.aliases;
+  if (m.shadowShare !== undefined) dto.shadowShare = m.shadowShare;
   if (m.updatedAt) dto.updatedAt = m.updatedAt.toISOString();
   if (m.kind === 'trained') {
     dto.error = m.error ?? null;
@@ -111,8 +112,8 @@ export function modelsRouter(service: ModelsService, lifecycle: ModelLifecycle):
 
   router.post('/v1/models/:id/aliases', async (req, res) => {
     const body = parseOr400(updateAliasesBody, req.body, 'body');
-    const aliases = await lifecycle.setAliases(callerOf(req).accountId, req.params.id, body);
-    res.json({ modelId: req.params.id, aliases });
+    const set = await lifecycle.setAliases(callerOf(req).accountId, req.params.id, body);
+    res.json({ modelId: req.params.id, ...set });
   });
 
   return router;

@@ -27,6 +27,8 @@ export interface ModelDoc extends TenantDoc, Omit<ModelRecord, 'id' | 'updatedAt
   requestId?: string | null;
   /** Bumped by every alias change, so concurrent changes cannot overwrite each other unseen. */
   aliasesRev?: number;
+  /** Share of production predictions copied to the candidate version (absent: none). */
+  shadowShare?: number;
 }
 
 export const MODELS_COLLECTION = 'models';
@@ -50,6 +52,7 @@ export function recordOf(doc: ModelDoc): ModelRecord {
   if (doc.evaluation !== undefined) record.evaluation = doc.evaluation;
   if (doc.profile !== undefined) record.profile = doc.profile;
   record.aliases = { ...(doc.aliases ?? DEFAULT_ALIASES) };
+  record.shadowShare = doc.shadowShare ?? 0;
   return record;
 }
 
@@ -120,8 +123,8 @@ export class ModelRepository {
    * Replaces the whole alias map in one write (so several aliases move together), only if no other change
    * happened since `seenRev` was read; null otherwise (or when the model is gone).
    */
-  setAliases(accountId: string, id: string, aliases: Record<string, number>, seenRev: number | undefined): Promise<ModelDoc | null> {
-    return this.coll.update(accountId, id, { aliases, aliasesRev: (seenRev ?? 0) + 1, updatedAt: new Date() }, [], { aliasesRev: seenRev ?? null });
+  setAliases(accountId: string, id: string, aliases: Record<string, number>, shadowShare: number, seenRev: number | undefined): Promise<ModelDoc | null> {
+    return this.coll.update(accountId, id, { aliases, shadowShare, aliasesRev: (seenRev ?? 0) + 1, updatedAt: new Date() }, [], { aliasesRev: seenRev ?? null });
   }
 
   /** Sets fields of a model still training under this lease holder, with its events; null when that no longer holds. */

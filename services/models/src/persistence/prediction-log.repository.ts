@@ -20,6 +20,30 @@ export interface PredictionLogDoc extends TenantDoc {
    * feature order (arrays, since feature names need not be valid MongoDB field names).
    */
   sample?: unknown[][];
+  /**
+   * A copy of a live request run on the candidate version (never answered to the caller), compared with
+   * production's answer. Serving counts leave these out; the metrics' `shadow` section reads them.
+   */
+  shadow?: ShadowComparison;
+}
+
+export interface ShadowComparison {
+  liveVersion: number;
+  livePredictionId: string;
+  liveLatencyMs: number;
+  /** Inputs compared (0 when the copy failed). */
+  compared: number;
+  /** Classifiers and k-means: inputs answered the same; null for regressors. */
+  agreed: number | null;
+  /** Regressors: Σ |shadow − live|; null otherwise. */
+  absDiffSum: number | null;
+}
+
+export interface ShadowRow {
+  ok: boolean;
+  count: number;
+  latencyMs: number;
+  shadow: ShadowComparison;
 }
 
 export interface WindowCounts {
@@ -102,9 +126,22 @@ export class PredictionLogRepository {
     return { inputs, sampled: false };
   }
 
-  /** One version's requests: each version is measured on its own. */
+  /** A version's shadow copies since `since`, newest first, at most `cap`. */
+  async shadowRows(accountId: string, modelId: string, version: number, since: Date, cap: number): Promise<ShadowRow[]> {
+    if (!accountId) throw new Error('accountId is required');
+    return this.coll.raw
+      .find<ShadowRow>(
+        { accountId, modelId, modelVersion: version, deletedAt: null, at: { $gte: since }, shadow: { $exists: true } },
+        { projection: { _id: 0, ok: 1, count: 1, latencyMs: 1, shadow: 1 } },
+      )
+      .sort({ at: -1 })
+      .limit(cap)
+      .toArray();
+  }
+
+  /** One version's live requests: each version is measured on its own, shadow copies apart. */
   private windowFilter(accountId: string, modelId: string, version: number, since: Date): Document {
     if (!accountId) throw new Error('accountId is required');
-    return { accountId, modelId, modelVersion: version, deletedAt: null, at: { $gte: since } };
+    return { accountId, modelId, modelVersion: version, deletedAt: null, at: { $gte: since }, shadow: { $exists: false } };
   }
 }
