@@ -218,7 +218,7 @@ export function PredictionForm({ model, onPredicted }: { model: ModelDto; onPred
           </Field>
         )}
         {mode === 'form' && explainable && (
-          <label className="checkbox">
+          <label className="check">
             <input type="checkbox" checked={explain} onChange={(e) => setExplain(e.target.checked)} /> Explain the prediction
           </label>
         )}
