@@ -243,6 +243,11 @@ describe('model versions and aliases', () => {
     expect(res.body.aliases).toEqual({ production: 2 });
     expect((await predictOne(id)).body).toMatchObject({ modelVersion: 2, alias: 'production' });
     expect((await a.get(`/models/${id}`)).body.aliases).toEqual({ production: 2 });
+    // Concurrent moves of different aliases both land: each write is conditioned on the map it read.
+    const [x, y] = await Promise.all([a.post(`/models/${id}/aliases`, { aliases: { blue: 1 } }), a.post(`/models/${id}/aliases`, { aliases: { green: 2 } })]);
+    expect([x.status, y.status]).toEqual([200, 200]);
+    expect((await a.get(`/models/${id}`)).body.aliases).toEqual({ production: 2, blue: 1, green: 2 });
+    await a.post(`/models/${id}/aliases`, { aliases: { blue: null, green: null } });
     // Rolling back is the same move the other way.
     expect((await a.post(`/models/${id}/aliases`, { aliases: { production: 1 } })).body.aliases).toEqual({ production: 1 });
     expect((await predictOne(id)).body.modelVersion).toBe(1);
