@@ -8,7 +8,12 @@ import type {
   FileFormat,
   ListParams,
   Model,
+  ModelAliases,
   ModelMetrics,
+  ModelMetricsParams,
+  ModelVersion,
+  RetrainModelInput,
+  UpdateModelAliasesInput,
   OperationId,
   Overview,
   Page,
@@ -81,6 +86,9 @@ export const METHOD_OF_OPERATION = {
   deleteModel: 'models.delete',
   predict: 'models.predict',
   getModelMetrics: 'models.metrics',
+  listModelVersions: 'models.listVersions',
+  retrainModel: 'models.retrain',
+  updateModelAliases: 'models.setAliases',
   listWebhooks: 'webhooks.list',
   createWebhook: 'webhooks.create',
   getWebhook: 'webhooks.get',
@@ -182,8 +190,17 @@ export function createDapClient(options: DapClientOptions) {
       get: (id: string, opts?: RequestOptions): ApiPromise<Model> => t.call('getModel', byId(id), opts),
       /** Deletes a trained or uploaded model; built-in models answer 409. */
       delete: (id: string, opts?: RequestOptions): ApiPromise<void> => t.call('deleteModel', byId(id), opts),
+      /** Runs the version `production` points at, unless the body names a `version` or an `alias`. */
       predict: (id: string, body: PredictInput, opts?: RequestOptions): ApiPromise<Prediction> => t.call('predict', { ...byId(id), body }, opts),
-      metrics: (id: string, opts?: RequestOptions): ApiPromise<ModelMetrics> => t.call('getModelMetrics', byId(id), opts),
+      /** Metrics of one version: `production`'s unless `{version}` or `{alias}` picks another. */
+      metrics: (id: string, query: ModelMetricsParams = {}, opts?: RequestOptions): ApiPromise<ModelMetrics> => t.call('getModelMetrics', { ...byId(id), query }, opts),
+      /** Every version, newest first, with its status, evaluation and the aliases pointing at it. */
+      listVersions: (id: string, opts?: RequestOptions): ApiPromise<{ data: ModelVersion[] }> => t.call('listModelVersions', byId(id), opts),
+      /** Trains version n+1 on the source's current data (202, training); aliases stay where they are. */
+      retrain: (id: string, body: RetrainModelInput = {}, opts?: RequestOptions): ApiPromise<Model> => t.call('retrainModel', { ...byId(id), body }, opts),
+      /** Moves aliases (a version) or removes them (null) in one atomic write, e.g. `{production: 2, candidate: null}`. */
+      setAliases: (id: string, aliases: UpdateModelAliasesInput['aliases'], opts?: RequestOptions): ApiPromise<ModelAliases> =>
+        t.call('updateModelAliases', { ...byId(id), body: { aliases } }, opts),
     },
 
     webhooks: {

@@ -6,7 +6,12 @@ import {
   createWebhookBody,
   deliveryListSchema,
   listQuerySchema,
+  metricsQuerySchema,
   metricsSchema,
+  modelAliasesSchema,
+  modelVersionListSchema,
+  retrainModelBody,
+  updateAliasesBody,
   modelListSchema,
   modelSchema,
   overviewSchema,
@@ -60,7 +65,10 @@ export const SDK_OPERATIONS = {
   getModel: { result: modelSchema },
   deleteModel: { result: null },
   predict: { body: predictBody, result: predictionSchema },
-  getModelMetrics: { result: metricsSchema },
+  getModelMetrics: { query: metricsQuerySchema, result: metricsSchema },
+  listModelVersions: { result: modelVersionListSchema },
+  retrainModel: { body: retrainModelBody, result: modelSchema },
+  updateModelAliases: { body: updateAliasesBody, result: modelAliasesSchema },
   listWebhooks: { query: listQuerySchema, result: webhookListSchema },
   createWebhook: { body: createWebhookBody, result: webhookCreatedSchema },
   getWebhook: { result: webhookSchema },
@@ -98,6 +106,11 @@ export type CreateModelInput = z.input<typeof createModelBody>;
 export type PredictInput = z.input<typeof predictBody>;
 export type Prediction = z.output<typeof predictionSchema>;
 export type ModelMetrics = z.output<typeof metricsSchema>;
+export type ModelMetricsParams = Partial<z.output<typeof metricsQuerySchema>>;
+export type ModelVersion = z.output<typeof modelVersionListSchema>['data'][number];
+export type RetrainModelInput = z.input<typeof retrainModelBody>;
+export type UpdateModelAliasesInput = z.input<typeof updateAliasesBody>;
+export type ModelAliases = z.output<typeof modelAliasesSchema>;
 export type Webhook = z.output<typeof webhookSchema>;
 export type WebhookCreated = z.output<typeof webhookCreatedSchema>;
 export type CreateWebhookInput = z.input<typeof createWebhookBody>;
