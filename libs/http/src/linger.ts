@@ -10,13 +10,23 @@ export const EARLY_ANSWER_LINGER_MS = 2_000;
  * rest is read and dropped for a moment (as nginx's lingering close does), then the connection is closed.
  */
 export function lingerAfterEarlyAnswer(req: IncomingMessage, res: ServerResponse, graceMs = EARLY_ANSWER_LINGER_MS): void {
+  // A client that sent `Connection: close` (the gateway's proxy does for every chunked body) would have the
+  // connection closed the moment the answer is written, and the rest of its body would meet a reset before it
+  // reads the answer. So the server keeps it open, and it is closed here once the body is drained.
+  const wantsClose = !res.shouldKeepAlive;
+  res.shouldKeepAlive = true;
   res.once('finish', () => {
-    if (req.complete) return;
+    const done = () => {
+      if (wantsClose) req.socket.end();
+    };
+    if (req.complete) return done();
     req.resume();
     const timer = setTimeout(() => req.socket.destroy(), graceMs);
     timer.unref();
-    const clear = () => clearTimeout(timer);
-    req.once('end', clear);
-    req.socket.once('close', clear);
+    req.once('end', () => {
+      clearTimeout(timer);
+      done();
+    });
+    req.socket.once('close', () => clearTimeout(timer));
   });
 }

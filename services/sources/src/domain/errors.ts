@@ -4,12 +4,13 @@ import type { ConnectorCheckError } from '../connectors/index.ts';
 /** The sources domain's errors; statuses come from the shared catalogue at the edge. */
 export const sourceNotFound = () => notFound('source');
 
-/** A bad source is a 400; a well-formed one whose target the SSRF guard refuses is a 422, as for webhooks. */
-export const sourceRefused = (err: ConnectorCheckError) => {
-  const errors = [{ path: err.field, message: err.message }];
-  const detail = `the data source was refused: ${err.message}`;
-  return err.targetRefused ? new AppError('unprocessable', detail, { errors }) : new AppError('validation_failed', detail, { errors });
-};
+/** A bad source (or upload) is a 400 naming the field. */
+export const sourceRefused = (err: ConnectorCheckError) =>
+  new AppError('validation_failed', `the data source was refused: ${err.message}`, { errors: [{ path: err.field, message: err.message }] });
+
+/** A well-formed source whose target the SSRF guard refuses is a 422, as for a webhook URL. */
+export const targetNotAllowed = (err: ConnectorCheckError) =>
+  new AppError('unprocessable', `the data source was refused: ${err.message}`, { errors: [{ path: err.field, message: err.message }] });
 
 export const credentialsUnavailable = () => new AppError('unavailable', 'this deployment cannot store credentials for remote sources: SOURCE_CREDENTIALS_KEY is not configured');
 

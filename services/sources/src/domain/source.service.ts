@@ -10,7 +10,7 @@ import type { SourceDoc, SourceRepository } from '../persistence/source.reposito
 import { credentialsContext, type CredentialCipher } from '../secrets/credentials.ts';
 import { checkFileHead, FILE_PROBE_BYTES } from '../connectors/file-check.ts';
 import { stagingTemp } from '../ingest/staging-file.ts';
-import { credentialsUnavailable, notAFileSource, sourceNotFound, sourceRefused, syncRunning, wrongUploadFormat } from './errors.ts';
+import { credentialsUnavailable, notAFileSource, sourceNotFound, sourceRefused, targetNotAllowed, syncRunning, wrongUploadFormat } from './errors.ts';
 import { sourceCreated, sourceDeleted } from './events.ts';
 
 const isFileFormat = (type: string): type is FileFormat => (FILE_FORMATS as readonly string[]).includes(type);
@@ -130,8 +130,8 @@ export class SourceService {
       );
     } catch (err) {
       await store.remove(accountId, id).catch(() => undefined);
-      if (err instanceof ConnectorCheckError) throw sourceRefused(err);
-      if (err instanceof DisallowedTargetError) throw sourceRefused(new ConnectorCheckError('connection', err.message, { targetRefused: true }));
+      if (err instanceof ConnectorCheckError) throw err.targetRefused ? targetNotAllowed(err) : sourceRefused(err);
+      if (err instanceof DisallowedTargetError) throw targetNotAllowed(new ConnectorCheckError('connection', err.message, { targetRefused: true }));
       throw err;
     }
     syncer.schedule(accountId, id);
