@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { join, relative } from 'node:path';
+import ts from 'typescript';
 import { repoRoot } from '@dap/testing';
 
 /**
@@ -39,7 +40,15 @@ function* files(dir: string): Generator<string> {
 }
 
 /** Module specifiers of static and dynamic imports, re-exports and requires (type-only imports included). */
-const SPECIFIER = /(?:^|[^\w.$])(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]|(?:^|[^\w.$])import\s*['"]([^'"]+)['"]|(?:import|require)\(\s*['"]([^'"]+)['"]\s*\)/gm;
+// TypeScript's own scanner: it skips comments and strings (a README snippet in a string is not an import).
+// A `declare module 'x'` augmentation names a module whose types it extends; it imports nothing.
+function importedSpecifiers(code: string): string[] {
+  const augmented = new Set([...code.matchAll(/declare\s+module\s+['"]([^'"]+)['"]/g)].map((m) => m[1]!));
+  return ts
+    .preProcessFile(code, true, true)
+    .importedFiles.map((f) => f.fileName)
+    .filter((f) => !augmented.has(f));
+}
 
 /** The package a bare specifier names (`@scope/name/sub` → `@scope/name`), or null for relative and built-in modules. */
 export function packageOf(specifier: string): string | null {
@@ -53,8 +62,7 @@ export function importsOf(text: string): string[] {
   const found = new Set<string>();
   // Comments may quote an import as an example; they do not count.
   const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`])\/\/.*$/gm, '$1');
-  for (const m of code.matchAll(SPECIFIER)) {
-    const specifier = m[1] ?? m[2] ?? m[3]!;
+  for (const specifier of importedSpecifiers(code)) {
     if (specifier.includes('${')) continue; // code generated inside a template string
     const name = packageOf(specifier);
     if (name) found.add(name);
@@ -108,6 +116,7 @@ describe('declared dependencies', () => {
       "import { x } from './local.ts';",
       "// import { nope } from 'commented-out';",
       "import { readFile } from 'fs/promises';",
+      'const doc = "import { verifyWebhook } from \'@dap/sdk/webhooks\'";',
     ].join('\n');
     expect(importsOf(text).sort()).toEqual(['@scope/side-effect', 'express', 'ioredis', 'mysql2', 'pg', 'zod']);
   });
