@@ -7,7 +7,7 @@ function fakeRequest(upload: boolean) {
   const req = Object.assign(new EventEmitter(), {
     operation: upload ? { upload: { mediaTypes: ['text/csv'] } } : { operationId: 'createSource' },
     complete: false,
-    socket: Object.assign(new EventEmitter(), { destroy: jest.fn() }),
+    socket: Object.assign(new EventEmitter(), { destroy: jest.fn(), end: jest.fn() }),
     resume: jest.fn(),
     destroy: jest.fn(),
     setTimeout: jest.fn(),

@@ -77,7 +77,7 @@ it('shows the reference from the gateway alone: POST /v1/sources field by field,
     await row.getByText(field, { exact: true }).first().waitFor();
   }
   await op.getByText('"Orders 2026"').first().waitFor();
-  await screenshot(page, 'docs-create-source');
+  await screenshot(page, 'docs-create-source', { fullPage: false });
 
   // The webhook event catalog: every event with its signature headers and payload, and the recipe.
   await page.goto('/docs#tag/webhook-events');
@@ -87,7 +87,7 @@ it('shows the reference from the gateway alone: POST /v1/sources field by field,
   await ready.scrollIntoViewIfNeeded();
   await ready.getByText('webhook-signature', { exact: true }).first().waitFor();
   await page.locator('[id="api/tag/webhook-events/webhook/POST/source.ready.body.data"]').waitFor();
-  await screenshot(page, 'docs-webhooks');
+  await screenshot(page, 'docs-webhooks', { fullPage: false });
   await page.goto('/docs#description/webhooks');
   await page.getByText('verifyWebhook', { exact: false }).first().waitFor();
 

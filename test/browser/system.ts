@@ -92,9 +92,10 @@ export function watchErrors(page: Page): string[] {
 }
 
 /** A full-page PNG in test-artifacts/screenshots, without transient notifications. */
-export async function screenshot(page: Page, name: string): Promise<void> {
+/** `fullPage: false` for pages too long to capture whole on a busy machine (the API reference). */
+export async function screenshot(page: Page, name: string, opts: { fullPage?: boolean } = {}): Promise<void> {
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
   for (const close of await page.getByRole('button', { name: 'Dismiss notification' }).all()) await close.click().catch(() => undefined);
   await page.evaluate('window.scrollTo(0, 0)');
-  await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`), fullPage: true, animations: 'disabled' });
+  await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`), fullPage: opts.fullPage ?? true, animations: 'disabled' });
 }

@@ -38,7 +38,14 @@ const envelope = <T extends string, D extends z.ZodType>(type: T, data: D) =>
 /** Version 1 of every event. A breaking change adds a new version beside these; an old one is never edited. */
 export const SourceCreated = envelope('source.created', z.object({ id: z.string(), name: z.string(), type: z.string() }));
 export const SourceReady = envelope('source.ready', z.object({ id: z.string(), name: z.string(), type: z.string(), rowCount: z.number(), schema: z.array(columnSchema) }));
-export const SourceFailed = envelope('source.failed', z.object({ id: z.string(), name: z.string(), error: z.string() }));
+/**
+ * `kept`: the last good data the source stays ready on after this failed re-sync (absent when it has none), so
+ * a consumer's state does not depend on having seen the earlier `source.ready`.
+ */
+export const SourceFailed = envelope(
+  'source.failed',
+  z.object({ id: z.string(), name: z.string(), error: z.string(), kept: z.object({ rowCount: z.number(), schema: z.array(columnSchema) }).optional() }),
+);
 export const SourceDeleted = envelope('source.deleted', z.object({ id: z.string() }));
 export const ReportCompleted = envelope('report.completed', z.object({ id: z.string(), sourceId: z.string(), rowCount: z.number(), durationMs: z.number() }));
 export const ReportFailed = envelope('report.failed', z.object({ id: z.string(), sourceId: z.string(), error: z.string() }));

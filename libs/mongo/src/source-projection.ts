@@ -55,7 +55,12 @@ const SOURCE_CHANGES: { [T in SourceEventType]: (e: EventOf<T>) => SourceChange 
     schema: normaliseSchema(e.data.schema),
     rowCount: e.data.rowCount,
   }),
-  'source.failed': (e) => ({ name: e.data.name, status: 'failed', error: e.data.error }),
+  // A failed re-sync that kept the last good data leaves the source ready on it (docs/architecture.md); only
+  // a source that never had data becomes failed.
+  'source.failed': (e) =>
+    e.data.kept
+      ? { name: e.data.name, status: 'ready', error: null, schema: normaliseSchema(e.data.kept.schema), rowCount: e.data.kept.rowCount }
+      : { name: e.data.name, status: 'failed', error: e.data.error },
   'source.deleted': () => ({ deleted: true }),
 };
 
@@ -67,17 +72,6 @@ function isSourceEvent(e: DomainEvent): e is EventOf<SourceEventType> {
 export function sourceChangeOf(event: DomainEvent): { sourceId: string; change: SourceChange } | null {
   if (!isSourceEvent(event)) return null;
   return { sourceId: event.data.id, change: (SOURCE_CHANGES[event.type] as (e: DomainEvent) => SourceChange)(event) };
-}
-
-/**
- * A failed sync of a source that is ready leaves it ready: the sources service never removes published data
- * when a later sync fails, so queries and training keep reading the last good data (docs/architecture.md).
- * Only a source that never had data becomes `failed`.
- */
-function keepQueryable(current: SourceProjection, change: SourceChange): SourceChange {
-  if (current.status !== 'ready' || change.status !== 'failed') return change;
-  const { status: _status, error: _error, ...rest } = change;
-  return rest;
 }
 
 function isDuplicateKey(err: unknown): boolean {
@@ -129,7 +123,7 @@ export class SourceProjectionRepository {
       }
       if (current.accountId !== accountId) return false; // an id never moves between accounts
       if (current.lastEventId >= eventId) return false;
-      const next = current.deleted ? { deleted: true } : keepQueryable(current, change);
+      const next = current.deleted ? { deleted: true } : change;
       const res = await this.raw.updateOne({ _id: sourceId as never, accountId, lastEventId: current.lastEventId }, { $set: { ...next, lastEventId: eventId, updatedAt: at } });
       if (res.matchedCount === 1) return true;
     }

@@ -14,7 +14,9 @@ function sourceEvents(accountId: string, id: string) {
   const ready = makeEvent('source.ready', { ...fields, data: { id, name: 'orders', type: 'csv', rowCount: 7, schema } });
   const failed = makeEvent('source.failed', { ...fields, data: { id, name: 'orders', error: 'gone' } });
   const deleted = makeEvent('source.deleted', { ...fields, data: { id } });
-  return { created, ready, failed, deleted };
+  // A failed re-sync of a source that keeps its last good data (as the sources service sends it).
+  const failedKept = makeEvent('source.failed', { ...fields, data: { id, name: 'orders', error: 'gone', kept: { rowCount: 7, schema } } });
+  return { created, ready, failed, deleted, failedKept };
 }
 
 describe('SourceProjectionRepository (on the test stack MongoDB)', () => {
@@ -59,8 +61,8 @@ describe('SourceProjectionRepository (on the test stack MongoDB)', () => {
       lastEventId: e.ready.id,
     });
     // A failed re-sync: the source keeps its last good data, so it stays ready on it.
-    expect(await repo.applyEvent(e.failed)).toBe(true);
-    expect(await repo.find(accountId, id)).toMatchObject({ status: 'ready', error: null, type: 'csv', rowCount: 7, lastEventId: e.failed.id });
+    expect(await repo.applyEvent(e.failedKept)).toBe(true);
+    expect(await repo.find(accountId, id)).toMatchObject({ status: 'ready', error: null, type: 'csv', rowCount: 7, lastEventId: e.failedKept.id });
     // Tenancy: another account does not see it.
     expect(await repo.find(newId('acct'), id)).toBeNull();
     await expect(repo.find('', id)).rejects.toThrow('accountId is required');
@@ -73,7 +75,7 @@ describe('SourceProjectionRepository (on the test stack MongoDB)', () => {
     const created = makeEvent('source.created', { ...fields, data: { id, name: 'orders', type: 'csv' } });
     const failed = makeEvent('source.failed', { ...fields, data: { id, name: 'orders', error: 'gone' } });
     const ready = makeEvent('source.ready', { ...fields, data: { id, name: 'orders', type: 'csv', rowCount: 2, schema } });
-    const failedAgain = makeEvent('source.failed', { ...fields, data: { id, name: 'orders', error: 'gone again' } });
+    const failedAgain = makeEvent('source.failed', { ...fields, data: { id, name: 'orders', error: 'gone again', kept: { rowCount: 2, schema } } });
     expect(await repo.applyEvent(created)).toBe(true);
     expect(await repo.applyEvent(failed)).toBe(true);
     expect(await repo.find(accountId, id)).toMatchObject({ status: 'failed', error: 'gone', rowCount: 0 });
@@ -120,6 +122,19 @@ describe('SourceProjectionRepository (on the test stack MongoDB)', () => {
     expect(await mongo.db.collection(SOURCE_PROJECTIONS_COLLECTION).countDocuments({ _id: id as never })).toBe(1);
   });
 
+  it('ends ready on the kept data when the newest event is a failed re-sync that kept it, whatever the order', async () => {
+    for (const order of [
+      ['created', 'ready', 'failedKept'],
+      ['failedKept', 'ready', 'created'],
+    ] as const) {
+      const accountId = newId('acct');
+      const id = newId('src');
+      const e = sourceEvents(accountId, id);
+      for (const name of order) await repo.applyEvent(e[name]);
+      expect([order.join(','), await repo.find(accountId, id)]).toMatchObject([order.join(','), { status: 'ready', error: null, rowCount: 7, lastEventId: e.failedKept.id }]);
+    }
+  });
+
   it("counts the account's sources not deleted, and the rows of its ready ones", async () => {
     const accountId = newId('acct');
     const [a, b, c, d] = [newId('src'), newId('src'), newId('src'), newId('src')];
@@ -151,7 +166,7 @@ describe('SourceProjectionRepository (on the test stack MongoDB)', () => {
     };
     await mongo.db.collection(SOURCE_PROJECTIONS_COLLECTION).insertOne(legacy as never);
     expect(await repo.find(accountId, id)).toEqual({ ...legacy, type: '', error: null });
-    expect(await repo.applyEvent(e.failed)).toBe(true);
-    expect(await repo.find(accountId, id)).toMatchObject({ status: 'ready', error: null, type: '', rowCount: 3, lastEventId: e.failed.id });
+    expect(await repo.applyEvent(e.failedKept)).toBe(true);
+    expect(await repo.find(accountId, id)).toMatchObject({ status: 'ready', error: null, type: '', rowCount: 7, lastEventId: e.failedKept.id });
   });
 });

@@ -357,7 +357,12 @@ describe('validation, tenancy and states', () => {
     const result = await ingest(acct, kept, ROWS.slice(0, 5));
     await publish('source.created', acct, kept, { id: kept, name: 'kept', type: 'url' });
     await publish('source.ready', acct, kept, { id: kept, name: 'kept', type: 'url', rowCount: result.rowCount, schema: result.schema });
-    const failed = await publish('source.failed', acct, kept, { id: kept, name: 'kept', error: 'the file answered 500' });
+    const failed = await publish('source.failed', acct, kept, {
+      id: kept,
+      name: 'kept',
+      error: 'the file answered 500',
+      kept: { rowCount: result.rowCount, schema: result.schema },
+    });
     const never = newId('src');
     await publish('source.created', acct, never, { id: never, name: 'never', type: 'url' });
     const neverFailed = await publish('source.failed', acct, never, { id: never, name: 'never', error: 'the file answered 500' });

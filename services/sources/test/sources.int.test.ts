@@ -270,7 +270,7 @@ describe('inline and CSV sources', () => {
     expect(q.rows[0]).toEqual({ n: 3 });
     // Subscribers still hear of the failure.
     const ev = await waitFor(() => events.find((e) => e.type === 'source.failed' && e.subject === first.id), { what: 'source.failed' });
-    expect(ev.data).toEqual({ id: first.id, name: 'Kept', error: after.lastSync!.error });
+    expect(ev.data).toEqual({ id: first.id, name: 'Kept', error: after.lastSync!.error, kept: { rowCount: 3, schema: first.schema } });
   });
 
   it('publishes source.created then source.ready with rowCount and schema on the sources topic', async () => {

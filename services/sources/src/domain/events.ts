@@ -13,7 +13,13 @@ export const sourceReady = (doc: SourceDoc, result: { rowCount: number; schema: 
     data: { id: doc._id, name: doc.name, type: doc.type, rowCount: result.rowCount, schema: result.schema },
   });
 
-export const sourceFailed = (doc: SourceDoc, error: string) =>
-  makeEvent('source.failed', { accountId: doc.accountId, subject: doc._id, requestId: doc.requestId, data: { id: doc._id, name: doc.name, error } });
+/** `keepsData`: the source stays ready on its last good data (`doc`'s schema and row count). */
+export const sourceFailed = (doc: SourceDoc, error: string, keepsData = false) =>
+  makeEvent('source.failed', {
+    accountId: doc.accountId,
+    subject: doc._id,
+    requestId: doc.requestId,
+    data: { id: doc._id, name: doc.name, error, ...(keepsData ? { kept: { rowCount: doc.rowCount, schema: doc.schema } } : {}) },
+  });
 
 export const sourceDeleted = (accountId: string, id: string, requestId: string | null) => makeEvent('source.deleted', { accountId, subject: id, requestId, data: { id } });

@@ -126,7 +126,7 @@ export class SourceSyncer {
       // that has data stays `ready` on it; the failure is its last sync's outcome (docs/architecture.md).
       const keepsData = doc.lastSyncedAt !== null && (await store.currentFile(accountId, sourceId).catch(() => null)) !== null;
       const outcome = keepsData ? { status: 'ready' as const, error: null, lastSync } : { status: 'failed' as const, error: reason, lastSync };
-      await repo.finish(accountId, sourceId, token, outcome, [sourceFailed(doc, reason)], now);
+      await repo.finish(accountId, sourceId, token, outcome, [sourceFailed(doc, reason, keepsData)], now);
       logger.info({ accountId, sourceId, reason, keepsData }, 'source sync failed');
       return;
     }
