@@ -44,6 +44,7 @@ const source = {
   schema: columns,
   rowCount: 48213,
   lastSyncedAt: T1,
+  lastSync: { status: 'succeeded', error: null, at: T1 },
   createdAt: T0,
   updatedAt: T1,
 };
@@ -157,6 +158,9 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
     ],
   },
   CreateWebhook: { url: 'https://hooks.example.com/dap', events: ['source.*', 'report.completed'], description: 'Refresh the sales dashboard' },
+  RetrainModel: { hyperparameters: { seed: 7, testFraction: 0.2 } },
+  UpdateModelAliases: { aliases: { production: 2, candidate: null } },
+  ReplayWebhook: { since: '2026-11-24T00:00:00Z' },
 };
 
 /** 2xx response body examples, by the body's component name. */
@@ -191,6 +195,7 @@ export const RESPONSE_EXAMPLES: Record<string, unknown> = {
     id: 'prd_01JD3B2F4G6H8J0K2M4N6P8Q0R',
     modelId: MODEL_ID,
     modelVersion: 1,
+    alias: 'production',
     predictions: [{ prediction: 45.88 }, { prediction: 36.33 }],
     latencyMs: 0.38,
   },
@@ -199,6 +204,7 @@ export const RESPONSE_EXAMPLES: Record<string, unknown> = {
     modelVersion: 1,
     evaluation: { kind: 'holdout', mae: 12.4, rmse: 17.9, r2: 0.61 },
     serving: { lastHour: { ...latency, count: 96, errors: 0, errorRate: 0, inputs: 1104 }, lastDay: latency },
+    shadow: null,
     drift: {
       window: 'P1D',
       inputs: 22031,
@@ -246,6 +252,36 @@ export const RESPONSE_EXAMPLES: Record<string, unknown> = {
     nextAttemptAt: '2026-11-20T11:02:00.000Z',
     updatedAt: '2026-11-20T11:02:00.000Z',
   },
+  ModelVersionList: {
+    data: [
+      {
+        version: 2,
+        status: 'ready',
+        error: null,
+        aliases: ['candidate'],
+        training: {
+          ...model.training,
+          hyperparameters: { seed: 7, testFraction: 0.2, maxCategories: 20 },
+          startedAt: '2026-11-22T08:00:00.100Z',
+          finishedAt: '2026-11-22T08:00:05.020Z',
+          durationMs: 4920,
+        },
+        evaluation: { kind: 'holdout', mae: 11.9, rmse: 17.1, r2: 0.64 },
+        createdAt: '2026-11-22T08:00:00.000Z',
+      },
+      {
+        version: 1,
+        status: 'ready',
+        error: null,
+        aliases: ['production'],
+        training: model.training,
+        evaluation: { kind: 'holdout', mae: 12.4, rmse: 17.9, r2: 0.61 },
+        createdAt: '2026-11-20T09:30:00.118Z',
+      },
+    ],
+  },
+  ModelAliases: { modelId: MODEL_ID, aliases: { production: 2 }, shadowShare: 0 },
+  WebhookReplay: { webhookId: WEBHOOK_ID, since: '2026-11-24T00:00:00.000Z', replayed: 12, hasMore: false, nextSince: null },
   WebhookTest: { eventId: 'evt_01JD3D0K2M4N6P8Q0R2S4T6V8W', webhookId: WEBHOOK_ID, type: 'webhook.test' },
 };
 
