@@ -1,6 +1,6 @@
 import { useState, type ChangeEvent, type FormEvent } from 'react';
-import { ApiError } from '../api/client.ts';
-import type { SourceDto, SourceType } from '../api/types.ts';
+import { ApiError, unwrap, type RequestBodyOf } from '../api/client.ts';
+import type { SourceType } from '../api/types.ts';
 import { Button, ButtonLink, Card, ErrorBanner, Field, PageHeader } from '../components/ui.tsx';
 import { useApi, useNotify } from '../context.tsx';
 import { useAction, useDocumentTitle } from '../hooks.ts';
@@ -365,7 +365,7 @@ export function ConnectSourcePage() {
   const [type, setType] = useState<SourceType>('inline');
   const [name, setName] = useState('');
   const [values, setValues] = useState<Record<string, string>>({});
-  const create = useAction((body: unknown) => api.post<SourceDto>('/sources', body));
+  const create = useAction((body: RequestBodyOf<'/sources'>) => unwrap(api.openapi.POST('/sources', { body })));
   const spec = SPECS[type];
   const err = create.error;
 
@@ -405,7 +405,8 @@ export function ConnectSourcePage() {
       }
       throw problem;
     }
-    const source = await create.run(body);
+    // Built from what the user entered: the server checks it, and its 400 names the fields to highlight.
+    const source = await create.run(body as RequestBodyOf<'/sources'>);
     if (source) {
       notify(`Source “${source.name}” connected; syncing now`, 'info');
       navigate(`/sources/${source.id}`);

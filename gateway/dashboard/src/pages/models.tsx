@@ -1,4 +1,5 @@
 import type { ReactNode } from 'react';
+import { unwrap } from '../api/client.ts';
 import type { MetricsDto, ModelDto, Page } from '../api/types.ts';
 import { BarChart } from '../components/charts.tsx';
 import { PredictionForm } from '../components/prediction.tsx';
@@ -12,7 +13,7 @@ const KIND_LABELS: Record<string, string> = { builtin: 'Built-in', trained: 'Tra
 
 export function ModelsPage() {
   useDocumentTitle('Models');
-  const models = useResource<Page<ModelDto>>('models', (api, signal) => api.get<Page<ModelDto>>('/models?limit=100', signal));
+  const models = useResource<Page<ModelDto>>('models', (api, signal) => unwrap(api.openapi.GET('/models', { params: { query: { limit: 100 } }, signal })));
   const list = models.data?.data ?? [];
   useInterval(() => void models.reload(), list.some((m) => m.status === 'training') ? 3_000 : null);
   return (
@@ -231,10 +232,10 @@ function Serving({ metrics }: { metrics: MetricsDto }) {
 }
 
 export function ModelDetailPage({ id }: { id: string }) {
-  const model = useResource<ModelDto>(`model:${id}`, (api, signal) => api.get<ModelDto>(`/models/${encodeURIComponent(id)}`, signal));
+  const model = useResource<ModelDto>(`model:${id}`, (api, signal) => unwrap(api.openapi.GET('/models/{id}', { params: { path: { id } }, signal })));
   const m = model.data;
   const metrics = useResource<MetricsDto>(m?.status === 'ready' ? `metrics:${id}` : null, (api, signal) =>
-    api.get<MetricsDto>(`/models/${encodeURIComponent(id)}/metrics`, signal),
+    unwrap(api.openapi.GET('/models/{id}/metrics', { params: { path: { id } }, signal })),
   );
   useDocumentTitle(m?.name ?? 'Model');
   useInterval(() => void model.reload(), m?.status === 'training' ? 3_000 : null);
