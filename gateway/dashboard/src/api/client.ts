@@ -79,10 +79,11 @@ function errorOf(res: Response, body: unknown): ApiError {
  * CSRF token on every write, problem bodies thrown as ApiErrors and a lost connection as a network error.
  * `onSessionEnded` runs when an authenticated call is refused with 401.
  */
-export function createApiClient(opts: { onSessionEnded: () => void }): ApiClient {
+export function createApiClient(opts: { onSessionEnded: () => void; origin?: string }): ApiClient {
   let csrf: string | null = null;
-  // The session is a same-origin cookie, so the base is the page's own origin.
-  const openapi = createClient<paths>({ baseUrl: new URL('/v1', globalThis.location?.href ?? 'http://localhost/').href, credentials: 'same-origin' });
+  // The session is a same-origin cookie, so the base is the page's own origin (a test passes its server's).
+  const origin = opts.origin ?? (globalThis as { location?: { origin: string } }).location?.origin ?? 'http://localhost';
+  const openapi = createClient<paths>({ baseUrl: `${origin}/v1`, credentials: 'same-origin' });
 
   const middleware: Middleware = {
     onRequest({ request }) {
