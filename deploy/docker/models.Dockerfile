@@ -24,10 +24,10 @@ RUN --mount=type=cache,target=/root/.npm \
 FROM node:24-slim
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080
 WORKDIR /app
-# Owned by root and read-only to the process; only the dataset directory is writable.
+# Owned by root and read-only to the process; only the dataset directory and DuckDB's spill directory are writable.
 COPY --from=deps /app ./
 COPY --from=source /out/app ./
-RUN mkdir -p /data/datasets && chown node:node /data/datasets
+RUN mkdir -p /data/datasets /var/tmp/duckdb && chown node:node /data/datasets /var/tmp/duckdb
 USER node
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \

@@ -45,8 +45,9 @@ const env: Record<string, string> = {
   ...secrets,
   LOG_LEVEL: 'info',
   DATASET_DIR: join(dev, 'datasets'),
-  // The local stack lets webhooks reach receivers on this machine; production refuses private targets.
-  ALLOW_PRIVATE_TARGETS: 'true',
+  // The local stack lets webhooks and sources reach receivers and databases on this machine (loopback);
+  // production refuses private targets. The stack's own ports stay refused (the supervisor lists them).
+  ALLOW_PRIVATE_TARGETS: '127.0.0.0/8,::1/128',
 };
 
 // Prometheus metrics, each process on its own port (the API ports never serve them).

@@ -181,6 +181,17 @@ type Deployable = { readonly name: DeployableName; readonly entry: string; reado
  * themselves, so an automatic restart would hide what they test). `stop()` and `kill()` wait for the exit;
  * a process still running `stopGraceMs` after SIGTERM gets SIGKILL, which its report says.
  */
+/**
+ * The platform's endpoints that a service does not know from its own settings, for the SSRF guard: every
+ * deployable's port and Redis, besides any the caller lists. Sources and webhooks never reach them.
+ */
+export function platformEndpoints(env: Record<string, string>, ports: readonly number[]): string {
+  const list = ports.map((p) => `127.0.0.1:${p}`);
+  if (env.REDIS_URL) list.push(new URL(env.REDIS_URL).host);
+  if (env.PLATFORM_ENDPOINTS) list.push(env.PLATFORM_ENDPOINTS);
+  return list.join(',');
+}
+
 export async function startServices(opts: {
   root: string;
   env: Record<string, string>;
@@ -239,6 +250,10 @@ export async function startServices(opts: {
       MONGO_DB: `${opts.mongoDbPrefix ?? 'dap_'}${d.name}`,
     };
     for (const other of deployables) env[other.urlEnv] = urls[other.name];
+    env.PLATFORM_ENDPOINTS = platformEndpoints(
+      opts.env,
+      deployables.map((o) => ports[o.name]),
+    );
     const child = spawn(nodeBin, ['--no-warnings', '--enable-source-maps', ...nodeFlagsOf(d.name), join(opts.root, d.entry)], {
       cwd: opts.root,
       env: { PATH: process.env.PATH ?? '', ...env },

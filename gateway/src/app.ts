@@ -1,12 +1,13 @@
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { Plan } from '@dap/contracts';
-import { AppError, accessLog, finishApp, requestId, type Metrics } from '@dap/http';
+import { AppError, accessLog, finishApp, lingerAfterEarlyAnswer, requestId, type Metrics } from '@dap/http';
 import type { Logger } from '@dap/logger';
 import { authenticate } from './auth/authenticate.ts';
 import type { AuthFailureLimiter } from './auth/auth-failure.limiter.ts';
 import type { KeyVerifier } from './auth/key-verifier.ts';
 import type { SessionVerifier } from './auth/session-verifier.ts';
-import { buildOpenApi, docsPage } from './openapi/openapi.ts';
+import { mountDocs } from './openapi/docs.ts';
+import { buildOpenApi } from './openapi/openapi.ts';
 import { authorizeOperation, findOperation } from './proxy/route.ts';
 import { rateLimit, usageRoute } from './rate-limit/rate-limit.middleware.ts';
 import type { Limiter } from './rate-limit/sliding-window.limiter.ts';
@@ -26,6 +27,10 @@ export interface GatewayAppDeps {
   idempotency: RequestHandler;
   windowMs: number;
   bodyLimitBytes: number;
+  /** Streamed file uploads (operations with `upload`): their size limit, and how long their body may stall. */
+  uploads: { limitBytes: number; idleTimeoutMs: number };
+  /** How long any other request may take to arrive whole (the server's own limit is raised for uploads). */
+  requestTimeoutMs: number;
   corsOrigins: string[];
   publicUrl: () => string;
   ready: () => Promise<void>;
@@ -55,7 +60,7 @@ function cors(origins: string[]) {
     res.setHeader('Vary', 'Origin');
     res.setHeader('Access-Control-Expose-Headers', 'Location, Retry-After, RateLimit, RateLimit-Policy, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-Request-Id');
     if (req.method === 'OPTIONS') {
-      res.setHeader('Access-Control-Allow-Methods', 'GET, POST, DELETE');
+      res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, DELETE');
       res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, Idempotency-Key, X-CSRF-Token, X-Request-Id');
       res.setHeader('Access-Control-Max-Age', '600');
       return void res.status(204).end();
@@ -64,12 +69,58 @@ function cors(origins: string[]) {
   };
 }
 
-/** Refuses an oversize body from its declared length before anything is read or proxied. */
-function declaredBodyLimit(limit: number) {
+/**
+ * Refuses an oversize body from its declared length before anything is read or proxied. Uploads have their
+ * own, larger limit; the service counts a body without a declared length as it streams.
+ */
+function declaredBodyLimit(limit: number, uploadLimit: number) {
   return (req: Request, _res: Response, next: NextFunction): void => {
     const length = Number(req.headers['content-length'] ?? 0);
+    if (req.operation?.upload) {
+      return next(length > uploadLimit ? new AppError('payload_too_large', `the file is larger than the upload limit of ${uploadLimit} bytes`) : undefined);
+    }
     next(length > limit ? new AppError('payload_too_large', `the request body is larger than ${limit} bytes`) : undefined);
   };
+}
+
+/**
+ * The server lets a request take as long as an upload may (UPLOAD_TIMEOUT_MS); every other request still
+ * has to arrive whole within the usual time, and an upload that stalls is cut by its idle timeout.
+ */
+export function arrivalDeadline(opts: { requestTimeoutMs: number; uploadIdleMs: number }) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (req.operation?.upload) {
+      req.setTimeout(opts.uploadIdleMs, () => req.destroy());
+      // A refusal here (401, 403, 413, 429…) or the service's own early answer: the rest of the file is
+      // dropped for a moment, then the connection closes, rather than reading up to UPLOAD_LIMIT_BYTES.
+      lingerAfterEarlyAnswer(req, res);
+      return next();
+    }
+    if (!req.complete) {
+      const timer = setTimeout(() => {
+        if (!req.complete) req.socket.destroy();
+      }, opts.requestTimeoutMs);
+      timer.unref();
+      req.once('end', () => clearTimeout(timer));
+      req.once('close', () => clearTimeout(timer));
+    }
+    next();
+  };
+}
+
+/**
+ * An Idempotency-Key needs the whole body in hand (its fingerprint, a replay), which a streamed upload never
+ * is at the gateway: refused rather than ignored, so a client does not believe its retries are safe.
+ */
+function noIdempotentUploads(req: Request, _res: Response, next: NextFunction): void {
+  if (req.operation?.upload && req.header('idempotency-key') !== undefined) {
+    return next(
+      new AppError('validation_failed', 'Idempotency-Key is not supported on streamed uploads: check for the source (GET /v1/sources) before uploading again', {
+        errors: [{ path: 'Idempotency-Key', message: 'not supported on this operation' }],
+      }),
+    );
+  }
+  next();
 }
 
 export function createApp(deps: GatewayAppDeps): Express {
@@ -86,6 +137,7 @@ export function createApp(deps: GatewayAppDeps): Express {
   const ownRoutes = new Set(['/healthz', '/readyz', '/v1/openapi.json', '/docs']);
   app.use((req, res, next) => {
     if (ownRoutes.has(req.path)) res.locals.metricsRoute = req.path;
+    else if (req.path.startsWith('/docs/')) res.locals.metricsRoute = req.path.startsWith('/docs/problems/') ? '/docs/problems/:slug' : '/docs/*';
     else if (!req.path.startsWith('/v1/')) res.locals.metricsRoute = '(dashboard)';
     next();
   });
@@ -102,10 +154,7 @@ export function createApp(deps: GatewayAppDeps): Express {
   let openapi: string | null = null;
   const openapiJson = () => (openapi ??= JSON.stringify(buildOpenApi(deps.publicUrl())));
   app.get('/v1/openapi.json', (_req, res) => void res.type('application/json').send(openapiJson()));
-  app.get('/docs', (_req, res) => {
-    res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'");
-    res.type('html').send(docsPage(JSON.parse(openapiJson())));
-  });
+  mountDocs(app);
   deps.extraRoutes?.(app);
 
   const v1 = express.Router();
@@ -115,6 +164,7 @@ export function createApp(deps: GatewayAppDeps): Express {
     next();
   });
   v1.use(findOperation);
+  v1.use(arrivalDeadline({ requestTimeoutMs: deps.requestTimeoutMs, uploadIdleMs: deps.uploads.idleTimeoutMs }));
   v1.use(authenticate({ keys: deps.keys, sessions: deps.sessions, failures: deps.failures, logger: deps.logger }));
   const decisions = deps.metrics.counter({
     name: 'dap_rate_limit_decisions_total',
@@ -130,7 +180,8 @@ export function createApp(deps: GatewayAppDeps): Express {
     }),
   );
   v1.use(authorizeOperation);
-  v1.use(declaredBodyLimit(deps.bodyLimitBytes));
+  v1.use(declaredBodyLimit(deps.bodyLimitBytes, deps.uploads.limitBytes));
+  v1.use(noIdempotentUploads);
   v1.get('/usage', usageRoute(deps.limiter, { windowMs: deps.windowMs, limits: deps.limits }));
   v1.use(deps.idempotency);
   v1.use((req, res, next) => {

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { httpConfig, internalAuthConfig, kafkaConfig, loadConfig, logConfig, redisConfig } from '@dap/config';
+import { httpConfig, internalAuthConfig, kafkaConfig, loadConfig, logConfig, redisConfig, uploadConfig } from '@dap/config';
 
 const url = z.string().url();
 
@@ -47,6 +47,9 @@ export const gatewayConfigShape = {
   ...kafkaConfig,
   ...redisConfig,
   ...internalAuthConfig,
+  ...uploadConfig,
+  /** A streamed upload that sends nothing for this long is cut. */
+  UPLOAD_IDLE_TIMEOUT_MS: z.coerce.number().int().min(500).max(3_600_000).default(60_000),
   KAFKA_CLIENT_ID: z.string().default('gateway'),
   ACCOUNTS_URL: url,
   SOURCES_URL: url,

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { Agent } from 'node:http';
 import type { Express } from 'express';
-import { kafkaSettingsOf } from '@dap/config';
+import { redisTargetOf } from '@dap/config';
+import { Lifecycle } from '@dap/lifecycle';
 import { PLAN_LIMITS, type Plan } from '@dap/contracts';
-import { createMetrics, listen } from '@dap/http';
-import { connectEventing } from '@dap/kafka';
+import { createMetrics, DEFAULT_REQUEST_TIMEOUT_MS, listen } from '@dap/http';
+import { openEventing } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
 import { createRedis } from '@dap/redis';
 import { createApp } from './app.ts';
@@ -32,106 +33,122 @@ export function planLimits(override: string | undefined): Record<Plan, number> {
 export async function startGateway(config: GatewayConfig, deps: { logger?: Logger; extraRoutes?: (app: Express) => void } = {}) {
   const logger = deps.logger ?? createLogger({ name: 'gateway', level: config.LOG_LEVEL });
   const instanceId = randomBytes(4).toString('hex');
-  const redis = createRedis(config.REDIS_URL, { autoPipelining: true });
-  redis.on('error', (err) => logger.debug({ err: err.message }, 'redis connection error'));
-  const metrics = createMetrics({ service: 'gateway' });
-  const fallbacks = metrics.counter({ name: 'dap_rate_limit_fallback_total', help: 'Limiter checks decided by the in-memory fallback because Redis was unreachable.' });
-  const stats = { limiterFallbacks: 0 };
-  let lastFallbackLog = 0;
-  const limiter = new FailOpenLimiter(new SlidingWindowLimiter(redis, config.RATE_LIMIT_WINDOW_MS), new InMemoryLimiter(config.RATE_LIMIT_WINDOW_MS), (err) => {
-    stats.limiterFallbacks++;
-    fallbacks.inc();
-    if (Date.now() - lastFallbackLog > 10_000) {
-      lastFallbackLog = Date.now();
-      logger.warn({ err: (err as Error).message, fallbacks: stats.limiterFallbacks }, 'redis unavailable: rate limiting with the per-instance fallback');
-    }
-  });
-  const keys = new KeyVerifier({
-    accountsUrl: config.ACCOUNTS_URL,
-    internalSecret: config.INTERNAL_SECRET,
-    ttlMs: config.KEY_CACHE_TTL_MS,
-    maxEntries: config.KEY_CACHE_MAX_ENTRIES,
-    redis,
-  });
-  const sessions = new SessionVerifier({ accountsUrl: config.ACCOUNTS_URL, internalSecret: config.INTERNAL_SECRET });
-  const failures = new AuthFailureLimiter(redis, config.AUTH_FAILURES_PER_MINUTE);
-  const eventing = await connectEventing(kafkaSettingsOf(config), logger);
-  const consumer = await consumeKeyEvents(eventing, logger, keys, instanceId);
-  const usage = new UsageRecorder({ publish: (events) => eventing.producer.publish(events), logger, intervalMs: config.USAGE_FLUSH_MS });
-  usage.start();
+  const life = new Lifecycle(logger);
+  return life.start(async () => {
+    const redis = await life.open(
+      'redis',
+      () => createRedis(redisTargetOf(config), { autoPipelining: true }),
+      (r) => r.disconnect(),
+    );
+    redis.on('error', (err) => logger.debug({ err: err.message }, 'redis connection error'));
+    const metrics = createMetrics({ service: 'gateway' });
+    const fallbacks = metrics.counter({ name: 'dap_rate_limit_fallback_total', help: 'Limiter checks decided by the in-memory fallback because Redis was unreachable.' });
+    const stats = { limiterFallbacks: 0 };
+    let lastFallbackLog = 0;
+    const limiter = new FailOpenLimiter(new SlidingWindowLimiter(redis, config.RATE_LIMIT_WINDOW_MS), new InMemoryLimiter(config.RATE_LIMIT_WINDOW_MS), (err) => {
+      stats.limiterFallbacks++;
+      fallbacks.inc();
+      if (Date.now() - lastFallbackLog > 10_000) {
+        lastFallbackLog = Date.now();
+        logger.warn({ err: (err as Error).message, fallbacks: stats.limiterFallbacks }, 'redis unavailable: rate limiting with the per-instance fallback');
+      }
+    });
+    const keys = new KeyVerifier({
+      accountsUrl: config.ACCOUNTS_URL,
+      internalSecret: config.INTERNAL_SECRET,
+      ttlMs: config.KEY_CACHE_TTL_MS,
+      maxEntries: config.KEY_CACHE_MAX_ENTRIES,
+      redis,
+    });
+    const sessions = new SessionVerifier({ accountsUrl: config.ACCOUNTS_URL, internalSecret: config.INTERNAL_SECRET });
+    const failures = new AuthFailureLimiter(redis, config.AUTH_FAILURES_PER_MINUTE);
+    const eventing = await openEventing(life, config, logger);
+    await life.open(
+      'key events',
+      () => consumeKeyEvents(eventing, logger, keys),
+      (k) => k.stop(),
+    );
+    const usage = new UsageRecorder({ publish: (events) => eventing.producer.publish(events), logger, intervalMs: config.USAGE_FLUSH_MS });
+    usage.start();
+    life.onStop('usage recorder', () => usage.stop());
 
-  const targets: Targets = {
-    accounts: config.ACCOUNTS_URL,
-    sources: config.SOURCES_URL,
-    analytics: config.ANALYTICS_URL,
-    models: config.MODELS_URL,
-    webhooks: config.WEBHOOKS_URL,
-  };
-  const agent = new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, keepAliveMsecs: 10_000 });
-  const proxy = serviceProxy({ targets, internalSecret: config.INTERNAL_SECRET, timeoutMs: config.UPSTREAM_TIMEOUT_MS, agent, logger });
-  const idem = idempotency({
-    redis,
-    bodyLimit: config.BODY_LIMIT_BYTES,
-    logger,
-    secret: config.INTERNAL_SECRET,
-    forward: (req, body) =>
-      forwardBuffered({
-        req,
-        body,
-        target: targets[req.operation!.service as keyof Targets],
-        internalSecret: config.INTERNAL_SECRET,
-        agent,
-        timeoutMs: config.UPSTREAM_TIMEOUT_MS,
-      }).catch((err: Error) => {
-        throw upstreamError(err);
-      }),
-  });
+    const targets: Targets = {
+      accounts: config.ACCOUNTS_URL,
+      sources: config.SOURCES_URL,
+      analytics: config.ANALYTICS_URL,
+      models: config.MODELS_URL,
+      webhooks: config.WEBHOOKS_URL,
+    };
+    const agent = await life.open(
+      'upstream agent',
+      () => new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, keepAliveMsecs: 10_000 }),
+      (a) => a.destroy(),
+    );
+    const proxy = serviceProxy({ targets, internalSecret: config.INTERNAL_SECRET, timeoutMs: config.UPSTREAM_TIMEOUT_MS, agent, logger });
+    const idem = idempotency({
+      redis,
+      bodyLimit: config.BODY_LIMIT_BYTES,
+      logger,
+      secret: config.INTERNAL_SECRET,
+      forward: (req, body) =>
+        forwardBuffered({
+          req,
+          body,
+          target: targets[req.operation!.service as keyof Targets],
+          internalSecret: config.INTERNAL_SECRET,
+          agent,
+          timeoutMs: config.UPSTREAM_TIMEOUT_MS,
+        }).catch((err: Error) => {
+          throw upstreamError(err);
+        }),
+    });
 
-  let publicUrl = '';
-  const app = createApp({
-    logger,
-    metrics,
-    keys,
-    sessions,
-    failures,
-    trustProxy: config.TRUST_PROXY,
-    limiter,
-    limits: planLimits(config.PLAN_LIMITS_OVERRIDE),
-    publicPerMinute: config.PUBLIC_REQUESTS_PER_MINUTE,
-    proxy,
-    idempotency: idem,
-    windowMs: config.RATE_LIMIT_WINDOW_MS,
-    bodyLimitBytes: config.BODY_LIMIT_BYTES,
-    corsOrigins: config.DASHBOARD_ORIGINS.split(',')
-      .map((o) => o.trim())
-      .filter(Boolean),
-    publicUrl: () => publicUrl,
-    ready: async () => void (await redis.ping()),
-    onResponse: (req, res) => {
-      const p = req.principal;
-      if (p && p.kind !== 'anonymous') usage.record(p.accountId, res.statusCode === 429);
-      // A wrong password at login counts like a wrong key.
-      if (req.operation?.auth === 'public' && res.statusCode === 401) void failures.recordFailure(clientAddressOf(req));
-    },
-    ...(deps.extraRoutes ? { extraRoutes: deps.extraRoutes } : {}),
+    let publicUrl = '';
+    const app = createApp({
+      logger,
+      metrics,
+      keys,
+      sessions,
+      failures,
+      trustProxy: config.TRUST_PROXY,
+      limiter,
+      limits: planLimits(config.PLAN_LIMITS_OVERRIDE),
+      publicPerMinute: config.PUBLIC_REQUESTS_PER_MINUTE,
+      proxy,
+      idempotency: idem,
+      windowMs: config.RATE_LIMIT_WINDOW_MS,
+      bodyLimitBytes: config.BODY_LIMIT_BYTES,
+      uploads: { limitBytes: config.UPLOAD_LIMIT_BYTES, idleTimeoutMs: config.UPLOAD_IDLE_TIMEOUT_MS },
+      requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS,
+      corsOrigins: config.DASHBOARD_ORIGINS.split(',')
+        .map((o) => o.trim())
+        .filter(Boolean),
+      publicUrl: () => publicUrl,
+      ready: async () => void (await redis.ping()),
+      onResponse: (req, res) => {
+        const p = req.principal;
+        if (p && p.kind !== 'anonymous') usage.record(p.accountId, res.statusCode === 429);
+        // A wrong password at login counts like a wrong key.
+        if (req.operation?.auth === 'public' && res.statusCode === 401) void failures.recordFailure(clientAddressOf(req));
+      },
+      ...(deps.extraRoutes ? { extraRoutes: deps.extraRoutes } : {}),
+    });
+    const server = await life.open(
+      'http server',
+      () => listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT, requestTimeoutMs: config.UPLOAD_TIMEOUT_MS }),
+      (s) => s.close(),
+    );
+    publicUrl = server.url;
+    logger.info({ url: server.url, instanceId }, 'gateway listening');
+    return {
+      url: server.url,
+      port: server.port,
+      metricsUrl: server.metricsUrl,
+      keys,
+      stats,
+      usage,
+      /** Reverse order: server, upstream agent, usage recorder (flushed), key events, Kafka, Redis. */
+      stop: () => life.stop(),
+    };
   });
-  const server = await listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT });
-  publicUrl = server.url;
-  logger.info({ url: server.url, instanceId }, 'gateway listening');
-  return {
-    url: server.url,
-    port: server.port,
-    metricsUrl: server.metricsUrl,
-    keys,
-    stats,
-    usage,
-    async stop() {
-      await server.close();
-      await usage.stop();
-      await consumer.disconnect();
-      await eventing.close();
-      agent.destroy();
-      redis.disconnect();
-    },
-  };
 }

@@ -26,7 +26,7 @@ const BODY_LIMIT = 2048;
 
 beforeAll(async () => {
   h = await startHarness();
-  gw = (await h.gateway({ BODY_LIMIT_BYTES: String(BODY_LIMIT) })).url;
+  gw = (await h.gateway({ BODY_LIMIT_BYTES: String(BODY_LIMIT), UPLOAD_LIMIT_BYTES: String(BODY_LIMIT) })).url;
   // Every data service "down": a port nothing listens on.
   const closed = 'http://127.0.0.1:9';
   down = (await h.gateway({ SOURCES_URL: closed, ANALYTICS_URL: closed, MODELS_URL: closed, WEBHOOKS_URL: closed })).url;

@@ -354,6 +354,36 @@ describe('the dashboard', () => {
     expect(errors).toEqual([]);
   }, 90_000);
 
+  it('connects a CSV file picked from disk: uploaded as it is (multipart, streamed), past the old 5 MB paste limit', async () => {
+    const { page, errors } = await openPage();
+    await signUp(page, 'File People');
+    await page.goto('/sources/new');
+    await page.getByRole('radio', { name: /CSV file/ }).check();
+    const ROWS = 600_000;
+    const lines = ['region,units'];
+    for (let i = 0; i < ROWS; i++) lines.push(`r${i % 7},${i}`);
+    const csv = Buffer.from(lines.join('\n') + '\n');
+    expect(csv.length).toBeGreaterThan(5_000_000);
+    await page.getByLabel('Upload a CSV file').setInputFiles({ name: 'regions.csv', mimeType: 'text/csv', buffer: csv });
+    await page
+      .getByTestId('picked-file')
+      .getByText(/regions\.csv \(\d+\.\d MB\)/)
+      .waitFor();
+    expect(await page.getByLabel('Name').inputValue()).toBe('regions');
+    const uploaded = page.waitForResponse((r) => new URL(r.url()).pathname === '/v1/sources/upload');
+    await page.getByRole('button', { name: 'Connect source' }).click();
+    const res = await uploaded;
+    expect(res.status()).toBe(201);
+    expect(res.request().headers()['content-type']).toMatch(/^multipart\/form-data; boundary=/);
+    await heading(page, /regions/).waitFor();
+    await page.locator('[data-status="ready"]').first().waitFor({ timeout: 60_000 });
+    await page
+      .getByTestId('row-count')
+      .getByText(/600,?000/)
+      .waitFor();
+    expect(errors).toEqual([]);
+  }, 120_000);
+
   it('trains a model on a source and predicts with it', async () => {
     const { page, errors } = await openPage();
     await signUp(page, 'Model Makers');

@@ -34,7 +34,7 @@ export async function startSystem(extraEnv: Record<string, string> = {}): Promis
       WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
       SOURCE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
       DATASET_DIR: datasets,
-      ALLOW_PRIVATE_TARGETS: 'true',
+      ALLOW_PRIVATE_TARGETS: '127.0.0.0/8,::1/128',
       DASHBOARD_DIR: join(root, 'gateway', 'dashboard', 'dist'),
       // The per-address limits count every test's requests from 127.0.0.1 in the shared test Redis; other
       // suites running beside this one must not push the browser's sign-ups over them.

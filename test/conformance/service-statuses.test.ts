@@ -79,7 +79,7 @@ describe('every status a service route can answer is documented for its operatio
     const source = program.getSourceFile(file)!;
     const visit = (n: ts.Node, factory: string | null): void => {
       if (ts.isFunctionDeclaration(n) && n.name) factory = n.name.text;
-      if (ts.isCallExpression(n) && ts.isPropertyAccessExpression(n.expression) && ['get', 'post', 'delete'].includes(n.expression.name.text)) {
+      if (ts.isCallExpression(n) && ts.isPropertyAccessExpression(n.expression) && ['get', 'post', 'put', 'patch', 'delete'].includes(n.expression.name.text)) {
         const [pathArg, handler] = n.arguments;
         if (pathArg && ts.isStringLiteral(pathArg) && handler && factory) {
           // A factory mounted without a path (`app.use(sourceRoutes(…))`) registers full paths.

@@ -100,13 +100,27 @@ describe('docker-compose.yml', () => {
     expect(env.TRUST_PROXY).toBe(''); // published directly: X-Forwarded-For is the client's own word
   });
 
-  it('shares one dataset volume: the writer mounts it read-write, the readers read-only', () => {
-    expect(DATASET_USERS).toEqual(expect.arrayContaining(['sources', 'analytics']));
+  it('shares one dataset volume: the writer mounts it read-write, the readers read-only; DuckDB spills to a volume of its own', () => {
+    expect(DATASET_USERS).toEqual(expect.arrayContaining(['sources', 'analytics', 'models']));
     for (const name of DATASET_USERS) {
-      expect(compose.services[name]!.environment!.DATASET_DIR).toBe('/data/datasets');
-      expect(compose.services[name]!.volumes).toEqual([name === DATASET_WRITER ? 'datasets:/data/datasets' : 'datasets:/data/datasets:ro']);
+      const env = compose.services[name]!.environment!;
+      expect(env.DATASET_DIR).toBe('/data/datasets');
+      // An anonymous volume: each container (and replica) gets its own, never the read-only working directory.
+      expect(env.DUCKDB_TEMP_DIR).toBe('/var/tmp/duckdb');
+      expect(compose.services[name]!.volumes).toEqual([name === DATASET_WRITER ? 'datasets:/data/datasets' : 'datasets:/data/datasets:ro', '/var/tmp/duckdb']);
     }
     for (const name of NAMES.filter((n) => !DATASET_USERS.includes(n))) expect(compose.services[name]!.volumes).toBeUndefined();
+  });
+
+  it('gives every process the Kafka TLS, SASL and topic settings, one copy per partition on the one compose broker', () => {
+    for (const name of NAMES) {
+      const env = envOf(compose.services[name]!);
+      expect([name, env.KAFKA_EVENTS_PARTITIONS, env.KAFKA_EVENTS_REPLICATION_FACTOR, env.KAFKA_EVENTS_MIN_INSYNC_REPLICAS]).toEqual([name, '12', '1', '1']);
+      expect([name, env.KAFKA_DLQ_PARTITIONS, env.KAFKA_DLQ_REPLICATION_FACTOR, env.KAFKA_DLQ_MIN_INSYNC_REPLICAS]).toEqual([name, '3', '1', '1']);
+      for (const key of ['KAFKA_SSL', 'KAFKA_SASL_MECHANISM', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD']) expect(env).toHaveProperty(key);
+    }
+    const gateway = envOf(compose.services.gateway!);
+    for (const key of ['REDIS_SENTINELS', 'REDIS_SENTINEL_NAME', 'REDIS_SENTINEL_PASSWORD']) expect(gateway).toHaveProperty(key, '');
   });
 
   it('publishes only the gateway', () => {

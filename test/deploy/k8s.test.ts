@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { loadConfig } from '@dap/config';
+import { loadConfig, uploadConfig } from '@dap/config';
 import { repoRoot } from '@dap/testing';
 import { renderKustomization, strategicMerge, type K8sObject } from '../../deploy/k8s/render.ts';
 import { DATASET_USERS, DATASET_WRITER, knownEnv, NAMES, SHAPES } from './deployables.ts';
@@ -56,6 +56,7 @@ type NetworkPolicy = K8sObject & {
   };
 };
 
+const TOPIC_KEYS = ['EVENTS', 'DLQ'].flatMap((f) => ['PARTITIONS', 'REPLICATION_FACTOR', 'MIN_INSYNC_REPLICAS'].map((k) => `KAFKA_${f}_${k}`));
 const find = <T extends K8sObject>(objects: K8sObject[], kind: string, name: string) => objects.find((o) => o.kind === kind && o.metadata.name === name) as T | undefined;
 const ofKind = <T extends K8sObject>(objects: K8sObject[], kind: string) => objects.filter((o) => o.kind === kind) as T[];
 
@@ -158,6 +159,25 @@ describe.each([
     });
   });
 
+  it('gives every DuckDB user an emptyDir to spill to, larger than what DuckDB may spill', () => {
+    const bytes = (q: string) => {
+      const m = /^(\d+(?:\.\d+)?)\s*([KMGT])i?B?$/i.exec(q)!;
+      return Number(m[1]) * 1024 ** ' KMGT'.indexOf(m[2]!.toUpperCase());
+    };
+    const users = NAMES.filter((n) => knownEnv(n).has('DUCKDB_TEMP_DIR'));
+    expect(users.sort()).toEqual(['analytics', 'models', 'sources']);
+    for (const name of users) {
+      const spec = find<Deployment>(objects, 'Deployment', name)!.spec.template.spec;
+      const c = spec.containers[0]!;
+      const env = resolvedEnv(objects, c);
+      const mount = c.volumeMounts?.find((m) => m.mountPath === env.DUCKDB_TEMP_DIR);
+      expect(mount?.readOnly).toBeFalsy();
+      const volume = (spec.volumes as Array<{ name: string; emptyDir?: { sizeLimit?: string } }>).find((v) => v.name === mount?.name);
+      expect(volume?.emptyDir?.sizeLimit).toBeDefined();
+      expect(bytes(env.DUCKDB_MAX_TEMP_SIZE!)).toBeLessThan(bytes(volume!.emptyDir!.sizeLimit!));
+    }
+  });
+
   it('scales the gateway and models with HorizontalPodAutoscalers, which own their replica counts', () => {
     const hpas = ofKind<K8sObject & { spec: { scaleTargetRef: { kind: string; name: string }; minReplicas: number; maxReplicas: number } }>(objects, 'HorizontalPodAutoscaler');
     for (const name of ['gateway', 'models']) {
@@ -192,9 +212,42 @@ describe.each([
   it('ships placeholders, never real secrets', () => {
     const secret = find<K8sObject & { stringData: Record<string, string> }>(objects, 'Secret', 'dap-secrets')!;
     for (const [key, value] of Object.entries(secret.stringData)) {
+      if (value === '') continue; // an optional setting left unset (SASL, a Sentinel password): nothing to leak
       const text = /^[A-Za-z0-9+/]+={0,2}$/.test(value) && !value.includes('REPLACE') ? Buffer.from(value, 'base64').toString('utf8') : value;
       expect(`${key}=${text}`).toMatch(/REPLACE-ME/);
     }
+  });
+
+  it('wires Kafka TLS, SASL and the topic layout into every Deployment, the SASL credentials from the Secret', () => {
+    const fromConfig = ['KAFKA_SSL', 'KAFKA_SASL_MECHANISM', ...TOPIC_KEYS];
+    for (const name of NAMES) {
+      const env = find<Deployment>(objects, 'Deployment', name)!.spec.template.spec.containers.find((c) => c.name === name)!.env;
+      const ref = (key: string) => env.find((e) => e.name === key)?.valueFrom;
+      for (const key of fromConfig) expect([name, ref(key)]).toEqual([name, { configMapKeyRef: { name: 'dap-config', key } }]);
+      for (const key of ['KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD']) expect([name, ref(key)]).toEqual([name, { secretKeyRef: { name: 'dap-secrets', key } }]);
+    }
+  });
+
+  it('lays topics out for 3 brokers, with event partitions enough for the largest consumer group', () => {
+    const config = find<K8sObject & { data: Record<string, string> }>(objects, 'ConfigMap', 'dap-config')!.data;
+    for (const family of ['EVENTS', 'DLQ']) {
+      expect([config[`KAFKA_${family}_REPLICATION_FACTOR`], config[`KAFKA_${family}_MIN_INSYNC_REPLICAS`]]).toEqual(['3', '2']);
+    }
+    const hpas = ofKind<K8sObject & { spec: { maxReplicas: number } }>(objects, 'HorizontalPodAutoscaler');
+    expect(hpas.length).toBeGreaterThan(0);
+    const most = Math.max(...hpas.map((h) => h.spec.maxReplicas), ...ofKind<Deployment>(objects, 'Deployment').map((d) => d.spec.replicas ?? 1));
+    expect(Number(config.KAFKA_EVENTS_PARTITIONS)).toBeGreaterThanOrEqual(most);
+  });
+
+  it('lets the gateway reach Redis through Sentinel: the Sentinels from the ConfigMap, their password from the Secret', () => {
+    const gw = find<Deployment>(objects, 'Deployment', 'gateway')!.spec.template.spec.containers.find((c) => c.name === 'gateway')!;
+    const ref = (key: string) => gw.env.find((e) => e.name === key)?.valueFrom;
+    expect(ref('REDIS_SENTINELS')).toEqual({ configMapKeyRef: { name: 'dap-config', key: 'REDIS_SENTINELS' } });
+    expect(ref('REDIS_SENTINEL_NAME')).toEqual({ configMapKeyRef: { name: 'dap-config', key: 'REDIS_SENTINEL_NAME' } });
+    expect(ref('REDIS_SENTINEL_PASSWORD')).toEqual({ secretKeyRef: { name: 'dap-secrets', key: 'REDIS_SENTINEL_PASSWORD' } });
+    // An operator who fills them in gets a configuration the gateway accepts.
+    const env = { ...resolvedEnv(objects, gw), REDIS_SENTINELS: 's1:26379,s2:26379,s3:26379', REDIS_SENTINEL_NAME: 'dap', REDIS_SENTINEL_PASSWORD: 'x' };
+    expect(() => loadConfig(SHAPES.gateway!, env)).not.toThrow();
   });
 
   it('lets traffic reach only the gateway from outside, the services only from the gateway, and metrics only from monitoring', () => {
@@ -239,6 +292,16 @@ describe('the example overlay', () => {
     const ingresses = ofKind<K8sObject & { spec: { rules: Array<{ http: { paths: Array<{ backend: { service: { name: string } } }> } }> } }>(overlay, 'Ingress');
     const backends = new Set(ingresses.flatMap((i) => i.spec.rules.flatMap((r) => r.http.paths.map((p) => p.backend.service.name))));
     expect([...backends]).toEqual(['gateway']);
+  });
+
+  it("lets file uploads through the Ingress whole and streamed: its body cap is at least the gateway's upload limit, no buffering", () => {
+    const ingress = ofKind<K8sObject & { metadata: { annotations?: Record<string, string> } }>(overlay, 'Ingress')[0]!;
+    const notes = ingress.metadata.annotations ?? {};
+    const size = /^(\d+)([kmg]?)$/i.exec(notes['nginx.ingress.kubernetes.io/proxy-body-size'] ?? '');
+    expect(size).not.toBeNull();
+    const bytes = Number(size![1]) * 1024 ** ' kmg'.indexOf((size![2] || ' ').toLowerCase());
+    expect(bytes).toBeGreaterThanOrEqual(loadConfig(uploadConfig, {}).UPLOAD_LIMIT_BYTES);
+    expect(notes['nginx.ingress.kubernetes.io/proxy-request-buffering']).toBe('off');
   });
 
   it('patches by strategic merge: containers and env merge by name, other lists are replaced', () => {

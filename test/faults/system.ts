@@ -78,7 +78,7 @@ export async function startSystem(opts: SystemOptions): Promise<System> {
       ...secrets,
       KAFKA_TOPIC_PREFIX: `${opts.name}${suffix}.`,
       DATASET_DIR: datasetDir,
-      ALLOW_PRIVATE_TARGETS: 'true',
+      ALLOW_PRIVATE_TARGETS: '127.0.0.0/8,::1/128',
       LOG_LEVEL: 'debug',
       AUTH_FAILURES_PER_MINUTE: '100000',
       PUBLIC_REQUESTS_PER_MINUTE: '100000',

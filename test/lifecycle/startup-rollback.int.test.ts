@@ -9,6 +9,8 @@ import { startAccounts } from '../../services/accounts/src/index.ts';
 import { loadAnalyticsConfig } from '../../services/analytics/src/config.ts';
 import { startAnalytics } from '../../services/analytics/src/index.ts';
 import { createLogger } from '@dap/logger';
+import { loadGatewayConfig } from '../../gateway/src/config.ts';
+import { startGateway } from '../../gateway/src/index.ts';
 import { loadModelsConfig } from '../../services/models/src/config.ts';
 import { startModels } from '../../services/models/src/index.ts';
 import { loadSourcesConfig } from '../../services/sources/src/config.ts';
@@ -18,25 +20,26 @@ import { loadWebhooksConfig } from '../../services/webhooks/src/config.ts';
 import { startWebhooks } from '../../services/webhooks/src/index.ts';
 
 // Every service builds itself through @dap/lifecycle: when start-up fails part way (here: Kafka is unreachable,
-// after MongoDB has connected), what was opened is closed again, so no MongoDB socket or listening server is left.
+// after MongoDB, or the gateway's Redis, has connected), what was opened is closed again, so no socket to the
+// store and no listening server is left.
 
 const logger = createLogger({ name: 'rollback-test', level: 'silent' });
 const stack = stackEnv();
 let dataDir: string;
 let deadKafka: string;
 
-/** Watches the TCP connections made to MongoDB and the servers that listen, while one start-up runs. */
-function watchHandles() {
-  const mongoPort = Number(new URL(stack.MONGO_URL).port || 27017);
-  const mongoSockets: Socket[] = [];
+/** Watches the TCP connections made to the store (MongoDB; Redis for the gateway) and the servers that listen. */
+function watchHandles(storeUrl: string) {
+  const storePort = Number(new URL(storeUrl).port);
+  const storeSockets: Socket[] = [];
   const onSocket = ({ socket }: { socket: Socket }) =>
     socket.once('connect', () => {
-      if (socket.remotePort === mongoPort) mongoSockets.push(socket);
+      if (socket.remotePort === storePort) storeSockets.push(socket);
     });
   diagnostics.subscribe('net.client.socket', onSocket as (m: unknown) => void);
   const listen = jest.spyOn(Server.prototype, 'listen'); // calls through; records each server it was called on
   return {
-    mongoSockets,
+    storeSockets,
     get servers(): Server[] {
       return listen.mock.contexts as Server[];
     },
@@ -77,6 +80,19 @@ function env(name: string, kafka: string): Record<string, string> {
 }
 
 const services: Record<string, (kafka: string) => Promise<{ stop(): Promise<void> }>> = {
+  gateway: (k) =>
+    startGateway(
+      loadGatewayConfig({
+        ...env('gateway', k),
+        REDIS_URL: stack.REDIS_URL,
+        ACCOUNTS_URL: 'http://127.0.0.1:1',
+        SOURCES_URL: 'http://127.0.0.1:1',
+        ANALYTICS_URL: 'http://127.0.0.1:1',
+        MODELS_URL: 'http://127.0.0.1:1',
+        WEBHOOKS_URL: 'http://127.0.0.1:1',
+      }),
+      { logger },
+    ),
   accounts: (k) => startAccounts(loadAccountsConfig(env('accounts', k)), { logger }),
   analytics: (k) => startAnalytics(loadAnalyticsConfig(env('analytics', k)), { logger }),
   models: (k) => startModels(loadModelsConfig(env('models', k)), { logger }),
@@ -93,27 +109,27 @@ afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 describe.each(Object.keys(services))('%s start-up', (name) => {
   const start = services[name]!;
 
-  it('holds MongoDB connections and a listening server while running, and releases them on stop (the positive control)', async () => {
-    const watch = watchHandles();
+  it('holds store connections and a listening server while running, and releases them on stop (the positive control)', async () => {
+    const watch = watchHandles(name === 'gateway' ? stack.REDIS_URL : stack.MONGO_URL);
     try {
       const svc = await start(stack.KAFKA_BROKERS);
-      expect(watch.mongoSockets.filter((s) => !s.destroyed).length).toBeGreaterThan(0);
+      expect(watch.storeSockets.filter((s) => !s.destroyed).length).toBeGreaterThan(0);
       expect(watch.servers.filter((s) => s.listening).length).toBeGreaterThan(0);
       await svc.stop();
-      await waitFor(() => watch.mongoSockets.every((s) => s.destroyed), { timeoutMs: 5_000, what: 'MongoDB sockets closed' });
+      await waitFor(() => watch.storeSockets.every((s) => s.destroyed), { timeoutMs: 5_000, what: 'store sockets closed' });
       expect(watch.servers.filter((s) => s.listening)).toHaveLength(0);
     } finally {
       watch.stop();
     }
   });
 
-  it('closes its MongoDB client and servers when Kafka is unreachable', async () => {
-    const watch = watchHandles();
+  it('closes its store client (MongoDB; Redis for the gateway) and servers when Kafka is unreachable', async () => {
+    const watch = watchHandles(name === 'gateway' ? stack.REDIS_URL : stack.MONGO_URL);
     try {
       await expect(start(deadKafka)).rejects.toThrow(/Kafka/);
-      // MongoDB had connected before Kafka was tried: those connections existed, and are closed now.
-      expect(watch.mongoSockets.length).toBeGreaterThan(0);
-      await waitFor(() => watch.mongoSockets.every((s) => s.destroyed), { timeoutMs: 5_000, what: 'MongoDB sockets closed' });
+      // The store had connected before Kafka was tried: those connections existed, and are closed now.
+      expect(watch.storeSockets.length).toBeGreaterThan(0);
+      await waitFor(() => watch.storeSockets.every((s) => s.destroyed), { timeoutMs: 5_000, what: 'store sockets closed' });
       expect(watch.servers.filter((s) => s.listening)).toHaveLength(0);
     } finally {
       watch.stop();

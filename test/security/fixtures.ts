@@ -108,12 +108,17 @@ export function validBodyOf(o: ApiOperation, fixtures: Partial<Fixtures>): unkno
   switch (o.operationId) {
     case 'createSource':
       return { type: 'inline', name: 'x', rows: [{ a: 1 }] };
+    case 'uploadSource':
+    case 'replaceSourceData':
+      return [{ a: 1 }]; // sent as application/json: a JSON file (an array of objects), which these take as it is
     case 'runQuery':
       return { sourceId: fixtures.source, measures: [{ op: 'count' }] };
     case 'predict':
       return { inputs: [{ series: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], horizon: 2, x: 3 }] };
     case 'createWebhook':
       return { url: 'http://127.0.0.1:9/hook' };
+    case 'replayWebhook':
+      return { since: '2026-01-01T00:00:00Z' };
     case 'createKey':
       return { name: 'k' };
     case 'rollKey':

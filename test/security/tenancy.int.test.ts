@@ -137,6 +137,39 @@ describe('scopes: every route × every scope through the real services', () => {
   });
 });
 
+describe("the platform's own databases and services are out of every tenant's reach", () => {
+  it("refuses a source on the platform's MongoDB (another account's reports), Kafka, Redis or services with 422, though loopback is allowed", async () => {
+    const mongo = new URL(sys.stack.MONGO_URL);
+    const redis = new URL(sys.stack.REDIS_URL);
+    const kafka = sys.stack.KAFKA_BROKERS.split(',')[0]!;
+    const intruder = keyCaller(b.apiKey).headers;
+    const filter = JSON.stringify({ accountId: a.accountId });
+    const bodies = [
+      { type: 'mongodb', name: 'theirs', connection: { url: `mongodb://${mongo.host}/sec${sys.suffix}_analytics` }, collection: 'reports', filter },
+      { type: 'mongodb', name: 'theirs', connection: { url: `mongodb://localhost:${mongo.port}/sec${sys.suffix}_analytics` }, collection: 'reports', filter },
+      { type: 'url', name: 'broker', url: `http://${kafka}/x.csv` },
+      { type: 'url', name: 'cache', url: `http://${redis.host}/x.csv` },
+      ...Object.values(sys.services.urls).map((u) => ({ type: 'url', name: 'internal', url: `${u}/metrics` })),
+    ];
+    for (const body of bodies) {
+      const res = await rec.call(sys.gw, 'POST', '/v1/sources', { headers: intruder, body });
+      expect({ body, status: res.status, message: res.json?.errors?.[0]?.message }).toEqual({
+        body,
+        status: 422,
+        message: expect.stringMatching(/is one of this platform's own endpoints, which sources and webhooks may not reach$/),
+      });
+    }
+    const hook = await rec.call(sys.gw, 'POST', '/v1/webhooks', { headers: intruder, body: { url: `http://${mongo.host}/x` } });
+    expect([hook.status, hook.json?.errors?.[0]?.path]).toEqual([422, 'url']);
+    // Loopback itself is allowed here: a closed port is tried, and refused by the network, not by the guard (positive control).
+    const closed = await rec.call(sys.gw, 'POST', '/v1/sources', {
+      headers: intruder,
+      body: { type: 'mongodb', name: 'closed', connection: { url: 'mongodb://127.0.0.1:9/x' }, collection: 'reports' },
+    });
+    expect([closed.status, closed.json?.errors?.[0]?.message]).toEqual([400, expect.stringMatching(/could not connect to MongoDB/)]);
+  });
+});
+
 describe('secrets never leave', () => {
   it('no key, key hash, session token, webhook secret after creation, source credential or process secret in any response or log line', async () => {
     // Sources with credentials, of every type the contract accepts, pointing at a closed loopback port (the

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, newId, SCOPES, signCallerContext, type Plan } from '@dap/contracts';
-import { DEPLOYABLES, freePort, nodeFlagsOf, type DeployableName } from '../../local/supervisor.ts';
+import { DEPLOYABLES, freePort, nodeFlagsOf, platformEndpoints, type DeployableName } from '../../local/supervisor.ts';
 import { startNodeProcess, type BenchProcess, type Pinning } from './procs.ts';
 
 export interface SystemOptions {
@@ -57,7 +57,7 @@ export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
     WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
     SOURCE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
     DATASET_DIR: datasetDir,
-    ALLOW_PRIVATE_TARGETS: 'true',
+    ALLOW_PRIVATE_TARGETS: '127.0.0.0/8,::1/128',
     LOG_LEVEL: o.logLevel,
     // gateway
     PLAN_LIMITS_OVERRIDE: o.planLimits,
@@ -69,6 +69,7 @@ export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
     QUERY_TIMEOUT_MS: '600000',
   };
   for (const d of DEPLOYABLES) env[d.urlEnv] = urls[d.name];
+  env.PLATFORM_ENDPOINTS = platformEndpoints(env, Object.values(ports));
   const logDir = join(o.runDir, 'logs');
   const processes: BenchProcess[] = [];
   const launch = async (name: DeployableName, as: string, port: number, extra: { cpuProfDir?: string; pinned?: boolean; env?: Record<string, string> } = {}) => {

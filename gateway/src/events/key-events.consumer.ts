@@ -1,20 +1,17 @@
 import { TOPICS, type DomainEvent } from '@dap/contracts';
-import { runEventConsumer, type Eventing } from '@dap/kafka';
+import { tailTopics, type Eventing } from '@dap/kafka';
 import type { Logger } from '@dap/logger';
 import type { KeyVerifier } from '../auth/key-verifier.ts';
 
 /**
- * Every gateway instance has its own consumer group, so each one hears every revocation and plan change and
- * drops the cached key at once (well inside the 2-s promise).
+ * Every gateway reads every partition of the accounts topic from its end, without a consumer group, so each
+ * one hears every revocation and plan change and drops the cached key at once (well inside the 2-s promise),
+ * and a gateway that stops or dies leaves no consumer group behind (README.md, "Key revocations without consumer groups").
  */
-export function consumeKeyEvents(eventing: Eventing, logger: Logger, verifier: KeyVerifier, instanceId: string) {
-  return runEventConsumer(eventing.kafka, eventing.settings, eventing.producer, logger, {
-    groupId: `gateway-${instanceId}`,
-    deadLetterName: 'gateway',
+export function consumeKeyEvents(eventing: Eventing, logger: Logger, verifier: KeyVerifier) {
+  return tailTopics(eventing.kafka, eventing.settings, logger, {
     topics: [TOPICS.accounts],
-    fromBeginning: false,
-    // Start-up waits for the first fetch: a revocation published before it would be skipped.
-    waitUntilFetchingMs: 15_000,
+    // Eviction is idempotent and cheap; a failure (Redis away) is already absorbed by the verifier.
     handle: async (event: DomainEvent) => {
       switch (event.type) {
         case 'apikey.revoked':

@@ -1,5 +1,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { API_OPERATIONS, newId, operationTakesIdempotencyKey, type ApiOperation } from '@dap/contracts';
+import { createHmac, randomBytes } from 'node:crypto';
+import { API_OPERATIONS, PUBLIC_EVENT_TYPES, newId, operationTakesIdempotencyKey, webhookPayloadSchema, type ApiOperation } from '@dap/contracts';
+import { verifyWebhook } from '@dap/sdk/webhooks';
 import { encodeCursor } from '@dap/http';
 import { buildOpenApi } from './openapi.ts';
 
@@ -75,5 +77,85 @@ describe('the OpenAPI document and the server agree', () => {
 
   it('documents errorCount on the problem body', () => {
     expect(doc.components.schemas.Problem.properties.errorCount).toMatchObject({ type: 'integer' });
+  });
+});
+
+describe('examples and the webhook event catalog', () => {
+  const components = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
+  components.addSchema(JSON.parse(JSON.stringify({ $id: 'c', components: doc.components }).replaceAll('"#/components/schemas/', '"c#/components/schemas/')), 'c');
+  const check = (schema: Json, value: unknown) => {
+    const validate = components.compile(JSON.parse(JSON.stringify(schema).replaceAll('"#/components/schemas/', '"c#/components/schemas/')));
+    return validate(value) ? 'valid' : components.errorsText(validate.errors);
+  };
+
+  it("gives every operation's request body and 2xx response an example that its schema takes", () => {
+    const problems: string[] = [];
+    for (const op of API_OPERATIONS) {
+      const o = operationOf(op);
+      const bodies: [string, Json][] = [];
+      if (o.requestBody) bodies.push(['request', o.requestBody.content['application/json']]);
+      for (const [status, r] of Object.entries(o.responses as Record<string, Json>))
+        if (status.startsWith('2')) for (const [type, m] of Object.entries((r.content ?? {}) as Record<string, Json>)) bodies.push([`${status} ${type}`, m]);
+      for (const [where, m] of bodies) {
+        const schema = '$ref' in m.schema ? doc.components.schemas[m.schema.$ref.split('/').pop()] : m.schema;
+        if (schema.format === 'binary') continue; // a Parquet file has no JSON example
+        if (!('example' in m)) problems.push(`${op.operationId} ${where}: no example`);
+        else if (check(m.schema, m.example) !== 'valid') problems.push(`${op.operationId} ${where}: ${check(m.schema, m.example)}`);
+      }
+    }
+    expect(problems).toEqual([]);
+    // Positive control: the check refuses an example that breaks its schema.
+    expect(check(operationOf(API_OPERATIONS.find((x) => x.operationId === 'createSource')!).requestBody.content['application/json'].schema, { type: 'url' })).not.toBe('valid');
+    expect(operationOf(API_OPERATIONS.find((x) => x.operationId === 'createSource')!).requestBody.content['application/json'].example).toMatchObject({
+      type: 'url',
+      name: 'Orders 2026',
+    });
+  });
+
+  it('lists every public event type under webhooks, with its payload schema, a sample the SDK accepts, and the signature headers', () => {
+    expect(Object.keys(doc.webhooks).sort()).toEqual([...PUBLIC_EVENT_TYPES].sort());
+    for (const type of PUBLIC_EVENT_TYPES) {
+      const post = doc.webhooks[type].post as Json;
+      const m = post.requestBody.content['application/json'];
+      expect({ type, sample: m.example.type, valid: check(m.schema, m.example) }).toEqual({ type, sample: type, valid: 'valid' });
+      expect(webhookPayloadSchema.safeParse(m.example).success).toBe(true);
+      expect((post.parameters as Json[]).map((p) => p.name)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature']);
+      // the schema is the delivery's own: another event's sample does not fit it
+      const other = PUBLIC_EVENT_TYPES.find((t) => t !== type)!;
+      expect(check(m.schema, doc.webhooks[other].post.requestBody.content['application/json'].example)).not.toBe('valid');
+    }
+    expect(doc.info.description).toMatch(/Standard Webhooks.*webhook-signature.*HMAC-SHA256.*verifyWebhook.*@dap\/sdk\/webhooks/s);
+  });
+
+  it('resolves every $ref of the document, the webhooks included, and names each webhook operation once', () => {
+    const refs = new Set<string>();
+    const walk = (v: unknown): void => {
+      if (Array.isArray(v)) v.forEach(walk);
+      else if (v && typeof v === 'object')
+        for (const [k, x] of Object.entries(v)) {
+          if (k === '$ref' && typeof x === 'string') refs.add(x);
+          else walk(x);
+        }
+    };
+    walk(doc);
+    expect(refs.size).toBeGreaterThan(20);
+    const dangling = [...refs].filter((r) => !r.startsWith('#/components/schemas/') || !(r.slice('#/components/schemas/'.length) in doc.components.schemas));
+    expect(dangling).toEqual([]);
+    expect([...refs]).toEqual(expect.arrayContaining(['#/components/schemas/SourceReadyEvent', '#/components/schemas/EndpointDisabledEvent']));
+    const ids = [...Object.values(doc.paths as Json).flatMap((p) => Object.values(p as Json)), ...Object.values(doc.webhooks as Json).map((w) => w.post)].map((o) => o.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('verifies a sample delivery signed as the recipe says, with the SDK', () => {
+    const secret = `whsec_${randomBytes(24).toString('base64')}`;
+    const body = JSON.stringify(doc.webhooks['report.completed'].post.requestBody.content['application/json'].example);
+    const id = newId('evt');
+    const ts = String(Math.floor(Date.now() / 1000));
+    const sig = createHmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64'))
+      .update(`${id}.${ts}.${body}`)
+      .digest('base64');
+    const event = verifyWebhook(body, { 'webhook-id': id, 'webhook-timestamp': ts, 'webhook-signature': `v1,${sig}` }, { secrets: secret });
+    expect(event).toMatchObject({ id, type: 'report.completed', known: true });
+    expect(() => verifyWebhook(body, { 'webhook-id': id, 'webhook-timestamp': ts, 'webhook-signature': `v1,${sig.slice(1)}A` }, { secrets: secret })).toThrow();
   });
 });

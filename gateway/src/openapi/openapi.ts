@@ -1,6 +1,17 @@
 import { z } from 'zod';
 import { MAX_JSON_DEPTH, MAX_LISTED_ERRORS } from '@dap/http';
-import { API_OPERATIONS, IDEMPOTENCY_KEY_PATTERN, operationTakesIdempotencyKey, problemSchema, type ApiOperation } from '@dap/contracts';
+import {
+  API_OPERATIONS,
+  FILE_FORMATS,
+  IDEMPOTENCY_KEY_PATTERN,
+  operationTakesIdempotencyKey,
+  problemSchema,
+  UPLOAD_FILE_FIELD,
+  webhookPayloadSchema,
+  type ApiOperation,
+  type PublicEventType,
+} from '@dap/contracts';
+import { REQUEST_EXAMPLES, RESPONSE_EXAMPLES, WEBHOOK_EXAMPLES } from './examples.ts';
 
 type Json = Record<string, unknown>;
 
@@ -15,6 +26,12 @@ function schemaOf(schema: z.ZodType, io: 'input' | 'output', components: Json): 
   if (!id) return body;
   if (body.$ref !== `#/components/schemas/${id}`) components[id] = body;
   return { $ref: `#/components/schemas/${id}` };
+}
+
+/** A media type object with the example of its component, when there is one. */
+function media(schema: Json, examples: Record<string, unknown>): Json {
+  const name = typeof schema.$ref === 'string' ? schema.$ref.slice('#/components/schemas/'.length) : undefined;
+  return name && name in examples ? { schema, example: examples[name] } : { schema };
 }
 
 const problemResponse = (description: string) => ({
@@ -43,6 +60,7 @@ const COMMON_ERRORS: Record<number, string> = {
 const EXTRA_ERRORS: Record<number, string> = {
   404: 'The resource does not exist (or belongs to another account).',
   409: 'The request conflicts with the resource state.',
+  415: 'The request body has a media type (or content coding) this operation does not take.',
   422: 'The request is well-formed but cannot be carried out.',
   503: 'A service or one of its dependencies is temporarily unavailable; see Retry-After.',
 };
@@ -103,6 +121,33 @@ function parametersOf(op: ApiOperation, components: Json): Json[] {
   return params;
 }
 
+/** A streamed file body: the raw file in each of its media types, or a multipart form with the file and its fields. */
+function uploadBody(upload: NonNullable<ApiOperation['upload']>, components: Json): Json {
+  const file = schemaOf(upload.schema, 'input', components);
+  const content: Json = {};
+  for (const type of upload.mediaTypes) {
+    content[type] =
+      type === 'multipart/form-data'
+        ? {
+            schema: {
+              type: 'object',
+              required: [UPLOAD_FILE_FIELD],
+              properties: {
+                [UPLOAD_FILE_FIELD]: file,
+                name: { type: 'string', description: 'the source name (or the query parameter)' },
+                format: { type: 'string', enum: [...FILE_FORMATS], description: "the file format; by default the part's Content-Type, then the file name's extension" },
+              },
+            },
+          }
+        : { schema: file };
+  }
+  return {
+    required: true,
+    description: 'The file, streamed: not held in memory by the gateway or the service. Up to UPLOAD_LIMIT_BYTES (2 GiB by default).',
+    content,
+  };
+}
+
 /** The OpenAPI 3.1 document, generated from the same operation table and zod schemas that validate. */
 export function buildOpenApi(serverUrl: string): Json {
   const components: Json = {};
@@ -112,7 +157,7 @@ export function buildOpenApi(serverUrl: string): Json {
     const responses: Json = {};
     const auth = op.auth ?? 'any';
     const success = op.success;
-    const okBody = success.schema ? { content: { [success.mediaType ?? 'application/json']: { schema: schemaOf(success.schema, 'output', components) } } } : {};
+    const okBody = success.schema ? { content: { [success.mediaType ?? 'application/json']: media(schemaOf(success.schema, 'output', components), RESPONSE_EXAMPLES) } } : {};
     responses[String(success.status)] = {
       description: success.status === 204 ? 'Done; no content.' : 'Success.',
       headers: { ...rateHeaders, ...(success.status === 201 || success.status === 202 ? { Location: { schema: { type: 'string' } } } : {}) },
@@ -122,7 +167,7 @@ export function buildOpenApi(serverUrl: string): Json {
       responses[String(success.alt.status)] = {
         description: 'Accepted; the work finishes in the background. Poll the Location.',
         headers: { ...rateHeaders, Location: { schema: { type: 'string' } } },
-        content: { 'application/json': { schema: schemaOf(success.alt.schema, 'output', components) } },
+        content: { 'application/json': media(schemaOf(success.alt.schema, 'output', components), RESPONSE_EXAMPLES) },
       };
     }
     for (const [status, description] of Object.entries(errorResponsesOf(op))) responses[status] = problemResponse(description);
@@ -138,8 +183,9 @@ export function buildOpenApi(serverUrl: string): Json {
       responses,
     };
     if (op.body) {
-      operation.requestBody = { required: true, content: { 'application/json': { schema: schemaOf(op.body, 'input', components) } } };
+      operation.requestBody = { required: true, content: { 'application/json': media(schemaOf(op.body, 'input', components), REQUEST_EXAMPLES) } };
     }
+    if (op.upload) operation.requestBody = uploadBody(op.upload, components);
     paths[op.path] = { ...(paths[op.path] ?? {}), [op.method]: operation };
   }
   return {
@@ -148,9 +194,11 @@ export function buildOpenApi(serverUrl: string): Json {
       title: 'Data Analytics and Model Prediction API',
       version: '1.0.0',
       description:
-        'Connect data sources, run analytics queries that produce reports, run predictions on models and receive signed webhooks. Every request carries `Authorization: Bearer <API_KEY>`; API keys are created in the dashboard under Settings > API Keys. Rate limits are per account and per minute: Starter 100, Professional 1,000, Enterprise 10,000. Errors are RFC 9457 problem documents.',
+        'Connect data sources, run analytics queries that produce reports, run predictions on models and receive signed webhooks. Every request carries `Authorization: Bearer <API_KEY>`; API keys are created in the dashboard under Settings > API Keys. Rate limits are per account and per minute: Starter 100, Professional 1,000, Enterprise 10,000. Errors are RFC 9457 problem documents (`application/problem+json`); their `type` is a relative reference to a page explaining the error, `/docs/problems/<slug>` on this host (all of them: [/docs/problems](/docs/problems)).\n\n## Webhooks\n\n' +
+        WEBHOOK_RECIPE,
     },
     servers: [{ url: `${serverUrl}/v1` }],
+    webhooks: webhooksOf(components),
     security: [{ bearerAuth: [] }],
     paths,
     components: {
@@ -168,30 +216,50 @@ export function buildOpenApi(serverUrl: string): Json {
   };
 }
 
-/** A readable, dependency-free reference page rendered from the document. */
-export function docsPage(doc: Json): string {
-  const esc = (s: unknown) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
-  const info = doc.info as { title: string; description: string; version: string };
-  const rows: string[] = [];
-  for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, Json>>)) {
-    for (const [method, op] of Object.entries(methods)) {
-      const statuses = Object.keys(op.responses as Json).join(', ');
-      rows.push(
-        `<section><h3><span class="m ${method}">${method.toUpperCase()}</span> <code>/v1${esc(path)}</code></h3><p>${esc(op.summary)}</p><p class="meta">${
-          op['x-auth'] === 'public'
-            ? 'No credentials'
-            : op['x-auth'] === 'session'
-              ? 'Dashboard session'
-              : op['x-required-scope']
-                ? `Scope <code>${esc(op['x-required-scope'])}</code>`
-                : 'Any valid key or session'
-        } · responses ${esc(statuses)}</p>${
-          op.requestBody ? `<details><summary>Request body schema</summary><pre>${esc(JSON.stringify(op.requestBody, null, 2))}</pre></details>` : ''
-        }</section>`,
-      );
-    }
+const sigHeaders = {
+  'webhook-id': { description: 'The event id; the same on every retry, so use it to drop duplicates.', schema: { type: 'string' }, required: true },
+  'webhook-timestamp': { description: 'Unix time (seconds) of this attempt; refuse one more than 5 minutes from your clock.', schema: { type: 'string' }, required: true },
+  'webhook-signature': {
+    description: 'Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match.',
+    schema: { type: 'string' },
+    required: true,
+  },
+};
+
+/** How a receiver checks a delivery (Standard Webhooks), in the document and on /docs. */
+export const WEBHOOK_RECIPE = [
+  "Each registered endpoint receives `POST` requests whose JSON body is `{type, timestamp, data}` for the event types it subscribed to (the catalog below has a sample of each). Deliveries are signed as [Standard Webhooks](https://www.standardwebhooks.com/) specifies, with the endpoint's `whsec_…` secret:",
+  '',
+  '1. Take the raw request body exactly as received (before parsing it), and the `webhook-id`, `webhook-timestamp` and `webhook-signature` headers.',
+  '2. Refuse a `webhook-timestamp` more than 5 minutes away from your clock (replays).',
+  '3. Compute HMAC-SHA256 over `${webhook-id}.${webhook-timestamp}.${body}` with the key that is the base64 part of the secret after `whsec_` (decoded), and base64-encode it.',
+  '4. Accept when it equals, in constant time, one of the `v1,<signature>` entries of `webhook-signature` (during a secret rotation there is one per secret).',
+  '5. Answer 2xx within 15 seconds; anything else is retried with backoff. Answering 410 disables the endpoint. Use `webhook-id` to drop a duplicate.',
+  '',
+  "In Node.js the SDK does all of this: `import { verifyWebhook } from '@dap/sdk/webhooks'; const event = verifyWebhook(rawBody, req.headers, { secrets: process.env.DAP_WEBHOOK_SECRET });` throws `WebhookVerificationError` for a delivery that is not authentic, and returns the typed event otherwise. Any Standard Webhooks library verifies them too.",
+].join('\n');
+
+/** The webhook event catalog: one entry per public event type, with its payload schema and a sample. */
+function webhooksOf(components: Json): Json {
+  const out: Json = {};
+  for (const option of webhookPayloadSchema.options) {
+    const type = option.shape.type.value as PublicEventType;
+    const name = `${type.replace(/(^|[._])(\w)/g, (_m, _sep, c: string) => c.toUpperCase())}Event`;
+    components[name] = schemaOf(option, 'output', components);
+    out[type] = {
+      post: {
+        operationId: `on-${type}`,
+        summary: type,
+        description: `Sent to the endpoints subscribed to \`${type}\` (or a wildcard such as \`${type.split('.')[0]}.*\` or \`*\`). Verify the signature before trusting the body: see Webhooks in the introduction.`,
+        tags: ['webhook events'],
+        parameters: Object.entries(sigHeaders).map(([hname, h]) => ({ name: hname, in: 'header', ...h })),
+        requestBody: { required: true, content: { 'application/json': { schema: { $ref: `#/components/schemas/${name}` }, example: WEBHOOK_EXAMPLES[type] } } },
+        responses: {
+          '200': { description: 'Any 2xx acknowledges the delivery.' },
+          '410': { description: 'Gone: the endpoint is disabled and receives nothing more until it is enabled again.' },
+        },
+      },
+    };
   }
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${esc(info.title)} — API reference</title>
-<style>body{font:16px/1.5 system-ui,sans-serif;max-width:960px;margin:0 auto;padding:1.5rem;color:#1a1a2e}h1{font-size:1.6rem}section{border-top:1px solid #ddd;padding:.5rem 0}code{background:#f3f3f7;padding:0 .25rem;border-radius:4px}.m{display:inline-block;min-width:4.5rem;text-align:center;border-radius:4px;color:#fff;font-size:.8rem;padding:.1rem .4rem}.get{background:#1f6feb}.post{background:#1a7f37}.delete{background:#cf222e}.meta{color:#555;font-size:.9rem}pre{overflow:auto;background:#f6f8fa;padding:.75rem;border-radius:6px;font-size:.8rem}</style></head>
-<body><h1>${esc(info.title)} <small>v${esc(info.version)}</small></h1><p>${esc(info.description)}</p><p>Machine-readable: <a href="/v1/openapi.json">/v1/openapi.json</a> (OpenAPI 3.1).</p>${rows.join('\n')}</body></html>`;
+  return out;
 }

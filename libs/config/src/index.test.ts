@@ -1,4 +1,15 @@
-import { ConfigError, kafkaConfig, kafkaSettingsOf, loadConfig, mongoConfig, serviceConfigShape } from './index.ts';
+import {
+  ConfigError,
+  kafkaConfig,
+  kafkaSettingsOf,
+  loadConfig,
+  mongoConfig,
+  outboundConfig,
+  platformEndpointsOf,
+  redisConfig,
+  redisTargetOf,
+  serviceConfigShape,
+} from './index.ts';
 
 const base = { KAFKA_BROKERS: 'k1:9092, k2:9092', KAFKA_CLIENT_ID: 'svc' };
 const service = { ...base, PORT: '8080', MONGO_URL: 'mongodb://db:27017', INTERNAL_SECRET: 'x'.repeat(32) };
@@ -26,6 +37,7 @@ describe('Kafka TLS and SASL', () => {
       topicPrefix: '',
       ssl: false,
       sasl: undefined,
+      topics: { events: { partitions: 12 }, deadLetters: { partitions: 3 } },
       startupTimeoutMs: 30_000,
     });
   });
@@ -68,5 +80,117 @@ describe('Kafka TLS and SASL', () => {
 
   it('refuses a hand-built config with a mechanism and no credentials', () => {
     expect(() => kafkaSettingsOf({ KAFKA_BROKERS: ['k'], KAFKA_CLIENT_ID: 'c', KAFKA_TOPIC_PREFIX: '', KAFKA_SASL_MECHANISM: 'plain' })).toThrow(ConfigError);
+  });
+});
+
+describe('outbound targets', () => {
+  const outbound = (env: Record<string, string>) => loadConfig(outboundConfig, env);
+
+  it('reads ALLOW_PRIVATE_TARGETS as false, true or a CIDR list, and refuses anything else with every bad entry named', () => {
+    expect(outbound({}).ALLOW_PRIVATE_TARGETS).toBe(false);
+    expect(outbound({ ALLOW_PRIVATE_TARGETS: '' }).ALLOW_PRIVATE_TARGETS).toBe(false);
+    expect(outbound({ ALLOW_PRIVATE_TARGETS: '0' }).ALLOW_PRIVATE_TARGETS).toBe(false);
+    expect(outbound({ ALLOW_PRIVATE_TARGETS: 'TRUE' }).ALLOW_PRIVATE_TARGETS).toBe(true);
+    expect(outbound({ ALLOW_PRIVATE_TARGETS: ' 10.20.0.0/16, fd00:20::/48 ,192.168.1.7' }).ALLOW_PRIVATE_TARGETS).toEqual(['10.20.0.0/16', 'fd00:20::/48', '192.168.1.7']);
+    expect(() => outbound({ ALLOW_PRIVATE_TARGETS: '10.0.0.0/8,yes,10.0.0.0/40' })).toThrow('ALLOW_PRIVATE_TARGETS: not a CIDR range: yes, 10.0.0.0/40');
+  });
+
+  it('reads PLATFORM_ENDPOINTS as host:port entries', () => {
+    expect(outbound({ PLATFORM_ENDPOINTS: 'redis:6379, [::1]:8092,10.0.0.5:9092' }).PLATFORM_ENDPOINTS).toEqual([
+      { host: 'redis', port: 6379 },
+      { host: '::1', port: 8092 },
+      { host: '10.0.0.5', port: 9092 },
+    ]);
+    expect(() => outbound({ PLATFORM_ENDPOINTS: 'redis,gateway:0,ok:1' })).toThrow('PLATFORM_ENDPOINTS: not host:port: redis, gateway:0');
+  });
+
+  it("lists a process's own address, MongoDB's hosts, the brokers, Redis and PLATFORM_ENDPOINTS as the platform's endpoints", () => {
+    expect(
+      platformEndpointsOf({
+        HOST: '0.0.0.0',
+        PORT: 8092,
+        MONGO_URL: 'mongodb://user:p%40ss@db1:27018,db2,[fd00::7]:27019/app?replicaSet=rs0',
+        KAFKA_BROKERS: ['k1:9092', 'k2:9093'],
+        REDIS_URL: 'rediss://:secret@cache.internal',
+        PLATFORM_ENDPOINTS: [{ host: 'gateway', port: 8080 }],
+      }),
+    ).toEqual([
+      { host: '0.0.0.0', port: 8092 },
+      { host: 'db1', port: 27018 },
+      { host: 'db2', port: 27017 },
+      { host: 'fd00::7', port: 27019 },
+      { host: 'k1', port: 9092 },
+      { host: 'k2', port: 9093 },
+      { host: 'cache.internal', port: 6379 },
+      { host: 'gateway', port: 8080 },
+    ]);
+    expect(platformEndpointsOf({ MONGO_URL: 'mongodb+srv://u:p@cluster0.example.net/app' })).toEqual([{ host: 'cluster0.example.net', port: 27017 }]);
+  });
+});
+
+describe('Kafka topic layout per family', () => {
+  it('defaults to 12 partitions for events and 3 for dead letters, replication left to fit the cluster', () => {
+    const s = kafkaSettingsOf(loadConfig(serviceConfigShape('models'), service));
+    expect(s.topics).toEqual({ events: { partitions: 12 }, deadLetters: { partitions: 3 } });
+  });
+
+  it('takes partitions, replication factor and min.insync.replicas per family from the environment', () => {
+    const env = {
+      ...base,
+      KAFKA_EVENTS_PARTITIONS: '24',
+      KAFKA_EVENTS_REPLICATION_FACTOR: '3',
+      KAFKA_EVENTS_MIN_INSYNC_REPLICAS: '2',
+      KAFKA_DLQ_PARTITIONS: '1',
+      KAFKA_DLQ_REPLICATION_FACTOR: '1',
+      KAFKA_DLQ_MIN_INSYNC_REPLICAS: '',
+    };
+    expect(kafkaSettingsOf(loadConfig(kafkaConfig, env)).topics).toEqual({
+      events: { partitions: 24, replicationFactor: 3, minInsyncReplicas: 2 },
+      deadLetters: { partitions: 1, replicationFactor: 1 },
+    });
+  });
+
+  it('refuses zero or fractional counts, and more in-sync replicas than copies, naming the variable', () => {
+    const fail = (extra: Record<string, string>) => {
+      try {
+        loadConfig(kafkaConfig, { ...base, ...extra });
+        return 'accepted';
+      } catch (e) {
+        return (e as Error).message;
+      }
+    };
+    expect(fail({ KAFKA_EVENTS_PARTITIONS: '0' })).toMatch(/KAFKA_EVENTS_PARTITIONS/);
+    expect(fail({ KAFKA_DLQ_REPLICATION_FACTOR: '1.5' })).toMatch(/KAFKA_DLQ_REPLICATION_FACTOR/);
+    expect(fail({ KAFKA_EVENTS_REPLICATION_FACTOR: '2', KAFKA_EVENTS_MIN_INSYNC_REPLICAS: '3' })).toBe(
+      'invalid configuration:\n  KAFKA_EVENTS_MIN_INSYNC_REPLICAS: at most KAFKA_EVENTS_REPLICATION_FACTOR (2): no write could ever be acknowledged',
+    );
+    expect(fail({ KAFKA_EVENTS_REPLICATION_FACTOR: '3', KAFKA_EVENTS_MIN_INSYNC_REPLICAS: '3' })).toBe('accepted');
+  });
+});
+
+describe('Redis behind Sentinel or TLS', () => {
+  const fail = (env: Record<string, string>) => {
+    try {
+      loadConfig(redisConfig, env);
+      return 'accepted';
+    } catch (e) {
+      return (e as Error).message;
+    }
+  };
+
+  it('accepts redis://, rediss:// and Sentinel URLs, and Sentinels named apart from the URL', () => {
+    for (const url of ['redis://cache:6379', 'rediss://:pw@cache:6380/1', 'redis+sentinel://s1:26379,s2:26379/mymaster', 'rediss+sentinel://s1/m/2']) {
+      expect(fail({ REDIS_URL: url })).toBe('accepted');
+    }
+    const c = loadConfig(redisConfig, { REDIS_URL: 'redis://:pw@unused/0', REDIS_SENTINELS: 's1:26379, s2:26379', REDIS_SENTINEL_NAME: 'mymaster', REDIS_SENTINEL_PASSWORD: '' });
+    expect(redisTargetOf(c)).toEqual({ url: 'redis://:pw@unused/0', sentinels: ['s1:26379', 's2:26379'], sentinelName: 'mymaster', sentinelPassword: undefined });
+  });
+
+  it('refuses another scheme, half a Sentinel setting, or Sentinels named twice', () => {
+    expect(fail({ REDIS_URL: 'http://cache:6379' })).toMatch(/REDIS_URL: a redis:\/\/, rediss:\/\//);
+    expect(fail({ REDIS_URL: 'redis://x', REDIS_SENTINELS: 's1:26379' })).toBe(
+      'invalid configuration:\n  REDIS_SENTINEL_NAME: REDIS_SENTINELS and REDIS_SENTINEL_NAME go together',
+    );
+    expect(fail({ REDIS_URL: 'redis+sentinel://s1/m', REDIS_SENTINELS: 's1:26379', REDIS_SENTINEL_NAME: 'm' })).toMatch(/not both/);
   });
 });

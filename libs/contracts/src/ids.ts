@@ -1,4 +1,4 @@
-import { monotonicFactory } from 'ulid';
+import { decodeTime, encodeTime, monotonicFactory } from 'ulid';
 import { z } from 'zod';
 
 /** Every id is a known prefix plus a ULID, so ids are self-describing and sort by creation time. */
@@ -39,4 +39,14 @@ export function withArticle(word: string): string {
 
 export function idSchema(prefix: IdPrefix) {
   return z.string().regex(new RegExp(`^${prefix}_${ULID}$`), `must be ${withArticle(`${prefix}_`)} id`);
+}
+
+/** The smallest id of this prefix made at or after `at`: ids sort by time, so `id >= idFloor(p, t)` means "since t". */
+export function idFloor<P extends IdPrefix>(prefix: P, at: Date): `${P}_${string}` {
+  return `${prefix}_${encodeTime(Math.max(0, at.getTime()), 10)}${'0'.repeat(16)}`;
+}
+
+/** When an id was made (the millisecond of its ULID). */
+export function idTime(id: string): Date {
+  return new Date(decodeTime(id.slice(id.indexOf('_') + 1, id.indexOf('_') + 27)));
 }

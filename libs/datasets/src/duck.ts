@@ -1,3 +1,8 @@
+import { rmSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { threadId } from 'node:worker_threads';
 import { DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
 
 export type Cell = string | number | boolean | null;
@@ -37,25 +42,81 @@ export interface DuckOptions {
   /** DuckDB's buffer-manager limit (default 1GB); a writer that must stay small passes less. */
   memoryLimit?: string;
   threads?: number;
-  /** Where DuckDB spills when a query outgrows the memory limit (default: none for an in-memory database). */
+  /** Where DuckDB spills when a query outgrows the memory limit; the instance takes a subdirectory of its own (see `ownTempDir`). */
   tempDirectory?: string;
+  /** The most it may spill there (DuckDB's default: 90% of the free space). */
+  maxTempSize?: string;
+}
+
+/** The spill directories this thread made and still uses. */
+const ownDirs = new Set<string>();
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * A new spill directory under `base` for one DuckDB instance: instances name their spill files alike, so they
+ * must not share one. On the way, this host's directories of processes that are gone (a crash, an OOM kill
+ * while spilling) are removed, and so are this thread's own from before a restart that kept its pid (as a
+ * container's does); other hosts' directories on a shared volume are left alone.
+ */
+export async function ownTempDir(base: string): Promise<string> {
+  await mkdir(base, { recursive: true });
+  const host = hostname().replace(/[^A-Za-z0-9.]/g, '_');
+  for (const name of await readdir(base)) {
+    const m = /^duckdb-(.+)-(\d+)-(\d+)-[A-Za-z0-9]{6}$/.exec(name);
+    if (!m || m[1] !== host) continue;
+    const [pid, thread] = [Number(m[2]), Number(m[3])];
+    const stale = pid === process.pid ? thread === threadId && !ownDirs.has(join(base, name)) : !processAlive(pid);
+    if (stale) await rm(join(base, name), { recursive: true, force: true });
+  }
+  const dir = await mkdtemp(join(base, `duckdb-${host}-${process.pid}-${threadId}-`));
+  ownDirs.add(dir);
+  return dir;
+}
+
+/** Removes a directory from `ownTempDir` once its instance is closed. */
+export function releaseTempDir(dir: string | null): void {
+  if (!dir) return;
+  ownDirs.delete(dir);
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** DuckDB settings for spilling, from `DuckOptions`. */
+export function spillSettings(dir: string | null, maxTempSize: string | undefined): Record<string, string> {
+  return { ...(dir ? { temp_directory: dir } : {}), ...(maxTempSize ? { max_temp_directory_size: maxTempSize } : {}) };
 }
 
 /** One DuckDB instance per process; each query gets its own connection so queries run concurrently. */
 export class Duck {
   private readonly instance: DuckDBInstance;
+  /** This instance's own spill directory, removed on close. */
+  readonly tempDirectory: string | null;
 
-  private constructor(instance: DuckDBInstance) {
+  private constructor(instance: DuckDBInstance, tempDirectory: string | null) {
     this.instance = instance;
+    this.tempDirectory = tempDirectory;
   }
 
   static async open(opts: DuckOptions = {}): Promise<Duck> {
-    const instance = await DuckDBInstance.create(':memory:', {
-      memory_limit: opts.memoryLimit ?? '1GB',
-      ...(opts.threads ? { threads: String(opts.threads) } : {}),
-      ...(opts.tempDirectory ? { temp_directory: opts.tempDirectory } : {}),
-    });
-    return new Duck(instance);
+    const temp = opts.tempDirectory ? await ownTempDir(opts.tempDirectory) : null;
+    try {
+      const instance = await DuckDBInstance.create(':memory:', {
+        memory_limit: opts.memoryLimit ?? '1GB',
+        ...(opts.threads ? { threads: String(opts.threads) } : {}),
+        ...spillSettings(temp, opts.maxTempSize),
+      });
+      return new Duck(instance, temp);
+    } catch (err) {
+      releaseTempDir(temp);
+      throw err;
+    }
   }
 
   /** Runs one statement on its own connection; aborting `signal` interrupts it (the promise then rejects). */
@@ -87,5 +148,6 @@ export class Duck {
 
   close(): void {
     this.instance.closeSync();
+    releaseTempDir(this.tempDirectory);
   }
 }

@@ -1,2 +1,3 @@
 export * from './duck.ts';
 export * from './store.ts';
+export * from './reader.ts';

@@ -26,23 +26,44 @@ function checkSegment(s: string): string {
   return s;
 }
 
+/** How long a replaced data file stays readable unless the writer says otherwise: longer than any query. */
+export const DEFAULT_DATASET_GRACE_MS = 10 * 60_000;
+/** Beside a replaced data file, holding when it was replaced (ms since the epoch). */
+const RETIRED = '.retired';
+
+export interface StoreOptions {
+  /**
+   * How long a data file stays on disk after a newer one replaced it. Readers on other nodes (analytics,
+   * models) may have resolved the old file just before the swap and still be reading it.
+   */
+  graceMs?: number;
+  /** The clock retirement is measured on (ms since the epoch); tests inject one. */
+  now?: () => number;
+}
+
 /**
  * Parquet files per account and source. A sync writes a new file and then swaps a one-line `current`
- * pointer with an atomic rename, so a reader sees the old data or the new, never half a write.
+ * pointer with an atomic rename, so a reader sees the old data or the new, never half a write. The replaced
+ * file is retired, not removed: it is deleted only `graceMs` later, so a query that resolved it just before the
+ * swap (on this node or another one sharing the volume) still finds it.
  * Only the sources service writes here; analytics and models read through `currentFile`.
  */
 export class DatasetStore {
   readonly root: string;
   readonly duck: Duck;
+  readonly graceMs: number;
+  private readonly now: () => number;
 
-  constructor(root: string, duck: Duck) {
+  constructor(root: string, duck: Duck, opts: StoreOptions = {}) {
     this.root = root;
     this.duck = duck;
+    this.graceMs = opts.graceMs ?? DEFAULT_DATASET_GRACE_MS;
+    this.now = opts.now ?? Date.now;
   }
 
-  static async open(root: string, duckOptions: DuckOptions = {}): Promise<DatasetStore> {
+  static async open(root: string, duckOptions: DuckOptions = {}, storeOptions: StoreOptions = {}): Promise<DatasetStore> {
     await mkdir(root, { recursive: true });
-    return new DatasetStore(root, await Duck.open(duckOptions));
+    return new DatasetStore(root, await Duck.open(duckOptions), storeOptions);
   }
 
   dir(accountId: string, sourceId: string): string {
@@ -90,18 +111,92 @@ export class DatasetStore {
 
   /**
    * Makes a Parquet file written into the source's directory (see `newDataFile`) its current data, with one
-   * atomic rename of the pointer, then removes the data files it replaced.
+   * atomic rename of the pointer. The files it replaced are retired (removed after the grace period).
    */
   async publish(accountId: string, sourceId: string, file: string): Promise<IngestResult> {
     const dir = this.dir(accountId, sourceId);
     const fileName = basename(file);
     if (join(dir, fileName) !== file || !fileName.endsWith('.parquet')) throw new Error('publish takes a file from newDataFile');
     const [schema, count] = await Promise.all([this.describeFile(file), this.duck.run(`SELECT count(*) AS n FROM read_parquet(${sqlLiteral(file)})`)]);
+    // A file some other writer retired (one whose lease ran out mid-load) is current again from here on.
+    await rm(join(dir, fileName + RETIRED), { force: true });
     const pointerTmp = join(dir, `current.${process.pid}.tmp`);
     await writeFile(pointerTmp, fileName, { flush: true });
     await rename(pointerTmp, join(dir, 'current'));
-    await this.removeStale(dir, fileName);
+    await this.retireAllBut(dir, fileName);
+    await this.sweepDir(dir);
     return { rowCount: Number(count.rows[0]?.n ?? 0), schema, file };
+  }
+
+  /**
+   * Removes the Parquet files a failed sync left beside the published one. Retired files are not the
+   * sync's: readers may still be on them until their grace period ends.
+   */
+  async removeUnpublished(accountId: string, sourceId: string): Promise<void> {
+    const dir = this.dir(accountId, sourceId);
+    const current = await this.currentFile(accountId, sourceId);
+    const keep = current ? basename(current) : null;
+    let names: string[];
+    try {
+      names = await readdir(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw err;
+    }
+    const retired = new Set(names.filter((f) => f.endsWith(RETIRED)).map((f) => f.slice(0, -RETIRED.length)));
+    for (const f of names) if (f.endsWith('.parquet') && f !== keep && !retired.has(f)) await rm(join(dir, f), { force: true });
+  }
+
+  /**
+   * Deletes every retired file whose grace period is over, in every source's directory; returns how many.
+   * The sources service runs it on a timer, since a source that is never synced again never publishes again.
+   */
+  async sweepRetired(): Promise<number> {
+    let removed = 0;
+    for (const account of await readdirOrEmpty(this.root)) {
+      if (!SAFE_SEGMENT.test(account)) continue;
+      for (const source of await readdirOrEmpty(join(this.root, account))) {
+        if (SAFE_SEGMENT.test(source)) removed += await this.sweepDir(join(this.root, account, source));
+      }
+    }
+    return removed;
+  }
+
+  /** Marks every data file but `keep` retired as of now (a file already marked keeps its first time). */
+  private async retireAllBut(dir: string, keep: string): Promise<void> {
+    const names = await readdir(dir);
+    const marked = new Set(names.filter((f) => f.endsWith(RETIRED)));
+    const at = String(this.now());
+    for (const f of names) {
+      if (f.endsWith('.parquet') && f !== keep && !marked.has(f + RETIRED)) await writeFile(join(dir, f + RETIRED), at);
+    }
+  }
+
+  private async sweepDir(dir: string): Promise<number> {
+    let removed = 0;
+    const now = this.now();
+    const current = await readFile(join(dir, 'current'), 'utf8').then(
+      (name) => name.trim(),
+      () => null,
+    );
+    for (const marker of await readdirOrEmpty(dir)) {
+      if (!marker.endsWith(RETIRED)) continue;
+      if (marker.slice(0, -RETIRED.length) === current) {
+        await rm(join(dir, marker), { force: true }); // never the file readers are sent to
+        continue;
+      }
+      const at = Number(await readFile(join(dir, marker), 'utf8').catch(() => 'NaN'));
+      // An unreadable marker (a crash mid-write) counts from now on: removed one grace period later at most.
+      if (Number.isFinite(at) && now - at < this.graceMs) continue;
+      if (!Number.isFinite(at)) {
+        await writeFile(join(dir, marker), String(now));
+        continue;
+      }
+      await rm(join(dir, marker.slice(0, -RETIRED.length)), { force: true });
+      await rm(join(dir, marker), { force: true });
+      removed++;
+    }
+    return removed;
   }
 
   async describeFile(file: string): Promise<DatasetColumn[]> {
@@ -124,10 +219,14 @@ export class DatasetStore {
     // A sync may still be writing into the folder; retrying rides out its last files landing.
     await rm(this.dir(accountId, sourceId), { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
   }
+}
 
-  private async removeStale(dir: string, keep: string): Promise<void> {
-    for (const f of await readdir(dir)) {
-      if (f.endsWith('.parquet') && f !== keep) await rm(join(dir, f), { force: true });
-    }
+async function readdirOrEmpty(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return [];
+    throw err;
   }
 }

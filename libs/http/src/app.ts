@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { newId, verifyCallerContext, isInternalServiceToken, INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, INTERNAL_TOKEN_HEADER, type CallerContext } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
 import { AppError, problemOf } from './errors.ts';
@@ -36,6 +36,11 @@ export interface HttpAppOptions {
   ready?: () => Promise<void>;
   /** This process's metrics registry; one is made (named after the logger's `service`) when not given. */
   metrics?: Metrics;
+  /**
+   * Routes that read their own request body (streamed file uploads): mounted after the gateway-signature check
+   * and before the JSON body parser, which never sees their requests.
+   */
+  streamRoutes?: RequestHandler;
 }
 
 export function requestId(req: Request, res: Response, next: NextFunction): void {
@@ -144,6 +149,7 @@ export function createHttpApp(opts: HttpAppOptions): Express {
     }
   });
   if (opts.internalSecret) app.use('/v1', requireGatewaySignature(opts.internalSecret));
+  if (opts.streamRoutes) app.use(opts.streamRoutes);
   app.use(jsonBody(opts.bodyLimitBytes));
   return app;
 }

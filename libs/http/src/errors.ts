@@ -10,6 +10,7 @@ export const ERROR_CATALOGUE = Object.freeze({
   method_not_allowed: { status: 405, title: 'Method Not Allowed', slug: 'method-not-allowed' },
   conflict: { status: 409, title: 'Conflict', slug: 'conflict' },
   payload_too_large: { status: 413, title: 'Payload Too Large', slug: 'payload-too-large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported Media Type', slug: 'unsupported-media-type' },
   unprocessable: { status: 422, title: 'Unprocessable Content', slug: 'unprocessable' },
   quota_exceeded: { status: 429, title: 'Too Many Requests', slug: 'quota-exceeded' },
   internal: { status: 500, title: 'Internal Server Error', slug: 'internal' },
@@ -19,7 +20,11 @@ export const ERROR_CATALOGUE = Object.freeze({
 } as const);
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
 
-export const PROBLEM_TYPE_BASE = 'https://docs.dap.dev/problems/';
+/**
+ * A relative reference (RFC 9457 section 3.1.1: resolved against the request URL), so every service's problem
+ * bodies point at the page the gateway serves for them at its own public origin, whatever that is.
+ */
+export const PROBLEM_TYPE_BASE = '/docs/problems/';
 
 export interface FieldError {
   path: string;

@@ -12,8 +12,11 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-async function bind(app: Express, host: string, port: number): Promise<Omit<RunningServer, 'metricsUrl'>> {
-  const server = createServer({ keepAliveTimeout: 65_000, headersTimeout: 30_000, requestTimeout: 120_000 }, app);
+/** How long a request may take to arrive whole, unless a process raises it for uploads. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 120_000;
+
+async function bind(app: Express, host: string, port: number, requestTimeoutMs = DEFAULT_REQUEST_TIMEOUT_MS): Promise<Omit<RunningServer, 'metricsUrl'>> {
+  const server = createServer({ keepAliveTimeout: 65_000, headersTimeout: 30_000, requestTimeout: requestTimeoutMs }, app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());
@@ -48,9 +51,11 @@ export function metricsApp(metrics: Metrics): Express {
 /**
  * Listens and resolves with the bound URL; `close` stops accepting and waits for in-flight requests. With a
  * `metricsPort` (0 picks a free one), the app's metrics registry (`app.locals.metrics`) is served there too.
+ * `requestTimeoutMs` (DEFAULT_REQUEST_TIMEOUT_MS) bounds how long one request may take to arrive: a process that
+ * takes large uploads raises it, and cuts a stalled upload by its idle timeout instead.
  */
-export async function listen(app: Express, host: string, port: number, opts: { metricsPort?: number | undefined } = {}): Promise<RunningServer> {
-  const main = await bind(app, host, port);
+export async function listen(app: Express, host: string, port: number, opts: { metricsPort?: number | undefined; requestTimeoutMs?: number } = {}): Promise<RunningServer> {
+  const main = await bind(app, host, port, opts.requestTimeoutMs);
   if (opts.metricsPort === undefined) return main;
   const metrics = app.locals.metrics as Metrics | undefined;
   if (!metrics) {

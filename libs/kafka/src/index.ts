@@ -1,5 +1,5 @@
 import { Kafka, logLevel, type Admin, type Consumer, type KafkaConfig, type Producer, type KafkaMessage } from 'kafkajs';
-import { retryDuringStartup, type KafkaSaslMechanism } from '@dap/config';
+import { DEFAULT_TOPIC_LAYOUTS, retryDuringStartup, type KafkaSaslMechanism, type TopicFamily, type TopicLayout } from '@dap/config';
 import { ALL_TOPICS, domainEventSchema, topicOf, type DomainEvent, type Topic } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
 import { backoff, type BackoffPolicy } from '@dap/retry';
@@ -14,7 +14,34 @@ export interface KafkaSettings {
   sasl?: { mechanism: KafkaSaslMechanism; username: string; password: string };
   /** How long start-up waits for a broker to answer; default 30 s. */
   startupTimeoutMs?: number;
+  /** How each family of topics is created; default DEFAULT_TOPIC_LAYOUTS of @dap/config. */
+  topics?: Partial<Record<TopicFamily, TopicLayout>>;
 }
+
+/** A layout with its replication settled for a cluster of `brokers` live brokers. */
+export interface ResolvedTopicLayout {
+  partitions: number;
+  replicationFactor: number;
+  minInsyncReplicas: number;
+}
+
+/**
+ * Settles the replication a layout leaves unset: 3 replicas with 2 in sync, or as many as a smaller cluster
+ * has. Explicit values are kept as they are, so a production cluster that is short of brokers at start-up
+ * refuses the topics instead of silently getting fewer copies (operators set them explicitly).
+ */
+export function resolveTopicLayout(layout: TopicLayout, brokers: number): ResolvedTopicLayout {
+  const replicationFactor = layout.replicationFactor ?? Math.max(1, Math.min(3, brokers));
+  const minInsyncReplicas = layout.minInsyncReplicas ?? Math.max(1, Math.min(2, replicationFactor - 1));
+  if (minInsyncReplicas > replicationFactor) {
+    throw Object.assign(new Error(`min.insync.replicas ${minInsyncReplicas} exceeds the replication factor ${replicationFactor}: no write could be acknowledged`), {
+      type: 'INVALID_CONFIG',
+    });
+  }
+  return { partitions: layout.partitions, replicationFactor, minInsyncReplicas };
+}
+
+export const topicLayoutOf = (s: Pick<KafkaSettings, 'topics'>, family: TopicFamily): TopicLayout => s.topics?.[family] ?? DEFAULT_TOPIC_LAYOUTS[family];
 
 /** The kafkajs client options of some settings, without the logger (a pure mapping, unit-tested). */
 export function kafkaClientConfig(s: KafkaSettings): Omit<KafkaConfig, 'logCreator'> {
@@ -141,13 +168,47 @@ async function notReady(admin: Admin, topics: string[]): Promise<string[]> {
 /** The prefixed names of every domain topic. */
 export const domainTopicNames = (s: Pick<KafkaSettings, 'topicPrefix'>) => ALL_TOPICS.map((t) => topicName(s, t));
 
+/** kafkajs says only "Topic creation errors": the message gets each topic's refusal, and the layout asked for. */
+function withTopicErrors(err: unknown, layout: ResolvedTopicLayout): unknown {
+  const e = err as { message?: string; errors?: { topic?: string; type?: string; message?: string }[] };
+  if (!Array.isArray(e?.errors)) return err;
+  const refused = e.errors.filter((t) => t.type !== 'TOPIC_ALREADY_EXISTS');
+  const detail = refused.map((t) => `${t.topic ?? '?'}: ${t.type ?? ''} ${t.message ?? ''}`.trim()).join('; ');
+  const asked = `${layout.partitions} partitions, replication factor ${layout.replicationFactor}, min.insync.replicas ${layout.minInsyncReplicas}`;
+  return Object.assign(new Error(`${e.message} (${asked}): ${detail}`), { name: 'KafkaJSAggregateError', errors: e.errors });
+}
+
+/** The layout with its replication settled; the cluster is asked for its size only when a setting is left unset. */
+async function settledLayout(admin: Admin, layout: TopicLayout): Promise<ResolvedTopicLayout> {
+  const brokers = layout.replicationFactor === undefined || layout.minInsyncReplicas === undefined ? (await admin.describeCluster()).brokers.length : 3;
+  return resolveTopicLayout(layout, brokers);
+}
+
 /**
- * Creates the topics (full names) that are missing and waits until every partition of each has a leader.
+ * Existing topics are not altered: adding partitions moves keys to other partitions, which would break the
+ * per-account order of events in flight. A topic with fewer partitions than configured caps how many replicas
+ * of a consumer group get work, so the operator is told how to raise it.
+ */
+async function warnIfFewerPartitions(admin: Admin, topics: string[], layout: TopicLayout, logger: Logger): Promise<void> {
+  const { topics: found } = await admin.fetchTopicMetadata({ topics }).catch(() => ({ topics: [] as { name: string; partitions: unknown[] }[] }));
+  for (const t of found) {
+    if (t.partitions.length < layout.partitions) {
+      logger.warn(
+        { topic: t.name, partitions: t.partitions.length, configured: layout.partitions },
+        'topic has fewer partitions than configured: a consumer group gets no more busy replicas than partitions (raise it with kafka-topics.sh --alter --partitions when no events are in flight)',
+      );
+    }
+  }
+}
+
+/**
+ * Creates the topics (full names) that are missing, with their family's layout (partitions, replication
+ * factor, min.insync.replicas), and waits until every partition of each has a leader.
  * Idempotent, and safe from every service at once: the topics another service created meanwhile count as
  * created. Retried with backoff over the settings' start-up period, because one request's timeout is not
  * enough on a busy broker; each retry is logged and the last error ends start-up.
  */
-export async function ensureTopics(kafka: Kafka, s: KafkaSettings, logger: Logger, names: string[]): Promise<void> {
+export async function ensureTopics(kafka: Kafka, s: KafkaSettings, logger: Logger, names: string[], family: TopicFamily = 'events'): Promise<void> {
   const topics = [...new Set(names)];
   // The outer retry owns the waiting: kafkajs's own retries would hide each failure for up to half a minute.
   const admin = kafka.admin({ retry: { retries: 1 } });
@@ -161,12 +222,27 @@ export async function ensureTopics(kafka: Kafka, s: KafkaSettings, logger: Logge
         await admin.connect(); // a no-op once connected
         // Topics provisioned beforehand are only checked: a service need not have the right to create them.
         if ((await notReady(admin, topics)).length === 0) return;
+        const layout = await settledLayout(admin, topicLayoutOf(s, family));
         // Resolves false when every topic exists already; a mix of existing and new ones is fine too.
-        await admin.createTopics({ waitForLeaders: false, timeout: 15_000, topics: topics.map((topic) => ({ topic, numPartitions: 3, replicationFactor: 1 })) });
+        await admin
+          .createTopics({
+            waitForLeaders: false,
+            timeout: 15_000,
+            topics: topics.map((topic) => ({
+              topic,
+              numPartitions: layout.partitions,
+              replicationFactor: layout.replicationFactor,
+              configEntries: [{ name: 'min.insync.replicas', value: String(layout.minInsyncReplicas) }],
+            })),
+          })
+          .catch((err: unknown) => {
+            throw withTopicErrors(err, layout);
+          });
         const waiting = await notReady(admin, topics);
         if (waiting.length) throw new TopicsNotReady(`not ready yet: ${waiting.join(', ')}`);
       },
     });
+    await warnIfFewerPartitions(admin, topics, topicLayoutOf(s, family), logger);
   } finally {
     await admin.disconnect().catch(() => {});
   }
@@ -307,7 +383,7 @@ export async function openConsumer(
 ): Promise<{ consumer: Consumer; toDeadLetter: DeadLetter }> {
   const groupId = `${settings.topicPrefix}${opts.groupId}`;
   const dlq = deadLetterTopic(settings, opts.deadLetterName ?? opts.groupId);
-  await ensureTopics(kafka, settings, logger, [dlq]);
+  await ensureTopics(kafka, settings, logger, [dlq], 'deadLetters');
   const consumer = kafka.consumer({ groupId, sessionTimeout: 10_000, heartbeatInterval: 1_000, maxWaitTimeInMs: IDLE_FETCH_WAIT_MS, retry: { retries: 10 } });
   await retryDuringStartup({
     what: `Kafka consumer group ${groupId}`,
@@ -371,3 +447,4 @@ export async function connectEventing(settings: KafkaSettings, logger: Logger): 
   return { kafka, settings, producer, close: () => producer.disconnect() };
 }
 export { openEventing } from './resource.ts';
+export { tailTopics, type TailOptions, type TopicTail } from './tail.ts';

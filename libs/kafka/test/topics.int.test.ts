@@ -1,4 +1,4 @@
-import type { Kafka, KafkaMessage } from 'kafkajs';
+import { ConfigResourceTypes, type Kafka, type KafkaMessage } from 'kafkajs';
 import { StartupError } from '@dap/config';
 import { makeEvent, newId, TOPICS } from '@dap/contracts';
 import { createLogger } from '@dap/logger';
@@ -31,7 +31,8 @@ it('services creating the same topics at once all start, and every partition has
     const { topics } = await admin.fetchTopicMetadata({ topics: wanted });
     expect(topics.map((t) => t.name).sort()).toEqual([...wanted].sort());
     for (const t of topics) {
-      expect(t.partitions).toHaveLength(3);
+      // The defaults: 12 partitions per event topic, 3 per dead-letter topic (the family ensureTopics is told).
+      expect(t.partitions).toHaveLength(12);
       for (const p of t.partitions) expect(p.leader).toBeGreaterThanOrEqual(0);
     }
     // Idempotent: a second call on existing topics changes nothing and succeeds.
@@ -40,6 +41,53 @@ it('services creating the same topics at once all start, and every partition has
     await admin.disconnect();
   }
 }, 90_000);
+
+it('creates each family with its configured partitions, and replication that fits the cluster when left unset', async () => {
+  const s: KafkaSettings = {
+    ...settingsFor(`ly${uniqueSuffix()}.`),
+    topics: { events: { partitions: 5 }, deadLetters: { partitions: 2, replicationFactor: 1, minInsyncReplicas: 1 } },
+  };
+  const kafka = createKafka(s, silent);
+  const dlq = deadLetterTopic(s, 'grp');
+  await ensureTopics(kafka, s, silent, [topicName(s, TOPICS.accounts)]);
+  await ensureTopics(kafka, s, silent, [dlq], 'deadLetters');
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const brokers = (await admin.describeCluster()).brokers.length;
+    const { topics } = await admin.fetchTopicMetadata({ topics: [topicName(s, TOPICS.accounts), dlq] });
+    const byName = new Map(topics.map((t) => [t.name, t]));
+    expect(byName.get(topicName(s, TOPICS.accounts))!.partitions).toHaveLength(5);
+    expect(byName.get(dlq)!.partitions).toHaveLength(2);
+    // Unset replication: 3 copies, or as many as the cluster has brokers (the local stack has one).
+    for (const p of byName.get(topicName(s, TOPICS.accounts))!.partitions) expect(p.replicas).toHaveLength(Math.min(3, brokers));
+    const configs = await admin.describeConfigs({
+      includeSynonyms: false,
+      resources: [topicName(s, TOPICS.accounts), dlq].map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: ['min.insync.replicas'] })),
+    });
+    const minIsr = Object.fromEntries(configs.resources.map((r) => [r.resourceName, r.configEntries.find((e) => e.configName === 'min.insync.replicas')?.configValue]));
+    expect(minIsr).toEqual({ [topicName(s, TOPICS.accounts)]: String(Math.max(1, Math.min(2, Math.min(3, brokers) - 1))), [dlq]: '1' });
+  } finally {
+    await admin.disconnect();
+  }
+}, 60_000);
+
+it('an explicit replication factor the cluster cannot hold fails start-up at once and clearly, creating nothing', async () => {
+  const s: KafkaSettings = { ...settingsFor(`rf${uniqueSuffix()}.`), topics: { events: { partitions: 1, replicationFactor: 32, minInsyncReplicas: 2 } } };
+  const kafka = createKafka(s, silent);
+  const started = Date.now();
+  const err = (await ensureTopics(kafka, s, silent, [topicName(s, TOPICS.accounts)]).catch((e: unknown) => e)) as Error;
+  expect(err).toBeInstanceOf(StartupError);
+  expect(err.message).toMatch(/replication factor 32, min.insync.replicas 2\): .*accounts.events: INVALID_REPLICATION_FACTOR/);
+  expect(Date.now() - started).toBeLessThan(10_000);
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    expect(await admin.listTopics()).not.toContain(topicName(s, TOPICS.accounts));
+  } finally {
+    await admin.disconnect();
+  }
+}, 60_000);
 
 it('topics provisioned beforehand are only checked: a service without the right to create topics starts', async () => {
   const s = settingsFor(`pv${uniqueSuffix()}.`);

@@ -69,6 +69,17 @@ export function sourceChangeOf(event: DomainEvent): { sourceId: string; change: 
   return { sourceId: event.data.id, change: (SOURCE_CHANGES[event.type] as (e: DomainEvent) => SourceChange)(event) };
 }
 
+/**
+ * A failed sync of a source that is ready leaves it ready: the sources service never removes published data
+ * when a later sync fails, so queries and training keep reading the last good data (docs/architecture.md).
+ * Only a source that never had data becomes `failed`.
+ */
+function keepQueryable(current: SourceProjection, change: SourceChange): SourceChange {
+  if (current.status !== 'ready' || change.status !== 'failed') return change;
+  const { status: _status, error: _error, ...rest } = change;
+  return rest;
+}
+
 function isDuplicateKey(err: unknown): boolean {
   return (err as { code?: number })?.code === 11000;
 }
@@ -118,7 +129,7 @@ export class SourceProjectionRepository {
       }
       if (current.accountId !== accountId) return false; // an id never moves between accounts
       if (current.lastEventId >= eventId) return false;
-      const next = current.deleted ? { deleted: true } : change;
+      const next = current.deleted ? { deleted: true } : keepQueryable(current, change);
       const res = await this.raw.updateOne({ _id: sourceId as never, accountId, lastEventId: current.lastEventId }, { $set: { ...next, lastEventId: eventId, updatedAt: at } });
       if (res.matchedCount === 1) return true;
     }

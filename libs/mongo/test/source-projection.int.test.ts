@@ -58,11 +58,29 @@ describe('SourceProjectionRepository (on the test stack MongoDB)', () => {
       ],
       lastEventId: e.ready.id,
     });
+    // A failed re-sync: the source keeps its last good data, so it stays ready on it.
     expect(await repo.applyEvent(e.failed)).toBe(true);
-    expect(await repo.find(accountId, id)).toMatchObject({ status: 'failed', error: 'gone', type: 'csv', rowCount: 7 });
+    expect(await repo.find(accountId, id)).toMatchObject({ status: 'ready', error: null, type: 'csv', rowCount: 7, lastEventId: e.failed.id });
     // Tenancy: another account does not see it.
     expect(await repo.find(newId('acct'), id)).toBeNull();
     await expect(repo.find('', id)).rejects.toThrow('accountId is required');
+  });
+
+  it('marks a source that never had data failed, and ready once a later sync succeeds', async () => {
+    const accountId = newId('acct');
+    const id = newId('src');
+    const fields = { accountId, subject: id };
+    const created = makeEvent('source.created', { ...fields, data: { id, name: 'orders', type: 'csv' } });
+    const failed = makeEvent('source.failed', { ...fields, data: { id, name: 'orders', error: 'gone' } });
+    const ready = makeEvent('source.ready', { ...fields, data: { id, name: 'orders', type: 'csv', rowCount: 2, schema } });
+    const failedAgain = makeEvent('source.failed', { ...fields, data: { id, name: 'orders', error: 'gone again' } });
+    expect(await repo.applyEvent(created)).toBe(true);
+    expect(await repo.applyEvent(failed)).toBe(true);
+    expect(await repo.find(accountId, id)).toMatchObject({ status: 'failed', error: 'gone', rowCount: 0 });
+    expect(await repo.applyEvent(ready)).toBe(true);
+    expect(await repo.find(accountId, id)).toMatchObject({ status: 'ready', error: null, rowCount: 2 });
+    expect(await repo.applyEvent(failedAgain)).toBe(true);
+    expect(await repo.find(accountId, id)).toMatchObject({ status: 'ready', error: null, rowCount: 2, lastEventId: failedAgain.id });
   });
 
   it('ignores a repeated or older event, and an event that is not about a source', async () => {
@@ -134,6 +152,6 @@ describe('SourceProjectionRepository (on the test stack MongoDB)', () => {
     await mongo.db.collection(SOURCE_PROJECTIONS_COLLECTION).insertOne(legacy as never);
     expect(await repo.find(accountId, id)).toEqual({ ...legacy, type: '', error: null });
     expect(await repo.applyEvent(e.failed)).toBe(true);
-    expect(await repo.find(accountId, id)).toMatchObject({ status: 'failed', error: 'gone', type: '', rowCount: 3 });
+    expect(await repo.find(accountId, id)).toMatchObject({ status: 'ready', error: null, type: '', rowCount: 3, lastEventId: e.failed.id });
   });
 });

@@ -1,4 +1,4 @@
-import { classifyAddress, isAllowedAddress, nameRefusal, refusal } from './address-class.ts';
+import { AllowedRanges, canonicalAddress, classifyAddress, isAllowedAddress, nameRefusal, parseCidr, refusal } from './address-class.ts';
 
 describe('SSRF address classifier', () => {
   it.each([
@@ -78,5 +78,39 @@ describe('refusal messages', () => {
   it('name the address, the host and the class, and nothing else', () => {
     expect(refusal('10.0.0.1')).toBe('the address 10.0.0.1 is not allowed (private)');
     expect(nameRefusal('db.internal', 'fd00::5')).toBe('the host db.internal resolves to fd00::5, which is not allowed (unique-local)');
+  });
+});
+
+describe('allowed private ranges', () => {
+  it('parses CIDRs and single addresses, and refuses anything else', () => {
+    expect(parseCidr('10.0.0.0/8')).toEqual(['10.0.0.0', 8, 'ipv4']);
+    expect(parseCidr(' fd00::/8 ')).toEqual(['fd00::', 8, 'ipv6']);
+    expect(parseCidr('192.168.1.5')).toEqual(['192.168.1.5', 32, 'ipv4']);
+    for (const bad of ['10.0.0.0/33', '::/129', '10.0.0/8', 'example.com/8', '10.0.0.0/8/1', '10.0.0.0/-1', '10.0.0.0/', 'fe80::1%eth0/64', 'true'])
+      expect([bad, parseCidr(bad)]).toEqual([bad, null]);
+  });
+
+  it('true stands for every loopback, private and unique-local range, including their IPv6 spellings', () => {
+    for (const a of ['127.0.0.1', '10.1.1.1', '100.64.0.1', '172.16.0.1', '192.168.0.1', '::1', 'fd00::1', 'fec0::1', '::ffff:10.0.0.1', '2002:c0a8:0101::1', '64:ff9b:1::1']) {
+      expect([a, isAllowedAddress(a, true)]).toEqual([a, true]);
+    }
+  });
+
+  it('a list allows its ranges only, in every spelling of their addresses', () => {
+    const ranges = AllowedRanges.of(['192.168.10.0/24']);
+    expect(isAllowedAddress('192.168.10.7', ranges)).toBe(true);
+    expect(isAllowedAddress('::ffff:192.168.10.7', ranges)).toBe(true);
+    expect(isAllowedAddress('2002:c0a8:0a07::1', ranges)).toBe(true);
+    expect(isAllowedAddress('192.168.11.7', ranges)).toBe(false);
+    expect(isAllowedAddress('10.0.0.1', ranges)).toBe(false);
+    expect(isAllowedAddress('8.8.8.8', ranges)).toBe(true);
+    expect(isAllowedAddress('169.254.169.254', AllowedRanges.of(['0.0.0.0/0']))).toBe(false);
+    expect(() => AllowedRanges.of(['10.0.0.0/40'])).toThrow(/not a CIDR range/);
+  });
+
+  it('one spelling per address', () => {
+    expect(canonicalAddress('::ffff:7f00:1')).toBe('127.0.0.1');
+    expect(canonicalAddress('FD00:0::0001')).toBe('fd00:0:0:0:0:0:0:1');
+    expect(canonicalAddress('nope')).toBeNull();
   });
 });

@@ -1,16 +1,16 @@
-import { isIPv4, isIPv6 } from 'node:net';
+import { BlockList, isIPv4, isIPv6 } from 'node:net';
 
 /**
- * Address classes for the SSRF guard (see guard.ts): only `public` is dialled unless an operator allows
- * private targets (ALLOW_PRIVATE_TARGETS: the local stack, or a deployment whose customers' databases sit in
- * a private network), and even then link-local, cloud metadata, unspecified, multicast, broadcast and
- * reserved addresses are refused. Link-local holds the instance metadata service of every large cloud
+ * Address classes for the SSRF guard (docs/architecture.md, outbound connections): only `public` is dialled
+ * unless an operator allows private ranges (ALLOW_PRIVATE_TARGETS: the local stack, or a deployment whose
+ * customers' databases sit in a private network), and even then link-local, cloud metadata, unspecified,
+ * multicast, broadcast and reserved addresses are refused. Link-local holds the instance metadata service of every large cloud
  * (169.254.169.254, with the machine's credentials) and nothing a data source or a webhook lives on; the
  * metadata services outside it are their own class.
  */
 export type AddressClass = 'public' | 'loopback' | 'private' | 'link-local' | 'unique-local' | 'metadata' | 'multicast' | 'unspecified' | 'broadcast' | 'reserved';
 
-const ALLOWED_WHEN_PRIVATE_ALLOWED: ReadonlySet<AddressClass> = new Set(['public', 'loopback', 'private', 'unique-local']);
+const ALLOWED_WHEN_PRIVATE_ALLOWED: ReadonlySet<AddressClass> = new Set(['loopback', 'private', 'unique-local']);
 
 function parseIPv4(s: string): number | null {
   if (!isIPv4(s)) return null;
@@ -104,11 +104,99 @@ export function classifyAddress(address: string): AddressClass | null {
   return v6 ? classifyV6(v6) : null;
 }
 
-export function isAllowedAddress(address: string, allowPrivate: boolean): boolean {
+/**
+ * What an operator allows besides public addresses (ALLOW_PRIVATE_TARGETS): nothing (`false`), every
+ * loopback, private and unique-local range (`true`), or those of these ranges that a CIDR list covers.
+ */
+export type PrivateTargets = boolean | readonly string[];
+
+/** The ranges `true` stands for: loopback, RFC 1918, carrier-grade NAT, IPv6 loopback, unique-local, site-local, local NAT64. */
+export const PRIVATE_RANGES: readonly string[] = [
+  '10.0.0.0/8',
+  '100.64.0.0/10',
+  '127.0.0.0/8',
+  '172.16.0.0/12',
+  '192.168.0.0/16',
+  '::1/128',
+  'fc00::/7',
+  'fec0::/10',
+  '64:ff9b:1::/48',
+];
+
+/** A CIDR (`10.0.0.0/8`, `fd00::/8`) or a single address as [address, prefix length, family], or null. */
+export function parseCidr(value: string): [string, number, 'ipv4' | 'ipv6'] | null {
+  const [address = '', bits, ...rest] = value.trim().split('/');
+  const family = isIPv4(address) ? 'ipv4' : isIPv6(address) && !address.includes('%') ? 'ipv6' : null;
+  if (!family || rest.length) return null;
+  const max = family === 'ipv4' ? 32 : 128;
+  if (bits === undefined) return [address, max, family];
+  if (!/^\d{1,3}$/.test(bits) || Number(bits) > max) return null;
+  return [address, Number(bits), family];
+}
+
+/** The compiled form of a PrivateTargets setting: a matcher over the allowed ranges. */
+export class AllowedRanges {
+  private readonly list = new BlockList();
+  readonly cidrs: readonly string[];
+
+  constructor(cidrs: readonly string[]) {
+    this.cidrs = cidrs;
+    for (const c of cidrs) {
+      const parsed = parseCidr(c);
+      if (!parsed) throw new TypeError(`not a CIDR range: ${JSON.stringify(c)}`);
+      this.list.addSubnet(...parsed);
+    }
+  }
+
+  static of(setting: PrivateTargets): AllowedRanges {
+    return new AllowedRanges(setting === true ? PRIVATE_RANGES : setting === false ? [] : setting);
+  }
+
+  /** IPv4-mapped addresses match IPv4 ranges; NAT64 and 6to4 addresses match by the IPv4 address they carry. */
+  covers(address: string): boolean {
+    const bare = address.split('%')[0] ?? '';
+    if (isIPv4(bare)) return this.list.check(bare, 'ipv4');
+    if (!isIPv6(bare)) return false;
+    if (this.list.check(bare, 'ipv6')) return true;
+    const v4 = embeddedV4(bare);
+    return v4 !== null && this.list.check(v4, 'ipv4');
+  }
+}
+
+/**
+ * One spelling per address, to compare two: IPv4 as is, an IPv4-mapped IPv6 address as its IPv4 address,
+ * other IPv6 addresses as eight lower-case hex groups without a zone. Null for what is not an address.
+ */
+export function canonicalAddress(address: string): string | null {
+  if (isIPv4(address)) return address;
+  const g = parseIPv6(address);
+  if (!g) return null;
+  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) return embeddedV4(address);
+  return g.map((x) => x.toString(16)).join(':');
+}
+
+/** The IPv4 address an IPv6 address carries (mapped, NAT64 or 6to4), as a dotted quad, or null. */
+export function embeddedV4(address: string): string | null {
+  const g = parseIPv6(address);
+  if (!g) return null;
+  const quad = (hi: number, lo: number) => `${hi >> 8}.${hi & 0xff}.${lo >> 8}.${lo & 0xff}`;
+  if (g[0] === 0 && g[1] === 0 && g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0xffff) return quad(g[6]!, g[7]!);
+  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0) return quad(g[6]!, g[7]!);
+  if (g[0] === 0x2002) return quad(g[1]!, g[2]!);
+  return null;
+}
+
+/** Public addresses always; loopback, private and unique-local ones only inside the ranges the operator allows. */
+export function isAllowedAddress(address: string, allow: PrivateTargets | AllowedRanges): boolean {
   const cls = classifyAddress(address);
   if (!cls) return false;
-  return cls === 'public' || (allowPrivate && ALLOWED_WHEN_PRIVATE_ALLOWED.has(cls));
+  if (cls === 'public') return true;
+  if (!ALLOWED_WHEN_PRIVATE_ALLOWED.has(cls)) return false;
+  const ranges = allow instanceof AllowedRanges ? allow : allow === true ? ALL_PRIVATE : allow === false ? null : AllowedRanges.of(allow);
+  return ranges !== null && ranges.covers(address);
 }
+
+const ALL_PRIVATE = AllowedRanges.of(true);
 
 export function refusal(address: string): string {
   return `the address ${address} is not allowed (${classifyAddress(address) ?? 'invalid'})`;

@@ -1,5 +1,5 @@
 import type { LookupAddress } from 'node:dns';
-import { DisallowedTargetError, guardedLookup, hostOf, HostNotFoundError, OutboundGuard, type Resolver } from './guard.ts';
+import { DisallowedTargetError, hostOf, HostNotFoundError, OutboundGuard, type Resolver } from './guard.ts';
 
 const fakeDns =
   (table: Record<string, string[]>): Resolver =>
@@ -21,7 +21,7 @@ const strict = new OutboundGuard({ allowPrivate: false, resolve: dns });
 const local = new OutboundGuard({ allowPrivate: true, resolve: dns });
 
 function lookup(guard: OutboundGuard, host: string, opts: { all?: boolean; family?: number } = {}): Promise<unknown> {
-  return new Promise((resolve, reject) => guard.lookup(host, opts as never, (err: Error | null, address: unknown) => (err ? reject(err) : resolve(address))));
+  return new Promise((resolve, reject) => guard.lookupFor(443)(host, opts as never, (err: Error | null, address: unknown) => (err ? reject(err) : resolve(address))));
 }
 
 describe('OutboundGuard with ALLOW_PRIVATE_TARGETS=false', () => {
@@ -39,25 +39,25 @@ describe('OutboundGuard with ALLOW_PRIVATE_TARGETS=false', () => {
     ['[::ffff:7f00:1]', 'loopback'],
     ['0.0.0.0', 'unspecified'],
   ])('refuses the literal %s (%s) before connecting', async (host, cls) => {
-    expect(() => strict.checkLiteral(host)).toThrow(DisallowedTargetError);
-    await expect(strict.pin(host, 1_000)).rejects.toThrow(new RegExp(`not allowed \\(${cls}\\)`));
+    await expect(strict.checkLiteral(host, 443)).rejects.toThrow(DisallowedTargetError);
+    await expect(strict.pin(host, 443, 1_000)).rejects.toThrow(new RegExp(`not allowed \\(${cls}\\)`));
   });
 
   it('refuses a name that resolves privately, even when only one of its addresses is private', async () => {
-    await expect(strict.pin('internal.example', 1_000)).rejects.toThrow(/internal\.example resolves to 192\.168\.1\.20, which is not allowed \(private\)/);
-    await expect(strict.pin('mixed.example', 1_000)).rejects.toThrow(/10\.0\.0\.7/);
-    await expect(strict.pin('metadata.example', 1_000)).rejects.toThrow(/link-local/);
-    await expect(strict.pin('v6private.example', 1_000)).rejects.toThrow(/unique-local/);
+    await expect(strict.pin('internal.example', 443, 1_000)).rejects.toThrow(/internal\.example resolves to 192\.168\.1\.20, which is not allowed \(private\)/);
+    await expect(strict.pin('mixed.example', 443, 1_000)).rejects.toThrow(/10\.0\.0\.7/);
+    await expect(strict.pin('metadata.example', 443, 1_000)).rejects.toThrow(/link-local/);
+    await expect(strict.pin('v6private.example', 443, 1_000)).rejects.toThrow(/unique-local/);
     await expect(lookup(strict, 'internal.example')).rejects.toBeInstanceOf(DisallowedTargetError);
   });
 
   it('refuses localhost through the real resolver', async () => {
-    await expect(new OutboundGuard({ allowPrivate: false }).pin('localhost', 2_000)).rejects.toThrow(/the host localhost resolves to \S+, which is not allowed \(loopback\)/);
+    await expect(new OutboundGuard({ allowPrivate: false }).pin('localhost', 443, 2_000)).rejects.toThrow(/the host localhost resolves to \S+, which is not allowed \(loopback\)/);
   });
 
   it('pins a public name to its checked address, and the lookup hands out only checked addresses', async () => {
-    expect(await strict.pin('public.example', 1_000)).toEqual({ address: '93.184.216.34', family: 4 });
-    expect(await strict.pin('8.8.8.8', 1_000)).toEqual({ address: '8.8.8.8', family: 4 });
+    expect(await strict.pin('public.example', 443, 1_000)).toEqual({ address: '93.184.216.34', family: 4 });
+    expect(await strict.pin('8.8.8.8', 443, 1_000)).toEqual({ address: '8.8.8.8', family: 4 });
     expect(await lookup(strict, 'public.example')).toBe('93.184.216.34');
     expect(await lookup(strict, 'v6.example', { all: true })).toEqual([{ address: '2606:4700:4700::1111', family: 6 }]);
     await expect(lookup(strict, 'public.example', { family: 6 })).rejects.toBeInstanceOf(HostNotFoundError);
@@ -66,33 +66,32 @@ describe('OutboundGuard with ALLOW_PRIVATE_TARGETS=false', () => {
   it('checks again at connect time: a name that rebinds to a private address after the check is refused', async () => {
     let answer = '93.184.216.34';
     const rebinding = new OutboundGuard({ allowPrivate: false, resolve: async () => [{ address: answer, family: 4 }] });
-    expect(await rebinding.pin('rebind.example', 1_000)).toEqual({ address: '93.184.216.34', family: 4 });
+    expect(await rebinding.pin('rebind.example', 443, 1_000)).toEqual({ address: '93.184.216.34', family: 4 });
     answer = '127.0.0.1';
     await expect(lookup(rebinding, 'rebind.example')).rejects.toThrow(/not allowed \(loopback\)/);
   });
 
   it('reports an unknown host and a resolver that hangs', async () => {
-    await expect(strict.pin('nope.example', 1_000)).rejects.toBeInstanceOf(HostNotFoundError);
+    await expect(strict.pin('nope.example', 443, 1_000)).rejects.toBeInstanceOf(HostNotFoundError);
     const hanging = new OutboundGuard({ allowPrivate: false, resolve: () => new Promise(() => undefined) });
-    await expect(hanging.pin('slow.example', 50)).rejects.toThrow(/timed out/);
+    await expect(hanging.pin('slow.example', 443, 50)).rejects.toThrow(/timed out/);
   });
 });
 
 describe('OutboundGuard with ALLOW_PRIVATE_TARGETS=true', () => {
   it('allows loopback and private ranges, but never link-local, metadata, unspecified, multicast or reserved addresses', async () => {
-    for (const host of ['127.0.0.1', '::1', '10.0.0.1', 'fc00::1', 'internal.example']) await expect(local.pin(host, 1_000)).resolves.toBeDefined();
+    for (const host of ['127.0.0.1', '::1', '10.0.0.1', 'fc00::1', 'internal.example']) await expect(local.pin(host, 443, 1_000)).resolves.toBeDefined();
     for (const host of ['169.254.169.254', 'fe80::1', '100.100.100.200', '0.0.0.0', '224.0.0.1', '192.0.2.1'])
-      expect(() => local.checkLiteral(host)).toThrow(DisallowedTargetError);
-    await expect(local.pin('metadata.example', 1_000)).rejects.toThrow(/link-local/);
+      await expect(local.checkLiteral(host, 443)).rejects.toThrow(DisallowedTargetError);
+    await expect(local.pin('metadata.example', 443, 1_000)).rejects.toThrow(/link-local/);
   });
 });
 
-describe('guardedLookup (a lookup for an http agent)', () => {
+describe('lookupFor (a lookup for an http agent)', () => {
   const lookupOnce = (allowPrivate: boolean, host: string, all: boolean) =>
     new Promise<{ err: (Error & { code?: string }) | null; result: unknown }>((resolve) =>
-      guardedLookup(allowPrivate)(host, { all }, (err, address) => resolve({ err, result: address })),
+      new OutboundGuard({ allowPrivate }).lookupFor(80)(host, { all }, (err, address) => resolve({ err, result: address })),
     );
-
   it('refuses a name that resolves to loopback unless private targets are allowed', async () => {
     const refused = await lookupOnce(false, 'localhost', false);
     expect(refused.err?.code).toBe('ERR_DISALLOWED_TARGET');

@@ -1,6 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
-import { isAllowedAddress, nameRefusal, refusal } from './address-class.ts';
+import { AllowedRanges, isAllowedAddress, nameRefusal, refusal, type PrivateTargets } from './address-class.ts';
+import { PlatformEndpoints, type Endpoint } from './platform-endpoints.ts';
 
 /** Resolves a name to every address it has (what `dns.lookup(name, {all: true})` answers). */
 export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
@@ -26,8 +27,10 @@ export class HostNotFoundError extends Error {
 }
 
 export interface GuardOptions {
-  /** ALLOW_PRIVATE_TARGETS: loopback and private ranges are dialled too (never link-local or cloud metadata). */
-  allowPrivate: boolean;
+  /** ALLOW_PRIVATE_TARGETS: the loopback, private and unique-local ranges also dialled (never link-local or cloud metadata). */
+  allowPrivate: PrivateTargets;
+  /** The platform's own endpoints, refused whatever `allowPrivate` allows. */
+  platform?: readonly Endpoint[] | PlatformEndpoints;
   resolve?: Resolver;
   /** For tests only: addresses to treat as public (a loopback server standing in for a public host). */
   treatAsPublic?: readonly string[];
@@ -43,70 +46,126 @@ export function hostOf(url: URL): string {
   return bareHost(url.hostname);
 }
 
+/** The port a URL connects to, its scheme's default when it names none. */
+export function portOf(url: URL): number {
+  return url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
+}
+
 /**
- * The SSRF guard for outbound connections (docs/architecture.md, "Webhooks" and "Data sources and analytics"): source pulls and webhook deliveries. The rule: the
- * IP address actually dialled must be public, unless an operator allows private targets.
+ * The SSRF guard for outbound connections (docs/architecture.md): source pulls and webhook deliveries. The
+ * rule: the IP address actually dialled must be public, or inside the private ranges an operator allows, and
+ * never one of the platform's own endpoints (at that port).
  *
- * - HTTP(S) and MongoDB dial through `lookup`, a resolver that refuses a name when ANY of its addresses is
- *   not allowed and hands the socket only checked addresses, so the check happens at connect time, for every
- *   connection, and a DNS answer that changed since the source was created (rebinding) is caught.
+ * - HTTP(S) and MongoDB dial through `lookupFor(port)`, a resolver that refuses a name when ANY of its
+ *   addresses is not allowed and hands the socket only checked addresses, so the check happens at connect
+ *   time, for every connection, and a DNS answer that changed since the source was created (rebinding) is
+ *   caught.
  * - PostgreSQL and MySQL clients take no lookup function, so they are given `pin()`: the name is resolved
  *   and checked first, and the client connects to that checked IP literal (TLS still verifies the name).
  * - IP literals never reach a resolver (Node skips `lookup` for them), so `pin()` and `checkLiteral()` check
  *   them directly before any connection is opened.
  */
 export class OutboundGuard {
-  readonly allowPrivate: boolean;
+  readonly allowed: AllowedRanges;
+  readonly platform: PlatformEndpoints;
   private readonly resolver: Resolver;
   private readonly treatAsPublic: ReadonlySet<string>;
 
   constructor(opts: GuardOptions) {
-    this.allowPrivate = opts.allowPrivate;
+    this.allowed = AllowedRanges.of(opts.allowPrivate);
     this.resolver = opts.resolve ?? systemResolver;
+    this.platform = opts.platform instanceof PlatformEndpoints ? opts.platform : new PlatformEndpoints(opts.platform ?? [], { resolve: this.resolver });
     this.treatAsPublic = new Set(opts.treatAsPublic ?? []);
   }
 
-  /** Why an IP address may not be dialled, or null when it may. */
-  reasonFor(address: string): string | null {
-    if (this.treatAsPublic.has(address)) return null;
-    return isAllowedAddress(address, this.allowPrivate) ? null : refusal(address);
+  /** Why an IP address (reached as `name`, when it was) may not be dialled at `port`, or null when it may. */
+  reasonFor(address: string, port: number, name?: string): string | null {
+    const platform = this.platform.refusal(address, port, name);
+    if (platform) return platform;
+    if (this.treatAsPublic.has(address) || isAllowedAddress(address, this.allowed)) return null;
+    return name && !isIP(name) ? nameRefusal(name, address) : refusal(address);
   }
 
-  /** Throws when `host` is an IP literal that may not be dialled; names are checked when they resolve. */
-  checkLiteral(host: string): void {
+  /** Throws when `host` is an IP literal that may not be dialled at `port`; names are checked when they resolve. */
+  async checkLiteral(host: string, port: number): Promise<void> {
     const h = bareHost(host);
     if (!isIP(h)) return;
-    const reason = this.reasonFor(h);
+    await this.platform.ready();
+    const reason = this.reasonFor(h, port);
     if (reason) throw new DisallowedTargetError(reason);
   }
 
-  /** Resolves a host and checks every address; answers the first one to connect to. */
-  async pin(host: string, timeoutMs: number): Promise<{ address: string; family: 4 | 6 }> {
+  /** Resolves a host and checks every address at `port`; answers the first one to connect to. */
+  async pin(host: string, port: number, timeoutMs: number): Promise<{ address: string; family: 4 | 6 }> {
     const h = bareHost(host);
     const literal = isIP(h);
     if (literal) {
-      this.checkLiteral(h);
+      await this.checkLiteral(h, port);
       return { address: h, family: literal as 4 | 6 };
     }
-    const addresses = await this.resolveChecked(h, timeoutMs);
+    const addresses = await this.resolveChecked(h, port, timeoutMs);
     const first = addresses[0]!;
     return { address: first.address, family: first.family as 4 | 6 };
   }
 
-  /** A `lookup` for net/http/tls connections (and the MongoDB driver) that only yields allowed addresses. */
-  readonly lookup: LookupFunction = (hostname, options, callback) => {
-    this.resolveChecked(hostname, 0).then(
-      (addresses) => {
-        const wanted = options.family === 4 || options.family === 6 ? addresses.filter((a) => a.family === options.family) : addresses;
-        if (!wanted.length) return callback(new HostNotFoundError(hostname), '', 0);
-        if (options.all) return callback(null, wanted);
-        callback(null, wanted[0]!.address, wanted[0]!.family);
-      },
-      (err: NodeJS.ErrnoException) => callback(err, '', 0),
-    );
-  };
+  /** A `lookup` for net/http/tls connections (and the MongoDB driver) to `port` that only yields allowed addresses. */
+  lookupFor(port: number): LookupFunction {
+    return (hostname, options, callback) => {
+      this.resolveChecked(hostname, port, 0).then(
+        (addresses) => {
+          const wanted = options.family === 4 || options.family === 6 ? addresses.filter((a) => a.family === options.family) : addresses;
+          if (!wanted.length) return callback(new HostNotFoundError(hostname), '', 0);
+          if (options.all) return callback(null, wanted);
+          callback(null, wanted[0]!.address, wanted[0]!.family);
+        },
+        (err: NodeJS.ErrnoException) => callback(err, '', 0),
+      );
+    };
+  }
 
-  private async resolveChecked(hostname: string, timeoutMs: number): Promise<LookupAddress[]> {
+  /**
+   * A registration-time look at a URL's target (a webhook endpoint): answers why it is refused, or null. A
+   * name that does not resolve (yet) is accepted; every connection is checked again either way, so this only
+   * turns an obviously refused target into a clear 4xx up front.
+   */
+  async checkUrl(url: string, timeoutMs = 3_000): Promise<string | null> {
+    let host: string;
+    let port: number;
+    try {
+      const u = new URL(url);
+      host = hostOf(u);
+      port = portOf(u);
+    } catch {
+      return 'the URL cannot be parsed';
+    }
+    await this.platform.ready();
+    if (isIP(host)) return this.reasonFor(host, port);
+    const lower = host.toLowerCase().replace(/\.$/, '');
+    if (lower === 'localhost' || lower.endsWith('.localhost')) {
+      const reason = this.reasonFor('127.0.0.1', port, host);
+      if (reason) return reason.startsWith('the host ') ? `the host ${host} is loopback` : reason;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const addresses = await Promise.race([
+        this.resolver(host),
+        new Promise<[]>((res) => {
+          timer = setTimeout(() => res([]), timeoutMs);
+        }),
+      ]);
+      for (const a of addresses) {
+        const reason = this.reasonFor(a.address, port, host);
+        if (reason) return reason;
+      }
+      return null;
+    } catch {
+      return null;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async resolveChecked(hostname: string, port: number, timeoutMs: number): Promise<LookupAddress[]> {
     let timer: NodeJS.Timeout | undefined;
     let addresses: LookupAddress[];
     try {
@@ -128,13 +187,11 @@ export class OutboundGuard {
       clearTimeout(timer);
     }
     if (!addresses.length) throw new HostNotFoundError(hostname);
-    const bad = addresses.find((a) => this.reasonFor(a.address));
-    if (bad) throw new DisallowedTargetError(nameRefusal(hostname, bad.address));
+    await this.platform.ready();
+    for (const a of addresses) {
+      const reason = this.reasonFor(a.address, port, hostname);
+      if (reason) throw new DisallowedTargetError(reason);
+    }
     return addresses;
   }
-}
-
-/** The guard's connect-time `lookup` alone, for an http(s) agent or request that needs nothing else. */
-export function guardedLookup(allowPrivate: boolean): LookupFunction {
-  return new OutboundGuard({ allowPrivate }).lookup;
 }

@@ -1,3 +1,15 @@
-export { classifyAddress, isAllowedAddress, nameRefusal, refusal, type AddressClass } from './address-class.ts';
-export { bareHost, DisallowedTargetError, guardedLookup, hostOf, HostNotFoundError, OutboundGuard, systemResolver, type GuardOptions, type Resolver } from './guard.ts';
-export { checkTarget } from './check-target.ts';
+export {
+  AllowedRanges,
+  canonicalAddress,
+  classifyAddress,
+  isAllowedAddress,
+  nameRefusal,
+  parseCidr,
+  PRIVATE_RANGES,
+  refusal,
+  type AddressClass,
+  type PrivateTargets,
+} from './address-class.ts';
+export { bareHost, DisallowedTargetError, hostOf, HostNotFoundError, OutboundGuard, portOf, systemResolver, type GuardOptions, type Resolver } from './guard.ts';
+export { interfaceAddresses, PlatformEndpoints, type Endpoint } from './platform-endpoints.ts';
+export { guardedConnector, type Dial, type GuardedConnectorOptions } from './connector.ts';

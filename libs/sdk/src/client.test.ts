@@ -39,7 +39,7 @@ beforeEach(() => {
 const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
   res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
 const problem = (status: number, code: string, extra: Record<string, string> = {}) => ({
-  type: `https://docs.dap.dev/problems/${code}`,
+  type: `/docs/problems/${code}`,
   title: 'Problem',
   status,
   detail: `${code} happened`,
@@ -57,7 +57,8 @@ const source = (id: string): Source => ({
   error: null,
   schema: [{ name: 'a', type: 'integer' }],
   rowCount: 1,
-  lastSyncedAt: null,
+  lastSyncedAt: '2026-01-01T00:00:00.000Z',
+  lastSync: { status: 'failed', error: 'the file answered 500', at: '2026-01-02T00:00:00.000Z' },
   createdAt: '2026-01-01T00:00:00.000Z',
   updatedAt: '2026-01-01T00:00:00.000Z',
 });
@@ -80,6 +81,7 @@ describe('the SDK covers the contracts table', () => {
     const params = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
     args.push(...params.map((p) => `${p}_1/2`));
     if (op.body) args.push({});
+    if (op.upload) args.push('a,b\n1,2\n', { name: 'n', format: 'csv' });
     await fn(...args);
     expect(seen).toHaveLength(1);
     expect(seen[0]!.method).toBe(op.method.toUpperCase());
@@ -163,6 +165,8 @@ describe('errors', () => {
     expect(err.code).toBe('not_found');
     expect(err.requestId).toBe('req_from_body');
     expect(err.problem.detail).toBe('not_found happened');
+    // The relative problem type, resolved against the request URL: the page the gateway serves for it.
+    expect(err.typeUrl).toBe(`${base}/docs/problems/not_found`);
   });
 
   it('makes a problem from a body that is not one (an intermediary answered)', async () => {
@@ -172,6 +176,7 @@ describe('errors', () => {
       .catch((e: unknown) => e)) as DapApiError;
     expect(err.status).toBe(502);
     expect(err.problem).toMatchObject({ status: 502, code: 'http_502', instance: '/v1/sources/src_1', detail: '<html>bad gateway</html>' });
+    expect(err.typeUrl).toBeNull(); // about:blank names no page
     expect(err.requestId).toBe('req_lb');
   });
 
@@ -257,6 +262,52 @@ describe('retries', () => {
     handler = (_req, res) => (n++ === 0 ? json(res, 503, problem(503, 'unavailable'), { 'retry-after': '0' }) : json(res, 200, source('src_1')));
     expect((await client().sources.get('src_1')).id).toBe('src_1');
     expect(seen).toHaveLength(2);
+  });
+});
+
+describe('uploads', () => {
+  it('streams a file as the raw body with its media type, name and format in the query, and no Idempotency-Key', async () => {
+    handler = (_req, res) => json(res, 201, source('src_up'), { location: '/v1/sources/src_up' });
+    async function* lines() {
+      yield new TextEncoder().encode('region,units\n');
+      for (let i = 0; i < 1000; i++) yield new TextEncoder().encode(`r${i},${i}\n`);
+    }
+    const created = await client({ idempotencyKeys: 'auto' }).sources.upload(lines(), { name: 'Big one', format: 'csv' }).withResponse();
+    expect(created.status).toBe(201);
+    expect(created.data.id).toBe('src_up');
+    // The generated client encodes a space as %20 (the server reads + and %20 alike).
+    expect(seen[0]).toMatchObject({ method: 'POST', url: '/v1/sources/upload?name=Big%20one&format=csv' });
+    expect(seen[0]!.headers['content-type']).toBe('text/csv');
+    expect(seen[0]!.headers['transfer-encoding']).toBe('chunked');
+    expect(seen[0]!.headers['idempotency-key']).toBeUndefined();
+    expect(seen[0]!.body.split('\n')).toHaveLength(1002);
+    expect(seen[0]!.body.endsWith('r999,999\n')).toBe(true);
+  });
+
+  it('takes the format from a Blob or File, sends bytes with their length, and refuses a file that does not say', async () => {
+    handler = (_req, res) => json(res, 202, source('src_1'));
+    await client().sources.replaceData('src_1', new File(['{"a":1}\n'], 'events.ndjson'));
+    expect(seen[0]).toMatchObject({ method: 'PUT', url: '/v1/sources/src_1/data?format=ndjson', body: '{"a":1}\n' });
+    expect(seen[0]!.headers['content-type']).toBe('application/x-ndjson');
+    await client().sources.upload(new Blob(['[{"a":1}]'], { type: 'application/json' }), { name: 'j' });
+    expect(seen[1]!.headers['content-type']).toBe('application/json');
+    await client().sources.upload(Buffer.from('a\n1\n'), { name: 'b', format: 'csv' });
+    expect(seen[2]!.headers['content-length']).toBe('4');
+    expect(() => client().sources.upload(Buffer.from('a\n1\n'), { name: 'b' })).toThrow(/give the upload format/);
+    expect(seen).toHaveLength(3);
+  });
+
+  it('repeats an upload of bytes after a 503 (PUT), never one from a stream', async () => {
+    let n = 0;
+    handler = (_req, res) => (n++ % 2 === 0 ? json(res, 503, problem(503, 'unavailable'), { 'retry-after': '0' }) : json(res, 202, source('src_1')));
+    expect((await client().sources.replaceData('src_1', 'a,b\n1,2\n', { format: 'csv' })).id).toBe('src_1');
+    expect(seen.map((s) => s.body)).toEqual(['a,b\n1,2\n', 'a,b\n1,2\n']);
+
+    seen.length = 0;
+    n = 0;
+    const stream = new Blob(['a,b\n1,2\n']).stream();
+    await expect(client().sources.replaceData('src_1', stream, { format: 'csv' })).rejects.toMatchObject({ status: 503 });
+    expect(seen).toHaveLength(1);
   });
 });
 

@@ -5,9 +5,15 @@ import type {
   CreateSourceInput,
   CreateWebhookInput,
   Delivery,
+  FileFormat,
   ListParams,
   Model,
+  ModelAliases,
   ModelMetrics,
+  ModelMetricsParams,
+  ModelVersion,
+  RetrainModelInput,
+  UpdateModelAliasesInput,
   OperationId,
   Overview,
   Page,
@@ -17,11 +23,14 @@ import type {
   ReportSummary,
   ResultOf,
   Source,
+  UploadFile,
   Usage,
   Webhook,
   WebhookCreated,
   WebhookSecretRotated,
   WebhookTest,
+  ReplayWebhookInput,
+  WebhookReplay,
 } from './operations.ts';
 import { Transport, type ApiPromise, type CallInput, type DapClientOptions, type RequestOptions } from './transport.ts';
 
@@ -64,6 +73,8 @@ export const METHOD_OF_OPERATION = {
   getSource: 'sources.get',
   deleteSource: 'sources.delete',
   syncSource: 'sources.sync',
+  uploadSource: 'sources.upload',
+  replaceSourceData: 'sources.replaceData',
   getOverview: 'analytics.overview',
   listReports: 'analytics.listReports',
   getReport: 'analytics.getReport',
@@ -76,6 +87,9 @@ export const METHOD_OF_OPERATION = {
   deleteModel: 'models.delete',
   predict: 'models.predict',
   getModelMetrics: 'models.metrics',
+  listModelVersions: 'models.listVersions',
+  retrainModel: 'models.retrain',
+  updateModelAliases: 'models.setAliases',
   listWebhooks: 'webhooks.list',
   createWebhook: 'webhooks.create',
   getWebhook: 'webhooks.get',
@@ -85,9 +99,31 @@ export const METHOD_OF_OPERATION = {
   rotateWebhookSecret: 'webhooks.rotateSecret',
   enableWebhook: 'webhooks.enable',
   redeliverMessage: 'webhooks.redeliver',
+  replayWebhook: 'webhooks.replay',
 } as const satisfies Partial<Record<OperationId, string>>;
 
 export type DapClient = ReturnType<typeof createDapClient>;
+
+export interface UploadOptions {
+  /** csv, json (an array of objects) or ndjson; by default a Blob's type, then a File's name extension. */
+  format?: FileFormat;
+}
+
+const CONTENT_TYPE_OF: Record<FileFormat, string> = { csv: 'text/csv', json: 'application/json', ndjson: 'application/x-ndjson' };
+const FORMAT_OF_TYPE: Record<string, FileFormat> = { 'text/csv': 'csv', 'application/json': 'json', 'application/x-ndjson': 'ndjson', 'application/ndjson': 'ndjson' };
+const FORMAT_OF_EXTENSION: Record<string, FileFormat> = { csv: 'csv', json: 'json', ndjson: 'ndjson', jsonl: 'ndjson' };
+
+/** The format of an upload: the one given, else what a Blob or File says of itself. */
+function formatOfUpload(file: UploadFile, format: FileFormat | undefined): FileFormat {
+  if (format) return format;
+  if (file instanceof Blob) {
+    const byType = FORMAT_OF_TYPE[file.type.split(';')[0]!.trim().toLowerCase()];
+    const name = (file as Blob & { name?: string }).name;
+    const byName = name ? FORMAT_OF_EXTENSION[name.split('.').pop()!.toLowerCase()] : undefined;
+    if (byType ?? byName) return (byType ?? byName)!;
+  }
+  throw new TypeError('give the upload format (csv, json or ndjson): the file does not say');
+}
 
 /** A client for one API key. Every method returns an ApiPromise: await it, or `.withResponse()`. */
 export function createDapClient(options: DapClientOptions) {
@@ -115,6 +151,20 @@ export function createDapClient(options: DapClientOptions) {
       delete: (id: string, opts?: RequestOptions): ApiPromise<void> => t.call('deleteSource', byId(id), opts),
       /** Syncs again: answers 202 with the source back in `pending`. */
       sync: (id: string, opts?: RequestOptions): ApiPromise<Source> => t.call('syncSource', byId(id), opts),
+      /**
+       * Creates a file source from a file, streamed as the request body (up to the API's upload limit, 2 GiB
+       * by default): a Buffer, string, Blob/File, or a stream such as `fs.createReadStream(path)`. Answers 201
+       * with the source `pending`; poll `get` until it is ready. A stream is sent once, never retried.
+       */
+      upload: (file: UploadFile, input: UploadOptions & { name: string }, opts?: RequestOptions): ApiPromise<Source> => {
+        const format = formatOfUpload(file, input.format);
+        return t.call('uploadSource', { query: { name: input.name, format }, upload: { file, contentType: CONTENT_TYPE_OF[format] } }, opts);
+      },
+      /** Replaces a file source's data with a file in its own format (streamed like `upload`); 202, back in `pending`. */
+      replaceData: (id: string, file: UploadFile, input: UploadOptions = {}, opts?: RequestOptions): ApiPromise<Source> => {
+        const format = formatOfUpload(file, input.format);
+        return t.call('replaceSourceData', { ...byId(id), query: { format }, upload: { file, contentType: CONTENT_TYPE_OF[format] } }, opts);
+      },
     },
 
     analytics: {
@@ -141,8 +191,17 @@ export function createDapClient(options: DapClientOptions) {
       get: (id: string, opts?: RequestOptions): ApiPromise<Model> => t.call('getModel', byId(id), opts),
       /** Deletes a trained or uploaded model; built-in models answer 409. */
       delete: (id: string, opts?: RequestOptions): ApiPromise<void> => t.call('deleteModel', byId(id), opts),
+      /** Runs the version `production` points at, unless the body names a `version` or an `alias`. */
       predict: (id: string, body: PredictInput, opts?: RequestOptions): ApiPromise<Prediction> => t.call('predict', { ...byId(id), body }, opts),
-      metrics: (id: string, opts?: RequestOptions): ApiPromise<ModelMetrics> => t.call('getModelMetrics', byId(id), opts),
+      /** Metrics of one version: `production`'s unless `{version}` or `{alias}` picks another. */
+      metrics: (id: string, query: ModelMetricsParams = {}, opts?: RequestOptions): ApiPromise<ModelMetrics> => t.call('getModelMetrics', { ...byId(id), query }, opts),
+      /** Every version, newest first, with its status, evaluation and the aliases pointing at it. */
+      listVersions: (id: string, opts?: RequestOptions): ApiPromise<{ data: ModelVersion[] }> => t.call('listModelVersions', byId(id), opts),
+      /** Trains version n+1 on the source's current data (202, training); aliases stay where they are. */
+      retrain: (id: string, body: RetrainModelInput = {}, opts?: RequestOptions): ApiPromise<Model> => t.call('retrainModel', { ...byId(id), body }, opts),
+      /** Moves aliases (a version) or removes them (null) in one atomic write, e.g. `{production: 2, candidate: null}`. */
+      setAliases: (id: string, aliases: UpdateModelAliasesInput['aliases'], opts?: RequestOptions): ApiPromise<ModelAliases> =>
+        t.call('updateModelAliases', { ...byId(id), body: { aliases } }, opts),
     },
 
     webhooks: {
@@ -162,6 +221,11 @@ export function createDapClient(options: DapClientOptions) {
       enable: (id: string, opts?: RequestOptions): ApiPromise<Webhook> => t.call('enableWebhook', byId(id), opts),
       /** Sends a message (by its event id, the webhook-id header) to the endpoint again. */
       redeliver: (id: string, messageId: string, opts?: RequestOptions): ApiPromise<Delivery> => t.call('redeliverMessage', { params: { id, messageId } }, opts),
+      /**
+       * Sends again every message since `since` that did not reach the endpoint (failed, cancelled, or skipped
+       * while it was disabled), at most 1000 per call; repeat with `nextSince` while `hasMore`.
+       */
+      replay: (id: string, body: ReplayWebhookInput, opts?: RequestOptions): ApiPromise<WebhookReplay> => t.call('replayWebhook', { ...byId(id), body }, opts),
     },
   };
 }

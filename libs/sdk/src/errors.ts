@@ -15,14 +15,20 @@ export class DapApiError extends DapError {
   /** The request id to quote to support: from the problem body, else the X-Request-Id header. */
   readonly requestId: string | null;
   readonly headers: Headers;
+  /**
+   * The page explaining this error: the problem `type` resolved against the request URL (RFC 9457), e.g.
+   * `https://api.example.com/docs/problems/not-found`; null when the type is `about:blank` or unreadable.
+   */
+  readonly typeUrl: string | null;
 
-  constructor(status: number, problem: Problem, headers: Headers) {
+  constructor(status: number, problem: Problem, headers: Headers, requestUrl?: string) {
     super(`${status} ${problem.title}: ${problem.detail}`);
     this.name = 'DapApiError';
     this.status = status;
     this.problem = problem;
     this.headers = headers;
     this.requestId = problem.requestId || headers.get('x-request-id');
+    this.typeUrl = typeUrlOf(problem.type, requestUrl);
   }
 
   /** The machine-readable error code, e.g. `not_found` or `validation_failed`. */
@@ -35,8 +41,8 @@ export class DapApiError extends DapError {
 export class RateLimitedError extends DapApiError {
   readonly retryAfter: number | null;
 
-  constructor(status: number, problem: Problem, headers: Headers) {
-    super(status, problem, headers);
+  constructor(status: number, problem: Problem, headers: Headers, requestUrl?: string) {
+    super(status, problem, headers, requestUrl);
     this.name = 'RateLimitedError';
     this.retryAfter = parseRetryAfter(headers.get('retry-after'));
   }
@@ -59,6 +65,15 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
   return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - now) / 1000));
 }
 
-export function errorFor(status: number, problem: Problem, headers: Headers): DapApiError {
-  return status === 429 ? new RateLimitedError(status, problem, headers) : new DapApiError(status, problem, headers);
+function typeUrlOf(type: string | undefined, requestUrl: string | undefined): string | null {
+  if (!type || type === 'about:blank') return null;
+  try {
+    return new URL(type, requestUrl).href;
+  } catch {
+    return null;
+  }
+}
+
+export function errorFor(status: number, problem: Problem, headers: Headers, requestUrl?: string): DapApiError {
+  return status === 429 ? new RateLimitedError(status, problem, headers, requestUrl) : new DapApiError(status, problem, headers, requestUrl);
 }

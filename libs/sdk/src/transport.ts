@@ -1,6 +1,6 @@
 import { API_OPERATIONS, IDEMPOTENCY_KEY_PATTERN, operationTakesIdempotencyKey, problemSchema, type ApiOperation, type Problem } from '@dap/contracts';
 import { DapApiError, DapConnectionError, errorFor, parseRetryAfter } from './errors.ts';
-import { type OperationId, type QueryParams, type RequestBody, type ResultOf } from './operations.ts';
+import { type OperationId, type QueryParams, type RequestBody, type ResultOf, type UploadFile } from './operations.ts';
 import type { paths } from './generated/openapi.d.ts';
 import { backoffDelay } from '@dap/retry';
 import createClient, { type Client } from 'openapi-fetch';
@@ -30,9 +30,11 @@ export interface DapClientOptions {
 }
 
 export interface RequestOptions {
+  /** Overrides the client's timeoutMs for this call (uploads have none unless given). */
+  timeoutMs?: number;
   /**
-   * Sent as Idempotency-Key (POSTs other than /auth; 1 to 255 visible ASCII characters): the same key and body
-   * within 24 h replay the first response.
+   * Sent as Idempotency-Key (POSTs other than /auth and uploads; 1 to 255 visible ASCII characters): the same
+   * key and body within 24 h replay the first response.
    */
   idempotencyKey?: string;
   /** Sent as X-Request-Id, so your logs and ours share an id. */
@@ -91,6 +93,18 @@ export interface CallInput<K extends OperationId> {
   params?: Record<string, string>;
   query?: QueryParams<K>;
   body?: RequestBody<K>;
+  /** A file sent as the raw body of an upload operation, streamed when it is a stream. */
+  upload?: { file: UploadFile; contentType: string };
+}
+
+type Body = NonNullable<RequestInit['body']>;
+
+/** A stream can be sent once: an upload from one is never retried. */
+function uploadBodyOf(file: UploadFile): { body: Body; replayable: boolean } {
+  if (typeof file === 'string' || file instanceof Blob || file instanceof ArrayBuffer) return { body: file, replayable: true };
+  if (file instanceof Uint8Array) return { body: file as Uint8Array<ArrayBuffer>, replayable: true };
+  if (file instanceof ReadableStream) return { body: file, replayable: false };
+  return { body: ReadableStream.from(file), replayable: false };
 }
 
 const OPERATIONS_BY_ID = new Map<string, ApiOperation>(API_OPERATIONS.map((o) => [o.operationId, o]));
@@ -180,11 +194,12 @@ export class Transport {
     if (this.#opts.apiKey) headers.authorization = `Bearer ${this.#opts.apiKey}`;
     if (options.requestId) headers['x-request-id'] = options.requestId;
     let idempotent = method !== 'POST';
-    if (options.idempotencyKey !== undefined && !operationTakesIdempotencyKey(operation))
-      throw new TypeError(`${operationId} takes no Idempotency-Key (only POST operations outside /auth do)`);
+    if (options.idempotencyKey !== undefined && (!operationTakesIdempotencyKey(operation) || input.upload))
+      throw new TypeError(`${operationId} takes no Idempotency-Key (only POST operations outside /auth, and not uploads, do)`);
     if (options.idempotencyKey !== undefined && !IDEMPOTENCY_KEY_PATTERN.test(options.idempotencyKey))
       throw new TypeError('an Idempotency-Key is 1 to 255 visible ASCII characters');
-    if (operationTakesIdempotencyKey(operation)) {
+    // An upload cannot carry an Idempotency-Key (the gateway streams it and refuses one).
+    if (operationTakesIdempotencyKey(operation) && !input.upload) {
       const key = options.idempotencyKey ?? (this.#opts.idempotencyKeys === 'auto' ? globalThis.crypto.randomUUID() : undefined);
       if (key) {
         headers['idempotency-key'] = key;
@@ -192,21 +207,32 @@ export class Transport {
       }
     }
     const parseAs = parseAsOf(operation);
+    let body: Body | undefined;
+    let replayable = true;
+    if (input.upload) {
+      headers['content-type'] = input.upload.contentType;
+      ({ body, replayable } = uploadBodyOf(input.upload.file));
+    }
+    // A large upload takes as long as it takes: no per-attempt timeout unless one is asked for.
+    const timeoutMs = options.timeoutMs ?? (input.upload ? undefined : (this.#opts.timeoutMs ?? 60_000));
 
-    const maxRetries = options.maxRetries ?? this.#opts.maxRetries ?? 2;
+    const maxRetries = replayable ? (options.maxRetries ?? this.#opts.maxRetries ?? 2) : 0;
     const maxDelay = this.#opts.maxRetryDelayMs ?? 60_000;
     for (let attempt = 0; ; attempt++) {
       const backoff = backoffDelay(attempt, { baseMs: BACKOFF_BASE_MS, capMs: BACKOFF_CAP_MS, jitter: [0.5, 1] });
-      const signals = [AbortSignal.timeout(this.#opts.timeoutMs ?? 60_000), ...(options.signal ? [options.signal] : [])];
+      const signals = [...(timeoutMs !== undefined ? [AbortSignal.timeout(timeoutMs)] : []), ...(options.signal ? [options.signal] : [])];
       let result: { data?: unknown; error?: unknown; response: Response };
       try {
-        // The operation's path template with its parameters; the generated client fills and encodes them.
+        // The operation's path template with its parameters; the generated client fills and encodes them. An
+        // upload's file is the raw body (sent as is, not serialized as JSON); a stream is sent half-duplex, the
+        // only way fetch streams a request body.
         result = await this.#api.request(
           method as 'get',
           operation.path as never,
           {
             params: { path: input.params, query: input.query },
-            body: input.body,
+            ...(input.upload ? { body, bodySerializer: (b: unknown) => b } : { body: input.body }),
+            ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
             headers,
             parseAs,
             signal: AbortSignal.any(signals),
@@ -226,7 +252,8 @@ export class Transport {
       if (res.status >= 200 && res.status < 300)
         return this.#success(operationId, operation, res, parseAs === 'arrayBuffer' && result.data instanceof ArrayBuffer ? new Uint8Array(result.data) : result.data);
 
-      const error = errorFor(res.status, problemFrom(res.status, res.statusText, result.error, new URL(res.url || this.#urlOf(operation)).pathname, res.headers), res.headers);
+      const url = res.url || this.#urlOf(operation);
+      const error = errorFor(res.status, problemFrom(res.status, res.statusText, result.error, new URL(url).pathname, res.headers), res.headers, url);
       const retryable = res.status === 429 || (res.status === 503 && idempotent);
       if (!retryable || attempt >= maxRetries) throw error;
       const retryAfter = parseRetryAfter(res.headers.get('retry-after'));

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { datasetConfig, loadConfig, serviceConfigShape } from '@dap/config';
+import { datasetConfig, duckdbSpillConfig, loadConfig, serviceConfigShape } from '@dap/config';
 
 export const analyticsConfigShape = {
   ...serviceConfigShape('analytics'),
@@ -16,6 +16,7 @@ export const analyticsConfigShape = {
     .regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, 'like 1GB or 512MB')
     .default('1GB'),
   DUCKDB_THREADS: z.coerce.number().int().min(1).max(256).optional(),
+  ...duckdbSpillConfig,
 };
 export type AnalyticsConfig = ReturnType<typeof loadAnalyticsConfig>;
 

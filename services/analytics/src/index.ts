@@ -40,7 +40,14 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
     );
     const runner = await life.open(
       'query runner',
-      () => QueryRunner.open({ datasetDir: config.DATASET_DIR, memoryLimit: config.DUCKDB_MEMORY_LIMIT, threads: config.DUCKDB_THREADS }),
+      () =>
+        QueryRunner.open({
+          datasetDir: config.DATASET_DIR,
+          memoryLimit: config.DUCKDB_MEMORY_LIMIT,
+          threads: config.DUCKDB_THREADS,
+          tempDirectory: config.DUCKDB_TEMP_DIR,
+          ...(config.DUCKDB_MAX_TEMP_SIZE ? { maxTempSize: config.DUCKDB_MAX_TEMP_SIZE } : {}),
+        }),
       (r) => r.close(),
     );
 

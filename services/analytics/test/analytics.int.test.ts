@@ -30,6 +30,8 @@ const ROWS = goldenRows();
 
 type Service = Awaited<ReturnType<typeof startAnalytics>>;
 let svc: Service;
+/** Moves the test store's retirement clock forward (replaced files are removed one grace period after the swap). */
+let clockSkewMs = 0;
 let dataDir: string;
 let store: DatasetStore;
 let producer: EventProducer;
@@ -111,7 +113,7 @@ async function ingest(accountId: string, sourceId: string, rows: object[]) {
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'analytics-int-'));
   svc = await startAnalytics(envFor(), { logger });
-  store = await DatasetStore.open(join(dataDir, 'datasets'));
+  store = await DatasetStore.open(join(dataDir, 'datasets'), {}, { now: () => Date.now() + clockSkewMs });
 
   const settings = { brokers: stack.KAFKA_BROKERS.split(','), clientId: 'analytics-test', topicPrefix: prefix };
   const kafka = createKafka(settings, logger);
@@ -347,6 +349,29 @@ describe('validation, tenancy and states', () => {
       return r.status === 409 ? r : null;
     });
     expect(res.body.detail).toMatch(/status is pending/);
+  });
+
+  it('keeps answering on the last good data after a failed re-sync; a source that never had data answers 409', async () => {
+    const acct = newId('acct'); // its own account: the overview counts accountA's sources
+    const kept = newId('src');
+    const result = await ingest(acct, kept, ROWS.slice(0, 5));
+    await publish('source.created', acct, kept, { id: kept, name: 'kept', type: 'url' });
+    await publish('source.ready', acct, kept, { id: kept, name: 'kept', type: 'url', rowCount: result.rowCount, schema: result.schema });
+    const failed = await publish('source.failed', acct, kept, { id: kept, name: 'kept', error: 'the file answered 500' });
+    const never = newId('src');
+    await publish('source.created', acct, never, { id: never, name: 'never', type: 'url' });
+    const neverFailed = await publish('source.failed', acct, never, { id: never, name: 'never', error: 'the file answered 500' });
+    const projections = svc.mongo.db.collection('source_projections');
+    await waitFor(async () => (await projections.countDocuments({ _id: { $in: [kept, never] } as never, lastEventId: { $in: [failed.id, neverFailed.id] } })) === 2, {
+      what: 'both failures applied',
+    });
+    const res = await query(acct, { sourceId: kept, measures: [{ op: 'count' }] });
+    expect(res.status).toBe(201);
+    expect(res.body.rows).toEqual([{ count: 5 }]);
+    // Positive control: the failure was applied, and without data there is nothing to query.
+    const none = await query(acct, { sourceId: never, measures: [{ op: 'count' }] });
+    expect(none.status).toBe(409);
+    expect(none.body.detail).toMatch(/status is failed/);
   });
 
   it('answers 401 to a direct call without (or with a forged) gateway signature', async () => {
@@ -677,10 +702,16 @@ describe('honest results: totals, numbers and full exports', () => {
     expect((await api('GET', `/analytics/reports/${res.body.id}/export.parquet`, accountA)).status).toBe(404);
   });
 
-  it("refuses (409) to export a report whose data a newer sync replaced, and exports the new query's", async () => {
+  it("exports a report's own data while its replaced file is kept, refuses (409) once it is removed, and exports the new query's", async () => {
     const before = await run({ sourceId: noisy, measures: [{ op: 'count' }], dimensions: ['k'] });
-    expect((await api('GET', `/analytics/reports/${before.body.id}/export.csv`, owner)).status).toBe(200);
+    const original = await api('GET', `/analytics/reports/${before.body.id}/export.csv`, owner);
+    expect(original.status).toBe(200);
     await ready(noisy, [{ k: 'c', x: 1 }]);
+    // Within the grace period the replaced file is still there: the export is the report's own data, not the new.
+    const kept = await api('GET', `/analytics/reports/${before.body.id}/export.csv`, owner);
+    expect([kept.status, kept.text]).toEqual([200, original.text]);
+    clockSkewMs += store.graceMs + 1;
+    expect(await store.sweepRetired()).toBeGreaterThan(0);
     for (const format of ['csv', 'parquet']) {
       const gone = await api('GET', `/analytics/reports/${before.body.id}/export.${format}`, owner);
       expect(gone.status).toBe(409);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { loadConfig, serviceConfigShape } from '@dap/config';
+import { duckdbSpillConfig, loadConfig, serviceConfigShape } from '@dap/config';
 
 export const modelsConfigShape = {
   ...serviceConfigShape('models'),
@@ -34,6 +34,8 @@ export const modelsConfigShape = {
     .string()
     .regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, 'like 512MB or 1GB')
     .default('512MB'),
+  /** Where the training workers' DuckDB spills (DUCKDB_TEMP_DIR), and how much (DUCKDB_MAX_TEMP_SIZE), per worker. */
+  ...duckdbSpillConfig,
   /** Inputs of each request to a trained model kept in the prediction log for drift (0: no drift). */
   DRIFT_SAMPLE_PER_REQUEST: z.coerce.number().int().min(0).max(1000).default(20),
   /** Logged inputs compared with the training data per metrics request. */

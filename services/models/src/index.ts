@@ -10,6 +10,8 @@ import { BUILTIN_MODELS } from './domain/builtin/index.ts';
 import { ModelCatalog } from './domain/catalog.ts';
 import { ModelLifecycle } from './domain/lifecycle.service.ts';
 import { ModelsService } from './domain/models.service.ts';
+import { ModelVersions } from './domain/versions.service.ts';
+import { ModelVersionRepository } from './persistence/model-version.repository.ts';
 import { InlineOnnxHost, WorkerOnnxHost } from './domain/onnx/onnx-host.ts';
 import { OwnModelRuntimes } from './domain/runtimes.ts';
 import { TrainingService } from './domain/training.service.ts';
@@ -75,6 +77,9 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
     await logRepository.ensureIndexes(config.PREDICTION_LOG_RETENTION_DAYS, logger);
     await modelRepository.ensureIndexes(logger);
     const artifacts = new ArtifactRepository(mongo.db);
+    const versionRepository = new ModelVersionRepository(mongo.db);
+    await versionRepository.ensureIndexes(logger);
+    const versions = new ModelVersions({ models: modelRepository, versions: versionRepository });
     const sources = new SourceProjectionRepository(mongo.db);
 
     // This thread only resolves current files; reading them is the training workers' job, so its DuckDB stays small.
@@ -103,15 +108,19 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
     const catalog = new ModelCatalog({ repository: modelRepository, builtins: BUILTIN_MODELS, runtimes });
     const service = new ModelsService({
       catalog,
+      versions,
       predictionLog: logRepository,
       logger,
       metricsMaxSamples: config.METRICS_MAX_SAMPLES,
       offload: workers ? { pool: workers, minCost: config.PREDICT_WORKER_MIN_VALUES } : null,
       drift: { samplePerRequest: config.DRIFT_SAMPLE_PER_REQUEST, maxInputs: config.DRIFT_MAX_INPUTS },
     });
+    // Closed before the workers and the database: shadow runs in flight finish and are recorded.
+    life.onStop('shadow predictions', () => service.drainShadows());
     const training = new TrainingService({
       models: modelRepository,
       artifacts,
+      versions: versionRepository,
       sources,
       datasets,
       pool: trainWorkers,
@@ -125,11 +134,13 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
         maxClasses: 50,
         silhouetteSample: 1000,
         duckdbMemoryLimit: config.TRAIN_DUCKDB_MEMORY_LIMIT,
+        duckdbTempDir: config.DUCKDB_TEMP_DIR,
+        ...(config.DUCKDB_MAX_TEMP_SIZE ? { duckdbMaxTempSize: config.DUCKDB_MAX_TEMP_SIZE } : {}),
       },
     });
     // Stops before the worker pools (closed in reverse): jobs end and leases go back.
     life.onStop('training jobs', () => training.stop());
-    const lifecycle = new ModelLifecycle({ catalog, models: modelRepository, artifacts, training, onnx, runtimes, logger });
+    const lifecycle = new ModelLifecycle({ catalog, models: modelRepository, artifacts, versions, training, onnx, runtimes, logger });
 
     const app = createApp({ logger, bodyLimitBytes: config.BODY_LIMIT_BYTES, internalSecret: config.INTERNAL_SECRET, ready: mongo.ping, models: service, lifecycle });
     const server = await life.open(

@@ -14,6 +14,9 @@ export interface TrainJob {
   data: { kind: 'parquet'; file: string; maxRows: number } | { kind: 'table'; table: Table };
   limits: TrainingLimits;
   duckdbMemoryLimit?: string;
+  /** Where this worker's DuckDB spills (a writable volume); DuckDB's own default when unset. */
+  duckdbTempDir?: string;
+  duckdbMaxTempSize?: string;
 }
 export interface TrainJobResult {
   outcome: TrainingOutcome;
@@ -38,7 +41,12 @@ async function handle(job: TrainJob, ctx: JobContext): Promise<TrainJobResult> {
     try {
       // DuckDB works asynchronously in native code: the pool must not terminate this thread meanwhile.
       read = await ctx.native(async () => {
-        duck ??= Duck.open({ memoryLimit: job.duckdbMemoryLimit ?? '512MB', threads: 1 });
+        duck ??= Duck.open({
+          memoryLimit: job.duckdbMemoryLimit ?? '512MB',
+          threads: 1,
+          ...(job.duckdbTempDir ? { tempDirectory: job.duckdbTempDir } : {}),
+          ...(job.duckdbMaxTempSize ? { maxTempSize: job.duckdbMaxTempSize } : {}),
+        });
         return readTrainingTable(await duck, file, columns, job.spec.target?.name ?? null, maxRows, job.spec.hyperparameters.seed, ctx.signal);
       });
     } catch (err) {

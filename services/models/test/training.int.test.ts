@@ -382,6 +382,45 @@ describe('training requests that cannot start', () => {
     expect((await ready(res.body.id)).status).toBe('ready');
   });
 
+  it('reads the current file once more when a re-sync removed the one it resolved before the worker read it', async () => {
+    const resynced = newId('src');
+    // A writer without a grace period: the replaced file is gone at once, as after a long one ran out.
+    const eager = new DatasetStore(join(dataDir, 'datasets'), store.duck, { graceMs: 0 });
+    const sync = async (rows: typeof ROWS) => {
+      await eager.stage(
+        accountA,
+        resynced,
+        'ndjson',
+        rows.map((r) => `${JSON.stringify(r)}\n`),
+      );
+      return eager.ingest(accountA, resynced, 'ndjson');
+    };
+    const first = await sync(ROWS.slice(0, 100));
+    await publish(producer, 'source.ready', accountA, resynced, { id: resynced, name: 'resynced', type: 'ndjson', rowCount: first.rowCount, schema: first.schema });
+    const pool = svc.trainWorkers!;
+    const realRun = pool.run.bind(pool);
+    const read: string[] = [];
+    const spy = jest.spyOn(pool, 'run').mockImplementation(async (job, opts) => {
+      if (job.data.kind === 'parquet') read.push(job.data.file);
+      if (read.length === 1) await sync(ROWS.slice(0, 200)); // the re-sync lands between resolve and read
+      return realRun(job, opts);
+    });
+    try {
+      const res = await waitFor(async () => {
+        const r = await a.post('/models', { ...linearBody, name: 'resynced', sourceId: resynced });
+        return r.status === 202 ? r : null;
+      });
+      const model = await ready(res.body.id);
+      expect(model).toMatchObject({ status: 'ready', error: null });
+      expect(model.training.rows).toMatchObject({ available: 200, used: 200 });
+      expect(read).toHaveLength(2);
+      expect(read[0]).toBe(first.file);
+      expect(read[1]).not.toBe(first.file);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   it('answers 409 for a source that is not ready, and 404 once it is deleted', async () => {
     const pending = oldId('0B');
     await publish(producer, 'source.created', accountA, pending, { id: pending, name: 'later', type: 'csv' });

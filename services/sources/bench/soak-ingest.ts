@@ -8,17 +8,21 @@ import { newId, SCOPES, signCallerContext } from '@dap/contracts';
 import { repoRoot, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix } from '@dap/testing';
 import { memoryMB } from '../../../deploy/bench/lib/procs.ts';
 import { freePort, nodeFlagsOf, waitHealthy } from '../../../deploy/local/supervisor.ts';
-import { writeOrdersCsv } from './ingest.bench.ts';
+import { ordersCsvChunks, writeOrdersCsv } from './ingest.bench.ts';
 
 /**
  * Soak: a large CSV (default 1 GiB) pulled from a URL into the dataset store, by the sources service running
  * as its own process with its node flags (`nodeFlagsOf`, as the supervisor and the images run it), while the
  * kernel's peak-RSS counter (VmHWM) of that process is watched. Fails when the peak passes the budget
- * (default 400 MB). Run with `bash deploy/local/soak-ingest.sh [MiB] [budget MB]`; `npm test` runs it at
- * 1 GiB and at 120 MiB (test/memory.int.test.ts).
+ * (default 400 MB). Mode `upload`: the CSV is generated on the fly and streamed as the body of
+ * `POST /v1/sources/upload` instead (no file on the sending side), so the peak covers receiving it too.
+ * Run with `bash deploy/local/soak-ingest.sh [MiB] [budget MB] [url|upload]`; `npm test` runs it at 1 GiB
+ * and at 120 MiB from a URL, and at 1 GiB uploaded (test/memory.int.test.ts).
  */
 const targetMiB = Number(process.argv[2] ?? 1024);
 const budgetMB = Number(process.argv[3] ?? 400);
+const mode = process.argv[4] ?? 'url';
+if (mode !== 'url' && mode !== 'upload') throw new Error(`mode must be url or upload, not ${mode}`);
 const ROW_BYTES = 61; // what writeOrdersCsv writes per row, on average
 
 /** RSS now and the kernel's peak of it, in whole MB. */
@@ -34,21 +38,24 @@ async function main(): Promise<number> {
   const children: ChildProcess[] = [];
   try {
     const rows = Math.round((targetMiB * 1024 * 1024) / ROW_BYTES);
-    process.stdout.write(`[soak] writing a ${targetMiB} MiB CSV (${rows.toLocaleString('en')} rows)...\n`);
-    const file = join(dir, 'orders.csv');
-    const bytes = await writeOrdersCsv(file, rows);
-
-    const filesPort = await freePort();
-    const files = spawn(
-      process.execPath,
-      [
-        '-e',
-        `require('node:http').createServer((q, r) => { r.writeHead(200, { 'content-type': 'text/csv', 'content-length': require('node:fs').statSync(process.argv[1]).size }); require('node:fs').createReadStream(process.argv[1], { highWaterMark: 1 << 20 }).pipe(r); }).listen(${filesPort}, '127.0.0.1')`,
-        file,
-      ],
-      { stdio: 'inherit' },
-    );
-    children.push(files);
+    let bytes = 0;
+    let filesPort = 0;
+    if (mode === 'url') {
+      process.stdout.write(`[soak] writing a ${targetMiB} MiB CSV (${rows.toLocaleString('en')} rows)...\n`);
+      const file = join(dir, 'orders.csv');
+      bytes = await writeOrdersCsv(file, rows);
+      filesPort = await freePort();
+      const files = spawn(
+        process.execPath,
+        [
+          '-e',
+          `require('node:http').createServer((q, r) => { r.writeHead(200, { 'content-type': 'text/csv', 'content-length': require('node:fs').statSync(process.argv[1]).size }); require('node:fs').createReadStream(process.argv[1], { highWaterMark: 1 << 20 }).pipe(r); }).listen(${filesPort}, '127.0.0.1')`,
+          file,
+        ],
+        { stdio: 'inherit' },
+      );
+      children.push(files);
+    }
 
     const port = await freePort();
     const suffix = uniqueSuffix();
@@ -64,7 +71,7 @@ async function main(): Promise<number> {
         KAFKA_TOPIC_PREFIX: `soak${suffix}.`,
         INTERNAL_SECRET: TEST_INTERNAL_SECRET,
         SOURCE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
-        ALLOW_PRIVATE_TARGETS: 'true',
+        ALLOW_PRIVATE_TARGETS: '127.0.0.0/8,::1/128',
         DATASET_DIR: join(dir, 'datasets'),
         LOG_LEVEL: 'warn',
       },
@@ -73,22 +80,42 @@ async function main(): Promise<number> {
     const url = `http://127.0.0.1:${port}`;
     await waitHealthy(url, svc, 'the sources service', 30_000, 'its errors are above');
     const idle = memoryOf(svc.pid!);
-    process.stdout.write(`[soak] service up (pid ${svc.pid}, RSS ${idle.rssMB} MB); creating the URL source...\n`);
+    process.stdout.write(`[soak] service up (pid ${svc.pid}, RSS ${idle.rssMB} MB); creating the ${mode === 'url' ? 'URL' : 'uploaded'} source...\n`);
 
+    let maxRss = 0;
     const accountId = newId('acct');
     const headers = () => {
       const { context, signature } = signCallerContext(TEST_INTERNAL_SECRET, { accountId, plan: 'enterprise', scopes: [...SCOPES], requestId: newId('req'), issuedAt: Date.now() });
       return { 'content-type': 'application/json', 'x-dap-context': context, 'x-dap-signature': signature };
     };
     const started = performance.now();
-    const res = await fetch(`${url}/v1/sources`, {
-      method: 'POST',
-      headers: headers(),
-      body: JSON.stringify({ type: 'url', name: 'soak', url: `http://127.0.0.1:${filesPort}/orders.csv` }),
-    });
+    let res: Response;
+    if (mode === 'url') {
+      res = await fetch(`${url}/v1/sources`, {
+        method: 'POST',
+        headers: headers(),
+        body: JSON.stringify({ type: 'url', name: 'soak', url: `http://127.0.0.1:${filesPort}/orders.csv` }),
+      });
+    } else {
+      process.stdout.write(`[soak] uploading a ${targetMiB} MiB CSV (${rows.toLocaleString('en')} rows), generated as it is sent...\n`);
+      const encoder = new TextEncoder();
+      const chunks = ordersCsvChunks(rows);
+      let sent = 0;
+      const body = new ReadableStream<Uint8Array>({
+        pull(c) {
+          const next = chunks.next();
+          if (next.done) return c.close();
+          const b = encoder.encode(next.value);
+          bytes += b.length;
+          c.enqueue(b);
+          if (++sent % 64 === 0) maxRss = Math.max(maxRss, memoryOf(svc.pid!).rssMB);
+        },
+      });
+      res = await fetch(`${url}/v1/sources/upload?name=soak`, { method: 'POST', headers: { ...headers(), 'content-type': 'text/csv' }, body, duplex: 'half' } as RequestInit);
+      process.stdout.write(`[soak] ${((performance.now() - started) / 1000).toFixed(1)} s: uploaded (${res.status})\n`);
+    }
     if (res.status !== 201) throw new Error(`create answered ${res.status}: ${await res.text()}`);
     const { id } = (await res.json()) as { id: string };
-    let maxRss = 0;
     let last = '';
     for (;;) {
       maxRss = Math.max(maxRss, memoryOf(svc.pid!).rssMB);

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { datasetConfig, loadConfig, outboundConfig, serviceConfigShape } from '@dap/config';
+import { datasetConfig, duckdbSpillConfig, loadConfig, outboundConfig, serviceConfigShape, uploadConfig } from '@dap/config';
+import { DEFAULT_DATASET_GRACE_MS } from '@dap/datasets';
 import { credentialsKeySchema } from './secrets/credentials.ts';
 
 const ms = (min: number, max: number, def: number) => z.coerce.number().int().min(min).max(max).default(def);
@@ -9,8 +10,14 @@ export const sourcesConfigShape = {
   ...serviceConfigShape('sources'),
   ...datasetConfig,
   ...outboundConfig,
+  ...uploadConfig,
   /** Syncs run in-process, at most this many at once; 0 makes an API-only instance that leaves syncs to others. */
   SYNC_CONCURRENCY: z.coerce.number().int().min(0).max(16).default(2),
+  /**
+   * Syncs one account may run at once on an instance (capped by SYNC_CONCURRENCY). Accounts take the free slots
+   * in turn, so one account's slow sources leave a slot for everyone else's.
+   */
+  SYNC_ACCOUNT_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(1),
   /** A running sync holds its source for this long and renews it; an expired lease means its worker died. */
   SYNC_LEASE_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
   /** Names this instance's sync leases; a restarted instance with the same id resumes its own syncs at once. */
@@ -47,6 +54,17 @@ export const sourcesConfigShape = {
     .string()
     .regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i)
     .default('160MB'),
+  ...duckdbSpillConfig,
+  /**
+   * How long a replaced Parquet file stays after a sync publishes its successor: analytics and models replicas
+   * may still be reading it. Keep it above analytics' QUERY_TIMEOUT_MS and the models' training read.
+   */
+  DATASET_GRACE_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(7 * 24 * 3_600_000)
+    .default(DEFAULT_DATASET_GRACE_MS),
   /** Staged files up to this size load on all DuckDB threads; bigger ones on one thread, so memory stays flat. */
   INGEST_PARALLEL_MAX_BYTES: z.coerce
     .number()

@@ -1,3 +1,4 @@
+import { platformEndpointsOf } from '@dap/config';
 import { Lifecycle } from '@dap/lifecycle';
 import { DatasetStore } from '@dap/datasets';
 import { listen } from '@dap/http';
@@ -51,11 +52,23 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
     const eventing = await openEventing(life, config, logger);
     const store = await life.open(
       'dataset store',
-      () => DatasetStore.open(config.DATASET_DIR, { memoryLimit: config.DUCKDB_MEMORY_LIMIT }),
+      () =>
+        DatasetStore.open(
+          config.DATASET_DIR,
+          { memoryLimit: config.DUCKDB_MEMORY_LIMIT, tempDirectory: config.DUCKDB_TEMP_DIR, ...(config.DUCKDB_MAX_TEMP_SIZE ? { maxTempSize: config.DUCKDB_MAX_TEMP_SIZE } : {}) },
+          { graceMs: config.DATASET_GRACE_MS },
+        ),
       (s) => s.duck.close(),
     );
+    // Replaced files of sources that are not synced again are removed here once their grace period is over.
+    const retiredSweep = setInterval(
+      () => void store.sweepRetired().catch((err: unknown) => logger.warn({ err }, 'could not remove retired dataset files; will retry')),
+      Math.min(Math.max(config.DATASET_GRACE_MS / 2, 10_000), 600_000),
+    );
+    retiredSweep.unref();
+    life.onStop('retired-file sweep', () => clearInterval(retiredSweep));
     const loader = new DatasetLoader(store, { parallelMaxBytes: config.INGEST_PARALLEL_MAX_BYTES, logger });
-    const guard = deps.guard ?? new OutboundGuard({ allowPrivate: config.ALLOW_PRIVATE_TARGETS });
+    const guard = deps.guard ?? new OutboundGuard({ allowPrivate: config.ALLOW_PRIVATE_TARGETS, platform: platformEndpointsOf(config) });
     const cipher = config.SOURCE_CREDENTIALS_KEY ? new CredentialCipher(config.SOURCE_CREDENTIALS_KEY) : null;
     if (!cipher) logger.warn('SOURCE_CREDENTIALS_KEY is not set: URL and database sources are refused');
     const limits = remoteLimitsOf(config);
@@ -85,6 +98,7 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
       downloads,
       logger,
       concurrency: config.SYNC_CONCURRENCY,
+      accountConcurrency: config.SYNC_ACCOUNT_CONCURRENCY,
       leaseMs: config.SYNC_LEASE_MS,
       sweepMs: config.SYNC_SWEEP_MS,
       instanceId: config.INSTANCE_ID,
@@ -96,15 +110,19 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
       bodyLimitBytes: config.BODY_LIMIT_BYTES,
       internalSecret: config.INTERNAL_SECRET,
       service,
+      uploads: { maxBytes: config.UPLOAD_LIMIT_BYTES, idleTimeoutMs: config.SOURCE_IDLE_TIMEOUT_MS },
       ready: () => mongo.ping(),
     });
     const server = await life.open(
       'http server',
-      () => listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT }),
+      () => listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT, requestTimeoutMs: config.UPLOAD_TIMEOUT_MS }),
       (s) => s.close(),
     );
+    // The port is known only now when the config says 0 (tests); the service's own port is the platform's too.
+    guard.platform.add({ host: config.HOST, port: server.port });
     await syncer.start();
     logger.info({ url: server.url, syncConcurrency: config.SYNC_CONCURRENCY }, 'sources service listening');
+    logger.info({ privateTargets: guard.allowed.cidrs, platformEndpoints: guard.platform.describe() }, 'outbound connections: private ranges allowed, platform endpoints refused');
     return { url: server.url, port: server.port, metricsUrl: server.metricsUrl, logger, store, guard, repo, relay: outbox, syncer, stop: () => life.stop() };
   });
 }

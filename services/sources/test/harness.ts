@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -57,6 +58,7 @@ export async function startHarness(env: Record<string, string | undefined> = {},
     INSTANCE_ID: `sources-test-${suffix}`,
     SOURCE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
     ALLOW_PRIVATE_TARGETS: 'true',
+    PLATFORM_ENDPOINTS: new URL(stackEnv().REDIS_URL).host,
     SOURCE_CONNECT_TIMEOUT_MS: '3000',
     SOURCE_CHECK_TIMEOUT_MS: '10000',
     ...env,
@@ -82,6 +84,33 @@ export async function startHarness(env: Record<string, string | undefined> = {},
     stop: async () => {
       await svc.stop();
       await rm(datasetDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A TCP forwarder on its own loopback port to `host:port`: a customer's database on another endpoint than the
+ * platform's own. The tests' MongoDB is the platform's, which the SSRF guard refuses as a source.
+ */
+export async function forwardTo(host: string, port: number): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createNetServer((client) => {
+    const upstream = connect({ host, port });
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => undefined);
+    }
+    client.pipe(upstream).pipe(client);
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
     },
   };
 }

@@ -6,8 +6,8 @@ import mysql from 'mysql2/promise';
 import { MongoClient } from 'mongodb';
 import { newId, sourceSchema } from '@dap/contracts';
 import { sqlLiteral } from '@dap/datasets';
-import { stackEnv, uniqueSuffix } from '@dap/testing';
-import { startHarness, type Harness } from './harness.ts';
+import { stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { forwardTo, startHarness, type Harness } from './harness.ts';
 
 /**
  * Every remote source type end to end against real servers: PostgreSQL and MariaDB from the test stack, the
@@ -30,6 +30,9 @@ const served: Record<string, { type: string; body: string | Buffer; status?: num
 let pgc: pg.Client;
 let my: mysql.Connection;
 let mongo: MongoClient;
+/** The test MongoDB behind a port of its own: as a source, the platform's own MongoDB is refused. */
+let customerMongo: Awaited<ReturnType<typeof forwardTo>>;
+let customerMongoUrl = '';
 
 function fileServer(req: IncomingMessage, res: ServerResponse): void {
   const path = (req.url ?? '').split('?')[0]!;
@@ -72,9 +75,9 @@ beforeAll(async () => {
     `INSERT INTO ${table} SELECT i, (ARRAY['FR','DE','US'])[1 + i % 3], i * 1.25, i % 2 = 0, '2024-01-01T00:00:00Z'::timestamptz + i * interval '1 hour', DATE '2024-01-01' + i, jsonb_build_object('i', i) FROM generate_series(1, 500) i`,
   );
   my = await mysql.createConnection(MYSQL_URL);
-  await my.query(`CREATE TABLE ${table} (id BIGINT PRIMARY KEY, country VARCHAR(8), amount DECIMAL(10,2), at DATETIME, note TEXT)`);
+  await my.query(`CREATE TABLE ${table} (id BIGINT PRIMARY KEY, country VARCHAR(8), amount DECIMAL(10,2), at DATETIME, note TEXT, paid BOOLEAN, flag TINYINT(1), level TINYINT)`);
   await my.query(
-    `INSERT INTO ${table} VALUES ${Array.from({ length: 200 }, (_, i) => `(${i + 1}, '${['FR', 'DE', 'US'][i % 3]}', ${(i + 1) * 2}.50, '2024-02-01 00:00:00' + INTERVAL ${i} MINUTE, NULL)`).join(',')}`,
+    `INSERT INTO ${table} VALUES ${Array.from({ length: 200 }, (_, i) => `(${i + 1}, '${['FR', 'DE', 'US'][i % 3]}', ${(i + 1) * 2}.50, '2024-02-01 00:00:00' + INTERVAL ${i} MINUTE, NULL, ${i % 2}, ${i % 4 === 3 ? 'NULL' : i % 4}, ${i % 5})`).join(',')}`,
   );
   mongo = new MongoClient(MONGO_URL, { directConnection: true });
   await mongo.connect();
@@ -87,6 +90,9 @@ beforeAll(async () => {
       { kind: 'view', n: 3, at: new Date('2024-03-03T10:00:00Z') },
       { kind: 'click', n: 'four', at: new Date('2024-03-04T10:00:00Z') },
     ]);
+  const m = new URL(MONGO_URL);
+  customerMongo = await forwardTo(m.hostname, Number(m.port));
+  customerMongoUrl = `mongodb://127.0.0.1:${customerMongo.port}`;
   h = await startHarness({ SOURCE_MAX_BYTES: String(4 * 1024 * 1024) });
 }, 60_000);
 
@@ -101,6 +107,7 @@ afterAll(async () => {
     .dropDatabase()
     .catch(() => undefined);
   await mongo?.close();
+  await customerMongo?.close();
   files?.closeAllConnections();
   await new Promise((r) => files?.close(r));
 });
@@ -113,6 +120,17 @@ async function created(body: Record<string, unknown>, account?: string) {
   expect(dto.status).toBe('pending');
   expect(res.headers.get('location')).toBe(`/v1/sources/${dto.id}`);
   return { created: dto, settled: strictSource.parse(await h.settled(dto.id, account)) };
+}
+
+/** The source once a sync of it has failed (a re-sync of a source with data leaves it ready). */
+function lastSyncFailed(id: string, account?: string) {
+  return waitFor(
+    async () => {
+      const r = await h.api('GET', `/v1/sources/${id}`, account ? { account } : {});
+      return r.body?.lastSync?.status === 'failed' ? r.body : null;
+    },
+    { timeoutMs: 20_000, intervalMs: 50, what: `a failed sync of ${id}` },
+  );
 }
 
 async function refused(body: Record<string, unknown>, path: string, reason: RegExp) {
@@ -194,15 +212,15 @@ describe('URL sources', () => {
     expect(settled.error).not.toContain(h.datasetDir);
   });
 
-  it('marks a source failed when a file grows past the size limit after it was accepted', async () => {
+  it('fails the re-sync of a file that grew past the size limit, keeping its last good data', async () => {
     served['/grows.csv'] = { type: 'text/csv', body: 'a\n1\n2\n' };
     const res = await h.api('POST', '/v1/sources', { body: { type: 'url', name: 'grows', url: `${filesUrl}/grows.csv` } });
     expect(res.status).toBe(201);
-    await h.settled(res.body.id);
+    expect(await h.settled(res.body.id)).toMatchObject({ status: 'ready', rowCount: 2 });
     served['/grows.csv'] = { type: 'text/csv', body: `a\n${'1\n'.repeat(3 * 1024 * 1024)}`, chunked: true };
     await h.api('POST', `/v1/sources/${res.body.id}/sync`);
-    const failed = await h.settled(res.body.id);
-    expect(failed).toMatchObject({ status: 'failed', error: 'the data is larger than the limit of 4 MiB' });
+    const failed = await lastSyncFailed(res.body.id);
+    expect(failed).toMatchObject({ status: 'ready', error: null, rowCount: 2, lastSync: { status: 'failed', error: 'the data is larger than the limit of 4 MiB' } });
   });
 });
 
@@ -258,27 +276,70 @@ describe('PostgreSQL sources', () => {
     const wrong = await refused({ type: 'postgres', name: 'x', connection: { ...conn, password: `wrong-${suffix}` }, table }, 'connection', /password authentication failed/);
     expect(JSON.stringify(wrong)).not.toContain(`wrong-${suffix}`);
     await refused({ type: 'postgres', name: 'x', connection: conn, table: `missing_${suffix}` }, 'table', /relation "missing_\w+" does not exist/);
-    await refused({ type: 'postgres', name: 'x', connection: conn, query: 'SELEC 1' }, 'query', /syntax error/);
-    await refused({ type: 'postgres', name: 'x', connection: conn, query: `DELETE FROM ${table}` }, 'query', /syntax error/);
-    await refused({ type: 'postgres', name: 'x', connection: conn, query: `SELECT 1; DROP TABLE ${table}` }, 'query', /cannot insert multiple commands|syntax error/);
+    await refused({ type: 'postgres', name: 'x', connection: conn, query: 'SELECT 1 FROM' }, 'query', /syntax error at end of input/);
+    await refused(
+      { type: 'postgres', name: 'x', connection: conn, query: 'SELEC 1' },
+      'query',
+      /^only one read-only SELECT is allowed \(SELECT, WITH … SELECT, VALUES or TABLE\), not SELEC$/,
+    );
+    await refused(
+      { type: 'postgres', name: 'x', connection: conn, query: `DELETE FROM ${table}` },
+      'query',
+      /^only one read-only SELECT is allowed \(SELECT, WITH … SELECT, VALUES or TABLE\), not DELETE$/,
+    );
+    await refused(
+      { type: 'postgres', name: 'x', connection: conn, query: `SELECT 1; DROP TABLE ${table}` },
+      'query',
+      /^only one statement is allowed, a read-only SELECT; this query has 2$/,
+    );
+    await refused(
+      { type: 'postgres', name: 'x', connection: conn, query: `WITH d AS (SELECT 1) DELETE FROM ${table}` },
+      'query',
+      /^only one read-only SELECT is allowed, not DELETE$/,
+    );
+    await refused(
+      { type: 'postgres', name: 'x', connection: conn, query: `WITH d AS (DELETE FROM ${table} RETURNING id) SELECT * FROM d` },
+      'query',
+      /^the query tried to write; a source may only read$/,
+    );
     expect((await pgc.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n).toBeGreaterThanOrEqual(500);
   });
 
-  it('marks a source failed with the reason when its table disappears', async () => {
+  it("refuses a source without a password when the server asks for one (400, not 500), and never sends the service's own PGPASSWORD", async () => {
+    const u = new URL(POSTGRES_URL);
+    const conn = { host: u.hostname, port: Number(u.port), database: 'dap', user: u.username };
+    const message = `PostgreSQL asks for a password for the user ${u.username} and the source has none: give connection.password`;
+    await refused({ type: 'postgres', name: 'x', connection: conn, table }, 'connection', new RegExp(`^${message}$`));
+    u.password = '';
+    await refused({ type: 'postgres', name: 'x', connection: { url: u.toString() }, table }, 'connection', new RegExp(`^${message}$`));
+    const saved = process.env.PGPASSWORD;
+    process.env.PGPASSWORD = PG_PASSWORD;
+    try {
+      await refused({ type: 'postgres', name: 'x', connection: conn, table }, 'connection', new RegExp(`^${message}$`));
+    } finally {
+      if (saved === undefined) delete process.env.PGPASSWORD;
+      else process.env.PGPASSWORD = saved;
+    }
+    // The same connection with its password is accepted (positive control).
+    expect((await h.api('POST', '/v1/sources', { body: { type: 'postgres', name: 'x', connection: { ...conn, password: PG_PASSWORD }, table } })).status).toBe(201);
+  });
+
+  it('fails the re-sync with the reason when its table disappears, keeping the last good data', async () => {
     const t2 = `${table}_gone`;
     await pgc.query(`CREATE TABLE ${t2} AS SELECT 1 AS a`);
     const { created: dto } = await created({ type: 'postgres', name: 'gone', connection: { url: POSTGRES_URL }, table: t2 });
     await pgc.query(`DROP TABLE ${t2}`);
     await h.api('POST', `/v1/sources/${dto.id}/sync`);
-    const failed = await h.settled(dto.id);
-    expect(failed.status).toBe('failed');
-    expect(failed.error).toMatch(/^PostgreSQL could not run the read of the table: relation ".*_gone" does not exist/);
+    const failed = await lastSyncFailed(dto.id);
+    expect(failed).toMatchObject({ status: 'ready', error: null, rowCount: 1 });
+    expect(failed.lastSync.error).toMatch(/^PostgreSQL could not run the read of the table: relation ".*_gone" does not exist/);
   });
 });
 
 describe('MySQL/MariaDB sources', () => {
   it('reads a table and a query, the password write-only', async () => {
-    const { created: dto, settled } = await created({ type: 'mysql', name: 'My orders', connection: { url: MYSQL_URL }, table });
+    const account = newId('acct');
+    const { created: dto, settled } = await created({ type: 'mysql', name: 'My orders', connection: { url: MYSQL_URL }, table }, account);
     expect(dto.config).toMatchObject({ host: '127.0.0.1', database: 'dap', hasPassword: true, table });
     expect(JSON.stringify(dto)).not.toContain(new URL(MYSQL_URL).password);
     expect(settled).toMatchObject({ status: 'ready', rowCount: 200 });
@@ -288,6 +349,18 @@ describe('MySQL/MariaDB sources', () => {
       { name: 'amount', type: 'number' },
       { name: 'at', type: 'timestamp' },
       { name: 'note', type: 'string' },
+      { name: 'paid', type: 'boolean' },
+      { name: 'flag', type: 'boolean' },
+      { name: 'level', type: 'integer' },
+    ]);
+    // BOOLEAN and TINYINT(1) hold true/false (any value but 0 is true, as in MySQL); a wider TINYINT stays a number.
+    const file = await h.svc.store.currentFile(account, dto.id);
+    const flags = await h.svc.store.duck.run(`SELECT id, paid, flag, level FROM read_parquet(${sqlLiteral(file!)}) WHERE id <= 4 ORDER BY id`);
+    expect(flags.rows).toEqual([
+      { id: 1, paid: false, flag: false, level: 0 },
+      { id: 2, paid: true, flag: true, level: 1 },
+      { id: 3, paid: false, flag: true, level: 2 },
+      { id: 4, paid: true, flag: null, level: 3 },
     ]);
     const q = await created({ type: 'mysql', name: 'My top', connection: { url: MYSQL_URL }, query: `SELECT country, SUM(amount) AS total FROM ${table} GROUP BY country` });
     expect(q.settled).toMatchObject({
@@ -306,8 +379,9 @@ describe('MySQL/MariaDB sources', () => {
     const wrong = await refused({ type: 'mysql', name: 'x', connection: { url: u.toString() }, table }, 'connection', /MySQL refused the connection: Access denied/);
     expect(JSON.stringify(wrong)).not.toContain(`wrong-${suffix}`);
     await refused({ type: 'mysql', name: 'x', connection: { url: MYSQL_URL }, table: `missing_${suffix}` }, 'table', /doesn't exist/);
-    await refused({ type: 'mysql', name: 'x', connection: { url: MYSQL_URL }, query: `DELETE FROM ${table}` }, 'query', /tried to write|returns no columns/);
-    await refused({ type: 'mysql', name: 'x', connection: { url: MYSQL_URL }, query: 'SELEC 1' }, 'query', /You have an error in your SQL syntax/);
+    await refused({ type: 'mysql', name: 'x', connection: { url: MYSQL_URL }, query: `DELETE FROM ${table}` }, 'query', /^only one read-only SELECT is allowed .*, not DELETE$/);
+    await refused({ type: 'mysql', name: 'x', connection: { url: MYSQL_URL }, query: `SELECT 1; DELETE FROM ${table}` }, 'query', /^only one statement is allowed/);
+    await refused({ type: 'mysql', name: 'x', connection: { url: MYSQL_URL }, query: 'SELECT 1 FROM' }, 'query', /You have an error in your SQL syntax/);
     await refused({ type: 'mysql', name: 'x', connection: { url: MYSQL_URL.replace(/:\d+\//, ':1/') }, table }, 'connection', /connection was refused/);
   });
 });
@@ -317,7 +391,7 @@ describe('MongoDB sources', () => {
     const { settled, created: dto } = await created({
       type: 'mongodb',
       name: 'Clicks',
-      connection: { url: `${MONGO_URL}/${mongoDb}` },
+      connection: { url: `${customerMongoUrl}/${mongoDb}` },
       collection: 'events',
       filter: '{"kind": "click", "at": {"$gte": {"$date": "2024-03-01T00:00:00Z"}}}',
     });
@@ -329,16 +403,22 @@ describe('MongoDB sources', () => {
 
   it('refuses a code-running filter before connecting, and a missing collection', async () => {
     await refused(
-      { type: 'mongodb', name: 'x', connection: { url: `${MONGO_URL}/${mongoDb}` }, collection: 'events', filter: '{"$where": "sleep(5000)"}' },
+      { type: 'mongodb', name: 'x', connection: { url: `${customerMongoUrl}/${mongoDb}` }, collection: 'events', filter: '{"$where": "sleep(5000)"}' },
       'filter',
       /\$where is not allowed/,
     );
     await refused(
-      { type: 'mongodb', name: 'x', connection: { url: `${MONGO_URL}/${mongoDb}` }, collection: 'events', filter: '{"n": {"$function": {"body": "x", "args": [], "lang": "js"}}}' },
+      {
+        type: 'mongodb',
+        name: 'x',
+        connection: { url: `${customerMongoUrl}/${mongoDb}` },
+        collection: 'events',
+        filter: '{"n": {"$function": {"body": "x", "args": [], "lang": "js"}}}',
+      },
       'filter',
       /\$function is not allowed/,
     );
-    await refused({ type: 'mongodb', name: 'x', connection: { url: `${MONGO_URL}/${mongoDb}` }, collection: 'nope' }, 'collection', /does not exist/);
+    await refused({ type: 'mongodb', name: 'x', connection: { url: `${customerMongoUrl}/${mongoDb}` }, collection: 'nope' }, 'collection', /does not exist/);
     await refused({ type: 'mongodb', name: 'x', connection: { url: 'mongodb://127.0.0.1:1/x' }, collection: 'c' }, 'connection', /could not connect to MongoDB/);
   });
 });

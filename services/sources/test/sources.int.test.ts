@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -107,7 +107,7 @@ describe('inline and CSV sources', () => {
     const res = await api('POST', '/v1/sources', { body: { type: 'inline', name: ' Orders ', rows } });
     expect(res.status).toBe(201);
     const created = strictSource.parse(res.body);
-    expect(created).toMatchObject({ name: 'Orders', type: 'inline', status: 'pending', error: null, schema: [], rowCount: 0, lastSyncedAt: null });
+    expect(created).toMatchObject({ name: 'Orders', type: 'inline', status: 'pending', error: null, schema: [], rowCount: 0, lastSyncedAt: null, lastSync: null });
     expect(created.id).toMatch(/^src_[0-9A-Z]{26}$/);
     expect(res.headers.get('location')).toBe(`/v1/sources/${created.id}`);
     inlineId = created.id;
@@ -124,6 +124,7 @@ describe('inline and CSV sources', () => {
       { name: 'at', type: 'timestamp' },
     ]);
     expect(new Date(ready.lastSyncedAt!).toISOString()).toBe(ready.lastSyncedAt);
+    expect(ready.lastSync).toEqual({ status: 'succeeded', error: null, at: ready.lastSyncedAt });
     expect(ready.createdAt).toBe(created.createdAt);
 
     const file = await svc.store.currentFile(accountA, inlineId);
@@ -209,6 +210,7 @@ describe('inline and CSV sources', () => {
     expect(failed.error).toMatch(/^the data could not be loaded: /);
     expect(failed.error).not.toContain(datasetDir);
     expect(failed.rowCount).toBe(0);
+    expect(failed.lastSync).toEqual({ status: 'failed', error: failed.error, at: failed.updatedAt });
     expect(await svc.store.currentFile(accountA, failed.id)).toBeNull();
     await waitFor(() => events.find((e) => e.type === 'source.failed' && e.subject === failed.id), { what: 'source.failed' });
     const ev = events.find((e) => e.type === 'source.failed' && e.subject === failed.id)!;
@@ -232,6 +234,43 @@ describe('inline and CSV sources', () => {
     expect(Date.parse(again.lastSyncedAt)).toBeGreaterThan(Date.parse(before.body.lastSyncedAt));
     expect((await api('POST', `/v1/sources/${inlineId}/sync`, { body: { force: true } })).status).toBe(400);
     expect((await api('POST', `/v1/sources/${newId('src')}/sync`)).status).toBe(404);
+  });
+
+  it('keeps a source ready on its last good data when a re-sync fails; the failure is its lastSync', async () => {
+    const res = await api('POST', '/v1/sources', { body: { type: 'inline', name: 'Kept', rows } });
+    const first = strictSource.parse(await settled(res.body.id));
+    expect(first).toMatchObject({ status: 'ready', rowCount: 3, lastSync: { status: 'succeeded', error: null } });
+    const file = await svc.store.currentFile(accountA, first.id);
+    // The staged rows every sync re-loads are gone, so the next sync fails.
+    const dir = svc.store.dir(accountA, first.id);
+    for (const f of await readdir(dir)) if (f.startsWith('staging.')) await rm(join(dir, f));
+
+    expect((await api('POST', `/v1/sources/${first.id}/sync`)).status).toBe(202);
+    const after = strictSource.parse(
+      await waitFor(
+        async () => {
+          const r = await api('GET', `/v1/sources/${first.id}`);
+          return r.body.lastSync?.status === 'failed' ? r.body : null;
+        },
+        { what: 'the failed re-sync' },
+      ),
+    );
+    expect(after).toMatchObject({
+      status: 'ready',
+      error: null,
+      rowCount: 3,
+      schema: first.schema,
+      lastSyncedAt: first.lastSyncedAt,
+      lastSync: { status: 'failed', error: 'the uploaded data is no longer available; create the source again' },
+    });
+    expect(Date.parse(after.lastSync!.at)).toBeGreaterThan(Date.parse(first.lastSyncedAt!));
+    // The data queries read is the same file, intact.
+    expect(await svc.store.currentFile(accountA, first.id)).toBe(file);
+    const q = await svc.store.duck.run(`SELECT count(*) AS n FROM read_parquet(${sqlLiteral(file!)})`);
+    expect(q.rows[0]).toEqual({ n: 3 });
+    // Subscribers still hear of the failure.
+    const ev = await waitFor(() => events.find((e) => e.type === 'source.failed' && e.subject === first.id), { what: 'source.failed' });
+    expect(ev.data).toEqual({ id: first.id, name: 'Kept', error: after.lastSync!.error });
   });
 
   it('publishes source.created then source.ready with rowCount and schema on the sources topic', async () => {

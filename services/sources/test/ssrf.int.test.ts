@@ -3,7 +3,9 @@ import type { AddressInfo } from 'node:net';
 import type { LookupAddress } from 'node:dns';
 import { stackEnv } from '@dap/testing';
 import { OutboundGuard, systemResolver } from '@dap/netguard';
-import { startHarness, type Harness } from './harness.ts';
+import { MongoClient } from 'mongodb';
+import { newId } from '@dap/contracts';
+import { forwardTo, startHarness, type Harness } from './harness.ts';
 
 /**
  * With ALLOW_PRIVATE_TARGETS=false (production), no source may reach loopback, private, link-local or
@@ -11,6 +13,7 @@ import { startHarness, type Harness } from './harness.ts';
  * A file server on loopback would answer every one of these if the guard let the request through.
  */
 let strict: Harness;
+let open: Harness;
 let noKey: Harness;
 let dialling: Harness;
 const resolutions: Record<string, number> = {};
@@ -33,8 +36,9 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => files.listen(0, '127.0.0.1', () => r()));
   port = (files.address() as AddressInfo).port;
-  [strict, noKey, dialling] = await Promise.all([
+  [strict, open, noKey, dialling] = await Promise.all([
     startHarness({ ALLOW_PRIVATE_TARGETS: 'false', SYNC_CONCURRENCY: '0' }),
+    startHarness({ ALLOW_PRIVATE_TARGETS: '127.0.0.0/8,::1/128' }),
     startHarness({ SOURCE_CREDENTIALS_KEY: undefined, SYNC_CONCURRENCY: '0' }),
     startHarness({}, { guard: new OutboundGuard({ allowPrivate: true, resolve: fakeDns }) }),
   ]);
@@ -42,6 +46,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await strict?.stop();
+  await open?.stop();
   await noKey?.stop();
   await dialling?.stop();
   files?.closeAllConnections();
@@ -75,7 +80,7 @@ describe('SSRF guard with ALLOW_PRIVATE_TARGETS=false', () => {
 
   it('refuses database hosts on loopback, private and link-local addresses and names', async () => {
     const pgUrl = new URL(stackEnv().POSTGRES_URL);
-    const mongoPort = new URL(stackEnv().MONGO_URL).port;
+    const mongoPort = Number(new URL(stackEnv().MONGO_URL).port) + 1; // not the platform's MongoDB, which is refused first
     await refusedAs({ type: 'postgres', name: 'x', connection: { url: pgUrl.toString() }, table: 't' }, 'connection', /127\.0\.0\.1 is not allowed \(loopback\)/);
     await refusedAs(
       { type: 'postgres', name: 'x', connection: { host: 'localhost', port: Number(pgUrl.port), database: 'dap', user: 'dap', password: 'x' }, table: 't' },
@@ -94,6 +99,75 @@ describe('SSRF guard with ALLOW_PRIVATE_TARGETS=false', () => {
 
   it('still accepts upload sources', async () => {
     expect((await strict.api('POST', '/v1/sources', { body: { type: 'inline', name: 'ok', rows: [{ a: 1 }] } })).status).toBe(201);
+  });
+});
+
+describe("the platform's own endpoints, with loopback allowed (ALLOW_PRIVATE_TARGETS=127.0.0.0/8,::1/128)", () => {
+  const env = stackEnv();
+  const mongo = new URL(env.MONGO_URL);
+  const kafkaPort = Number(env.KAFKA_BROKERS.split(',')[0]!.split(':')[1]);
+  const redis = new URL(env.REDIS_URL);
+  const OWN = /is one of this platform's own endpoints, which sources and webhooks may not reach/;
+
+  async function refusedByOpen(body: Record<string, unknown>, path: string) {
+    const res = await open.api('POST', '/v1/sources', { body });
+    expect({ status: res.status, type: res.headers.get('content-type'), errors: res.body?.errors }).toMatchObject({
+      status: 422,
+      type: expect.stringMatching(/^application\/problem\+json/),
+      errors: [{ path, message: expect.stringMatching(OWN) }],
+    });
+  }
+
+  it("refuses a MongoDB source on the platform's own MongoDB, so one account cannot read another's reports; the same server on another endpoint is read (positive control)", async () => {
+    const victim = newId('acct');
+    const dbName = `dap_analytics_${newId('req').slice(-8).toLowerCase()}`;
+    const client = new MongoClient(env.MONGO_URL, { directConnection: true });
+    await client.connect();
+    const forwarder = await forwardTo(mongo.hostname, Number(mongo.port));
+    try {
+      await client.db(dbName).collection('reports').insertOne({ accountId: victim, secret: 'victim-row' });
+      const filter = JSON.stringify({ accountId: victim });
+      for (const url of [
+        `mongodb://${mongo.host}/${dbName}`,
+        `mongodb://localhost:${mongo.port}/${dbName}`,
+        `mongodb://127.0.0.2:${mongo.port}/${dbName}`,
+        `mongodb://[::ffff:127.0.0.1]:${mongo.port}/${dbName}`,
+      ]) {
+        await refusedByOpen({ type: 'mongodb', name: 'x', connection: { url }, collection: 'reports', filter }, 'connection');
+      }
+      await refusedByOpen(
+        { type: 'mongodb', name: 'x', connection: { host: '127.0.0.1', port: Number(mongo.port), database: dbName }, collection: 'reports', filter },
+        'connection',
+      );
+      const allowed = await open.api('POST', '/v1/sources', {
+        body: { type: 'mongodb', name: 'x', connection: { url: `mongodb://127.0.0.1:${forwarder.port}/${dbName}` }, collection: 'reports', filter },
+      });
+      expect(allowed.status).toBe(201);
+      expect(await open.settled(allowed.body.id)).toMatchObject({ status: 'ready', rowCount: 1 });
+    } finally {
+      await client.db(dbName).dropDatabase();
+      await client.close();
+      await forwarder.close();
+    }
+  });
+
+  it('refuses URL sources on its Kafka broker, its Redis (PLATFORM_ENDPOINTS) and the service itself, and never connects to them', async () => {
+    const ownPort = open.svc.port;
+    await refusedByOpen({ type: 'url', name: 'x', url: `http://127.0.0.1:${kafkaPort}/x.csv` }, 'url');
+    await refusedByOpen({ type: 'url', name: 'x', url: `http://${redis.host}/x.csv` }, 'url');
+    await refusedByOpen({ type: 'url', name: 'x', url: `http://localhost:${ownPort}/v1/sources` }, 'url');
+    await refusedByOpen({ type: 'url', name: 'x', url: `http://[::1]:${ownPort}/metrics` }, 'url');
+    // A file server on loopback that is not the platform's is read (positive control).
+    const before = hits;
+    const ok = await open.api('POST', '/v1/sources', { body: { type: 'url', name: 'ok', url: `http://127.0.0.1:${port}/x.csv` } });
+    expect(ok.status).toBe(201);
+    expect(await open.settled(ok.body.id)).toMatchObject({ status: 'ready', rowCount: 1 });
+    expect(hits).toBeGreaterThan(before);
+  });
+
+  it('refuses private ranges outside the list', async () => {
+    const res = await open.api('POST', '/v1/sources', { body: { type: 'url', name: 'x', url: 'http://10.0.0.1/x.csv' } });
+    expect([res.status, res.body.errors?.[0]?.message]).toEqual([422, 'could not download the file: the address 10.0.0.1 is not allowed (private)']);
   });
 });
 

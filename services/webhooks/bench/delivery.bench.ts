@@ -213,7 +213,7 @@ export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise
     KAFKA_TOPIC_PREFIX: `whbench${suffix}.`,
     INTERNAL_SECRET,
     WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
-    ALLOW_PRIVATE_TARGETS: 'true',
+    ALLOW_PRIVATE_TARGETS: '127.0.0.0/8,::1/128',
     LOG_LEVEL: 'warn',
     INSTANCE_ID: `bench-${suffix}`,
     ...opts.serviceEnv,

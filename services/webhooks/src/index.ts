@@ -1,9 +1,11 @@
 import { isPublicEventType, PUBLIC_EVENT_TYPES, topicOf } from '@dap/contracts';
+import { platformEndpointsOf } from '@dap/config';
 import { Lifecycle } from '@dap/lifecycle';
 import { listen } from '@dap/http';
 import { openEventing } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
 import { openMongo, OutboxRelay } from '@dap/mongo';
+import { OutboundGuard } from '@dap/netguard';
 import { createApp } from './app.ts';
 import { claimTtlMsOf, type WebhooksConfig } from './config.ts';
 import { Dispatcher } from './delivery/dispatcher.ts';
@@ -53,9 +55,10 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
     });
 
     const secrets = new SecretBox(config.WEBHOOK_SECRET_KEY);
+    const guard = new OutboundGuard({ allowPrivate: config.ALLOW_PRIVATE_TARGETS, platform: platformEndpointsOf(config) });
     const sender = await life.open(
       'http sender',
-      () => new HttpSender({ timeoutMs: config.WEBHOOK_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS, userAgent: USER_AGENT }),
+      () => new HttpSender({ timeoutMs: config.WEBHOOK_TIMEOUT_MS, guard, userAgent: USER_AGENT }),
       (s) => s.close(),
     );
     const dispatcher = new Dispatcher({
@@ -78,7 +81,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
       endpoints,
       deliveries,
       secrets,
-      allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
+      guard,
       secretOverlapMs: config.WEBHOOK_SECRET_OVERLAP_MS,
       onDue: () => dispatcher.kick(),
       onEndpointChanged: (id) => dispatcher.forgetEndpoint(id),
@@ -96,6 +99,8 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
       () => listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT }),
       (s) => s.close(),
     );
+    // The port is known only now when the config says 0 (tests); the service's own port is the platform's too.
+    guard.platform.add({ host: config.HOST, port: server.port });
     await life.open(
       'delivery consumer',
       () =>
@@ -111,6 +116,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
       (c) => c.disconnect(),
     );
     logger.info({ url: server.url }, 'webhooks listening');
+    logger.info({ privateTargets: guard.allowed.cidrs, platformEndpoints: guard.platform.describe() }, 'outbound connections: private ranges allowed, platform endpoints refused');
 
     return {
       url: server.url,

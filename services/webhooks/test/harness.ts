@@ -24,6 +24,7 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     INTERNAL_SECRET: TEST_INTERNAL_SECRET,
     WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
     ALLOW_PRIVATE_TARGETS: 'true',
+    PLATFORM_ENDPOINTS: new URL(env.REDIS_URL).host,
     ...overrides,
   };
 }

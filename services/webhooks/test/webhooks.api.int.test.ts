@@ -3,7 +3,8 @@ import type { Consumer } from 'kafkajs';
 import { makeEvent, newId, webhookCreatedSchema, webhookListSchema, webhookSchema, type DomainEvent } from '@dap/contracts';
 import { listen, type RunningServer } from '@dap/http';
 import { createKafka } from '@dap/kafka';
-import { http, waitFor } from '@dap/testing';
+import { OutboundGuard } from '@dap/netguard';
+import { http, stackEnv, waitFor } from '@dap/testing';
 import { createApp } from '../src/app.ts';
 import { SecretBox } from '../src/domain/secret.ts';
 import { WebhooksService } from '../src/domain/webhooks.service.ts';
@@ -26,7 +27,7 @@ describe('webhooks API', () => {
       endpoints: svc.endpoints,
       deliveries: svc.deliveries,
       secrets: new SecretBox(randomBytes(32)),
-      allowPrivateTargets: false,
+      guard: new OutboundGuard({ allowPrivate: false }),
     });
     strict = await listen(
       createApp({ logger: silent, webhooks: strictService, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: 1_000_000, ready: async () => {} }),
@@ -161,6 +162,29 @@ describe('webhooks API', () => {
       expect({ url, status: res.status, path: res.body.errors?.[0]?.path }).toEqual({ url, status: 422, path: 'url' });
     }
     expect((await alice.call('POST', '/webhooks', { url: 'http://127.0.0.1:9/x' })).status).toBe(201);
+  });
+
+  it("refuses the platform's own endpoints (its MongoDB, Kafka, Redis, this service) even where private targets are allowed", async () => {
+    const env = stackEnv();
+    const mongo = new URL(env.MONGO_URL);
+    const kafkaPort = env.KAFKA_BROKERS.split(',')[0]!.split(':')[1];
+    const ownPort = new URL(svc.url).port;
+    for (const url of [
+      `http://${mongo.host}/x`,
+      `http://localhost:${mongo.port}/x`,
+      `http://127.0.0.2:${kafkaPort}/`,
+      `http://${new URL(env.REDIS_URL).host}/`,
+      `http://[::ffff:127.0.0.1]:${ownPort}/v1/webhooks`,
+    ]) {
+      const res = await alice.call('POST', '/webhooks', { url });
+      expect({ url, status: res.status, path: res.body.errors?.[0]?.path, message: res.body.errors?.[0]?.message }).toEqual({
+        url,
+        status: 422,
+        path: 'url',
+        message: expect.stringMatching(/is one of this platform's own endpoints/),
+      });
+    }
+    expect((await alice.call('POST', '/webhooks', { url: `http://127.0.0.1:${Number(mongo.port) + 1}/x` })).status).toBe(201);
   });
 
   it('answers 404 for another account’s id and for malformed or unknown ids, on every route', async () => {

@@ -15,6 +15,7 @@ export type {
   DeliveryDto,
   MetricsDto,
   ModelDto,
+  ModelVersionDto,
   PredictionDto,
   Problem,
   ReportDto,

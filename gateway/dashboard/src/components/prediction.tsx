@@ -5,7 +5,7 @@ import { formatMs, formatNumber } from '../format.ts';
 import { useApi } from '../context.tsx';
 import { useAction } from '../hooks.ts';
 import { BarChart, LineChart } from './charts.tsx';
-import { Badge, Button, ErrorBanner, Field } from './ui.tsx';
+import { Badge, Button, ErrorBanner, Field, TableWrap } from './ui.tsx';
 
 const SAMPLE_SERIES = '112, 118, 132, 129, 121, 135, 148, 148, 136, 119, 104, 118, 115, 126, 141, 135, 125, 149, 170, 170, 158, 133, 114, 140';
 
@@ -138,9 +138,11 @@ export function PredictionForm({ model, onPredicted }: { model: ModelDto; onPred
   const [values, setValues] = useState<Values>(() => defaults(model));
   const [json, setJson] = useState(() => JSON.stringify({ inputs: [safeInput(model, defaults(model))] }, null, 2));
   const [result, setResult] = useState<{ input: Record<string, unknown>; prediction: PredictionDto } | null>(null);
+  const [explain, setExplain] = useState(false);
+  const explainable = EXPLAINABLE_TYPES.has(model.type);
   const predict = useAction(async () => {
-    let body: { inputs: Record<string, unknown>[] };
-    if (mode === 'form') body = { inputs: [toInput(model, values)] };
+    let body: { inputs: Record<string, unknown>[]; explain?: boolean };
+    if (mode === 'form') body = { inputs: [toInput(model, values)], ...(explain && explainable ? { explain: true } : {}) };
     else {
       try {
         body = JSON.parse(json) as { inputs: Record<string, unknown>[] };
@@ -215,6 +217,11 @@ export function PredictionForm({ model, onPredicted }: { model: ModelDto; onPred
             {(p) => <textarea {...p} className="input textarea mono" rows={10} value={json} onChange={(e) => setJson(e.target.value)} spellCheck={false} />}
           </Field>
         )}
+        {mode === 'form' && explainable && (
+          <label className="check">
+            <input type="checkbox" checked={explain} onChange={(e) => setExplain(e.target.checked)} /> Explain the prediction
+          </label>
+        )}
         <div className="form-actions">
           <Button type="submit" variant="primary" loading={predict.pending}>
             Predict
@@ -228,9 +235,14 @@ export function PredictionForm({ model, onPredicted }: { model: ModelDto; onPred
               {result.prediction.predictions.length} prediction{result.prediction.predictions.length === 1 ? '' : 's'}
             </Badge>
             <Badge>model time {formatMs(result.prediction.latencyMs)}</Badge>
+            <Badge>
+              version {result.prediction.modelVersion}
+              {result.prediction.alias ? ` (${result.prediction.alias})` : ''}
+            </Badge>
             <span className="mono small muted">{result.prediction.id}</span>
           </p>
           {result.prediction.predictions[0] && <PredictionChart input={result.input} output={result.prediction.predictions[0]} />}
+          {result.prediction.predictions[0]?.explanation !== undefined && <ExplanationView explanation={result.prediction.predictions[0].explanation} />}
           <details className="query-json">
             <summary>Raw response</summary>
             <pre className="code-block">
@@ -249,4 +261,95 @@ function safeInput(model: ModelDto, values: Values): Record<string, unknown> {
   } catch {
     return {};
   }
+}
+
+/** Model types whose predictions the API can explain. */
+const EXPLAINABLE_TYPES = new Set(['linear_regression', 'logistic_regression', 'random_forest_classifier', 'random_forest_regressor', 'holt_winters']);
+
+const SPACE_LABELS: Record<string, string> = {
+  prediction: 'the prediction',
+  log_odds: 'the log-odds of the predicted class',
+  probability: 'the probability of the predicted class',
+};
+
+/** Feature contributions (base + contributions = value), or a forecast's level, trend and season per step. */
+export function ExplanationView({ explanation }: { explanation: unknown }) {
+  const e = explanation as Record<string, unknown> | null;
+  if (!e || typeof e !== 'object') return null;
+  if (e.contributions && typeof e.contributions === 'object') {
+    const rows = Object.entries(e.contributions as Record<string, number>).sort((a, b) => Math.abs(b[1]) - Math.abs(a[1]));
+    return (
+      <div className="explanation" data-testid="explanation">
+        <h3 className="subheading">Why this answer</h3>
+        <p className="muted small">
+          Contributions to {SPACE_LABELS[String(e.space)] ?? String(e.space)}
+          {e.class !== undefined ? ` (${String(e.class)})` : ''}: base value {formatNumber(e.baseValue as number)} + the contributions = {formatNumber(e.value as number)}.
+          {e.method === 'tree_path' ? ' Credited along each tree’s decision path.' : ' Measured from the training means and the most frequent categories.'}
+        </p>
+        <TableWrap label="Feature contributions">
+          <table className="table table-compact">
+            <thead>
+              <tr>
+                <th scope="col">Feature</th>
+                <th scope="col" className="num">
+                  Contribution
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map(([name, v]) => (
+                <tr key={name}>
+                  <td className="mono">{name}</td>
+                  <td className={`num ${v > 0 ? 'is-up' : v < 0 ? 'is-down' : ''}`}>
+                    {v > 0 ? '+' : ''}
+                    {formatNumber(v)}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableWrap>
+      </div>
+    );
+  }
+  if (Array.isArray(e.level) && Array.isArray(e.trend) && Array.isArray(e.season)) {
+    const level = e.level as number[];
+    const trend = e.trend as number[];
+    const season = e.season as number[];
+    return (
+      <div className="explanation" data-testid="explanation">
+        <h3 className="subheading">Forecast components</h3>
+        <p className="muted small">Each forecast is level + trend + season.</p>
+        <TableWrap label="Forecast components">
+          <table className="table table-compact">
+            <thead>
+              <tr>
+                <th scope="col">Step</th>
+                <th scope="col" className="num">
+                  Level
+                </th>
+                <th scope="col" className="num">
+                  Trend
+                </th>
+                <th scope="col" className="num">
+                  Season
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {level.map((l, h) => (
+                <tr key={h}>
+                  <th scope="row">+{h + 1}</th>
+                  <td className="num">{formatNumber(l)}</td>
+                  <td className="num">{formatNumber(trend[h]!)}</td>
+                  <td className="num">{formatNumber(season[h]!)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableWrap>
+      </div>
+    );
+  }
+  return null;
 }

@@ -13,7 +13,7 @@ interface FieldSpec {
   hint?: string;
   placeholder?: string;
   required?: boolean;
-  /** A file picker that fills this textarea. */
+  /** A file picker beside this textarea: a picked file is uploaded as it is (streamed), pasted text as JSON. */
   accept?: string;
   mono?: boolean;
   rows?: number;
@@ -237,7 +237,7 @@ const SPECS: Record<SourceType, TypeSpec> = {
         mono: true,
         required: true,
         accept: '.csv,text/csv',
-        hint: 'Upload a file or paste the text; the first row names the columns.',
+        hint: 'Upload a file (up to 2 GB) or paste the text; the first row names the columns.',
       },
     ],
     example: { csv: 'region,units,price\nnorth,3,9.5\nsouth,7,12\nwest,2,8.25\n' },
@@ -247,7 +247,17 @@ const SPECS: Record<SourceType, TypeSpec> = {
     label: 'JSON file',
     description: 'A JSON array of objects.',
     icon: 'JSON',
-    fields: [{ name: 'json', label: 'JSON', kind: 'textarea', mono: true, required: true, accept: '.json,application/json', hint: 'Upload a file or paste an array of objects.' }],
+    fields: [
+      {
+        name: 'json',
+        label: 'JSON',
+        kind: 'textarea',
+        mono: true,
+        required: true,
+        accept: '.json,application/json',
+        hint: 'Upload a file (up to 2 GB) or paste an array of objects.',
+      },
+    ],
     example: { json: '[\n  {"sku": "A-1", "stock": 12},\n  {"sku": "B-7", "stock": 0}\n]' },
     toBody: (v) => ({ json: text(v, 'json', 'JSON text') }),
   },
@@ -263,7 +273,7 @@ const SPECS: Record<SourceType, TypeSpec> = {
         mono: true,
         required: true,
         accept: '.ndjson,.jsonl,application/x-ndjson',
-        hint: 'Upload a file or paste one object per line.',
+        hint: 'Upload a file (up to 2 GB) or paste one object per line.',
       },
     ],
     example: { ndjson: '{"event": "signup", "ms": 120}\n{"event": "login", "ms": 80}\n' },
@@ -345,7 +355,11 @@ const SPECS: Record<SourceType, TypeSpec> = {
 export const SOURCE_TYPE_LABELS: Record<string, string> = Object.fromEntries(Object.entries(SPECS).map(([k, s]) => [k, s.label]));
 const TYPES = Object.keys(SPECS) as SourceType[];
 
-const MAX_FILE_BYTES = 5_000_000;
+/** Picked files go to the streamed upload route; its limit (UPLOAD_LIMIT_BYTES) is the API's to enforce. */
+const FILE_FORMAT_TYPES = new Set<SourceType>(['csv', 'json', 'ndjson']);
+
+const formatBytes = (n: number) =>
+  n >= 1024 ** 3 ? `${(n / 1024 ** 3).toFixed(1)} GB` : n >= 1024 ** 2 ? `${(n / 1024 ** 2).toFixed(1)} MB` : `${Math.max(1, Math.round(n / 1024))} KB`;
 
 /** Consecutive half-width fields share a row. */
 function groupHalves(fields: FieldSpec[]): FieldSpec[][] {
@@ -365,37 +379,39 @@ export function ConnectSourcePage() {
   const [type, setType] = useState<SourceType>('inline');
   const [name, setName] = useState('');
   const [values, setValues] = useState<Record<string, string>>({});
-  const create = useAction((body: RequestBodyOf<'/sources'>) => unwrap(api.openapi.POST('/sources', { body })));
+  const [files, setFiles] = useState<Record<string, File | null>>({});
+  const [pickerKey, setPickerKey] = useState(0);
+  // A picked file goes as a multipart form to the upload operation (the browser streams it and sets the boundary).
+  const create = useAction((body: RequestBodyOf<'/sources'> | FormData) =>
+    body instanceof FormData ? unwrap(api.openapi.POST('/sources/upload', { body: body as never })) : unwrap(api.openapi.POST('/sources', { body })),
+  );
   const spec = SPECS[type];
   const err = create.error;
 
   const set = (n: string, v: string) => setValues((old) => ({ ...old, [n]: v }));
 
-  const onFile = (field: string) => async (e: ChangeEvent<HTMLInputElement>) => {
-    const file = e.target.files?.[0];
-    if (!file) return;
-    if (file.size > MAX_FILE_BYTES) {
-      create.setError(
-        new ApiError({
-          status: 413,
-          code: 'payload_too_large',
-          title: 'That file is too large',
-          detail: 'Files up to 5 MB can be uploaded here.',
-          errors: [{ path: field, message: 'Files up to 5 MB' }],
-        }),
-      );
-      return;
-    }
-    set(field, await file.text());
-    if (!name.trim()) setName(file.name.replace(/\.[^.]+$/, ''));
+  const onFile = (field: string) => (e: ChangeEvent<HTMLInputElement>) => {
+    const file = e.target.files?.[0] ?? null;
+    setFiles((old) => ({ ...old, [field]: file }));
+    create.setError(null);
+    if (file && !name.trim()) setName(file.name.replace(/\.[^.]+$/, ''));
   };
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    let body: Record<string, unknown>;
+    let body: Record<string, unknown> | FormData;
     try {
       if (!name.trim()) throw new LocalProblem('name', 'Name the source');
-      body = { type, name: name.trim(), ...spec.toBody(values) };
+      const picked = FILE_FORMAT_TYPES.has(type) ? spec.fields.map((f) => files[f.name]).find((f) => f) : undefined;
+      if (picked) {
+        // The file itself, streamed by the browser as a multipart form: no size limit of the JSON body, no copy in memory.
+        body = new FormData();
+        body.append('name', name.trim());
+        body.append('format', type);
+        body.append('file', picked, picked.name);
+      } else {
+        body = { type, name: name.trim(), ...spec.toBody(values) };
+      }
     } catch (problem) {
       if (problem instanceof LocalProblem) {
         create.setError(
@@ -406,7 +422,7 @@ export function ConnectSourcePage() {
       throw problem;
     }
     // Built from what the user entered: the server checks it, and its 400 names the fields to highlight.
-    const source = await create.run(body as RequestBodyOf<'/sources'>);
+    const source = await create.run(body instanceof FormData ? body : (body as RequestBodyOf<'/sources'>));
     if (source) {
       notify(`Source “${source.name}” connected; syncing now`, 'info');
       navigate(`/sources/${source.id}`);
@@ -415,8 +431,12 @@ export function ConnectSourcePage() {
 
   const visible = spec.fields.filter((f) => !f.showIf || f.showIf(values));
   const pathOf = (f: FieldSpec) => f.apiPath ?? f.name;
-  const fieldErrorOf = (f: FieldSpec) => err?.fieldError(pathOf(f)) ?? (f.apiPath ? err?.fieldError(f.name) : undefined);
-  const shownPaths = ['name', ...visible.map(pathOf)];
+  // An uploaded file's problems are reported on `file` (or `format`): shown at the field that picked it.
+  const fieldErrorOf = (f: FieldSpec) =>
+    err?.fieldError(pathOf(f)) ??
+    (f.apiPath ? err?.fieldError(f.name) : undefined) ??
+    (f.accept && files[f.name] ? (err?.fieldError('file') ?? err?.fieldError('format')) : undefined);
+  const shownPaths = ['name', ...visible.map(pathOf), ...(visible.some((f) => f.accept && files[f.name]) ? ['file', 'format'] : [])];
   const unshown = err && !err.fieldErrors.some((fe) => shownPaths.some((p) => fe.path === p || fe.path.startsWith(`${p}.`)));
 
   const renderField = (f: FieldSpec) => (
@@ -426,18 +446,34 @@ export function ConnectSourcePage() {
           <>
             {f.accept && (
               <div className="file-row">
-                <input type="file" accept={f.accept} onChange={onFile(f.name)} aria-label={`Upload a ${f.label} file`} className="file-input" />
+                <input key={pickerKey} type="file" accept={f.accept} onChange={onFile(f.name)} aria-label={`Upload a ${f.label} file`} className="file-input" />
               </div>
             )}
-            <textarea
-              {...p}
-              className={`input textarea${f.mono ? ' mono' : ''}`}
-              rows={f.rows ?? 10}
-              spellCheck={false}
-              value={values[f.name] ?? ''}
-              placeholder={f.placeholder}
-              onChange={(e) => set(f.name, e.target.value)}
-            />
+            {f.accept && files[f.name] ? (
+              <p className="field-hint" data-testid="picked-file">
+                {files[f.name]!.name} ({formatBytes(files[f.name]!.size)}) is uploaded as it is when you connect the source.{' '}
+                <Button
+                  size="sm"
+                  variant="ghost"
+                  onClick={() => {
+                    setFiles((old) => ({ ...old, [f.name]: null }));
+                    setPickerKey((k) => k + 1);
+                  }}
+                >
+                  Paste text instead
+                </Button>
+              </p>
+            ) : (
+              <textarea
+                {...p}
+                className={`input textarea${f.mono ? ' mono' : ''}`}
+                rows={f.rows ?? 10}
+                spellCheck={false}
+                value={values[f.name] ?? ''}
+                placeholder={f.placeholder}
+                onChange={(e) => set(f.name, e.target.value)}
+              />
+            )}
           </>
         ) : f.kind === 'select' ? (
           <select {...p} className="input" value={values[f.name] ?? f.options?.[0]?.value ?? ''} onChange={(e) => set(f.name, e.target.value)}>

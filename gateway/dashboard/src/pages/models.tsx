@@ -1,11 +1,13 @@
 import type { ReactNode } from 'react';
+import { useState } from 'react';
 import { unwrap } from '../api/client.ts';
-import type { MetricsDto, ModelDto, Page } from '../api/types.ts';
+import type { MetricsDto, ModelDto, ModelVersionDto, Page } from '../api/types.ts';
+import { useApi } from '../context.tsx';
 import { BarChart } from '../components/charts.tsx';
 import { PredictionForm } from '../components/prediction.tsx';
 import { Alert, Badge, Button, ButtonLink, Card, EmptyState, ErrorBanner, KeyValue, Loading, PageHeader, Stat, StatusBadge, TableWrap } from '../components/ui.tsx';
 import { formatDate, formatInt, formatMs, formatNumber, formatPercent } from '../format.ts';
-import { useDocumentTitle, useInterval, useResource } from '../hooks.ts';
+import { useAction, useDocumentTitle, useInterval, useResource } from '../hooks.ts';
 import { Link } from '../router.tsx';
 import { TRAINING_AVAILABLE } from './train-model.tsx';
 
@@ -307,6 +309,15 @@ export function ModelDetailPage({ id }: { id: string }) {
           {m.status === 'ready' ? <PredictionForm model={m} onPredicted={() => void metrics.reload()} /> : <p className="muted">The model can predict once it is ready.</p>}
         </Card>
       </div>
+      {m.kind !== 'builtin' && (
+        <VersionsCard
+          model={m}
+          onChanged={() => {
+            void model.reload();
+            void metrics.reload();
+          }}
+        />
+      )}
       {m.status === 'ready' && metrics.data?.drift && metrics.data.drift.features.length > 0 && (
         <Card title="Input drift, last day">
           <p className="muted small">
@@ -370,5 +381,163 @@ export function ModelDetailPage({ id }: { id: string }) {
         </div>
       )}
     </>
+  );
+}
+
+const SHADOW_SHARES = [0, 0.01, 0.05, 0.1, 0.25, 0.5, 1];
+
+/**
+ * A model's versions with their held-out figures side by side, the aliases pointing at each (with buttons to
+ * move `production` and `candidate`), retraining, and the share of live traffic copied to the candidate.
+ */
+function VersionsCard({ model, onChanged }: { model: ModelDto; onChanged: () => void }) {
+  const api = useApi();
+  const id = model.id;
+  const versions = useResource<{ data: ModelVersionDto[] }>(`versions:${model.id}:${model.version}:${model.status}`, (a, signal) =>
+    unwrap(a.openapi.GET('/models/{id}/versions', { params: { path: { id } }, signal })),
+  );
+  const aliases = model.aliases ?? { production: 1 };
+  const candidate = aliases.candidate;
+  const shadow = useResource<MetricsDto>(candidate !== undefined ? `metrics:${model.id}:candidate:${candidate}` : null, (a, signal) =>
+    unwrap(a.openapi.GET('/models/{id}/metrics', { params: { path: { id }, query: { alias: 'candidate' } }, signal })),
+  );
+  const [share, setShare] = useState(String(model.shadowShare ?? 0));
+  const move = useAction(async (body: { aliases?: Record<string, number | null>; shadowShare?: number }) => {
+    await unwrap(api.openapi.POST('/models/{id}/aliases', { params: { path: { id } }, body }));
+    onChanged();
+    await versions.reload();
+  });
+  const retrain = useAction(async () => {
+    await unwrap(api.openapi.POST('/models/{id}/versions', { params: { path: { id } }, body: {} }));
+    onChanged();
+  });
+  const list = versions.data?.data ?? [];
+  const figures = [...new Set(list.flatMap((v) => (v.evaluation ? evaluationFigures(v.evaluation).numeric.map(([k]) => k) : [])))];
+  const s = shadow.data?.shadow ?? null;
+  return (
+    <Card
+      title="Versions"
+      actions={
+        model.kind === 'trained' && (
+          <Button size="sm" onClick={() => void retrain.run()} loading={retrain.pending} disabled={model.status === 'training'}>
+            Retrain on current data
+          </Button>
+        )
+      }
+    >
+      <ErrorBanner error={versions.error ?? move.error ?? retrain.error} />
+      {!versions.data ? (
+        !versions.error && <Loading rows={2} />
+      ) : (
+        <TableWrap label="Versions">
+          <table className="table table-compact" data-testid="versions">
+            <thead>
+              <tr>
+                <th scope="col"> </th>
+                {list.map((v) => (
+                  <th key={v.version} scope="col" className="num">
+                    v{v.version} <StatusBadge status={v.status} />
+                    <div>
+                      {v.aliases.map((a) => (
+                        <Badge key={a} tone={a === 'production' ? 'success' : 'accent'}>
+                          {a}
+                        </Badge>
+                      ))}
+                    </div>
+                  </th>
+                ))}
+              </tr>
+            </thead>
+            <tbody>
+              <tr>
+                <th scope="row">Trained</th>
+                {list.map((v) => (
+                  <td key={v.version} className="num">
+                    {formatDate(v.createdAt, false)}
+                  </td>
+                ))}
+              </tr>
+              {figures.map((k) => (
+                <tr key={k}>
+                  <th scope="row">{humanize(k)}</th>
+                  {list.map((v) => {
+                    const value = v.evaluation?.[k];
+                    return (
+                      <td key={v.version} className="num">
+                        {typeof value === 'number' ? formatNumber(value) : '—'}
+                      </td>
+                    );
+                  })}
+                </tr>
+              ))}
+              <tr>
+                <th scope="row">Aliases</th>
+                {list.map((v) => (
+                  <td key={v.version} className="num">
+                    {v.status === 'ready' && !v.aliases.includes('production') && (
+                      <Button
+                        size="sm"
+                        variant="ghost"
+                        onClick={() => void move.run({ aliases: { production: v.version, ...(candidate === v.version ? { candidate: null } : {}) } })}
+                      >
+                        Make production
+                      </Button>
+                    )}
+                    {v.status === 'ready' && !v.aliases.includes('candidate') && !v.aliases.includes('production') && (
+                      <Button size="sm" variant="ghost" onClick={() => void move.run({ aliases: { candidate: v.version } })}>
+                        Make candidate
+                      </Button>
+                    )}
+                    {v.aliases.includes('candidate') && (
+                      <Button size="sm" variant="ghost" onClick={() => void move.run({ aliases: { candidate: null } })}>
+                        Clear candidate
+                      </Button>
+                    )}
+                  </td>
+                ))}
+              </tr>
+            </tbody>
+          </table>
+        </TableWrap>
+      )}
+      {candidate !== undefined && (
+        <>
+          <h3 className="subheading">Shadow traffic to the candidate (v{candidate})</h3>
+          <form
+            className="form form-inline"
+            onSubmit={(e) => {
+              e.preventDefault();
+              void move.run({ shadowShare: Number(share) });
+            }}
+          >
+            <label>
+              Share of production predictions copied{' '}
+              <select className="input" value={share} onChange={(e) => setShare(e.target.value)}>
+                {SHADOW_SHARES.map((v) => (
+                  <option key={v} value={String(v)}>
+                    {formatPercent(v)}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <Button size="sm" type="submit" loading={move.pending}>
+              Save
+            </Button>
+          </form>
+          {s ? (
+            <KeyValue
+              items={[
+                ['Copied requests (last day)', `${formatInt(s.requests)} (${formatInt(s.errors)} failed)`],
+                ...(s.agreement !== null ? ([['Agreement with production', formatPercent(s.agreement)]] as [string, ReactNode][]) : []),
+                ...(s.meanAbsoluteDifference !== null ? ([['Mean |candidate − production|', formatNumber(s.meanAbsoluteDifference)]] as [string, ReactNode][]) : []),
+                ['Latency p50 candidate / production', `${formatMs(s.latencyMs.p50)} / ${formatMs(s.productionLatencyMs.p50)}`],
+              ]}
+            />
+          ) : (
+            <p className="muted small">No shadow predictions in the last day.</p>
+          )}
+        </>
+      )}
+    </Card>
   );
 }

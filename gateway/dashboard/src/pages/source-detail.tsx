@@ -114,6 +114,12 @@ export function SourceDetailPage({ id }: { id: string }) {
           <p>Fix the data or its settings, then re-sync.</p>
         </Alert>
       )}
+      {s.status !== 'failed' && s.lastSync?.status === 'failed' && (
+        <Alert tone="warning" title="The last sync failed">
+          <p>{s.lastSync.error ?? 'The source could not be read.'}</p>
+          <p>Queries and training keep using the data synced {formatDate(s.lastSyncedAt)}. Fix the data or its settings, then re-sync.</p>
+        </Alert>
+      )}
       {isBusy(s) && (
         <Alert tone="info" title={s.status === 'pending' ? 'Waiting to sync' : 'Syncing'}>
           <p>The data is being read and stored. This page updates by itself.</p>

@@ -123,6 +123,7 @@ export function SourcesPage() {
                       {s.name}
                     </Link>
                     {s.status === 'failed' && s.error && <p className="cell-error">{s.error}</p>}
+                    {s.status !== 'failed' && s.lastSync?.status === 'failed' && <p className="cell-error">Last sync failed: {s.lastSync.error}</p>}
                   </td>
                   <td data-label="Type">{SOURCE_TYPE_LABELS[s.type] ?? s.type}</td>
                   <td data-label="Status">

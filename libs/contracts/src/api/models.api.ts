@@ -81,6 +81,11 @@ export const modelSchema = z
     training: modelTraining.optional().describe('Trained models: what they were trained on and how.'),
     onnx: onnxInfo.optional().describe('ONNX models: the declared (and verified) inputs and outputs.'),
     parameters: z.record(z.string(), z.unknown()).nullable().optional().describe('Ready trained models, on GET /models/{id} only: coefficients, centroids or feature importances.'),
+    aliases: z
+      .record(z.string(), z.number().int())
+      .optional()
+      .describe('Own models: alias → version. `production` always exists and is what predict uses unless a version or alias is named.'),
+    shadowShare: z.number().optional().describe('Own models: share of production predictions copied to the candidate version (0 = none).'),
   })
   .meta({ id: 'Model' });
 export type ModelDto = z.infer<typeof modelSchema>;
@@ -163,18 +168,46 @@ export type CreateModelBody = z.infer<typeof createModelBody>;
 export type TrainModelBody = Exclude<CreateModelBody, { type: 'onnx' }>;
 export type UploadOnnxBody = Extract<CreateModelBody, { type: 'onnx' }>;
 
+/** An alias name: lower case, digits, `_` and `-` (it is also a MongoDB field name, so no dots or `$`). */
+export const aliasName = z
+  .string()
+  .regex(/^[a-z][a-z0-9_-]{0,39}$/, 'must start with a letter and hold only a-z, 0-9, _ and - (at most 40 characters)')
+  .describe('An alias such as production or candidate.');
+export const MAX_MODEL_ALIASES = 20;
+export const MAX_MODEL_VERSION = 1_000_000;
+const versionNumber = z.number().int().min(1).max(MAX_MODEL_VERSION);
+
 /** Each input's shape is the model's own; the model validates it and names the bad field. */
-export const predictBody = z.strictObject({ inputs: z.array(z.record(z.string(), z.unknown())).min(1).max(MAX_PREDICT_BATCH) }).meta({
-  id: 'PredictRequest',
-  examples: [{ inputs: [{ series: [12, 14, 13, 15, 17, 16, 18, 20], horizon: 3, seasonLength: 4 }] }],
-});
+export const predictBody = z
+  .strictObject({
+    inputs: z.array(z.record(z.string(), z.unknown())).min(1).max(MAX_PREDICT_BATCH),
+    version: versionNumber.optional().describe('The version to run; by default the one the `production` alias points at.'),
+    alias: aliasName.optional().describe('The alias whose version runs (default `production`); not together with `version`.'),
+    explain: z
+      .boolean()
+      .optional()
+      .describe(
+        'Adds an `explanation` to each prediction. Linear regression: `contributions` per feature with baseValue + Σ contributions = the prediction exactly. ' +
+          'Logistic regression: the same in log-odds space (`space: "log_odds"`, of the predicted `class`; its probability is sigmoid(value) normalised over the classes). ' +
+          'Contributions are measured from numbers and booleans at their training mean and categories at the most frequent one. ' +
+          'Random forests (`method: "tree_path"`): along each tree’s decision path the change in the node’s expected training value is credited to the split’s feature, ' +
+          'averaged over the trees, so baseValue + Σ contributions = the prediction (regressors) or the predicted class’s probability (classifiers) exactly. ' +
+          'Forecast: each forecast = level + trend + season, with the in-sample residuals. Other models answer 400.',
+      ),
+  })
+  .refine((b) => b.version === undefined || b.alias === undefined, { message: 'name a version or an alias, not both', path: ['alias'] })
+  .meta({
+    id: 'PredictRequest',
+    examples: [{ inputs: [{ series: [12, 14, 13, 15, 17, 16, 18, 20], horizon: 3, seasonLength: 4 }] }],
+  });
 export type PredictBody = z.infer<typeof predictBody>;
 
 export const predictionSchema = z
   .object({
     id: z.string(),
     modelId: z.string(),
-    modelVersion: z.number().int(),
+    modelVersion: z.number().int().describe('The version that answered.'),
+    alias: z.string().nullable().describe('The alias that chose the version (production by default); null when the request named a version.'),
     predictions: z
       .array(z.record(z.string(), z.unknown()))
       .describe(
@@ -213,7 +246,7 @@ const featureDrift = z.object({
 export const metricsSchema = z
   .object({
     modelId: z.string(),
-    modelVersion: z.number().int(),
+    modelVersion: z.number().int().describe('The version these metrics are of (serving counts and drift are per version).'),
     evaluation: z
       .record(z.string(), z.unknown())
       .nullable()
@@ -223,6 +256,23 @@ export const metricsSchema = z
           'Built-in models: a fixed backtest on a synthetic series (kind synthetic_backtest). ONNX models: null.',
       ),
     serving: z.object({ lastHour: servingWindow, lastDay: servingWindow }),
+    shadow: z
+      .object({
+        window: z.literal('P1D'),
+        comparedWith: z.number().int().nullable().describe('The production version of the newest shadowed request.'),
+        requests: z.number().int().describe('Live requests copied to this version.'),
+        errors: z.number().int().describe('Copies this version failed on.'),
+        inputs: z.number().int(),
+        agreement: z.number().nullable().describe('Classifiers and k-means: share of inputs where this version gave the same answer as production.'),
+        meanAbsoluteDifference: z.number().nullable().describe('Regressors: mean |this version − production| over the inputs (no ground truth is known at prediction time).'),
+        latencyMs: z.object({ p50: z.number().nullable(), p95: z.number().nullable(), p99: z.number().nullable() }).describe('This version’s model time on the copies.'),
+        productionLatencyMs: z
+          .object({ p50: z.number().nullable(), p95: z.number().nullable(), p99: z.number().nullable() })
+          .describe('Production’s model time on the same requests.'),
+        sampled: z.boolean(),
+      })
+      .nullable()
+      .describe('Shadow traffic of the last day, when this version received copies of live predictions (as `candidate`); null otherwise.'),
     drift: z
       .object({
         window: z.literal('P1D'),
@@ -237,3 +287,55 @@ export const metricsSchema = z
   .meta({ id: 'ModelMetrics' });
 export type MetricsDto = z.infer<typeof metricsSchema>;
 export type FeatureDriftDto = z.infer<typeof featureDrift>;
+
+/** `GET /models/{id}/metrics`: which version (by default the one `production` points at). */
+export const metricsQuerySchema = z.strictObject({
+  version: z.coerce.number().int().min(1).max(MAX_MODEL_VERSION).optional(),
+  alias: aliasName.optional().describe('Not together with version.'),
+});
+
+export const modelVersionSchema = z
+  .object({
+    version: z.number().int(),
+    status: z.enum(MODEL_STATUSES),
+    error: z.string().nullable(),
+    aliases: z.array(z.string()).describe('The aliases pointing at this version.'),
+    training: modelTraining.nullable().describe('Trained models: what this version was trained on and how.'),
+    evaluation: z.record(z.string(), z.unknown()).nullable().describe('This version’s held-out evaluation (as in the metrics).'),
+    createdAt: isoDate,
+  })
+  .meta({ id: 'ModelVersion' });
+export type ModelVersionDto = z.infer<typeof modelVersionSchema>;
+export const modelVersionListSchema = z.object({ data: z.array(modelVersionSchema).describe('Newest version first.') }).meta({ id: 'ModelVersionList' });
+
+/** Retraining: the same source, target and features; hyperparameters replace the previous ones when given. */
+export const retrainModelBody = z
+  .strictObject({
+    hyperparameters: z.record(z.string(), z.unknown()).optional().describe("The model type's hyperparameters (defaults filled in); the previous version's when left out."),
+  })
+  .meta({ id: 'RetrainModel' });
+export type RetrainModelBody = z.infer<typeof retrainModelBody>;
+
+/** Moves (a version number) or removes (null) aliases, all in one atomic write. */
+export const updateAliasesBody = z
+  .strictObject({
+    aliases: z
+      .record(aliasName, versionNumber.nullable())
+      .refine((a) => Object.keys(a).length <= MAX_MODEL_ALIASES, { message: `name at most ${MAX_MODEL_ALIASES} aliases` })
+      .refine((a) => a.production !== null, { message: 'production cannot be removed; point it at another version', path: ['production'] })
+      .default({}),
+    shadowShare: z
+      .number()
+      .min(0)
+      .max(1)
+      .optional()
+      .describe(
+        'Share (0 to 1) of the predictions answered by `production` that are also sent to the `candidate` version in the background: its answers are recorded and compared in the metrics, never returned.',
+      ),
+  })
+  .refine((b) => Object.keys(b.aliases).length > 0 || b.shadowShare !== undefined, { message: 'name at least one alias, or a shadowShare', path: ['aliases'] })
+  .meta({ id: 'UpdateModelAliases', examples: [{ aliases: { production: 2, candidate: null } }, { aliases: { candidate: 3 }, shadowShare: 0.1 }] });
+export type UpdateAliasesBody = z.infer<typeof updateAliasesBody>;
+export const modelAliasesSchema = z
+  .object({ modelId: z.string(), aliases: z.record(z.string(), z.number().int()), shadowShare: z.number().describe('Share of production predictions copied to candidate.') })
+  .meta({ id: 'ModelAliases' });

@@ -1,7 +1,7 @@
 import { type z } from 'zod';
 import type { Scope } from '../plans.ts';
 import { listQuerySchema } from './common.ts';
-import { createSourceBody, sourceListSchema, sourceSchema } from './sources.api.ts';
+import { createSourceBody, replaceSourceDataQuery, sourceListSchema, sourceSchema, UPLOAD_MEDIA_TYPES, uploadFileSchema, uploadSourceQuery } from './sources.api.ts';
 import {
   overviewSchema,
   querySchema,
@@ -12,7 +12,19 @@ import {
   reportParquetSchema,
   reportSchema,
 } from './analytics.api.ts';
-import { createModelBody, metricsSchema, modelListSchema, modelSchema, predictBody, predictionSchema } from './models.api.ts';
+import {
+  createModelBody,
+  metricsQuerySchema,
+  metricsSchema,
+  modelAliasesSchema,
+  modelListSchema,
+  modelSchema,
+  modelVersionListSchema,
+  predictBody,
+  predictionSchema,
+  retrainModelBody,
+  updateAliasesBody,
+} from './models.api.ts';
 import {
   accountSchema,
   apiKeyCreatedSchema,
@@ -34,6 +46,8 @@ import {
   webhookSchema,
   webhookSecretRotatedSchema,
   webhookTestSchema,
+  replayWebhookBody,
+  webhookReplaySchema,
 } from './webhooks.api.ts';
 
 export const SERVICES = ['accounts', 'sources', 'analytics', 'models', 'webhooks'] as const;
@@ -52,7 +66,7 @@ export type OperationAuth = 'any' | 'session' | 'public';
  */
 export interface ApiOperation {
   operationId: string;
-  method: 'get' | 'post' | 'delete';
+  method: 'get' | 'post' | 'put' | 'delete';
   /** OpenAPI-style template relative to /v1, e.g. /sources/{id}. */
   path: string;
   service: ServiceName;
@@ -62,6 +76,11 @@ export interface ApiOperation {
   auth?: OperationAuth;
   summary: string;
   body?: z.ZodType;
+  /**
+   * The body is a file in one of these media types, not JSON: the gateway streams it to the service without
+   * buffering, under UPLOAD_LIMIT_BYTES instead of the JSON limit, and the service streams it to disk.
+   */
+  upload?: { mediaTypes: readonly string[]; schema: z.ZodType };
   query?: z.ZodType;
   /**
    * Success status → body schema (null for an empty body). `mediaType` is the success body's content type
@@ -80,10 +99,11 @@ export interface ApiOperation {
 
 /**
  * Which operations take an Idempotency-Key: every POST but the /auth ones, where a replayed answer would hand
- * one client's session to another. The gateway ignores the header anywhere else.
+ * one client's session to another, and the streamed uploads, whose body the gateway never holds whole to
+ * compare. The gateway ignores the header on the /auth ones and refuses it (400) on uploads.
  */
-export function operationTakesIdempotencyKey(op: Pick<ApiOperation, 'method' | 'path'>): boolean {
-  return op.method === 'post' && !op.path.startsWith('/auth/');
+export function operationTakesIdempotencyKey(op: Pick<ApiOperation, 'method' | 'path' | 'upload'>): boolean {
+  return op.method === 'post' && !op.path.startsWith('/auth/') && !op.upload;
 }
 
 export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
@@ -239,6 +259,32 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     },
   },
   {
+    operationId: 'uploadSource',
+    method: 'post',
+    path: '/sources/upload',
+    service: 'sources',
+    scope: 'sources:write',
+    summary:
+      'Create a file source from an uploaded file, streamed: the body is the file itself (text/csv, application/x-ndjson, or application/json holding an array of objects), or a multipart/form-data form with the part `file` and the fields `name` and `format`. The name and format may also come in the query. Files up to UPLOAD_LIMIT_BYTES (2 GiB by default); the first MiB is checked before the source is accepted, and the whole file loads in the background.',
+    query: uploadSourceQuery,
+    upload: { mediaTypes: UPLOAD_MEDIA_TYPES, schema: uploadFileSchema },
+    success: { status: 201, schema: sourceSchema },
+    errors: [413, 415],
+  },
+  {
+    operationId: 'replaceSourceData',
+    method: 'put',
+    path: '/sources/{id}/data',
+    service: 'sources',
+    scope: 'sources:write',
+    summary:
+      "Replace a file source's data (csv, json or ndjson) with an uploaded file, streamed like uploadSource and in the source's own format; the source goes back to pending and loads the new file in the background. 409 while a sync of it is running.",
+    query: replaceSourceDataQuery,
+    upload: { mediaTypes: UPLOAD_MEDIA_TYPES, schema: uploadFileSchema },
+    success: { status: 202, schema: sourceSchema },
+    errors: [404, 409, 413, 415],
+  },
+  {
     operationId: 'getSource',
     method: 'get',
     path: '/sources/{id}',
@@ -384,12 +430,14 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     path: '/models/{id}/predict',
     service: 'models',
     scope: 'models:write',
-    summary: 'Run a prediction on a model; inputs are validated against its features, and batches are accepted.',
+    summary:
+      'Run a prediction on a model; inputs are validated against its features, and batches are accepted. The version the `production` alias points at answers, unless the body names a `version` or an `alias`.',
     body: predictBody,
     success: { status: 200, schema: predictionSchema },
     errors: [404, 409, 422, 503],
     errorNotes: {
-      409: 'the model is not ready (still training, or failed)',
+      404: 'the model, or the named version or alias, does not exist',
+      409: 'the model version is not ready (still training, or failed)',
       422: 'the model could not compute an answer for these inputs (an ONNX model failed or ran too long, or an output is not finite)',
     },
   },
@@ -399,9 +447,45 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     path: '/models/{id}/metrics',
     service: 'models',
     scope: 'models:read',
-    summary: 'Get the performance metrics of a model.',
+    summary: 'Get the performance metrics of one version of a model (by default the one `production` points at; `version` or `alias` picks another).',
+    query: metricsQuerySchema,
     success: { status: 200, schema: metricsSchema },
     errors: [404],
+  },
+  {
+    operationId: 'listModelVersions',
+    method: 'get',
+    path: '/models/{id}/versions',
+    service: 'models',
+    scope: 'models:read',
+    summary: 'List the versions of a model, newest first, each with its status, training, evaluation and the aliases pointing at it.',
+    success: { status: 200, schema: modelVersionListSchema },
+    errors: [404],
+  },
+  {
+    operationId: 'retrainModel',
+    method: 'post',
+    path: '/models/{id}/versions',
+    service: 'models',
+    scope: 'models:write',
+    summary:
+      'Retrain a trained model on its source’s current data: version n+1 trains in the background (202; the model shows it as its latest version) while the aliases keep pointing at the versions they did.',
+    body: retrainModelBody,
+    success: { status: 202, schema: modelSchema },
+    errors: [404, 409, 503],
+    errorNotes: { 404: 'the model or its source does not exist', 409: 'a built-in or ONNX model, a version already training, or a source that is not ready' },
+  },
+  {
+    operationId: 'updateModelAliases',
+    method: 'post',
+    path: '/models/{id}/aliases',
+    service: 'models',
+    scope: 'models:write',
+    summary: 'Point aliases at versions (or remove them with null), all in one atomic write; only ready versions can be pointed at.',
+    body: updateAliasesBody,
+    success: { status: 200, schema: modelAliasesSchema },
+    errors: [404, 409],
+    errorNotes: { 409: 'a built-in model, or a version that is not ready' },
   },
   {
     operationId: 'listWebhooks',
@@ -484,7 +568,7 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     service: 'webhooks',
     scope: 'webhooks:write',
     summary:
-      'Enable a disabled endpoint again (after a 410 or days of failed deliveries): new events go to it from now on; messages missed meanwhile can be redelivered one by one. Enabling an enabled endpoint changes nothing.',
+      'Enable a disabled endpoint again (after a 410 or days of failed deliveries): new events go to it from now on; messages missed meanwhile (recorded as skipped, or cancelled) can be replayed (POST /webhooks/{id}/replay) or redelivered one by one. Enabling an enabled endpoint changes nothing.',
     success: { status: 200, schema: webhookSchema },
     errors: [404, 422],
   },
@@ -496,6 +580,18 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     scope: 'webhooks:write',
     summary: 'Send a message (by its event id, the webhook-id) to this endpoint again, as a new series of attempts.',
     success: { status: 202, schema: deliverySchema },
+    errors: [404, 409],
+  },
+  {
+    operationId: 'replayWebhook',
+    method: 'post',
+    path: '/webhooks/{id}/replay',
+    service: 'webhooks',
+    scope: 'webhooks:write',
+    summary:
+      'Send again every message of this endpoint since a time (by event time, oldest first) that did not reach it: failed, cancelled, or skipped while the endpoint was disabled. Messages delivered or still being attempted are left alone, so repeating the call sends nothing twice. At most 1000 messages per call; hasMore and nextSince tell where to go on.',
+    body: replayWebhookBody,
+    success: { status: 202, schema: webhookReplaySchema },
     errors: [404, 409],
   },
 ] satisfies ApiOperation[]);

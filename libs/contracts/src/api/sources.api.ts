@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { isoDate, listOf, safeKey } from './common.ts';
+import { sqlQueryProblem } from './sql-query.ts';
 
 export const SOURCE_TYPES = ['inline', 'csv', 'json', 'ndjson', 'url', 'postgres', 'mysql', 'mongodb'] as const;
 /** Types whose data lives elsewhere: every sync pulls it again with the stored (encrypted) connection details. */
@@ -117,11 +118,18 @@ const tableName = z
   .max(200)
   .regex(/^[\p{L}_][\p{L}\p{N}_$]*(\.[\p{L}_][\p{L}\p{N}_$]*)?$/u, 'a table name, optionally schema-qualified (schema.table); use query for other names')
   .describe('a table (or view) to read whole');
-const sqlQuery = z.string().trim().min(1).max(100_000).describe('one SELECT statement; it runs in a read-only transaction and its rows are streamed');
+const sqlQuery = z
+  .string()
+  .trim()
+  .min(1)
+  .max(100_000)
+  .describe('one read-only statement (SELECT, WITH … SELECT, VALUES or TABLE), no other statement after it; it runs in a read-only transaction and its rows are streamed');
 
 function sqlSource<T extends 'postgres' | 'mysql'>(type: T) {
   return z.strictObject({ type: z.literal(type), name, connection: dbConnection(type), table: tableName.optional(), query: sqlQuery.optional() }).superRefine((b, ctx) => {
     if ((b.table === undefined) === (b.query === undefined)) ctx.addIssue({ code: 'custom', path: ['table'], message: 'give exactly one of table or query' });
+    const problem = b.query === undefined ? null : sqlQueryProblem(b.query, type);
+    if (problem) ctx.addIssue({ code: 'custom', path: ['query'], message: problem });
   });
 }
 
@@ -174,6 +182,34 @@ export const createSourceBody = z
   });
 export type CreateSourceBody = z.infer<typeof createSourceBody>;
 
+/**
+ * Streamed uploads (`POST /v1/sources/upload`, `PUT /v1/sources/{id}/data`): the file is the raw request body
+ * (or the `file` part of a multipart form), streamed to disk, so it is not held in memory and may be large.
+ */
+export const UPLOAD_MEDIA_TYPES = ['text/csv', 'application/x-ndjson', 'application/json', 'multipart/form-data'] as const;
+/** The file format each raw body media type carries (`application/json`: an array of objects). */
+export const UPLOAD_FORMAT_OF_MEDIA_TYPE: Readonly<Record<string, FileFormat>> = Object.freeze({
+  'text/csv': 'csv',
+  'application/x-ndjson': 'ndjson',
+  'application/ndjson': 'ndjson',
+  'application/json': 'json',
+});
+/** The multipart part holding the file; its other parts may be the fields `name` and `format`. */
+export const UPLOAD_FILE_FIELD = 'file';
+
+export const uploadSourceQuery = z.strictObject({
+  name: name.optional().describe('the source name; required, here or as the multipart field `name`'),
+  format: z.enum(FILE_FORMATS).optional().describe("the file format; by default the body's Content-Type (for multipart: the file part's type, then its file name's extension)"),
+});
+export type UploadSourceQuery = z.infer<typeof uploadSourceQuery>;
+
+export const replaceSourceDataQuery = z.strictObject({
+  format: z.enum(FILE_FORMATS).optional().describe("the file format; it must be the source's type (csv, json or ndjson)"),
+});
+
+/** The documented shape of a streamed upload body (the OpenAPI document's binary file). */
+export const uploadFileSchema = z.string().meta({ id: 'UploadFile', format: 'binary', description: 'the file: CSV (header row first), a JSON array of objects, or NDJSON' });
+
 export const columnSchema = z.object({ name: z.string(), type: z.enum(COLUMN_TYPES) });
 export type Column = z.infer<typeof columnSchema>;
 
@@ -198,17 +234,33 @@ export const sourceConfigSchema = z
   .meta({ id: 'SourceConfig' });
 export type SourceConfigDto = z.infer<typeof sourceConfigSchema>;
 
+/** How the source's last finished sync went; the source keeps its last good data when a later sync fails. */
+export const SYNC_OUTCOMES = ['succeeded', 'failed'] as const;
+export const sourceSyncSchema = z
+  .object({
+    status: z.enum(SYNC_OUTCOMES),
+    error: z.string().nullable().describe('why the sync failed; null when it succeeded'),
+    at: isoDate.describe('when the sync finished (ISO-8601 UTC)'),
+  })
+  .meta({ id: 'SourceSync' });
+export type SourceSyncDto = z.infer<typeof sourceSyncSchema>;
+
 export const sourceSchema = z
   .object({
     id: z.string(),
     name: z.string(),
     type: z.enum(SOURCE_TYPES),
     config: sourceConfigSchema,
-    status: z.enum(SOURCE_STATUSES),
-    error: z.string().nullable(),
+    status: z
+      .enum(SOURCE_STATUSES)
+      .describe(
+        '`ready` while the source has data to query, even when a later sync failed (see `lastSync`); `failed` only when no sync has ever succeeded; `pending` and `syncing` while a sync waits or runs (a source that has data stays queryable on it meanwhile)',
+      ),
+    error: z.string().nullable().describe('why the source has no data (status `failed`); null otherwise'),
     schema: z.array(columnSchema),
-    rowCount: z.number().int(),
-    lastSyncedAt: isoDate.nullable(),
+    rowCount: z.number().int().describe('rows in the data queries read (the last successful sync)'),
+    lastSyncedAt: isoDate.nullable().describe('when the data queries read was synced (the last successful sync; ISO-8601 UTC)'),
+    lastSync: sourceSyncSchema.nullable().describe('the outcome of the last finished sync, successful or not; null until the first one finishes'),
     createdAt: isoDate,
     updatedAt: isoDate,
   })

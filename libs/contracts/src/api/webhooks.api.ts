@@ -62,7 +62,8 @@ export const webhookSecretRotatedSchema = webhookSchema
   .meta({ id: 'WebhookSecretRotated' });
 export type WebhookSecretRotatedDto = z.infer<typeof webhookSecretRotatedSchema>;
 
-export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled'] as const;
+/** `skipped`: the event came while the endpoint was disabled; it was recorded, not sent, and can be replayed. */
+export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled', 'skipped'] as const;
 
 export const deliveryAttemptSchema = z
   .object({
@@ -87,6 +88,29 @@ export const deliverySchema = z
   .meta({ id: 'Delivery' });
 export type DeliveryDto = z.infer<typeof deliverySchema>;
 export const deliveryListSchema = listOf(deliverySchema).meta({ id: 'DeliveryList' });
+
+/** At most this many messages are scheduled by one replay; the answer says where to go on from. */
+export const MAX_REPLAY_MESSAGES = 1000;
+
+export const replayWebhookBody = z
+  .strictObject({
+    since: z.iso
+      .datetime({ offset: true, message: 'since must be an ISO-8601 date-time, such as 2026-01-31T12:00:00Z' })
+      .refine((v) => Date.parse(v) <= Date.now(), { message: 'since may not be in the future' }),
+  })
+  .meta({ id: 'ReplayWebhook', examples: [{ since: '2026-01-31T12:00:00Z' }] });
+export type ReplayWebhookBody = z.infer<typeof replayWebhookBody>;
+
+export const webhookReplaySchema = z
+  .object({
+    webhookId: z.string(),
+    since: isoDate,
+    replayed: z.number().int().describe('messages scheduled again by this call (failed, cancelled or skipped ones)'),
+    hasMore: z.boolean().describe(`true when more than ${MAX_REPLAY_MESSAGES} messages matched: call again with nextSince`),
+    nextSince: isoDate.nullable().describe('the since of the next call when hasMore, else null'),
+  })
+  .meta({ id: 'WebhookReplay' });
+export type WebhookReplayDto = z.infer<typeof webhookReplaySchema>;
 
 export const webhookTestSchema = z
   .object({

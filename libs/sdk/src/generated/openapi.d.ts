@@ -177,6 +177,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sources/upload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create a file source from an uploaded file, streamed: the body is the file itself (text/csv, application/x-ndjson, or application/json holding an array of objects), or a multipart/form-data form with the part `file` and the fields `name` and `format`. The name and format may also come in the query. Files up to UPLOAD_LIMIT_BYTES (2 GiB by default); the first MiB is checked before the source is accepted, and the whole file loads in the background. */
+        post: operations["uploadSource"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sources/{id}/data": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Replace a file source's data (csv, json or ndjson) with an uploaded file, streamed like uploadSource and in the source's own format; the source goes back to pending and loads the new file in the background. 409 while a sync of it is running. */
+        put: operations["replaceSourceData"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sources/{id}": {
         parameters: {
             query?: never;
@@ -359,7 +393,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Run a prediction on a model; inputs are validated against its features, and batches are accepted. */
+        /** Run a prediction on a model; inputs are validated against its features, and batches are accepted. The version the `production` alias points at answers, unless the body names a `version` or an `alias`. */
         post: operations["predict"];
         delete?: never;
         options?: never;
@@ -374,10 +408,45 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get the performance metrics of a model. */
+        /** Get the performance metrics of one version of a model (by default the one `production` points at; `version` or `alias` picks another). */
         get: operations["getModelMetrics"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/models/{id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the versions of a model, newest first, each with its status, training, evaluation and the aliases pointing at it. */
+        get: operations["listModelVersions"];
+        put?: never;
+        /** Retrain a trained model on its source’s current data: version n+1 trains in the background (202; the model shows it as its latest version) while the aliases keep pointing at the versions they did. */
+        post: operations["retrainModel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/models/{id}/aliases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Point aliases at versions (or remove them with null), all in one atomic write; only ready versions can be pointed at. */
+        post: operations["updateModelAliases"];
         delete?: never;
         options?: never;
         head?: never;
@@ -480,7 +549,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Enable a disabled endpoint again (after a 410 or days of failed deliveries): new events go to it from now on; messages missed meanwhile can be redelivered one by one. Enabling an enabled endpoint changes nothing. */
+        /** Enable a disabled endpoint again (after a 410 or days of failed deliveries): new events go to it from now on; messages missed meanwhile (recorded as skipped, or cancelled) can be replayed (POST /webhooks/{id}/replay) or redelivered one by one. Enabling an enabled endpoint changes nothing. */
         post: operations["enableWebhook"];
         delete?: never;
         options?: never;
@@ -505,8 +574,246 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send again every message of this endpoint since a time (by event time, oldest first) that did not reach it: failed, cancelled, or skipped while the endpoint was disabled. Messages delivered or still being attempted are left alone, so repeating the call sends nothing twice. At most 1000 messages per call; hasMore and nextSince tell where to go on. */
+        post: operations["replayWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "source.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * source.created
+         * @description Sent to the endpoints subscribed to `source.created` (or a wildcard such as `source.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         */
+        post: operations["on-source.created"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "source.ready": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * source.ready
+         * @description Sent to the endpoints subscribed to `source.ready` (or a wildcard such as `source.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         */
+        post: operations["on-source.ready"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "source.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * source.failed
+         * @description Sent to the endpoints subscribed to `source.failed` (or a wildcard such as `source.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         */
+        post: operations["on-source.failed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "source.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * source.deleted
+         * @description Sent to the endpoints subscribed to `source.deleted` (or a wildcard such as `source.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         */
+        post: operations["on-source.deleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "report.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * report.completed
+         * @description Sent to the endpoints subscribed to `report.completed` (or a wildcard such as `report.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         */
+        post: operations["on-report.completed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "report.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * report.failed
+         * @description Sent to the endpoints subscribed to `report.failed` (or a wildcard such as `report.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         */
+        post: operations["on-report.failed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "model.ready": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * model.ready
+         * @description Sent to the endpoints subscribed to `model.ready` (or a wildcard such as `model.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         */
+        post: operations["on-model.ready"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "model.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * model.failed
+         * @description Sent to the endpoints subscribed to `model.failed` (or a wildcard such as `model.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         */
+        post: operations["on-model.failed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "prediction.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * prediction.completed
+         * @description Sent to the endpoints subscribed to `prediction.completed` (or a wildcard such as `prediction.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         */
+        post: operations["on-prediction.completed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * webhook.test
+         * @description Sent to the endpoints subscribed to `webhook.test` (or a wildcard such as `webhook.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         */
+        post: operations["on-webhook.test"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "endpoint.disabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * endpoint.disabled
+         * @description Sent to the endpoints subscribed to `endpoint.disabled` (or a wildcard such as `endpoint.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         */
+        post: operations["on-endpoint.disabled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         Problem: {
@@ -640,16 +947,24 @@ export interface components {
             /** @enum {string} */
             type: "inline" | "csv" | "json" | "ndjson" | "url" | "postgres" | "mysql" | "mongodb";
             config: components["schemas"]["SourceConfig"];
-            /** @enum {string} */
+            /**
+             * @description `ready` while the source has data to query, even when a later sync failed (see `lastSync`); `failed` only when no sync has ever succeeded; `pending` and `syncing` while a sync waits or runs (a source that has data stays queryable on it meanwhile)
+             * @enum {string}
+             */
             status: "pending" | "syncing" | "ready" | "failed";
+            /** @description why the source has no data (status `failed`); null otherwise */
             error: string | null;
             schema: {
                 name: string;
                 /** @enum {string} */
                 type: "string" | "integer" | "number" | "boolean" | "timestamp";
             }[];
+            /** @description rows in the data queries read (the last successful sync) */
             rowCount: number;
+            /** @description when the data queries read was synced (the last successful sync; ISO-8601 UTC) */
             lastSyncedAt: string | null;
+            /** @description the outcome of the last finished sync, successful or not; null until the first one finishes */
+            lastSync: components["schemas"]["SourceSync"] | null;
             /** @description ISO-8601 UTC timestamp */
             createdAt: string;
             /** @description ISO-8601 UTC timestamp */
@@ -675,6 +990,14 @@ export interface components {
             filter?: string;
             /** @description a password is stored (it is never returned) */
             hasPassword?: boolean;
+        };
+        SourceSync: {
+            /** @enum {string} */
+            status: "succeeded" | "failed";
+            /** @description why the sync failed; null when it succeeded */
+            error: string | null;
+            /** @description when the sync finished (ISO-8601 UTC) */
+            at: string;
         };
         /**
          * @example {
@@ -782,7 +1105,7 @@ export interface components {
             };
             /** @description a table (or view) to read whole */
             table?: string;
-            /** @description one SELECT statement; it runs in a read-only transaction and its rows are streamed */
+            /** @description one read-only statement (SELECT, WITH … SELECT, VALUES or TABLE), no other statement after it; it runs in a read-only transaction and its rows are streamed */
             query?: string;
         } | {
             /** @constant */
@@ -805,7 +1128,7 @@ export interface components {
             };
             /** @description a table (or view) to read whole */
             table?: string;
-            /** @description one SELECT statement; it runs in a read-only transaction and its rows are streamed */
+            /** @description one read-only statement (SELECT, WITH … SELECT, VALUES or TABLE), no other statement after it; it runs in a read-only transaction and its rows are streamed */
             query?: string;
         } | {
             /** @constant */
@@ -831,6 +1154,11 @@ export interface components {
             /** @description a MongoDB query document as JSON text (Extended JSON values such as {"$date": "2024-01-01T00:00:00Z"} are allowed); only $eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $nor $not are accepted */
             filter?: string;
         };
+        /**
+         * Format: binary
+         * @description the file: CSV (header row first), a JSON array of objects, or NDJSON
+         */
+        UploadFile: string;
         AnalyticsOverview: {
             counts: {
                 /** @description Connected data sources (not deleted), in any status. */
@@ -1050,6 +1378,12 @@ export interface components {
             parameters?: {
                 [key: string]: unknown;
             } | null;
+            /** @description Own models: alias → version. `production` always exists and is what predict uses unless a version or alias is named. */
+            aliases?: {
+                [key: string]: number;
+            };
+            /** @description Own models: share of production predictions copied to the candidate version (0 = none). */
+            shadowShare?: number;
         };
         ModelTraining: {
             sourceId: string;
@@ -1306,7 +1640,10 @@ export interface components {
         Prediction: {
             id: string;
             modelId: string;
+            /** @description The version that answered. */
             modelVersion: number;
+            /** @description The alias that chose the version (production by default); null when the request named a version. */
+            alias: string | null;
             /** @description One output per input, in the inputs' order; its fields are the model's: regressors {prediction}, classifiers {prediction, probabilities: {label: p}}, k-means {cluster, distance}, ONNX models one field per output. */
             predictions: {
                 [key: string]: unknown;
@@ -1338,9 +1675,16 @@ export interface components {
             inputs: {
                 [key: string]: unknown;
             }[];
+            /** @description The version to run; by default the one the `production` alias points at. */
+            version?: number;
+            /** @description The alias whose version runs (default `production`); not together with `version`. */
+            alias?: string;
+            /** @description Adds an `explanation` to each prediction. Linear regression: `contributions` per feature with baseValue + Σ contributions = the prediction exactly. Logistic regression: the same in log-odds space (`space: "log_odds"`, of the predicted `class`; its probability is sigmoid(value) normalised over the classes). Contributions are measured from numbers and booleans at their training mean and categories at the most frequent one. Random forests (`method: "tree_path"`): along each tree’s decision path the change in the node’s expected training value is credited to the split’s feature, averaged over the trees, so baseValue + Σ contributions = the prediction (regressors) or the predicted class’s probability (classifiers) exactly. Forecast: each forecast = level + trend + season, with the in-sample residuals. Other models answer 400. */
+            explain?: boolean;
         };
         ModelMetrics: {
             modelId: string;
+            /** @description The version these metrics are of (serving counts and drift are per version). */
             modelVersion: number;
             /** @description Held-out evaluation. Trained models: kind holdout, computed on the rows held out of training (regression mae, rmse, r2; classification accuracy, precision, recall, f1 (macro), rocAuc, confusionMatrix; clustering inertia, silhouette). Built-in models: a fixed backtest on a synthetic series (kind synthetic_backtest). ONNX models: null. */
             evaluation: {
@@ -1384,6 +1728,35 @@ export interface components {
                     sampled: boolean;
                 };
             };
+            /** @description Shadow traffic of the last day, when this version received copies of live predictions (as `candidate`); null otherwise. */
+            shadow: {
+                /** @constant */
+                window: "P1D";
+                /** @description The production version of the newest shadowed request. */
+                comparedWith: number | null;
+                /** @description Live requests copied to this version. */
+                requests: number;
+                /** @description Copies this version failed on. */
+                errors: number;
+                inputs: number;
+                /** @description Classifiers and k-means: share of inputs where this version gave the same answer as production. */
+                agreement: number | null;
+                /** @description Regressors: mean |this version − production| over the inputs (no ground truth is known at prediction time). */
+                meanAbsoluteDifference: number | null;
+                /** @description This version’s model time on the copies. */
+                latencyMs: {
+                    p50: number | null;
+                    p95: number | null;
+                    p99: number | null;
+                };
+                /** @description Production’s model time on the same requests. */
+                productionLatencyMs: {
+                    p50: number | null;
+                    p95: number | null;
+                    p99: number | null;
+                };
+                sampled: boolean;
+            } | null;
             /** @description Input drift of the last day against the training data; trained models only. */
             drift: {
                 /** @constant */
@@ -1415,6 +1788,62 @@ export interface components {
             } | null;
             /** @description ISO-8601 UTC timestamp */
             generatedAt: string;
+        };
+        ModelVersionList: {
+            /** @description Newest version first. */
+            data: components["schemas"]["ModelVersion"][];
+        };
+        ModelVersion: {
+            version: number;
+            /** @enum {string} */
+            status: "training" | "ready" | "failed";
+            error: string | null;
+            /** @description The aliases pointing at this version. */
+            aliases: string[];
+            /** @description Trained models: what this version was trained on and how. */
+            training: components["schemas"]["ModelTraining"] | null;
+            /** @description This version’s held-out evaluation (as in the metrics). */
+            evaluation: {
+                [key: string]: unknown;
+            } | null;
+            /** @description ISO-8601 UTC timestamp */
+            createdAt: string;
+        };
+        RetrainModel: {
+            /** @description The model type's hyperparameters (defaults filled in); the previous version's when left out. */
+            hyperparameters?: {
+                [key: string]: unknown;
+            };
+        };
+        ModelAliases: {
+            modelId: string;
+            aliases: {
+                [key: string]: number;
+            };
+            /** @description Share of production predictions copied to candidate. */
+            shadowShare: number;
+        };
+        /**
+         * @example {
+         *       "aliases": {
+         *         "production": 2,
+         *         "candidate": null
+         *       }
+         *     }
+         * @example {
+         *       "aliases": {
+         *         "candidate": 3
+         *       },
+         *       "shadowShare": 0.1
+         *     }
+         */
+        UpdateModelAliases: {
+            /** @default {} */
+            aliases?: {
+                [key: string]: number | null;
+            };
+            /** @description Share (0 to 1) of the predictions answered by `production` that are also sent to the `candidate` version in the background: its answers are recorded and compared in the metrics, never returned. */
+            shadowShare?: number;
         };
         WebhookList: {
             data: components["schemas"]["Webhook"][];
@@ -1482,7 +1911,7 @@ export interface components {
             id: string;
             type: string;
             /** @enum {string} */
-            status: "pending" | "succeeded" | "failed" | "cancelled";
+            status: "pending" | "succeeded" | "failed" | "cancelled" | "skipped";
             attempts: components["schemas"]["DeliveryAttempt"][];
             nextAttemptAt: string | null;
             /** @description ISO-8601 UTC timestamp */
@@ -1523,6 +1952,139 @@ export interface components {
             /** @description until then deliveries carry a signature with the old secret too */
             previousSecretExpiresAt: string;
         };
+        WebhookReplay: {
+            webhookId: string;
+            /** @description ISO-8601 UTC timestamp */
+            since: string;
+            /** @description messages scheduled again by this call (failed, cancelled or skipped ones) */
+            replayed: number;
+            /** @description true when more than 1000 messages matched: call again with nextSince */
+            hasMore: boolean;
+            /** @description the since of the next call when hasMore, else null */
+            nextSince: string | null;
+        };
+        /**
+         * @example {
+         *       "since": "2026-01-31T12:00:00Z"
+         *     }
+         */
+        ReplayWebhook: {
+            /** Format: date-time */
+            since: string;
+        };
+        SourceCreatedEvent: {
+            /** @constant */
+            type: "source.created";
+            timestamp: string;
+            data: {
+                id: string;
+                name: string;
+                type: string;
+            };
+        };
+        SourceReadyEvent: {
+            /** @constant */
+            type: "source.ready";
+            timestamp: string;
+            data: {
+                id: string;
+                name: string;
+                type: string;
+                rowCount: number;
+                schema: {
+                    name: string;
+                    type: string;
+                }[];
+            };
+        };
+        SourceFailedEvent: {
+            /** @constant */
+            type: "source.failed";
+            timestamp: string;
+            data: {
+                id: string;
+                name: string;
+                error: string;
+            };
+        };
+        SourceDeletedEvent: {
+            /** @constant */
+            type: "source.deleted";
+            timestamp: string;
+            data: {
+                id: string;
+            };
+        };
+        ReportCompletedEvent: {
+            /** @constant */
+            type: "report.completed";
+            timestamp: string;
+            data: {
+                id: string;
+                sourceId: string;
+                rowCount: number;
+                durationMs: number;
+            };
+        };
+        ReportFailedEvent: {
+            /** @constant */
+            type: "report.failed";
+            timestamp: string;
+            data: {
+                id: string;
+                sourceId: string;
+                error: string;
+            };
+        };
+        ModelReadyEvent: {
+            /** @constant */
+            type: "model.ready";
+            timestamp: string;
+            data: {
+                id: string;
+                name: string;
+                type: string;
+            };
+        };
+        ModelFailedEvent: {
+            /** @constant */
+            type: "model.failed";
+            timestamp: string;
+            data: {
+                id: string;
+                name: string;
+                error: string;
+            };
+        };
+        PredictionCompletedEvent: {
+            /** @constant */
+            type: "prediction.completed";
+            timestamp: string;
+            data: {
+                id: string;
+                modelId: string;
+                count: number;
+                latencyMs: number;
+            };
+        };
+        WebhookTestEvent: {
+            /** @constant */
+            type: "webhook.test";
+            timestamp: string;
+            data: {
+                endpointId: string;
+                message: string;
+            };
+        };
+        EndpointDisabledEvent: {
+            /** @constant */
+            type: "endpoint.disabled";
+            timestamp: string;
+            data: {
+                endpointId: string;
+                reason: string;
+            };
+        };
     };
     responses: never;
     parameters: never;
@@ -1541,6 +2103,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "password": "correct horse battery",
+                 *       "accountName": "Analytical Engines Ltd"
+                 *     }
+                 */
                 "application/json": components["schemas"]["Signup"];
             };
         };
@@ -1564,6 +2133,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "user": {
+                     *         "id": "usr_01JD2V6H8K3M5N7P9Q1R3S5T7W",
+                     *         "email": "ada@example.com"
+                     *       },
+                     *       "account": {
+                     *         "id": "acct_01JD2V6H8K3M5N7P9Q1R3S5T7V",
+                     *         "name": "Analytical Engines Ltd",
+                     *         "plan": "professional",
+                     *         "rateLimitPerMinute": 1000,
+                     *         "createdAt": "2026-11-02T16:40:11.093Z"
+                     *       },
+                     *       "csrfToken": "Jq3vX9mK2pL7wR4tY8nB5cF1hD6gS0aE"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Session"];
                 };
             };
@@ -1641,6 +2226,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "password": "correct horse battery"
+                 *     }
+                 */
                 "application/json": components["schemas"]["Login"];
             };
         };
@@ -1663,6 +2254,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "user": {
+                     *         "id": "usr_01JD2V6H8K3M5N7P9Q1R3S5T7W",
+                     *         "email": "ada@example.com"
+                     *       },
+                     *       "account": {
+                     *         "id": "acct_01JD2V6H8K3M5N7P9Q1R3S5T7V",
+                     *         "name": "Analytical Engines Ltd",
+                     *         "plan": "professional",
+                     *         "rateLimitPerMinute": 1000,
+                     *         "createdAt": "2026-11-02T16:40:11.093Z"
+                     *       },
+                     *       "csrfToken": "Jq3vX9mK2pL7wR4tY8nB5cF1hD6gS0aE"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Session"];
                 };
             };
@@ -1860,6 +2467,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "user": {
+                     *         "id": "usr_01JD2V6H8K3M5N7P9Q1R3S5T7W",
+                     *         "email": "ada@example.com"
+                     *       },
+                     *       "account": {
+                     *         "id": "acct_01JD2V6H8K3M5N7P9Q1R3S5T7V",
+                     *         "name": "Analytical Engines Ltd",
+                     *         "plan": "professional",
+                     *         "rateLimitPerMinute": 1000,
+                     *         "createdAt": "2026-11-02T16:40:11.093Z"
+                     *       },
+                     *       "csrfToken": "Jq3vX9mK2pL7wR4tY8nB5cF1hD6gS0aE"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Session"];
                 };
             };
@@ -1964,6 +2587,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "acct_01JD2V6H8K3M5N7P9Q1R3S5T7V",
+                     *       "name": "Analytical Engines Ltd",
+                     *       "plan": "professional",
+                     *       "rateLimitPerMinute": 1000,
+                     *       "createdAt": "2026-11-02T16:40:11.093Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Account"];
                 };
             };
@@ -2059,6 +2691,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "plan": "professional",
+                     *       "limit": 1000,
+                     *       "windowSeconds": 60,
+                     *       "used": 37,
+                     *       "remaining": 963,
+                     *       "resetSeconds": 41
+                     *     }
+                     */
                     "application/json": components["schemas"]["Usage"];
                 };
             };
@@ -2159,6 +2801,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "key_01JD2V9R1S3T5V7W9X1Y3Z5A7B",
+                     *           "name": "reporting job",
+                     *           "hint": "dap_sk_…Q7xM",
+                     *           "scopes": [
+                     *             "analytics:read",
+                     *             "analytics:write"
+                     *           ],
+                     *           "createdAt": "2026-11-18T08:02:44.170Z",
+                     *           "lastUsedAt": "2026-11-20T09:13:58.004Z",
+                     *           "expiresAt": null,
+                     *           "revokedAt": null
+                     *         }
+                     *       ],
+                     *       "hasMore": false,
+                     *       "nextCursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["ApiKeyList"];
                 };
             };
@@ -2248,6 +2911,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "reporting job",
+                 *       "scopes": [
+                 *         "analytics:read",
+                 *         "analytics:write"
+                 *       ],
+                 *       "expiresAt": "2027-06-30T00:00:00Z"
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateApiKey"];
             };
         };
@@ -2271,6 +2944,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "key_01JD2V9R1S3T5V7W9X1Y3Z5A7B",
+                     *       "name": "reporting job",
+                     *       "hint": "dap_sk_…Q7xM",
+                     *       "scopes": [
+                     *         "analytics:read",
+                     *         "analytics:write"
+                     *       ],
+                     *       "createdAt": "2026-11-18T08:02:44.170Z",
+                     *       "lastUsedAt": null,
+                     *       "expiresAt": null,
+                     *       "revokedAt": null,
+                     *       "secret": "dap_sk_4fT9kQ2mWx8ZbR1cV7nL3pH6sJ0dYe5Q7xMa1B2c"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ApiKeyCreated"];
                 };
             };
@@ -2396,6 +3085,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "key_01JD2V9R1S3T5V7W9X1Y3Z5A7B",
+                     *       "name": "reporting job",
+                     *       "hint": "dap_sk_…Q7xM",
+                     *       "scopes": [
+                     *         "analytics:read",
+                     *         "analytics:write"
+                     *       ],
+                     *       "createdAt": "2026-11-18T08:02:44.170Z",
+                     *       "lastUsedAt": "2026-11-20T09:13:58.004Z",
+                     *       "expiresAt": null,
+                     *       "revokedAt": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["ApiKey"];
                 };
             };
@@ -2611,6 +3315,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "gracePeriodSeconds": 3600
+                 *     }
+                 */
                 "application/json": components["schemas"]["RollApiKey"];
             };
         };
@@ -2634,6 +3343,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "key_01JD2V9R1S3T5V7W9X1Y3Z5A7B",
+                     *       "name": "reporting job",
+                     *       "hint": "dap_sk_…Q7xM",
+                     *       "scopes": [
+                     *         "analytics:read",
+                     *         "analytics:write"
+                     *       ],
+                     *       "createdAt": "2026-11-18T08:02:44.170Z",
+                     *       "lastUsedAt": null,
+                     *       "expiresAt": null,
+                     *       "revokedAt": null,
+                     *       "secret": "dap_sk_4fT9kQ2mWx8ZbR1cV7nL3pH6sJ0dYe5Q7xMa1B2c"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ApiKeyCreated"];
                 };
             };
@@ -2770,6 +3495,54 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *           "name": "Orders 2026",
+                     *           "type": "url",
+                     *           "config": {
+                     *             "url": "https://data.example.com/exports/orders-2026.csv?[redacted]",
+                     *             "format": "csv",
+                     *             "headers": [
+                     *               "Authorization"
+                     *             ]
+                     *           },
+                     *           "status": "ready",
+                     *           "error": null,
+                     *           "schema": [
+                     *             {
+                     *               "name": "order_id",
+                     *               "type": "integer"
+                     *             },
+                     *             {
+                     *               "name": "ordered_at",
+                     *               "type": "timestamp"
+                     *             },
+                     *             {
+                     *               "name": "country",
+                     *               "type": "string"
+                     *             },
+                     *             {
+                     *               "name": "status",
+                     *               "type": "string"
+                     *             },
+                     *             {
+                     *               "name": "amount",
+                     *               "type": "number"
+                     *             }
+                     *           ],
+                     *           "rowCount": 48213,
+                     *           "lastSyncedAt": "2026-11-20T09:14:05.027Z",
+                     *           "createdAt": "2026-11-20T09:14:03.512Z",
+                     *           "updatedAt": "2026-11-20T09:14:05.027Z"
+                     *         }
+                     *       ],
+                     *       "hasMore": false,
+                     *       "nextCursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["SourceList"];
                 };
             };
@@ -2859,6 +3632,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "type": "url",
+                 *       "name": "Orders 2026",
+                 *       "url": "https://data.example.com/exports/orders-2026.csv?token=e1b2c3",
+                 *       "format": "csv",
+                 *       "headers": {
+                 *         "Authorization": "Bearer 6f1c2d9e8a7b"
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateSource"];
             };
         };
@@ -2882,6 +3666,48 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *       "name": "Orders 2026",
+                     *       "type": "url",
+                     *       "config": {
+                     *         "url": "https://data.example.com/exports/orders-2026.csv?[redacted]",
+                     *         "format": "csv",
+                     *         "headers": [
+                     *           "Authorization"
+                     *         ]
+                     *       },
+                     *       "status": "ready",
+                     *       "error": null,
+                     *       "schema": [
+                     *         {
+                     *           "name": "order_id",
+                     *           "type": "integer"
+                     *         },
+                     *         {
+                     *           "name": "ordered_at",
+                     *           "type": "timestamp"
+                     *         },
+                     *         {
+                     *           "name": "country",
+                     *           "type": "string"
+                     *         },
+                     *         {
+                     *           "name": "status",
+                     *           "type": "string"
+                     *         },
+                     *         {
+                     *           "name": "amount",
+                     *           "type": "number"
+                     *         }
+                     *       ],
+                     *       "rowCount": 48213,
+                     *       "lastSyncedAt": "2026-11-20T09:14:05.027Z",
+                     *       "createdAt": "2026-11-20T09:14:03.512Z",
+                     *       "updatedAt": "2026-11-20T09:14:05.027Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Source"];
                 };
             };
@@ -2977,6 +3803,381 @@ export interface operations {
             };
         };
     };
+    uploadSource: {
+        parameters: {
+            query?: {
+                /** @description the source name; required, here or as the multipart field `name` */
+                name?: string;
+                /** @description the file format; by default the body's Content-Type (for multipart: the file part's type, then its file name's extension) */
+                format?: "csv" | "json" | "ndjson";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The file, streamed: not held in memory by the gateway or the service. Up to UPLOAD_LIMIT_BYTES (2 GiB by default). */
+        requestBody: {
+            content: {
+                "text/csv": components["schemas"]["UploadFile"];
+                "application/x-ndjson": components["schemas"]["UploadFile"];
+                "application/json": components["schemas"]["UploadFile"];
+                "multipart/form-data": {
+                    file: components["schemas"]["UploadFile"];
+                    /** @description the source name (or the query parameter) */
+                    name?: string;
+                    /**
+                     * @description the file format; by default the part's Content-Type, then the file name's extension
+                     * @enum {string}
+                     */
+                    format?: "csv" | "json" | "ndjson";
+                };
+            };
+        };
+        responses: {
+            /** @description Success. */
+            201: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *       "name": "Orders 2026",
+                     *       "type": "url",
+                     *       "config": {
+                     *         "url": "https://data.example.com/exports/orders-2026.csv?[redacted]",
+                     *         "format": "csv",
+                     *         "headers": [
+                     *           "Authorization"
+                     *         ]
+                     *       },
+                     *       "status": "ready",
+                     *       "error": null,
+                     *       "schema": [
+                     *         {
+                     *           "name": "order_id",
+                     *           "type": "integer"
+                     *         },
+                     *         {
+                     *           "name": "ordered_at",
+                     *           "type": "timestamp"
+                     *         },
+                     *         {
+                     *           "name": "country",
+                     *           "type": "string"
+                     *         },
+                     *         {
+                     *           "name": "status",
+                     *           "type": "string"
+                     *         },
+                     *         {
+                     *           "name": "amount",
+                     *           "type": "number"
+                     *         }
+                     *       ],
+                     *       "rowCount": 48213,
+                     *       "lastSyncedAt": "2026-11-20T09:14:05.027Z",
+                     *       "createdAt": "2026-11-20T09:14:03.512Z",
+                     *       "updatedAt": "2026-11-20T09:14:05.027Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Source"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the sources:write scope; or a dashboard request did not send its x-csrf-token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body has a media type (or content coding) this operation does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    replaceSourceData: {
+        parameters: {
+            query?: {
+                /** @description the file format; it must be the source's type (csv, json or ndjson) */
+                format?: "csv" | "json" | "ndjson";
+            };
+            header?: never;
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description The file, streamed: not held in memory by the gateway or the service. Up to UPLOAD_LIMIT_BYTES (2 GiB by default). */
+        requestBody: {
+            content: {
+                "text/csv": components["schemas"]["UploadFile"];
+                "application/x-ndjson": components["schemas"]["UploadFile"];
+                "application/json": components["schemas"]["UploadFile"];
+                "multipart/form-data": {
+                    file: components["schemas"]["UploadFile"];
+                    /** @description the source name (or the query parameter) */
+                    name?: string;
+                    /**
+                     * @description the file format; by default the part's Content-Type, then the file name's extension
+                     * @enum {string}
+                     */
+                    format?: "csv" | "json" | "ndjson";
+                };
+            };
+        };
+        responses: {
+            /** @description Success. */
+            202: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *       "name": "Orders 2026",
+                     *       "type": "url",
+                     *       "config": {
+                     *         "url": "https://data.example.com/exports/orders-2026.csv?[redacted]",
+                     *         "format": "csv",
+                     *         "headers": [
+                     *           "Authorization"
+                     *         ]
+                     *       },
+                     *       "status": "ready",
+                     *       "error": null,
+                     *       "schema": [
+                     *         {
+                     *           "name": "order_id",
+                     *           "type": "integer"
+                     *         },
+                     *         {
+                     *           "name": "ordered_at",
+                     *           "type": "timestamp"
+                     *         },
+                     *         {
+                     *           "name": "country",
+                     *           "type": "string"
+                     *         },
+                     *         {
+                     *           "name": "status",
+                     *           "type": "string"
+                     *         },
+                     *         {
+                     *           "name": "amount",
+                     *           "type": "number"
+                     *         }
+                     *       ],
+                     *       "rowCount": 48213,
+                     *       "lastSyncedAt": "2026-11-20T09:14:05.027Z",
+                     *       "createdAt": "2026-11-20T09:14:03.512Z",
+                     *       "updatedAt": "2026-11-20T09:14:05.027Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Source"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the sources:write scope; or a dashboard request did not send its x-csrf-token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource does not exist (or belongs to another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the resource state. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body has a media type (or content coding) this operation does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     getSource: {
         parameters: {
             query?: never;
@@ -3007,6 +4208,48 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *       "name": "Orders 2026",
+                     *       "type": "url",
+                     *       "config": {
+                     *         "url": "https://data.example.com/exports/orders-2026.csv?[redacted]",
+                     *         "format": "csv",
+                     *         "headers": [
+                     *           "Authorization"
+                     *         ]
+                     *       },
+                     *       "status": "ready",
+                     *       "error": null,
+                     *       "schema": [
+                     *         {
+                     *           "name": "order_id",
+                     *           "type": "integer"
+                     *         },
+                     *         {
+                     *           "name": "ordered_at",
+                     *           "type": "timestamp"
+                     *         },
+                     *         {
+                     *           "name": "country",
+                     *           "type": "string"
+                     *         },
+                     *         {
+                     *           "name": "status",
+                     *           "type": "string"
+                     *         },
+                     *         {
+                     *           "name": "amount",
+                     *           "type": "number"
+                     *         }
+                     *       ],
+                     *       "rowCount": 48213,
+                     *       "lastSyncedAt": "2026-11-20T09:14:05.027Z",
+                     *       "createdAt": "2026-11-20T09:14:03.512Z",
+                     *       "updatedAt": "2026-11-20T09:14:05.027Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Source"];
                 };
             };
@@ -3241,6 +4484,48 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *       "name": "Orders 2026",
+                     *       "type": "url",
+                     *       "config": {
+                     *         "url": "https://data.example.com/exports/orders-2026.csv?[redacted]",
+                     *         "format": "csv",
+                     *         "headers": [
+                     *           "Authorization"
+                     *         ]
+                     *       },
+                     *       "status": "ready",
+                     *       "error": null,
+                     *       "schema": [
+                     *         {
+                     *           "name": "order_id",
+                     *           "type": "integer"
+                     *         },
+                     *         {
+                     *           "name": "ordered_at",
+                     *           "type": "timestamp"
+                     *         },
+                     *         {
+                     *           "name": "country",
+                     *           "type": "string"
+                     *         },
+                     *         {
+                     *           "name": "status",
+                     *           "type": "string"
+                     *         },
+                     *         {
+                     *           "name": "amount",
+                     *           "type": "number"
+                     *         }
+                     *       ],
+                     *       "rowCount": 48213,
+                     *       "lastSyncedAt": "2026-11-20T09:14:05.027Z",
+                     *       "createdAt": "2026-11-20T09:14:03.512Z",
+                     *       "updatedAt": "2026-11-20T09:14:05.027Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Source"];
                 };
             };
@@ -3372,6 +4657,195 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "counts": {
+                     *         "sources": 3,
+                     *         "rows": 61870,
+                     *         "reports": 14,
+                     *         "models": 5,
+                     *         "predictions": 1840,
+                     *         "webhooks": 1,
+                     *         "deliveries": {
+                     *           "succeeded": 52,
+                     *           "failed": 1
+                     *         }
+                     *       },
+                     *       "apiRequestsPerDay": [
+                     *         {
+                     *           "date": "2026-10-22",
+                     *           "requests": 0,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-10-23",
+                     *           "requests": 0,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-10-24",
+                     *           "requests": 0,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-10-25",
+                     *           "requests": 0,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-10-26",
+                     *           "requests": 0,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-10-27",
+                     *           "requests": 0,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-10-28",
+                     *           "requests": 0,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-10-29",
+                     *           "requests": 0,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-10-30",
+                     *           "requests": 0,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-10-31",
+                     *           "requests": 0,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-11-01",
+                     *           "requests": 0,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-11-02",
+                     *           "requests": 0,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-11-03",
+                     *           "requests": 384,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-11-04",
+                     *           "requests": 241,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-11-05",
+                     *           "requests": 338,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-11-06",
+                     *           "requests": 195,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-11-07",
+                     *           "requests": 292,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-11-08",
+                     *           "requests": 389,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-11-09",
+                     *           "requests": 246,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-11-10",
+                     *           "requests": 343,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-11-11",
+                     *           "requests": 200,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-11-12",
+                     *           "requests": 297,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-11-13",
+                     *           "requests": 394,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-11-14",
+                     *           "requests": 251,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-11-15",
+                     *           "requests": 348,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-11-16",
+                     *           "requests": 205,
+                     *           "rejected": 4
+                     *         },
+                     *         {
+                     *           "date": "2026-11-17",
+                     *           "requests": 302,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-11-18",
+                     *           "requests": 399,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-11-19",
+                     *           "requests": 256,
+                     *           "rejected": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-11-20",
+                     *           "requests": 353,
+                     *           "rejected": 0
+                     *         }
+                     *       ],
+                     *       "recentActivity": [
+                     *         {
+                     *           "id": "evt_01JD3A6E8F0G2H4J6K8M0N2P4Q",
+                     *           "type": "model.ready",
+                     *           "subject": "mdl_01JD2Y8Q0R2S4T6V8W0X2Y4Z6A",
+                     *           "occurredAt": "2026-11-20T09:30:04.902Z"
+                     *         },
+                     *         {
+                     *           "id": "evt_01JD3A4C6D8E0F2G4H6J8K0M2N",
+                     *           "type": "report.completed",
+                     *           "subject": "rpt_01JD2X3M5N7P9Q1R3S5T7V9W1X",
+                     *           "occurredAt": "2026-11-20T09:20:12.374Z"
+                     *         },
+                     *         {
+                     *           "id": "evt_01JD2W2C4D6E8F0G2H4J6K8M0N",
+                     *           "type": "source.ready",
+                     *           "subject": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *           "occurredAt": "2026-11-20T09:14:05.027Z"
+                     *         }
+                     *       ],
+                     *       "generatedAt": "2026-11-20T09:31:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["AnalyticsOverview"];
                 };
             };
@@ -3481,6 +4955,73 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "rpt_01JD2X3M5N7P9Q1R3S5T7V9W1X",
+                     *           "query": {
+                     *             "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *             "measures": [
+                     *               {
+                     *                 "op": "count",
+                     *                 "as": "orders"
+                     *               },
+                     *               {
+                     *                 "op": "sum",
+                     *                 "field": "amount",
+                     *                 "as": "revenue"
+                     *               }
+                     *             ],
+                     *             "dimensions": [
+                     *               "country"
+                     *             ],
+                     *             "filters": [
+                     *               {
+                     *                 "field": "status",
+                     *                 "op": "eq",
+                     *                 "value": "paid"
+                     *               }
+                     *             ],
+                     *             "orderBy": [
+                     *               {
+                     *                 "field": "revenue",
+                     *                 "direction": "desc"
+                     *               }
+                     *             ],
+                     *             "limit": 3,
+                     *             "timeDimension": null,
+                     *             "offset": 0,
+                     *             "async": false
+                     *           },
+                     *           "status": "completed",
+                     *           "error": null,
+                     *           "columns": [
+                     *             {
+                     *               "name": "country",
+                     *               "type": "string"
+                     *             },
+                     *             {
+                     *               "name": "orders",
+                     *               "type": "integer"
+                     *             },
+                     *             {
+                     *               "name": "revenue",
+                     *               "type": "number"
+                     *             }
+                     *           ],
+                     *           "rowCount": 3,
+                     *           "totalRows": 27,
+                     *           "truncated": true,
+                     *           "durationMs": 42.7,
+                     *           "createdAt": "2026-11-20T09:20:12.331Z",
+                     *           "completedAt": "2026-11-20T09:20:12.374Z"
+                     *         }
+                     *       ],
+                     *       "hasMore": false,
+                     *       "nextCursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["ReportList"];
                 };
             };
@@ -3588,6 +5129,84 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "rpt_01JD2X3M5N7P9Q1R3S5T7V9W1X",
+                     *       "query": {
+                     *         "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *         "measures": [
+                     *           {
+                     *             "op": "count",
+                     *             "as": "orders"
+                     *           },
+                     *           {
+                     *             "op": "sum",
+                     *             "field": "amount",
+                     *             "as": "revenue"
+                     *           }
+                     *         ],
+                     *         "dimensions": [
+                     *           "country"
+                     *         ],
+                     *         "filters": [
+                     *           {
+                     *             "field": "status",
+                     *             "op": "eq",
+                     *             "value": "paid"
+                     *           }
+                     *         ],
+                     *         "orderBy": [
+                     *           {
+                     *             "field": "revenue",
+                     *             "direction": "desc"
+                     *           }
+                     *         ],
+                     *         "limit": 3,
+                     *         "timeDimension": null,
+                     *         "offset": 0,
+                     *         "async": false
+                     *       },
+                     *       "status": "completed",
+                     *       "error": null,
+                     *       "columns": [
+                     *         {
+                     *           "name": "country",
+                     *           "type": "string"
+                     *         },
+                     *         {
+                     *           "name": "orders",
+                     *           "type": "integer"
+                     *         },
+                     *         {
+                     *           "name": "revenue",
+                     *           "type": "number"
+                     *         }
+                     *       ],
+                     *       "rowCount": 3,
+                     *       "totalRows": 27,
+                     *       "truncated": true,
+                     *       "durationMs": 42.7,
+                     *       "createdAt": "2026-11-20T09:20:12.331Z",
+                     *       "completedAt": "2026-11-20T09:20:12.374Z",
+                     *       "rows": [
+                     *         {
+                     *           "country": "DE",
+                     *           "orders": 9120,
+                     *           "revenue": 418233.5
+                     *         },
+                     *         {
+                     *           "country": "FR",
+                     *           "orders": 7044,
+                     *           "revenue": 301877.25
+                     *         },
+                     *         {
+                     *           "country": "GB",
+                     *           "orders": 6391,
+                     *           "revenue": 287410.9
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["Report"];
                 };
             };
@@ -3704,6 +5323,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example country,orders,revenue
+                     *     DE,9120,418233.5
+                     *     FR,7044,301877.25
+                     *     GB,6391,287410.9
+                     */
                     "text/csv": components["schemas"]["ReportCsv"];
                 };
             };
@@ -3936,6 +5561,39 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                 *       "measures": [
+                 *         {
+                 *           "op": "count",
+                 *           "as": "orders"
+                 *         },
+                 *         {
+                 *           "op": "sum",
+                 *           "field": "amount",
+                 *           "as": "revenue"
+                 *         }
+                 *       ],
+                 *       "dimensions": [
+                 *         "country"
+                 *       ],
+                 *       "filters": [
+                 *         {
+                 *           "field": "status",
+                 *           "op": "eq",
+                 *           "value": "paid"
+                 *         }
+                 *       ],
+                 *       "orderBy": [
+                 *         {
+                 *           "field": "revenue",
+                 *           "direction": "desc"
+                 *         }
+                 *       ],
+                 *       "limit": 3
+                 *     }
+                 */
                 "application/json": components["schemas"]["AnalyticsQuery"];
             };
         };
@@ -3959,6 +5617,84 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "rpt_01JD2X3M5N7P9Q1R3S5T7V9W1X",
+                     *       "query": {
+                     *         "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *         "measures": [
+                     *           {
+                     *             "op": "count",
+                     *             "as": "orders"
+                     *           },
+                     *           {
+                     *             "op": "sum",
+                     *             "field": "amount",
+                     *             "as": "revenue"
+                     *           }
+                     *         ],
+                     *         "dimensions": [
+                     *           "country"
+                     *         ],
+                     *         "filters": [
+                     *           {
+                     *             "field": "status",
+                     *             "op": "eq",
+                     *             "value": "paid"
+                     *           }
+                     *         ],
+                     *         "orderBy": [
+                     *           {
+                     *             "field": "revenue",
+                     *             "direction": "desc"
+                     *           }
+                     *         ],
+                     *         "limit": 3,
+                     *         "timeDimension": null,
+                     *         "offset": 0,
+                     *         "async": false
+                     *       },
+                     *       "status": "completed",
+                     *       "error": null,
+                     *       "columns": [
+                     *         {
+                     *           "name": "country",
+                     *           "type": "string"
+                     *         },
+                     *         {
+                     *           "name": "orders",
+                     *           "type": "integer"
+                     *         },
+                     *         {
+                     *           "name": "revenue",
+                     *           "type": "number"
+                     *         }
+                     *       ],
+                     *       "rowCount": 3,
+                     *       "totalRows": 27,
+                     *       "truncated": true,
+                     *       "durationMs": 42.7,
+                     *       "createdAt": "2026-11-20T09:20:12.331Z",
+                     *       "completedAt": "2026-11-20T09:20:12.374Z",
+                     *       "rows": [
+                     *         {
+                     *           "country": "DE",
+                     *           "orders": 9120,
+                     *           "revenue": 418233.5
+                     *         },
+                     *         {
+                     *           "country": "FR",
+                     *           "orders": 7044,
+                     *           "revenue": 301877.25
+                     *         },
+                     *         {
+                     *           "country": "GB",
+                     *           "orders": 6391,
+                     *           "revenue": 287410.9
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["Report"];
                 };
             };
@@ -3981,6 +5717,84 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "rpt_01JD2X3M5N7P9Q1R3S5T7V9W1X",
+                     *       "query": {
+                     *         "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *         "measures": [
+                     *           {
+                     *             "op": "count",
+                     *             "as": "orders"
+                     *           },
+                     *           {
+                     *             "op": "sum",
+                     *             "field": "amount",
+                     *             "as": "revenue"
+                     *           }
+                     *         ],
+                     *         "dimensions": [
+                     *           "country"
+                     *         ],
+                     *         "filters": [
+                     *           {
+                     *             "field": "status",
+                     *             "op": "eq",
+                     *             "value": "paid"
+                     *           }
+                     *         ],
+                     *         "orderBy": [
+                     *           {
+                     *             "field": "revenue",
+                     *             "direction": "desc"
+                     *           }
+                     *         ],
+                     *         "limit": 3,
+                     *         "timeDimension": null,
+                     *         "offset": 0,
+                     *         "async": false
+                     *       },
+                     *       "status": "completed",
+                     *       "error": null,
+                     *       "columns": [
+                     *         {
+                     *           "name": "country",
+                     *           "type": "string"
+                     *         },
+                     *         {
+                     *           "name": "orders",
+                     *           "type": "integer"
+                     *         },
+                     *         {
+                     *           "name": "revenue",
+                     *           "type": "number"
+                     *         }
+                     *       ],
+                     *       "rowCount": 3,
+                     *       "totalRows": 27,
+                     *       "truncated": true,
+                     *       "durationMs": 42.7,
+                     *       "createdAt": "2026-11-20T09:20:12.331Z",
+                     *       "completedAt": "2026-11-20T09:20:12.374Z",
+                     *       "rows": [
+                     *         {
+                     *           "country": "DE",
+                     *           "orders": 9120,
+                     *           "revenue": 418233.5
+                     *         },
+                     *         {
+                     *           "country": "FR",
+                     *           "orders": 7044,
+                     *           "revenue": 301877.25
+                     *         },
+                     *         {
+                     *           "country": "GB",
+                     *           "orders": 6391,
+                     *           "revenue": 287410.9
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["Report"];
                 };
             };
@@ -4117,6 +5931,60 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "mdl_01JD2Y8Q0R2S4T6V8W0X2Y4Z6A",
+                     *           "name": "Order value",
+                     *           "type": "linear_regression",
+                     *           "kind": "trained",
+                     *           "status": "ready",
+                     *           "version": 1,
+                     *           "description": "Predicts the order amount from the country and the hour of the order.",
+                     *           "features": [
+                     *             {
+                     *               "name": "country",
+                     *               "type": "string",
+                     *               "description": "One-hot encoded (20 most frequent values)."
+                     *             },
+                     *             {
+                     *               "name": "hour",
+                     *               "type": "integer",
+                     *               "description": "Numeric input."
+                     *             }
+                     *           ],
+                     *           "createdAt": "2026-11-20T09:30:00.118Z",
+                     *           "updatedAt": "2026-11-20T09:30:04.902Z",
+                     *           "error": null,
+                     *           "training": {
+                     *             "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *             "target": "amount",
+                     *             "features": [
+                     *               "country",
+                     *               "hour"
+                     *             ],
+                     *             "hyperparameters": {
+                     *               "seed": 42,
+                     *               "testFraction": 0.2,
+                     *               "maxCategories": 20
+                     *             },
+                     *             "rows": {
+                     *               "available": 48213,
+                     *               "used": 48213,
+                     *               "train": 38570,
+                     *               "test": 9643
+                     *             },
+                     *             "startedAt": "2026-11-20T09:30:00.240Z",
+                     *             "finishedAt": "2026-11-20T09:30:04.880Z",
+                     *             "durationMs": 4640
+                     *           }
+                     *         }
+                     *       ],
+                     *       "hasMore": false,
+                     *       "nextCursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelList"];
                 };
             };
@@ -4206,6 +6074,21 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "type": "linear_regression",
+                 *       "name": "Order value",
+                 *       "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                 *       "features": [
+                 *         "country",
+                 *         "hour"
+                 *       ],
+                 *       "target": "amount",
+                 *       "hyperparameters": {
+                 *         "seed": 42
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateModel"];
             };
         };
@@ -4229,6 +6112,62 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "mdl_01JD2Y8Q0R2S4T6V8W0X2Y4Z6A",
+                     *       "name": "Order value",
+                     *       "type": "linear_regression",
+                     *       "kind": "trained",
+                     *       "status": "ready",
+                     *       "version": 1,
+                     *       "description": "Predicts the order amount from the country and the hour of the order.",
+                     *       "features": [
+                     *         {
+                     *           "name": "country",
+                     *           "type": "string",
+                     *           "description": "One-hot encoded (20 most frequent values)."
+                     *         },
+                     *         {
+                     *           "name": "hour",
+                     *           "type": "integer",
+                     *           "description": "Numeric input."
+                     *         }
+                     *       ],
+                     *       "createdAt": "2026-11-20T09:30:00.118Z",
+                     *       "updatedAt": "2026-11-20T09:30:04.902Z",
+                     *       "error": null,
+                     *       "training": {
+                     *         "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *         "target": "amount",
+                     *         "features": [
+                     *           "country",
+                     *           "hour"
+                     *         ],
+                     *         "hyperparameters": {
+                     *           "seed": 42,
+                     *           "testFraction": 0.2,
+                     *           "maxCategories": 20
+                     *         },
+                     *         "rows": {
+                     *           "available": 48213,
+                     *           "used": 48213,
+                     *           "train": 38570,
+                     *           "test": 9643
+                     *         },
+                     *         "startedAt": "2026-11-20T09:30:00.240Z",
+                     *         "finishedAt": "2026-11-20T09:30:04.880Z",
+                     *         "durationMs": 4640
+                     *       },
+                     *       "parameters": {
+                     *         "intercept": 31.2,
+                     *         "coefficients": {
+                     *           "country=DE": 4.1,
+                     *           "country=FR": 1.8,
+                     *           "hour": 0.37
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Model"];
                 };
             };
@@ -4251,6 +6190,62 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "mdl_01JD2Y8Q0R2S4T6V8W0X2Y4Z6A",
+                     *       "name": "Order value",
+                     *       "type": "linear_regression",
+                     *       "kind": "trained",
+                     *       "status": "ready",
+                     *       "version": 1,
+                     *       "description": "Predicts the order amount from the country and the hour of the order.",
+                     *       "features": [
+                     *         {
+                     *           "name": "country",
+                     *           "type": "string",
+                     *           "description": "One-hot encoded (20 most frequent values)."
+                     *         },
+                     *         {
+                     *           "name": "hour",
+                     *           "type": "integer",
+                     *           "description": "Numeric input."
+                     *         }
+                     *       ],
+                     *       "createdAt": "2026-11-20T09:30:00.118Z",
+                     *       "updatedAt": "2026-11-20T09:30:04.902Z",
+                     *       "error": null,
+                     *       "training": {
+                     *         "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *         "target": "amount",
+                     *         "features": [
+                     *           "country",
+                     *           "hour"
+                     *         ],
+                     *         "hyperparameters": {
+                     *           "seed": 42,
+                     *           "testFraction": 0.2,
+                     *           "maxCategories": 20
+                     *         },
+                     *         "rows": {
+                     *           "available": 48213,
+                     *           "used": 48213,
+                     *           "train": 38570,
+                     *           "test": 9643
+                     *         },
+                     *         "startedAt": "2026-11-20T09:30:00.240Z",
+                     *         "finishedAt": "2026-11-20T09:30:04.880Z",
+                     *         "durationMs": 4640
+                     *       },
+                     *       "parameters": {
+                     *         "intercept": 31.2,
+                     *         "coefficients": {
+                     *           "country=DE": 4.1,
+                     *           "country=FR": 1.8,
+                     *           "hour": 0.37
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Model"];
                 };
             };
@@ -4385,6 +6380,62 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "mdl_01JD2Y8Q0R2S4T6V8W0X2Y4Z6A",
+                     *       "name": "Order value",
+                     *       "type": "linear_regression",
+                     *       "kind": "trained",
+                     *       "status": "ready",
+                     *       "version": 1,
+                     *       "description": "Predicts the order amount from the country and the hour of the order.",
+                     *       "features": [
+                     *         {
+                     *           "name": "country",
+                     *           "type": "string",
+                     *           "description": "One-hot encoded (20 most frequent values)."
+                     *         },
+                     *         {
+                     *           "name": "hour",
+                     *           "type": "integer",
+                     *           "description": "Numeric input."
+                     *         }
+                     *       ],
+                     *       "createdAt": "2026-11-20T09:30:00.118Z",
+                     *       "updatedAt": "2026-11-20T09:30:04.902Z",
+                     *       "error": null,
+                     *       "training": {
+                     *         "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *         "target": "amount",
+                     *         "features": [
+                     *           "country",
+                     *           "hour"
+                     *         ],
+                     *         "hyperparameters": {
+                     *           "seed": 42,
+                     *           "testFraction": 0.2,
+                     *           "maxCategories": 20
+                     *         },
+                     *         "rows": {
+                     *           "available": 48213,
+                     *           "used": 48213,
+                     *           "train": 38570,
+                     *           "test": 9643
+                     *         },
+                     *         "startedAt": "2026-11-20T09:30:00.240Z",
+                     *         "finishedAt": "2026-11-20T09:30:04.880Z",
+                     *         "durationMs": 4640
+                     *       },
+                     *       "parameters": {
+                     *         "intercept": 31.2,
+                     *         "coefficients": {
+                     *           "country=DE": 4.1,
+                     *           "country=FR": 1.8,
+                     *           "hour": 0.37
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Model"];
                 };
             };
@@ -4609,6 +6660,20 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "inputs": [
+                 *         {
+                 *           "country": "DE",
+                 *           "hour": 14
+                 *         },
+                 *         {
+                 *           "country": "FR",
+                 *           "hour": 9
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["PredictRequest"];
             };
         };
@@ -4631,6 +6696,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "prd_01JD3B2F4G6H8J0K2M4N6P8Q0R",
+                     *       "modelId": "mdl_01JD2Y8Q0R2S4T6V8W0X2Y4Z6A",
+                     *       "modelVersion": 1,
+                     *       "predictions": [
+                     *         {
+                     *           "prediction": 45.88
+                     *         },
+                     *         {
+                     *           "prediction": 36.33
+                     *         }
+                     *       ],
+                     *       "latencyMs": 0.38
+                     *     }
+                     */
                     "application/json": components["schemas"]["Prediction"];
                 };
             };
@@ -4661,7 +6742,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The resource does not exist (or belongs to another account). */
+            /** @description The model, or the named version or alias, does not exist. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4670,7 +6751,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The model is not ready (still training, or failed). Or: A request with the same Idempotency-Key is still in progress; see Retry-After. */
+            /** @description The model version is not ready (still training, or failed). Or: A request with the same Idempotency-Key is still in progress; see Retry-After. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4737,7 +6818,11 @@ export interface operations {
     };
     getModelMetrics: {
         parameters: {
-            query?: never;
+            query?: {
+                version?: number;
+                /** @description Not together with version. */
+                alias?: string;
+            };
             header?: never;
             path: {
                 /** @description Resource identifier. */
@@ -4765,6 +6850,119 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "modelId": "mdl_01JD2Y8Q0R2S4T6V8W0X2Y4Z6A",
+                     *       "modelVersion": 1,
+                     *       "evaluation": {
+                     *         "kind": "holdout",
+                     *         "mae": 12.4,
+                     *         "rmse": 17.9,
+                     *         "r2": 0.61
+                     *       },
+                     *       "serving": {
+                     *         "lastHour": {
+                     *           "count": 96,
+                     *           "errors": 0,
+                     *           "errorRate": 0,
+                     *           "inputs": 1104,
+                     *           "latencyMs": {
+                     *             "p50": 0.41,
+                     *             "p95": 1.9,
+                     *             "p99": 4.2
+                     *           },
+                     *           "sampled": false
+                     *         },
+                     *         "lastDay": {
+                     *           "count": 1840,
+                     *           "errors": 3,
+                     *           "errorRate": 0.00163,
+                     *           "inputs": 22031,
+                     *           "latencyMs": {
+                     *             "p50": 0.41,
+                     *             "p95": 1.9,
+                     *             "p99": 4.2
+                     *           },
+                     *           "sampled": false
+                     *         }
+                     *       },
+                     *       "drift": {
+                     *         "window": "P1D",
+                     *         "inputs": 22031,
+                     *         "sampled": false,
+                     *         "features": [
+                     *           {
+                     *             "feature": "country",
+                     *             "kind": "categorical",
+                     *             "values": 22031,
+                     *             "psi": 0.034,
+                     *             "status": "stable",
+                     *             "bins": [
+                     *               "DE",
+                     *               "FR",
+                     *               "GB",
+                     *               "(other)"
+                     *             ],
+                     *             "expected": [
+                     *               0.19,
+                     *               0.15,
+                     *               0.13,
+                     *               0.53
+                     *             ],
+                     *             "actual": [
+                     *               0.21,
+                     *               0.14,
+                     *               0.12,
+                     *               0.53
+                     *             ]
+                     *           },
+                     *           {
+                     *             "feature": "hour",
+                     *             "kind": "numeric",
+                     *             "values": 22031,
+                     *             "psi": 0.142,
+                     *             "status": "moderate",
+                     *             "bins": [
+                     *               6,
+                     *               8,
+                     *               10,
+                     *               11,
+                     *               13,
+                     *               14,
+                     *               16,
+                     *               18,
+                     *               20
+                     *             ],
+                     *             "expected": [
+                     *               0.1,
+                     *               0.1,
+                     *               0.1,
+                     *               0.1,
+                     *               0.1,
+                     *               0.1,
+                     *               0.1,
+                     *               0.1,
+                     *               0.1,
+                     *               0.1
+                     *             ],
+                     *             "actual": [
+                     *               0.04,
+                     *               0.07,
+                     *               0.12,
+                     *               0.13,
+                     *               0.14,
+                     *               0.12,
+                     *               0.12,
+                     *               0.1,
+                     *               0.09,
+                     *               0.07
+                     *             ]
+                     *           }
+                     *         ]
+                     *       },
+                     *       "generatedAt": "2026-11-20T09:45:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelMetrics"];
                 };
             };
@@ -4851,6 +7049,461 @@ export interface operations {
             };
         };
     };
+    listModelVersions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelVersionList"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the models:read scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource does not exist (or belongs to another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    retrainModel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 h and replayed for the same key and body; the same key with another body is a 422, and a retry while the first request runs is a 409. 1 to 255 visible ASCII characters; anything else is a 400. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RetrainModel"];
+            };
+        };
+        responses: {
+            /** @description Success. */
+            202: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "mdl_01JD2Y8Q0R2S4T6V8W0X2Y4Z6A",
+                     *       "name": "Order value",
+                     *       "type": "linear_regression",
+                     *       "kind": "trained",
+                     *       "status": "ready",
+                     *       "version": 1,
+                     *       "description": "Predicts the order amount from the country and the hour of the order.",
+                     *       "features": [
+                     *         {
+                     *           "name": "country",
+                     *           "type": "string",
+                     *           "description": "One-hot encoded (20 most frequent values)."
+                     *         },
+                     *         {
+                     *           "name": "hour",
+                     *           "type": "integer",
+                     *           "description": "Numeric input."
+                     *         }
+                     *       ],
+                     *       "createdAt": "2026-11-20T09:30:00.118Z",
+                     *       "updatedAt": "2026-11-20T09:30:04.902Z",
+                     *       "error": null,
+                     *       "training": {
+                     *         "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *         "target": "amount",
+                     *         "features": [
+                     *           "country",
+                     *           "hour"
+                     *         ],
+                     *         "hyperparameters": {
+                     *           "seed": 42,
+                     *           "testFraction": 0.2,
+                     *           "maxCategories": 20
+                     *         },
+                     *         "rows": {
+                     *           "available": 48213,
+                     *           "used": 48213,
+                     *           "train": 38570,
+                     *           "test": 9643
+                     *         },
+                     *         "startedAt": "2026-11-20T09:30:00.240Z",
+                     *         "finishedAt": "2026-11-20T09:30:04.880Z",
+                     *         "durationMs": 4640
+                     *       },
+                     *       "parameters": {
+                     *         "intercept": 31.2,
+                     *         "coefficients": {
+                     *           "country=DE": 4.1,
+                     *           "country=FR": 1.8,
+                     *           "hour": 0.37
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Model"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the models:write scope; or a dashboard request did not send its x-csrf-token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The model or its source does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A built-in or ONNX model, a version already training, or a source that is not ready. Or: A request with the same Idempotency-Key is still in progress; see Retry-After. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Idempotency-Key was used before with a different request body. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateModelAliases: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 h and replayed for the same key and body; the same key with another body is a 422, and a retry while the first request runs is a 409. 1 to 255 visible ASCII characters; anything else is a 400. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateModelAliases"];
+            };
+        };
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelAliases"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the models:write scope; or a dashboard request did not send its x-csrf-token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource does not exist (or belongs to another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A built-in model, or a version that is not ready. Or: A request with the same Idempotency-Key is still in progress; see Retry-After. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Idempotency-Key was used before with a different request body. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listWebhooks: {
         parameters: {
             query?: {
@@ -4883,6 +7536,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "whk_01JD2Z1B3C5D7E9F1G3H5J7K9M",
+                     *           "url": "https://hooks.example.com/dap",
+                     *           "events": [
+                     *             "source.*",
+                     *             "report.completed"
+                     *           ],
+                     *           "description": "Refresh the sales dashboard",
+                     *           "status": "enabled",
+                     *           "disabledReason": null,
+                     *           "createdAt": "2026-11-19T14:05:27.611Z",
+                     *           "updatedAt": "2026-11-19T14:05:27.611Z"
+                     *         }
+                     *       ],
+                     *       "hasMore": false,
+                     *       "nextCursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookList"];
                 };
             };
@@ -4972,6 +7646,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/dap",
+                 *       "events": [
+                 *         "source.*",
+                 *         "report.completed"
+                 *       ],
+                 *       "description": "Refresh the sales dashboard"
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateWebhook"];
             };
         };
@@ -4995,6 +7679,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "whk_01JD2Z1B3C5D7E9F1G3H5J7K9M",
+                     *       "url": "https://hooks.example.com/dap",
+                     *       "events": [
+                     *         "source.*",
+                     *         "report.completed"
+                     *       ],
+                     *       "description": "Refresh the sales dashboard",
+                     *       "status": "enabled",
+                     *       "disabledReason": null,
+                     *       "createdAt": "2026-11-19T14:05:27.611Z",
+                     *       "updatedAt": "2026-11-19T14:05:27.611Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookCreated"];
                 };
             };
@@ -5120,6 +7820,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "whk_01JD2Z1B3C5D7E9F1G3H5J7K9M",
+                     *       "url": "https://hooks.example.com/dap",
+                     *       "events": [
+                     *         "source.*",
+                     *         "report.completed"
+                     *       ],
+                     *       "description": "Refresh the sales dashboard",
+                     *       "status": "enabled",
+                     *       "disabledReason": null,
+                     *       "createdAt": "2026-11-19T14:05:27.611Z",
+                     *       "updatedAt": "2026-11-19T14:05:27.611Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
@@ -5355,6 +8070,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "evt_01JD3A4C6D8E0F2G4H6J8K0M2N",
+                     *           "type": "report.completed",
+                     *           "status": "succeeded",
+                     *           "attempts": [
+                     *             {
+                     *               "at": "2026-11-20T09:20:12.902Z",
+                     *               "statusCode": 503,
+                     *               "latencyMs": 118.4,
+                     *               "error": "the endpoint answered 503"
+                     *             },
+                     *             {
+                     *               "at": "2026-11-20T09:20:18.044Z",
+                     *               "statusCode": 200,
+                     *               "latencyMs": 84.1,
+                     *               "error": null
+                     *             }
+                     *           ],
+                     *           "nextAttemptAt": null,
+                     *           "createdAt": "2026-11-20T09:20:12.400Z",
+                     *           "updatedAt": "2026-11-20T09:20:18.130Z"
+                     *         }
+                     *       ],
+                     *       "hasMore": false,
+                     *       "nextCursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["DeliveryList"];
                 };
             };
@@ -5475,6 +8220,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "eventId": "evt_01JD3D0K2M4N6P8Q0R2S4T6V8W",
+                     *       "webhookId": "whk_01JD2Z1B3C5D7E9F1G3H5J7K9M",
+                     *       "type": "webhook.test"
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookTest"];
                 };
             };
@@ -5612,6 +8364,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "whk_01JD2Z1B3C5D7E9F1G3H5J7K9M",
+                     *       "url": "https://hooks.example.com/dap",
+                     *       "events": [
+                     *         "source.*",
+                     *         "report.completed"
+                     *       ],
+                     *       "description": "Refresh the sales dashboard",
+                     *       "status": "enabled",
+                     *       "disabledReason": null,
+                     *       "createdAt": "2026-11-19T14:05:27.611Z",
+                     *       "updatedAt": "2026-11-20T10:00:00.000Z",
+                     *       "secret": "whsec_Pq7Zk2vN9xR4mT6bW1cY8dF3gH5jL0sA",
+                     *       "previousSecretExpiresAt": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookSecretRotated"];
                 };
             };
@@ -5749,6 +8518,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "whk_01JD2Z1B3C5D7E9F1G3H5J7K9M",
+                     *       "url": "https://hooks.example.com/dap",
+                     *       "events": [
+                     *         "source.*",
+                     *         "report.completed"
+                     *       ],
+                     *       "description": "Refresh the sales dashboard",
+                     *       "status": "enabled",
+                     *       "disabledReason": null,
+                     *       "createdAt": "2026-11-19T14:05:27.611Z",
+                     *       "updatedAt": "2026-11-19T14:05:27.611Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
@@ -5889,6 +8673,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "evt_01JD3C7H9J1K3M5N7P9Q1R3S5T",
+                     *       "type": "report.completed",
+                     *       "status": "pending",
+                     *       "attempts": [],
+                     *       "nextAttemptAt": "2026-11-20T11:02:00.000Z",
+                     *       "createdAt": "2026-11-20T09:20:12.400Z",
+                     *       "updatedAt": "2026-11-20T11:02:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Delivery"];
                 };
             };
@@ -5990,6 +8785,686 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
+            };
+        };
+    };
+    replayWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 h and replayed for the same key and body; the same key with another body is a 422, and a retry while the first request runs is a 409. 1 to 255 visible ASCII characters; anything else is a 400. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReplayWebhook"];
+            };
+        };
+        responses: {
+            /** @description Success. */
+            202: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookReplay"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the webhooks:write scope; or a dashboard request did not send its x-csrf-token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource does not exist (or belongs to another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the resource state. Or: A request with the same Idempotency-Key is still in progress; see Retry-After. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Idempotency-Key was used before with a different request body. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "on-source.created": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id; the same on every retry, so use it to drop duplicates. */
+                "webhook-id": string;
+                /** @description Unix time (seconds) of this attempt; refuse one more than 5 minutes from your clock. */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "source.created",
+                 *       "timestamp": "2026-11-20T09:14:03.512Z",
+                 *       "data": {
+                 *         "id": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                 *         "name": "Orders 2026",
+                 *         "type": "url"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["SourceCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the endpoint is disabled and receives nothing more until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "on-source.ready": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id; the same on every retry, so use it to drop duplicates. */
+                "webhook-id": string;
+                /** @description Unix time (seconds) of this attempt; refuse one more than 5 minutes from your clock. */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "source.ready",
+                 *       "timestamp": "2026-11-20T09:14:05.027Z",
+                 *       "data": {
+                 *         "id": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                 *         "name": "Orders 2026",
+                 *         "type": "url",
+                 *         "rowCount": 48213,
+                 *         "schema": [
+                 *           {
+                 *             "name": "order_id",
+                 *             "type": "integer"
+                 *           },
+                 *           {
+                 *             "name": "ordered_at",
+                 *             "type": "timestamp"
+                 *           },
+                 *           {
+                 *             "name": "country",
+                 *             "type": "string"
+                 *           },
+                 *           {
+                 *             "name": "status",
+                 *             "type": "string"
+                 *           },
+                 *           {
+                 *             "name": "amount",
+                 *             "type": "number"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["SourceReadyEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the endpoint is disabled and receives nothing more until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "on-source.failed": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id; the same on every retry, so use it to drop duplicates. */
+                "webhook-id": string;
+                /** @description Unix time (seconds) of this attempt; refuse one more than 5 minutes from your clock. */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "source.failed",
+                 *       "timestamp": "2026-11-20T09:14:05.027Z",
+                 *       "data": {
+                 *         "id": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                 *         "name": "Orders 2026",
+                 *         "error": "the URL answered 403 Forbidden"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["SourceFailedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the endpoint is disabled and receives nothing more until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "on-source.deleted": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id; the same on every retry, so use it to drop duplicates. */
+                "webhook-id": string;
+                /** @description Unix time (seconds) of this attempt; refuse one more than 5 minutes from your clock. */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "source.deleted",
+                 *       "timestamp": "2026-11-25T17:45:09.220Z",
+                 *       "data": {
+                 *         "id": "src_01JD2W0A4B6C8D0E2F4G6H8J0K"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["SourceDeletedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the endpoint is disabled and receives nothing more until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "on-report.completed": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id; the same on every retry, so use it to drop duplicates. */
+                "webhook-id": string;
+                /** @description Unix time (seconds) of this attempt; refuse one more than 5 minutes from your clock. */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "report.completed",
+                 *       "timestamp": "2026-11-20T09:20:12.374Z",
+                 *       "data": {
+                 *         "id": "rpt_01JD2X3M5N7P9Q1R3S5T7V9W1X",
+                 *         "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                 *         "rowCount": 3,
+                 *         "durationMs": 42.7
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReportCompletedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the endpoint is disabled and receives nothing more until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "on-report.failed": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id; the same on every retry, so use it to drop duplicates. */
+                "webhook-id": string;
+                /** @description Unix time (seconds) of this attempt; refuse one more than 5 minutes from your clock. */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "report.failed",
+                 *       "timestamp": "2026-11-20T09:20:12.374Z",
+                 *       "data": {
+                 *         "id": "rpt_01JD2X3M5N7P9Q1R3S5T7V9W1X",
+                 *         "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                 *         "error": "the source has no column \"amount\""
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReportFailedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the endpoint is disabled and receives nothing more until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "on-model.ready": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id; the same on every retry, so use it to drop duplicates. */
+                "webhook-id": string;
+                /** @description Unix time (seconds) of this attempt; refuse one more than 5 minutes from your clock. */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "model.ready",
+                 *       "timestamp": "2026-11-20T09:30:04.902Z",
+                 *       "data": {
+                 *         "id": "mdl_01JD2Y8Q0R2S4T6V8W0X2Y4Z6A",
+                 *         "name": "Order value",
+                 *         "type": "linear_regression"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ModelReadyEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the endpoint is disabled and receives nothing more until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "on-model.failed": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id; the same on every retry, so use it to drop duplicates. */
+                "webhook-id": string;
+                /** @description Unix time (seconds) of this attempt; refuse one more than 5 minutes from your clock. */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "model.failed",
+                 *       "timestamp": "2026-11-20T09:30:04.902Z",
+                 *       "data": {
+                 *         "id": "mdl_01JD2Y8Q0R2S4T6V8W0X2Y4Z6A",
+                 *         "name": "Order value",
+                 *         "error": "the target column \"amount\" has no numeric values"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ModelFailedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the endpoint is disabled and receives nothing more until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "on-prediction.completed": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id; the same on every retry, so use it to drop duplicates. */
+                "webhook-id": string;
+                /** @description Unix time (seconds) of this attempt; refuse one more than 5 minutes from your clock. */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "prediction.completed",
+                 *       "timestamp": "2026-11-20T09:41:27.015Z",
+                 *       "data": {
+                 *         "id": "prd_01JD3B2F4G6H8J0K2M4N6P8Q0R",
+                 *         "modelId": "mdl_01JD2Y8Q0R2S4T6V8W0X2Y4Z6A",
+                 *         "count": 2,
+                 *         "latencyMs": 0.38
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["PredictionCompletedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the endpoint is disabled and receives nothing more until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "on-webhook.test": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id; the same on every retry, so use it to drop duplicates. */
+                "webhook-id": string;
+                /** @description Unix time (seconds) of this attempt; refuse one more than 5 minutes from your clock. */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "webhook.test",
+                 *       "timestamp": "2026-11-20T09:05:00.000Z",
+                 *       "data": {
+                 *         "endpointId": "whk_01JD2Z1B3C5D7E9F1G3H5J7K9M",
+                 *         "message": "This is a test event sent from the API."
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookTestEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the endpoint is disabled and receives nothing more until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "on-endpoint.disabled": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id; the same on every retry, so use it to drop duplicates. */
+                "webhook-id": string;
+                /** @description Unix time (seconds) of this attempt; refuse one more than 5 minutes from your clock. */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "endpoint.disabled",
+                 *       "timestamp": "2026-11-24T03:12:44.000Z",
+                 *       "data": {
+                 *         "endpointId": "whk_01JD2Z1B3C5D7E9F1G3H5J7K9M",
+                 *         "reason": "the endpoint answered 410 Gone"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["EndpointDisabledEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the endpoint is disabled and receives nothing more until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

@@ -15,7 +15,12 @@ const caller: CallerContext = { accountId, plan: 'starter', scopes: [], requestI
 const q = (extra: Record<string, unknown> = {}) => querySchema.parse({ sourceId, measures: [{ op: 'count' }], ...extra }) as AnalyticsQuery;
 
 /** In-memory stand-ins with the repositories' semantics (finish only while running, events with the write). */
-function harness(limits: Partial<ReportsLimits>, run: (opts: RunOptions) => Promise<TableResult>, exports: Partial<ReportsDeps['runner']> = {}) {
+function harness(
+  limits: Partial<ReportsLimits>,
+  run: (opts: RunOptions, params: unknown[]) => Promise<TableResult>,
+  exports: Partial<ReportsDeps['runner']> = {},
+  currentFile = async () => '/data/file.parquet',
+) {
   const docs = new Map<string, ReportDoc>();
   const events: DomainEvent[] = [];
   const reports = {
@@ -52,11 +57,11 @@ function harness(limits: Partial<ReportsLimits>, run: (opts: RunOptions) => Prom
   const service = new ReportsService({
     reports,
     sources,
-    store: { currentFile: async () => '/data/file.parquet' },
+    store: { currentFile },
     // The page query carries the count of all result rows as a last column.
     runner: {
-      run: async (_sql: string, _params: unknown[], opts: RunOptions) => {
-        const r = await run(opts);
+      run: async (_sql: string, params: unknown[], opts: RunOptions) => {
+        const r = await run(opts, params);
         return { columns: [...r.columns, { name: '__total', type: 'integer' }], rows: r.rows.map((row) => [...row, r.rows.length]) };
       },
       ...exports,
@@ -159,6 +164,36 @@ describe('ReportsService', () => {
     const next = (r: ReportDoc) => h.service.exportRows(r, new AbortController().signal).next();
     await expect(next({ ...report, status: 'running' })).rejects.toMatchObject({ status: 409, message: expect.stringContaining('still running') });
     await expect(next({ ...report, dataFile: '/nonexistent/data.parquet' })).rejects.toMatchObject({ status: 409, message: expect.stringContaining('replaced by a newer sync') });
+  });
+
+  it('runs once more on the current file when a newer sync removed the one it resolved', async () => {
+    const files = ['/data/old.parquet', '/data/new.parquet'];
+    let resolved = 0;
+    const tried: unknown[] = [];
+    const h = harness(
+      {},
+      async (_opts, params) => {
+        tried.push(params[0]);
+        if (params[0] === files[0]) throw new Error(`IO Error: No files found that match the pattern "${files[0]}"`);
+        return ONE_ROW;
+      },
+      {},
+      async () => files[Math.min(resolved++, 1)]!,
+    );
+    const { report } = await h.service.run(caller, q());
+    expect(report).toMatchObject({ status: 'completed', rows: [[1]] });
+    expect(tried).toEqual(files);
+  });
+
+  it('fails with the reason when the file is gone and no newer one replaced it (one try, no loop)', async () => {
+    let tries = 0;
+    const h = harness({}, async () => {
+      tries++;
+      throw new Error('IO Error: No files found that match the pattern "/data/file.parquet"');
+    });
+    const { report } = await h.service.run(caller, q());
+    expect(report).toMatchObject({ status: 'failed', error: "the source's data could not be read; sync the source again" });
+    expect(tries).toBe(1);
   });
 
   it('fails a query that times out with the reason, and emits report.failed', async () => {

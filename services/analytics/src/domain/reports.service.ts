@@ -1,7 +1,7 @@
 import { access } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { newId, type AnalyticsQuery, type CallerContext, type DomainEvent } from '@dap/contracts';
-import type { DatasetColumn } from '@dap/datasets';
+import { isVanishedFileError, readCurrentFile, type DatasetColumn } from '@dap/datasets';
 import type { Logger } from '@dap/logger';
 import type { SourceProjectionRepository } from '@dap/mongo';
 import { encodeRows, type ReportDoc, type ReportOutcome, type ReportRepository, type ReportSummaryDoc } from '../persistence/report.repository.ts';
@@ -49,14 +49,21 @@ export interface ReportsDeps {
 /** Per output position, whether it is a measure (its doubles are computed and rounded); the page's count column is not. */
 const computedOf = (compiled: CompiledQuery): boolean[] => [...compiled.columns.map((c) => c.role === 'measure'), false];
 
-const isMissingFile = (err: unknown): boolean =>
-  (err as NodeJS.ErrnoException | null)?.code === 'ENOENT' || (err instanceof Error && /no files found|cannot open file|no such file/i.test(err.message));
+const isMissingFile = (err: unknown): boolean => (err as NodeJS.ErrnoException | null)?.code === 'ENOENT' || isVanishedFileError(err);
 
 /** What an export that failed tells the client: its data is gone (409), or the service is stopping (503, retry). */
 function exportError(id: string, err: unknown): unknown {
   if (isMissingFile(err)) return reportDataReplaced(id);
   if (err instanceof Error && err.name === 'QueryInterruptedError') return exportInterrupted(err);
   return err;
+}
+
+/** A compiled query, and how to compile it again for the source's current file if its file goes away. */
+interface QueryRun {
+  file: string;
+  compiled: CompiledQuery;
+  current: () => Promise<string | null>;
+  recompile: (file: string) => CompiledQuery;
 }
 
 /** A stale report is one older than any query can run, plus this much for the final write. */
@@ -91,7 +98,18 @@ export class ReportsService {
     if (source.status !== 'ready') throw sourceNotReady(source._id, source.status);
     if ('err' in current) throw current.err;
     if (!current.file) throw sourceHasNoData(source._id);
-    const compiled = compileQuery(query, source.schema, resolve(current.file));
+    const file = resolve(current.file);
+    const compiled = compileQuery(query, source.schema, file);
+    // A newer sync may replace and remove the file under the query: it then runs once more on the current one.
+    const runOn: QueryRun = {
+      file,
+      compiled,
+      current: async () => {
+        const now = await this.deps.store.currentFile(accountId, query.sourceId);
+        return now && resolve(now);
+      },
+      recompile: (other) => compileQuery(query, source.schema, other),
+    };
 
     this.admit(accountId, running);
     let report: ReportDoc;
@@ -116,7 +134,7 @@ export class ReportsService {
       this.release(accountId);
       throw err;
     }
-    const outcome = this.execute(report, compiled, caller.requestId).finally(() => this.release(accountId));
+    const outcome = this.execute(report, runOn, caller.requestId).finally(() => this.release(accountId));
     this.inflight.add(outcome);
     void outcome.finally(() => this.inflight.delete(outcome));
     if (query.async) return { report, accepted: true };
@@ -152,24 +170,28 @@ export class ReportsService {
   }
 
   /** Runs the query and stores its outcome with its event; never rejects. */
-  private async execute(report: ReportDoc, compiled: CompiledQuery, requestId: string): Promise<ReportDoc> {
+  private async execute(report: ReportDoc, run: QueryRun, requestId: string): Promise<ReportDoc> {
     const { logger, limits } = this.deps;
     const started = performance.now();
     const elapsed = () => Math.round((performance.now() - started) * 100) / 100;
     let outcome: { ok: true; result: TableResult; total: number; rowsJson: string } | { ok: false; error: string };
     try {
-      const opts = { timeoutMs: limits.timeoutMs, signal: this.shutdown.signal, computed: computedOf(compiled) };
-      const page = await this.deps.runner.run(compiled.sql, compiled.params, opts);
-      // The page's last column is the count of all result rows (the same on every row); it is not an output.
-      const width = compiled.columns.length;
-      let total: number | null = null;
-      for (const row of page.rows) {
-        total ??= Number(row[width]);
-        row.length = width;
-      }
-      const result = { columns: page.columns.slice(0, width), rows: page.rows };
-      // A page past the end has no row to carry the count; only then is it a query of its own.
-      if (total === null) total = report.query.offset === 0 ? 0 : Number((await this.deps.runner.run(compiled.countSql, compiled.fullParams, opts)).rows[0]?.[0] ?? 0);
+      // A newer sync may have replaced and removed the file meanwhile: then the page is read once more from the current one.
+      const { result, total } = await readCurrentFile(run.file, run.current, async (file) => {
+        const compiled = file === run.file ? run.compiled : run.recompile(file);
+        const opts = { timeoutMs: limits.timeoutMs, signal: this.shutdown.signal, computed: computedOf(compiled) };
+        const page = await this.deps.runner.run(compiled.sql, compiled.params, opts);
+        // The page's last column is the count of all result rows (the same on every row); it is not an output.
+        const width = compiled.columns.length;
+        let count: number | null = null;
+        for (const row of page.rows) {
+          count ??= Number(row[width]);
+          row.length = width;
+        }
+        // A page past the end has no row to carry the count; only then is it a query of its own.
+        if (count === null) count = report.query.offset === 0 ? 0 : Number((await this.deps.runner.run(compiled.countSql, compiled.fullParams, opts)).rows[0]?.[0] ?? 0);
+        return { result: { columns: page.columns.slice(0, width), rows: page.rows }, total: count };
+      });
       // Serialised once: the size limit is measured on the very string that is stored.
       const rowsJson = encodeRows(result.rows);
       const bytes = Buffer.byteLength(rowsJson);

@@ -2,7 +2,7 @@ import { access, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { newId } from '@dap/contracts';
-import { DatasetStore } from '@dap/datasets';
+import { DatasetStore, isVanishedFileError } from '@dap/datasets';
 import { QueryInterruptedError, QueryRunner } from './query.runner.ts';
 
 describe('QueryRunner', () => {
@@ -27,6 +27,16 @@ describe('QueryRunner', () => {
     runner.close();
     store.duck.close();
     await rm(dir, { recursive: true, force: true });
+  });
+
+  it('reports a data file removed under it as a vanished file (what readers retry on), a bad query as not', async () => {
+    const gone = join(dir, 'datasets', 'acct_00000000000000000000000000', 'gone.parquet');
+    const err = await runner.run('SELECT count(*) AS c FROM read_parquet($1)', [gone], { timeoutMs: 5_000 }).catch((e: unknown) => e);
+    expect((err as Error).message).toMatch(/^IO Error/);
+    expect(isVanishedFileError(err)).toBe(true);
+    const bad = await runner.run('SELECT nope FROM read_parquet($1)', [file], { timeoutMs: 5_000 }).catch((e: unknown) => e);
+    expect((bad as Error).message).toMatch(/nope/);
+    expect(isVanishedFileError(bad)).toBe(false);
   });
 
   it('binds $n parameters and returns API types: numbers as numbers, times as ISO-8601 UTC', async () => {

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
-import { apiTypeOf, sqlIdent, sqlLiteral, type Cell, type DatasetColumn } from '@dap/datasets';
+import { apiTypeOf, ownTempDir, releaseTempDir, spillSettings, sqlIdent, sqlLiteral, type Cell, type DatasetColumn } from '@dap/datasets';
 import type { ParamValue } from '../domain/query-compiler.ts';
 
 /** Why a query was stopped before it finished. */
@@ -144,21 +144,35 @@ export class QueryRunner {
   /** The one directory DuckDB may write: Parquet exports on their way to the client. */
   private readonly exportDir: string;
   private readonly open = new Set<DuckDBConnection>();
+  /** This instance's own spill directory (under DUCKDB_TEMP_DIR), removed on close. */
+  readonly tempDirectory: string | null;
 
-  private constructor(instance: DuckDBInstance, exportDir: string) {
+  private constructor(instance: DuckDBInstance, exportDir: string, tempDirectory: string | null) {
     this.instance = instance;
     this.exportDir = exportDir;
+    this.tempDirectory = tempDirectory;
   }
 
-  /** `datasetDir` is the only directory queries may read (defence in depth behind the compiler). */
-  static async open(opts: { datasetDir: string; memoryLimit: string; threads?: number }): Promise<QueryRunner> {
+  /**
+   * `datasetDir` is the only directory queries may read (defence in depth behind the compiler). A query that
+   * outgrows `memoryLimit` spills under `tempDirectory` (a writable volume; the working directory is read-only).
+   */
+  static async open(opts: { datasetDir: string; memoryLimit: string; threads?: number; tempDirectory?: string; maxTempSize?: string }): Promise<QueryRunner> {
+    const temp = opts.tempDirectory ? await ownTempDir(opts.tempDirectory) : null;
+    let instance: DuckDBInstance;
+    try {
+      instance = await DuckDBInstance.create(':memory:', {
+        memory_limit: opts.memoryLimit,
+        ...(opts.threads ? { threads: String(opts.threads) } : {}),
+        ...spillSettings(temp, opts.maxTempSize),
+        autoinstall_known_extensions: 'false',
+        autoload_known_extensions: 'false',
+      });
+    } catch (err) {
+      releaseTempDir(temp);
+      throw err;
+    }
     const exportDir = mkdtempSync(join(tmpdir(), 'dap-analytics-export-'));
-    const instance = await DuckDBInstance.create(':memory:', {
-      memory_limit: opts.memoryLimit,
-      ...(opts.threads ? { threads: String(opts.threads) } : {}),
-      autoinstall_known_extensions: 'false',
-      autoload_known_extensions: 'false',
-    });
     const conn = await instance.connect();
     try {
       // Parquet footers are read once per file, not once per query (files are immutable: a sync writes a new one).
@@ -172,11 +186,12 @@ export class QueryRunner {
     } catch (err) {
       instance.closeSync();
       rmSync(exportDir, { recursive: true, force: true });
+      releaseTempDir(temp);
       throw err;
     } finally {
       conn.closeSync();
     }
-    return new QueryRunner(instance, exportDir);
+    return new QueryRunner(instance, exportDir, temp);
   }
 
   /** A connection that is interrupted when `opts.signal` aborts or `timeoutMs` passes; `stopped` says why. */
@@ -308,5 +323,6 @@ export class QueryRunner {
     for (const conn of this.open) conn.interrupt();
     this.instance.closeSync();
     rmSync(this.exportDir, { recursive: true, force: true });
+    releaseTempDir(this.tempDirectory);
   }
 }

@@ -42,3 +42,8 @@ export const sourceNotReady = (status: string) => new AppError('conflict', `the 
 
 export const trainingUnavailable = () =>
   new AppError('unavailable', 'training from sources is not configured on this instance (DATASET_DIR is unset)', { headers: { 'Retry-After': '30' } });
+
+export const versionNotFound = (version: number, latest: number) => new AppError('not_found', `the model has no version ${version} (its latest is ${latest})`);
+export const aliasNotFound = (alias: string, known: readonly string[]) =>
+  new AppError('not_found', `the model has no alias ${JSON.stringify(alias)}; its aliases are ${known.join(', ')}`);
+export const builtinNotVersioned = () => new AppError('conflict', 'built-in models have one version and fixed aliases');

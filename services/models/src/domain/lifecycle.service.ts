@@ -1,22 +1,24 @@
-import { isId, newId, type CallerContext, type CreateModelBody, type UploadOnnxBody } from '@dap/contracts';
+import { isId, newId, type CallerContext, type CreateModelBody, type ModelVersionDto, type RetrainModelBody, type UpdateAliasesBody, type UploadOnnxBody } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
 import type { ArtifactRepository } from '../persistence/artifact.repository.ts';
 import { recordOf, type ModelDoc, type ModelRepository } from '../persistence/model.repository.ts';
 import type { ModelCatalog } from './catalog.ts';
-import { builtinNotDeletable, invalidBody, modelNotFound } from './errors.ts';
+import { builtinNotDeletable, builtinNotVersioned, invalidBody, modelNotFound } from './errors.ts';
 import { modelReady } from './events.ts';
-import type { ModelRecord } from './model.ts';
+import { DEFAULT_ALIASES, type ModelRecord } from './model.ts';
 import { checkDeclaredIo, featuresOf, onnxInfoOf } from './onnx/onnx-upload.ts';
 import { OnnxModelError } from './onnx/onnx-host.ts';
 import type { OnnxHost } from './onnx/onnx-runtime.ts';
 import type { OwnModelRuntimes } from './runtimes.ts';
 import type { TrainingService } from './training.service.ts';
+import type { ModelVersions } from './versions.service.ts';
 
 /** Creating and deleting an account's own models: training jobs, ONNX uploads, and their removal. */
 export class ModelLifecycle {
   private readonly catalog: ModelCatalog;
   private readonly models: ModelRepository;
   private readonly artifacts: ArtifactRepository;
+  private readonly versions: ModelVersions;
   private readonly training: TrainingService;
   private readonly onnx: OnnxHost;
   private readonly runtimes: OwnModelRuntimes;
@@ -26,6 +28,7 @@ export class ModelLifecycle {
     catalog: ModelCatalog;
     models: ModelRepository;
     artifacts: ArtifactRepository;
+    versions: ModelVersions;
     training: TrainingService;
     onnx: OnnxHost;
     runtimes: OwnModelRuntimes;
@@ -34,6 +37,7 @@ export class ModelLifecycle {
     this.catalog = opts.catalog;
     this.models = opts.models;
     this.artifacts = opts.artifacts;
+    this.versions = opts.versions;
     this.training = opts.training;
     this.onnx = opts.onnx;
     this.runtimes = opts.runtimes;
@@ -84,6 +88,7 @@ export class ModelLifecycle {
       onnx,
       evaluation: null,
       requestId: caller.requestId,
+      aliases: { ...DEFAULT_ALIASES },
     };
     await this.models.insert(caller.accountId, doc, [modelReady(caller.accountId, caller.requestId, { id, name: body.name, type: 'onnx' })]);
     this.logger.info({ modelId: id, sizeBytes: onnx.sizeBytes }, 'ONNX model uploaded');
@@ -98,11 +103,31 @@ export class ModelLifecycle {
     this.training.cancel(id);
     this.runtimes.evict(id);
     await this.artifacts.remove(accountId, id);
+    await this.versions.removeAll(accountId, id);
+  }
+
+  /** Version n+1 of a trained model (202: it trains while the aliases serve the versions they point at). */
+  retrain(caller: CallerContext, id: string, body: RetrainModelBody): Promise<ModelRecord> {
+    if (this.catalog.isBuiltin(id)) throw builtinNotVersioned();
+    if (!isId('mdl', id)) throw modelNotFound();
+    return this.training.retrain(caller, id, body);
+  }
+
+  async listVersions(accountId: string, id: string): Promise<ModelVersionDto[]> {
+    if (!isId('mdl', id)) throw modelNotFound();
+    const model = await this.catalog.get(accountId, id);
+    if (!model) throw modelNotFound();
+    return this.versions.list(accountId, model);
+  }
+
+  setAliases(accountId: string, id: string, body: UpdateAliasesBody): Promise<{ aliases: Record<string, number>; shadowShare: number }> {
+    if (!isId('mdl', id)) throw modelNotFound();
+    return this.versions.setAliases(accountId, id, this.catalog.isBuiltin(id), body);
   }
 
   /** A ready trained model's parameters for GET /models/{id}; null otherwise. */
   async parameters(accountId: string, model: ModelRecord): Promise<Record<string, unknown> | null> {
     if (model.kind !== 'trained' || model.status !== 'ready') return null;
-    return this.artifacts.summary(accountId, model.id);
+    return this.artifacts.summary(accountId, model.id, model.version);
   }
 }

@@ -49,7 +49,16 @@ export interface ModelRecord {
   evaluation?: Record<string, unknown> | null;
   /** The training data's feature distributions, for input drift. */
   profile?: FeatureProfile[] | null;
+  /** Own models: alias → version (`production` always there; a model from before versions has `production` → 1). */
+  aliases?: Record<string, number>;
+  /** Own models: share of production predictions copied to the `candidate` version. */
+  shadowShare?: number;
 }
+
+/** What a model without stored aliases has: it predates versions, so it is version 1 and that serves. */
+export const DEFAULT_ALIASES: Readonly<Record<string, number>> = Object.freeze({ production: 1 });
+export const PRODUCTION = 'production';
+export const CANDIDATE = 'candidate';
 
 export interface BuiltinModel extends ModelRecord {
   kind: 'builtin';

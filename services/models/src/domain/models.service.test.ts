@@ -6,19 +6,21 @@ import type { ModelRepository } from '../persistence/model.repository.ts';
 import { BUILTIN_MODELS, FORECAST_MODEL_ID } from './builtin/index.ts';
 import { ModelCatalog } from './catalog.ts';
 import { ModelsService } from './models.service.ts';
+import { ModelVersions } from './versions.service.ts';
+import type { ModelVersionRepository } from '../persistence/model-version.repository.ts';
 
 /** An in-memory prediction log with the repository's semantics (per account and model, newest first, capped). */
 function memoryLog() {
   const docs: PredictionLogDoc[] = [];
   const repo = {
     record: async (accountId: string, entry: Omit<PredictionLogDoc, 'accountId'>) => void docs.push({ ...entry, accountId }),
-    counts: async (accountId: string, modelId: string, since: Date): Promise<WindowCounts> => {
-      const rows = docs.filter((d) => d.accountId === accountId && d.modelId === modelId && d.at >= since);
+    counts: async (accountId: string, modelId: string, version: number, since: Date): Promise<WindowCounts> => {
+      const rows = docs.filter((d) => d.accountId === accountId && d.modelId === modelId && d.modelVersion === version && d.at >= since);
       return { count: rows.length, errors: rows.filter((d) => !d.ok).length, inputs: rows.filter((d) => d.ok).reduce((s, d) => s + d.count, 0) };
     },
-    latencies: async (accountId: string, modelId: string, since: Date, cap: number) =>
+    latencies: async (accountId: string, modelId: string, version: number, since: Date, cap: number) =>
       docs
-        .filter((d) => d.accountId === accountId && d.modelId === modelId && d.at >= since && d.ok)
+        .filter((d) => d.accountId === accountId && d.modelId === modelId && d.modelVersion === version && d.at >= since && d.ok)
         .sort((x, y) => y.at.getTime() - x.at.getTime())
         .slice(0, cap)
         .map((d) => ({ at: d.at, latencyMs: d.latencyMs })),
@@ -29,10 +31,18 @@ function memoryLog() {
 const logger = createLogger({ name: 'models-test', level: 'silent' });
 const caller = (accountId: string): CallerContext => ({ accountId, plan: 'starter', scopes: [...SCOPES], requestId: newId('req'), issuedAt: Date.now() });
 const noModels = { findById: async () => null, list: async () => [] } as unknown as ModelRepository;
+// Every model here is at its only version, which resolving answers without reading earlier versions.
+const versions = new ModelVersions({ models: noModels, versions: {} as ModelVersionRepository });
 
 function serviceWith(cap: number) {
   const log = memoryLog();
-  const service = new ModelsService({ catalog: new ModelCatalog({ repository: noModels, builtins: BUILTIN_MODELS }), predictionLog: log.repo, logger, metricsMaxSamples: cap });
+  const service = new ModelsService({
+    catalog: new ModelCatalog({ repository: noModels, builtins: BUILTIN_MODELS }),
+    versions,
+    predictionLog: log.repo,
+    logger,
+    metricsMaxSamples: cap,
+  });
   return { log, service };
 }
 
@@ -57,7 +67,7 @@ describe('ModelsService', () => {
     const acct = newId('acct');
     log.docs.push(entry(acct, minutesAgo(5), 1), entry(acct, minutesAgo(30), 3), entry(acct, minutesAgo(50), 0, false));
     log.docs.push(entry(acct, minutesAgo(120), 10), entry(acct, minutesAgo(600), 20), entry(acct, minutesAgo(60 * 25), 99));
-    const m = await service.metrics(acct, FORECAST_MODEL_ID, now);
+    const m = await service.metrics(acct, FORECAST_MODEL_ID, {}, now);
     expect(m.serving.lastHour).toEqual({ count: 3, errors: 1, errorRate: 1 / 3, inputs: 2, latencyMs: { p50: 2, p95: 2.9, p99: 2.98 }, sampled: false });
     expect(m.serving.lastDay).toMatchObject({ count: 5, errors: 1, inputs: 4, latencyMs: { p50: 6.5 }, sampled: false });
     expect(m.generatedAt).toBe(now.toISOString());
@@ -68,14 +78,14 @@ describe('ModelsService', () => {
     const acct = newId('acct');
     for (let i = 0; i < 5; i++) log.docs.push(entry(acct, minutesAgo(10 + i), i + 1)); // in the last hour
     log.docs.push(entry(acct, minutesAgo(300), 50));
-    const m = await service.metrics(acct, FORECAST_MODEL_ID, now);
+    const m = await service.metrics(acct, FORECAST_MODEL_ID, {}, now);
     expect(m.serving.lastHour).toMatchObject({ count: 5, sampled: true, latencyMs: { p50: 2 } }); // the newest 3: 1, 2, 3
     expect(m.serving.lastDay).toMatchObject({ count: 6, sampled: true });
 
     const { log: log2, service: service2 } = serviceWith(3);
     for (let i = 0; i < 2; i++) log2.docs.push(entry(acct, minutesAgo(10 + i), 1));
     for (let i = 0; i < 3; i++) log2.docs.push(entry(acct, minutesAgo(200 + i), 1));
-    const m2 = await service2.metrics(acct, FORECAST_MODEL_ID, now);
+    const m2 = await service2.metrics(acct, FORECAST_MODEL_ID, {}, now);
     expect(m2.serving.lastHour.sampled).toBe(false); // the cap was hit only beyond the hour
     expect(m2.serving.lastDay.sampled).toBe(true);
   });
@@ -106,6 +116,7 @@ describe('ModelsService', () => {
     };
     const service = new ModelsService({
       catalog: new ModelCatalog({ repository, builtins: [], runtimes: { runtimeFor: async () => runtime } }),
+      versions,
       predictionLog: log.repo,
       logger,
       metricsMaxSamples: 100,
@@ -120,6 +131,51 @@ describe('ModelsService', () => {
       [true, null],
       [false, 'unprocessable'],
     ]);
+  });
+
+  it('answers before the shadow copy to the candidate starts, and records the copy afterwards', async () => {
+    const log = memoryLog();
+    const model = {
+      ...{ id: newId('mdl'), name: 'lr', type: 'linear_regression', kind: 'trained', status: 'ready', version: 2, description: '', features: [], createdAt: new Date() },
+      aliases: { production: 1, candidate: 2 },
+      shadowShare: 1,
+    };
+    const repository = { findById: async () => model, list: async () => [model] } as unknown as ModelRepository;
+    const v1 = { version: 1, status: 'ready', error: null, features: [], training: null, onnx: null, evaluation: null, profile: null };
+    const versionsWithV1 = new ModelVersions({ models: repository, versions: { find: async () => v1 } as unknown as ModelVersionRepository });
+    const calls: number[] = [];
+    const runtimeFor = async (_: string, m: { version: number }) => ({
+      validate: (inputs: readonly unknown[]) => ({ ok: true as const, inputs: inputs as { x: number }[] }),
+      predict: (inputs: readonly { x: number }[]) => {
+        calls.push(m.version);
+        return inputs.map((i) => ({ prediction: i.x * m.version }));
+      },
+    });
+    const draws = [0.5, 0.99];
+    const service = new ModelsService({
+      catalog: new ModelCatalog({ repository, builtins: [], runtimes: { runtimeFor } as never }),
+      versions: versionsWithV1,
+      predictionLog: log.repo,
+      logger,
+      metricsMaxSamples: 100,
+      random: () => draws.shift()!,
+    });
+    const acct = newId('acct');
+    const live = await service.predict(caller(acct), model.id, { inputs: [{ x: 3 }] });
+    expect(live.predictions).toEqual([{ prediction: 3 }]);
+    expect(live.model.version).toBe(1);
+    expect(calls).toEqual([1]); // the live answer is back before the candidate ran
+    await service.drainShadows();
+    expect(calls).toEqual([1, 2]);
+    expect(log.docs.map((d) => [d.modelVersion, d.shadow ?? null])).toEqual([
+      [1, null],
+      [2, { liveVersion: 1, livePredictionId: live.id, liveLatencyMs: live.latencyMs, compared: 1, agreed: null, absDiffSum: 3 }],
+    ]);
+    // A share of 0.9 and a draw of 0.99: this request is not copied.
+    model.shadowShare = 0.9;
+    await service.predict(caller(acct), model.id, { inputs: [{ x: 1 }] });
+    await service.drainShadows();
+    expect(calls).toEqual([1, 2, 1]);
   });
 
   it('answers 404 for malformed and unknown ids without logging', async () => {

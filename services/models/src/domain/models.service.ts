@@ -1,21 +1,25 @@
-import { isId, newId, predictBody, type CallerContext, type MetricsDto } from '@dap/contracts';
+import { isId, newId, predictBody, type CallerContext, type MetricsDto, type PredictBody } from '@dap/contracts';
 import { AppError, parseOr400 } from '@dap/http';
 import type { Logger } from '@dap/logger';
-import type { PredictionLogRepository, WindowCounts } from '../persistence/prediction-log.repository.ts';
+import type { PredictionLogRepository, ShadowComparison, ShadowRow, WindowCounts } from '../persistence/prediction-log.repository.ts';
 import type { PredictJob, PredictJobResult } from '../predict.worker.ts';
 import type { WorkerPool } from '../workers/worker-pool.ts';
 import type { ModelCatalog } from './catalog.ts';
-import { invalidInputs, modelHasNoRuntime, modelNotFound, modelNotReady, nonFiniteOutput } from './errors.ts';
+import { invalidBody, invalidInputs, modelHasNoRuntime, modelNotFound, modelNotReady, nonFiniteOutput } from './errors.ts';
 import { predictionCompleted } from './events.ts';
-import type { ModelRecord } from './model.ts';
+import { CANDIDATE, PRODUCTION, type ModelRecord } from './model.ts';
 import type { ModelRuntime, PredictionOutput } from './runtime.ts';
 import { latencySummary } from './serving-stats.ts';
+import type { ModelVersions, VersionSelector } from './versions.service.ts';
 import { featureDrift } from './training/drift.ts';
 import type { Scalar } from './training/encoding.ts';
 
 export interface PredictionResult {
   id: string;
+  /** The model as of the version that answered. */
   model: ModelRecord;
+  /** The alias that chose that version; null when the request named a version. */
+  alias: string | null;
   predictions: PredictionOutput[];
   latencyMs: number;
   /** Where the request's time went, for the Server-Timing header. */
@@ -52,9 +56,25 @@ export class ModelsService {
   private readonly metricsMaxSamples: number;
   private readonly offload: Offload | null;
   private readonly drift: DriftSettings;
+  private readonly versions: ModelVersions;
+  private readonly random: () => number;
+  /** Shadow runs started and not yet recorded (awaited by `drainShadows`, e.g. at shutdown and in tests). */
+  private readonly shadows = new Set<Promise<void>>();
 
-  constructor(opts: { catalog: ModelCatalog; predictionLog: PredictionLogRepository; logger: Logger; metricsMaxSamples: number; offload?: Offload | null; drift?: DriftSettings }) {
+  constructor(opts: {
+    catalog: ModelCatalog;
+    versions: ModelVersions;
+    predictionLog: PredictionLogRepository;
+    logger: Logger;
+    metricsMaxSamples: number;
+    offload?: Offload | null;
+    drift?: DriftSettings;
+    /** Draws which live requests are copied to the candidate (injectable for tests). */
+    random?: () => number;
+  }) {
     this.catalog = opts.catalog;
+    this.random = opts.random ?? Math.random;
+    this.versions = opts.versions;
     this.log = opts.predictionLog;
     this.logger = opts.logger;
     this.metricsMaxSamples = opts.metricsMaxSamples;
@@ -79,17 +99,31 @@ export class ModelsService {
    * `prediction.completed` event in one write. Invalid requests are logged too, as errors.
    */
   async predict(caller: CallerContext, id: string, body: unknown): Promise<PredictionResult> {
-    const model = await this.get(caller.accountId, id);
+    const latest = await this.get(caller.accountId, id);
+    const started = performance.now();
+    let parsed: PredictBody | null = null;
+    let bodyError: unknown = null;
+    try {
+      parsed = parseOr400(predictBody, body, 'body');
+    } catch (err) {
+      bodyError = err;
+    }
+    const { model, alias } = await this.versions.resolve(caller.accountId, latest, parsed ?? {});
+    const predictionId = newId('prd');
+    if (bodyError || !parsed) {
+      await this.logFailure(caller, model, predictionId, inputCount(body), ms(started), bodyError);
+      throw bodyError;
+    }
     if (model.status !== 'ready') throw modelNotReady(model.status);
     const found = this.catalog.runtimeOf(caller.accountId, model);
     const runtime = found instanceof Promise ? await found : found;
     if (!runtime) throw modelHasNoRuntime();
 
-    const predictionId = newId('prd');
-    const started = performance.now();
     let inputs: unknown[];
     try {
-      const parsed = parseOr400(predictBody, body, 'body');
+      if (parsed.explain && !runtime.explain) {
+        throw invalidBody([{ path: 'explain', message: 'this model cannot explain its predictions; linear and logistic regression, random forests and the forecast model can' }]);
+      }
       const validated = runtime.validate(parsed.inputs);
       if (!validated.ok) throw invalidInputs(validated.errors);
       inputs = validated.inputs;
@@ -102,7 +136,8 @@ export class ModelsService {
     const modelStart = performance.now();
     let predictions: PredictionOutput[];
     try {
-      predictions = await this.run(model, runtime, inputs);
+      // Explanations run inline: they are for inspecting a few inputs, not for bulk scoring.
+      predictions = parsed.explain && runtime.explain ? runtime.explain(inputs) : await this.run(model, runtime, inputs);
       const overflowed = predictions.findIndex(hasNonFinite);
       if (overflowed >= 0) throw nonFiniteOutput(overflowed);
     } catch (err) {
@@ -122,20 +157,23 @@ export class ModelsService {
       { _id: predictionId, modelId: model.id, modelVersion: model.version, ok: true, count: inputs.length, latencyMs, errorCode: null, at: new Date(), ...sample },
       [event],
     );
-    return { id: predictionId, model, predictions, latencyMs, timing: { validateMs, modelMs: latencyMs, logMs: ms(logStart) } };
+    this.maybeShadow(caller, latest, model, alias, { predictionId, inputs, predictions, latencyMs });
+    return { id: predictionId, model, alias, predictions, latencyMs, timing: { validateMs, modelMs: latencyMs, logMs: ms(logStart) } };
   }
 
-  async metrics(accountId: string, id: string, now = new Date()): Promise<MetricsDto> {
-    const model = await this.get(accountId, id);
+  /** Metrics of one version (by default the one `production` points at): serving and drift count only its requests. */
+  async metrics(accountId: string, id: string, selector: VersionSelector = {}, now = new Date()): Promise<MetricsDto> {
+    const { model } = await this.versions.resolve(accountId, await this.get(accountId, id), selector);
     const hourAgo = new Date(now.getTime() - HOUR_MS);
     const dayAgo = new Date(now.getTime() - DAY_MS);
     const cap = this.metricsMaxSamples;
     const profile = model.kind === 'trained' ? model.profile : null;
-    const [day, hour, recent, logged] = await Promise.all([
-      this.log.counts(accountId, model.id, dayAgo),
-      this.log.counts(accountId, model.id, hourAgo),
-      this.log.latencies(accountId, model.id, dayAgo, cap),
-      profile ? this.log.samples(accountId, model.id, dayAgo, this.drift.maxInputs) : null,
+    const [day, hour, recent, logged, shadowRows] = await Promise.all([
+      this.log.counts(accountId, model.id, model.version, dayAgo),
+      this.log.counts(accountId, model.id, model.version, hourAgo),
+      this.log.latencies(accountId, model.id, model.version, dayAgo, cap),
+      profile ? this.log.samples(accountId, model.id, model.version, dayAgo, this.drift.maxInputs) : null,
+      model.kind === 'trained' ? this.log.shadowRows(accountId, model.id, model.version, dayAgo, cap) : [],
     ]);
     // Newest first and capped: the day is sampled when the cap was hit; the hour only if the cap was hit
     // before reaching an hour back.
@@ -150,6 +188,7 @@ export class ModelsService {
         lastHour: servingWindow(hour, hourRows, hourSampled),
         lastDay: servingWindow(day, recent, daySampled),
       },
+      shadow: shadowSummary(shadowRows, cap),
       drift:
         profile && logged
           ? {
@@ -167,6 +206,75 @@ export class ModelsService {
           : null,
       generatedAt: now.toISOString(),
     };
+  }
+
+  /** Waits for the shadow runs in flight. */
+  async drainShadows(): Promise<void> {
+    while (this.shadows.size) await Promise.all([...this.shadows]);
+  }
+
+  /**
+   * Copies a live request answered by `production` to the `candidate` version, for the configured share
+   * of requests. It starts on the next turn of the event loop (after the live answer is written), its
+   * answer is only recorded and compared, and its failures are recorded, never thrown.
+   */
+  private maybeShadow(
+    caller: CallerContext,
+    latest: ModelRecord,
+    live: ModelRecord,
+    alias: string | null,
+    run: { predictionId: string; inputs: unknown[]; predictions: PredictionOutput[]; latencyMs: number },
+  ): void {
+    const share = latest.shadowShare ?? 0;
+    const candidate = latest.aliases?.[CANDIDATE];
+    if (alias !== PRODUCTION || live.kind !== 'trained' || !(share > 0) || candidate === undefined || candidate === live.version) return;
+    if (this.random() >= share) return;
+    const done = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.shadow(caller, latest, live, candidate, run))
+      .catch((err: unknown) => this.logger.warn({ err, modelId: live.id, requestId: caller.requestId }, 'could not record a shadow prediction'))
+      .finally(() => this.shadows.delete(done));
+    this.shadows.add(done);
+  }
+
+  private async shadow(
+    caller: CallerContext,
+    latest: ModelRecord,
+    live: ModelRecord,
+    version: number,
+    run: { predictionId: string; inputs: unknown[]; predictions: PredictionOutput[]; latencyMs: number },
+  ): Promise<void> {
+    const { model } = await this.versions.resolve(caller.accountId, latest, { version });
+    if (model.status !== 'ready') return;
+    const found = this.catalog.runtimeOf(caller.accountId, model);
+    const runtime = found instanceof Promise ? await found : found;
+    if (!runtime) return;
+    const base = { liveVersion: live.version, livePredictionId: run.predictionId, liveLatencyMs: run.latencyMs };
+    const started = performance.now();
+    let outputs: PredictionOutput[] | null;
+    let errorCode: string | null = null;
+    try {
+      const validated = runtime.validate(run.inputs);
+      if (!validated.ok) throw invalidInputs(validated.errors);
+      outputs = await runtime.predict(validated.inputs);
+      const overflowed = outputs.findIndex(hasNonFinite);
+      if (overflowed >= 0) throw nonFiniteOutput(overflowed);
+    } catch (err) {
+      errorCode = err instanceof AppError ? err.code : 'internal';
+      outputs = null;
+    }
+    const latencyMs = ms(started);
+    const shadow: ShadowComparison = outputs ? { ...base, ...compareOutputs(run.predictions, outputs) } : { ...base, compared: 0, agreed: null, absDiffSum: null };
+    await this.log.record(caller.accountId, {
+      _id: newId('prd'),
+      modelId: model.id,
+      modelVersion: model.version,
+      ok: outputs !== null,
+      count: run.inputs.length,
+      latencyMs,
+      errorCode,
+      at: new Date(),
+      shadow,
+    });
   }
 
   /** Small batches run inline (fastest); large built-in batches go to a worker thread. */
@@ -223,4 +331,43 @@ function hasNonFinite(v: unknown): boolean {
   if (Array.isArray(v)) return v.some(hasNonFinite);
   if (v !== null && typeof v === 'object') return Object.values(v).some(hasNonFinite);
   return false;
+}
+
+/** Per input: the same class or cluster (classifiers, k-means), or the absolute difference (regressors). */
+export function compareOutputs(live: readonly PredictionOutput[], shadow: readonly PredictionOutput[]): Pick<ShadowComparison, 'compared' | 'agreed' | 'absDiffSum'> {
+  let agreed: number | null = null;
+  let absDiffSum: number | null = null;
+  const n = Math.min(live.length, shadow.length);
+  for (let i = 0; i < n; i++) {
+    const l = live[i] as Record<string, unknown>;
+    const s = shadow[i] as Record<string, unknown>;
+    if ('cluster' in l || 'probabilities' in l) {
+      const key = 'cluster' in l ? 'cluster' : 'prediction';
+      agreed = (agreed ?? 0) + (l[key] === s[key] ? 1 : 0);
+    } else if (typeof l.prediction === 'number' && typeof s.prediction === 'number') {
+      absDiffSum = (absDiffSum ?? 0) + Math.abs(s.prediction - l.prediction);
+    }
+  }
+  return { compared: n, agreed, absDiffSum };
+}
+
+function shadowSummary(rows: readonly ShadowRow[], cap: number): MetricsDto['shadow'] {
+  if (!rows.length) return null;
+  const ok = rows.filter((r) => r.ok);
+  const compared = ok.reduce((s, r) => s + r.shadow.compared, 0);
+  const agreedRows = ok.filter((r) => r.shadow.agreed !== null);
+  const diffRows = ok.filter((r) => r.shadow.absDiffSum !== null);
+  const sum = (xs: readonly ShadowRow[], f: (r: ShadowRow) => number) => xs.reduce((s, r) => s + f(r), 0);
+  return {
+    window: 'P1D',
+    comparedWith: rows[0]!.shadow.liveVersion,
+    requests: rows.length,
+    errors: rows.length - ok.length,
+    inputs: sum(ok, (r) => r.count),
+    agreement: agreedRows.length && compared ? sum(agreedRows, (r) => r.shadow.agreed!) / sum(agreedRows, (r) => r.shadow.compared) : null,
+    meanAbsoluteDifference: diffRows.length ? sum(diffRows, (r) => r.shadow.absDiffSum!) / sum(diffRows, (r) => r.shadow.compared) : null,
+    latencyMs: latencySummary(ok.map((r) => r.latencyMs)),
+    productionLatencyMs: latencySummary(ok.map((r) => r.shadow.liveLatencyMs)),
+    sampled: rows.length >= cap,
+  };
 }

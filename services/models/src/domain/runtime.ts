@@ -15,6 +15,8 @@ export interface ModelRuntime<I = unknown> {
   predict(inputs: readonly I[]): PredictionOutput[] | Promise<PredictionOutput[]>;
   /** A rough measure of a batch's work, to decide whether it runs on a worker thread. */
   cost?(inputs: readonly I[]): number;
+  /** The same outputs, each with an `explanation`; models that cannot explain leave it out. */
+  explain?(inputs: readonly I[]): PredictionOutput[];
 }
 
 export const MAX_FIELD_ERRORS = 100;
@@ -28,6 +30,7 @@ export function schemaRuntime<S extends z.ZodType>(opts: {
   predictOne: (input: z.output<S>) => PredictionOutput;
   checkBatch?: (inputs: readonly z.output<S>[]) => FieldError[];
   cost?: (inputs: readonly z.output<S>[]) => number;
+  explainOne?: (input: z.output<S>) => PredictionOutput;
 }): ModelRuntime<z.output<S>> {
   return {
     validate(inputs) {
@@ -50,5 +53,6 @@ export function schemaRuntime<S extends z.ZodType>(opts: {
     },
     predict: (inputs) => inputs.map(opts.predictOne),
     ...(opts.cost ? { cost: opts.cost } : {}),
+    ...(opts.explainOne ? { explain: (inputs: readonly z.output<S>[]) => inputs.map(opts.explainOne!) } : {}),
   };
 }

@@ -52,14 +52,14 @@ export class OwnModelRuntimes implements RuntimeFactory {
   private async build(accountId: string, model: ModelRecord, key: string): Promise<ModelRuntime | null> {
     if (model.kind === 'onnx' && model.onnx) {
       const load = async () => {
-        const stored = await this.artifacts.data(accountId, model.id);
+        const stored = await this.artifacts.data(accountId, model.id, model.version);
         if (!stored) throw new Error(`the ONNX file of ${model.id} is missing`);
         return stored.data;
       };
       return onnxRuntime(model.onnx, key, this.onnx, load);
     }
     if (model.kind === 'trained') {
-      const stored = await this.artifacts.data(accountId, model.id);
+      const stored = await this.artifacts.data(accountId, model.id, model.version);
       if (!stored || stored.format !== 'trained-json-gzip') return null;
       const artifact = JSON.parse((await gunzipAsync(stored.data)).toString('utf8')) as TrainedArtifact;
       return trainedRuntime(model, artifact);

@@ -2,7 +2,7 @@ import type { FieldError } from '@dap/http';
 import type { ModelRecord } from './model.ts';
 import { MAX_FIELD_ERRORS, type ModelRuntime } from './runtime.ts';
 import { encodeRecord, type Scalar } from './training/encoding.ts';
-import { estimate, outputOf, type TrainedArtifact } from './training/trained-model.ts';
+import { columnsPerFeature, estimate, explainForest, explainLinear, nodeExpectations, outputOf, type TrainedArtifact } from './training/trained-model.ts';
 
 export type FeatureRecord = Record<string, Scalar>;
 
@@ -27,7 +27,17 @@ export function trainedRuntime(model: ModelRecord, artifact: TrainedArtifact): M
   const features = model.features.map((f) => ({ name: f.name, check: EXPECTED[f.type] ?? EXPECTED.number! }));
   const known = new Set(features.map((f) => f.name));
   const list = features.map((f) => f.name).join(', ');
+  const explainable = artifact.params.kind !== 'kmeans';
+  const groups = columnsPerFeature(artifact.encoder);
+  // Node expectations are computed on the first explanation, then kept with the runtime.
+  let expectations: number[][][] | null = null;
+  const forestExpectations = () => {
+    const p = artifact.params;
+    if (p.kind !== 'forest') return [];
+    return (expectations ??= p.trees.map((t) => nodeExpectations(t, artifact.classes?.length ?? 1)));
+  };
   return {
+    ...(explainable ? { explain: (inputs: readonly FeatureRecord[]) => inputs.map((input) => explainOne(artifact, groups, forestExpectations(), input)) } : {}),
     validate(inputs) {
       const errors: FieldError[] = [];
       const push = (path: string, message: string) => errors.length < MAX_FIELD_ERRORS && errors.push({ path, message });
@@ -54,6 +64,40 @@ export function trainedRuntime(model: ModelRecord, artifact: TrainedArtifact): M
           ),
         ),
       );
+    },
+  };
+}
+
+/** One input's answer with its exact additive explanation, encoded columns summed back into their features. */
+function explainOne(
+  artifact: TrainedArtifact,
+  groups: readonly { name: string; columns: number }[],
+  expectations: readonly number[][][],
+  input: FeatureRecord,
+): Record<string, unknown> {
+  const x = encodeRecord(artifact.encoder, (n) => input[n], []);
+  const e = estimate(artifact, x);
+  const classIndex = e.task === 'classification' ? e.classIndex : 0;
+  const p = artifact.params;
+  const ex = p.kind === 'forest' ? explainForest(p, expectations, x, classIndex) : explainLinear(artifact, x, classIndex)!;
+  const contributions: Record<string, number> = {};
+  let at = 0;
+  for (const g of groups) {
+    let sum = 0;
+    for (let i = 0; i < g.columns; i++) sum += ex.contributions[at + i]!;
+    contributions[g.name] = sum;
+    at += g.columns;
+  }
+  const classifier = e.task === 'classification';
+  return {
+    ...outputOf(artifact, e),
+    explanation: {
+      method: p.kind === 'forest' ? 'tree_path' : 'exact_linear',
+      space: p.kind === 'logistic' ? 'log_odds' : classifier ? 'probability' : 'prediction',
+      ...(classifier ? { class: artifact.classes![classIndex] } : {}),
+      baseValue: ex.baseValue,
+      value: ex.value,
+      contributions,
     },
   };
 }

@@ -1,18 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { gzip } from 'node:zlib';
 import { promisify } from 'node:util';
-import { newId, type CallerContext, type Column, type TrainModelBody } from '@dap/contracts';
-import type { DatasetStore } from '@dap/datasets';
-import { AppError, type FieldError } from '@dap/http';
+import { createModelBody, newId, type CallerContext, type Column, type RetrainModelBody, type TrainModelBody } from '@dap/contracts';
+import { readCurrentFile, type DatasetStore } from '@dap/datasets';
+import { AppError, parseOr400, type FieldError } from '@dap/http';
 import type { Logger } from '@dap/logger';
 import type { SourceProjection, SourceProjectionRepository } from '@dap/mongo';
 import { MAX_ARTIFACT_BYTES, type ArtifactRepository } from '../persistence/artifact.repository.ts';
+import type { ModelVersionRepository } from '../persistence/model-version.repository.ts';
 import { recordOf, type ModelDoc, type ModelLease, type ModelRepository } from '../persistence/model.repository.ts';
 import type { TrainJob, TrainJobResult } from '../train.worker.ts';
 import { WorkerJobError, WorkerTimeoutError, type WorkerPool } from '../workers/worker-pool.ts';
-import { invalidBody, sourceNotFound, sourceNotReady, trainingUnavailable } from './errors.ts';
+import { builtinNotVersioned, invalidBody, modelNotFound, sourceNotFound, sourceNotReady, trainingUnavailable } from './errors.ts';
 import { modelFailed, modelReady } from './events.ts';
-import type { ModelFeature, ModelRecord } from './model.ts';
+import { DEFAULT_ALIASES, type ModelFeature, type ModelRecord } from './model.ts';
 import type { FeatureProfile } from './training/drift.ts';
 import type { FeatureColumn, FeatureKind } from './training/encoding.ts';
 import { TASK_OF } from './training/trained-model.ts';
@@ -51,6 +52,9 @@ export interface TrainingSettings {
   maxClasses: number;
   silhouetteSample: number;
   duckdbMemoryLimit: string;
+  /** Where the training worker's DuckDB spills (a writable volume); its own default when unset. */
+  duckdbTempDir?: string;
+  duckdbMaxTempSize?: string;
 }
 
 const TYPE_NAMES: Record<TrainModelBody['type'], string> = {
@@ -98,6 +102,7 @@ function describeFeature(type: string, profile: FeatureProfile | undefined): str
 export class TrainingService {
   private readonly models: ModelRepository;
   private readonly artifacts: ArtifactRepository;
+  private readonly versions: ModelVersionRepository;
   private readonly sources: SourceProjectionRepository;
   private readonly datasets: DatasetStore | null;
   private readonly pool: WorkerPool<TrainJob, TrainJobResult> | null;
@@ -113,6 +118,7 @@ export class TrainingService {
   constructor(opts: {
     models: ModelRepository;
     artifacts: ArtifactRepository;
+    versions: ModelVersionRepository;
     sources: SourceProjectionRepository;
     datasets: DatasetStore | null;
     pool: WorkerPool<TrainJob, TrainJobResult> | null;
@@ -121,6 +127,7 @@ export class TrainingService {
   }) {
     this.models = opts.models;
     this.artifacts = opts.artifacts;
+    this.versions = opts.versions;
     this.sources = opts.sources;
     this.datasets = opts.datasets;
     this.pool = opts.pool;
@@ -134,18 +141,9 @@ export class TrainingService {
   }
 
   async create(caller: CallerContext, body: TrainModelBody): Promise<ModelRecord> {
-    if (!this.datasets) throw trainingUnavailable();
-    const source = await this.freshSource(caller.accountId, body.sourceId);
-    if (!source || source.deleted) throw sourceNotFound();
-    if (source.status !== 'ready') throw sourceNotReady(source.status);
-    const spec = specOf(body, source.schema);
-    if (this.pool && this.jobs.size >= this.settings.maxJobs) {
-      throw new AppError('unavailable', 'too many models are training on this instance; retry shortly', { headers: { 'Retry-After': '30' } });
-    }
-
+    const { spec, types } = await this.checkJob(caller.accountId, body);
     const now = new Date();
     const id = newId('mdl');
-    const types = new Map(source.schema.map((c) => [c.name, c.type]));
     const target = 'target' in body ? body.target : null;
     const doc: Omit<ModelDoc, 'accountId'> = {
       _id: id,
@@ -166,12 +164,75 @@ export class TrainingService {
       profile: null,
       spec,
       requestId: caller.requestId,
-      // Without training workers here the lease starts lapsed, so an instance that has them claims it.
-      lease: this.pool ? { owner: this.owner, until: new Date(now.getTime() + this.settings.leaseMs), attempts: 1 } : { owner: null, until: new Date(0), attempts: 0 },
+      lease: this.newLease(now),
+      aliases: { ...DEFAULT_ALIASES },
     };
     await this.models.insert(caller.accountId, doc);
     if (this.pool) this.launch(caller.accountId, id);
     return recordOf({ ...doc, accountId: caller.accountId });
+  }
+
+  /**
+   * Trains version n+1 of a model on its source's current data, with the same target and features (and
+   * the given hyperparameters, else the previous ones). Version n is copied to `model_versions` first, so
+   * a crash between the two writes leaves a harmless duplicate, never a lost version; the aliases keep
+   * pointing where they did, so `production` serves on while the new version trains.
+   */
+  async retrain(caller: CallerContext, id: string, body: RetrainModelBody): Promise<ModelRecord> {
+    const doc = await this.models.findDoc(caller.accountId, id);
+    if (!doc) throw modelNotFound();
+    if (doc.kind !== 'trained' || !doc.training)
+      throw doc.kind === 'builtin' ? builtinNotVersioned() : new AppError('conflict', 'only models trained from a source can be retrained');
+    if (doc.status === 'training') throw new AppError('conflict', `version ${doc.version} is still training; retrain once it is ready or failed`);
+    const t = doc.training;
+    const trainBody = parseOr400(
+      createModelBody,
+      {
+        type: doc.type,
+        name: doc.name,
+        sourceId: t.sourceId,
+        ...(t.target !== null ? { target: t.target } : {}),
+        features: t.features,
+        hyperparameters: body.hyperparameters ?? t.hyperparameters,
+      },
+      'body',
+    ) as TrainModelBody;
+    const { spec, types } = await this.checkJob(caller.accountId, trainBody);
+    const now = new Date();
+    await this.versions.snapshot(doc);
+    const started = await this.models.startVersion(caller.accountId, id, doc.version, {
+      status: 'training',
+      error: null,
+      features: trainBody.features.map((name) => ({ name, type: types.get(name)!, description: `${types.get(name)!}; described once trained` })),
+      training: { ...t, hyperparameters: trainBody.hyperparameters, rows: null, startedAt: now, finishedAt: null, durationMs: null },
+      evaluation: null,
+      profile: null,
+      spec,
+      requestId: caller.requestId,
+      lease: this.newLease(now),
+      aliases: { ...(doc.aliases ?? DEFAULT_ALIASES) },
+    });
+    if (!started) throw new AppError('conflict', 'the model changed while this request ran (another retraining started, or it was deleted); read it again');
+    if (this.pool) this.launch(caller.accountId, id);
+    return recordOf(started);
+  }
+
+  /** The checks every job passes before it is recorded: the source, the columns, this instance's capacity. */
+  private async checkJob(accountId: string, body: TrainModelBody): Promise<{ spec: TrainingSpec; types: Map<string, Column['type']> }> {
+    if (!this.datasets) throw trainingUnavailable();
+    const source = await this.freshSource(accountId, body.sourceId);
+    if (!source || source.deleted) throw sourceNotFound();
+    if (source.status !== 'ready') throw sourceNotReady(source.status);
+    const spec = specOf(body, source.schema);
+    if (this.pool && this.jobs.size >= this.settings.maxJobs) {
+      throw new AppError('unavailable', 'too many models are training on this instance; retry shortly', { headers: { 'Retry-After': '30' } });
+    }
+    return { spec, types: new Map(source.schema.map((c) => [c.name, c.type])) };
+  }
+
+  /** Without training workers here the lease starts lapsed, so an instance that has them claims it. */
+  private newLease(now: Date): ModelLease {
+    return this.pool ? { owner: this.owner, until: new Date(now.getTime() + this.settings.leaseMs), attempts: 1 } : { owner: null, until: new Date(0), attempts: 0 };
   }
 
   /**
@@ -278,15 +339,24 @@ export class TrainingService {
     const started = performance.now();
     const requestId = doc.requestId ?? null;
     try {
-      const file = await this.datasets.currentFile(accountId, doc.training.sourceId);
+      const { datasets, pool } = this;
+      const sourceId = doc.training.sourceId;
+      const file = await datasets.currentFile(accountId, sourceId);
       if (!file) throw new TrainingError('the source has no data (it was never synced or was removed)');
-      const job: TrainJob = {
-        spec: doc.spec,
-        data: { kind: 'parquet', file, maxRows: this.settings.maxRows },
+      const jobOn = (data: string): TrainJob => ({
+        spec: doc.spec!,
+        data: { kind: 'parquet', file: data, maxRows: this.settings.maxRows },
         limits: { maxClasses: this.settings.maxClasses, silhouetteSample: this.settings.silhouetteSample },
         duckdbMemoryLimit: this.settings.duckdbMemoryLimit,
-      };
-      const result = await this.pool.run(job, { timeoutMs: this.settings.timeoutMs, signal });
+        ...(this.settings.duckdbTempDir ? { duckdbTempDir: this.settings.duckdbTempDir } : {}),
+        ...(this.settings.duckdbMaxTempSize ? { duckdbMaxTempSize: this.settings.duckdbMaxTempSize } : {}),
+      });
+      // A newer sync may replace and remove the file under the read: it then reads the current one, once.
+      const result = await readCurrentFile(
+        file,
+        () => datasets.currentFile(accountId, sourceId),
+        (data) => pool.run(jobOn(data), { timeoutMs: this.settings.timeoutMs, signal }),
+      );
       const packed = await gzipAsync(JSON.stringify(result.outcome.artifact));
       if (packed.byteLength > MAX_ARTIFACT_BYTES) {
         throw new TrainingError(`the trained model takes ${packed.byteLength} bytes, over the ${MAX_ARTIFACT_BYTES} that can be stored; lower nEstimators or maxDepth`);

@@ -1,6 +1,6 @@
 import { Router } from 'express';
-import { createModelBody, isId, listQuerySchema, type ModelDto, type PredictionDto } from '@dap/contracts';
-import { callerOf, decodeCursor, parseOr400, toPage } from '@dap/http';
+import { createModelBody, isId, listQuerySchema, metricsQuerySchema, retrainModelBody, updateAliasesBody, type ModelDto, type PredictionDto } from '@dap/contracts';
+import { AppError, callerOf, decodeCursor, parseOr400, toPage, type FieldError } from '@dap/http';
 import type { ModelLifecycle } from '../domain/lifecycle.service.ts';
 import type { ModelsService } from '../domain/models.service.ts';
 import type { ModelRecord } from '../domain/model.ts';
@@ -19,6 +19,8 @@ export function toModelDto(m: ModelRecord, parameters?: Record<string, unknown> 
     createdAt: m.createdAt.toISOString(),
   };
   if (m.kind === 'builtin') return dto;
+  if (m.aliases) dto.aliases = m.aliases;
+  if (m.shadowShare !== undefined) dto.shadowShare = m.shadowShare;
   if (m.updatedAt) dto.updatedAt = m.updatedAt.toISOString();
   if (m.kind === 'trained') {
     dto.error = m.error ?? null;
@@ -84,6 +86,7 @@ export function modelsRouter(service: ModelsService, lifecycle: ModelLifecycle):
       id: result.id,
       modelId: result.model.id,
       modelVersion: result.model.version,
+      alias: result.alias,
       predictions: result.predictions,
       latencyMs: result.latencyMs,
     };
@@ -91,8 +94,29 @@ export function modelsRouter(service: ModelsService, lifecycle: ModelLifecycle):
   });
 
   router.get('/v1/models/:id/metrics', async (req, res) => {
-    res.json(await service.metrics(callerOf(req).accountId, req.params.id));
+    const query = parseOr400(metricsQuerySchema, req.query, 'query');
+    if (query.version !== undefined && query.alias !== undefined) throw invalidQuery([{ path: 'alias', message: 'name a version or an alias, not both' }]);
+    res.json(await service.metrics(callerOf(req).accountId, req.params.id, query));
+  });
+
+  router.get('/v1/models/:id/versions', async (req, res) => {
+    res.json({ data: await lifecycle.listVersions(callerOf(req).accountId, req.params.id) });
+  });
+
+  /** 202: the new version trains in the background (poll the model until it is ready or failed). */
+  router.post('/v1/models/:id/versions', async (req, res) => {
+    const body = parseOr400(retrainModelBody, req.body ?? {}, 'body');
+    const model = await lifecycle.retrain(callerOf(req), req.params.id, body);
+    res.status(202).location(`/v1/models/${model.id}`).json(toModelDto(model));
+  });
+
+  router.post('/v1/models/:id/aliases', async (req, res) => {
+    const body = parseOr400(updateAliasesBody, req.body, 'body');
+    const set = await lifecycle.setAliases(callerOf(req).accountId, req.params.id, body);
+    res.json({ modelId: req.params.id, ...set });
   });
 
   return router;
 }
+
+const invalidQuery = (errors: FieldError[]) => new AppError('validation_failed', `the query is invalid: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, { errors });

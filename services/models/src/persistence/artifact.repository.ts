@@ -9,8 +9,10 @@ import { Binary, type Collection, type Db, type Document } from 'mongodb';
 export type ArtifactFormat = 'trained-json-gzip' | 'onnx';
 
 export interface ArtifactDoc {
+  /** The model id for version 1 (as before versions existed), `<modelId>@<version>` for later ones. */
   _id: string;
   accountId: string;
+  modelId?: string;
   version: number;
   format: ArtifactFormat;
   data: Binary;
@@ -27,6 +29,9 @@ export const ARTIFACTS_COLLECTION = 'model_artifacts';
 /** Stays under MongoDB's 16 MiB document limit with room for the other fields. */
 export const MAX_ARTIFACT_BYTES = 15 * 1024 * 1024;
 
+/** Version 1 keeps the key it had before models had versions, so existing artifacts need no migration. */
+const keyOf = (modelId: string, version: number) => (version === 1 ? modelId : `${modelId}@${version}`);
+
 export class ArtifactRepository {
   private readonly coll: Collection<Document>;
 
@@ -39,6 +44,7 @@ export class ArtifactRepository {
     if (artifact.data.byteLength > MAX_ARTIFACT_BYTES) throw new Error(`the model is ${artifact.data.byteLength} bytes; at most ${MAX_ARTIFACT_BYTES} can be stored`);
     const doc = {
       accountId,
+      modelId,
       version: artifact.version,
       format: artifact.format,
       data: new Binary(artifact.data),
@@ -46,24 +52,25 @@ export class ArtifactRepository {
       summaryJson: artifact.summary === null ? null : JSON.stringify(artifact.summary),
       createdAt: new Date(),
     };
-    await this.coll.replaceOne({ _id: modelId as never }, doc, { upsert: true });
+    await this.coll.replaceOne({ _id: keyOf(modelId, artifact.version) as never }, doc, { upsert: true });
   }
 
-  async data(accountId: string, modelId: string): Promise<{ version: number; format: ArtifactFormat; data: Buffer } | null> {
+  async data(accountId: string, modelId: string, version: number): Promise<{ version: number; format: ArtifactFormat; data: Buffer } | null> {
     if (!accountId) throw new Error('accountId is required');
-    const doc = (await this.coll.findOne({ _id: modelId as never, accountId }, { projection: { summaryJson: 0 } })) as ArtifactDoc | null;
+    const doc = (await this.coll.findOne({ _id: keyOf(modelId, version) as never, accountId }, { projection: { summaryJson: 0 } })) as ArtifactDoc | null;
     if (!doc) return null;
     return { version: doc.version, format: doc.format, data: Buffer.from(doc.data.buffer) };
   }
 
-  async summary(accountId: string, modelId: string): Promise<Record<string, unknown> | null> {
+  async summary(accountId: string, modelId: string, version: number): Promise<Record<string, unknown> | null> {
     if (!accountId) throw new Error('accountId is required');
-    const doc = await this.coll.findOne({ _id: modelId as never, accountId }, { projection: { summaryJson: 1 } });
+    const doc = await this.coll.findOne({ _id: keyOf(modelId, version) as never, accountId }, { projection: { summaryJson: 1 } });
     return typeof doc?.summaryJson === 'string' ? (JSON.parse(doc.summaryJson) as Record<string, unknown>) : null;
   }
 
+  /** Every version's artifact of the model. */
   async remove(accountId: string, modelId: string): Promise<void> {
     if (!accountId) throw new Error('accountId is required');
-    await this.coll.deleteOne({ _id: modelId as never, accountId });
+    await this.coll.deleteMany({ accountId, $or: [{ _id: modelId as never }, { modelId }] });
   }
 }

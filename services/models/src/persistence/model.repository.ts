@@ -2,7 +2,7 @@ import type { Document } from 'mongodb';
 import type { DomainEvent } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
 import type { TenantCollection, TenantDoc } from '@dap/mongo';
-import type { ModelRecord } from '../domain/model.ts';
+import { DEFAULT_ALIASES, type ModelRecord } from '../domain/model.ts';
 import type { TrainingSpec } from '../domain/training/train.ts';
 
 /**
@@ -25,6 +25,10 @@ export interface ModelDoc extends TenantDoc, Omit<ModelRecord, 'id' | 'updatedAt
   lease?: ModelLease;
   /** The request that created the model, carried on its events. */
   requestId?: string | null;
+  /** Bumped by every alias change, so concurrent changes cannot overwrite each other unseen. */
+  aliasesRev?: number;
+  /** Share of production predictions copied to the candidate version (absent: none). */
+  shadowShare?: number;
 }
 
 export const MODELS_COLLECTION = 'models';
@@ -47,11 +51,13 @@ export function recordOf(doc: ModelDoc): ModelRecord {
   if (doc.onnx) record.onnx = doc.onnx;
   if (doc.evaluation !== undefined) record.evaluation = doc.evaluation;
   if (doc.profile !== undefined) record.profile = doc.profile;
+  record.aliases = { ...(doc.aliases ?? DEFAULT_ALIASES) };
+  record.shadowShare = doc.shadowShare ?? 0;
   return record;
 }
 
 /** Fields never needed to serve or show a model. */
-const INTERNAL = { spec: 0, lease: 0, requestId: 0 } as const;
+const INTERNAL = { spec: 0, lease: 0, requestId: 0, aliasesRev: 0 } as const;
 
 export class ModelRepository {
   private readonly coll: TenantCollection<ModelDoc>;
@@ -103,6 +109,22 @@ export class ModelRepository {
 
   async insert(accountId: string, doc: Omit<ModelDoc, 'accountId'>, events: DomainEvent[] = []): Promise<void> {
     await this.coll.insert(accountId, doc, events);
+  }
+
+  /**
+   * Starts version `from + 1` on a model whose latest version is still `from` and not training; null when
+   * another request got there first.
+   */
+  startVersion(accountId: string, id: string, from: number, set: Partial<ModelDoc>): Promise<ModelDoc | null> {
+    return this.coll.update(accountId, id, { ...set, version: from + 1, updatedAt: new Date() }, [], { version: from, status: { $ne: 'training' } });
+  }
+
+  /**
+   * Replaces the whole alias map in one write (so several aliases move together), only if no other change
+   * happened since `seenRev` was read; null otherwise (or when the model is gone).
+   */
+  setAliases(accountId: string, id: string, aliases: Record<string, number>, shadowShare: number, seenRev: number | undefined): Promise<ModelDoc | null> {
+    return this.coll.update(accountId, id, { aliases, shadowShare, aliasesRev: (seenRev ?? 0) + 1, updatedAt: new Date() }, [], { aliasesRev: seenRev ?? null });
   }
 
   /** Sets fields of a model still training under this lease holder, with its events; null when that no longer holds. */

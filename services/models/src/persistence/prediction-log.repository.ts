@@ -20,6 +20,30 @@ export interface PredictionLogDoc extends TenantDoc {
    * feature order (arrays, since feature names need not be valid MongoDB field names).
    */
   sample?: unknown[][];
+  /**
+   * A copy of a live request run on the candidate version (never answered to the caller), compared with
+   * production's answer. Serving counts leave these out; the metrics' `shadow` section reads them.
+   */
+  shadow?: ShadowComparison;
+}
+
+export interface ShadowComparison {
+  liveVersion: number;
+  livePredictionId: string;
+  liveLatencyMs: number;
+  /** Inputs compared (0 when the copy failed). */
+  compared: number;
+  /** Classifiers and k-means: inputs answered the same; null for regressors. */
+  agreed: number | null;
+  /** Regressors: Σ |shadow − live|; null otherwise. */
+  absDiffSum: number | null;
+}
+
+export interface ShadowRow {
+  ok: boolean;
+  count: number;
+  latencyMs: number;
+  shadow: ShadowComparison;
 }
 
 export interface WindowCounts {
@@ -40,7 +64,7 @@ export class PredictionLogRepository {
   /** The metrics query's index, the relay's pending index, and a TTL that bounds the log's size. */
   async ensureIndexes(retentionDays: number, logger: Logger): Promise<void> {
     const specs: [Document, Document][] = [
-      [{ accountId: 1, modelId: 1, at: -1 }, { name: 'account_model_at' }],
+      [{ accountId: 1, modelId: 1, modelVersion: 1, at: -1 }, { name: 'account_model_version_at' }],
       [{ at: 1 }, { name: 'ttl_at', expireAfterSeconds: retentionDays * 86_400 }],
       [{ _outboxPending: 1 }, { name: 'outbox_pending', partialFilterExpression: { _outboxPending: true } }],
     ];
@@ -58,10 +82,10 @@ export class PredictionLogRepository {
   }
 
   /** Request, error and input counts since `since`, exact (a $group on the server). */
-  async counts(accountId: string, modelId: string, since: Date): Promise<WindowCounts> {
+  async counts(accountId: string, modelId: string, version: number, since: Date): Promise<WindowCounts> {
     const groups = await this.coll.raw
       .aggregate<{ _id: boolean; n: number; inputs: number }>([
-        { $match: this.windowFilter(accountId, modelId, since) },
+        { $match: this.windowFilter(accountId, modelId, version, since) },
         { $group: { _id: '$ok', n: { $sum: 1 }, inputs: { $sum: '$count' } } },
       ])
       .toArray();
@@ -71,9 +95,9 @@ export class PredictionLogRepository {
   }
 
   /** Latencies and times of the newest successful requests since `since`, newest first, at most `cap`. */
-  async latencies(accountId: string, modelId: string, since: Date, cap: number): Promise<{ at: Date; latencyMs: number }[]> {
+  async latencies(accountId: string, modelId: string, version: number, since: Date, cap: number): Promise<{ at: Date; latencyMs: number }[]> {
     return this.coll.raw
-      .find<{ at: Date; latencyMs: number }>({ ...this.windowFilter(accountId, modelId, since), ok: true }, { projection: { _id: 0, at: 1, latencyMs: 1 } })
+      .find<{ at: Date; latencyMs: number }>({ ...this.windowFilter(accountId, modelId, version, since), ok: true }, { projection: { _id: 0, at: 1, latencyMs: 1 } })
       .sort({ at: -1 })
       .limit(cap)
       .toArray();
@@ -83,9 +107,9 @@ export class PredictionLogRepository {
    * Logged input samples since `since`, newest requests first, at most `maxInputs` inputs; `sampled` when
    * older ones were left out.
    */
-  async samples(accountId: string, modelId: string, since: Date, maxInputs: number): Promise<{ inputs: unknown[][]; sampled: boolean }> {
+  async samples(accountId: string, modelId: string, version: number, since: Date, maxInputs: number): Promise<{ inputs: unknown[][]; sampled: boolean }> {
     const cursor = this.coll.raw
-      .find<{ sample: unknown[][] }>({ ...this.windowFilter(accountId, modelId, since), ok: true, sample: { $exists: true } }, { projection: { _id: 0, sample: 1 } })
+      .find<{ sample: unknown[][] }>({ ...this.windowFilter(accountId, modelId, version, since), ok: true, sample: { $exists: true } }, { projection: { _id: 0, sample: 1 } })
       .sort({ at: -1 })
       .limit(maxInputs + 1);
     const inputs: unknown[][] = [];
@@ -102,8 +126,22 @@ export class PredictionLogRepository {
     return { inputs, sampled: false };
   }
 
-  private windowFilter(accountId: string, modelId: string, since: Date): Document {
+  /** A version's shadow copies since `since`, newest first, at most `cap`. */
+  async shadowRows(accountId: string, modelId: string, version: number, since: Date, cap: number): Promise<ShadowRow[]> {
     if (!accountId) throw new Error('accountId is required');
-    return { accountId, modelId, deletedAt: null, at: { $gte: since } };
+    return this.coll.raw
+      .find<ShadowRow>(
+        { accountId, modelId, modelVersion: version, deletedAt: null, at: { $gte: since }, shadow: { $exists: true } },
+        { projection: { _id: 0, ok: 1, count: 1, latencyMs: 1, shadow: 1 } },
+      )
+      .sort({ at: -1 })
+      .limit(cap)
+      .toArray();
+  }
+
+  /** One version's live requests: each version is measured on its own, shadow copies apart. */
+  private windowFilter(accountId: string, modelId: string, version: number, since: Date): Document {
+    if (!accountId) throw new Error('accountId is required');
+    return { accountId, modelId, modelVersion: version, deletedAt: null, at: { $gte: since }, shadow: { $exists: false } };
   }
 }

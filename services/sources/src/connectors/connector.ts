@@ -5,20 +5,19 @@ import type { OutboundGuard } from '@dap/netguard';
 import type { DownloadRunner } from '../outbound/download-worker.ts';
 
 /**
- * A connector refuses a source (400 on create; 422 when its address is one the service may not reach) or
- * fails a sync with a reason the client can act on, naming the body field at fault. The message is shown to
- * the customer as is: it never carries a secret.
+ * A connector refuses a source (400 on create) or fails a sync with a reason the client can act on, naming
+ * the body field at fault. The message is shown to the customer as is: it never carries a secret.
  */
 export class ConnectorCheckError extends Error {
   readonly field: string;
-  /** The source's host or address is not allowed (private, loopback, link-local…): see libs/netguard. */
-  readonly refusedTarget: boolean;
+  /** The SSRF guard refused the target (a 422 rather than a 400: the request is well formed, its target is not allowed). */
+  readonly targetRefused: boolean;
 
-  constructor(field: string, reason: string, opts: { refusedTarget?: boolean } = {}) {
+  constructor(field: string, reason: string, opts: { targetRefused?: boolean } = {}) {
     super(reason);
     this.name = 'ConnectorCheckError';
     this.field = field;
-    this.refusedTarget = opts.refusedTarget ?? false;
+    this.targetRefused = opts.targetRefused ?? false;
   }
 }
 

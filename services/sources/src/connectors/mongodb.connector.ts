@@ -8,7 +8,7 @@ import { ConnectorCheckError, type RemoteConnector, type RemoteContext } from '.
 import { closeQuietly, connectionOf, dbConnectionSchema, publicConnection, type DbConnection } from './db-spec.ts';
 import { withDeadline } from './deadline.ts';
 import { parseMongoFilter } from './mongo-filter.ts';
-import { describeNetworkError, isRefusedTarget, scrub, TooLargeError } from './remote-errors.ts';
+import { networkFailure, scrub, TooLargeError } from './remote-errors.ts';
 
 export interface MongoSpec extends DbConnection {
   collection: string;
@@ -65,8 +65,8 @@ function failure(err: unknown, spec: MongoSpec): Error {
   const e = err as { name?: string; code?: number; codeName?: string; message?: string; cause?: unknown; reason?: { servers?: Map<string, { error?: unknown }> } };
   // Server selection errors keep the real reason on the server description.
   const serverError = e?.reason?.servers ? [...e.reason.servers.values()].map((s) => s.error).find(Boolean) : undefined;
-  const net = describeNetworkError(err) ?? (serverError ? describeNetworkError(serverError) : null);
-  if (net) return new ConnectorCheckError('connection', `could not connect to MongoDB: ${net}`, { refusedTarget: isRefusedTarget(err) || isRefusedTarget(serverError) });
+  const net = networkFailure(err, 'connection', 'could not connect to MongoDB') ?? (serverError ? networkFailure(serverError, 'connection', 'could not connect to MongoDB') : null);
+  if (net) return net;
   const message = scrub(
     String(e?.message ?? 'unknown error')
       .split('\n')[0]!
@@ -92,12 +92,12 @@ function failure(err: unknown, spec: MongoSpec): Error {
  * SSRF guard's `lookup`, so the address actually dialled is checked at connect time.
  */
 async function connect(spec: MongoSpec, ctx: RemoteContext, signal: AbortSignal): Promise<MongoClient> {
-  await ctx.guard.pin(spec.host, ctx.limits.connectTimeoutMs);
+  await ctx.guard.pin(spec.host, spec.port, ctx.limits.connectTimeoutMs);
   const host = isIPv6(spec.host) ? `[${spec.host}]` : spec.host;
   const client = new MongoClient(`mongodb://${host}:${spec.port}/`, {
     ...(spec.user ? { auth: { username: spec.user, password: spec.password ?? '' }, authSource: spec.authSource ?? 'admin' } : {}),
     directConnection: true,
-    lookup: ctx.guard.lookup,
+    lookup: ctx.guard.lookupFor(spec.port),
     connectTimeoutMS: ctx.limits.connectTimeoutMs,
     serverSelectionTimeoutMS: ctx.limits.connectTimeoutMs,
     socketTimeoutMS: ctx.limits.idleTimeoutMs,

@@ -6,7 +6,7 @@ import { ConnectorCheckError, type RemoteConnector, type RemoteContext, type Sta
 import { closeQuietly, connectionOf, publicConnection } from './db-spec.ts';
 import { withDeadline } from './deadline.ts';
 import { sqlOf, sqlSpecSchema, type SqlSpec } from './postgres.connector.ts';
-import { describeNetworkError, isRefusedTarget, scrub, TooLargeError } from './remote-errors.ts';
+import { networkFailure, scrub, TooLargeError } from './remote-errors.ts';
 
 /** MySQL protocol column types whose values the loader keeps typed; every other type arrives as text. */
 const MYSQL_TYPES: Record<number, StagedColumnType> = {
@@ -41,8 +41,8 @@ function failure(err: unknown, spec: SqlSpec): Error {
     if (e.code === 'ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION') return new ConnectorCheckError(sourceField, 'the query tried to write; a source may only read');
     return new ConnectorCheckError(sourceField, `MySQL could not run the ${spec.table ? 'read of the table' : 'query'}: ${message}`);
   }
-  const net = describeNetworkError(err);
-  if (net) return new ConnectorCheckError('connection', `could not connect to MySQL: ${net}`, { refusedTarget: isRefusedTarget(err) });
+  const net = networkFailure(err, 'connection', 'could not connect to MySQL');
+  if (net) return net;
   if (e?.code === 'PROTOCOL_CONNECTION_LOST' || e?.code === 'HANDSHAKE_SSL_ERROR' || e?.code === 'HANDSHAKE_NO_SSL_SUPPORT') {
     return new ConnectorCheckError('connection', `could not connect to MySQL: ${scrub(String(e.message ?? e.code), [spec.password])}`);
   }
@@ -59,7 +59,7 @@ function run(conn: Connection, sql: string): Promise<unknown> {
  * and the session is read-only and in UTC.
  */
 async function connect(spec: SqlSpec, ctx: RemoteContext, signal: AbortSignal): Promise<Connection> {
-  const { address } = await ctx.guard.pin(spec.host, ctx.limits.connectTimeoutMs);
+  const { address } = await ctx.guard.pin(spec.host, spec.port, ctx.limits.connectTimeoutMs);
   const conn = mysql.createConnection({
     host: spec.host,
     port: spec.port,
@@ -96,9 +96,15 @@ async function close(conn: Connection | null): Promise<void> {
     );
 }
 
+/** MySQL's BOOLEAN is TINYINT(1): a TINY column of display width 1. A wider TINYINT stays an integer. */
+const TINY = 1;
+
 function columnsOf(fields: readonly FieldPacket[]): StagedColumn[] {
   const names = uniqueNames(fields.map((f) => f.name));
-  return fields.map((f, i) => ({ name: names[i]!, type: MYSQL_TYPES[f.columnType ?? f.type ?? -1] ?? 'VARCHAR' }));
+  return fields.map((f, i) => {
+    const code = f.columnType ?? f.type ?? -1;
+    return { name: names[i]!, type: code === TINY && f.columnLength === 1 ? 'BOOLEAN' : (MYSQL_TYPES[code] ?? 'VARCHAR') };
+  });
 }
 
 export const mysqlConnector: RemoteConnector<'mysql', SqlSpec> = {

@@ -6,7 +6,7 @@ import { ndjsonEncoder, uniqueNames } from '../ingest/row-encoding.ts';
 import { ConnectorCheckError, type RemoteConnector, type RemoteContext, type StagedColumn, type StagedColumnType } from './connector.ts';
 import { closeQuietly, connectionOf, dbConnectionSchema, publicConnection, type DbConnection } from './db-spec.ts';
 import { withDeadline } from './deadline.ts';
-import { describeNetworkError, isRefusedTarget, scrub, TooLargeError } from './remote-errors.ts';
+import { networkFailure, scrub, TooLargeError } from './remote-errors.ts';
 
 export interface SqlSpec extends DbConnection {
   table?: string;
@@ -49,11 +49,32 @@ const BATCH_TARGET_BYTES = 1024 * 1024;
 const BATCH_MIN = 50;
 const BATCH_MAX = 2_000;
 
+/** The server asked for a password and the source has none. */
+class PasswordRequiredError extends Error {}
+
+/**
+ * The password as a function: pg then neither falls back to the service's own PGPASSWORD or ~/.pgpass (which
+ * would send the platform's password to a customer's server) nor fails deep in SCRAM with an internal error
+ * when the server asks for a password the source does not have.
+ */
+function passwordOf(spec: SqlSpec): () => Promise<string> {
+  return async () => {
+    if (!spec.password) throw new PasswordRequiredError();
+    return spec.password;
+  };
+}
+
 function failure(err: unknown, spec: SqlSpec): Error {
   if (err instanceof ConnectorCheckError || err instanceof TooLargeError) return err;
+  if (err instanceof PasswordRequiredError) {
+    return new ConnectorCheckError(
+      'connection',
+      `PostgreSQL asks for a password${spec.user ? ` for the user ${spec.user}` : ''} and the source has none: give connection.password`,
+    );
+  }
   const sourceField = spec.table ? 'table' : 'query';
-  const net = describeNetworkError(err);
-  if (net) return new ConnectorCheckError('connection', `could not connect to PostgreSQL: ${net}`, { refusedTarget: isRefusedTarget(err) });
+  const net = networkFailure(err, 'connection', 'could not connect to PostgreSQL');
+  if (net) return net;
   const e = err as { code?: string; message?: string };
   const message = scrub(
     String(e?.message ?? 'unknown error')
@@ -63,7 +84,11 @@ function failure(err: unknown, spec: SqlSpec): Error {
   );
   if (typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) {
     if (e.code.startsWith('28') || e.code === '3D000') return new ConnectorCheckError('connection', `PostgreSQL refused the connection: ${message}`);
-    if (e.code === '25006') return new ConnectorCheckError(sourceField, 'the query tried to write; a source may only read');
+    if (e.code === '25006' || (e.code === '0A000' && /data-modifying/.test(message)))
+      return new ConnectorCheckError(sourceField, 'the query tried to write; a source may only read');
+    // The query is wrapped in a cursor, so a write after a WITH surfaces as a syntax error at its keyword.
+    const write = e.code === '42601' ? /at or near "(INSERT|UPDATE|DELETE|MERGE)"/i.exec(message) : null;
+    if (write) return new ConnectorCheckError(sourceField, `only one read-only SELECT is allowed, not ${write[1]!.toUpperCase()}`);
     return new ConnectorCheckError(sourceField, `PostgreSQL could not run the ${spec.table ? 'read of the table' : 'query'}: ${message}`);
   }
   if (/timeout|terminated/i.test(message)) return new ConnectorCheckError('connection', `could not connect to PostgreSQL: ${message}`);
@@ -73,13 +98,13 @@ function failure(err: unknown, spec: SqlSpec): Error {
 
 /** Connects to the checked address of the host (the SSRF guard's `pin`); TLS still verifies the host name. */
 async function connect(spec: SqlSpec, ctx: RemoteContext, signal: AbortSignal): Promise<pg.Client> {
-  const { address } = await ctx.guard.pin(spec.host, ctx.limits.connectTimeoutMs);
+  const { address } = await ctx.guard.pin(spec.host, spec.port, ctx.limits.connectTimeoutMs);
   const client = new pg.Client({
     host: address,
     port: spec.port,
     database: spec.database,
     user: spec.user,
-    password: spec.password ?? '',
+    password: passwordOf(spec),
     ssl: spec.ssl === 'disable' ? false : { rejectUnauthorized: spec.ssl === 'verify-full', ...(isIP(spec.host) ? {} : { servername: spec.host }) },
     connectionTimeoutMillis: ctx.limits.connectTimeoutMs,
     application_name: 'dap-sources',

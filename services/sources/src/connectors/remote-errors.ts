@@ -1,4 +1,5 @@
 import { DisallowedTargetError, HostNotFoundError } from '@dap/netguard';
+import { ConnectorCheckError } from './connector.ts';
 
 /** The pull ran past its time limit (connect, idle or total); the message names which. */
 export class PullTimeoutError extends Error {
@@ -50,12 +51,17 @@ export function scrub(message: string, secrets: ReadonlyArray<string | undefined
   return out;
 }
 
-/** Whether an error (or what caused it) is the outbound guard refusing the address. */
-export function isRefusedTarget(err: unknown, depth = 0): boolean {
-  if (err instanceof DisallowedTargetError) return true;
-  const e = err as { code?: unknown; cause?: unknown } | null | undefined;
-  if (e?.code === 'ERR_DISALLOWED_TARGET') return true;
-  return depth < 5 && e?.cause !== undefined && e.cause !== err && isRefusedTarget(e.cause, depth + 1);
+/** Whether the SSRF guard refused the target, here or in an error's causes (drivers wrap what `lookup` threw). */
+export function isTargetRefusal(err: unknown, depth = 0): boolean {
+  const e = err as { code?: unknown; cause?: unknown } | null;
+  if (err instanceof DisallowedTargetError || e?.code === 'ERR_DISALLOWED_TARGET') return true;
+  return depth < 5 && e?.cause !== undefined && e.cause !== err && isTargetRefusal(e.cause, depth + 1);
+}
+
+/** A connection that failed for a network reason, as the connector's failure on `field`, or null when it is not one. */
+export function networkFailure(err: unknown, field: string, prefix: string): ConnectorCheckError | null {
+  const net = describeNetworkError(err);
+  return net === null ? null : new ConnectorCheckError(field, `${prefix}: ${net}`, { targetRefused: isTargetRefusal(err) });
 }
 
 /** A short, customer-safe description of why a connection or a read failed, or null when it is not a network error. */

@@ -3,7 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { FileFormat } from '@dap/contracts';
 import { httpGet, UnsupportedEncodingError, type Dial } from '../outbound/http-get.ts';
 import { ConnectorCheckError } from './connector.ts';
-import { describeNetworkError, isRefusedTarget, formatBytes, TooLargeError } from './remote-errors.ts';
+import { formatBytes, networkFailure, TooLargeError } from './remote-errors.ts';
 
 /**
  * Downloading a URL source's file to disk. This module is what the download worker loads
@@ -77,8 +77,8 @@ export function formatFromBytes(head: Buffer): FileFormat {
   return 'csv';
 }
 
-export function refuseBinary(head: Buffer): void {
-  if (head.includes(0)) throw new ConnectorCheckError('url', 'the file contains NUL bytes; it looks like a binary file, not CSV, JSON or NDJSON');
+export function refuseBinary(head: Buffer, field: string): void {
+  if (head.includes(0)) throw new ConnectorCheckError(field, 'the file contains NUL bytes; it looks like a binary file, not CSV, JSON or NDJSON');
 }
 
 const HEAD_BYTES = 64 * 1024;
@@ -94,8 +94,8 @@ export function urlFailure(err: unknown): Error {
   const e = err as { code?: string };
   // zlib's codes (Z_DATA_ERROR, Z_BUF_ERROR…) and brotli's (ERR__ERROR_FORMAT_PADDING_1, …_DISTANCE…).
   if (typeof e?.code === 'string' && /^(Z_|ERR__ERROR_)/.test(e.code)) return new ConnectorCheckError('url', 'the compressed response could not be decoded');
-  const reason = describeNetworkError(err);
-  if (reason) return new ConnectorCheckError('url', `could not download the file: ${reason}`, { refusedTarget: isRefusedTarget(err) });
+  const net = networkFailure(err, 'url', 'could not download the file');
+  if (net) return net;
   return err as Error;
 }
 
@@ -152,7 +152,7 @@ export async function downloadToFile(job: DownloadJob, signal: AbortSignal, coll
       bytes += size;
       if (bytes > job.maxBytes) throw new TooLargeError(job.maxBytes);
       if (head.length < HEAD_BYTES) {
-        // A copy: the chunks are views of the socket's read buffer.
+        // A copy: the chunks are only the sink's until it returns.
         const parts = [head];
         let n = head.length;
         for (const c of chunks) {
@@ -161,7 +161,7 @@ export async function downloadToFile(job: DownloadJob, signal: AbortSignal, coll
           n += parts.at(-1)!.length;
         }
         head = Buffer.concat(parts, n);
-        refuseBinary(head);
+        refuseBinary(head, 'url');
       }
       writeAll(file, chunks, size);
       if (collect && Math.floor(before / COLLECT_EVERY_BYTES) !== Math.floor(bytes / COLLECT_EVERY_BYTES)) collect();

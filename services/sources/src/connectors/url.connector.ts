@@ -2,14 +2,13 @@ import { rename, rm } from 'node:fs/promises';
 import { z } from 'zod';
 import { FILE_FORMATS, type FileFormat, type SourceConfigDto } from '@dap/contracts';
 import type { StagedFormat } from '@dap/datasets';
+import { portOf } from '@dap/netguard';
 import { stagingTemp } from '../ingest/staging-file.ts';
 import { httpGet, type HttpGetResponse } from '../outbound/http-get.ts';
-import { ConnectorCheckError, type RemoteConnector, type RemoteContext } from './connector.ts';
-import { checkCsv, scanCsv } from './csv.connector.ts';
+import { type RemoteConnector, type RemoteContext } from './connector.ts';
 import { withDeadline } from './deadline.ts';
-import { rowsFromJson } from './json.connector.ts';
-import { toRow } from './rows.ts';
-import { downloadToFile, formatFromBytes, formatFromHeaders, refuseBinary, urlFailure, type DownloadJob, type UrlSpec } from './url-download.ts';
+import { checkFileHead, FILE_PROBE_BYTES } from './file-check.ts';
+import { downloadToFile, formatFromBytes, formatFromHeaders, urlFailure, type DownloadJob, type UrlSpec } from './url-download.ts';
 
 export { formatFromBytes, formatFromHeaders, type UrlSpec } from './url-download.ts';
 
@@ -20,7 +19,7 @@ const urlSpecSchema = z.object({
 });
 
 /** The create-time check reads at most this much of the file. */
-export const URL_PROBE_BYTES = 1024 * 1024;
+export const URL_PROBE_BYTES = FILE_PROBE_BYTES;
 
 /** The URL as the API shows it: a query string may carry a token, so only its presence is shown. */
 export function redactUrl(url: string): string {
@@ -50,7 +49,7 @@ async function readPrefix(res: HttpGetResponse, limit: number): Promise<{ data: 
   try {
     const { complete } = await res.readBody((chunks) => {
       for (const c of chunks) {
-        // Copies: the chunks are views of the socket's read buffer.
+        // Copies: the chunks are only the sink's until it returns.
         parts.push(Buffer.from(c.subarray(0, limit - size)));
         size += parts.at(-1)!.length;
         if (size >= limit) return 'stop';
@@ -59,41 +58,6 @@ async function readPrefix(res: HttpGetResponse, limit: number): Promise<{ data: 
     return { data: Buffer.concat(parts, size), complete };
   } finally {
     res.destroy();
-  }
-}
-
-/** The create-time look at the file's start: it must parse as the format it claims. */
-async function checkPrefix(format: FileFormat, data: Buffer, complete: boolean, ctx: RemoteContext): Promise<void> {
-  if (data.length === 0 || !data.toString('utf8').trim()) throw new ConnectorCheckError('url', 'the file is empty');
-  refuseBinary(data);
-  let text = data.toString('utf8').replace(/^\uFEFF/, '');
-  const reword = (err: unknown) => (err instanceof ConnectorCheckError ? new ConnectorCheckError('url', `the file is not valid ${format.toUpperCase()}: ${err.message}`) : err);
-  try {
-    if (format === 'csv') {
-      if (!complete) text = text.slice(0, scanCsv(text, text.length - 1).probeEnd);
-      await checkCsv(text, ctx);
-    } else if (format === 'json') {
-      if (complete) rowsFromJson(text);
-      else if (!/^\s*\[\s*[{\]]/.test(text)) throw new ConnectorCheckError('url', 'the JSON must be an array of objects');
-    } else {
-      const lines = text.split(/\r?\n/);
-      if (!complete) lines.pop(); // the last line may be cut in the middle
-      let rows = 0;
-      for (const [i, line] of lines.entries()) {
-        if (!line.trim()) continue;
-        let value: unknown;
-        try {
-          value = JSON.parse(line);
-        } catch {
-          throw new ConnectorCheckError('url', `line ${i + 1} is not valid JSON`);
-        }
-        toRow(value, 'url', `line ${i + 1}`);
-        rows++;
-      }
-      if (!rows) throw new ConnectorCheckError('url', 'the NDJSON has no rows');
-    }
-  } catch (err) {
-    throw reword(err);
   }
 }
 
@@ -124,7 +88,7 @@ export const urlConnector: RemoteConnector<'url', UrlSpec> = {
       } catch (err) {
         throw urlFailure(err);
       }
-      await checkPrefix(format ?? formatFromBytes(prefix.data), prefix.data, prefix.complete, ctx);
+      await checkFileHead('url', format ?? formatFromBytes(prefix.data), prefix.data, prefix.complete, ctx);
     });
   },
 
@@ -134,7 +98,8 @@ export const urlConnector: RemoteConnector<'url', UrlSpec> = {
       // thread when the service has one: a big body's buffers then never touch the main heap).
       let address: { address: string; family: 4 | 6 };
       try {
-        address = await ctx.guard.pin(new URL(spec.url).hostname, ctx.limits.connectTimeoutMs);
+        const u = new URL(spec.url);
+        address = await ctx.guard.pin(u.hostname, portOf(u), ctx.limits.connectTimeoutMs);
       } catch (err) {
         throw urlFailure(err);
       }

@@ -1,4 +1,5 @@
-import { isId, newId, type CallerContext, type CreateSourceBody, type ListQuery, type RemoteSourceType, type SourceConfigDto } from '@dap/contracts';
+import { open, rename, rm } from 'node:fs/promises';
+import { FILE_FORMATS, isId, newId, type CallerContext, type CreateSourceBody, type FileFormat, type ListQuery, type RemoteSourceType, type SourceConfigDto } from '@dap/contracts';
 import type { DatasetStore, StagedFormat } from '@dap/datasets';
 import { decodeCursor, toPage, type Page } from '@dap/http';
 import type { Logger } from '@dap/logger';
@@ -7,8 +8,12 @@ import { ConnectorCheckError, connectorFor, type BodyOf, type RemoteConnector, t
 import type { UploadSourceType } from '../connectors/connector.ts';
 import type { SourceDoc, SourceRepository } from '../persistence/source.repository.ts';
 import { credentialsContext, type CredentialCipher } from '../secrets/credentials.ts';
-import { credentialsUnavailable, sourceNotFound, sourceRefused } from './errors.ts';
+import { checkFileHead, FILE_PROBE_BYTES } from '../connectors/file-check.ts';
+import { stagingTemp } from '../ingest/staging-file.ts';
+import { credentialsUnavailable, notAFileSource, sourceNotFound, sourceRefused, targetNotAllowed, syncRunning, wrongUploadFormat } from './errors.ts';
 import { sourceCreated, sourceDeleted } from './events.ts';
+
+const isFileFormat = (type: string): type is FileFormat => (FILE_FORMATS as readonly string[]).includes(type);
 
 export interface SyncScheduler {
   schedule(accountId: string, sourceId: string): void;
@@ -35,6 +40,28 @@ interface Prepared {
 }
 
 type WithId = SourceDoc & { id: string };
+
+/** An uploaded file, streamed to a temporary file beside the source's staging file. */
+export interface UploadedFile {
+  name: string;
+  format: FileFormat;
+  file: string;
+}
+
+/** An upload holds its source this long while it swaps the staged file (a rename); a crash frees it after. */
+const UPLOAD_LEASE_MS = 60_000;
+
+/** The first MiB of a file, and whether that is all of it. */
+async function headOf(file: string): Promise<{ data: Buffer; complete: boolean }> {
+  const fh = await open(file, 'r');
+  try {
+    const buf = Buffer.alloc(FILE_PROBE_BYTES + 1);
+    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+    return { data: buf.subarray(0, Math.min(bytesRead, FILE_PROBE_BYTES)), complete: bytesRead <= FILE_PROBE_BYTES };
+  } finally {
+    await fh.close();
+  }
+}
 
 export class SourceService {
   private readonly deps: SourceServiceDeps;
@@ -91,6 +118,7 @@ export class SourceService {
           schema: [],
           rowCount: 0,
           lastSyncedAt: null,
+          lastSync: null,
           createdAt: now,
           updatedAt: now,
           requestId: caller.requestId,
@@ -102,8 +130,8 @@ export class SourceService {
       );
     } catch (err) {
       await store.remove(accountId, id).catch(() => undefined);
-      if (err instanceof ConnectorCheckError) throw sourceRefused(err);
-      if (err instanceof DisallowedTargetError) throw sourceRefused(new ConnectorCheckError('connection', err.message, { refusedTarget: true }));
+      if (err instanceof ConnectorCheckError) throw err.targetRefused ? targetNotAllowed(err) : sourceRefused(err);
+      if (err instanceof DisallowedTargetError) throw targetNotAllowed(new ConnectorCheckError('connection', err.message, { targetRefused: true }));
       throw err;
     }
     syncer.schedule(accountId, id);
@@ -122,6 +150,107 @@ export class SourceService {
     const spec = connector.specOf(body);
     await connector.check(spec, { guard, limits, store, logger, signal: shutdown });
     return { config: connector.publicConfigOf(spec), credentials: cipher.seal(spec, credentialsContext(accountId, sourceId)), staged: null };
+  }
+
+  /** Where an upload for this source streams its file; the directory is the source's, removed with it. */
+  uploadTemp(accountId: string, sourceId: string): Promise<string> {
+    return stagingTemp(this.deps.store, accountId, sourceId);
+  }
+
+  /** Drops what an upload that failed before its source was stored left behind. */
+  async discardNew(accountId: string, sourceId: string): Promise<void> {
+    await this.deps.store.remove(accountId, sourceId).catch((err: unknown) => this.deps.logger.warn({ err, sourceId }, 'could not remove a failed upload'));
+  }
+
+  async discardTemp(file: string): Promise<void> {
+    await rm(file, { force: true });
+  }
+
+  /** The file source an upload would replace the data of (404, or 409 for a source whose data is not a file). */
+  async fileSource(accountId: string, id: string): Promise<SourceDoc & { type: FileFormat }> {
+    const doc = await this.get(accountId, id);
+    if (!isFileFormat(doc.type)) throw notAFileSource(doc.type);
+    return doc as SourceDoc & { type: FileFormat };
+  }
+
+  /** The file must parse as its format (its first MiB is read, as for a URL): a 400 names the reason. */
+  private async checkUpload(format: FileFormat, file: string): Promise<void> {
+    const head = await headOf(file);
+    try {
+      await checkFileHead('file', format, head.data, head.complete, { store: this.deps.store });
+    } catch (err) {
+      if (err instanceof ConnectorCheckError) throw sourceRefused(err);
+      throw err;
+    }
+  }
+
+  /**
+   * A file source from a streamed upload: the file is checked, moved into place as the staged upload, and the
+   * source stored pending with `source.created`; the load runs in the background like every sync.
+   */
+  async createFromUpload(caller: CallerContext, id: string, upload: UploadedFile): Promise<SourceDoc> {
+    const { repo, store, syncer } = this.deps;
+    const accountId = caller.accountId;
+    let doc: SourceDoc;
+    try {
+      await this.checkUpload(upload.format, upload.file);
+      await rename(upload.file, store.stagingFile(accountId, id, upload.format));
+      const now = new Date();
+      doc = await repo.insert(
+        accountId,
+        {
+          _id: id,
+          name: upload.name,
+          type: upload.format,
+          config: {},
+          credentials: null,
+          staged: upload.format,
+          status: 'pending',
+          error: null,
+          schema: [],
+          rowCount: 0,
+          lastSyncedAt: null,
+          createdAt: now,
+          updatedAt: now,
+          requestId: caller.requestId,
+          syncToken: null,
+          syncOwner: null,
+          syncLeaseUntil: null,
+        },
+        [sourceCreated(accountId, { _id: id, name: upload.name, type: upload.format }, caller.requestId)],
+      );
+    } catch (err) {
+      await store.remove(accountId, id).catch(() => undefined);
+      throw err;
+    }
+    syncer.schedule(accountId, id);
+    return doc;
+  }
+
+  /**
+   * Replaces a file source's staged upload: checked, then swapped in while the upload holds the source's
+   * lease (so no sync reads it half-way), and the source goes back to pending. 409 while a sync runs.
+   */
+  async replaceData(caller: CallerContext, id: string, upload: Omit<UploadedFile, 'name'>): Promise<SourceDoc> {
+    const { repo, store, syncer } = this.deps;
+    const accountId = caller.accountId;
+    try {
+      const current = await this.fileSource(accountId, id);
+      if (upload.format !== current.type) throw wrongUploadFormat(current.type, upload.format);
+      await this.checkUpload(upload.format, upload.file);
+      const token = newId('msg');
+      const claimed = await repo.claimForUpload(accountId, id, { token, owner: `upload:${caller.requestId}`, until: new Date(Date.now() + UPLOAD_LEASE_MS) }, new Date());
+      if (!claimed) throw (await repo.findById(accountId, id)) ? syncRunning() : sourceNotFound();
+      await rename(upload.file, store.stagingFile(accountId, id, upload.format));
+      // An inline-JSON upload was staged as NDJSON: that file is no longer the source's data.
+      if (claimed.staged && claimed.staged !== upload.format) await rm(store.stagingFile(accountId, id, claimed.staged), { force: true });
+      const released = await repo.releaseUpload(accountId, id, token, upload.format, caller.requestId, new Date());
+      if (!released) throw sourceNotFound(); // deleted meanwhile
+      syncer.schedule(accountId, id);
+      return released;
+    } finally {
+      await rm(upload.file, { force: true });
+    }
   }
 
   /** Asks for a fresh sync; a source already waiting for or in a sync is answered as it is. */

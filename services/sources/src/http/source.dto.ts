@@ -1,4 +1,4 @@
-import { sourceConfigSchema, type SourceConfigDto, type SourceDto } from '@dap/contracts';
+import { sourceConfigSchema, type SourceConfigDto, type SourceDto, type SourceSyncDto } from '@dap/contracts';
 import type { SourceDoc } from '../persistence/source.repository.ts';
 
 const iso = (d: Date | string) => new Date(d).toISOString();
@@ -7,6 +7,14 @@ const iso = (d: Date | string) => new Date(d).toISOString();
 function publicConfig(config: unknown): SourceConfigDto {
   const parsed = sourceConfigSchema.safeParse(config ?? {});
   return parsed.success ? parsed.data : {};
+}
+
+/** The last finished sync; a document from before `lastSync` was stored reads it from its settled status. */
+function lastSyncOf(doc: SourceDoc): SourceSyncDto | null {
+  if (doc.lastSync) return { status: doc.lastSync.status, error: doc.lastSync.error, at: iso(doc.lastSync.at) };
+  if (doc.lastSync === undefined && doc.status === 'ready' && doc.lastSyncedAt) return { status: 'succeeded', error: null, at: iso(doc.lastSyncedAt) };
+  if (doc.lastSync === undefined && doc.status === 'failed') return { status: 'failed', error: doc.error ?? 'the sync failed', at: iso(doc.updatedAt) };
+  return null;
 }
 
 /** The public shape of a source: no account id, credentials, staging or lease internals; config holds no secret. */
@@ -21,6 +29,7 @@ export function toSourceDto(doc: SourceDoc): SourceDto {
     schema: doc.schema.map((c) => ({ name: c.name, type: c.type })),
     rowCount: doc.rowCount,
     lastSyncedAt: doc.lastSyncedAt ? iso(doc.lastSyncedAt) : null,
+    lastSync: lastSyncOf(doc),
     createdAt: iso(doc.createdAt),
     updatedAt: iso(doc.updatedAt),
   };

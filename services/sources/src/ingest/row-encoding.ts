@@ -16,6 +16,8 @@ function numberText(v: unknown): string {
 
 function boolText(v: unknown): string {
   if (typeof v === 'boolean') return v ? 'true' : 'false';
+  // MySQL's BOOLEAN (TINYINT(1)) holds any small integer, and any but 0 is true there.
+  if (typeof v === 'number') return Number.isNaN(v) ? 'null' : v !== 0 ? 'true' : 'false';
   const s = String(v).toLowerCase();
   if (s === 't' || s === 'true' || s === '1' || s === 'yes' || s === 'on') return 'true';
   if (s === 'f' || s === 'false' || s === '0' || s === 'no' || s === 'off') return 'false';

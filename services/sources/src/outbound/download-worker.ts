@@ -29,12 +29,12 @@ export function toFailure(err: unknown): DownloadFailure {
     name: e.name,
     message: e.message,
     ...(typeof code === 'string' ? { code } : {}),
-    ...(e instanceof ConnectorCheckError ? { field: e.field, refusedTarget: e.refusedTarget } : {}),
+    ...(e instanceof ConnectorCheckError ? { field: e.field, refusedTarget: e.targetRefused } : {}),
   };
 }
 
 export function fromFailure(f: DownloadFailure): Error {
-  if (f.field !== undefined) return new ConnectorCheckError(f.field, f.message, { refusedTarget: f.refusedTarget === true });
+  if (f.field !== undefined) return new ConnectorCheckError(f.field, f.message, { targetRefused: f.refusedTarget === true });
   return Object.assign(new Error(f.message), { name: f.name, ...(f.code ? { code: f.code } : {}) });
 }
 

@@ -1,8 +1,8 @@
 import net, { type AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
-import { HttpProtocolError } from '../connectors/remote-errors.ts';
-import { httpGet, READ_BUFFER_BYTES, UnsupportedEncodingError, type BodySink, type HttpGetOptions, type HttpGetResponse } from './http-get.ts';
+import { HttpProtocolError, PullTimeoutError } from '../connectors/remote-errors.ts';
+import { httpGet, UnsupportedEncodingError, type BodySink, type HttpGetOptions, type HttpGetResponse } from './http-get.ts';
 
 /**
  * The client against servers that write exact bytes: the framings HTTP/1.1 allows, the ones this client
@@ -29,6 +29,9 @@ A1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSAAwRQIhAKnklkFCkwaMy7kdpQ1y
 voaS6Q==
 -----END CERTIFICATE-----
 `;
+
+/** A size well past one socket read, so that bodies span many. */
+const READ_BUFFER_BYTES = 1024 * 1024;
 
 /** What a test server does with a connection once the request head has arrived. */
 type Responder = (socket: net.Socket, request: string) => void;
@@ -108,9 +111,9 @@ describe('httpGet', () => {
     expect(await body(res)).toEqual({ text: 'ok', complete: true });
     const head = requests.at(-1)!;
     expect(head.startsWith('GET /a/b.csv?x=1&y=%20 HTTP/1.1\r\n')).toBe(true);
-    expect(head).toContain(`\r\nHost: files.example.test:${plainPort}\r\n`);
+    expect(head).toMatch(new RegExp(`\r\nHost: files\\.example\\.test:${plainPort}\r\n`, 'i'));
     expect(head).toContain('\r\nAuthorization: Bearer t0ken\r\n');
-    expect(head).toContain('\r\nConnection: close\r\n');
+    expect(head).toMatch(/\r\nConnection: close\r\n/i);
     expect(() => httpGet(url(), opts({ headers: { 'X-A': 'v\r\nInjected: 1' } }))).toThrow(/Invalid character/);
   });
 
@@ -148,11 +151,13 @@ describe('httpGet', () => {
     expect(await body(res)).toEqual({ text: '', complete: true });
   });
 
-  it('skips an interim response', async () => {
-    responder = (s) => s.end('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc');
+  it('skips an interim response, and refuses a 100 Continue it did not ask for', async () => {
+    responder = (s) => s.end('HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc');
     const res = await httpGet(url(), opts());
     expect(res.status).toBe(200);
     expect((await body(res)).text).toBe('abc');
+    responder = (s) => s.end('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc');
+    expect((await failure(httpGet(url(), opts()))).message).toBe("the server's response is not valid HTTP: a 100 Continue that was not asked for");
   });
 
   it('fails a body cut short, whether counted or chunked', async () => {
@@ -173,10 +178,11 @@ describe('httpGet', () => {
     responder = (s) => s.end('HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd');
     expect((await failure(httpGet(url(), opts()))).message).toBe('the server sent an invalid Content-Length');
     responder = (s) => s.end('HTTP/1.1 200 OK\r\nX-A: 1\r\n folded\r\n\r\n');
-    expect((await failure(httpGet(url(), opts()))).message).toMatch(/^the server sent an invalid header line/);
+    expect((await failure(httpGet(url(), opts()))).message).toBe("the server's response is not valid HTTP: unexpected whitespace after header value");
     responder = (s) => s.end('SSH-2.0-OpenSSH_9.6\r\n\r\n');
-    expect((await failure(httpGet(url(), opts()))).message).toMatch(/^the server's response is not valid HTTP/);
-    responder = (s) => s.end(`HTTP/1.1 200 OK\r\n${'X-Pad: y\r\n'.repeat(8000)}\r\n`);
+    expect((await failure(httpGet(url(), opts()))).message).toMatch(/^the server's response is not valid HTTP: expected HTTP\//);
+    // 72 KiB of names and values (what the limit counts), 120 KiB on the wire.
+    responder = (s) => s.end(`HTTP/1.1 200 OK\r\n${'X-Pad: y\r\n'.repeat(12_000)}\r\n`);
     expect((await failure(httpGet(url(), opts()))).message).toBe("the server's response headers are larger than 64 KiB");
     responder = (s) => s.end('HTTP/1.1 200 OK\r\nContent-Encoding: zip\r\n\r\n');
     expect(await failure(httpGet(url(), opts()))).toBeInstanceOf(UnsupportedEncodingError);
@@ -255,10 +261,10 @@ describe('httpGet', () => {
 
   it('refuses chunk sizes that are not hex digits, instead of looping, truncating or growing without end', async () => {
     for (const [size, message] of [
-      ['-5', /invalid chunk size \("-5"\)/],
-      ['zz', /invalid chunk size \("zz"\)/],
-      ['', /invalid chunk size \(""\)/],
-      ['0x5', /invalid chunk size \("0x5"\)/],
+      ['-5', /^the server's response is not valid HTTP: invalid character in chunk size$/],
+      ['zz', /^the server's response is not valid HTTP: invalid character in chunk size$/],
+      ['', /^the server's response is not valid HTTP: invalid character in chunk size$/],
+      ['0x5', /^the server's response is not valid HTTP: invalid character in chunk size$/],
     ] as const) {
       responder = (s) => s.end(`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${size}\r\nhello\r\n5\r\nworld\r\n0\r\n\r\n`);
       const err = await failure(httpGet(url(), opts()).then(body));
@@ -267,10 +273,10 @@ describe('httpGet', () => {
     }
     // A chunk with more data than its size says.
     responder = (s) => s.end('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nhello\r\n0\r\n\r\n');
-    expect((await failure(httpGet(url(), opts()).then(body))).message).toBe('the server sent a chunk longer than its size');
+    expect((await failure(httpGet(url(), opts()).then(body))).message).toBe("the server's response is not valid HTTP: expected LF after chunk data");
   });
 
-  it('caps a chunk line and the trailers, however long the server keeps sending them', async () => {
+  it('ends a chunk line or trailers that never end: no body arrives, so the idle limit stops it', async () => {
     const endless = (prefix: string) => (s: net.Socket) => {
       s.write(`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${prefix}`);
       const more = () => {
@@ -281,15 +287,20 @@ describe('httpGet', () => {
       s.on('error', () => undefined);
       more();
     };
+    // llhttp keeps none of a chunk extension, so memory stays flat however long it runs.
     responder = endless('5;ext=');
-    expect((await failure(httpGet(url(), opts()).then(body))).message).toBe("the server's chunk size line is longer than 4096 bytes");
+    const started = Date.now();
+    const err = await failure(httpGet(url(), opts({ idleTimeoutMs: 300 })).then(body));
+    expect(err).toBeInstanceOf(PullTimeoutError);
+    expect(err.message).toBe('the server sent nothing for 0 s');
+    expect(Date.now() - started).toBeLessThan(1_500);
     responder = endless('0\r\nX-Trailer: ');
-    expect((await failure(httpGet(url(), opts()).then(body))).message).toBe("the server's trailer section is longer than 65536 bytes");
+    expect((await failure(httpGet(url(), opts({ idleTimeoutMs: 300 })).then(body))).message).toBe("the server's response headers are larger than 64 KiB");
   });
 
   it('never lets an interim response carry a body into the real one', async () => {
     responder = (s) => s.end('HTTP/1.1 103 Early Hints\r\nContent-Length: 4\r\n\r\nEVILHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc');
-    expect((await failure(httpGet(url(), opts()))).message).toMatch(/^the server's response is not valid HTTP \(status line "EVILHTTP/);
+    expect((await failure(httpGet(url(), opts()))).message).toMatch(/^the server's response is not valid HTTP: expected HTTP\//);
   });
 
   it('refuses caller headers the client sets itself, and sends values as latin1', async () => {
@@ -345,7 +356,7 @@ describe('httpGet', () => {
     expect(await failure(httpGet(https('files.example.test'), opts()))).toMatchObject({ code: 'DEPTH_ZERO_SELF_SIGNED_CERT' });
     tls.setDefaultCACertificates([...defaultCAs, TEST_CERT]);
     expect(await body(await httpGet(https('files.example.test'), opts()))).toEqual({ text: 'secret', complete: true });
-    expect(requests.at(-1)).toContain(`\r\nHost: files.example.test:${securePort}\r\n`);
+    expect(requests.at(-1)).toMatch(new RegExp(`\r\nHost: files\\.example\\.test:${securePort}\r\n`, 'i'));
     // A large compressed body through an async sink: TLS keeps handing over decrypted records while reading
     // is held, and none may land in the read buffer the sink is still reading.
     const text = pattern(6 * READ_BUFFER_BYTES).toString('latin1');

@@ -1,33 +1,26 @@
 import { once } from 'node:events';
 import { validateHeaderName, validateHeaderValue, type IncomingHttpHeaders } from 'node:http';
-import net, { isIP } from 'node:net';
-import tls from 'node:tls';
 import zlib from 'node:zlib';
-import { bareHost, type OutboundGuard } from '@dap/netguard';
+import { Client, errors, type Dispatcher } from 'undici';
+import { guardedConnector, type Dial } from '@dap/netguard';
 import { HttpProtocolError, PullTimeoutError } from '../connectors/remote-errors.ts';
-import { ResponseParser, type ResponseHead } from './response-parser.ts';
 
-/**
- * How the host is dialled: through the guard's `lookup` (every address checked at connect time), or at an
- * address the guard already resolved and checked (`OutboundGuard.pin`), which is then the one dialled.
- */
-export type Dial = { guard: OutboundGuard } | { pinned: { address: string; family: 4 | 6 } };
+export type { Dial } from '@dap/netguard';
 
 export interface HttpGetOptions {
   dial: Dial;
   headers?: Record<string, string>;
   /** Until the response headers arrive (DNS, TCP, TLS and the server's first answer). */
   connectTimeoutMs: number;
-  /** The longest silence allowed while the body streams. */
+  /** The longest silence allowed while the body streams (not counting time the sink itself takes). */
   idleTimeoutMs: number;
   /** Total deadline and shutdown: aborting it destroys the connection. */
   signal: AbortSignal;
 }
 
 /**
- * Takes the body as it arrives: the decoded bytes of one socket read, in order. The buffers are only valid
- * until the sink returns, or until the promise it returns settles: the socket's read buffer is reused, and
- * reading waits for the sink. Returning 'stop' ends the download early (see `readBody`).
+ * Takes the body as it arrives (in batches of about SINK_BATCH_BYTES), decoded, in order. The buffers are only valid until the sink returns, or
+ * until the promise it returns settles. Returning 'stop' ends the download early (see `readBody`).
  */
 export type BodySink = (chunks: Buffer<ArrayBuffer>[]) => void | 'stop' | Promise<void>;
 
@@ -56,15 +49,12 @@ const USER_AGENT = 'dap-sources/1 (+https://docs.dap.dev/sources)';
 const ACCEPT = 'text/csv, application/x-ndjson, application/json;q=0.9, text/plain;q=0.5, */*;q=0.1';
 
 /**
- * One socket read's worth of body. Node's streams read 64 KiB at a time into a new buffer each; reading
- * 1 MiB into one reused buffer took a 123 MB download on loopback from ~150 ms and ~180 ms of CPU to ~50 ms
- * (fewer read calls, no garbage per read). It is allocated once per download.
+ * Body bytes gathered before the sink is called. undici hands over each socket read (at most 64 KiB); a
+ * download written read by read made 16 times the write calls, which showed in its time.
  */
-export const READ_BUFFER_BYTES = 1024 * 1024;
-/** Status line and headers together, like Node's own limit for a response; the trailers have the same. */
+export const SINK_BATCH_BYTES = 1024 * 1024;
+/** Status line and headers together, like Node's own limit for a response. */
 export const MAX_HEADER_BYTES = 64 * 1024;
-/** A chunk-size line with its extensions. */
-const MAX_CHUNK_LINE_BYTES = 4 * 1024;
 /** Set by this client; a caller's own value would break the request or its framing. */
 const RESERVED_HEADERS = new Set(['host', 'connection', 'content-length', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'keep-alive', 'expect', 'accept-encoding']);
 
@@ -80,127 +70,153 @@ function decoderOf(encoding: string | undefined): (() => Decoder) | null {
   throw new UnsupportedEncodingError(e);
 }
 
-/** The request head, as latin1 bytes (as Node writes header values). */
-function requestHead(url: URL, extra: Record<string, string>): Buffer {
-  const lines = [`GET ${url.pathname}${url.search} HTTP/1.1`, `Host: ${url.host}`, `Accept: ${ACCEPT}`, 'Accept-Encoding: gzip, deflate, br', `User-Agent: ${USER_AGENT}`];
+/** The request's headers: the caller's, checked (no CR/LF, none this client sets), then this client's own. */
+function requestHeaders(extra: Record<string, string>): Record<string, string> {
+  const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(extra)) {
     validateHeaderName(name);
     validateHeaderValue(name, value);
     const lower = name.toLowerCase();
     if (RESERVED_HEADERS.has(lower) || lower.startsWith('proxy-')) throw new TypeError(`the header ${name} is set by the client`);
-    lines.push(`${name}: ${value}`);
+    headers[name] = value;
   }
-  lines.push('Connection: close', '', '');
-  return Buffer.from(lines.join('\r\n'), 'latin1');
+  return { ...headers, accept: ACCEPT, 'accept-encoding': 'gzip, deflate, br', 'user-agent': USER_AGENT };
+}
+
+/** Header values as Node gives them: repeated ones joined, set-cookie as a list. */
+function incomingHeaders(raw: Record<string, string | string[] | undefined>): IncomingHttpHeaders {
+  const out: IncomingHttpHeaders = Object.create(null) as IncomingHttpHeaders;
+  for (const [name, value] of Object.entries(raw)) {
+    if (value === undefined) continue;
+    if (name === 'set-cookie') out['set-cookie'] = Array.isArray(value) ? value : [value];
+    else out[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return out;
+}
+
+const seconds = (ms: number) => Math.round(ms / 1000);
+
+/** undici's parser, socket and timeout errors, as the customer's reason (other errors pass through unchanged). */
+function protocolError(err: Error, opts: HttpGetOptions, inHead: boolean): Error {
+  // llhttp's own words, e.g. "Invalid character in chunk size", "Unexpected whitespace after header value".
+  if (err instanceof errors.HTTPParserError) {
+    const reason = /\(([^)]*)\)\s*$/.exec(err.message)?.[1] ?? err.message;
+    return new HttpProtocolError(`the server's response is not valid HTTP: ${reason.charAt(0).toLowerCase()}${reason.slice(1)}`);
+  }
+  switch ((err as { code?: string }).code) {
+    case 'UND_ERR_BODY_TIMEOUT':
+      return new PullTimeoutError(`the server sent nothing for ${seconds(opts.idleTimeoutMs)} s`);
+    case 'UND_ERR_CONNECT_TIMEOUT':
+    case 'UND_ERR_HEADERS_TIMEOUT':
+      return new PullTimeoutError(`the server did not answer within ${seconds(opts.connectTimeoutMs)} s`);
+    case 'UND_ERR_HEADERS_OVERFLOW':
+      return new HttpProtocolError(`the server's response headers are larger than ${MAX_HEADER_BYTES / 1024} KiB`);
+    case 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH':
+      // Before the head was through, llhttp refused the Content-Length itself (not digits, or two values).
+      if (inHead) return new HttpProtocolError('the server sent an invalid Content-Length');
+      return new HttpProtocolError('the connection closed before the whole response arrived');
+    case 'UND_ERR_SOCKET':
+      // undici refuses a 100 Continue that no request asked for (other interim responses are skipped).
+      if (err.message === 'bad response') return new HttpProtocolError("the server's response is not valid HTTP: a 100 Continue that was not asked for");
+      return new HttpProtocolError('the connection closed before the whole response arrived');
+  }
+  return err;
+}
+
+/** Framing undici would read leniently: only chunked transfer coding, and a Content-Length of digits, given once. */
+function checkFraming(headers: IncomingHttpHeaders): void {
+  const te = headers['transfer-encoding'];
+  // Another coding (gzip, chunked) would hand over bytes still coded.
+  if (te !== undefined && te.trim().toLowerCase() !== 'chunked') throw new HttpProtocolError(`the server used an unsupported transfer encoding (${te.slice(0, 40)})`);
+  const cl = headers['content-length'];
+  if (cl === undefined) return;
+  const values = new Set(cl.split(',').map((v) => v.trim()));
+  const [only] = values;
+  if (values.size !== 1 || !/^\d{1,15}$/.test(only!)) throw new HttpProtocolError('the server sent an invalid Content-Length');
 }
 
 /**
- * One GET through the SSRF guard: IP literals are checked before dialling and names inside the socket's
- * `lookup` (connect time), or the request goes to an address the guard pinned (the Host header and the TLS
- * name stay the URL's). Redirects are returned to the caller, never followed; there is no connection reuse,
- * since a sync makes one request.
- *
- * The socket reads into one reused buffer (READ_BUFFER_BYTES), and a strict HTTP/1.1 parser
- * (response-parser.ts) frames the response and hands the body over as views of that buffer: Node's own
- * client reads 64 KiB at a time into a fresh buffer each, which was most of a large download's cost.
+ * One GET through the SSRF guard, with undici: the connection is made by the guard's connector (IP literals
+ * checked before dialling, names at connect time, or the address the guard pinned, with the Host header and
+ * the TLS name still the URL's). Redirects are returned to the caller, never followed; one connection per
+ * call, closed after it, since a sync makes one request.
  */
 export function httpGet(target: string, opts: HttpGetOptions): Promise<HttpGetResponse> {
   const url = new URL(target);
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`only http and https URLs can be fetched, not ${url.protocol}`);
-  const host = bareHost(url.hostname);
-  const isHttps = url.protocol === 'https:';
-  const port = Number(url.port || (isHttps ? 443 : 80));
-  let connect: net.NetConnectOpts & tls.ConnectionOptions;
-  if ('guard' in opts.dial) {
-    opts.dial.guard.checkLiteral(host);
-    connect = { host, port, lookup: opts.dial.guard.lookup };
-  } else {
-    connect = { host: opts.dial.pinned.address, port, family: opts.dial.pinned.family };
-  }
-  const head = requestHead(url, opts.headers ?? {});
+  const headers = requestHeaders(opts.headers ?? {});
   opts.signal.throwIfAborted();
-  return new Promise<HttpGetResponse>((resolve, reject) => new Exchange(connect, isHttps ? host : null, head, opts, resolve, reject));
+  return new Promise<HttpGetResponse>((resolve, reject) => new Exchange(url, headers, opts, resolve, reject));
 }
 
 type Phase = 'head' | 'body' | 'done' | 'failed';
 
 /**
- * One request and its response, from connect to the last body byte; see httpGet.
- *
- * Reading stops (the read callback answers false) whenever body bytes wait for the sink: before readBody
- * is called, and while a sink's promise is pending. On plain TCP the waiting bytes are views of the read
- * buffer, and a stopped socket reads nothing more into it; a paused TLS stream keeps what it decrypts. A
- * read that arrives while holding all the same is copied into `backlog` and parsed once the sink has
- * caught up, rather than overwriting what the sink has not taken.
+ * One request and its response, from connect to the last body byte (see httpGet). Reading is paused
+ * (undici stops reading the socket) whenever body chunks wait for the sink: before readBody is called, and
+ * while a sink's promise is pending; undici's body timeout does not run while paused.
  */
-class Exchange {
-  private readonly socket: net.Socket;
-  private readonly parser: ResponseParser;
+class Exchange implements Dispatcher.DispatchHandler {
+  private readonly client: Client;
   private readonly opts: HttpGetOptions;
   private readonly resolveHead: (res: HttpGetResponse) => void;
   private readonly rejectHead: (err: unknown) => void;
-  private readonly connectTimer: NodeJS.Timeout;
+  private readonly headTimer: NodeJS.Timeout;
+  private controller: Dispatcher.DispatchController | null = null;
   private phase: Phase = 'head';
-  /** Body bytes parsed and not yet given to the sink. */
+  /** Body chunks received and not yet given to the sink. */
   private pending: Buffer<ArrayBuffer>[] = [];
-  /** Reads that arrived while holding, copied, in order. */
-  private readonly backlog: Buffer<ArrayBuffer>[] = [];
-  /** Reading is stopped until the sink has what is pending (see resume). */
-  private holding = false;
+  private pendingBytes = 0;
+  /** The response has ended (all of its body is in `pending` or given). */
+  private ended = false;
+  /** Body bytes received, and how many the Content-Length announced (null: chunked or until the close). */
+  private received = 0;
+  private expected: number | null = null;
   /** The sink's promise is pending. */
   private waiting = false;
-  /** The server ended the connection while reading was held. */
-  private eof = false;
   private sink: BodySink | null = null;
   private settleBody: { resolve: (v: { complete: boolean }) => void; reject: (err: unknown) => void } | null = null;
-  /** How the body ended, once it has. */
-  private outcome: { complete: boolean } | null = null;
   private error: Error | null = null;
   private readonly onAbort = () => this.fail(this.opts.signal.reason instanceof Error ? this.opts.signal.reason : new Error('aborted'));
 
-  constructor(
-    connect: net.NetConnectOpts & tls.ConnectionOptions,
-    tlsName: string | null,
-    head: Buffer,
-    opts: HttpGetOptions,
-    resolve: (res: HttpGetResponse) => void,
-    reject: (err: unknown) => void,
-  ) {
+  constructor(url: URL, headers: Record<string, string>, opts: HttpGetOptions, resolve: (res: HttpGetResponse) => void, reject: (err: unknown) => void) {
     this.opts = opts;
     this.resolveHead = resolve;
     this.rejectHead = reject;
-    this.parser = new ResponseParser({ maxHeadBytes: MAX_HEADER_BYTES, maxLineBytes: MAX_CHUNK_LINE_BYTES, maxTrailerBytes: MAX_HEADER_BYTES }, (h) => this.onHead(h));
-    if (tlsName !== null) {
-      // TLS hands over at most a 16 KiB record per read, and after a read answered false it still delivers
-      // the records it has decrypted, into the same buffer: a reused buffer would gain nothing and could
-      // overwrite bytes the sink has not taken yet. So a TLS socket streams fresh buffers, paused the usual way.
-      this.socket = tls.connect({ ...connect, ...(isIP(tlsName) ? {} : { servername: tlsName }), ALPNProtocols: ['http/1.1'] });
-      this.socket.on('data', (chunk: Buffer<ArrayBuffer>) => {
-        if (!this.onRead(chunk, chunk.length)) this.socket.pause();
-      });
-    } else {
-      const onread = { buffer: Buffer.allocUnsafe(READ_BUFFER_BYTES), callback: (n: number, buf: Uint8Array) => this.onRead(buf as Buffer<ArrayBuffer>, n) };
-      this.socket = net.connect({ ...connect, onread });
-    }
-    this.connectTimer = setTimeout(() => this.fail(new PullTimeoutError(`the server did not answer within ${Math.round(opts.connectTimeoutMs / 1000)} s`)), opts.connectTimeoutMs);
+    this.client = new Client(url.origin, {
+      connect: guardedConnector(opts.dial, { timeoutMs: opts.connectTimeoutMs }),
+      // The head has one deadline of ours (connect included); the body, undici's time between reads.
+      headersTimeout: 0,
+      bodyTimeout: opts.idleTimeoutMs,
+      maxHeaderSize: MAX_HEADER_BYTES,
+      pipelining: 1,
+    });
+    this.headTimer = setTimeout(() => this.fail(new PullTimeoutError(`the server did not answer within ${seconds(opts.connectTimeoutMs)} s`)), opts.connectTimeoutMs);
     opts.signal.addEventListener('abort', this.onAbort, { once: true });
-    this.socket.once(tlsName !== null ? 'secureConnect' : 'connect', () => this.socket.write(head));
-    this.socket.on('error', (err) => this.fail(err));
-    this.socket.on('end', () => {
-      this.eof = true;
-      if (!this.holding) this.resume();
-    });
-    this.socket.on('close', () => {
-      // After the end of the body, or of the connection that frames it, the sink may still be at work.
-      if (!this.eof && !this.parser.complete) this.fail(new HttpProtocolError('the connection closed before the whole response arrived'));
-    });
+    this.client.dispatch({ origin: url.origin, path: `${url.pathname}${url.search}`, method: 'GET', headers, reset: true }, this);
   }
 
-  private onHead({ status, headers }: ResponseHead): void {
-    const decoder = decoderOf(headers['content-encoding']);
-    clearTimeout(this.connectTimer);
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.error) controller.abort(this.error);
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, status: number, raw: Record<string, string | string[] | undefined>): void {
+    // An interim response (100 Continue, 103 Early Hints) has no body; the real one follows.
+    if (this.phase !== 'head' || status < 200) return;
+    const headers = incomingHeaders(raw);
+    let decoder: (() => Decoder) | null;
+    try {
+      checkFraming(headers);
+      decoder = decoderOf(headers['content-encoding']);
+    } catch (err) {
+      this.fail(err as Error);
+      return;
+    }
+    clearTimeout(this.headTimer);
     this.phase = 'body';
-    this.armIdle();
+    if (headers['content-length'] !== undefined && headers['transfer-encoding'] === undefined) this.expected = Number(headers['content-length']);
+    this.pause(); // until readBody
     this.resolveHead({
       status,
       headers,
@@ -209,126 +225,100 @@ class Exchange {
     });
   }
 
-  private armIdle(): void {
-    this.socket.setTimeout(this.opts.idleTimeoutMs, () => this.fail(new PullTimeoutError(`the server sent nothing for ${Math.round(this.opts.idleTimeoutMs / 1000)} s`)));
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    // undici hands over empty chunks when resumed; pausing on one would only bring the next.
+    if (this.phase !== 'body' || chunk.length === 0) return;
+    this.received += chunk.length;
+    this.pending.push(chunk as Buffer<ArrayBuffer>);
+    this.pendingBytes += chunk.length;
+    if (this.pendingBytes >= SINK_BATCH_BYTES) this.drain();
+    // A pause asked for earlier takes effect as this call returns: never after the last byte (see pause()).
+    if (this.expected !== null && this.received >= this.expected && controller.paused) controller.resume();
   }
 
-  /** Called with each read; returning false stops reading (see the class comment). */
-  private onRead(buf: Buffer<ArrayBuffer>, n: number): boolean {
-    if (this.phase === 'done' || this.phase === 'failed') return false;
-    if (this.holding) {
-      this.backlog.push(Buffer.from(buf.subarray(0, n)));
-      return false;
-    }
-    if (this.consume(buf, n)) return true;
-    this.holding = true;
-    this.socket.setTimeout(0); // waiting for our side: no idle time runs (resume starts it again)
-    return false;
+  onResponseEnd(): void {
+    if (this.phase !== 'body') return;
+    this.ended = true;
+    this.drain();
   }
 
-  /** Parses one read and gives its body to the sink; false when reading must wait. */
-  private consume(buf: Buffer<ArrayBuffer>, n: number): boolean {
-    try {
-      for (const slice of this.parser.execute(buf, n)) this.pending.push(slice);
-    } catch (err) {
-      // The parser's HttpProtocolError, or onHead's UnsupportedEncodingError.
-      this.fail(err as Error);
-      return false;
-    }
-    return this.drain();
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.fail(protocolError(err, this.opts, this.phase === 'head'));
   }
 
   /**
-   * Gives the pending body to the sink. A sink that answers at once lets reading go on; one that returns a
-   * promise holds it until the promise settles. True when reading may go on.
+   * Gives the pending body to the sink: at once while it answers at once, else when its promise settles.
+   * Called once SINK_BATCH_BYTES have gathered, at the end of the response, and when reading resumes.
    */
-  private drain(): boolean {
-    if (this.phase !== 'body' && this.phase !== 'head') return false;
-    while (this.pending.length) {
-      if (!this.sink) return false; // nobody reads the body yet: hold until readBody
+  private drain(): void {
+    while (this.phase === 'body' && this.sink && !this.waiting && this.pending.length) {
       const chunks = this.pending;
       this.pending = [];
+      this.pendingBytes = 0;
       let answer: ReturnType<BodySink>;
       try {
         answer = this.sink(chunks);
       } catch (err) {
         this.fail(err as Error);
-        return false;
+        return;
       }
-      if (answer === 'stop') {
-        this.finish(false);
-        return false;
-      }
+      if (answer === 'stop') return this.finish(false);
       if (answer) {
         this.waiting = true;
+        this.pause();
         answer.then(
           () => {
             this.waiting = false;
-            this.resume();
+            if (this.phase !== 'body') return;
+            this.controller?.resume();
+            this.drain();
           },
           (err: unknown) => {
             this.waiting = false;
             this.fail(err as Error);
           },
         );
-        return false;
-      }
-    }
-    if (this.parser.complete) {
-      this.finish(true);
-      return false;
-    }
-    return true;
-  }
-
-  /** Goes on after a hold: what is pending, then the backlog, then the end of the connection, then reading. */
-  private resume(): void {
-    if ((this.phase !== 'body' && this.phase !== 'head') || this.waiting) return;
-    if (!this.drain()) return;
-    while (this.backlog.length) {
-      const b = this.backlog.shift()!;
-      if (!this.consume(b, b.length)) return;
-    }
-    if (this.eof) {
-      try {
-        this.parser.end();
-      } catch (err) {
-        this.fail(err as Error);
         return;
       }
-      this.drain();
-      return;
     }
-    this.holding = false;
-    if (this.phase === 'body') this.armIdle();
-    this.socket.resume();
+    if (this.phase === 'body' && this.sink && !this.waiting && this.ended) this.finish(true);
+  }
+
+  /**
+   * Stops undici reading the socket, unless every byte of a counted body is here already: undici, paused
+   * after the last byte and before it saw the message complete, takes the server's close for a cut-off
+   * response (an idle keep-alive close would do). A chunked or close-framed body is safe: its end is still
+   * unread on the socket, or is the close itself.
+   */
+  private pause(): void {
+    if (this.expected !== null && this.received >= this.expected) return;
+    this.controller?.pause();
   }
 
   private readRaw(sink: BodySink): Promise<{ complete: boolean }> {
     if (this.sink) return Promise.reject(new Error('the body was already read'));
     if (this.error) return Promise.reject(this.error);
     this.sink = sink;
-    if (this.outcome) return Promise.resolve(this.outcome); // an empty body, over before it was asked for
     return new Promise((resolve, reject) => {
       this.settleBody = { resolve, reject };
-      if (this.holding) this.resume();
+      this.controller?.resume();
+      this.drain();
     });
   }
 
   /**
-   * The compressed bytes go through zlib (copied: zlib keeps them past the read), its output to the sink.
-   * The signal is checked for each piece zlib gives: the last compressed bytes may still decode to much.
+   * The compressed bytes go through zlib, its output to the sink. The signal is checked for each piece zlib
+   * gives: the last compressed bytes may still decode to much.
    */
   private async readDecoded(decoder: Decoder, sink: BodySink): Promise<{ complete: boolean }> {
     let stopped = false;
     const feeding = this.readRaw(async (chunks) => {
-      for (const c of chunks) if (!decoder.write(Buffer.from(c))) await once(decoder, 'drain');
+      for (const c of chunks) if (!decoder.write(c)) await once(decoder, 'drain');
     }).then(
       () => void decoder.end(),
       (err: unknown) => void decoder.destroy(err as Error),
     );
     try {
-      // zlib's output buffers are its own (over ArrayBuffers), so they outlive the read buffer.
       for await (const out of decoder as AsyncIterable<Buffer<ArrayBuffer>>) {
         this.opts.signal.throwIfAborted();
         const answer = sink([out]);
@@ -352,9 +342,10 @@ class Exchange {
 
   private finish(complete: boolean): void {
     this.phase = 'done';
-    this.outcome = { complete };
+    this.pending = [];
+    this.pendingBytes = 0;
+    if (!complete) this.controller?.abort(new Error('the response was closed'));
     this.cleanup();
-    this.socket.destroy();
     this.settleBody?.resolve({ complete });
   }
 
@@ -364,15 +355,17 @@ class Exchange {
     this.phase = 'failed';
     this.error = err;
     this.pending = [];
-    this.backlog.length = 0;
+    this.pendingBytes = 0;
+    this.controller?.abort(err);
     this.cleanup();
-    this.socket.destroy();
     if (wasHead) this.rejectHead(err);
     this.settleBody?.reject(err);
   }
 
+  /** Closes the connection (this client's only one) and drops the timers and the signal's listener. */
   private cleanup(): void {
-    clearTimeout(this.connectTimer);
+    clearTimeout(this.headTimer);
     this.opts.signal.removeEventListener('abort', this.onAbort);
+    this.client.destroy().catch(() => undefined);
   }
 }

@@ -18,7 +18,10 @@ export interface SourceDoc extends TenantDoc {
   error: string | null;
   schema: Column[];
   rowCount: number;
+  /** When the data queries read was synced: the last successful sync. */
   lastSyncedAt: Date | null;
+  /** The last finished sync, successful or not (absent on documents written before it existed). */
+  lastSync?: LastSync | null;
   createdAt: Date;
   updatedAt: Date;
   /** The request that asked for the current sync; its events carry it. */
@@ -27,6 +30,12 @@ export interface SourceDoc extends TenantDoc {
   syncToken: string | null;
   syncOwner: string | null;
   syncLeaseUntil: Date | null;
+}
+
+export interface LastSync {
+  status: 'succeeded' | 'failed';
+  error: string | null;
+  at: Date;
 }
 
 export const SOURCES_COLLECTION = 'sources';
@@ -72,6 +81,24 @@ export class SourceRepository {
     });
   }
 
+  /**
+   * Takes a source to swap its staged upload: like a sync's claim, but also from ready or failed, so no sync
+   * reads the file while it is replaced; null when a live sync holds it (or it is gone).
+   */
+  claimForUpload(accountId: string, id: string, lease: { token: string; owner: string; until: Date }, now: Date): Promise<SourceDoc | null> {
+    return this.coll.update(accountId, id, { status: 'syncing', syncToken: lease.token, syncOwner: lease.owner, syncLeaseUntil: lease.until, updatedAt: now }, [], {
+      $or: [{ status: { $in: ['pending', 'ready', 'failed'] } }, { status: 'syncing', syncLeaseUntil: { $lt: now } }],
+    });
+  }
+
+  /** Hands a source whose upload was swapped back to the syncs, pending with its new staged format. */
+  releaseUpload(accountId: string, id: string, token: string, staged: StagedFormat, requestId: string, now: Date): Promise<SourceDoc | null> {
+    return this.coll.update(accountId, id, { status: 'pending', error: null, staged, requestId, updatedAt: now, syncToken: null, syncOwner: null, syncLeaseUntil: null }, [], {
+      syncToken: token,
+      status: 'syncing',
+    });
+  }
+
   async renewLease(accountId: string, id: string, token: string, leaseUntil: Date): Promise<boolean> {
     return (await this.coll.update(accountId, id, { syncLeaseUntil: leaseUntil }, [], { syncToken: token })) !== null;
   }
@@ -81,7 +108,7 @@ export class SourceRepository {
     accountId: string,
     id: string,
     token: string,
-    outcome: Pick<SourceDoc, 'status' | 'error'> & Partial<Pick<SourceDoc, 'schema' | 'rowCount' | 'lastSyncedAt'>>,
+    outcome: Pick<SourceDoc, 'status' | 'error'> & { lastSync: LastSync } & Partial<Pick<SourceDoc, 'schema' | 'rowCount' | 'lastSyncedAt'>>,
     events: DomainEvent[],
     now: Date,
   ): Promise<SourceDoc | null> {
@@ -104,13 +131,22 @@ export class SourceRepository {
     return res.modifiedCount;
   }
 
-  /** Crash recovery across all accounts: sources waiting for a sync, or whose worker's lease has run out. */
-  async findUnfinishedAcrossAccounts(now: Date, limit: number): Promise<{ accountId: string; id: string }[]> {
-    const docs = await this.coll.raw
-      .find({ deletedAt: null, $or: [{ status: 'pending' }, { status: 'syncing', syncLeaseUntil: { $lt: now } }] }, { projection: { accountId: 1 } })
-      .sort({ _id: 1 })
-      .limit(limit)
-      .toArray();
-    return docs.map((d) => ({ accountId: String(d.accountId), id: String(d._id) }));
+  /**
+   * Crash recovery across all accounts: sources waiting for a sync, or whose worker's lease has run out, at most
+   * `perAccount` of each account (oldest first), so one account's backlog never hides another's sources.
+   */
+  async findUnfinishedAcrossAccounts(now: Date, perAccount: number): Promise<{ accountId: string; id: string }[]> {
+    const unfinished = { deletedAt: null, $or: [{ status: 'pending' }, { status: 'syncing', syncLeaseUntil: { $lt: now } }] };
+    const accounts = (await this.coll.raw.distinct('accountId', unfinished)).map(String);
+    const found: { accountId: string; id: string }[] = [];
+    for (const accountId of accounts) {
+      const docs = await this.coll.raw
+        .find({ ...unfinished, accountId }, { projection: { _id: 1 } })
+        .sort({ _id: 1 })
+        .limit(perAccount)
+        .toArray();
+      for (const d of docs) found.push({ accountId, id: String(d._id) });
+    }
+    return found;
   }
 }

@@ -1,5 +1,5 @@
 import { access, readdir, rm } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { newId } from '@dap/contracts';
 import type { DatasetStore, IngestResult } from '@dap/datasets';
 import type { Logger } from '@dap/logger';
@@ -27,12 +27,15 @@ export interface SyncerOptions {
   downloads?: DownloadRunner;
   logger: Logger;
   concurrency: number;
+  /** Syncs one account may run at once on this instance; accounts take the slots in turn. */
+  accountConcurrency?: number;
   leaseMs: number;
   sweepMs: number;
   instanceId: string;
 }
 
-const SWEEP_BATCH = 100;
+/** Sources of one account a sweep queues; the queue runs them a few at a time, and the next sweep finds more. */
+const SWEEP_PER_ACCOUNT = 20;
 
 /**
  * Moves sources pending → syncing → ready|failed in the background. Every state change is a conditional
@@ -49,7 +52,7 @@ export class SourceSyncer {
 
   constructor(opts: SyncerOptions) {
     this.opts = opts;
-    this.runner = new JobRunner({ concurrency: opts.concurrency, logger: opts.logger });
+    this.runner = new JobRunner({ concurrency: opts.concurrency, perGroup: opts.accountConcurrency ?? opts.concurrency, logger: opts.logger });
   }
 
   get enabled(): boolean {
@@ -75,12 +78,12 @@ export class SourceSyncer {
   }
 
   schedule(accountId: string, sourceId: string): void {
-    this.runner.enqueue(`${accountId}/${sourceId}`, () => this.syncOne(accountId, sourceId));
+    this.runner.enqueue(accountId, `${accountId}/${sourceId}`, () => this.syncOne(accountId, sourceId));
   }
 
   /** Queues every source waiting for a sync or abandoned by a dead worker; returns how many it found. */
   async sweep(): Promise<number> {
-    const found = await this.opts.repo.findUnfinishedAcrossAccounts(new Date(), SWEEP_BATCH);
+    const found = await this.opts.repo.findUnfinishedAcrossAccounts(new Date(), SWEEP_PER_ACCOUNT);
     for (const s of found) this.schedule(s.accountId, s.id);
     return found.length;
   }
@@ -117,8 +120,14 @@ export class SourceSyncer {
         return;
       }
       const reason = this.reasonOf(err, doc);
-      await repo.finish(accountId, sourceId, token, { status: 'failed', error: reason }, [sourceFailed(doc, reason)], new Date());
-      logger.info({ accountId, sourceId, reason }, 'source sync failed');
+      const now = new Date();
+      const lastSync = { status: 'failed' as const, error: reason, at: now };
+      // A failed re-sync leaves the published data untouched (only unpublished files were removed), so a source
+      // that has data stays `ready` on it; the failure is its last sync's outcome (docs/architecture.md).
+      const keepsData = doc.lastSyncedAt !== null && (await store.currentFile(accountId, sourceId).catch(() => null)) !== null;
+      const outcome = keepsData ? { status: 'ready' as const, error: null, lastSync } : { status: 'failed' as const, error: reason, lastSync };
+      await repo.finish(accountId, sourceId, token, outcome, [sourceFailed(doc, reason)], now);
+      logger.info({ accountId, sourceId, reason, keepsData }, 'source sync failed');
       return;
     }
     clearInterval(heartbeat);
@@ -127,7 +136,7 @@ export class SourceSyncer {
       accountId,
       sourceId,
       token,
-      { status: 'ready', error: null, rowCount: result.rowCount, schema: result.schema, lastSyncedAt: now },
+      { status: 'ready', error: null, rowCount: result.rowCount, schema: result.schema, lastSyncedAt: now, lastSync: { status: 'succeeded', error: null, at: now } },
       [sourceReady(doc, result)],
       now,
     );
@@ -146,7 +155,8 @@ export class SourceSyncer {
         throw new SyncFailure('the uploaded data is no longer available; create the source again');
       }
       const t0 = performance.now();
-      const loaded = await loader.load({ ...base, format: doc.staged });
+      // A streamed upload's JSON was not parsed on the way in: its field names get the uploaded-JSON rules here.
+      const loaded = await loader.load({ ...base, format: doc.staged, ...(doc.staged !== 'csv' ? { checkFieldNames: true } : {}) });
       timings.loadMs = Math.round(performance.now() - t0);
       return loaded;
     }
@@ -197,16 +207,12 @@ export class SourceSyncer {
     return 'the data could not be loaded because of an internal error; try syncing again';
   }
 
-  /** A failed ingest may leave a half-written Parquet file beside the published one. */
+  /** A failed ingest may leave a half-written Parquet file beside the published one (retired ones stay). */
   private async removeUnpublished(accountId: string, sourceId: string): Promise<void> {
-    const { store } = this.opts;
     try {
-      const current = await store.currentFile(accountId, sourceId);
-      const keep = current ? basename(current) : null;
-      const dir = store.dir(accountId, sourceId);
-      for (const f of await readdir(dir)) if (f.endsWith('.parquet') && f !== keep) await rm(join(dir, f), { force: true });
+      await this.opts.store.removeUnpublished(accountId, sourceId);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.opts.logger.warn({ err, sourceId }, 'could not clean up after a failed sync');
+      this.opts.logger.warn({ err, sourceId }, 'could not clean up after a failed sync');
     }
   }
 }

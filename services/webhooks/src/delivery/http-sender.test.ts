@@ -1,3 +1,4 @@
+import { OutboundGuard } from '@dap/netguard';
 import { startReceiver } from '@dap/testing';
 import { HttpSender } from './http-sender.ts';
 
@@ -5,8 +6,8 @@ describe('HttpSender', () => {
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let status = 200;
   let delayMs = 0;
-  const open = new HttpSender({ timeoutMs: 300, allowPrivateTargets: true, userAgent: 'test' });
-  const strict = new HttpSender({ timeoutMs: 300, allowPrivateTargets: false, userAgent: 'test' });
+  const open = new HttpSender({ timeoutMs: 300, guard: new OutboundGuard({ allowPrivate: true }), userAgent: 'test' });
+  const strict = new HttpSender({ timeoutMs: 300, guard: new OutboundGuard({ allowPrivate: false }), userAgent: 'test' });
 
   beforeAll(async () => {
     receiver = await startReceiver(() => ({ status, delayMs }));
@@ -60,6 +61,28 @@ describe('HttpSender', () => {
     const named = await strict.send(`http://localhost:${port}/`, {}, '{}');
     expect(named.error).toMatch(/the host localhost resolves to \S+, which is not allowed \(loopback\)/);
     expect(receiver.received.length).toBe(before);
+  });
+
+  it("never reaches the platform's own endpoints, even with private targets allowed, by address or by name", async () => {
+    const port = Number(new URL(receiver.url).port);
+    const guarded = new HttpSender({ timeoutMs: 300, guard: new OutboundGuard({ allowPrivate: true, platform: [{ host: '127.0.0.1', port }] }), userAgent: 'test' });
+    try {
+      const before = receiver.received.length;
+      const literal = await guarded.send(receiver.url, {}, '{}');
+      expect(literal).toMatchObject({
+        ok: false,
+        statusCode: null,
+        error: `the target 127.0.0.1:${port} is one of this platform's own endpoints, which sources and webhooks may not reach`,
+      });
+      const named = await guarded.send(`http://localhost:${port}/`, {}, '{}');
+      expect(named.error).toMatch(new RegExp(`the target localhost:${port} \\(\\S+\\) is one of this platform's own endpoints`));
+      expect(receiver.received.length).toBe(before);
+      // The same sender reaches the same receiver when it is not the platform's (positive control).
+      expect(await open.send(receiver.url, {}, '{}')).toMatchObject({ ok: true, statusCode: 200 });
+      expect(receiver.received.length).toBe(before + 1);
+    } finally {
+      guarded.close();
+    }
   });
 
   it('reports a refused connection', async () => {

@@ -1,7 +1,5 @@
-import http, { type ClientRequest, type IncomingMessage } from 'node:http';
-import https from 'node:https';
-import { isIP, type LookupFunction } from 'node:net';
-import { guardedLookup, hostOf, isAllowedAddress, refusal } from '@dap/netguard';
+import { Agent, type Dispatcher } from 'undici';
+import { guardedConnector, type OutboundGuard } from '@dap/netguard';
 
 export interface AttemptResult {
   ok: boolean;
@@ -14,7 +12,8 @@ export interface AttemptResult {
 
 export interface HttpSenderOptions {
   timeoutMs: number;
-  allowPrivateTargets: boolean;
+  /** Checks every address dialled (platform endpoints, private ranges): the service's one guard. */
+  guard: OutboundGuard;
   userAgent: string;
 }
 
@@ -25,15 +24,17 @@ class AttemptTimeout extends Error {
 }
 
 function describe(err: unknown, timeoutMs: number): string {
-  const e = err as { code?: string; message?: string };
+  const e = err as { code?: string; message?: string; cause?: unknown };
   switch (e?.code) {
     case 'ERR_ATTEMPT_TIMEOUT':
+    case 'UND_ERR_CONNECT_TIMEOUT':
       return `timed out after ${timeoutMs} ms`;
     case 'ERR_DISALLOWED_TARGET':
       return e.message ?? 'the target address is not allowed';
     case 'ECONNREFUSED':
       return 'connection refused';
     case 'ECONNRESET':
+    case 'UND_ERR_SOCKET':
       return 'connection reset';
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
@@ -41,25 +42,36 @@ function describe(err: unknown, timeoutMs: number): string {
     case 'EHOSTUNREACH':
     case 'ENETUNREACH':
       return 'host unreachable';
+    case 'UND_ERR_HEADERS_OVERFLOW':
+      return 'response headers too large';
   }
+  if ((err as Error)?.name === 'HTTPParserError') return 'invalid HTTP response';
   if (e?.code?.startsWith('ERR_TLS') || e?.code?.includes('CERT')) return `TLS error: ${e.code}`;
+  if (err instanceof AggregateError && err.errors.length) return describe(err.errors[0], timeoutMs);
   return e?.code ?? e?.message ?? 'request failed';
 }
 
 /**
- * One POST per attempt, over keep-alive agents, with the SSRF guard applied where the socket is opened:
- * IP literals are checked here (net skips `lookup` for them), names in the guarded lookup. Redirects are
- * never followed; the whole attempt, connect included, has one deadline.
+ * One POST per attempt with undici, over keep-alive connections, each one opened by the SSRF guard's
+ * connector (the address dialled is the address checked; see libs/netguard). Redirects are never followed;
+ * the whole attempt, connect included, has one deadline; at most 64 KiB of an answer is read. undici checks
+ * an idle pooled connection before reusing it, so a connection the receiver closed while idle is replaced
+ * rather than failing the attempt.
  */
 export class HttpSender {
   private readonly opts: HttpSenderOptions;
-  private readonly lookup: LookupFunction;
-  private readonly httpAgent = new http.Agent({ keepAlive: true, timeout: 5_000, scheduling: 'lifo' });
-  private readonly httpsAgent = new https.Agent({ keepAlive: true, timeout: 5_000, scheduling: 'lifo' });
+  private readonly agent: Agent;
 
   constructor(opts: HttpSenderOptions) {
     this.opts = opts;
-    this.lookup = guardedLookup(opts.allowPrivateTargets);
+    this.agent = new Agent({
+      connect: guardedConnector({ guard: opts.guard }, { timeoutMs: opts.timeoutMs }),
+      // The attempt's own deadline covers these; undici's must not cut it shorter or run past it.
+      headersTimeout: 0,
+      bodyTimeout: 0,
+      keepAliveTimeout: 4_000,
+      maxResponseSize: -1,
+    });
   }
 
   async send(target: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<AttemptResult> {
@@ -75,79 +87,113 @@ export class HttpSender {
     } catch {
       return done({ ok: false, statusCode: null, error: 'invalid URL' });
     }
-    const host = hostOf(url);
-    if (isIP(host) && !isAllowedAddress(host, this.opts.allowPrivateTargets)) {
-      return done({ ok: false, statusCode: null, error: refusal(host) });
-    }
-    const deadline = started + this.opts.timeoutMs;
-    for (let tries = 0; ; tries++) {
-      try {
-        const status = await this.post(url, host, headers, body, deadline, signal);
-        if (status >= 200 && status < 300) return done({ ok: true, statusCode: status, error: null });
-        const error = status >= 300 && status < 400 ? `redirect (${status}) not followed` : `HTTP ${status}`;
-        return done({ ok: false, statusCode: status, error });
-      } catch (err) {
-        if (signal?.aborted) return done({ ok: false, statusCode: null, error: 'aborted by shutdown' }, true);
-        // A pooled socket the server closed while idle fails at once; one fresh try is what Node recommends.
-        const e = err as { reusedSocket?: boolean; code?: string };
-        if (e.reusedSocket && tries === 0 && (e.code === 'ECONNRESET' || e.code === 'EPIPE') && performance.now() < deadline) continue;
-        return done({ ok: false, statusCode: null, error: describe(err, this.opts.timeoutMs) });
-      }
+    try {
+      const status = await this.post(url, headers, body, this.opts.timeoutMs, signal);
+      if (status >= 200 && status < 300) return done({ ok: true, statusCode: status, error: null });
+      const error = status >= 300 && status < 400 ? `redirect (${status}) not followed` : `HTTP ${status}`;
+      return done({ ok: false, statusCode: status, error });
+    } catch (err) {
+      if (signal?.aborted) return done({ ok: false, statusCode: null, error: 'aborted by shutdown' }, true);
+      return done({ ok: false, statusCode: null, error: describe(err, this.opts.timeoutMs) });
     }
   }
 
-  private post(url: URL, host: string, headers: Record<string, string>, body: string, deadline: number, signal?: AbortSignal): Promise<number> {
+  /** Answers the status; rejects on a network error, the deadline or the signal. */
+  private post(url: URL, headers: Record<string, string>, body: string, timeoutMs: number, signal?: AbortSignal): Promise<number> {
     return new Promise<number>((resolve, reject) => {
-      const isHttps = url.protocol === 'https:';
+      const attempt = new Attempt(resolve, reject, signal);
+      attempt.arm(timeoutMs);
+      if (attempt.settled) return;
       const payload = Buffer.from(body, 'utf8');
-      // eslint-disable-next-line prefer-const -- the closures below capture it before it is assigned
-      let req: ClientRequest;
-      const fail = (err: Error) => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        reject(Object.assign(err, { reusedSocket: req.reusedSocket }));
-      };
-      const timer = setTimeout(() => req.destroy(new AttemptTimeout('attempt timed out')), Math.max(1, deadline - performance.now()));
-      const onAbort = () => req.destroy(new Error('aborted'));
-      const options = {
-        method: 'POST',
-        hostname: host,
-        port: url.port || undefined,
-        path: `${url.pathname}${url.search}`,
-        headers: { ...headers, 'content-length': String(payload.length) },
-        agent: isHttps ? this.httpsAgent : this.httpAgent,
-        lookup: this.lookup,
-        ...(isHttps && !isIP(host) ? { servername: host } : {}),
-      };
-      req = (isHttps ? https : http).request(options, (res: IncomingMessage) => {
-        const status = res.statusCode ?? 0;
-        let size = 0;
-        // Drain the answer so the socket can be reused, but never hold more than a small cap.
-        res.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > MAX_RESPONSE_BYTES) {
-            clearTimeout(timer);
-            signal?.removeEventListener('abort', onAbort);
-            res.destroy();
-            resolve(status);
-          }
-        });
-        res.on('end', () => {
-          clearTimeout(timer);
-          signal?.removeEventListener('abort', onAbort);
-          resolve(status);
-        });
-        res.on('error', fail);
-      });
-      req.on('error', fail);
-      if (signal?.aborted) return void req.destroy(new Error('aborted'));
-      signal?.addEventListener('abort', onAbort, { once: true });
-      req.end(payload);
+      try {
+        this.agent.dispatch(
+          {
+            origin: url.origin,
+            path: `${url.pathname}${url.search}`,
+            method: 'POST',
+            headers: { ...headers, 'content-length': String(payload.length) },
+            body: payload,
+          },
+          attempt,
+        );
+      } catch (err) {
+        attempt.onResponseError(null, err as Error); // an origin or header undici refuses
+      }
     });
   }
 
   close(): void {
-    this.httpAgent.destroy();
-    this.httpsAgent.destroy();
+    this.agent.destroy().catch(() => undefined);
+  }
+}
+
+/**
+ * The handler of one POST. The attempt settles at its deadline or at the signal even while undici is still
+ * connecting (the request is dropped as soon as undici starts it); the answer is drained up to
+ * MAX_RESPONSE_BYTES so the connection can be reused, and cut off past that.
+ */
+class Attempt implements Dispatcher.DispatchHandler {
+  settled = false;
+  private status = 0;
+  private size = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private controller: Dispatcher.DispatchController | null = null;
+  private readonly resolve: (status: number) => void;
+  private readonly reject: (err: unknown) => void;
+  private readonly signal: AbortSignal | undefined;
+  private readonly onAbort = () => this.fail(new Error('aborted'));
+
+  constructor(resolve: (status: number) => void, reject: (err: unknown) => void, signal?: AbortSignal) {
+    this.resolve = resolve;
+    this.reject = reject;
+    this.signal = signal;
+  }
+
+  arm(timeoutMs: number): void {
+    if (this.signal?.aborted) return this.fail(new Error('aborted'));
+    this.signal?.addEventListener('abort', this.onAbort, { once: true });
+    this.timer = setTimeout(() => this.fail(new AttemptTimeout('attempt timed out')), timeoutMs);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.settled) controller.abort(new Error('the attempt is over'));
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, status: number): void {
+    if (status >= 200) this.status = status;
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.size += chunk.length;
+    if (this.size > MAX_RESPONSE_BYTES) {
+      const status = this.status;
+      this.finish();
+      this.resolve(status);
+      controller.abort(new Error('the response is larger than the attempt reads'));
+    }
+  }
+
+  onResponseEnd(): void {
+    if (this.settled) return;
+    this.finish();
+    this.resolve(this.status);
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | null, err: Error): void {
+    this.fail(err);
+  }
+
+  private fail(err: Error): void {
+    if (this.settled) return;
+    this.finish();
+    this.controller?.abort(err);
+    this.reject(err);
+  }
+
+  private finish(): void {
+    this.settled = true;
+    clearTimeout(this.timer);
+    this.signal?.removeEventListener('abort', this.onAbort);
   }
 }

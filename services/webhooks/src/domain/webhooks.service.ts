@@ -1,6 +1,6 @@
-import { isId, newId, type CallerContext, type CreateWebhookBody, type EventOf, type ListQuery } from '@dap/contracts';
+import { idFloor, idTime, isId, MAX_REPLAY_MESSAGES, newId, type CallerContext, type CreateWebhookBody, type EventOf, type ListQuery } from '@dap/contracts';
 import { decodeCursor, notFound, toPage, type Page } from '@dap/http';
-import { checkTarget, type Resolver } from '@dap/netguard';
+import type { OutboundGuard } from '@dap/netguard';
 import { deliveryIdOf, type DeliveryDoc, type DeliveryRepository } from '../persistence/delivery.repository.ts';
 import { MAX_ENDPOINTS_PER_ACCOUNT, type EndpointDoc, type EndpointRepository } from '../persistence/endpoint.repository.ts';
 import { webhookErrors } from './errors.ts';
@@ -11,8 +11,8 @@ export interface WebhooksServiceDeps {
   endpoints: EndpointRepository;
   deliveries: DeliveryRepository;
   secrets: SecretBox;
-  allowPrivateTargets: boolean;
-  resolve?: Resolver;
+  /** Checks an endpoint's URL at registration: private ranges the operator allows, never the platform's own endpoints. */
+  guard: OutboundGuard;
   /** How long the old secret still signs deliveries after a rotation (default 24 h). */
   secretOverlapMs?: number;
   /** Called when a delivery becomes due now (a redelivery), so the dispatcher need not wait for its poll. */
@@ -34,7 +34,7 @@ export class WebhooksService {
 
   /** Registers an endpoint; the secret is returned here and never again. */
   async create(caller: CallerContext, body: CreateWebhookBody): Promise<{ endpoint: EndpointDoc; secret: string }> {
-    const refused = await checkTarget(body.url, this.d.allowPrivateTargets, this.d.resolve);
+    const refused = await this.d.guard.checkUrl(body.url);
     if (refused) throw webhookErrors.targetNotAllowed(refused);
     if ((await this.d.endpoints.count(caller.accountId)) >= MAX_ENDPOINTS_PER_ACCOUNT) throw webhookErrors.tooManyEndpoints();
     const id = newId('whk');
@@ -119,13 +119,14 @@ export class WebhooksService {
 
   /**
    * Enables a disabled endpoint again (after a 410 or days of failures, once the receiver is fixed): new
-   * events go to it from now on, its URL checked again as at registration. Messages cancelled while it was
-   * disabled are not sent by this; each can be redelivered. Enabling an enabled endpoint changes nothing.
+   * events go to it from now on, its URL checked again as at registration. Messages skipped or cancelled while
+   * it was disabled are not sent by this; `replay` sends them (or each can be redelivered). Enabling an enabled
+   * endpoint changes nothing.
    */
   async enable(accountId: string, id: string): Promise<EndpointDoc> {
     const endpoint = await this.get(accountId, id);
     if (endpoint.status === 'enabled') return endpoint;
-    const refused = await checkTarget(endpoint.url, this.d.allowPrivateTargets, this.d.resolve);
+    const refused = await this.d.guard.checkUrl(endpoint.url);
     if (refused) throw webhookErrors.targetNotAllowed(refused);
     const updated = (await this.d.endpoints.enable(accountId, id)) ?? (await this.get(accountId, id));
     this.d.onEndpointChanged?.(id);
@@ -147,6 +148,19 @@ export class WebhooksService {
     if (result.outcome !== 'scheduled') throw webhookErrors.deliveryInProgress();
     this.d.onDue?.();
     return result.delivery;
+  }
+
+  /**
+   * Sends again the endpoint's messages since `since` (event time) that did not reach it: failed, cancelled, or
+   * skipped while it was disabled. Bounded per call; when more remain, `nextSince` is where the next call starts
+   * (it may look at a few of the same millisecond again, which are pending or delivered by then and left alone).
+   */
+  async replay(accountId: string, id: string, since: Date): Promise<{ replayed: number; hasMore: boolean; nextSince: Date | null }> {
+    const endpoint = await this.get(accountId, id);
+    if (endpoint.status !== 'enabled') throw webhookErrors.endpointDisabled(endpoint.disabledReason);
+    const { replayed, lastEventId } = await this.d.deliveries.replay(accountId, id, idFloor('evt', since), MAX_REPLAY_MESSAGES);
+    if (replayed) this.d.onDue?.();
+    return { replayed, hasMore: lastEventId !== null, nextSince: lastEventId ? idTime(lastEventId) : null };
   }
 
   /** Emits a webhook.test event for this endpoint through the outbox, to travel the normal delivery path. */

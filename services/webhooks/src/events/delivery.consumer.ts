@@ -1,7 +1,7 @@
 import { eventMatches, isId, isPublicEventType, type DomainEvent } from '@dap/contracts';
 import type { Dispatcher, Plan } from '../delivery/dispatcher.ts';
 import { deliveryBody } from '../delivery/signing.ts';
-import { deliveryIdOf, newDelivery, type DeliveryDoc, type DeliveryRepository } from '../persistence/delivery.repository.ts';
+import { deliveryIdOf, newDelivery, skippedDelivery, type DeliveryDoc, type DeliveryRepository } from '../persistence/delivery.repository.ts';
 import type { EndpointDoc, EndpointRepository } from '../persistence/endpoint.repository.ts';
 
 export const DELIVERY_GROUP_ID = 'webhooks-delivery';
@@ -12,7 +12,7 @@ export interface FanOutDeps {
   dispatcher: Pick<Dispatcher, 'plan' | 'unplan' | 'dispatchClaimed' | 'enqueueClaimed' | 'leaseUntil' | 'owner' | 'instanceId'>;
 }
 
-/** Which of the account's endpoints get this event. */
+/** Which of the account's endpoints this event concerns: the enabled ones get it, the disabled ones skip it. */
 async function targetsOf(deps: FanOutDeps, event: DomainEvent): Promise<EndpointDoc[]> {
   if (event.type === 'webhook.test') {
     // A test goes to the endpoint it names, whatever its filters.
@@ -20,7 +20,7 @@ async function targetsOf(deps: FanOutDeps, event: DomainEvent): Promise<Endpoint
     return ep && ep.status === 'enabled' ? [ep] : [];
   }
   const occurred = Date.parse(event.occurredAt);
-  const all = await deps.endpoints.listEnabled(event.accountId);
+  const all = await deps.endpoints.listActive(event.accountId);
   // An endpoint hears what happens after it was registered, even if the log is replayed.
   return all.filter((ep) => eventMatches(ep.events, event.type) && !(occurred < ep.createdAt.getTime()));
 }
@@ -31,7 +31,8 @@ async function targetsOf(deps: FanOutDeps, event: DomainEvent): Promise<Endpoint
  * insert, however many events it holds. Inserting an existing `${eventId}:${endpointId}` is a no-op, which
  * makes a redelivered event harmless. A delivery is inserted already claimed by this instance, so the
  * insert is the claim: it is sent at once where its endpoint has a slot (which keeps event-to-delivery
- * latency low), or held in order by the dispatcher until one frees.
+ * latency low), or held in order by the dispatcher until one frees. An event for a disabled endpoint is
+ * stored as skipped, never sent: it is in the endpoint's log, and a replay after enabling sends it.
  */
 export function deliveryFanOutBatch(deps: FanOutDeps) {
   return async (batch: DomainEvent[]): Promise<void> => {
@@ -43,16 +44,22 @@ export function deliveryFanOutBatch(deps: FanOutDeps) {
     const targets = await Promise.all(events.map((e) => targetsOf(deps, e)));
     const now = new Date();
     const seen = new Set<string>();
-    const planned: Array<{ doc: DeliveryDoc; endpoint: EndpointDoc; plan: Plan }> = [];
+    // plan null: a skipped delivery, which the dispatcher never sees.
+    const planned: Array<{ doc: DeliveryDoc; endpoint: EndpointDoc; plan: Plan | null }> = [];
     events.forEach((event, i) => {
       const body = deliveryBody(event);
       for (const endpoint of targets[i]!) {
         const _id = deliveryIdOf(event.id, endpoint._id);
         if (seen.has(_id)) continue; // the same event twice in one batch
         seen.add(_id);
+        const fields = { accountId: event.accountId, endpointId: endpoint._id, eventId: event.id, eventType: event.type, requestId: event.requestId, body };
+        if (endpoint.status !== 'enabled') {
+          planned.push({ doc: skippedDelivery(fields, now), endpoint, plan: null });
+          continue;
+        }
         const plan = deps.dispatcher.plan(endpoint._id, body.length);
         const claim = plan === 'defer' ? null : { until: deps.dispatcher.leaseUntil(), owner: deps.dispatcher.owner, instance: deps.dispatcher.instanceId };
-        const doc = newDelivery({ accountId: event.accountId, endpointId: endpoint._id, eventId: event.id, eventType: event.type, requestId: event.requestId, body }, claim, now);
+        const doc = newDelivery(fields, claim, now);
         planned.push({ doc, endpoint, plan });
       }
     });
@@ -61,10 +68,11 @@ export function deliveryFanOutBatch(deps: FanOutDeps) {
     try {
       inserted = await deps.deliveries.insertMany(planned.map((p) => p.doc));
     } catch (err) {
-      for (const p of planned) deps.dispatcher.unplan(p.endpoint._id, p.plan, p.doc.body.length);
+      for (const p of planned) if (p.plan) deps.dispatcher.unplan(p.endpoint._id, p.plan, p.doc.body.length);
       throw err;
     }
     for (const p of planned) {
+      if (!p.plan) continue;
       // A duplicate was scheduled before (the event was consumed again): its first delivery stands.
       if (!inserted.has(p.doc._id)) deps.dispatcher.unplan(p.endpoint._id, p.plan, p.doc.body.length);
       else if (p.plan === 'send') deps.dispatcher.dispatchClaimed(p.doc, p.endpoint);

@@ -2,6 +2,8 @@ import { Router, type Request } from 'express';
 import {
   createWebhookBody,
   listQuerySchema,
+  replayWebhookBody,
+  type WebhookReplayDto,
   type DeliveryDto,
   type WebhookCreatedDto,
   type WebhookDto,
@@ -89,6 +91,20 @@ export function webhookRoutes(service: WebhooksService): Router {
   r.post('/webhooks/:id/deliveries/:messageId/redeliver', async (req, res) => {
     const delivery = await service.redeliver(callerOf(req).accountId, req.params.id, req.params.messageId);
     res.status(202).location(`/v1/webhooks/${req.params.id}/deliveries`).json(toDeliveryDto(delivery));
+  });
+
+  r.post('/webhooks/:id/replay', async (req, res) => {
+    const body = parseOr400(replayWebhookBody, req.body ?? {}, 'body');
+    const since = new Date(body.since);
+    const result = await service.replay(callerOf(req).accountId, req.params.id, since);
+    const dto: WebhookReplayDto = {
+      webhookId: req.params.id,
+      since: since.toISOString(),
+      replayed: result.replayed,
+      hasMore: result.hasMore,
+      nextSince: result.nextSince?.toISOString() ?? null,
+    };
+    res.status(202).location(`/v1/webhooks/${req.params.id}/deliveries`).json(dto);
   });
 
   r.post('/webhooks/:id/test', async (req, res) => {

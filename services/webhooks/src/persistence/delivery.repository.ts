@@ -4,7 +4,11 @@ import type { DomainEvent } from '@dap/contracts';
 import { Batcher } from './batcher.ts';
 import type { OutboxEntry } from './delivery-outbox.ts';
 
-export type DeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'cancelled';
+/** `skipped`: the event came while the endpoint was disabled; stored with its body, never attempted. */
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'cancelled' | 'skipped';
+
+/** Finished without reaching the endpoint: what a replay sends again. */
+export const REPLAYABLE_STATUSES: readonly DeliveryStatus[] = ['failed', 'cancelled', 'skipped'];
 
 export interface AttemptDoc {
   at: Date;
@@ -121,6 +125,17 @@ export function newDelivery(
     updatedAt: now,
     finishedAt: null,
   };
+}
+
+/** An event that came while its endpoint was disabled: in the log with its body, not sent (a replay sends it). */
+export function skippedDelivery(d: Pick<DeliveryDoc, 'accountId' | 'endpointId' | 'eventId' | 'eventType' | 'requestId' | 'body'>, now: Date = new Date()): DeliveryDoc {
+  return { ...newDelivery(d, null, now), status: 'skipped', nextAttemptAt: null, finishedAt: now };
+}
+
+export interface ReplayResult {
+  replayed: number;
+  /** The last message looked at when more remain (the next call starts at its time), else null. */
+  lastEventId: string | null;
 }
 
 function isDuplicateOnly(err: unknown): err is MongoBulkWriteError {
@@ -310,6 +325,48 @@ export class DeliveryRepository {
       if (updated) return { outcome: 'scheduled', delivery: updated };
     }
     return { outcome: 'in_progress' };
+  }
+
+  /**
+   * Makes the endpoint's messages from the event id `floorId` on (ids sort by event time) that finished without reaching it
+   * due again, oldest first, at most `limit`, each as a new attempt series like `redeliver`. Pending ones (being
+   * attempted, or replayed already) and delivered ones are left alone, so a repeated replay sends nothing twice.
+   */
+  async replay(accountId: string, endpointId: string, floorId: string, limit: number): Promise<ReplayResult> {
+    const found = await this.raw
+      .find(
+        { accountId, endpointId, _id: { $gte: floorId }, status: { $in: [...REPLAYABLE_STATUSES] }, _outboxPending: { $ne: true } },
+        { projection: { status: 1, eventId: 1, attempts: 1 } },
+      )
+      .sort({ _id: 1 })
+      .limit(limit + 1)
+      .toArray();
+    const batch = found.slice(0, limit);
+    if (!batch.length) return { replayed: 0, lastEventId: null };
+    const now = new Date();
+    // Compare-and-set per message, as in redeliver: one that changed meanwhile is left to whoever changed it.
+    const res = await this.raw.bulkWrite(
+      batch.map((d) => ({
+        updateOne: {
+          filter: { _id: d._id, accountId, status: d.status, lockedBy: null, _outboxPending: { $ne: true } },
+          update: {
+            $set: {
+              status: 'pending' as const,
+              nextAttemptAt: now,
+              lockedUntil: UNLOCKED,
+              lockedBy: null,
+              lockedInstance: null,
+              seriesStart: d.attempts.length,
+              updatedAt: now,
+              finishedAt: null,
+            },
+            $inc: { redeliveries: 1 },
+          },
+        },
+      })),
+      { ordered: false },
+    );
+    return { replayed: res.modifiedCount, lastEventId: found.length > limit ? batch.at(-1)!.eventId : null };
   }
 
   /** Ends a delivery without an attempt (its endpoint is gone or disabled). */

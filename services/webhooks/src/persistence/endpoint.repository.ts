@@ -25,7 +25,7 @@ export const MAX_ENDPOINTS_PER_ACCOUNT = 100;
 export class EndpointRepository {
   readonly coll: TenantCollection<EndpointDoc>;
   /** Look-ups from concurrent consumers share one query. */
-  private readonly enabledLookups = new Batcher<string, EndpointDoc[]>((accountIds) => this.enabledOf(accountIds));
+  private readonly lookups = new Batcher<string, EndpointDoc[]>((accountIds) => this.endpointsOf(accountIds));
 
   constructor(db: Db, onEvents: () => void) {
     this.coll = new TenantCollection<EndpointDoc>(db, 'endpoints', onEvents);
@@ -52,16 +52,19 @@ export class EndpointRepository {
     return this.coll.count(accountId);
   }
 
-  /** The endpoints an event of this account may go to. */
-  listEnabled(accountId: string): Promise<EndpointDoc[]> {
+  /**
+   * The endpoints an event of this account concerns: the enabled ones get it, the disabled ones record it as
+   * skipped (so it can be replayed once they are enabled again). Deleted ones are not returned.
+   */
+  listActive(accountId: string): Promise<EndpointDoc[]> {
     if (!accountId) throw new Error('accountId is required');
-    return this.enabledLookups.add(accountId);
+    return this.lookups.add(accountId);
   }
 
-  private async enabledOf(accountIds: string[]): Promise<EndpointDoc[][]> {
+  private async endpointsOf(accountIds: string[]): Promise<EndpointDoc[][]> {
     const unique = [...new Set(accountIds)];
     const docs = (await this.coll.raw
-      .find({ accountId: unique.length === 1 ? unique[0] : { $in: unique }, deletedAt: null, status: 'enabled' }, { projection: { _outbox: 0 } })
+      .find({ accountId: unique.length === 1 ? unique[0] : { $in: unique }, deletedAt: null }, { projection: { _outbox: 0 } })
       .limit(MAX_ENDPOINTS_PER_ACCOUNT * unique.length)
       .toArray()) as unknown as EndpointDoc[];
     return accountIds.map((a) => docs.filter((d) => d.accountId === a));

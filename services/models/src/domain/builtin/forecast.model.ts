@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { MAX_SERIES_LENGTH } from '@dap/contracts';
-import { forecastSeries } from './holt-winters.ts';
+import { forecastSeries, type ForecastResult } from './holt-winters.ts';
 import { checkSeriesBatch, seasonLengthField, seriesBatchCost, seriesField } from './series-input.ts';
 import { seasonalSeries } from './synthetic.ts';
 import { schemaRuntime } from '../runtime.ts';
@@ -61,22 +61,39 @@ export const forecastModel: BuiltinModel = {
     input: forecastInput,
     checkBatch: checkSeriesBatch,
     cost: seriesBatchCost,
-    predictOne: (input) => {
-      const r = forecastSeries(input.series, input.horizon, input.seasonLength);
+    predictOne: (input) => forecastOutput(forecastSeries(input.series, input.horizon, input.seasonLength)),
+    explainOne: (input) => {
+      const r = forecastSeries(input.series, input.horizon, input.seasonLength, true);
+      const c = r.components!;
       return {
-        forecast: r.forecast,
-        lower80: r.lower80,
-        upper80: r.upper80,
-        lower95: r.lower95,
-        upper95: r.upper95,
-        alpha: r.alpha,
-        beta: r.beta,
-        gamma: r.gamma,
-        method: r.method,
-        seasonLength: r.seasonLength,
-        residualStdDev: r.residualStdDev,
+        ...forecastOutput(r),
+        explanation: {
+          method: 'components',
+          description: 'Each forecast[h] = level[h] + trend[h] + season[h] exactly; residual holds the one-step-ahead errors of the fit over the series, from index residualStart.',
+          level: c.level,
+          trend: c.trend,
+          season: c.season,
+          residual: c.residual,
+          residualStart: c.residualStart,
+        },
       };
     },
   }),
   backtest: once(syntheticBacktest),
 };
+
+function forecastOutput(r: ForecastResult): Record<string, unknown> {
+  return {
+    forecast: r.forecast,
+    lower80: r.lower80,
+    upper80: r.upper80,
+    lower95: r.lower95,
+    upper95: r.upper95,
+    alpha: r.alpha,
+    beta: r.beta,
+    gamma: r.gamma,
+    method: r.method,
+    seasonLength: r.seasonLength,
+    residualStdDev: r.residualStdDev,
+  };
+}

@@ -20,6 +20,21 @@ export interface ForecastResult {
   seasonLength: number | null;
   /** Root mean square of the one-step-ahead residuals of the fitted model. */
   residualStdDev: number;
+  /** With `decompose`: each forecast as level + trend + season (exactly), and the in-sample residuals. */
+  components?: ForecastComponents;
+}
+
+export interface ForecastComponents {
+  /** The final smoothed level, the same for every step. */
+  level: number[];
+  /** h times the final trend, per step h. */
+  trend: number[];
+  /** The seasonal index of each step (0 for Holt). */
+  season: number[];
+  /** One-step-ahead errors of the fitted model over the series (from the first step it forecasts). */
+  residual: number[];
+  /** Index in the series of residual[0]. */
+  residualStart: number;
 }
 
 const Z80 = 1.2815515655446004;
@@ -65,7 +80,7 @@ function seasonalStart(y: readonly number[], m: number): SeasonalStart {
   return { level: means[0]! + (trend * (m - 1)) / 2, trend, season };
 }
 
-function runHoltWinters(y: readonly number[], m: number, start: SeasonalStart, alpha: number, beta: number, gamma: number): Fit {
+function runHoltWinters(y: readonly number[], m: number, start: SeasonalStart, alpha: number, beta: number, gamma: number, errors?: number[]): Fit {
   const season = Float64Array.from(start.season);
   let level = start.level;
   let trend = start.trend;
@@ -75,6 +90,7 @@ function runHoltWinters(y: readonly number[], m: number, start: SeasonalStart, a
     const s = season[p]!;
     const yt = y[t]!;
     const e = yt - (level + trend + s);
+    errors?.push(e);
     sse += e * e;
     const next = alpha * (yt - s) + (1 - alpha) * (level + trend);
     trend = beta * (next - level) + (1 - beta) * trend;
@@ -84,13 +100,14 @@ function runHoltWinters(y: readonly number[], m: number, start: SeasonalStart, a
   return { sse, residuals: y.length - m, level, trend, season };
 }
 
-function runHolt(y: readonly number[], alpha: number, beta: number): Fit {
+function runHolt(y: readonly number[], alpha: number, beta: number, errors?: number[]): Fit {
   let level = y[0]!;
   let trend = y[1]! - y[0]!;
   let sse = 0;
   for (let t = 1; t < y.length; t++) {
     const yt = y[t]!;
     const e = yt - (level + trend);
+    if (t >= 2) errors?.push(e);
     if (t >= 2) sse += e * e; // the first step is fitted exactly by the initial trend
     const next = alpha * yt + (1 - alpha) * (level + trend);
     trend = beta * (next - level) + (1 - beta) * trend;
@@ -120,7 +137,7 @@ const GAMMAS = [0.05, 0.2, 0.5];
 const HOLT_GRID = ALPHAS.flatMap((a) => BETAS.map((b) => [a, b]));
 const HW_GRID = ALPHAS.flatMap((a) => BETAS.flatMap((b) => GAMMAS.map((g) => [a, b, g])));
 
-export function forecastSeries(series: readonly number[], horizon: number, seasonLength?: number): ForecastResult {
+export function forecastSeries(series: readonly number[], horizon: number, seasonLength?: number, decompose = false): ForecastResult {
   if (series.length < 3) throw new RangeError('a series needs at least 3 values');
   const seasonal = seasonLength !== undefined && seasonLength >= 2 && series.length >= 2 * seasonLength;
   const m = seasonal ? seasonLength : 0;
@@ -129,14 +146,15 @@ export function forecastSeries(series: readonly number[], horizon: number, seaso
   let beta: number;
   let gamma: number | null;
   let fit: Fit;
+  const errors: number[] | undefined = decompose ? [] : undefined;
   if (seasonal) {
     const start = seasonalStart(series, m);
     [alpha, beta, gamma] = fitParameters((x) => runHoltWinters(series, m, start, x[0]!, x[1]!, x[2]!).sse, HW_GRID) as [number, number, number];
-    fit = runHoltWinters(series, m, start, alpha, beta, gamma);
+    fit = runHoltWinters(series, m, start, alpha, beta, gamma, errors);
   } else {
     [alpha, beta] = fitParameters((x) => runHolt(series, x[0]!, x[1]!).sse, HOLT_GRID) as [number, number];
     gamma = null;
-    fit = runHolt(series, alpha, beta);
+    fit = runHolt(series, alpha, beta, errors);
   }
 
   const sigma = Math.sqrt(fit.sse / fit.residuals);
@@ -154,6 +172,7 @@ export function forecastSeries(series: readonly number[], horizon: number, seaso
     residualStdDev: sigma,
   };
   const n = series.length;
+  const parts: ForecastComponents | undefined = errors ? { level: [], trend: [], season: [], residual: errors, residualStart: seasonal ? m : 2 } : undefined;
   let multiplier = 1; // 1 + Σ_{j<h} c_j²
   for (let h = 1; h <= horizon; h++) {
     if (h > 1) {
@@ -161,7 +180,13 @@ export function forecastSeries(series: readonly number[], horizon: number, seaso
       const c = alpha * (1 + j * beta) + (seasonal && j % m === 0 ? gamma! * (1 - alpha) : 0);
       multiplier += c * c;
     }
-    const point = fit.level + h * fit.trend + (seasonal ? fit.season[(n - 1 + h) % m]! : 0);
+    const seasonPart = seasonal ? fit.season[(n - 1 + h) % m]! : 0;
+    const point = fit.level + h * fit.trend + seasonPart;
+    if (parts) {
+      parts.level.push(fit.level);
+      parts.trend.push(h * fit.trend);
+      parts.season.push(seasonPart);
+    }
     const sd = sigma * Math.sqrt(multiplier);
     out.forecast.push(point);
     out.lower80.push(point - Z80 * sd);
@@ -169,5 +194,6 @@ export function forecastSeries(series: readonly number[], horizon: number, seaso
     out.lower95.push(point - Z95 * sd);
     out.upper95.push(point + Z95 * sd);
   }
+  if (parts) out.components = parts;
   return out;
 }

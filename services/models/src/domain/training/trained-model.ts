@@ -35,6 +35,8 @@ export interface FlatTree {
   left: number[];
   right: number[];
   value: (number | number[] | null)[];
+  /** Training rows reaching each node (models trained before it was stored have none: children weigh alike). */
+  cover?: number[];
 }
 export interface ForestParams {
   kind: 'forest';
@@ -138,4 +140,109 @@ export function outputOf(artifact: TrainedArtifact, e: Estimate): Record<string,
     case 'clustering':
       return { cluster: e.cluster, distance: e.distance };
   }
+}
+
+/**
+ * The point explanations are measured from: numbers and booleans at their training mean (0 once
+ * standardised), every one-hot column 0 (the reference category, or no kept category where there is none).
+ */
+export function referenceRow(encoder: Encoder): number[] {
+  const out: number[] = [];
+  for (const f of encoder.features) {
+    if (f.kind === 'categorical') {
+      const columns = f.categories.length + (f.other ? 1 : 0) - (f.dropFirst ? 1 : 0);
+      for (let i = 0; i < columns; i++) out.push(0);
+    } else out.push(encoder.scaled ? 0 : f.mean);
+  }
+  return out;
+}
+
+/** How many encoded columns each feature has, in the encoder's order. */
+export function columnsPerFeature(encoder: Encoder): { name: string; columns: number }[] {
+  return encoder.features.map((f) => ({
+    name: f.name,
+    columns: f.kind === 'categorical' ? f.categories.length + (f.other ? 1 : 0) - (f.dropFirst ? 1 : 0) : 1,
+  }));
+}
+
+/**
+ * Exact additive explanation of a linear score s(x) = w·x + b: column c contributes w_c·(x_c − r_c) from the
+ * reference row r, and base + Σ contributions = s(x) (Shapley values of a linear model with independent
+ * inputs). Linear regression: s is the prediction. Logistic regression: s is the log-odds of class
+ * `classIndex`'s one-vs-rest score (its probability is sigmoid(s) normalised over the classes' scores).
+ * Null for models without a linear score.
+ */
+export function explainLinear(artifact: TrainedArtifact, x: readonly number[], classIndex = 0): { baseValue: number; value: number; contributions: number[] } | null {
+  const p = artifact.params;
+  let w: readonly number[];
+  let b: number;
+  if (p.kind === 'linear') {
+    w = p.weights;
+    b = p.intercept;
+  } else if (p.kind === 'logistic') {
+    w = p.weights[classIndex]!;
+    b = w[x.length]!;
+  } else return null;
+  const r = referenceRow(artifact.encoder);
+  const contributions = x.map((v, c) => w[c]! * (v - r[c]!));
+  return { baseValue: b + dot(w, r), value: dot(w, x) + b, contributions };
+}
+
+/**
+ * Each node's expected value per output (one for regression, one per class): a leaf's own value, an inner
+ * node's the cover-weighted mean of its children's. Computed once per tree and kept with the runtime.
+ */
+export function nodeExpectations(tree: FlatTree, outputs: number): number[][] {
+  const out: number[][] = new Array(tree.feature.length);
+  const visit = (node: number): number[] => {
+    if (tree.feature[node]! < 0) {
+      const v = tree.value[node];
+      out[node] = Array.from({ length: outputs }, (_, c) => (Array.isArray(v) ? (v[c] ?? 0) : typeof v === 'number' ? v : 0));
+      return out[node];
+    }
+    const l = tree.left[node]!;
+    const r = tree.right[node]!;
+    const vl = visit(l);
+    const vr = visit(r);
+    const cl = tree.cover?.[l] ?? 0;
+    const cr = tree.cover?.[r] ?? 0;
+    const wl = cl + cr > 0 ? cl / (cl + cr) : 0.5;
+    out[node] = vl.map((v, c) => wl * v + (1 - wl) * vr[c]!);
+    return out[node];
+  };
+  visit(0);
+  return out;
+}
+
+/**
+ * The exact path decomposition of a forest's output (Saabas): along each tree's decision path, the change
+ * in the node's expected value is credited to the split's column; averaged over the trees, base (the roots'
+ * mean) + Σ contributions = the forest's output exactly. Regression: the prediction; classification: the
+ * probability of `output` (a class index). Unlike TreeSHAP it credits a feature by where it splits on the
+ * path, so features high in the trees can be credited more than their Shapley value.
+ */
+export function explainForest(
+  params: ForestParams,
+  expectations: readonly number[][][],
+  x: readonly number[],
+  output: number,
+): { baseValue: number; value: number; contributions: number[] } {
+  const contributions = new Array<number>(x.length).fill(0);
+  const n = params.trees.length;
+  let baseValue = 0;
+  let value = 0;
+  params.trees.forEach((tree, t) => {
+    const e = expectations[t]!;
+    let node = 0;
+    baseValue += e[0]![output]! / n;
+    for (;;) {
+      const f = tree.feature[node]!;
+      if (f < 0) break;
+      const next = x[f]! < tree.threshold[node]! ? tree.left[node]! : tree.right[node]!;
+      contributions[f]! += (e[next]![output]! - e[node]![output]!) / n;
+      node = next;
+    }
+    value += e[node]![output]! / n;
+  });
+  return { baseValue, value, contributions };
 }

@@ -91,6 +91,21 @@ export function flattenTree(root: CartNode, columns: readonly number[], classCou
   return tree;
 }
 
+/** How many of the rows reach each node: the weights explanations average the children's values with. */
+export function coverOf(tree: FlatTree, X: readonly (readonly number[])[]): number[] {
+  const cover = new Array<number>(tree.feature.length).fill(0);
+  for (const x of X) {
+    let node = 0;
+    for (;;) {
+      cover[node]!++;
+      const f = tree.feature[node]!;
+      if (f < 0) break;
+      node = x[f]! < tree.threshold[node]! ? tree.left[node]! : tree.right[node]!;
+    }
+  }
+  return cover;
+}
+
 export interface ForestHyperparameters {
   nEstimators: number;
   maxDepth: number;
@@ -127,6 +142,7 @@ export function trainForest(X: number[][], y: number[], classCount: number | nul
   forest.train(Xs, ys);
   const internals = forest as unknown as ForestInternals;
   const trees = internals.estimators.map((e, i) => flattenTree(e.root, internals.indexes[i]!, classCount));
+  for (const tree of trees) tree.cover = coverOf(tree, Xs);
   let importances: number[];
   try {
     importances = internals.featureImportance().map((v) => (Number.isFinite(v) ? round(v) : 0));

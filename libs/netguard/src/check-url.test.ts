@@ -1,7 +1,10 @@
 import type { LookupAddress } from 'node:dns';
-import { checkTarget } from './check-target.ts';
+import { OutboundGuard, type Resolver } from './guard.ts';
 
-describe('registration check', () => {
+const checkTarget = (url: string, allowPrivate: boolean, resolve?: Resolver, timeoutMs?: number) =>
+  new OutboundGuard({ allowPrivate, ...(resolve ? { resolve } : {}) }).checkUrl(url, timeoutMs);
+
+describe('registration check (checkUrl)', () => {
   const resolveTo = (addresses: string[]) => async () => addresses.map((address): LookupAddress => ({ address, family: address.includes(':') ? 6 : 4 }));
 
   it('refuses private IP literals, including bracketed and mapped IPv6 and numeric IPv4 forms', async () => {

@@ -1,0 +1,124 @@
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DEPLOYABLES, startServices, type DeployableName, type Supervised } from './supervisor.ts';
+
+/**
+ * The Node half of `npm run cluster` (deploy/local/cluster.sh starts the infrastructure, then this): two
+ * replicas of every service and two gateways, each set through the supervisor on its own ports, sharing the
+ * databases, the dataset store and the infrastructure. Writes `<base>/ready.env` when all are healthy; SIGTERM
+ * stops them (gateways first).
+ */
+const base = process.argv[2];
+if (!base) throw new Error('usage: cluster.ts <cluster base directory>');
+const root = join(import.meta.dirname, '..', '..');
+
+function readEnvFile(file: string): Record<string, string> {
+  if (!existsSync(file)) return {};
+  return Object.fromEntries(
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('='))
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  );
+}
+
+const secretsFile = join(base, 'secrets.env');
+if (!existsSync(secretsFile)) {
+  const s = {
+    INTERNAL_SECRET: randomBytes(32).toString('hex'),
+    WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
+    SOURCE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
+  };
+  writeFileSync(
+    secretsFile,
+    Object.entries(s)
+      .map(([k, v]) => `${k}=${v}\n`)
+      .join(''),
+    { mode: 0o600 },
+  );
+}
+const env: Record<string, string> = {
+  ...readEnvFile(join(base, 'cluster.env')),
+  ...readEnvFile(secretsFile),
+  LOG_LEVEL: 'info',
+  DATASET_DIR: join(base, 'datasets'),
+  ALLOW_PRIVATE_TARGETS: 'true',
+};
+mkdirSync(env.DATASET_DIR!, { recursive: true });
+
+const portsOf = (first: number): Record<DeployableName, number> => ({
+  gateway: first,
+  accounts: first + 1,
+  sources: first + 2,
+  analytics: first + 3,
+  models: first + 4,
+  webhooks: first + 5,
+});
+const sets: Supervised[] = [];
+let stopping = false;
+const stop = async () => {
+  if (stopping) return;
+  stopping = true;
+  await Promise.allSettled(sets.map((s) => s.stop()));
+  process.exit(0);
+};
+process.on('SIGTERM', () => void stop());
+process.on('SIGINT', () => void stop());
+
+// The services' replicas first (set a creates the topics, set b finds them), then one gateway per set. The
+// gateways reach the services through nginx's per-service balancers (deploy/local/cluster.sh), so either
+// gateway reaches whichever replica of a service is alive.
+const balanced = {
+  ACCOUNTS_URL: 'http://127.0.0.1:31201',
+  SOURCES_URL: 'http://127.0.0.1:31202',
+  ANALYTICS_URL: 'http://127.0.0.1:31203',
+  MODELS_URL: 'http://127.0.0.1:31204',
+  WEBHOOKS_URL: 'http://127.0.0.1:31205',
+};
+const services = DEPLOYABLES.filter((d) => d.name !== 'gateway');
+const gatewayOnly = DEPLOYABLES.filter((d) => d.name === 'gateway');
+for (const [name, first] of [
+  ['a', 31100],
+  ['b', 31110],
+] as const) {
+  sets.push(
+    await startServices({
+      root,
+      env: { ...env, INSTANCE_ID: `cluster-${name}` },
+      ports: portsOf(first),
+      logDir: join(base, 'logs', name),
+      timeoutMs: 180_000,
+      deployables: services,
+    }),
+  );
+}
+for (const [name, first] of [
+  ['a', 31100],
+  ['b', 31110],
+] as const) {
+  sets.push(
+    await startServices({ root, env: { ...env, ...balanced }, ports: portsOf(first), logDir: join(base, 'logs', `gateway-${name}`), timeoutMs: 180_000, deployables: gatewayOnly }),
+  );
+}
+const cli = execFileSync(process.execPath, ['--no-warnings', join(root, 'services/accounts/src/cli.ts'), 'ensure-dev'], {
+  env: { PATH: process.env.PATH ?? '', MONGO_URL: env.MONGO_URL ?? '', MONGO_DB: 'dap_accounts' },
+  encoding: 'utf8',
+});
+const { apiKey, accountId } = JSON.parse(cli) as { apiKey: string; accountId: string };
+const pids = sets.flatMap((s, i) => Object.entries(s.pids()).map(([n, pid]) => `PID_${n.toUpperCase()}_${'ABAB'[i]}=${pid}`));
+writeFileSync(
+  join(base, 'ready.env'),
+  [
+    `GATEWAY_URL=http://127.0.0.1:31000`,
+    `GATEWAY_A_URL=${sets[2]!.urls.gateway}`,
+    `GATEWAY_B_URL=${sets[3]!.urls.gateway}`,
+    `API_KEY=${apiKey}`,
+    `ACCOUNT_ID=${accountId}`,
+    ...pids,
+    '',
+  ].join('\n'),
+  { mode: 0o600 },
+);
+process.stdout.write(`cluster services ready (gateways ${sets[2]!.urls.gateway}, ${sets[3]!.urls.gateway})\n`);

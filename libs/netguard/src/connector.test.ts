@@ -1,0 +1,72 @@
+import type { LookupAddress } from 'node:dns';
+import http, { type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Client } from 'undici';
+import { guardedConnector, type Dial } from './connector.ts';
+import { DisallowedTargetError, OutboundGuard, type Resolver } from './guard.ts';
+
+/** undici through the guard's connector, against a loopback server standing in for hosts of every kind. */
+const fakeDns =
+  (table: Record<string, string[]>): Resolver =>
+  async (host) => {
+    const found = table[host];
+    if (!found) throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
+    return found.map((address): LookupAddress => ({ address, family: address.includes(':') ? 6 : 4 }));
+  };
+
+const seen: IncomingMessage[] = [];
+const server = http.createServer((req, res) => {
+  seen.push(req);
+  res.end('ok');
+});
+let port = 0;
+
+beforeAll(async () => {
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  port = (server.address() as AddressInfo).port;
+});
+afterAll(() => new Promise((r) => server.close(r)));
+
+async function get(origin: string, dial: Dial): Promise<{ status: number; host: string | undefined }> {
+  const client = new Client(origin, { connect: guardedConnector(dial, { timeoutMs: 2_000 }) });
+  try {
+    const res = await client.request({ path: '/x', method: 'GET' });
+    await res.body.text();
+    return { status: res.statusCode, host: seen.at(-1)?.headers.host };
+  } finally {
+    await client.destroy();
+  }
+}
+
+describe('guardedConnector', () => {
+  const dns = fakeDns({ 'public.test': ['127.0.0.1'], 'rebound.test': ['127.0.0.1'], 'mixed.test': ['127.0.0.1', '10.0.0.7'] });
+  // 127.0.0.1 plays a public host here; everything else keeps its real class.
+  const guard = new OutboundGuard({ allowPrivate: false, resolve: dns, treatAsPublic: ['127.0.0.1'] });
+  const strict = new OutboundGuard({ allowPrivate: false, resolve: dns });
+
+  it('dials a name through the guard: an allowed answer connects, with the URL’s host in the request', async () => {
+    expect(await get(`http://public.test:${port}`, { guard })).toEqual({ status: 200, host: `public.test:${port}` });
+  });
+
+  it('refuses a name that resolves to a private or loopback address, at connect time, before any byte is sent', async () => {
+    const before = seen.length;
+    await expect(get(`http://rebound.test:${port}`, { guard: strict })).rejects.toThrow(/the host rebound\.test resolves to 127\.0\.0\.1, which is not allowed \(loopback\)/);
+    // Any one bad address refuses the name, even next to an allowed one.
+    await expect(get(`http://mixed.test:${port}`, { guard })).rejects.toBeInstanceOf(DisallowedTargetError);
+    expect(seen.length).toBe(before);
+  });
+
+  it('refuses an IP literal that is not allowed, and link-local even where private targets are allowed', async () => {
+    const before = seen.length;
+    await expect(get(`http://127.0.0.1:${port}`, { guard: strict })).rejects.toThrow(/127\.0\.0\.1 is not allowed \(loopback\)/);
+    const open = new OutboundGuard({ allowPrivate: true, resolve: dns });
+    await expect(get('http://169.254.169.254:80', { guard: open })).rejects.toThrow(/link-local/);
+    expect(seen.length).toBe(before);
+    // The positive control: the same literal where loopback is allowed.
+    expect((await get(`http://127.0.0.1:${port}`, { guard: open })).status).toBe(200);
+  });
+
+  it('dials a pinned address and keeps the URL’s host', async () => {
+    expect(await get(`http://files.example.test:${port}`, { pinned: { address: '127.0.0.1', family: 4 } })).toEqual({ status: 200, host: `files.example.test:${port}` });
+  });
+});
