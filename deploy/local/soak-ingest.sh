@@ -14,4 +14,4 @@ bash deploy/local/bootstrap.sh
 if ! bash deploy/local/stack.sh status test >/dev/null 2>&1; then
   bash deploy/local/stack.sh up test
 fi
-exec node_modules/.bin/node --no-warnings services/sources/bench/soak-ingest.ts "${1:-1024}" "${2:-400}" "${3:-url}"
+exec node_modules/.bin/node --no-warnings deploy/bench/services/sources/soak-ingest.ts "${1:-1024}" "${2:-400}" "${3:-url}"

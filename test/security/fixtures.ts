@@ -117,6 +117,8 @@ export function validBodyOf(o: ApiOperation, fixtures: Partial<Fixtures>): unkno
       return { inputs: [{ series: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], horizon: 2, x: 3 }] };
     case 'createWebhook':
       return { url: 'http://127.0.0.1:9/hook' };
+    case 'updateModelAliases':
+      return { shadowShare: 0 };
     case 'replayWebhook':
       return { since: '2026-01-01T00:00:00Z' };
     case 'createKey':

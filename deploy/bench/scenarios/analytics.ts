@@ -6,7 +6,7 @@ interface Timing {
   minMs: number;
   runsMs: number[];
 }
-/** The fields of services/analytics/bench/groupby.bench.ts's result that the report uses. */
+/** The fields of deploy/bench/services/analytics/groupby.bench.ts's result that the report uses. */
 interface GroupByBenchResult {
   rows: number;
   fileBytes: number;
@@ -17,7 +17,7 @@ interface GroupByBenchResult {
 }
 type RunGroupByBench = (opts: Record<string, unknown>) => Promise<GroupByBenchResult>;
 
-const FILE = 'services/analytics/bench/groupby.bench.ts';
+const FILE = 'deploy/bench/services/analytics/groupby.bench.ts';
 
 /** A group-by over 10M rows (1M with --quick) via the analytics API vs raw DuckDB, by the analytics owner's bench. */
 export async function analyticsScenario(ctx: BenchContext): Promise<ScenarioResult> {

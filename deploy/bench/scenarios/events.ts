@@ -2,7 +2,7 @@ import type { BenchContext, ScenarioResult } from '../lib/context.ts';
 import { round } from '../lib/stats.ts';
 import { ownerBench } from './owner-bench.ts';
 
-/** The fields of services/webhooks/bench/delivery.bench.ts's result that the report uses. */
+/** The fields of deploy/bench/services/webhooks/delivery.bench.ts's result that the report uses. */
 interface DeliveryBenchResult {
   p50: number;
   p99: number;
@@ -21,7 +21,7 @@ interface DeliveryBenchResult {
 }
 type RunDeliveryBench = (opts: Record<string, unknown>) => Promise<DeliveryBenchResult>;
 
-const FILE = 'services/webhooks/bench/delivery.bench.ts';
+const FILE = 'deploy/bench/services/webhooks/delivery.bench.ts';
 
 /**
  * Event → signed webhook delivery at 200 events/s, and deliveries/s against a plain POST loop, measured by the
@@ -79,7 +79,7 @@ export async function eventsScenario(ctx: BenchContext): Promise<ScenarioResult>
         value: `${round(r.leanRatioConcurrent, 2)} (${r.leanPipelinePerSec} vs ${r.plainPostConcurrentPerSec}/s with ${r.concurrency} in flight)`,
         met: null,
         detail:
-          "services/webhooks/bench/lean-pipeline.ts: the same backlog, pre-published, consumed by one kafkajs consumer that signs each event with the service's signing code and POSTs it, with nothing stored, claimed or validated; what Kafka, Node and the receiver allow on this machine before any durability",
+          "deploy/bench/services/webhooks/lean-pipeline.ts: the same backlog, pre-published, consumed by one kafkajs consumer that signs each event with the service's signing code and POSTs it, with nothing stored, claimed or validated; what Kafka, Node and the receiver allow on this machine before any durability",
       },
       {
         id: 'events.cpu_per_delivery',

@@ -6,7 +6,7 @@ import { median, round } from '../lib/stats.ts';
 import { ownerBench } from './owner-bench.ts';
 
 type RunIngestBench = (opts: Record<string, unknown>) => Promise<Record<string, unknown>>;
-const FILE = 'services/sources/bench/ingest.bench.ts';
+const FILE = 'deploy/bench/services/sources/ingest.bench.ts';
 /** The API takes CSV inline in JSON, up to 5,000,000 characters (MAX_CSV_CHARS); stay just under it. */
 const MAX_CSV_CHARS = 4_900_000;
 
@@ -102,7 +102,7 @@ export async function ingestScenario(ctx: BenchContext): Promise<ScenarioResult>
   }
 }
 
-/** The fields of services/sources/bench/ingest.bench.ts's result that the report uses. */
+/** The fields of deploy/bench/services/sources/ingest.bench.ts's result that the report uses. */
 interface IngestBenchResult {
   rows: number;
   fileBytes: number;

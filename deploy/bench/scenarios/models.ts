@@ -4,9 +4,9 @@ import type { LoadResult } from '../lib/loadgen.ts';
 import { median, round, Samples, summarize, type LatencySummary } from '../lib/stats.ts';
 import { ownerBench } from './owner-bench.ts';
 
-/** services/models/bench/predict.bench.ts (the models owner's in-process timing), when it exists. */
+/** deploy/bench/services/models/predict.bench.ts (the models owner's in-process timing), when it exists. */
 type BenchForecastPredict = (opts: Record<string, number>) => Promise<{ calls: number; p50Ms: number; p99Ms: number; meanMs: number; maxMs: number }>;
-const OWNER_FILE = 'services/models/bench/predict.bench.ts';
+const OWNER_FILE = 'deploy/bench/services/models/predict.bench.ts';
 
 /** The e2e story's input: four weeks of a weekly-seasonal series, a 7-day forecast. */
 export function forecastInput(seed = 0) {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 /**
- * Loads a service owner's bench module (e.g. services/webhooks/bench/delivery.bench.ts) when it exists, so
+ * Loads a service owner's bench module (e.g. deploy/bench/services/webhooks/delivery.bench.ts) when it exists, so
  * each service's figure is measured by the code that knows the service best; null when it is not there yet.
  */
 export async function ownerBench<T>(root: string, file: string, exportName: string): Promise<T | null> {

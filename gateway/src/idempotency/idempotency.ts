@@ -35,10 +35,6 @@ interface Stored {
   fingerprint: string;
   /** The response (`Replay`), sealed: `iv.tag.ciphertext`, base64. */
   sealed?: string;
-  /** Entries written before responses were sealed (gone 24 h after the upgrade): a plain SHA-256 fingerprint and the response as is. */
-  status?: number;
-  headers?: Record<string, string | string[]>;
-  body?: string;
 }
 
 interface Replay {
@@ -160,16 +156,10 @@ export function idempotency(deps: { redis: Redis; bodyLimit: number; logger: Log
         claimed = (await deps.redis.set(slot, JSON.stringify({ state: 'in_flight', fingerprint } satisfies Stored), 'PX', IN_FLIGHT_TTL_MS, 'NX')) === 'OK';
         if (!claimed) {
           const existing = JSON.parse((await deps.redis.get(slot)) ?? 'null') as Stored | null;
-          const legacy = existing?.state === 'done' && existing.sealed === undefined;
-          const expected = legacy ? fingerprintWith(createHash('sha256'), body) : fingerprint;
-          if (existing && existing.fingerprint !== expected) throw new AppError('unprocessable', 'this Idempotency-Key was used with a different request body');
+          if (existing && existing.fingerprint !== fingerprint) throw new AppError('unprocessable', 'this Idempotency-Key was used with a different request body');
           if (existing?.state === 'in_flight')
             throw new AppError('conflict', 'a request with this Idempotency-Key is still in progress; retry later', { headers: { 'Retry-After': '1' } });
-          const replay = legacy
-            ? { status: existing.status!, headers: existing.headers ?? {}, body: existing.body ?? '' }
-            : existing?.state === 'done' && existing.sealed
-              ? openReplay(sealKey, existing.sealed, slot)
-              : null;
+          const replay = existing?.state === 'done' && existing.sealed ? openReplay(sealKey, existing.sealed, slot) : null;
           if (replay) return send(res, { status: replay.status, headers: replay.headers, body: Buffer.from(replay.body, 'base64') }, true);
           claimed = true; // expired between SET and GET (or unreadable, as after a change of the gateway's secret): run it
         }

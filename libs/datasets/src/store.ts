@@ -42,20 +42,46 @@ export interface StoreOptions {
 }
 
 /**
+ * Where a source's current data is: the read side of the store, with no DuckDB (analytics and models only
+ * resolve files here; they read them with their own query runner and training workers).
+ */
+export class DatasetFiles {
+  readonly root: string;
+
+  constructor(root: string) {
+    this.root = root;
+  }
+
+  dir(accountId: string, sourceId: string): string {
+    return join(this.root, checkSegment(accountId), checkSegment(sourceId));
+  }
+
+  /** The Parquet file holding a source's current data, or null when it has none yet. */
+  async currentFile(accountId: string, sourceId: string): Promise<string | null> {
+    const dir = this.dir(accountId, sourceId);
+    try {
+      return join(dir, (await readFile(join(dir, 'current'), 'utf8')).trim());
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+  }
+}
+
+/**
  * Parquet files per account and source. A sync writes a new file and then swaps a one-line `current`
  * pointer with an atomic rename, so a reader sees the old data or the new, never half a write. The replaced
  * file is retired, not removed: it is deleted only `graceMs` later, so a query that resolved it just before the
  * swap (on this node or another one sharing the volume) still finds it.
  * Only the sources service writes here; analytics and models read through `currentFile`.
  */
-export class DatasetStore {
-  readonly root: string;
+export class DatasetStore extends DatasetFiles {
   readonly duck: Duck;
   readonly graceMs: number;
   private readonly now: () => number;
 
   constructor(root: string, duck: Duck, opts: StoreOptions = {}) {
-    this.root = root;
+    super(root);
     this.duck = duck;
     this.graceMs = opts.graceMs ?? DEFAULT_DATASET_GRACE_MS;
     this.now = opts.now ?? Date.now;
@@ -64,10 +90,6 @@ export class DatasetStore {
   static async open(root: string, duckOptions: DuckOptions = {}, storeOptions: StoreOptions = {}): Promise<DatasetStore> {
     await mkdir(root, { recursive: true });
     return new DatasetStore(root, await Duck.open(duckOptions), storeOptions);
-  }
-
-  dir(accountId: string, sourceId: string): string {
-    return join(this.root, checkSegment(accountId), checkSegment(sourceId));
   }
 
   stagingFile(accountId: string, sourceId: string, format: StagedFormat): string {
@@ -202,17 +224,6 @@ export class DatasetStore {
   async describeFile(file: string): Promise<DatasetColumn[]> {
     const res = await this.duck.run(`DESCRIBE SELECT * FROM read_parquet(${sqlLiteral(file)})`);
     return res.rows.map((r) => ({ name: String(r.column_name), type: apiTypeOf(String(r.column_type)) }));
-  }
-
-  /** The Parquet file holding a source's current data, or null when it has none yet. */
-  async currentFile(accountId: string, sourceId: string): Promise<string | null> {
-    const dir = this.dir(accountId, sourceId);
-    try {
-      return join(dir, (await readFile(join(dir, 'current'), 'utf8')).trim());
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw err;
-    }
   }
 
   async remove(accountId: string, sourceId: string): Promise<void> {

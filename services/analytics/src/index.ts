@@ -1,5 +1,5 @@
 import { Lifecycle } from '@dap/lifecycle';
-import { DatasetStore } from '@dap/datasets';
+import { DatasetFiles } from '@dap/datasets';
 import { listen, type RunningServer } from '@dap/http';
 import { openEventing, type Consumer, type Eventing } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
@@ -33,11 +33,7 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
     const usageRepo = new UsageRepository(mongo.db);
     await Promise.all([reportRepo.init(), sourceRepo.init(), activityRepo.init(), usageRepo.init()]);
 
-    const store = await life.open(
-      'dataset store',
-      () => DatasetStore.open(config.DATASET_DIR),
-      (s) => s.duck.close(),
-    );
+    const store = new DatasetFiles(config.DATASET_DIR);
     const runner = await life.open(
       'query runner',
       () =>

@@ -1,5 +1,5 @@
 import { Lifecycle } from '@dap/lifecycle';
-import { DatasetStore } from '@dap/datasets';
+import { DatasetFiles } from '@dap/datasets';
 import { listen } from '@dap/http';
 import { openEventing, type Consumer, type Eventing } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
@@ -82,15 +82,8 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
     const versions = new ModelVersions({ models: modelRepository, versions: versionRepository });
     const sources = new SourceProjectionRepository(mongo.db);
 
-    // This thread only resolves current files; reading them is the training workers' job, so its DuckDB stays small.
-    const datasetDir = config.DATASET_DIR;
-    const datasets = datasetDir
-      ? await life.open(
-          'dataset store',
-          () => DatasetStore.open(datasetDir, { memoryLimit: '64MB', threads: 1 }),
-          (d) => d.duck.close(),
-        )
-      : null;
+    // This thread only resolves current files (no DuckDB); reading them is the training workers' job.
+    const datasets = config.DATASET_DIR ? new DatasetFiles(config.DATASET_DIR) : null;
     if (!datasets) logger.warn('DATASET_DIR is not set: this instance cannot train models from sources');
 
     // Both pools boot at once: each worker imports its module, which is most of the start-up time.

@@ -17,7 +17,7 @@ const BUDGET_MB = 400;
 
 async function soak(mib: number, mode: 'url' | 'upload'): Promise<{ rows: number; mib: number; peakMB: number }> {
   const root = repoRoot();
-  const child = spawn(process.execPath, ['--no-warnings', join(root, 'services/sources/bench/soak-ingest.ts'), String(mib), String(BUDGET_MB), mode], {
+  const child = spawn(process.execPath, ['--no-warnings', join(root, 'deploy/bench/services/sources/soak-ingest.ts'), String(mib), String(BUDGET_MB), mode], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { gzip } from 'node:zlib';
 import { promisify } from 'node:util';
 import { createModelBody, newId, type CallerContext, type Column, type RetrainModelBody, type TrainModelBody } from '@dap/contracts';
-import { readCurrentFile, type DatasetStore } from '@dap/datasets';
+import { readCurrentFile, type DatasetFiles } from '@dap/datasets';
 import { AppError, parseOr400, type FieldError } from '@dap/http';
 import type { Logger } from '@dap/logger';
 import type { SourceProjection, SourceProjectionRepository } from '@dap/mongo';
@@ -104,7 +104,7 @@ export class TrainingService {
   private readonly artifacts: ArtifactRepository;
   private readonly versions: ModelVersionRepository;
   private readonly sources: SourceProjectionRepository;
-  private readonly datasets: DatasetStore | null;
+  private readonly datasets: DatasetFiles | null;
   private readonly pool: WorkerPool<TrainJob, TrainJobResult> | null;
   private readonly logger: Logger;
   private readonly settings: TrainingSettings;
@@ -120,7 +120,7 @@ export class TrainingService {
     artifacts: ArtifactRepository;
     versions: ModelVersionRepository;
     sources: SourceProjectionRepository;
-    datasets: DatasetStore | null;
+    datasets: DatasetFiles | null;
     pool: WorkerPool<TrainJob, TrainJobResult> | null;
     logger: Logger;
     settings: TrainingSettings;

@@ -9,9 +9,9 @@ import { createKafka, EventProducer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
 import { connectMongo } from '@dap/mongo';
 import { repoRoot, stackEnv, uniqueSuffix } from '@dap/testing';
-import { cpuTimeMs } from '../../../deploy/bench/lib/procs.ts';
-import { loadWebhooksConfig } from '../src/config.ts';
-import { spawnWebhooks, type ChildWebhooks } from '../test/process.ts';
+import { cpuTimeMs } from '../../lib/procs.ts';
+import { loadWebhooksConfig } from '../../../../services/webhooks/src/config.ts';
+import { spawnWebhooks, type ChildWebhooks } from '../../../../services/webhooks/test/process.ts';
 import { leanPipelinePerSec } from './lean-pipeline.ts';
 
 /**
@@ -107,7 +107,7 @@ function percentile(sorted: number[], p: number): number {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function startBenchReceiver(delayMs: number) {
-  const child = spawn(process.execPath, ['--no-warnings', join(repoRoot(), 'services/webhooks/bench/receiver.ts')], {
+  const child = spawn(process.execPath, ['--no-warnings', join(repoRoot(), 'deploy/bench/services/webhooks/receiver.ts')], {
     env: { PATH: process.env.PATH ?? '', RECEIVER_DELAY_MS: String(delayMs) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

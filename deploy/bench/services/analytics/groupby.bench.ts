@@ -14,7 +14,7 @@
  * - Runs alternate between (a) and (b) after a warm-up of each, so page cache and CPU drift hit both alike.
  *
  * The 10M-row run is not part of `npm test` (a 20,000-row smoke run is: test/groupby-bench.int.test.ts).
- * Run: `node_modules/.bin/node --no-warnings services/analytics/bench/groupby.bench.ts [rows] [repetitions]`
+ * Run: `node_modules/.bin/node --no-warnings deploy/bench/services/analytics/groupby.bench.ts [rows] [repetitions]`
  */
 import { DuckDBInstance } from '@duckdb/node-api';
 import { existsSync } from 'node:fs';
@@ -26,9 +26,9 @@ import { sqlLiteral, type DatasetColumn } from '@dap/datasets';
 import { createKafka, EventProducer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
 import { repoRoot, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
-import { loadAnalyticsConfig } from '../src/config.ts';
-import { compileQuery } from '../src/domain/query-compiler.ts';
-import { startAnalytics } from '../src/index.ts';
+import { loadAnalyticsConfig } from '../../../../services/analytics/src/config.ts';
+import { compileQuery } from '../../../../services/analytics/src/domain/query-compiler.ts';
+import { startAnalytics } from '../../../../services/analytics/src/index.ts';
 
 /** Fixed ids, so the cached file sits where the dataset store expects it for this account and source. */
 const ACCOUNT = 'acct_000000000000000000000BENCH';

@@ -1,7 +1,7 @@
 import { runDeliveryBench } from './delivery.bench.ts';
 
 /**
- * `node --no-warnings services/webhooks/bench/run-delivery.ts [eventsPerSec] [seconds] [endpoints] [receiverDelayMs]`
+ * `node --no-warnings deploy/bench/services/webhooks/run-delivery.ts [eventsPerSec] [seconds] [endpoints] [receiverDelayMs]`
  * against the running test stack (`bash deploy/local/stack.sh up test`); prints the result as JSON.
  */
 const [rate, seconds, endpoints, delay] = process.argv.slice(2).map(Number);

@@ -10,10 +10,10 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { newId, SCOPES, signCallerContext } from '@dap/contracts';
 import { createLogger } from '@dap/logger';
 import { stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix } from '@dap/testing';
-import { NGINX_BIN, startNginx } from '../../../deploy/bench/lib/nginx.ts';
-import { freePort } from '../../../deploy/local/supervisor.ts';
-import { loadSourcesConfig } from '../src/config.ts';
-import { startSources } from '../src/index.ts';
+import { NGINX_BIN, startNginx } from '../../lib/nginx.ts';
+import { freePort } from '../../../local/supervisor.ts';
+import { loadSourcesConfig } from '../../../../services/sources/src/config.ts';
+import { startSources } from '../../../../services/sources/src/index.ts';
 
 export interface IngestBenchOptions {
   rows: number;

@@ -1,4 +1,4 @@
-import { GROUP_BY_QUERIES, runGroupByBench } from '../bench/groupby.bench.ts';
+import { GROUP_BY_QUERIES, runGroupByBench } from './groupby.bench.ts';
 
 /** Keeps the benchmark runnable: a tiny dataset, one repetition, real service and DuckDB. No timing asserted. */
 describe('the group-by benchmark harness', () => {

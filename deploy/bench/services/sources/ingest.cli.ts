@@ -1,6 +1,6 @@
 import { runIngestBench } from './ingest.bench.ts';
 
-/** `node --no-warnings services/sources/bench/ingest.cli.ts [rows] [runs]`, with the test stack up. */
+/** `node --no-warnings deploy/bench/services/sources/ingest.cli.ts [rows] [runs]`, with the test stack up. */
 const rows = Number(process.argv[2] ?? 1_000_000);
 const runs = Number(process.argv[3] ?? 3);
 const result = await runIngestBench({ rows, runs });

@@ -1,12 +1,12 @@
-import { BUILTIN_MODELS, FORECAST_MODEL_ID } from '../src/domain/builtin/index.ts';
-import { seasonalSeries } from '../src/domain/builtin/synthetic.ts';
-import { percentile } from '../src/domain/serving-stats.ts';
+import { BUILTIN_MODELS, FORECAST_MODEL_ID } from '../../../../services/models/src/domain/builtin/index.ts';
+import { seasonalSeries } from '../../../../services/models/src/domain/builtin/synthetic.ts';
+import { percentile } from '../../../../services/models/src/domain/serving-stats.ts';
 
 /**
  * "Single prediction, in process": the built-in forecast model's validate + predict for one input, timed
  * call by call with performance.now(), no HTTP, no logging. The input is a fixed seasonal series (seed 7),
  * so runs are comparable. Run directly to print JSON:
- *   node --no-warnings services/models/bench/predict.bench.ts [calls]
+ *   node --no-warnings deploy/bench/services/models/predict.bench.ts [calls]
  */
 export interface PredictBenchOptions {
   calls?: number;

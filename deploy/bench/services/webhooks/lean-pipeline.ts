@@ -1,7 +1,7 @@
 import type { DomainEvent } from '@dap/contracts';
 import type { Kafka } from '@dap/kafka';
-import { deliveryBody, signedHeaders, signingKeyOf } from '../src/delivery/signing.ts';
-import { newWebhookSecret } from '../src/domain/secret.ts';
+import { deliveryBody, signedHeaders, signingKeyOf } from '../../../../services/webhooks/src/delivery/signing.ts';
+import { newWebhookSecret } from '../../../../services/webhooks/src/domain/secret.ts';
 
 export interface LeanPipelineOptions {
   kafka: Kafka;

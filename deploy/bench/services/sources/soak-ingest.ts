@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { newId, SCOPES, signCallerContext } from '@dap/contracts';
 import { repoRoot, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix } from '@dap/testing';
-import { memoryMB } from '../../../deploy/bench/lib/procs.ts';
-import { freePort, nodeFlagsOf, waitHealthy } from '../../../deploy/local/supervisor.ts';
+import { memoryMB } from '../../lib/procs.ts';
+import { freePort, nodeFlagsOf, waitHealthy } from '../../../local/supervisor.ts';
 import { ordersCsvChunks, writeOrdersCsv } from './ingest.bench.ts';
 
 /**
