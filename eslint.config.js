@@ -7,7 +7,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '**/dist/**', '.cache/**', '.local/**', 'bench-results/**', 'test-artifacts/**', 'coverage/**'] },
+  { ignores: ['**/node_modules/**', '**/dist/**', '.cache/**', '.local/**', 'bench-results/**', 'test-artifacts/**', 'coverage/**', 'libs/sdk/src/generated/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -70,8 +70,8 @@ export function importsOf(text: string): string[] {
   return [...found];
 }
 
-/** Files that run in development only: tests, benches, and the dashboard (bundled at build time into static files). */
-const isTooling = (file: string) => /\.test\.tsx?$/.test(file) || /\/(test|bench)\//.test(file) || file.includes('/gateway/dashboard/');
+/** Files that run in development only: tests, benches, scripts, and the dashboard (bundled at build time into static files). */
+const isTooling = (file: string) => /\.test\.tsx?$/.test(file) || /\/(test|bench|scripts)\//.test(file) || file.includes('/gateway/dashboard/');
 /** This check quotes import lines as data for its own positive control. */
 const SELF = relative(root, __filename);
 

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useMemo, useState, type ReactNode } from 'react';
-import { createApiClient } from './api/client.ts';
+import { createApiClient, unwrap } from './api/client.ts';
 import type { SessionDto } from './api/types.ts';
 import { Layout } from './components/layout.tsx';
 import { Spinner } from './components/ui.tsx';
@@ -89,8 +89,7 @@ export function App() {
   useEffect(() => {
     if (!sessionHint.get()) return;
     const ctrl = new AbortController();
-    api
-      .get<SessionDto>('/auth/session', ctrl.signal)
+    unwrap(api.openapi.GET('/auth/session', { signal: ctrl.signal }))
       .then((session) => {
         api.setCsrfToken(session.csrfToken);
         setAuth({ status: 'signed-in', session });
@@ -115,7 +114,7 @@ export function App() {
 
   const logout = useCallback(async () => {
     try {
-      await api.post('/auth/logout');
+      await unwrap(api.openapi.POST('/auth/logout'));
     } catch {
       // Ending the session locally is what matters; an ended session is already gone on the server.
     }

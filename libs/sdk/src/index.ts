@@ -2,3 +2,4 @@ export { createDapClient, paginate, METHOD_OF_OPERATION, type DapClient, type Li
 export { ApiPromise, type ApiResponse, type DapClientOptions, type RateLimitInfo, type RequestOptions } from './transport.ts';
 export { DapApiError, DapConnectionError, DapError, RateLimitedError, parseRetryAfter } from './errors.ts';
 export * from './operations.ts';
+export type { components, operations, paths } from './generated/openapi.d.ts';

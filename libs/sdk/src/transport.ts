@@ -1,7 +1,9 @@
 import { API_OPERATIONS, IDEMPOTENCY_KEY_PATTERN, operationTakesIdempotencyKey, problemSchema, type ApiOperation, type Problem } from '@dap/contracts';
 import { DapApiError, DapConnectionError, errorFor, parseRetryAfter } from './errors.ts';
-import { SDK_OPERATIONS, type OperationId, type QueryParams, type RequestBody, type ResultOf, type UploadFile } from './operations.ts';
+import { type OperationId, type QueryParams, type RequestBody, type ResultOf, type UploadFile } from './operations.ts';
+import type { paths } from './generated/openapi.d.ts';
 import { backoffDelay } from '@dap/retry';
+import createClient, { type Client } from 'openapi-fetch';
 
 /** Success bodies that are bytes, not text. */
 const BINARY_TYPE = /^application\/(?:vnd\.apache\.parquet|octet-stream)\b/i;
@@ -130,14 +132,14 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-/** A problem body, or one made from whatever an intermediary (a proxy, a load balancer) answered. */
-function problemFrom(status: number, statusText: string, text: string, path: string, headers: Headers): Problem {
-  try {
-    const parsed = problemSchema.safeParse(JSON.parse(text));
-    if (parsed.success) return parsed.data;
-  } catch {
-    // not JSON
-  }
+/**
+ * A problem body, or one made from whatever an intermediary (a proxy, a load balancer) answered. The generated
+ * client hands over an error body parsed as JSON when it is JSON, else as its text.
+ */
+function problemFrom(status: number, statusText: string, body: unknown, path: string, headers: Headers): Problem {
+  const parsed = problemSchema.safeParse(body);
+  if (parsed.success) return parsed.data;
+  const text = body === undefined ? '' : typeof body === 'string' ? body : JSON.stringify(body);
   return {
     type: 'about:blank',
     title: statusText || `HTTP ${status}`,
@@ -149,40 +151,40 @@ function problemFrom(status: number, statusText: string, text: string, path: str
   };
 }
 
-/** Sends requests for the operations in the contracts table, with auth, timeouts, typed errors and retries. */
+/** How the generated client reads a success body: by the media type the contracts give the operation. */
+function parseAsOf(operation: ApiOperation): 'json' | 'text' | 'arrayBuffer' {
+  const media = operation.success.mediaType ?? 'application/json';
+  if (BINARY_TYPE.test(media)) return 'arrayBuffer';
+  return /\bjson\b/i.test(media) ? 'json' : 'text';
+}
+
+/**
+ * Sends requests through the client generated from the OpenAPI document (openapi-fetch over the generated
+ * `paths`), adding auth, timeouts, typed errors, retries and idempotency keys.
+ */
 export class Transport {
   readonly #opts: DapClientOptions;
-  readonly #base: string;
-  readonly #fetch: typeof fetch;
+  readonly #api: Client<paths>;
 
   constructor(opts: DapClientOptions) {
     if (!/^https?:\/\//.test(opts.baseUrl)) throw new TypeError('baseUrl must be an http(s) URL');
     this.#opts = opts;
-    this.#base = opts.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
-    this.#fetch = opts.fetch ?? fetch;
+    const base = opts.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
+    // The fetch is looked up per request (not captured now), so a test or polyfill installed later is used.
+    this.#api = createClient<paths>({ baseUrl: `${base}/v1`, fetch: (request) => (opts.fetch ?? fetch)(request) });
   }
 
   call<K extends OperationId>(operationId: K, input: CallInput<K> = {}, options: RequestOptions = {}): ApiPromise<ResultOf<K>> {
     return new ApiPromise(this.#send(operationId, input, options));
   }
 
-  /** The full URL of an operation (exported for tests and for logging). */
-  urlOf(operation: ApiOperation, params: Record<string, string> = {}, query: Record<string, unknown> = {}): string {
-    const path = operation.path.replace(/\{(\w+)\}/g, (_m, name: string) => {
-      const value = params[name];
-      if (value === undefined || value === '') throw new TypeError(`${operation.operationId} needs the path parameter ${name}`);
-      return encodeURIComponent(value);
-    });
-    const search = new URLSearchParams();
-    for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null) search.set(k, String(v));
-    const qs = search.toString();
-    return `${this.#base}/v1${path}${qs ? `?${qs}` : ''}`;
-  }
-
   async #send<K extends OperationId>(operationId: K, input: CallInput<K>, options: RequestOptions): Promise<ApiResponse<ResultOf<K>>> {
     const operation = OPERATIONS_BY_ID.get(operationId);
     if (!operation) throw new TypeError(`the API has no operation ${operationId}`);
-    const url = this.urlOf(operation, input.params, (input.query ?? {}) as Record<string, unknown>);
+    for (const name of operation.path.matchAll(/\{(\w+)\}/g)) {
+      const value = input.params?.[name[1]!];
+      if (value === undefined || value === '') throw new TypeError(`${operationId} needs the path parameter ${name[1]}`);
+    }
     const method = operation.method.toUpperCase();
     const headers: Record<string, string> = {
       accept: 'application/json, text/csv;q=0.9, application/vnd.apache.parquet;q=0.9, application/problem+json',
@@ -204,14 +206,12 @@ export class Transport {
         idempotent = true;
       }
     }
+    const parseAs = parseAsOf(operation);
     let body: Body | undefined;
     let replayable = true;
     if (input.upload) {
       headers['content-type'] = input.upload.contentType;
       ({ body, replayable } = uploadBodyOf(input.upload.file));
-    } else if (input.body !== undefined) {
-      headers['content-type'] = 'application/json';
-      body = JSON.stringify(input.body);
     }
     // A large upload takes as long as it takes: no per-attempt timeout unless one is asked for.
     const timeoutMs = options.timeoutMs ?? (input.upload ? undefined : (this.#opts.timeoutMs ?? 60_000));
@@ -221,30 +221,39 @@ export class Transport {
     for (let attempt = 0; ; attempt++) {
       const backoff = backoffDelay(attempt, { baseMs: BACKOFF_BASE_MS, capMs: BACKOFF_CAP_MS, jitter: [0.5, 1] });
       const signals = [...(timeoutMs !== undefined ? [AbortSignal.timeout(timeoutMs)] : []), ...(options.signal ? [options.signal] : [])];
-      let res: Response;
-      let text: string;
-      let bytes: Uint8Array | null = null;
+      let result: { data?: unknown; error?: unknown; response: Response };
       try {
-        const init: RequestInit & { duplex?: 'half' } = { method, headers, body: body ?? null, signal: AbortSignal.any(signals), redirect: 'manual' };
-        if (body instanceof ReadableStream) init.duplex = 'half'; // fetch streams a request body only so
-        res = await this.#fetch(url, init);
-        // A binary download (a Parquet export) is kept as bytes: decoding it as text would corrupt it.
-        if (res.ok && BINARY_TYPE.test(res.headers.get('content-type') ?? '')) {
-          bytes = new Uint8Array(await res.arrayBuffer());
-          text = '';
-        } else text = await res.text();
+        // The operation's path template with its parameters; the generated client fills and encodes them. An
+        // upload's file is the raw body (sent as is, not serialized as JSON); a stream is sent half-duplex, the
+        // only way fetch streams a request body.
+        result = await this.#api.request(
+          method as 'get',
+          operation.path as never,
+          {
+            params: { path: input.params, query: input.query },
+            ...(input.upload ? { body, bodySerializer: (b: unknown) => b } : { body: input.body }),
+            ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
+            headers,
+            parseAs,
+            signal: AbortSignal.any(signals),
+            redirect: 'manual',
+          } as never,
+        );
       } catch (err) {
         if (options.signal?.aborted) throw err;
         if (idempotent && attempt < maxRetries) {
           await sleep(backoff, options.signal);
           continue;
         }
-        throw new DapConnectionError(`${method} ${url} failed: ${(err as Error).message}`, err);
+        throw new DapConnectionError(`${method} ${this.#urlOf(operation)} failed: ${(err as Error).message}`, err);
       }
+      const res = result.response;
 
-      if (res.status >= 200 && res.status < 300) return bytes ? this.#binary(res, bytes) : this.#success(operationId, res, text);
+      if (res.status >= 200 && res.status < 300)
+        return this.#success(operationId, operation, res, parseAs === 'arrayBuffer' && result.data instanceof ArrayBuffer ? new Uint8Array(result.data) : result.data);
 
-      const error = errorFor(res.status, problemFrom(res.status, res.statusText, text, new URL(url).pathname, res.headers), res.headers, url);
+      const url = res.url || this.#urlOf(operation);
+      const error = errorFor(res.status, problemFrom(res.status, res.statusText, result.error, new URL(url).pathname, res.headers), res.headers, url);
       const retryable = res.status === 429 || (res.status === 503 && idempotent);
       if (!retryable || attempt >= maxRetries) throw error;
       const retryAfter = parseRetryAfter(res.headers.get('retry-after'));
@@ -254,19 +263,17 @@ export class Transport {
     }
   }
 
-  #binary<T>(res: Response, bytes: Uint8Array): ApiResponse<T> {
-    return { data: bytes as T, status: res.status, headers: res.headers, requestId: res.headers.get('x-request-id'), rateLimit: rateLimitOf(res.headers) };
+  #urlOf(operation: ApiOperation): string {
+    return `${this.#opts.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '')}/v1${operation.path}`;
   }
 
-  #success<K extends OperationId>(operationId: K, res: Response, text: string): ApiResponse<ResultOf<K>> {
-    const schema = SDK_OPERATIONS[operationId].result;
-    const type = res.headers.get('content-type') ?? '';
-    let data: unknown;
-    if (schema === null || text === '') data = undefined;
-    else if (/\bjson\b/i.test(type)) data = JSON.parse(text);
-    else data = text;
-    if (this.#opts.validateResponses && schema !== null) {
-      const parsed = schema.safeParse(data);
+  #success<K extends OperationId>(operationId: K, operation: ApiOperation, res: Response, body: unknown): ApiResponse<ResultOf<K>> {
+    const schema = operation.success.schema;
+    let data = schema === null || body === '' ? undefined : body;
+    if (this.#opts.validateResponses && schema !== null && !(data instanceof Uint8Array)) {
+      // A 202 answers with the operation's alternative schema (a running report, a model in training).
+      const target = operation.success.alt && res.status === operation.success.alt.status ? operation.success.alt.schema : schema;
+      const parsed = target.safeParse(data);
       if (!parsed.success) {
         const problem: Problem = {
           type: 'about:blank',

@@ -1,3 +1,5 @@
+import createClient, { type Client, type Middleware } from 'openapi-fetch';
+import type { paths } from '../../../../libs/sdk/src/generated/openapi.d.ts';
 import type { Problem } from './types.ts';
 
 export interface FieldError {
@@ -41,80 +43,77 @@ export function toApiError(err: unknown): ApiError {
   return new ApiError({ status: 0, code: 'client_error', title: 'Something went wrong', detail: message });
 }
 
+/** The /v1 operations, as generated from the OpenAPI document (`npm run generate:client`). */
+export type ApiPaths = paths;
+/** The JSON body a POST to this path takes, as the OpenAPI document says. */
+export type RequestBodyOf<P extends keyof paths> = paths[P] extends { post: { requestBody: { content: { 'application/json': infer B } } } } ? B : never;
+
 export interface ApiClient {
-  get<T>(path: string, signal?: AbortSignal): Promise<T>;
-  post<T>(path: string, body?: unknown): Promise<T>;
-  /** POST answering with a status the caller needs (201 vs 202). */
-  postWithStatus<T>(path: string, body?: unknown): Promise<{ status: number; body: T }>;
-  del(path: string): Promise<void>;
-  /** POST a multipart form (a file upload): the browser streams the file, and sets the form's Content-Type. */
-  upload<T>(path: string, form: FormData): Promise<T>;
+  /**
+   * The generated client itself (openapi-fetch over the generated `paths`), with the session cookie and the
+   * CSRF token: paths, parameters, bodies and answers are typed by the OpenAPI document.
+   */
+  readonly openapi: Client<paths>;
   setCsrfToken(token: string | null): void;
 }
 
 const CSRF_HEADER = 'x-csrf-token';
 
-/**
- * fetch for the /v1 API with the session cookie: JSON in and out, the CSRF token on every write, problem
- * bodies turned into ApiErrors. `onSessionEnded` runs when an authenticated call is refused with 401.
- */
-export function createApiClient(opts: { onSessionEnded: () => void }): ApiClient {
-  let csrf: string | null = null;
+/** A failed answer of the generated client as an ApiError; the problem body arrives parsed (or as text). */
+function errorOf(res: Response, body: unknown): ApiError {
+  const p = (body && typeof body === 'object' ? body : {}) as Partial<Problem>;
+  const retry = Number(res.headers.get('retry-after'));
+  return new ApiError({
+    status: res.status,
+    code: p.code ?? 'http_error',
+    title: p.title ?? `Request failed (${res.status})`,
+    detail: p.detail ?? res.statusText,
+    requestId: p.requestId ?? res.headers.get('x-request-id'),
+    errors: Array.isArray(p.errors) ? p.errors : [],
+    retryAfterSeconds: Number.isFinite(retry) && retry > 0 ? retry : null,
+  });
+}
 
-  async function send<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<{ status: number; body: T }> {
-    const headers: Record<string, string> = { accept: 'application/json' };
-    const form = body instanceof FormData;
-    if (body !== undefined && !form) headers['content-type'] = 'application/json';
-    if (method !== 'GET' && csrf) headers[CSRF_HEADER] = csrf;
-    let res: Response;
-    try {
-      res = await fetch(`/v1${path}`, {
-        method,
-        headers,
-        credentials: 'same-origin',
-        ...(body !== undefined ? { body: form ? body : JSON.stringify(body) } : {}),
-        ...(signal ? { signal } : {}),
-      });
-    } catch (err) {
-      if ((err as Error).name === 'AbortError') throw err;
+/**
+ * The client generated from the OpenAPI document, for the dashboard: the session cookie on every call, the
+ * CSRF token on every write, problem bodies thrown as ApiErrors and a lost connection as a network error.
+ * `onSessionEnded` runs when an authenticated call is refused with 401.
+ */
+export function createApiClient(opts: { onSessionEnded: () => void; origin?: string }): ApiClient {
+  let csrf: string | null = null;
+  // The session is a same-origin cookie, so the base is the page's own origin (a test passes its server's).
+  const origin = opts.origin ?? (globalThis as { location?: { origin: string } }).location?.origin ?? 'http://localhost';
+  const openapi = createClient<paths>({ baseUrl: `${origin}/v1`, credentials: 'same-origin' });
+
+  const middleware: Middleware = {
+    onRequest({ request }) {
+      request.headers.set('accept', 'application/json');
+      if (request.method !== 'GET' && csrf) request.headers.set(CSRF_HEADER, csrf);
+      return request;
+    },
+    onResponse({ response, schemaPath }) {
+      const isAuthCall = schemaPath.startsWith('/auth/login') || schemaPath.startsWith('/auth/signup');
+      if (response.status === 401 && !isAuthCall) opts.onSessionEnded();
+      return undefined;
+    },
+    onError({ error }) {
+      if ((error as Error).name === 'AbortError') throw error;
       throw new ApiError({ status: 0, code: 'network_error', title: 'Cannot reach the server', detail: 'Check your connection and try again.' });
-    }
-    const text = await res.text();
-    let parsed: unknown = undefined;
-    if (text) {
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        parsed = undefined;
-      }
-    }
-    if (!res.ok) {
-      const p = (parsed ?? {}) as Partial<Problem>;
-      const retry = Number(res.headers.get('retry-after'));
-      const error = new ApiError({
-        status: res.status,
-        code: p.code ?? 'http_error',
-        title: p.title ?? `Request failed (${res.status})`,
-        detail: p.detail ?? res.statusText,
-        requestId: p.requestId ?? res.headers.get('x-request-id'),
-        errors: Array.isArray(p.errors) ? p.errors : [],
-        retryAfterSeconds: Number.isFinite(retry) && retry > 0 ? retry : null,
-      });
-      const isAuthCall = path.startsWith('/auth/login') || path.startsWith('/auth/signup');
-      if (res.status === 401 && !isAuthCall) opts.onSessionEnded();
-      throw error;
-    }
-    return { status: res.status, body: parsed as T };
-  }
+    },
+  };
+  openapi.use(middleware);
 
   return {
-    get: async <T>(path: string, signal?: AbortSignal) => (await send<T>('GET', path, undefined, signal)).body,
-    post: async <T>(path: string, body?: unknown) => (await send<T>('POST', path, body)).body,
-    postWithStatus: <T>(path: string, body?: unknown) => send<T>('POST', path, body),
-    del: async (path: string) => void (await send<unknown>('DELETE', path)),
-    upload: async <T>(path: string, form: FormData) => (await send<T>('POST', path, form)).body,
+    openapi,
     setCsrfToken: (token) => {
       csrf = token;
     },
   };
+}
+
+/** The body of a typed call of the generated client, or its problem thrown as an ApiError. */
+export async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+  const { data, error, response } = await call;
+  if (!response.ok) throw errorOf(response, error);
+  return data as T;
 }

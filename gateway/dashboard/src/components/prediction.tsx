@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from 'react';
-import { ApiError } from '../api/client.ts';
+import { ApiError, unwrap } from '../api/client.ts';
 import type { ModelDto, PredictionDto } from '../api/types.ts';
 import { formatMs, formatNumber } from '../format.ts';
 import { useApi } from '../context.tsx';
@@ -156,7 +156,7 @@ export function PredictionForm({ model, onPredicted }: { model: ModelDto; onPred
         });
       }
     }
-    const prediction = await api.post<PredictionDto>(`/models/${encodeURIComponent(model.id)}/predict`, body);
+    const prediction = await unwrap(api.openapi.POST('/models/{id}/predict', { params: { path: { id: model.id } }, body }));
     setResult({ input: body.inputs?.[0] ?? {}, prediction });
     onPredicted?.();
     return prediction;

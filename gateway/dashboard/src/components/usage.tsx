@@ -1,4 +1,5 @@
 import type { Overview, UsageDto } from '../api/types.ts';
+import { unwrap } from '../api/client.ts';
 import { formatDay, formatInt } from '../format.ts';
 import { useInterval, useResource } from '../hooks.ts';
 import { BarChart, Meter } from './charts.tsx';
@@ -46,7 +47,7 @@ export function RequestsPerDay({ overview }: { overview: Overview | undefined })
 
 /** This minute against the plan's limit, refreshed every few seconds. */
 export function CurrentMinute({ refreshMs = 5_000 }: { refreshMs?: number }) {
-  const usage = useResource<UsageDto>('usage', (api, signal) => api.get<UsageDto>('/usage', signal));
+  const usage = useResource<UsageDto>('usage', (api, signal) => unwrap(api.openapi.GET('/usage', { signal })));
   useInterval(() => void usage.reload(), refreshMs);
   if (usage.error && !usage.data) return <ErrorBanner error={usage.error} onRetry={() => void usage.reload()} />;
   if (!usage.data) return <Loading rows={2} />;

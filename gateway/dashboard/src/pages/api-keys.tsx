@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from 'react';
-import { ApiError } from '../api/client.ts';
+import { ApiError, unwrap, type RequestBodyOf } from '../api/client.ts';
 import { SCOPES, type ApiKeyCreated, type ApiKeyDto, type Page, type Scope } from '../api/types.ts';
 import { Alert, Badge, Button, Card, ConfirmDialog, Dialog, EmptyState, ErrorBanner, Field, Loading, PageHeader, SecretReveal, StatusBadge } from '../components/ui.tsx';
 import { useApi, useNotify } from '../context.tsx';
@@ -62,7 +62,7 @@ function CreateKeyDialog({ open, onClose, onCreated }: { open: boolean; onClose:
   const [expiry, setExpiry] = useState<string>('never');
   const [customDate, setCustomDate] = useState('');
   const [created, setCreated] = useState<ApiKeyCreated | null>(null);
-  const create = useAction((body: unknown) => api.post<ApiKeyCreated>('/keys', body));
+  const create = useAction((body: RequestBodyOf<'/keys'>) => unwrap(api.openapi.POST('/keys', { body })));
 
   const reset = () => {
     setName('');
@@ -233,7 +233,7 @@ function RollKeyDialog({ target, onClose, onRolled }: { target: ApiKeyDto | null
   const api = useApi();
   const [grace, setGrace] = useState<number>(86_400);
   const [rolled, setRolled] = useState<ApiKeyCreated | null>(null);
-  const roll = useAction((id: string, gracePeriodSeconds: number) => api.post<ApiKeyCreated>(`/keys/${encodeURIComponent(id)}/roll`, { gracePeriodSeconds }));
+  const roll = useAction((id: string, gracePeriodSeconds: number) => unwrap(api.openapi.POST('/keys/{id}/roll', { params: { path: { id } }, body: { gracePeriodSeconds } })));
   const close = () => {
     setRolled(null);
     setGrace(86_400);
@@ -336,13 +336,13 @@ export function ApiKeysPage() {
   useDocumentTitle('API Keys');
   const api = useApi();
   const notify = useNotify();
-  const keys = useResource<Page<ApiKeyDto>>('keys', (a, signal) => a.get<Page<ApiKeyDto>>('/keys?limit=100', signal));
+  const keys = useResource<Page<ApiKeyDto>>('keys', (a, signal) => unwrap(a.openapi.GET('/keys', { params: { query: { limit: 100 } }, signal })));
   const [creating, setCreating] = useState(false);
   const [rolling, setRolling] = useState<ApiKeyDto | null>(null);
   const [revoking, setRevoking] = useState<ApiKeyDto | null>(null);
   const [showInactive, setShowInactive] = useState(false);
   const revoke = useAction(async (id: string) => {
-    await api.del(`/keys/${encodeURIComponent(id)}`);
+    await unwrap(api.openapi.DELETE('/keys/{id}', { params: { path: { id } } }));
     return true;
   });
 

@@ -1,5 +1,5 @@
 import { useState, type FormEvent, type ReactNode } from 'react';
-import { ApiError } from '../api/client.ts';
+import { ApiError, unwrap } from '../api/client.ts';
 import type { SessionDto } from '../api/types.ts';
 import { Logo } from '../components/layout.tsx';
 import { Alert, Button, ErrorBanner, Field } from '../components/ui.tsx';
@@ -65,7 +65,7 @@ export function LoginPage({ onSignedIn, notice }: { onSignedIn: OnSignedIn; noti
   const { search } = useLocation();
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
-  const login = useAction(async () => api.post<SessionDto>('/auth/login', { email, password }));
+  const login = useAction(async () => unwrap(api.openapi.POST('/auth/login', { body: { email, password } })));
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
@@ -113,7 +113,7 @@ export function SignupPage({ onSignedIn }: { onSignedIn: OnSignedIn }) {
   const [accountName, setAccountName] = useState('');
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
-  const signup = useAction(async () => api.post<SessionDto>('/auth/signup', { email, password, accountName }));
+  const signup = useAction(async () => unwrap(api.openapi.POST('/auth/signup', { body: { email, password, accountName } })));
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();

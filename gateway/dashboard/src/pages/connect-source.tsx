@@ -1,6 +1,6 @@
 import { useState, type ChangeEvent, type FormEvent } from 'react';
-import { ApiError } from '../api/client.ts';
-import type { SourceDto, SourceType } from '../api/types.ts';
+import { ApiError, unwrap, type RequestBodyOf } from '../api/client.ts';
+import type { SourceType } from '../api/types.ts';
 import { Button, ButtonLink, Card, ErrorBanner, Field, PageHeader } from '../components/ui.tsx';
 import { useApi, useNotify } from '../context.tsx';
 import { useAction, useDocumentTitle } from '../hooks.ts';
@@ -381,8 +381,9 @@ export function ConnectSourcePage() {
   const [values, setValues] = useState<Record<string, string>>({});
   const [files, setFiles] = useState<Record<string, File | null>>({});
   const [pickerKey, setPickerKey] = useState(0);
-  const create = useAction((body: Record<string, unknown> | FormData) =>
-    body instanceof FormData ? api.upload<SourceDto>('/sources/upload', body) : api.post<SourceDto>('/sources', body),
+  // A picked file goes as a multipart form to the upload operation (the browser streams it and sets the boundary).
+  const create = useAction((body: RequestBodyOf<'/sources'> | FormData) =>
+    body instanceof FormData ? unwrap(api.openapi.POST('/sources/upload', { body: body as never })) : unwrap(api.openapi.POST('/sources', { body })),
   );
   const spec = SPECS[type];
   const err = create.error;
@@ -420,7 +421,8 @@ export function ConnectSourcePage() {
       }
       throw problem;
     }
-    const source = await create.run(body);
+    // Built from what the user entered: the server checks it, and its 400 names the fields to highlight.
+    const source = await create.run(body instanceof FormData ? body : (body as RequestBodyOf<'/sources'>));
     if (source) {
       notify(`Source “${source.name}” connected; syncing now`, 'info');
       navigate(`/sources/${source.id}`);

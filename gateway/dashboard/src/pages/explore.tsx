@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
-import { ApiError } from '../api/client.ts';
+import { ApiError, unwrap } from '../api/client.ts';
 import {
   FILTER_OPERATORS,
   GRANULARITY_LIST,
@@ -107,7 +107,7 @@ export function ExplorePage() {
   useDocumentTitle('Explore');
   const api = useApi();
   const { search } = useLocation();
-  const sources = useResource<Page<SourceDto>>('sources', (a, signal) => a.get<Page<SourceDto>>('/sources?limit=100', signal));
+  const sources = useResource<Page<SourceDto>>('sources', (a, signal) => unwrap(a.openapi.GET('/sources', { params: { query: { limit: 100 } }, signal })));
   const ready = useMemo(() => (sources.data?.data ?? []).filter((s) => s.status === 'ready'), [sources.data]);
 
   const [sourceId, setSourceId] = useState<string>(search.get('source') ?? '');
@@ -160,11 +160,13 @@ export function ExplorePage() {
         errors: [{ path: `measures.${bad}.field`, message: 'Choose a field for this measure' }],
       });
     setReport(null);
-    let { status, body } = await api.postWithStatus<ReportDto>('/analytics/query', query);
+    const answer = await api.openapi.POST('/analytics/query', { body: query });
+    let body: ReportDto = await unwrap(Promise.resolve(answer));
+    let status = answer.response.status;
     // A slow query answers 202 and finishes in the background: poll its report.
     for (let i = 0; status === 202 || body.status === 'running'; i++) {
       await new Promise((r) => setTimeout(r, Math.min(2_000, 400 + i * 200)));
-      body = await api.get<ReportDto>(`/analytics/reports/${encodeURIComponent(body.id)}`);
+      body = await unwrap(api.openapi.GET('/analytics/reports/{id}', { params: { path: { id: body.id } } }));
       status = 200;
     }
     setReport(body);

@@ -1,5 +1,6 @@
 import type { ReactNode } from 'react';
 import { useState } from 'react';
+import { unwrap } from '../api/client.ts';
 import type { MetricsDto, ModelDto, ModelVersionDto, Page } from '../api/types.ts';
 import { useApi } from '../context.tsx';
 import { BarChart } from '../components/charts.tsx';
@@ -14,7 +15,7 @@ const KIND_LABELS: Record<string, string> = { builtin: 'Built-in', trained: 'Tra
 
 export function ModelsPage() {
   useDocumentTitle('Models');
-  const models = useResource<Page<ModelDto>>('models', (api, signal) => api.get<Page<ModelDto>>('/models?limit=100', signal));
+  const models = useResource<Page<ModelDto>>('models', (api, signal) => unwrap(api.openapi.GET('/models', { params: { query: { limit: 100 } }, signal })));
   const list = models.data?.data ?? [];
   useInterval(() => void models.reload(), list.some((m) => m.status === 'training') ? 3_000 : null);
   return (
@@ -233,10 +234,10 @@ function Serving({ metrics }: { metrics: MetricsDto }) {
 }
 
 export function ModelDetailPage({ id }: { id: string }) {
-  const model = useResource<ModelDto>(`model:${id}`, (api, signal) => api.get<ModelDto>(`/models/${encodeURIComponent(id)}`, signal));
+  const model = useResource<ModelDto>(`model:${id}`, (api, signal) => unwrap(api.openapi.GET('/models/{id}', { params: { path: { id } }, signal })));
   const m = model.data;
   const metrics = useResource<MetricsDto>(m?.status === 'ready' ? `metrics:${id}` : null, (api, signal) =>
-    api.get<MetricsDto>(`/models/${encodeURIComponent(id)}/metrics`, signal),
+    unwrap(api.openapi.GET('/models/{id}/metrics', { params: { path: { id } }, signal })),
   );
   useDocumentTitle(m?.name ?? 'Model');
   useInterval(() => void model.reload(), m?.status === 'training' ? 3_000 : null);
@@ -391,23 +392,23 @@ const SHADOW_SHARES = [0, 0.01, 0.05, 0.1, 0.25, 0.5, 1];
  */
 function VersionsCard({ model, onChanged }: { model: ModelDto; onChanged: () => void }) {
   const api = useApi();
-  const id = encodeURIComponent(model.id);
+  const id = model.id;
   const versions = useResource<{ data: ModelVersionDto[] }>(`versions:${model.id}:${model.version}:${model.status}`, (a, signal) =>
-    a.get<{ data: ModelVersionDto[] }>(`/models/${id}/versions`, signal),
+    unwrap(a.openapi.GET('/models/{id}/versions', { params: { path: { id } }, signal })),
   );
   const aliases = model.aliases ?? { production: 1 };
   const candidate = aliases.candidate;
   const shadow = useResource<MetricsDto>(candidate !== undefined ? `metrics:${model.id}:candidate:${candidate}` : null, (a, signal) =>
-    a.get<MetricsDto>(`/models/${id}/metrics?alias=candidate`, signal),
+    unwrap(a.openapi.GET('/models/{id}/metrics', { params: { path: { id }, query: { alias: 'candidate' } }, signal })),
   );
   const [share, setShare] = useState(String(model.shadowShare ?? 0));
   const move = useAction(async (body: { aliases?: Record<string, number | null>; shadowShare?: number }) => {
-    await api.post(`/models/${id}/aliases`, body);
+    await unwrap(api.openapi.POST('/models/{id}/aliases', { params: { path: { id } }, body }));
     onChanged();
     await versions.reload();
   });
   const retrain = useAction(async () => {
-    await api.post(`/models/${id}/versions`, {});
+    await unwrap(api.openapi.POST('/models/{id}/versions', { params: { path: { id } }, body: {} }));
     onChanged();
   });
   const list = versions.data?.data ?? [];

@@ -1,4 +1,5 @@
 import type { ApiKeyDto, Overview, Page } from '../api/types.ts';
+import { unwrap } from '../api/client.ts';
 import { Card, ErrorBanner, Loading, Stat, Badge } from '../components/ui.tsx';
 import { CurrentMinute, RequestsPerDay } from '../components/usage.tsx';
 import { useSession } from '../context.tsx';
@@ -61,8 +62,8 @@ function GettingStarted({ hasKey, hasSource, hasReport }: { hasKey: boolean; has
 export function OverviewPage() {
   useDocumentTitle('Overview');
   const { session } = useSession();
-  const overview = useResource<Overview>('overview', (api, signal) => api.get<Overview>('/analytics/overview', signal));
-  const keys = useResource<Page<ApiKeyDto>>('keys', (api, signal) => api.get<Page<ApiKeyDto>>('/keys?limit=100', signal));
+  const overview = useResource<Overview>('overview', (api, signal) => unwrap(api.openapi.GET('/analytics/overview', { signal })));
+  const keys = useResource<Page<ApiKeyDto>>('keys', (api, signal) => unwrap(api.openapi.GET('/keys', { params: { query: { limit: 100 } }, signal })));
   const o = overview.data;
   const counts = o?.counts;
   const activeKeys = keys.data?.data.filter((k) => !k.revokedAt && (!k.expiresAt || new Date(k.expiresAt) > new Date())).length;

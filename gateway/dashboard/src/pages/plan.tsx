@@ -1,4 +1,5 @@
 import { PLAN_LIMITS, type AccountDto, type Overview, type Plan } from '../api/types.ts';
+import { unwrap } from '../api/client.ts';
 import { Badge, Card, ErrorBanner, KeyValue, Loading, PageHeader } from '../components/ui.tsx';
 import { CurrentMinute, RequestsPerDay } from '../components/usage.tsx';
 import { formatDate, formatInt } from '../format.ts';
@@ -12,8 +13,8 @@ const PLAN_COPY: Record<Plan, { name: string; text: string }> = {
 
 export function PlanPage() {
   useDocumentTitle('Plan & usage');
-  const account = useResource<AccountDto>('account', (api, signal) => api.get<AccountDto>('/account', signal));
-  const overview = useResource<Overview>('overview', (api, signal) => api.get<Overview>('/analytics/overview', signal));
+  const account = useResource<AccountDto>('account', (api, signal) => unwrap(api.openapi.GET('/account', { signal })));
+  const overview = useResource<Overview>('overview', (api, signal) => unwrap(api.openapi.GET('/analytics/overview', { signal })));
   const a = account.data;
 
   return (

@@ -1,4 +1,5 @@
 import { useState } from 'react';
+import { unwrap } from '../api/client.ts';
 import type { Page, ReportDto, ReportSummaryDto, SourceDto } from '../api/types.ts';
 import { ResultView } from '../components/result-view.tsx';
 import { Alert, Badge, Button, ButtonLink, Card, CopyButton, EmptyState, ErrorBanner, KeyValue, Loading, PageHeader, StatusBadge } from '../components/ui.tsx';
@@ -20,7 +21,7 @@ export function describeQuery(q: Record<string, unknown>): string {
 }
 
 function useSourceNames() {
-  const sources = useResource<Page<SourceDto>>('sources', (api, signal) => api.get<Page<SourceDto>>('/sources?limit=100', signal));
+  const sources = useResource<Page<SourceDto>>('sources', (api, signal) => unwrap(api.openapi.GET('/sources', { params: { query: { limit: 100 } }, signal })));
   return (id: unknown) => sources.data?.data.find((s) => s.id === id)?.name ?? (typeof id === 'string' ? id : '—');
 }
 
@@ -28,7 +29,7 @@ export function ReportsPage() {
   useDocumentTitle('Reports');
   const api = useApi();
   const sourceName = useSourceNames();
-  const reports = useResource<Page<ReportSummaryDto>>('reports', (a, signal) => a.get<Page<ReportSummaryDto>>('/analytics/reports?limit=50', signal));
+  const reports = useResource<Page<ReportSummaryDto>>('reports', (a, signal) => unwrap(a.openapi.GET('/analytics/reports', { params: { query: { limit: 50 } }, signal })));
   const [more, setMore] = useState<{ items: ReportSummaryDto[]; cursor: string | null; loading: boolean }>({ items: [], cursor: null, loading: false });
   const list = [...(reports.data?.data ?? []), ...more.items];
   const cursor = more.items.length ? more.cursor : (reports.data?.nextCursor ?? null);
@@ -39,7 +40,7 @@ export function ReportsPage() {
     if (!cursor) return;
     setMore((m) => ({ ...m, loading: true }));
     try {
-      const page = await api.get<Page<ReportSummaryDto>>(`/analytics/reports?limit=50&cursor=${encodeURIComponent(cursor)}`);
+      const page = await unwrap(api.openapi.GET('/analytics/reports', { params: { query: { limit: 50, cursor } } }));
       setMore((m) => ({ items: [...m.items, ...page.data], cursor: page.hasMore ? page.nextCursor : null, loading: false }));
     } catch {
       setMore((m) => ({ ...m, loading: false }));
@@ -126,7 +127,7 @@ export function ReportsPage() {
 }
 
 export function ReportDetailPage({ id }: { id: string }) {
-  const report = useResource<ReportDto>(`report:${id}`, (api, signal) => api.get<ReportDto>(`/analytics/reports/${encodeURIComponent(id)}`, signal));
+  const report = useResource<ReportDto>(`report:${id}`, (api, signal) => unwrap(api.openapi.GET('/analytics/reports/{id}', { params: { path: { id } }, signal })));
   const sourceName = useSourceNames();
   const r = report.data;
   useDocumentTitle(r ? describeQuery(r.query) : 'Report');

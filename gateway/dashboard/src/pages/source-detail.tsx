@@ -1,4 +1,5 @@
 import { useState, type ReactNode } from 'react';
+import { unwrap } from '../api/client.ts';
 import type { SourceDto } from '../api/types.ts';
 import { Alert, Badge, Button, ButtonLink, Card, ErrorBanner, KeyValue, Loading, PageHeader, StatusBadge, TableWrap } from '../components/ui.tsx';
 import { formatDate, formatInt } from '../format.ts';
@@ -58,7 +59,7 @@ function configItems(s: SourceDto): [string, ReactNode][] {
 }
 
 export function SourceDetailPage({ id }: { id: string }) {
-  const source = useResource<SourceDto>(`source:${id}`, (api, signal) => api.get<SourceDto>(`/sources/${encodeURIComponent(id)}`, signal));
+  const source = useResource<SourceDto>(`source:${id}`, (api, signal) => unwrap(api.openapi.GET('/sources/{id}', { params: { path: { id } }, signal })));
   const s = source.data;
   useDocumentTitle(s?.name ?? 'Source');
   useInterval(() => void source.reload(), s && isBusy(s) ? 1_500 : null);

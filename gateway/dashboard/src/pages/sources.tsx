@@ -1,4 +1,5 @@
 import { useState } from 'react';
+import { unwrap } from '../api/client.ts';
 import type { Page, SourceDto } from '../api/types.ts';
 import { Button, ButtonLink, Card, ConfirmDialog, EmptyState, ErrorBanner, Loading, PageHeader, StatusBadge } from '../components/ui.tsx';
 import { useApi, useNotify } from '../context.tsx';
@@ -14,13 +15,13 @@ export function useSourceActions(onChange: () => void) {
   const api = useApi();
   const notify = useNotify();
   const sync = useAction(async (s: SourceDto) => {
-    await api.post<SourceDto>(`/sources/${encodeURIComponent(s.id)}/sync`);
+    await unwrap(api.openapi.POST('/sources/{id}/sync', { params: { path: { id: s.id } } }));
     notify(`Syncing “${s.name}”`, 'info');
     onChange();
     return true;
   });
   const remove = useAction(async (s: SourceDto) => {
-    await api.del(`/sources/${encodeURIComponent(s.id)}`);
+    await unwrap(api.openapi.DELETE('/sources/{id}', { params: { path: { id: s.id } } }));
     notify(`Source “${s.name}” deleted`);
     return true;
   });
@@ -60,7 +61,7 @@ export function DeleteSourceDialog({
 
 export function SourcesPage() {
   useDocumentTitle('Sources');
-  const sources = useResource<Page<SourceDto>>('sources', (api, signal) => api.get<Page<SourceDto>>('/sources?limit=100', signal));
+  const sources = useResource<Page<SourceDto>>('sources', (api, signal) => unwrap(api.openapi.GET('/sources', { params: { query: { limit: 100 } }, signal })));
   const list = sources.data?.data ?? [];
   const busy = list.some(isBusy);
   useInterval(() => void sources.reload(), busy ? 2_000 : null);

@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useState, type ChangeEvent, type FormEvent } from 'react';
-import { ApiError } from '../api/client.ts';
-import type { ModelDto, Page, SourceDto } from '../api/types.ts';
+import { ApiError, unwrap, type RequestBodyOf } from '../api/client.ts';
+import type { Page, SourceDto } from '../api/types.ts';
 import { Button, ButtonLink, Card, EmptyState, ErrorBanner, Field, Loading, PageHeader } from '../components/ui.tsx';
 import { useApi, useNotify } from '../context.tsx';
 import { useAction, useDocumentTitle, useResource } from '../hooks.ts';
@@ -86,7 +86,7 @@ const problem = (path: string, message: string) =>
 function TrainForm() {
   const api = useApi();
   const notify = useNotify();
-  const sources = useResource<Page<SourceDto>>('sources', (a, signal) => a.get<Page<SourceDto>>('/sources?limit=100', signal));
+  const sources = useResource<Page<SourceDto>>('sources', (a, signal) => unwrap(a.openapi.GET('/sources', { params: { query: { limit: 100 } }, signal })));
   const ready = useMemo(() => (sources.data?.data ?? []).filter((s) => s.status === 'ready'), [sources.data]);
   const [type, setType] = useState<TrainableType>('random_forest_classifier');
   const [name, setName] = useState('');
@@ -95,7 +95,7 @@ function TrainForm() {
   const [target, setTarget] = useState('');
   const [features, setFeatures] = useState<string[]>([]);
   const [hyper, setHyper] = useState<Record<string, string>>({});
-  const train = useAction((body: unknown) => api.post<ModelDto>('/models', body));
+  const train = useAction((body: RequestBodyOf<'/models'>) => unwrap(api.openapi.POST('/models', { body })));
   const spec = TYPES[type];
 
   useEffect(() => {
@@ -129,7 +129,8 @@ function TrainForm() {
       features,
       hyperparameters,
     };
-    const model = await train.run(body);
+    // The type and hyperparameters come from the form as entered: the server checks them, and its 400 names the fields.
+    const model = await train.run(body as RequestBodyOf<'/models'>);
     if (model) {
       notify(`Training “${model.name}”`, 'info');
       navigate(`/models/${model.id}`);
@@ -313,7 +314,7 @@ function OnnxForm() {
   const [file, setFile] = useState<{ name: string; base64: string } | null>(null);
   const [inputs, setInputs] = useState(EXAMPLE_TENSORS.inputs);
   const [outputs, setOutputs] = useState(EXAMPLE_TENSORS.outputs);
-  const upload = useAction((body: unknown) => api.post<ModelDto>('/models', body));
+  const upload = useAction((body: RequestBodyOf<'/models'>) => unwrap(api.openapi.POST('/models', { body })));
   const err = upload.error;
 
   const onFile = async (e: ChangeEvent<HTMLInputElement>) => {
@@ -340,7 +341,8 @@ function OnnxForm() {
     } catch {
       return upload.setError(problem('outputs', 'Not valid JSON'));
     }
-    const model = await upload.run({ type: 'onnx', name: name.trim(), model: file.base64, inputs: parsedInputs, outputs: parsedOutputs });
+    // The tensor lists are JSON the user typed: the server checks them, and its 400 names the fields.
+    const model = await upload.run({ type: 'onnx', name: name.trim(), model: file.base64, inputs: parsedInputs, outputs: parsedOutputs } as RequestBodyOf<'/models'>);
     if (model) {
       notify(`Model “${model.name}” uploaded`, 'info');
       navigate(`/models/${model.id}`);

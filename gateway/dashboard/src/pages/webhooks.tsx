@@ -1,5 +1,5 @@
 import { Fragment, useState, type FormEvent } from 'react';
-import { ApiError } from '../api/client.ts';
+import { ApiError, unwrap, type RequestBodyOf } from '../api/client.ts';
 import { EVENT_TYPES, type DeliveryDto, type Page, type WebhookCreated, type WebhookDto, type WebhookSecretRotated } from '../api/types.ts';
 import { Alert, Badge, Button, Card, ConfirmDialog, Dialog, EmptyState, ErrorBanner, Field, KeyValue, Loading, PageHeader, SecretReveal, StatusBadge } from '../components/ui.tsx';
 import { useApi, useNotify } from '../context.tsx';
@@ -70,7 +70,7 @@ function CreateWebhookDialog({ open, onClose, onCreated }: { open: boolean; onCl
   const [events, setEvents] = useState<string[]>(['*']);
   const [description, setDescription] = useState('');
   const [created, setCreated] = useState<WebhookCreated | null>(null);
-  const create = useAction((body: unknown) => api.post<WebhookCreated>('/webhooks', body));
+  const create = useAction((body: RequestBodyOf<'/webhooks'>) => unwrap(api.openapi.POST('/webhooks', { body })));
   const close = () => {
     setUrl('');
     setEvents(['*']);
@@ -167,7 +167,7 @@ function EventList({ events }: { events: string[] }) {
 
 export function WebhooksPage() {
   useDocumentTitle('Webhooks');
-  const hooks = useResource<Page<WebhookDto>>('webhooks', (api, signal) => api.get<Page<WebhookDto>>('/webhooks?limit=100', signal));
+  const hooks = useResource<Page<WebhookDto>>('webhooks', (api, signal) => unwrap(api.openapi.GET('/webhooks', { params: { query: { limit: 100 } }, signal })));
   const [creating, setCreating] = useState(false);
   const list = hooks.data?.data ?? [];
   return (
@@ -242,7 +242,7 @@ function DeliveryLog({ webhookId, watchUntil }: { webhookId: string; watchUntil:
   const api = useApi();
   const notify = useNotify();
   const deliveries = useResource<Page<DeliveryDto>>(`deliveries:${webhookId}`, (a, signal) =>
-    a.get<Page<DeliveryDto>>(`/webhooks/${encodeURIComponent(webhookId)}/deliveries?limit=50`, signal),
+    unwrap(a.openapi.GET('/webhooks/{id}/deliveries', { params: { path: { id: webhookId }, query: { limit: 50 } }, signal })),
   );
   const [open, setOpen] = useState<Set<string>>(new Set());
   const list = deliveries.data?.data ?? [];
@@ -256,7 +256,7 @@ function DeliveryLog({ webhookId, watchUntil }: { webhookId: string; watchUntil:
     pending || now < watchUntil || Date.now() < watchUntil ? 1_500 : null,
   );
   const redeliver = useAction(async (d: DeliveryDto) => {
-    await api.post(`/webhooks/${encodeURIComponent(webhookId)}/deliveries/${encodeURIComponent(d.id)}/redeliver`);
+    await unwrap(api.openapi.POST('/webhooks/{id}/deliveries/{messageId}/redeliver', { params: { path: { id: webhookId, messageId: d.id } } }));
     notify('Message queued for redelivery', 'info');
     void deliveries.reload();
     return true;
@@ -381,7 +381,7 @@ function DeliveryLog({ webhookId, watchUntil }: { webhookId: string; watchUntil:
 export function WebhookDetailPage({ id }: { id: string }) {
   const api = useApi();
   const notify = useNotify();
-  const hook = useResource<WebhookDto>(`webhook:${id}`, (a, signal) => a.get<WebhookDto>(`/webhooks/${encodeURIComponent(id)}`, signal));
+  const hook = useResource<WebhookDto>(`webhook:${id}`, (a, signal) => unwrap(a.openapi.GET('/webhooks/{id}', { params: { path: { id } }, signal })));
   const w = hook.data;
   useDocumentTitle(w ? `Webhook ${new URL(w.url).host}` : 'Webhook');
   const [watchUntil, setWatchUntil] = useState(0);
@@ -389,25 +389,25 @@ export function WebhookDetailPage({ id }: { id: string }) {
   const [confirmRotate, setConfirmRotate] = useState(false);
   const [deleting, setDeleting] = useState(false);
   const test = useAction(async () => {
-    await api.post(`/webhooks/${encodeURIComponent(id)}/test`);
+    await unwrap(api.openapi.POST('/webhooks/{id}/test', { params: { path: { id } } }));
     notify('Test event sent; watch the deliveries below', 'info');
     setWatchUntil(Date.now() + 20_000);
     return true;
   });
   const rotate = useAction(async () => {
-    const r = await api.post<WebhookSecretRotated>(`/webhooks/${encodeURIComponent(id)}/rotate-secret`);
+    const r = await unwrap(api.openapi.POST('/webhooks/{id}/rotate-secret', { params: { path: { id } } }));
     setConfirmRotate(false);
     setRotated(r);
     return r;
   });
   const enable = useAction(async () => {
-    await api.post(`/webhooks/${encodeURIComponent(id)}/enable`);
+    await unwrap(api.openapi.POST('/webhooks/{id}/enable', { params: { path: { id } } }));
     notify('Endpoint enabled: new events go to it again');
     await hook.reload();
     return true;
   });
   const remove = useAction(async () => {
-    await api.del(`/webhooks/${encodeURIComponent(id)}`);
+    await unwrap(api.openapi.DELETE('/webhooks/{id}', { params: { path: { id } } }));
     notify('Endpoint deleted');
     navigate('/webhooks', { replace: true });
     return true;
