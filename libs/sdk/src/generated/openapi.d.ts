@@ -2005,6 +2005,13 @@ export interface components {
                 id: string;
                 name: string;
                 error: string;
+                kept?: {
+                    rowCount: number;
+                    schema: {
+                        name: string;
+                        type: string;
+                    }[];
+                };
             };
         };
         SourceDeletedEvent: {
@@ -3535,6 +3542,11 @@ export interface operations {
                      *           ],
                      *           "rowCount": 48213,
                      *           "lastSyncedAt": "2026-11-20T09:14:05.027Z",
+                     *           "lastSync": {
+                     *             "status": "succeeded",
+                     *             "error": null,
+                     *             "at": "2026-11-20T09:14:05.027Z"
+                     *           },
                      *           "createdAt": "2026-11-20T09:14:03.512Z",
                      *           "updatedAt": "2026-11-20T09:14:05.027Z"
                      *         }
@@ -3704,6 +3716,11 @@ export interface operations {
                      *       ],
                      *       "rowCount": 48213,
                      *       "lastSyncedAt": "2026-11-20T09:14:05.027Z",
+                     *       "lastSync": {
+                     *         "status": "succeeded",
+                     *         "error": null,
+                     *         "at": "2026-11-20T09:14:05.027Z"
+                     *       },
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -3891,6 +3908,11 @@ export interface operations {
                      *       ],
                      *       "rowCount": 48213,
                      *       "lastSyncedAt": "2026-11-20T09:14:05.027Z",
+                     *       "lastSync": {
+                     *         "status": "succeeded",
+                     *         "error": null,
+                     *         "at": "2026-11-20T09:14:05.027Z"
+                     *       },
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -4070,6 +4092,11 @@ export interface operations {
                      *       ],
                      *       "rowCount": 48213,
                      *       "lastSyncedAt": "2026-11-20T09:14:05.027Z",
+                     *       "lastSync": {
+                     *         "status": "succeeded",
+                     *         "error": null,
+                     *         "at": "2026-11-20T09:14:05.027Z"
+                     *       },
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -4246,6 +4273,11 @@ export interface operations {
                      *       ],
                      *       "rowCount": 48213,
                      *       "lastSyncedAt": "2026-11-20T09:14:05.027Z",
+                     *       "lastSync": {
+                     *         "status": "succeeded",
+                     *         "error": null,
+                     *         "at": "2026-11-20T09:14:05.027Z"
+                     *       },
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -4522,6 +4554,11 @@ export interface operations {
                      *       ],
                      *       "rowCount": 48213,
                      *       "lastSyncedAt": "2026-11-20T09:14:05.027Z",
+                     *       "lastSync": {
+                     *         "status": "succeeded",
+                     *         "error": null,
+                     *         "at": "2026-11-20T09:14:05.027Z"
+                     *       },
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -6701,6 +6738,7 @@ export interface operations {
                      *       "id": "prd_01JD3B2F4G6H8J0K2M4N6P8Q0R",
                      *       "modelId": "mdl_01JD2Y8Q0R2S4T6V8W0X2Y4Z6A",
                      *       "modelVersion": 1,
+                     *       "alias": "production",
                      *       "predictions": [
                      *         {
                      *           "prediction": 45.88
@@ -6886,6 +6924,7 @@ export interface operations {
                      *           "sampled": false
                      *         }
                      *       },
+                     *       "shadow": null,
                      *       "drift": {
                      *         "window": "P1D",
                      *         "inputs": 22031,
@@ -7079,6 +7118,86 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "version": 2,
+                     *           "status": "ready",
+                     *           "error": null,
+                     *           "aliases": [
+                     *             "candidate"
+                     *           ],
+                     *           "training": {
+                     *             "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *             "target": "amount",
+                     *             "features": [
+                     *               "country",
+                     *               "hour"
+                     *             ],
+                     *             "hyperparameters": {
+                     *               "seed": 7,
+                     *               "testFraction": 0.2,
+                     *               "maxCategories": 20
+                     *             },
+                     *             "rows": {
+                     *               "available": 48213,
+                     *               "used": 48213,
+                     *               "train": 38570,
+                     *               "test": 9643
+                     *             },
+                     *             "startedAt": "2026-11-22T08:00:00.100Z",
+                     *             "finishedAt": "2026-11-22T08:00:05.020Z",
+                     *             "durationMs": 4920
+                     *           },
+                     *           "evaluation": {
+                     *             "kind": "holdout",
+                     *             "mae": 11.9,
+                     *             "rmse": 17.1,
+                     *             "r2": 0.64
+                     *           },
+                     *           "createdAt": "2026-11-22T08:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "version": 1,
+                     *           "status": "ready",
+                     *           "error": null,
+                     *           "aliases": [
+                     *             "production"
+                     *           ],
+                     *           "training": {
+                     *             "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *             "target": "amount",
+                     *             "features": [
+                     *               "country",
+                     *               "hour"
+                     *             ],
+                     *             "hyperparameters": {
+                     *               "seed": 42,
+                     *               "testFraction": 0.2,
+                     *               "maxCategories": 20
+                     *             },
+                     *             "rows": {
+                     *               "available": 48213,
+                     *               "used": 48213,
+                     *               "train": 38570,
+                     *               "test": 9643
+                     *             },
+                     *             "startedAt": "2026-11-20T09:30:00.240Z",
+                     *             "finishedAt": "2026-11-20T09:30:04.880Z",
+                     *             "durationMs": 4640
+                     *           },
+                     *           "evaluation": {
+                     *             "kind": "holdout",
+                     *             "mae": 12.4,
+                     *             "rmse": 17.9,
+                     *             "r2": 0.61
+                     *           },
+                     *           "createdAt": "2026-11-20T09:30:00.118Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelVersionList"];
                 };
             };
@@ -7180,6 +7299,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "hyperparameters": {
+                 *         "seed": 7,
+                 *         "testFraction": 0.2
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["RetrainModel"];
             };
         };
@@ -7378,6 +7505,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "aliases": {
+                 *         "production": 2,
+                 *         "candidate": null
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["UpdateModelAliases"];
             };
         };
@@ -7400,6 +7535,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "modelId": "mdl_01JD2Y8Q0R2S4T6V8W0X2Y4Z6A",
+                     *       "aliases": {
+                     *         "production": 2
+                     *       },
+                     *       "shadowShare": 0
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelAliases"];
                 };
             };
@@ -8803,6 +8947,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "since": "2026-11-24T00:00:00Z"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ReplayWebhook"];
             };
         };
@@ -8826,6 +8975,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "webhookId": "whk_01JD2Z1B3C5D7E9F1G3H5J7K9M",
+                     *       "since": "2026-11-24T00:00:00.000Z",
+                     *       "replayed": 12,
+                     *       "hasMore": false,
+                     *       "nextSince": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookReplay"];
                 };
             };
