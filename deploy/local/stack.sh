@@ -423,7 +423,8 @@ launch_mongo() {
 
 # PostgreSQL refuses to run as root: its data and socket dirs belong to the postgres system user,
 # and setpriv drops to it and execs, so the pid file names the postmaster itself.
-as_postgres() { setpriv --reuid=postgres --regid=postgres --init-groups -- "$@"; }
+# From /: the postgres user may not enter the checkout (a 0700 folder), and its tools would warn that they cannot.
+as_postgres() { (cd / && exec setpriv --reuid=postgres --regid=postgres --init-groups -- "$@"); }
 
 launch_postgres() {
   local d="$SYS_BASE/postgres" bin
