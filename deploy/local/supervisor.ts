@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { hostsOfUrl } from '@dap/config';
 
 /** Every deployable, its entry point and the env var that names its URL for the gateway. */
 export const DEPLOYABLES = [
@@ -187,7 +188,8 @@ type Deployable = { readonly name: DeployableName; readonly entry: string; reado
  */
 export function platformEndpoints(env: Record<string, string>, ports: readonly number[]): string {
   const list = ports.map((p) => `127.0.0.1:${p}`);
-  if (env.REDIS_URL) list.push(new URL(env.REDIS_URL).host);
+  if (env.REDIS_URL)
+    list.push(...hostsOfUrl(env.REDIS_URL, /^rediss?\+sentinel:/.test(env.REDIS_URL) ? 26379 : 6379).map((e) => `${e.host.includes(':') ? `[${e.host}]` : e.host}:${e.port}`));
   if (env.PLATFORM_ENDPOINTS) list.push(env.PLATFORM_ENDPOINTS);
   return list.join(',');
 }

@@ -125,6 +125,17 @@ describe('outbound targets', () => {
       { host: 'gateway', port: 8080 },
     ]);
     expect(platformEndpointsOf({ MONGO_URL: 'mongodb+srv://u:p@cluster0.example.net/app' })).toEqual([{ host: 'cluster0.example.net', port: 27017 }]);
+    // Redis behind Sentinel: a URL with several hosts (which new URL() refuses), or Sentinels named apart.
+    expect(platformEndpointsOf({ REDIS_URL: 'redis+sentinel://:pw@s1:26380,s2,[fd00::9]:26381/dap/2' })).toEqual([
+      { host: 's1', port: 26380 },
+      { host: 's2', port: 26379 },
+      { host: 'fd00::9', port: 26381 },
+    ]);
+    expect(platformEndpointsOf({ REDIS_URL: 'redis://:pw@unused/0', REDIS_SENTINELS: ['s1:26379', 's2'] })).toEqual([
+      { host: 'unused', port: 6379 },
+      { host: 's1', port: 26379 },
+      { host: 's2', port: 26379 },
+    ]);
   });
 });
 

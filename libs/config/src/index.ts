@@ -185,13 +185,16 @@ export const outboundConfig = {
     }),
 };
 
-/** The hosts and ports of a MongoDB URL (`mongodb://u:p@a:1,b:2/db`); an SRV URL's name with the default port. */
-function mongoEndpoints(url: string): Endpoint[] {
-  const rest = url.replace(/^mongodb(\+srv)?:\/\//, '');
-  const authority = rest.split(/[/?]/)[0] ?? '';
+/**
+ * The hosts and ports a URL names, several where the scheme allows a list (`mongodb://u:p@a:1,b:2/db`,
+ * `redis+sentinel://s1:26379,s2/master`), which `new URL` refuses; a host without a port gets `defaultPort`.
+ */
+export function hostsOfUrl(url: string, defaultPort: number): Endpoint[] {
+  const rest = url.replace(/^[a-z][a-z0-9+.-]*:\/\//i, '');
+  const authority = rest.split(/[/?#]/)[0] ?? '';
   const hosts = authority.slice(authority.lastIndexOf('@') + 1);
   return commaList(hosts)
-    .map((h) => parseEndpoint(h) ?? (h ? { host: h.replace(/^\[|\]$/g, ''), port: 27017 } : null))
+    .map((h) => parseEndpoint(h) ?? (h ? { host: h.replace(/^\[|\]$/g, ''), port: defaultPort } : null))
     .filter((e): e is Endpoint => e !== null);
 }
 
@@ -206,23 +209,19 @@ export function platformEndpointsOf(c: {
   MONGO_URL?: string;
   KAFKA_BROKERS?: string[];
   REDIS_URL?: string;
+  REDIS_SENTINELS?: string[];
   PLATFORM_ENDPOINTS?: Endpoint[];
 }): Endpoint[] {
   const out: Endpoint[] = [];
   if (c.HOST && c.PORT) out.push({ host: c.HOST, port: c.PORT });
-  if (c.MONGO_URL) out.push(...mongoEndpoints(c.MONGO_URL));
+  if (c.MONGO_URL) out.push(...hostsOfUrl(c.MONGO_URL, 27017));
   for (const b of c.KAFKA_BROKERS ?? []) {
     const e = parseEndpoint(b);
     if (e) out.push(e);
   }
-  if (c.REDIS_URL) {
-    try {
-      const u = new URL(c.REDIS_URL);
-      out.push({ host: u.hostname.replace(/^\[|\]$/g, ''), port: u.port ? Number(u.port) : 6379 });
-    } catch {
-      // REDIS_URL is validated where it is used.
-    }
-  }
+  // Redis, or its Sentinels (the master and replicas they name are discovered: list them in PLATFORM_ENDPOINTS).
+  if (c.REDIS_URL) out.push(...hostsOfUrl(c.REDIS_URL, /^rediss?\+sentinel:/.test(c.REDIS_URL) ? 26379 : 6379));
+  for (const s of c.REDIS_SENTINELS ?? []) out.push(...hostsOfUrl(s, 26379));
   out.push(...(c.PLATFORM_ENDPOINTS ?? []));
   return out;
 }
