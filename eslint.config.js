@@ -14,7 +14,8 @@ export default tseslint.config(
     files: ['**/*.ts', '**/*.tsx'],
     languageOptions: {
       globals: { ...globals.node },
-      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+      // The two programs every file belongs to, built once each (a project service per file is twice as slow).
+      parserOptions: { project: ['./tsconfig.json', './gateway/dashboard/tsconfig.json'], tsconfigRootDir: import.meta.dirname },
     },
     linterOptions: { reportUnusedDisableDirectives: 'error' },
     rules: {

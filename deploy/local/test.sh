@@ -24,8 +24,7 @@ $NODE node_modules/typescript/bin/tsc -p tsconfig.json --noEmit
 $NODE node_modules/typescript/bin/tsc -p gateway/dashboard/tsconfig.json --noEmit
 
 echo "[test] lint (eslint, prettier --check)..."
-$NODE node_modules/eslint/bin/eslint.js --max-warnings 0 .
-$NODE node_modules/prettier/bin/prettier.cjs --check --log-level warn .
+bash deploy/local/lint.sh
 
 # The browser tests drive Debian's Chromium (installed here if missing).
 bash deploy/local/browser.sh
