@@ -1,20 +1,7 @@
 import type { BenchContext, ScenarioResult } from '../lib/context.ts';
+import type { GroupByBenchResult } from '../services/analytics/groupby.bench.ts';
 import { ownerBench } from './owner-bench.ts';
 
-interface Timing {
-  medianMs: number;
-  minMs: number;
-  runsMs: number[];
-}
-/** The fields of deploy/bench/services/analytics/groupby.bench.ts's result that the report uses. */
-interface GroupByBenchResult {
-  rows: number;
-  fileBytes: number;
-  repetitions: number;
-  threads: number;
-  queries: { name: string; resultRows: number; api: Timing; raw: Timing; ratio: number; serverDurationMs: number }[];
-  ratio: number;
-}
 type RunGroupByBench = (opts: Record<string, unknown>) => Promise<GroupByBenchResult>;
 
 const FILE = 'deploy/bench/services/analytics/groupby.bench.ts';

@@ -1,24 +1,8 @@
 import type { BenchContext, ScenarioResult } from '../lib/context.ts';
 import { round } from '../lib/stats.ts';
+import type { DeliveryBenchResult } from '../services/webhooks/delivery.bench.ts';
 import { ownerBench } from './owner-bench.ts';
 
-/** The fields of deploy/bench/services/webhooks/delivery.bench.ts's result that the report uses. */
-interface DeliveryBenchResult {
-  p50: number;
-  p99: number;
-  max: number;
-  latencyEvents: number;
-  deliveriesPerSec: number;
-  plainPostPerSec: number;
-  plainPostConcurrentPerSec: number;
-  concurrency: number;
-  ratio: number;
-  ratioConcurrent: number;
-  leanPipelinePerSec: number;
-  leanRatioConcurrent: number;
-  cpuPerDeliveryUs: { service: number | null; mongodb: number | null; kafka: number | null; receiver: number | null };
-  cpuPerPlainPostUs: { loop: number; receiver: number | null };
-}
 type RunDeliveryBench = (opts: Record<string, unknown>) => Promise<DeliveryBenchResult>;
 
 const FILE = 'deploy/bench/services/webhooks/delivery.bench.ts';
