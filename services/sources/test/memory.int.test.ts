@@ -7,11 +7,12 @@ import { repoRoot } from '@dap/testing';
  * paths: the ingest soak (bench/soak-ingest.ts) pulls a CSV from a URL through the sources service running
  * as its own process, with its production node flags, and fails when the kernel's peak-RSS counter of that
  * process reaches the budget. A 1 GiB file loads on one DuckDB thread; files up to INGEST_PARALLEL_MAX_BYTES
- * (128 MiB) load on every thread, which costs more memory, so the largest of them is held to the same
+ * (32 MiB) load on every thread, which costs more memory, so one of that size is held to the same
  * budget. A 1 GiB CSV streamed as an upload is held to it too (receiving it and loading it; ~40 s alone). About 35 s
  * for the two URL runs; the 1 GiB run caught a regression the strict CSV checks had brought (419 MB), the
- * 120 MiB one peaked at 446-514 MB before the download worker collected its buffers as it goes and DuckDB's
- * allocator returned large blocks at once.
+ * 120 MiB one (then on every thread) peaked at 446-514 MB before the download worker collected its buffers as
+ * it goes and DuckDB's allocator returned large blocks at once, and still at 373-399 MB after, which is why
+ * only files up to 32 MiB load on every thread now.
  */
 const BUDGET_MB = 400;
 
@@ -26,13 +27,13 @@ async function soak(mib: number, mode: 'url' | 'upload'): Promise<{ rows: number
   child.stderr.on('data', (c: Buffer) => (out += c.toString('utf8')));
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
   const ready = /ready: ([\d,]+) rows from (\d+) MiB .* kernel peak \(VmHWM\) (\d+) MB/.exec(out);
-  expect({ code, ready: Boolean(ready), out: ready ? '' : out.slice(-2000) }).toEqual({ code: 0, ready: true, out: '' });
+  expect({ code, ready: Boolean(ready), out: code === 0 && ready ? '' : out.slice(-2000) }).toEqual({ code: 0, ready: true, out: '' });
   return { rows: Number(ready![1]!.replaceAll(',', '')), mib: Number(ready![2]), peakMB: Number(ready![3]) };
 }
 
 test.each([
   { mib: 1024, mode: 'url' as const, from: 'from a URL', threads: 'one DuckDB thread', minRows: 17_000_000 },
-  { mib: 120, mode: 'url' as const, from: 'from a URL', threads: 'every DuckDB thread', minRows: 2_000_000 },
+  { mib: 30, mode: 'url' as const, from: 'from a URL', threads: 'every DuckDB thread', minRows: 500_000 },
   // Streamed upload: the body is received to disk as it arrives (~13 s for 1 GiB on loopback), then loaded.
   { mib: 1024, mode: 'upload' as const, from: 'uploaded (POST /v1/sources/upload)', threads: 'one DuckDB thread', minRows: 17_000_000 },
 ])(
