@@ -145,12 +145,20 @@ describe('JobRunner', () => {
     expect(idle.enqueue('g', 'a', async () => undefined)).toBe(false);
     const runner = new JobRunner({ concurrency: 1, logger });
     let finished = false;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
     runner.enqueue('g', 'slow', async () => {
-      await new Promise((r) => setTimeout(r, 30));
+      await gate;
       finished = true;
     });
     await tick();
-    await runner.stop();
+    let stopped = false;
+    const stopping = runner.stop().then(() => (stopped = true));
+    await tick();
+    await tick();
+    expect(stopped).toBe(false);
+    release();
+    await stopping;
     expect(finished).toBe(true);
     expect(runner.enqueue('g', 'late', async () => undefined)).toBe(false);
   });
