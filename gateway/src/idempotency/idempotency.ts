@@ -1,6 +1,6 @@
 import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
 import { IDEMPOTENCY_KEY_PATTERN, operationTakesIdempotencyKey } from '@dap/contracts';
-import { open, seal } from '@dap/crypto';
+import { SealedBox } from '@dap/crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '@dap/http';
 import type { Logger } from '@dap/logger';
@@ -33,7 +33,7 @@ const UNREPLAYED_HEADERS = new Set([
 interface Stored {
   state: 'in_flight' | 'done';
   fingerprint: string;
-  /** The response (`Replay`), sealed: `iv.tag.ciphertext`, base64. */
+  /** The response (`Replay`), in libs/crypto's sealed form. */
   sealed?: string;
 }
 
@@ -56,17 +56,12 @@ function keyFor(secret: string, accountId: string, idempotencyKey: string): Buff
 }
 
 function sealReplay(key: Buffer, replay: Replay, slot: string): string {
-  const s = seal(key, JSON.stringify(replay), slot);
-  return [s.iv, s.tag, s.ciphertext].map((b) => b.toString('base64')).join('.');
+  return new SealedBox(key, 'dap-idempotency').seal(JSON.stringify(replay), slot);
 }
 
 function openReplay(key: Buffer, sealed: string, slot: string): Replay | null {
-  const [iv, tag, ciphertext] = sealed.split('.');
-  if (!iv || !tag || ciphertext === undefined) return null;
   try {
-    return JSON.parse(
-      open(key, { iv: Buffer.from(iv, 'base64'), tag: Buffer.from(tag, 'base64'), ciphertext: Buffer.from(ciphertext, 'base64') }, slot).toString('utf8'),
-    ) as Replay;
+    return JSON.parse(new SealedBox(key, 'dap-idempotency').open(sealed, slot).toString('utf8')) as Replay;
   } catch {
     return null;
   }

@@ -1,8 +1,8 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { datasetConfig, duckdbSpillConfig, loadConfig, outboundConfig, serviceConfigShape, uploadConfig } from '@dap/config';
+import { keySchema } from '@dap/crypto';
 import { DEFAULT_DATASET_GRACE_MS } from '@dap/datasets';
-import { credentialsKeySchema } from './secrets/credentials.ts';
 
 const ms = (min: number, max: number, def: number) => z.coerce.number().int().min(min).max(max).default(def);
 
@@ -28,7 +28,7 @@ export const sourcesConfigShape = {
    * AES-256-GCM key for source credentials at rest: 32 bytes as base64 or 64 hex characters. Without it the
    * service still serves upload sources but refuses remote ones (URL, databases) with 503.
    */
-  SOURCE_CREDENTIALS_KEY: credentialsKeySchema.optional(),
+  SOURCE_CREDENTIALS_KEY: keySchema.optional(),
   /** Largest remote pull (file bytes, or staged bytes for a database), and the largest Content-Length accepted. */
   SOURCE_MAX_BYTES: z.coerce
     .number()

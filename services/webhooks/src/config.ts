@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { ConfigError, loadConfig, outboundConfig, serviceConfigShape } from '@dap/config';
+import { keySchema } from '@dap/crypto';
 
 /** The retry schedule the README documents: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
 export const DEFAULT_RETRY_SCHEDULE_MS = [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000] as const;
@@ -8,13 +9,6 @@ const FIVE_DAYS_MS = 5 * 24 * 3_600_000;
 const ONE_DAY_MS = 24 * 3_600_000;
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
-
-/** A 32-byte AES key, given as 64 hex characters or as base64. */
-export function parseSecretKey(value: string): Buffer | null {
-  const s = value.trim();
-  const key = /^[0-9a-fA-F]{64}$/.test(s) ? Buffer.from(s, 'hex') : /^[A-Za-z0-9+/_-]+={0,2}$/.test(s) ? Buffer.from(s, 'base64') : null;
-  return key && key.length === 32 ? key : null;
-}
 
 /** A comma-separated list of delays in ms: the delay before attempt 1, 2, … (so its length is the number of attempts). */
 export function parseRetrySchedule(value: string): number[] | null {
@@ -28,14 +22,7 @@ export const webhooksConfigShape = {
   ...serviceConfigShape('webhooks'),
   ...outboundConfig,
   /** Encrypts endpoint signing secrets at rest (AES-256-GCM). */
-  WEBHOOK_SECRET_KEY: z.string().transform((s, ctx) => {
-    const key = parseSecretKey(s);
-    if (!key) {
-      ctx.addIssue({ code: 'custom', message: 'WEBHOOK_SECRET_KEY must be 32 bytes, as 64 hex characters or base64' });
-      return z.NEVER;
-    }
-    return key;
-  }),
+  WEBHOOK_SECRET_KEY: keySchema,
   WEBHOOK_TIMEOUT_MS: int(50, 120_000).default(15_000),
   /** How often the claim query looks for due retries and leftovers (retries this process scheduled wake it on time). */
   WEBHOOK_POLL_MS: int(10, 60_000).default(2_000),

@@ -39,6 +39,9 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
     });
     const deliveries = new DeliveryRepository(mongo.db, deliveryRelay);
     await Promise.all([endpoints.init(), deliveries.init(), deliveryRelay.init()]);
+    const secrets = new SecretBox(config.WEBHOOK_SECRET_KEY);
+    const resealed = await endpoints.resealLegacySecrets((sealed, id) => secrets.resealLegacy(sealed, id));
+    if (resealed > 0) logger.info({ resealed }, 'endpoint secrets re-sealed in the current form');
     const endpointRelay = new OutboxRelay({ collections: [endpoints.coll.raw], publisher: eventing.producer, logger, intervalMs: 1_000 });
     relay = endpointRelay;
     endpointRelay.start();
@@ -54,7 +57,6 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
       }
     });
 
-    const secrets = new SecretBox(config.WEBHOOK_SECRET_KEY);
     const guard = new OutboundGuard({ allowPrivate: config.ALLOW_PRIVATE_TARGETS, platform: platformEndpointsOf(config) });
     const sender = await life.open(
       'http sender',

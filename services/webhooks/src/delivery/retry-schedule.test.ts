@@ -1,4 +1,4 @@
-import { DEFAULT_RETRY_SCHEDULE_MS, parseRetrySchedule, parseSecretKey } from '../config.ts';
+import { DEFAULT_RETRY_SCHEDULE_MS, parseRetrySchedule } from '../config.ts';
 import { nextDelayMs, withJitter } from './retry-schedule.ts';
 
 describe('retry schedule', () => {
@@ -30,14 +30,5 @@ describe('retry schedule', () => {
     expect(parseRetrySchedule('0,-5')).toBeNull();
     expect(parseRetrySchedule('0,abc')).toBeNull();
     expect(parseRetrySchedule('')).toBeNull();
-  });
-});
-
-describe('secret key config', () => {
-  it('takes 32 bytes as hex or base64 and refuses other lengths', () => {
-    expect(parseSecretKey('ab'.repeat(32))).toHaveLength(32);
-    expect(parseSecretKey(Buffer.alloc(32, 7).toString('base64'))).toHaveLength(32);
-    expect(parseSecretKey(Buffer.alloc(16, 7).toString('base64'))).toBeNull();
-    expect(parseSecretKey('not a key')).toBeNull();
   });
 });

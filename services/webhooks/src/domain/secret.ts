@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { open, seal } from '@dap/crypto';
+import { open, SealedBox } from '@dap/crypto';
 
 const SECRET_PREFIX = 'whsec_';
 
@@ -16,26 +16,38 @@ export function secretKeyOf(secret: string): Buffer {
   return key;
 }
 
+/** The layout endpoints' secrets were sealed in before libs/crypto's one form: `v1.<iv>.<tag>.<ciphertext>`, base64. */
+const LEGACY = /^v1\.([A-Za-z0-9+/=]+)\.([A-Za-z0-9+/=]+)\.([A-Za-z0-9+/=]*)$/;
+
 /**
- * Seals endpoint secrets at rest with AES-256-GCM. The endpoint id is authenticated data, so a sealed
- * secret copied onto another endpoint does not open.
+ * Endpoint signing secrets at rest, in libs/crypto's sealed form. The endpoint id is authenticated data, so a
+ * sealed secret copied onto another endpoint does not open.
  */
 export class SecretBox {
   readonly #key: Buffer;
+  readonly #box: SealedBox;
 
   constructor(key: Buffer) {
-    if (key.length !== 32) throw new Error('the secret key must be 32 bytes');
     this.#key = Buffer.from(key);
+    this.#box = new SealedBox(key, 'dap-webhook-secrets');
   }
 
-  seal(plaintext: string, context: string): string {
-    const { iv, ciphertext, tag } = seal(this.#key, plaintext, context);
-    return ['v1', iv.toString('base64'), tag.toString('base64'), ciphertext.toString('base64')].join('.');
+  seal(plaintext: string, endpointId: string): string {
+    return this.#box.seal(plaintext, endpointId);
   }
 
-  open(sealed: string, context: string): string {
-    const [version, iv, tag, data] = sealed.split('.');
-    if (version !== 'v1' || !iv || !tag || data === undefined) throw new Error('unknown sealed secret format');
-    return open(this.#key, { iv: Buffer.from(iv, 'base64'), ciphertext: Buffer.from(data, 'base64'), tag: Buffer.from(tag, 'base64') }, context).toString('utf8');
+  open(sealed: string, endpointId: string): string {
+    return this.#box.open(sealed, endpointId).toString('utf8');
+  }
+
+  /**
+   * The same secret in today's form when `sealed` is in the legacy layout, or null when it is not. Used once
+   * at start-up to re-seal stored endpoints (EndpointRepository.resealLegacySecrets), so only one form is read.
+   */
+  resealLegacy(sealed: string, endpointId: string): string | null {
+    const m = LEGACY.exec(sealed);
+    if (!m) return null;
+    const plain = open(this.#key, { iv: Buffer.from(m[1]!, 'base64'), tag: Buffer.from(m[2]!, 'base64'), ciphertext: Buffer.from(m[3]!, 'base64') }, endpointId);
+    return this.seal(plain.toString('utf8'), endpointId);
   }
 }

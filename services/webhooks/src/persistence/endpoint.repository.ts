@@ -36,6 +36,29 @@ export class EndpointRepository {
     await this.coll.raw.createIndex({ accountId: 1, status: 1 });
   }
 
+  /**
+   * Re-seals every stored secret that `reseal` recognises as a legacy layout (it answers null for the current
+   * one), with a compare-and-set per field so a concurrent rotation is never overwritten. Answers how many
+   * fields were re-sealed. Only secrets that are not in the current form (5 dot-separated parts) are read.
+   */
+  async resealLegacySecrets(reseal: (sealed: string, endpointId: string) => string | null): Promise<number> {
+    const legacy = { $regex: '^v1\\.[^.]*\\.[^.]*\\.[^.]*$' };
+    let count = 0;
+    for await (const doc of this.coll.raw.find(
+      { $or: [{ secretSealed: legacy }, { previousSecretSealed: legacy }] },
+      { projection: { secretSealed: 1, previousSecretSealed: 1 } },
+    )) {
+      for (const field of ['secretSealed', 'previousSecretSealed'] as const) {
+        const sealed = doc[field];
+        const next = typeof sealed === 'string' ? reseal(sealed, String(doc._id)) : null;
+        if (next === null) continue;
+        const res = await this.coll.raw.updateOne({ _id: doc._id as unknown as Document['_id'], [field]: sealed }, { $set: { [field]: next } });
+        count += res.modifiedCount;
+      }
+    }
+    return count;
+  }
+
   insert(accountId: string, doc: Omit<EndpointDoc, 'accountId'>, events: DomainEvent[]): Promise<EndpointDoc> {
     return this.coll.insert(accountId, doc, events);
   }
