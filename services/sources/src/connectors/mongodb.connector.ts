@@ -3,10 +3,9 @@ import { BSON, MongoClient, type Document } from 'mongodb';
 
 const { EJSON } = BSON;
 import { z } from 'zod';
-import { StagingWriter } from '../ingest/staging-file.ts';
 import { ConnectorCheckError, type RemoteConnector, type RemoteContext } from './connector.ts';
 import { closeQuietly, connectionOf, dbConnectionSchema, publicConnection, type DbConnection } from './db-spec.ts';
-import { withDeadline } from './deadline.ts';
+import { databaseConnection, writeRows } from './database.ts';
 import { parseMongoFilter } from './mongo-filter.ts';
 import { networkFailure, scrub, TooLargeError } from './remote-errors.ts';
 
@@ -116,13 +115,12 @@ async function connect(spec: MongoSpec, ctx: RemoteContext, signal: AbortSignal)
   return client;
 }
 
-async function close(client: MongoClient | null): Promise<void> {
-  if (client)
-    await closeQuietly(
-      () => client.close(),
-      () => undefined,
-      2_000,
-    );
+async function close(client: MongoClient): Promise<void> {
+  await closeQuietly(
+    () => client.close(),
+    () => undefined,
+    2_000,
+  );
 }
 
 async function assertCollection(client: MongoClient, spec: MongoSpec): Promise<void> {
@@ -141,62 +139,22 @@ export const mongodbConnector: RemoteConnector<'mongodb', MongoSpec> = {
   parseSpec: (value) => mongoSpecSchema.parse(value) as MongoSpec,
   publicConfigOf: (spec) => ({ ...publicConnection(spec), collection: spec.collection, ...(spec.filter ? { filter: spec.filter } : {}) }),
 
-  async check(spec, ctx) {
-    await withDeadline(
-      ctx.signal,
-      ctx.limits.checkTimeoutMs,
-      'checking the MongoDB source',
-      async (signal) => {
-        let client: MongoClient | null = null;
-        try {
-          client = await connect(spec, ctx, signal);
-          await assertCollection(client, spec);
-          await client.db(spec.database).collection(spec.collection).findOne(parseMongoFilter(spec.filter));
-        } catch (err) {
-          throw failure(err, spec);
-        } finally {
-          await close(client);
-        }
-      },
-      'connection',
-    );
-  },
-
-  /** Iterates a cursor batch by batch; the next batch is fetched only after the last one is written. */
-  async pull(spec, ctx) {
-    return withDeadline(
-      ctx.signal,
-      ctx.limits.dbTimeoutMs,
-      'reading from MongoDB',
-      async (signal) => {
-        let client: MongoClient | null = null;
-        const writer = await StagingWriter.open(ctx.store, ctx.accountId, ctx.sourceId, 'ndjson', ctx.limits.maxBytes);
-        try {
-          client = await connect(spec, ctx, signal);
-          await assertCollection(client, spec);
-          const cursor = client.db(spec.database).collection(spec.collection).find(parseMongoFilter(spec.filter), { batchSize: 1_000, promoteLongs: false });
-          let text = '';
-          let rows = 0;
-          for await (const doc of cursor) {
-            text += documentLine(doc);
-            rows++;
-            if (text.length >= 1024 * 1024) {
-              await writer.write(text);
-              text = '';
-            }
-          }
-          if (!rows) throw new ConnectorCheckError(spec.filter ? 'filter' : 'collection', 'no documents match, so the source would have no columns');
-          await writer.write(text);
-          await writer.commit();
-          return { format: 'ndjson' as const, checkFieldNames: true };
-        } catch (err) {
-          await writer.abort();
-          throw failure(err, spec);
-        } finally {
-          await close(client);
-        }
-      },
-      'connection',
-    );
-  },
+  ...databaseConnection<'mongodb', MongoSpec, MongoClient>({
+    label: 'MongoDB',
+    connect,
+    close,
+    failure,
+    async probe(client, spec) {
+      await assertCollection(client, spec);
+      await client.db(spec.database).collection(spec.collection).findOne(parseMongoFilter(spec.filter));
+    },
+    /** Iterates a cursor batch by batch; the next batch is fetched only after the last one is written. */
+    async read(client, spec, writer) {
+      await assertCollection(client, spec);
+      const cursor = client.db(spec.database).collection(spec.collection).find(parseMongoFilter(spec.filter), { batchSize: 1_000, promoteLongs: false });
+      const rows = await writeRows(cursor, documentLine, writer);
+      if (!rows) throw new ConnectorCheckError(spec.filter ? 'filter' : 'collection', 'no documents match, so the source would have no columns');
+      return { checkFieldNames: true };
+    },
+  }),
 };

@@ -1,10 +1,9 @@
 import { connect as netConnect } from 'node:net';
 import mysql, { type Connection, type FieldPacket } from 'mysql2';
-import { StagingWriter } from '../ingest/staging-file.ts';
 import { ndjsonEncoder, uniqueNames } from '../ingest/row-encoding.ts';
 import { ConnectorCheckError, type RemoteConnector, type RemoteContext, type StagedColumn, type StagedColumnType } from './connector.ts';
 import { closeQuietly, connectionOf, publicConnection } from './db-spec.ts';
-import { withDeadline } from './deadline.ts';
+import { databaseConnection, writeRows } from './database.ts';
 import { sqlOf, sqlSpecSchema, type SqlSpec } from './postgres.connector.ts';
 import { networkFailure, scrub, TooLargeError } from './remote-errors.ts';
 
@@ -88,12 +87,11 @@ async function connect(spec: SqlSpec, ctx: RemoteContext, signal: AbortSignal): 
   return conn;
 }
 
-async function close(conn: Connection | null): Promise<void> {
-  if (conn)
-    await closeQuietly(
-      () => new Promise<void>((r) => conn.end(() => r())),
-      () => conn.destroy(),
-    );
+async function close(conn: Connection): Promise<void> {
+  await closeQuietly(
+    () => new Promise<void>((r) => conn.end(() => r())),
+    () => conn.destroy(),
+  );
 }
 
 /** MySQL's BOOLEAN is TINYINT(1): a TINY column of display width 1. A wider TINYINT stays an integer. */
@@ -114,74 +112,35 @@ export const mysqlConnector: RemoteConnector<'mysql', SqlSpec> = {
   parseSpec: (value) => sqlSpecSchema.parse(value) as SqlSpec,
   publicConfigOf: (spec) => ({ ...publicConnection(spec), ...(spec.table ? { table: spec.table } : { query: spec.query! }) }),
 
-  /** Prepares the statement (the server parses it and resolves its tables) without running it. */
-  async check(spec, ctx) {
-    await withDeadline(
-      ctx.signal,
-      ctx.limits.checkTimeoutMs,
-      'checking the MySQL source',
-      async (signal) => {
-        let conn: Connection | null = null;
-        try {
-          conn = await connect(spec, ctx, signal);
-          const c = conn;
-          const columns = await new Promise<number>((resolve, reject) =>
-            c.prepare(sqlOf(spec, quoteIdent), (err, stmt) => {
-              if (err) return reject(err);
-              // The typings omit `columns`; the statement carries the result's column definitions.
-              const n = (stmt as unknown as { columns: unknown[] }).columns.length;
-              stmt.close();
-              resolve(n);
-            }),
-          );
-          if (columns === 0) throw new ConnectorCheckError('query', 'the query returns no columns; give a SELECT');
-        } catch (err) {
-          throw failure(err, spec);
-        } finally {
-          await close(conn);
-        }
-      },
-      'connection',
-    );
-  },
-
-  /** Streams the rows; the driver pauses the socket while the stream's buffer is full (backpressure). */
-  async pull(spec, ctx) {
-    return withDeadline(
-      ctx.signal,
-      ctx.limits.dbTimeoutMs,
-      'reading from MySQL',
-      async (signal) => {
-        let conn: Connection | null = null;
-        const writer = await StagingWriter.open(ctx.store, ctx.accountId, ctx.sourceId, 'ndjson', ctx.limits.maxBytes);
-        try {
-          conn = await connect(spec, ctx, signal);
-          const rows = conn.query({ sql: sqlOf(spec, quoteIdent), rowsAsArray: true }).stream({ highWaterMark: 2_000 });
-          const seen: { columns: StagedColumn[]; encode: (values: readonly unknown[]) => string } = { columns: [], encode: () => '' };
-          rows.on('fields', (fields: FieldPacket[]) => {
-            seen.columns = columnsOf(fields);
-            seen.encode = ndjsonEncoder(seen.columns);
-          });
-          let text = '';
-          for await (const row of rows as AsyncIterable<unknown[]>) {
-            text += seen.encode(row);
-            if (text.length >= 1024 * 1024) {
-              await writer.write(text);
-              text = '';
-            }
-          }
-          await writer.write(text);
-          await run(conn, 'COMMIT');
-          await writer.commit();
-          return { format: 'ndjson' as const, columns: seen.columns };
-        } catch (err) {
-          await writer.abort();
-          throw failure(err, spec);
-        } finally {
-          await close(conn);
-        }
-      },
-      'connection',
-    );
-  },
+  ...databaseConnection<'mysql', SqlSpec, Connection>({
+    label: 'MySQL',
+    connect,
+    close,
+    failure,
+    /** Prepares the statement (the server parses it and resolves its tables) without running it. */
+    async probe(conn, spec) {
+      const columns = await new Promise<number>((resolve, reject) =>
+        conn.prepare(sqlOf(spec, quoteIdent), (err, stmt) => {
+          if (err) return reject(err);
+          // The typings omit `columns`; the statement carries the result's column definitions.
+          const n = (stmt as unknown as { columns: unknown[] }).columns.length;
+          stmt.close();
+          resolve(n);
+        }),
+      );
+      if (columns === 0) throw new ConnectorCheckError('query', 'the query returns no columns; give a SELECT');
+    },
+    /** Streams the rows; the driver pauses the socket while the stream's buffer is full (backpressure). */
+    async read(conn, spec, writer) {
+      const rows = conn.query({ sql: sqlOf(spec, quoteIdent), rowsAsArray: true }).stream({ highWaterMark: 2_000 });
+      const seen: { columns: StagedColumn[]; encode: (values: readonly unknown[]) => string } = { columns: [], encode: () => '' };
+      rows.on('fields', (fields: FieldPacket[]) => {
+        seen.columns = columnsOf(fields);
+        seen.encode = ndjsonEncoder(seen.columns);
+      });
+      await writeRows(rows as AsyncIterable<unknown[]>, (row) => seen.encode(row), writer);
+      await run(conn, 'COMMIT');
+      return { columns: seen.columns };
+    },
+  }),
 };

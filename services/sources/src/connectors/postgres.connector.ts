@@ -1,11 +1,10 @@
 import { isIP } from 'node:net';
 import pg from 'pg';
 import { z } from 'zod';
-import { StagingWriter } from '../ingest/staging-file.ts';
 import { ndjsonEncoder, uniqueNames } from '../ingest/row-encoding.ts';
 import { ConnectorCheckError, type RemoteConnector, type RemoteContext, type StagedColumn, type StagedColumnType } from './connector.ts';
 import { closeQuietly, connectionOf, dbConnectionSchema, publicConnection, type DbConnection } from './db-spec.ts';
-import { withDeadline } from './deadline.ts';
+import { databaseConnection } from './database.ts';
 import { networkFailure, scrub, TooLargeError } from './remote-errors.ts';
 
 export interface SqlSpec extends DbConnection {
@@ -123,12 +122,11 @@ function destroy(client: pg.Client): void {
   (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
 }
 
-async function close(client: pg.Client | null): Promise<void> {
-  if (client)
-    await closeQuietly(
-      () => client.end(),
-      () => destroy(client),
-    );
+async function close(client: pg.Client): Promise<void> {
+  await closeQuietly(
+    () => client.end(),
+    () => destroy(client),
+  );
 }
 
 /** Opens a read-only transaction with a server-side cursor over the source's statement (extended protocol: one statement only). */
@@ -149,65 +147,35 @@ export const postgresConnector: RemoteConnector<'postgres', SqlSpec> = {
   parseSpec: (value) => sqlSpecSchema.parse(value) as SqlSpec,
   publicConfigOf: (spec) => ({ ...publicConnection(spec), ...(spec.table ? { table: spec.table } : { query: spec.query! }) }),
 
-  async check(spec, ctx) {
-    await withDeadline(
-      ctx.signal,
-      ctx.limits.checkTimeoutMs,
-      'checking the PostgreSQL source',
-      async (signal) => {
-        let client: pg.Client | null = null;
-        try {
-          client = await connect(spec, ctx, signal);
-          await openCursor(client, spec, 'dap_probe');
-          await client.query('FETCH 1 FROM dap_probe');
-          await client.query('ROLLBACK');
-        } catch (err) {
-          throw failure(err, spec);
-        } finally {
-          await close(client);
+  ...databaseConnection<'postgres', SqlSpec, pg.Client>({
+    label: 'PostgreSQL',
+    connect,
+    close,
+    failure,
+    async probe(client, spec) {
+      await openCursor(client, spec, 'dap_probe');
+      await client.query('FETCH 1 FROM dap_probe');
+      await client.query('ROLLBACK');
+    },
+    async read(client, spec, writer) {
+      await openCursor(client, spec, 'dap_cursor');
+      let columns: StagedColumn[] | null = null;
+      let encode: ((values: readonly unknown[]) => string) | null = null;
+      for (let batch = 500; ;) {
+        const res = await client.query({ text: `FETCH FORWARD ${batch} FROM dap_cursor`, rowMode: 'array' });
+        if (!columns) {
+          columns = columnsOf(res.fields);
+          encode = ndjsonEncoder(columns);
         }
-      },
-      'connection',
-    );
-  },
-
-  async pull(spec, ctx) {
-    return withDeadline(
-      ctx.signal,
-      ctx.limits.dbTimeoutMs,
-      'reading from PostgreSQL',
-      async (signal) => {
-        let client: pg.Client | null = null;
-        const writer = await StagingWriter.open(ctx.store, ctx.accountId, ctx.sourceId, 'ndjson', ctx.limits.maxBytes);
-        try {
-          client = await connect(spec, ctx, signal);
-          await openCursor(client, spec, 'dap_cursor');
-          let columns: StagedColumn[] | null = null;
-          let encode: ((values: readonly unknown[]) => string) | null = null;
-          for (let batch = 500; ;) {
-            const res = await client.query({ text: `FETCH FORWARD ${batch} FROM dap_cursor`, rowMode: 'array' });
-            if (!columns) {
-              columns = columnsOf(res.fields);
-              encode = ndjsonEncoder(columns);
-            }
-            let text = '';
-            for (const row of res.rows as unknown[][]) text += encode!(row);
-            await writer.write(text);
-            if (res.rows.length < batch) break;
-            const bytesPerRow = Math.max(1, text.length / res.rows.length);
-            batch = Math.min(BATCH_MAX, Math.max(BATCH_MIN, Math.floor(BATCH_TARGET_BYTES / bytesPerRow)));
-          }
-          await client.query('COMMIT');
-          await writer.commit();
-          return { format: 'ndjson' as const, columns: columns ?? [] };
-        } catch (err) {
-          await writer.abort();
-          throw failure(err, spec);
-        } finally {
-          await close(client);
-        }
-      },
-      'connection',
-    );
-  },
+        let text = '';
+        for (const row of res.rows as unknown[][]) text += encode!(row);
+        await writer.write(text);
+        if (res.rows.length < batch) break;
+        const bytesPerRow = Math.max(1, text.length / res.rows.length);
+        batch = Math.min(BATCH_MAX, Math.max(BATCH_MIN, Math.floor(BATCH_TARGET_BYTES / bytesPerRow)));
+      }
+      await client.query('COMMIT');
+      return { columns: columns ?? [] };
+    },
+  }),
 };
