@@ -194,6 +194,8 @@ CONF
 }
 
 cmd_up() {
+  # A fresh clone has no node_modules (nor Node 24, which the services run on): npm ci first, as npm start does.
+  bash "$HERE/bootstrap.sh"
   command -v nginx >/dev/null || die "nginx is not installed (apt-get install -y nginx)"
   command -v redis-server >/dev/null || die "redis-server is not installed (apt-get install -y redis-server)"
   [[ -d $JARS/kafka ]] || bash "$HERE/stack.sh" install
@@ -202,6 +204,9 @@ cmd_up() {
   for p in "$NGINX_PORT" 31201 31202 31203 31204 31205 "${KAFKA_PORTS[@]}" "${KAFKA_CTRL_PORTS[@]}" "$REDIS_MASTER" "$REDIS_REPLICA" "${SENTINEL_PORTS[@]}" "$MONGO_PORT"; do
     if port_open "$p"; then die "port $p is in use (is the cluster up already? cluster.sh status)"; fi
   done
+  # A start that fails stops what it started (the logs stay): four JVMs left behind would load the machine
+  # and hold the ports the next attempt needs.
+  trap 'rc=$?; if ((rc != 0)); then say "stopping what this start launched"; cmd_down; fi; exit $rc' EXIT
   say "starting 3 Kafka brokers, Redis with a replica and 3 Sentinels, MongoDB"
   start_kafka
   start_redis
@@ -228,10 +233,14 @@ ENV
   spawn services "$LOGS/services.log" "$ROOT/node_modules/.bin/node" --no-warnings "$HERE/cluster.ts" "$BASE"
   local deadline=$((SECONDS + READY_TIMEOUT))
   until [[ -s $BASE/ready.env ]]; do
-    pid_of services >/dev/null || die "the services did not start; see $LOGS/services.log and $BASE/logs/*/"
+    if ! pid_of services >/dev/null; then
+      tail -n 30 "$LOGS/services.log" >&2 || true
+      die "the services did not start (the last lines of $LOGS/services.log above; each process logs in $BASE/logs/*/)"
+    fi
     ((SECONDS < deadline)) || die "the services were not ready within ${READY_TIMEOUT}s; see $LOGS/services.log"
     sleep 1
   done
+  trap - EXIT
   say "up: $(tr '\n' ' ' <"$BASE/ready.env")"
   say "stop with: bash deploy/local/cluster.sh down"
 }
@@ -244,6 +253,8 @@ cmd_down() {
     kill -TERM "$pid" 2>/dev/null || true
     for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
+    # Each was started as the leader of its own process group (setsid): what it left behind goes too.
+    kill -KILL -- "-$pid" 2>/dev/null || true
     rm -f "$PIDS/$name.pid"
     say "stopped $name ($pid)"
   done

@@ -79,46 +79,60 @@ const balanced = {
 };
 const services = DEPLOYABLES.filter((d) => d.name !== 'gateway');
 const gatewayOnly = DEPLOYABLES.filter((d) => d.name === 'gateway');
-for (const [name, first] of [
-  ['a', 31100],
-  ['b', 31110],
-] as const) {
-  sets.push(
-    await startServices({
-      root,
-      env: { ...env, INSTANCE_ID: `cluster-${name}` },
-      ports: portsOf(first),
-      logDir: join(base, 'logs', name),
-      timeoutMs: 180_000,
-      deployables: services,
-    }),
+try {
+  for (const [name, first] of [
+    ['a', 31100],
+    ['b', 31110],
+  ] as const) {
+    sets.push(
+      await startServices({
+        root,
+        env: { ...env, INSTANCE_ID: `cluster-${name}` },
+        ports: portsOf(first),
+        logDir: join(base, 'logs', name),
+        timeoutMs: 180_000,
+        deployables: services,
+      }),
+    );
+  }
+  for (const [name, first] of [
+    ['a', 31100],
+    ['b', 31110],
+  ] as const) {
+    sets.push(
+      await startServices({
+        root,
+        env: { ...env, ...balanced },
+        ports: portsOf(first),
+        logDir: join(base, 'logs', `gateway-${name}`),
+        timeoutMs: 180_000,
+        deployables: gatewayOnly,
+      }),
+    );
+  }
+  const cli = execFileSync(process.execPath, ['--no-warnings', join(root, 'services/accounts/src/cli.ts'), 'ensure-dev'], {
+    env: { PATH: process.env.PATH ?? '', MONGO_URL: env.MONGO_URL ?? '', MONGO_DB: 'dap_accounts' },
+    encoding: 'utf8',
+  });
+  const { apiKey, accountId } = JSON.parse(cli) as { apiKey: string; accountId: string };
+  const pids = sets.flatMap((s, i) => Object.entries(s.pids()).map(([n, pid]) => `PID_${n.toUpperCase()}_${'ABAB'[i]}=${pid}`));
+  writeFileSync(
+    join(base, 'ready.env'),
+    [
+      `GATEWAY_URL=http://127.0.0.1:31000`,
+      `GATEWAY_A_URL=${sets[2]!.urls.gateway}`,
+      `GATEWAY_B_URL=${sets[3]!.urls.gateway}`,
+      `API_KEY=${apiKey}`,
+      `ACCOUNT_ID=${accountId}`,
+      ...pids,
+      '',
+    ].join('\n'),
+    { mode: 0o600 },
   );
+  process.stdout.write(`cluster services ready (gateways ${sets[2]!.urls.gateway}, ${sets[3]!.urls.gateway})\n`);
+} catch (err) {
+  // The sets already up would outlive this process, orphaned, on the cluster's ports.
+  process.stderr.write(`cluster services failed to start: ${(err as Error).message}\n`);
+  await Promise.allSettled(sets.map((s) => s.stop()));
+  process.exit(1);
 }
-for (const [name, first] of [
-  ['a', 31100],
-  ['b', 31110],
-] as const) {
-  sets.push(
-    await startServices({ root, env: { ...env, ...balanced }, ports: portsOf(first), logDir: join(base, 'logs', `gateway-${name}`), timeoutMs: 180_000, deployables: gatewayOnly }),
-  );
-}
-const cli = execFileSync(process.execPath, ['--no-warnings', join(root, 'services/accounts/src/cli.ts'), 'ensure-dev'], {
-  env: { PATH: process.env.PATH ?? '', MONGO_URL: env.MONGO_URL ?? '', MONGO_DB: 'dap_accounts' },
-  encoding: 'utf8',
-});
-const { apiKey, accountId } = JSON.parse(cli) as { apiKey: string; accountId: string };
-const pids = sets.flatMap((s, i) => Object.entries(s.pids()).map(([n, pid]) => `PID_${n.toUpperCase()}_${'ABAB'[i]}=${pid}`));
-writeFileSync(
-  join(base, 'ready.env'),
-  [
-    `GATEWAY_URL=http://127.0.0.1:31000`,
-    `GATEWAY_A_URL=${sets[2]!.urls.gateway}`,
-    `GATEWAY_B_URL=${sets[3]!.urls.gateway}`,
-    `API_KEY=${apiKey}`,
-    `ACCOUNT_ID=${accountId}`,
-    ...pids,
-    '',
-  ].join('\n'),
-  { mode: 0o600 },
-);
-process.stdout.write(`cluster services ready (gateways ${sets[2]!.urls.gateway}, ${sets[3]!.urls.gateway})\n`);

@@ -23,6 +23,8 @@ export interface GatewayAppDeps {
   limiter: Limiter;
   limits: Record<Plan, number>;
   publicPerMinute: number;
+  /** The dashboard's session requests per minute per account (a bucket apart from the plan's API limit). */
+  dashboardPerMinute: number;
   proxy: RequestHandler;
   idempotency: RequestHandler;
   windowMs: number;
@@ -176,6 +178,7 @@ export function createApp(deps: GatewayAppDeps): Express {
       windowMs: deps.windowMs,
       limits: deps.limits,
       publicPerMinute: deps.publicPerMinute,
+      dashboardPerMinute: deps.dashboardPerMinute,
       onDecision: (d) => decisions.inc({ outcome: d.allowed ? 'allowed' : 'rejected', store: d.source }),
     }),
   );

@@ -73,6 +73,8 @@ export const gatewayConfigShape = {
   AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().positive().default(30),
   /** Unauthenticated requests (sign-up, login) one client address may make per minute. */
   PUBLIC_REQUESTS_PER_MINUTE: z.coerce.number().int().positive().default(30),
+  /** Requests per minute the dashboard (session cookie) may make for one account, apart from the plan's API limit. */
+  DASHBOARD_REQUESTS_PER_MINUTE: z.coerce.number().int().positive().default(600),
   /** Origins allowed by CORS (the dashboard's, when it is served from elsewhere); comma-separated. */
   DASHBOARD_ORIGINS: z.string().default(''),
   USAGE_FLUSH_MS: z.coerce.number().int().min(100).default(10_000),

@@ -114,6 +114,7 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
       limiter,
       limits: planLimits(config.PLAN_LIMITS_OVERRIDE),
       publicPerMinute: config.PUBLIC_REQUESTS_PER_MINUTE,
+      dashboardPerMinute: config.DASHBOARD_REQUESTS_PER_MINUTE,
       proxy,
       idempotency: idem,
       windowMs: config.RATE_LIMIT_WINDOW_MS,

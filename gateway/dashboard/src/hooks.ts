@@ -89,7 +89,12 @@ export function useAction<A extends unknown[], R>(fn: (...args: A) => Promise<R>
       setPending(false);
     }
   }, []);
-  return { run, pending, error, setError };
+  /**
+   * A field was edited: its error goes at once when `stillWrong` (the form's own check of the new value)
+   * finds nothing, or shows that check's message; the other fields' errors stay until they are fixed.
+   */
+  const fixField = useCallback((path: string, stillWrong?: string | null) => setError((old) => old?.withField(path, stillWrong ?? undefined) ?? null), []);
+  return { run, pending, error, setError, fixField };
 }
 
 export function useDocumentTitle(title: string): void {

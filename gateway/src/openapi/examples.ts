@@ -26,6 +26,7 @@ const apiKey = {
   lastUsedAt: '2026-11-20T09:13:58.004Z',
   expiresAt: null,
   revokedAt: null,
+  replacedBy: null,
 };
 const columns = [
   { name: 'order_id', type: 'integer' },

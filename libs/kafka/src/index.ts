@@ -1,4 +1,4 @@
-import { Kafka, logLevel, type Admin, type Consumer, type KafkaConfig, type Producer, type KafkaMessage } from 'kafkajs';
+import { Kafka, logLevel, type Admin, type Consumer, type EachBatchPayload, type KafkaConfig, type Producer, type KafkaMessage } from 'kafkajs';
 import { DEFAULT_TOPIC_LAYOUTS, retryDuringStartup, type KafkaSaslMechanism, type TopicFamily, type TopicLayout } from '@dap/config';
 import { ALL_TOPICS, domainEventSchema, topicOf, type DomainEvent, type Topic } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
@@ -293,13 +293,17 @@ export class EventProducer {
   }
 }
 
-export interface ConsumerOptions extends ConsumerGroupOptions {
+interface ConsumerBaseOptions extends ConsumerGroupOptions {
   topics: Topic[];
-  /** Applies one event durably; throwing means "not applied" and the event is retried. */
-  handle: (event: DomainEvent) => Promise<void>;
+  /** Attempts at an event that fails on its own before it is dead-lettered (outages are retried for as long as they last); default 5. */
   maxAttempts?: number;
   /** Partitions whose messages are handled at the same time (order is kept within a partition); default 1. */
   partitionsConsumedConcurrently?: number;
+  /**
+   * Event types the handler acts on: a message whose `event-type` header names another type is passed over
+   * undecoded (its offset is committed like the others'). Default: every type.
+   */
+  accepts?: (eventType: string) => boolean;
   /**
    * Resolve only once the group has its partitions and has fetched from them (at most this many ms). A new
    * group that starts from the latest offset skips what is published before its first fetch, so a consumer
@@ -308,46 +312,129 @@ export interface ConsumerOptions extends ConsumerGroupOptions {
   waitUntilFetchingMs?: number;
 }
 
+/** Events one at a time. */
+export interface EventHandlerOptions {
+  /** Applies one event durably; throwing means "not applied" and the event is retried. */
+  handle: (event: DomainEvent) => Promise<void>;
+}
+
+/**
+ * Events in chunks of a fetched batch: one call applies many (one query and one write for a chunk instead of
+ * two round trips per event). All of one account's events share a partition, which is read in order.
+ */
+export interface BatchHandlerOptions {
+  /** Applies the events durably and idempotently; throwing means none of them counts as applied. */
+  handleBatch: (events: DomainEvent[]) => Promise<void>;
+  /** Events applied together at most; default 250. */
+  chunkSize?: number;
+  /**
+   * The first chunk of a fetched batch (default 25); each next one doubles up to `chunkSize`, so the start of
+   * a burst is applied after a small write rather than a full one, while the rest still go in large ones.
+   */
+  firstChunkSize?: number;
+}
+
+export type ConsumerOptions = ConsumerBaseOptions & (EventHandlerOptions | BatchHandlerOptions);
+
 /**
  * Runs a consumer that decodes events at the boundary and commits an offset only after its handler has
  * returned. An undecodable message, or one that fails `maxAttempts` times, goes to the group's dead-letter
- * topic so one poison message cannot stall a partition.
+ * topic so one poison message cannot stall a partition. A batch handler that fails on something other than
+ * an outage is given the chunk's events one by one, so only the poison one is dead-lettered.
  */
 export async function runEventConsumer(kafka: Kafka, settings: KafkaSettings, producer: EventProducer, logger: Logger, opts: ConsumerOptions): Promise<Consumer> {
   const groupId = `${settings.topicPrefix}${opts.groupId}`;
-  const maxAttempts = opts.maxAttempts ?? 5;
   const { consumer, toDeadLetter } = await openConsumer(kafka, settings, producer, logger, opts);
+  const batched = 'handleBatch' in opts;
+  const chunkSize = batched ? (opts.chunkSize ?? 250) : 1;
+  const eachBatch = eachBatchHandler({
+    handleBatch: batched ? opts.handleBatch : ([event]) => opts.handle(event!),
+    toDeadLetter,
+    logger,
+    accepts: opts.accepts,
+    maxAttempts: opts.maxAttempts ?? 5,
+    chunkSize,
+    firstChunkSize: batched ? Math.min(chunkSize, opts.firstChunkSize ?? 25) : 1,
+  });
 
   // Registered before run(): the group may join and fetch before run() returns.
   const fetching = opts.waitUntilFetchingMs ? untilFirstFetch(consumer, opts.waitUntilFetchingMs) : null;
-  await consumer.run({
-    autoCommit: true,
-    partitionsConsumedConcurrently: opts.partitionsConsumedConcurrently ?? 1,
-    eachMessage: async ({ topic, message }) => {
-      let event: DomainEvent;
+  // Offsets are committed at the end of each batch (and at a rebalance or stop), up to the last one resolved.
+  await consumer.run({ autoCommit: true, eachBatchAutoResolve: false, partitionsConsumedConcurrently: opts.partitionsConsumedConcurrently ?? 1, eachBatch });
+  if (fetching && !(await fetching)) logger.warn({ groupId, waitedMs: opts.waitUntilFetchingMs }, 'the consumer has not fetched yet; events published meanwhile may be skipped');
+  return consumer;
+}
+
+/** What `eachBatchHandler` needs; `runEventConsumer` fills it from its options. */
+export interface EachBatchOptions {
+  handleBatch: (events: DomainEvent[]) => Promise<void>;
+  toDeadLetter: DeadLetter;
+  logger: Logger;
+  accepts?: ((eventType: string) => boolean) | undefined;
+  maxAttempts: number;
+  chunkSize: number;
+  firstChunkSize: number;
+}
+
+export type BatchContext = Pick<EachBatchPayload, 'batch' | 'resolveOffset' | 'heartbeat' | 'isRunning' | 'isStale' | 'commitOffsetsIfNecessary'>;
+
+/**
+ * The consumer's `eachBatch`: chunk after chunk, decode, apply, and only then resolve the chunk's last offset.
+ * A chunk is not started once the consumer stops or the batch went stale (a rebalance): what is left is fetched
+ * again by whoever owns the partition next.
+ */
+export function eachBatchHandler(o: EachBatchOptions): (payload: BatchContext) => Promise<void> {
+  /** One event on its own: retried, then dead-lettered (an outage is retried for as long as it lasts). */
+  const applyOne = async (topic: string, message: KafkaMessage, event: DomainEvent) => {
+    for (let attempt = 1; ; attempt++) {
       try {
-        event = domainEventSchema.parse(JSON.parse(message.value?.toString('utf8') ?? ''));
-      } catch (err) {
-        await toDeadLetter(topic, message, `undecodable: ${(err as Error).message}`);
+        await o.handleBatch([event]);
         return;
+      } catch (err) {
+        if (attempt >= o.maxAttempts && !isTransient(err)) return o.toDeadLetter(topic, message, (err as Error).message);
+        o.logger.warn({ err, eventId: event.id, attempt }, 'event handler failed; retrying');
+        await backoff(attempt, HANDLER_RETRY);
       }
+    }
+  };
+
+  const applyChunk = async (topic: string, messages: KafkaMessage[]) => {
+    const decoded: Array<{ message: KafkaMessage; event: DomainEvent }> = [];
+    for (const message of messages) {
+      const type = message.headers?.['event-type']?.toString();
+      if (type !== undefined && o.accepts && !o.accepts(type)) continue;
+      try {
+        decoded.push({ message, event: domainEventSchema.parse(JSON.parse(message.value?.toString('utf8') ?? '')) });
+      } catch (err) {
+        await o.toDeadLetter(topic, message, `undecodable: ${(err as Error).message}`);
+      }
+    }
+    if (decoded.length > 1) {
       for (let attempt = 1; ; attempt++) {
         try {
-          await opts.handle(event);
+          await o.handleBatch(decoded.map((d) => d.event));
           return;
         } catch (err) {
-          if (attempt >= maxAttempts && !isTransient(err)) {
-            await toDeadLetter(topic, message, (err as Error).message);
-            return;
-          }
-          logger.warn({ err, eventId: event.id, attempt }, 'event handler failed; retrying');
+          if (!isTransient(err)) break;
+          o.logger.warn({ err, attempt }, 'event batch failed on an outage; retrying');
           await backoff(attempt, HANDLER_RETRY);
         }
       }
-    },
-  });
-  if (fetching && !(await fetching)) logger.warn({ groupId, waitedMs: opts.waitUntilFetchingMs }, 'the consumer has not fetched yet; events published meanwhile may be skipped');
-  return consumer;
+    }
+    // One event, or a chunk with something bad in it: one by one, so only the poison message is dead-lettered.
+    for (const d of decoded) await applyOne(topic, d.message, d.event);
+  };
+
+  return async ({ batch, resolveOffset, heartbeat, isRunning, isStale, commitOffsetsIfNecessary }) => {
+    for (let i = 0, size = o.firstChunkSize; i < batch.messages.length; i += size, size = Math.min(o.chunkSize, size * 2)) {
+      if (!isRunning() || isStale()) return;
+      const chunk = batch.messages.slice(i, i + size);
+      await applyChunk(batch.topic, chunk);
+      resolveOffset(chunk[chunk.length - 1]!.offset);
+      await heartbeat();
+      await commitOffsetsIfNecessary();
+    }
+  };
 }
 
 /** What `openConsumer` needs: the group, its topics and where its dead letters go. */

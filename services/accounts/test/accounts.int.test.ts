@@ -5,6 +5,7 @@ import { createLogger } from '@dap/logger';
 import { http, repoRoot, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix } from '@dap/testing';
 import { loadAccountsConfig } from '../src/config.ts';
 import { startAccounts } from '../src/index.ts';
+import { apiKeyDto } from '../src/http/dto.ts';
 
 const suffix = uniqueSuffix();
 const stack = stackEnv();
@@ -77,6 +78,19 @@ describe('accounts', () => {
     expect(await svc.accounts.verifyHash(hashApiKey(old.secret), later)).toEqual({ ok: false, reason: 'replaced' });
     expect(await svc.accounts.verifyHash(hashApiKey(plain.secret), later)).toEqual({ ok: false, reason: 'expired' });
     expect((await svc.accounts.verifyHash(hashApiKey(next.secret), later)).ok).toBe(true);
+  });
+
+  it('names the replacement of a rolled key, and refuses to roll that outgoing key again', async () => {
+    const { accountId } = cli('create-account', '--name', 'Epsilon').out as { accountId: string };
+    const old = await svc.accounts.createKey(accountId, { name: 'outgoing' });
+    expect(apiKeyDto(old.key).replacedBy).toBeNull();
+    const next = await svc.accounts.rollKey(accountId, old.key._id, 3600);
+    const outgoing = await svc.accounts.getKey(accountId, old.key._id);
+    expect(apiKeyDto(outgoing)).toMatchObject({ replacedBy: next.key._id, revokedAt: null });
+    expect(outgoing.expiresAt!.getTime()).toBeGreaterThan(Date.now());
+    await expect(svc.accounts.rollKey(accountId, old.key._id, 0)).rejects.toMatchObject({ status: 409, code: 'conflict' });
+    // Positive control: the replacement itself can be rolled.
+    expect((await svc.accounts.rollKey(accountId, next.key._id, 0)).key.name).toBe('outgoing');
   });
 
   it("answers 401, not 404, when the caller's own account is gone", async () => {

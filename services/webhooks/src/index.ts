@@ -2,7 +2,7 @@ import { isPublicEventType, PUBLIC_EVENT_TYPES, topicOf } from '@dap/contracts';
 import { platformEndpointsOf } from '@dap/config';
 import { Lifecycle } from '@dap/lifecycle';
 import { listen } from '@dap/http';
-import { openEventing } from '@dap/kafka';
+import { openEventing, runEventConsumer } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
 import { openMongo, OutboxRelay } from '@dap/mongo';
 import { OutboundGuard } from '@dap/netguard';
@@ -12,7 +12,6 @@ import { Dispatcher } from './delivery/dispatcher.ts';
 import { HttpSender } from './delivery/http-sender.ts';
 import { SecretBox } from './domain/secret.ts';
 import { WebhooksService } from './domain/webhooks.service.ts';
-import { runBatchEventConsumer } from './events/batch-consumer.ts';
 import { DELIVERY_GROUP_ID, deliveryFanOutBatch } from './events/delivery.consumer.ts';
 import { DeliveryOutbox } from './persistence/delivery-outbox.ts';
 import { DeliveryRepository } from './persistence/delivery.repository.ts';
@@ -106,7 +105,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
     await life.open(
       'delivery consumer',
       () =>
-        runBatchEventConsumer(eventing.kafka, eventing.settings, eventing.producer, logger, {
+        runEventConsumer(eventing.kafka, eventing.settings, eventing.producer, logger, {
           groupId: DELIVERY_GROUP_ID,
           // Only topics that carry events a webhook can subscribe to (not the gateway's usage or the accounts' key events).
           topics: [...new Set(PUBLIC_EVENT_TYPES.map(topicOf))],

@@ -35,6 +35,27 @@ export class ApiError extends Error {
     if (exact) return exact.message;
     return this.fieldErrors.find((e) => e.path.startsWith(`${path}.`))?.message;
   }
+
+  /**
+   * This error once a field is fixed: its errors (and those beneath it) gone, or the field's new message if
+   * it is still wrong. Null once no field error is left of an error that was only about fields.
+   */
+  withField(path: string, message?: string): ApiError | null {
+    const under = (e: FieldError) => e.path === path || e.path.startsWith(`${path}.`);
+    if (!this.fieldErrors.some(under)) return this;
+    const rest = this.fieldErrors.filter((e) => !under(e));
+    const errors = message ? [...rest, { path, message }] : rest;
+    if (errors.length === 0) return null;
+    return new ApiError({
+      status: this.status,
+      code: this.code,
+      title: this.title,
+      detail: this.detail,
+      requestId: this.requestId,
+      errors,
+      retryAfterSeconds: this.retryAfterSeconds,
+    });
+  }
 }
 
 export function toApiError(err: unknown): ApiError {

@@ -27,7 +27,9 @@ const GRACE_OPTIONS = [
 
 export function keyState(k: ApiKeyDto, now = Date.now()): { status: string; label: string } {
   if (k.revokedAt) return { status: 'revoked', label: 'Revoked' };
-  if (k.expiresAt && new Date(k.expiresAt).getTime() <= now) return { status: 'expired', label: 'Expired' };
+  if (k.expiresAt && new Date(k.expiresAt).getTime() <= now) return { status: 'expired', label: k.replacedBy ? 'Replaced' : 'Expired' };
+  // Rolled: it works until its grace period ends, and its replacement is the key to roll from now on.
+  if (k.replacedBy) return { status: 'pending', label: `Replaced, expires at ${formatDate(k.expiresAt)}` };
   if (k.expiresAt && new Date(k.expiresAt).getTime() - now < 7 * 86_400_000) return { status: 'pending', label: `Expires ${formatRelative(k.expiresAt, now)}` };
   return { status: 'active', label: 'Active' };
 }
@@ -99,13 +101,13 @@ function CreateKeyDialog({ open, onClose, onCreated }: { open: boolean; onClose:
     }
   };
 
-  const toggle = (s: Scope) =>
-    setScopes((old) => {
-      const next = new Set(old);
-      if (next.has(s)) next.delete(s);
-      else next.add(s);
-      return next;
-    });
+  const toggle = (s: Scope) => {
+    const next = new Set(scopes);
+    if (next.has(s)) next.delete(s);
+    else next.add(s);
+    setScopes(next);
+    create.fixField('scopes', next.size === 0 ? 'Choose at least one scope' : undefined);
+  };
 
   const err = create.error;
   if (created) {
@@ -130,7 +132,19 @@ function CreateKeyDialog({ open, onClose, onCreated }: { open: boolean; onClose:
       <form className="form" onSubmit={submit} noValidate>
         <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} />
         <Field label="Name" hint="For example “production backend” or “nightly report job”." error={err?.fieldError('name')} required>
-          {(p) => <input {...p} className="input" value={name} maxLength={100} onChange={(e) => setName(e.target.value)} autoFocus />}
+          {(p) => (
+            <input
+              {...p}
+              className="input"
+              value={name}
+              maxLength={100}
+              onChange={(e) => {
+                setName(e.target.value);
+                create.fixField('name', e.target.value.trim() ? undefined : 'Give the key a name you will recognise later');
+              }}
+              autoFocus
+            />
+          )}
         </Field>
         <fieldset className="fieldset">
           <legend className="field-label">Access</legend>
@@ -194,7 +208,15 @@ function CreateKeyDialog({ open, onClose, onCreated }: { open: boolean; onClose:
         <div className="form-row">
           <Field label="Expires" error={expiry !== 'custom' ? err?.fieldError('expiresAt') : undefined}>
             {(p) => (
-              <select {...p} className="input" value={expiry} onChange={(e) => setExpiry(e.target.value)}>
+              <select
+                {...p}
+                className="input"
+                value={expiry}
+                onChange={(e) => {
+                  setExpiry(e.target.value);
+                  create.fixField('expiresAt');
+                }}
+              >
                 {EXPIRY_OPTIONS.map((o) => (
                   <option key={o.value} value={o.value}>
                     {o.label}
@@ -212,7 +234,11 @@ function CreateKeyDialog({ open, onClose, onCreated }: { open: boolean; onClose:
                   type="date"
                   value={customDate}
                   min={new Date(Date.now() + 86_400_000).toISOString().slice(0, 10)}
-                  onChange={(e) => setCustomDate(e.target.value)}
+                  onChange={(e) => {
+                    setCustomDate(e.target.value);
+                    const t = new Date(`${e.target.value}T23:59:59Z`).getTime();
+                    create.fixField('expiresAt', Number.isFinite(t) && t > Date.now() ? undefined : 'Choose a date in the future');
+                  }}
                 />
               )}
             </Field>
@@ -303,6 +329,7 @@ function RollKeyDialog({ target, onClose, onRolled }: { target: ApiKeyDto | null
 function KeyRow({ k, onRoll, onRevoke }: { k: ApiKeyDto; onRoll: () => void; onRevoke: () => void }) {
   const state = keyState(k);
   const usable = state.status === 'active' || state.status === 'pending';
+  const rollable = usable && !k.replacedBy;
   return (
     <li className={`key-row${usable ? '' : ' is-muted'}`} data-key-id={k.id} data-testid="key-row">
       <div className="key-main">
@@ -312,6 +339,11 @@ function KeyRow({ k, onRoll, onRevoke }: { k: ApiKeyDto; onRoll: () => void; onR
         </div>
         <code className="key-hint">{k.hint}</code>
         <ScopeList scopes={k.scopes} />
+        {k.replacedBy && usable && (
+          <p className="key-replaced small" data-testid="key-replaced">
+            Replaced by a rolled key; this secret stops working at {formatDate(k.expiresAt)}. Roll the new key if you need another.
+          </p>
+        )}
         <p className="key-meta">
           <span>Created {formatDate(k.createdAt, false)}</span>
           <span>Last used {k.lastUsedAt ? formatRelative(k.lastUsedAt) : 'never'}</span>
@@ -320,9 +352,11 @@ function KeyRow({ k, onRoll, onRevoke }: { k: ApiKeyDto; onRoll: () => void; onR
       </div>
       {usable && (
         <div className="key-actions">
-          <Button size="sm" onClick={onRoll} aria-label={`Roll key ${k.name}`}>
-            Roll
-          </Button>
+          {rollable && (
+            <Button size="sm" onClick={onRoll} aria-label={`Roll key ${k.name}`}>
+              Roll
+            </Button>
+          )}
           <Button size="sm" variant="danger" onClick={onRevoke} aria-label={`Revoke key ${k.name}`}>
             Revoke
           </Button>

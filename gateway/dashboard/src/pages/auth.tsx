@@ -59,6 +59,17 @@ function localError(fields: Record<string, string>): ApiError | null {
   return errors.length ? new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors }) : null;
 }
 
+/** The sign-up form's own checks, one per field: a message while the value is wrong, else undefined. */
+const SIGNUP_RULES = {
+  accountName: (v: string) => (!v.trim() ? 'Name your account (your company or project)' : undefined),
+  email: (v: string) => (!/^\S+@\S+\.\S+$/.test(v.trim()) ? 'Enter a valid email address' : undefined),
+  password: (v: string) => (v.length < 10 ? 'Use at least 10 characters' : undefined),
+};
+const LOGIN_RULES = {
+  email: (v: string) => (!v.trim() ? 'Enter your email address' : undefined),
+  password: (v: string) => (!v ? 'Enter your password' : undefined),
+};
+
 export function LoginPage({ onSignedIn, notice }: { onSignedIn: OnSignedIn; notice?: string | undefined }) {
   useDocumentTitle('Log in');
   const api = useApi();
@@ -70,8 +81,8 @@ export function LoginPage({ onSignedIn, notice }: { onSignedIn: OnSignedIn; noti
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     const local = localError({
-      ...(!email.trim() ? { email: 'Enter your email address' } : {}),
-      ...(!password ? { password: 'Enter your password' } : {}),
+      ...(LOGIN_RULES.email(email) ? { email: LOGIN_RULES.email(email)! } : {}),
+      ...(LOGIN_RULES.password(password) ? { password: LOGIN_RULES.password(password)! } : {}),
     });
     if (local) return login.setError(local);
     const session = await login.run();
@@ -93,10 +104,33 @@ export function LoginPage({ onSignedIn, notice }: { onSignedIn: OnSignedIn; noti
       <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} title={err?.status === 401 ? 'Wrong email or password' : undefined} />
       <form className="form" onSubmit={submit} noValidate>
         <Field label="Email" error={err?.fieldError('email')}>
-          {(p) => <input {...p} className="input" type="email" autoComplete="email" value={email} onChange={(e) => setEmail(e.target.value)} autoFocus />}
+          {(p) => (
+            <input
+              {...p}
+              className="input"
+              type="email"
+              autoComplete="email"
+              value={email}
+              onChange={(e) => {
+                setEmail(e.target.value);
+                login.fixField('email', LOGIN_RULES.email(e.target.value));
+              }}
+              autoFocus
+            />
+          )}
         </Field>
         <Field label="Password" error={err?.fieldError('password')}>
-          {(p) => <PasswordInput {...p} value={password} onChange={setPassword} autoComplete="current-password" />}
+          {(p) => (
+            <PasswordInput
+              {...p}
+              value={password}
+              onChange={(v) => {
+                setPassword(v);
+                login.fixField('password', LOGIN_RULES.password(v));
+              }}
+              autoComplete="current-password"
+            />
+          )}
         </Field>
         <Button type="submit" variant="primary" loading={login.pending} className="btn-block">
           Log in
@@ -117,11 +151,14 @@ export function SignupPage({ onSignedIn }: { onSignedIn: OnSignedIn }) {
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    const local = localError({
-      ...(!accountName.trim() ? { accountName: 'Name your account (your company or project)' } : {}),
-      ...(!/^\S+@\S+\.\S+$/.test(email.trim()) ? { email: 'Enter a valid email address' } : {}),
-      ...(password.length < 10 ? { password: 'Use at least 10 characters' } : {}),
-    });
+    const values = { accountName, email, password };
+    const local = localError(
+      Object.fromEntries(
+        Object.entries(SIGNUP_RULES)
+          .map(([field, rule]) => [field, rule(values[field as keyof typeof values])])
+          .filter(([, message]) => message),
+      ) as Record<string, string>,
+    );
     if (local) return signup.setError(local);
     const session = await signup.run();
     if (session) onSignedIn(session, search.get('next'));
@@ -141,13 +178,47 @@ export function SignupPage({ onSignedIn }: { onSignedIn: OnSignedIn }) {
       <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} title={err?.status === 409 ? 'That email already has an account' : undefined} />
       <form className="form" onSubmit={submit} noValidate>
         <Field label="Account name" hint="Your company or project." error={err?.fieldError('accountName')}>
-          {(p) => <input {...p} className="input" autoComplete="organization" value={accountName} onChange={(e) => setAccountName(e.target.value)} autoFocus />}
+          {(p) => (
+            <input
+              {...p}
+              className="input"
+              autoComplete="organization"
+              value={accountName}
+              onChange={(e) => {
+                setAccountName(e.target.value);
+                signup.fixField('accountName', SIGNUP_RULES.accountName(e.target.value));
+              }}
+              autoFocus
+            />
+          )}
         </Field>
         <Field label="Work email" error={err?.fieldError('email')}>
-          {(p) => <input {...p} className="input" type="email" autoComplete="email" value={email} onChange={(e) => setEmail(e.target.value)} />}
+          {(p) => (
+            <input
+              {...p}
+              className="input"
+              type="email"
+              autoComplete="email"
+              value={email}
+              onChange={(e) => {
+                setEmail(e.target.value);
+                signup.fixField('email', SIGNUP_RULES.email(e.target.value));
+              }}
+            />
+          )}
         </Field>
         <Field label="Password" hint="At least 10 characters. A passphrase of a few words is easy to remember." error={err?.fieldError('password')}>
-          {(p) => <PasswordInput {...p} value={password} onChange={setPassword} autoComplete="new-password" />}
+          {(p) => (
+            <PasswordInput
+              {...p}
+              value={password}
+              onChange={(v) => {
+                setPassword(v);
+                signup.fixField('password', SIGNUP_RULES.password(v));
+              }}
+              autoComplete="new-password"
+            />
+          )}
         </Field>
         <Button type="submit" variant="primary" loading={signup.pending} className="btn-block">
           Create account

@@ -388,7 +388,22 @@ export function ConnectSourcePage() {
   const spec = SPECS[type];
   const err = create.error;
 
-  const set = (n: string, v: string) => setValues((old) => ({ ...old, [n]: v }));
+  /** A field edited: its error goes once the form's own check of the new values passes (the API stays the judge). */
+  const set = (n: string, v: string) => {
+    const next = { ...values, [n]: v };
+    setValues(next);
+    const f = spec.fields.find((x) => x.name === n);
+    const path = f?.apiPath ?? n;
+    if (!err?.fieldError(path) && !err?.fieldError(n)) return;
+    let stillWrong: string | undefined;
+    try {
+      spec.toBody(next);
+    } catch (problem) {
+      if (problem instanceof LocalProblem && (problem.path === path || problem.path === n)) stillWrong = problem.message;
+    }
+    create.fixField(path, stillWrong);
+    if (path !== n) create.fixField(n, stillWrong);
+  };
 
   const onFile = (field: string) => (e: ChangeEvent<HTMLInputElement>) => {
     const file = e.target.files?.[0] ?? null;
@@ -548,7 +563,19 @@ export function ConnectSourcePage() {
         >
           <ErrorBanner error={unshown ? err : null} />
           <Field label="Name" hint="How the source appears in the dashboard and the API." error={err?.fieldError('name')} required>
-            {(p) => <input {...p} className="input" value={name} maxLength={200} onChange={(e) => setName(e.target.value)} placeholder="e.g. Orders 2025" />}
+            {(p) => (
+              <input
+                {...p}
+                className="input"
+                value={name}
+                maxLength={200}
+                onChange={(e) => {
+                  setName(e.target.value);
+                  create.fixField('name', e.target.value.trim() ? undefined : 'Name the source');
+                }}
+                placeholder="e.g. Orders 2025"
+              />
+            )}
           </Field>
           {groupHalves(visible).map((group) =>
             group.length === 1 ? (

@@ -8,6 +8,7 @@ import { PredictionForm } from '../components/prediction.tsx';
 import { Alert, Badge, Button, ButtonLink, Card, EmptyState, ErrorBanner, KeyValue, Loading, PageHeader, Stat, StatusBadge, TableWrap } from '../components/ui.tsx';
 import { formatDate, formatInt, formatMs, formatNumber, formatPercent } from '../format.ts';
 import { useAction, useDocumentTitle, useInterval, useResource } from '../hooks.ts';
+import { NameOf, ReadableText, idsIn, useNames } from '../names.tsx';
 import { Link } from '../router.tsx';
 import { TRAINING_AVAILABLE } from './train-model.tsx';
 
@@ -17,6 +18,7 @@ export function ModelsPage() {
   useDocumentTitle('Models');
   const models = useResource<Page<ModelDto>>('models', (api, signal) => unwrap(api.openapi.GET('/models', { params: { query: { limit: 100 } }, signal })));
   const list = models.data?.data ?? [];
+  const names = useNames(list.flatMap((m) => idsIn(m.description)));
   useInterval(() => void models.reload(), list.some((m) => m.status === 'training') ? 3_000 : null);
   return (
     <>
@@ -53,7 +55,9 @@ export function ModelsPage() {
                 <Badge>{m.type}</Badge>
                 <Badge>v{m.version}</Badge>
               </p>
-              <p className="model-desc">{m.description}</p>
+              <p className="model-desc">
+                <ReadableText text={m.description} names={names} />
+              </p>
               <p className="model-features">
                 <span className="muted small">Inputs: </span>
                 {m.features.map((f) => (
@@ -236,6 +240,7 @@ function Serving({ metrics }: { metrics: MetricsDto }) {
 export function ModelDetailPage({ id }: { id: string }) {
   const model = useResource<ModelDto>(`model:${id}`, (api, signal) => unwrap(api.openapi.GET('/models/{id}', { params: { path: { id } }, signal })));
   const m = model.data;
+  const names = useNames([...idsIn(m?.description), ...(m?.training ? [m.training.sourceId] : [])]);
   const metrics = useResource<MetricsDto>(m?.status === 'ready' ? `metrics:${id}` : null, (api, signal) =>
     unwrap(api.openapi.GET('/models/{id}/metrics', { params: { path: { id } }, signal })),
   );
@@ -258,7 +263,7 @@ export function ModelDetailPage({ id }: { id: string }) {
             {m.name} <StatusBadge status={m.status} />
           </span>
         }
-        description={m.description}
+        description={<ReadableText text={m.description} names={names} />}
         back={{ to: '/models', label: 'Models' }}
       />
       {m.status === 'failed' && (
@@ -278,12 +283,7 @@ export function ModelDetailPage({ id }: { id: string }) {
               ['Kind', KIND_LABELS[m.kind] ?? m.kind],
               ...(m.training
                 ? ([
-                    [
-                      'Source',
-                      <Link key="src" to={`/sources/${m.training.sourceId}`}>
-                        {m.training.sourceId}
-                      </Link>,
-                    ],
+                    ['Source', <NameOf key="src" id={m.training.sourceId} named={names(m.training.sourceId)} />],
                     ...(m.training.target ? ([['Target', <code key="t">{m.training.target}</code>]] as [string, ReactNode][]) : []),
                     ...(m.training.rows ? ([['Rows', `${formatInt(m.training.rows.train)} trained, ${formatInt(m.training.rows.test)} held out`]] as [string, ReactNode][]) : []),
                     ['Training time', formatMs(m.training.durationMs)],

@@ -5,6 +5,7 @@ import { CurrentMinute, RequestsPerDay } from '../components/usage.tsx';
 import { useSession } from '../context.tsx';
 import { formatCompact, formatRelative } from '../format.ts';
 import { useDocumentTitle, useResource } from '../hooks.ts';
+import { NameOf, kindOf, useNames } from '../names.tsx';
 import { Link } from '../router.tsx';
 import { PageHeader } from '../components/ui.tsx';
 
@@ -22,14 +23,6 @@ const ACTIVITY_LABELS: Record<string, string> = {
   'webhook.deleted': 'Webhook removed',
   'webhook.test': 'Test event',
 };
-
-function subjectLink(subject: string): string | null {
-  if (subject.startsWith('src_')) return `/sources/${subject}`;
-  if (subject.startsWith('rpt_')) return `/analytics/reports/${subject}`;
-  if (subject.startsWith('mdl_')) return `/models/${subject}`;
-  if (subject.startsWith('whk_')) return `/webhooks/${subject}`;
-  return null;
-}
 
 function GettingStarted({ hasKey, hasSource, hasReport }: { hasKey: boolean; hasSource: boolean; hasReport: boolean }) {
   const steps = [
@@ -66,6 +59,7 @@ export function OverviewPage() {
   const keys = useResource<Page<ApiKeyDto>>('keys', (api, signal) => unwrap(api.openapi.GET('/keys', { params: { query: { limit: 100 } }, signal })));
   const o = overview.data;
   const counts = o?.counts;
+  const names = useNames(o?.recentActivity.map((a) => a.subject) ?? []);
   const activeKeys = keys.data?.data.filter((k) => !k.revokedAt && (!k.expiresAt || new Date(k.expiresAt) > new Date())).length;
 
   return (
@@ -114,18 +108,12 @@ export function OverviewPage() {
         ) : (
           <ul className="activity">
             {o.recentActivity.map((a) => {
-              const to = subjectLink(a.subject);
               const failed = a.type.endsWith('.failed');
               return (
                 <li key={a.id}>
                   <Badge tone={failed ? 'danger' : a.type.endsWith('.ready') || a.type.endsWith('.completed') ? 'success' : 'neutral'}>{ACTIVITY_LABELS[a.type] ?? a.type}</Badge>
-                  {to ? (
-                    <Link to={to} className="mono activity-subject">
-                      {a.subject}
-                    </Link>
-                  ) : (
-                    <span className="mono activity-subject">{a.subject}</span>
-                  )}
+                  {/* Predictions have no page or name of their own: the label says it all. */}
+                  {kindOf(a.subject) ? <NameOf id={a.subject} named={names(a.subject)} className="activity-subject" /> : <span className="activity-subject" />}
                   <time dateTime={a.occurredAt} className="muted activity-time">
                     {formatRelative(a.occurredAt)}
                   </time>

@@ -184,7 +184,19 @@ function TrainForm() {
       </fieldset>
       <div className="form-row">
         <Field label="Name" error={err?.fieldError('name')} required>
-          {(p) => <input {...p} className="input" value={name} maxLength={200} onChange={(e) => setName(e.target.value)} placeholder="e.g. Churn predictor" />}
+          {(p) => (
+            <input
+              {...p}
+              className="input"
+              value={name}
+              maxLength={200}
+              onChange={(e) => {
+                setName(e.target.value);
+                train.fixField('name', e.target.value.trim() ? undefined : 'Name the model');
+              }}
+              placeholder="e.g. Churn predictor"
+            />
+          )}
         </Field>
         <Field label="Source" error={err?.fieldError('sourceId')}>
           {(p) => (
@@ -221,6 +233,7 @@ function TrainForm() {
               onChange={(e) => {
                 setTarget(e.target.value);
                 setFeatures((f) => f.filter((x) => x !== e.target.value));
+                train.fixField('target', e.target.value ? undefined : 'Choose the column to predict');
               }}
             >
               <option value="">Choose a column…</option>
@@ -240,7 +253,15 @@ function TrainForm() {
             const checked = features.includes(c.name);
             return (
               <label key={c.name} className={`chip${checked ? ' is-checked' : ''}`}>
-                <input type="checkbox" checked={checked} onChange={() => setFeatures((old) => (checked ? old.filter((f) => f !== c.name) : [...old, c.name]))} />
+                <input
+                  type="checkbox"
+                  checked={checked}
+                  onChange={() => {
+                    const next = checked ? features.filter((f) => f !== c.name) : [...features, c.name];
+                    setFeatures(next);
+                    train.fixField('features', next.length === 0 ? 'Choose at least one feature' : undefined);
+                  }}
+                />
                 {c.name}
                 <span className="chip-type">{c.type}</span>
               </label>

@@ -79,10 +79,12 @@ function CreateWebhookDialog({ open, onClose, onCreated }: { open: boolean; onCl
     create.setError(null);
     onClose();
   };
+  const urlProblem = (v: string) => (!/^https?:\/\/\S+$/i.test(v.trim()) ? 'Enter an http(s) URL, like https://example.com/hooks' : undefined);
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     const local: { path: string; message: string }[] = [];
-    if (!/^https?:\/\/\S+$/i.test(url.trim())) local.push({ path: 'url', message: 'Enter an http(s) URL, like https://example.com/hooks' });
+    const badUrl = urlProblem(url);
+    if (badUrl) local.push({ path: 'url', message: badUrl });
     if (events.length === 0) local.push({ path: 'events', message: 'Pick at least one event' });
     if (local.length) return create.setError(new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: local }));
     const w = await create.run({ url: url.trim(), events, description: description.trim() });
@@ -134,14 +136,35 @@ function CreateWebhookDialog({ open, onClose, onCreated }: { open: boolean; onCl
               inputMode="url"
               placeholder="https://example.com/webhooks"
               value={url}
-              onChange={(e) => setUrl(e.target.value)}
+              onChange={(e) => {
+                setUrl(e.target.value);
+                create.fixField('url', urlProblem(e.target.value));
+              }}
               autoFocus
             />
           )}
         </Field>
-        <EventPicker value={events} onChange={setEvents} error={err?.fieldError('events')} />
+        <EventPicker
+          value={events}
+          onChange={(v) => {
+            setEvents(v);
+            create.fixField('events', v.length === 0 ? 'Pick at least one event' : undefined);
+          }}
+          error={err?.fieldError('events')}
+        />
         <Field label="Description" hint="Optional, for your team." error={err?.fieldError('description')}>
-          {(p) => <input {...p} className="input" maxLength={500} value={description} onChange={(e) => setDescription(e.target.value)} />}
+          {(p) => (
+            <input
+              {...p}
+              className="input"
+              maxLength={500}
+              value={description}
+              onChange={(e) => {
+                setDescription(e.target.value);
+                create.fixField('description');
+              }}
+            />
+          )}
         </Field>
         <div className="dialog-footer">
           <Button onClick={close}>Cancel</Button>

@@ -35,6 +35,10 @@ export const apiKeySchema = z
     lastUsedAt: isoDate.nullable(),
     expiresAt: isoDate.nullable(),
     revokedAt: isoDate.nullable(),
+    replacedBy: z
+      .string()
+      .nullable()
+      .describe('the key that replaced this one when it was rolled (this one then stops working at expiresAt, the end of its grace period); null if never rolled'),
   })
   .meta({ id: 'ApiKey' });
 export type ApiKeyDto = z.infer<typeof apiKeySchema>;

@@ -896,6 +896,8 @@ export interface components {
             lastUsedAt: string | null;
             expiresAt: string | null;
             revokedAt: string | null;
+            /** @description the key that replaced this one when it was rolled (this one then stops working at expiresAt, the end of its grace period); null if never rolled */
+            replacedBy: string | null;
         };
         ApiKeyCreated: {
             id: string;
@@ -908,6 +910,8 @@ export interface components {
             lastUsedAt: string | null;
             expiresAt: string | null;
             revokedAt: string | null;
+            /** @description the key that replaced this one when it was rolled (this one then stops working at expiresAt, the end of its grace period); null if never rolled */
+            replacedBy: string | null;
             /** @description the API key itself, shown only in this response */
             secret: string;
         };
@@ -2822,7 +2826,8 @@ export interface operations {
                      *           "createdAt": "2026-11-18T08:02:44.170Z",
                      *           "lastUsedAt": "2026-11-20T09:13:58.004Z",
                      *           "expiresAt": null,
-                     *           "revokedAt": null
+                     *           "revokedAt": null,
+                     *           "replacedBy": null
                      *         }
                      *       ],
                      *       "hasMore": false,
@@ -2964,6 +2969,7 @@ export interface operations {
                      *       "lastUsedAt": null,
                      *       "expiresAt": null,
                      *       "revokedAt": null,
+                     *       "replacedBy": null,
                      *       "secret": "dap_sk_4fT9kQ2mWx8ZbR1cV7nL3pH6sJ0dYe5Q7xMa1B2c"
                      *     }
                      */
@@ -3104,7 +3110,8 @@ export interface operations {
                      *       "createdAt": "2026-11-18T08:02:44.170Z",
                      *       "lastUsedAt": "2026-11-20T09:13:58.004Z",
                      *       "expiresAt": null,
-                     *       "revokedAt": null
+                     *       "revokedAt": null,
+                     *       "replacedBy": null
                      *     }
                      */
                     "application/json": components["schemas"]["ApiKey"];
@@ -3363,6 +3370,7 @@ export interface operations {
                      *       "lastUsedAt": null,
                      *       "expiresAt": null,
                      *       "revokedAt": null,
+                     *       "replacedBy": null,
                      *       "secret": "dap_sk_4fT9kQ2mWx8ZbR1cV7nL3pH6sJ0dYe5Q7xMa1B2c"
                      *     }
                      */

@@ -85,6 +85,8 @@ export class AccountsService {
     const old = await this.getKey(accountId, keyId);
     const now = Date.now();
     if (old.revokedAt || (old.expiresAt && old.expiresAt.getTime() <= now)) throw new AppError('conflict', 'a revoked or expired key cannot be rolled');
+    // A second roll would leave two live successors of one key; roll the key that replaced it instead.
+    if (old.replacedBy) throw new AppError('conflict', `this key was already rolled and is being replaced by ${old.replacedBy}; roll that key instead`);
     const graceEnd = new Date(now + graceSeconds * 1000);
     const oldExpiry = old.expiresAt && old.expiresAt < graceEnd ? old.expiresAt : graceEnd;
     const created = await this.createKey(accountId, { name: old.name, scopes: old.scopes, expiresAt: old.expiresAt });

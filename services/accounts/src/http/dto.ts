@@ -14,6 +14,7 @@ export function apiKeyDto(k: ApiKeyDoc): ApiKeyDto {
     lastUsedAt: k.lastUsedAt?.toISOString() ?? null,
     expiresAt: k.expiresAt?.toISOString() ?? null,
     revokedAt: k.revokedAt?.toISOString() ?? null,
+    replacedBy: k.replacedBy ?? null,
   };
 }
 
