@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, newId, SCOPES, signCallerContext, type Plan } from '@dap/contracts';
 
 /** The test stack's addresses: the shared infrastructure and the connector test databases. */
 export interface StackEnv {
@@ -54,6 +55,18 @@ export function uniqueSuffix(): string {
 }
 
 export const TEST_INTERNAL_SECRET = 'test-internal-secret-0123456789abcdef0123456789';
+
+/** The signed caller context the gateway adds to a request, for calling a service directly (tests, benches). */
+export function callerHeaders(accountId: string, opts: { plan?: Plan; requestId?: string } = {}): Record<string, string> {
+  const { context, signature } = signCallerContext(TEST_INTERNAL_SECRET, {
+    accountId,
+    plan: opts.plan ?? 'starter',
+    scopes: [...SCOPES],
+    requestId: opts.requestId ?? newId('req'),
+    issuedAt: Date.now(),
+  });
+  return { [INTERNAL_CONTEXT_HEADER]: context, [INTERNAL_SIGNATURE_HEADER]: signature };
+}
 
 export async function waitFor<T>(
   fn: () => Promise<T | undefined | null | false> | T | undefined | null | false,

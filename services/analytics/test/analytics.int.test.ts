@@ -1,23 +1,11 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import {
-  domainEventSchema,
-  makeEvent,
-  newId,
-  reportListSchema,
-  reportSchema,
-  overviewSchema,
-  signCallerContext,
-  SCOPES,
-  type DomainEvent,
-  type EventOf,
-  type EventType,
-} from '@dap/contracts';
+import { domainEventSchema, makeEvent, newId, reportListSchema, reportSchema, overviewSchema, type DomainEvent, type EventOf, type EventType } from '@dap/contracts';
 import { DatasetStore } from '@dap/datasets';
 import { createKafka, EventProducer, type Consumer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
-import { http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
+import { callerHeaders, http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
 import { loadAnalyticsConfig } from '../src/config.ts';
 import { startAnalytics } from '../src/index.ts';
 import { FILTER_CASES, goldenRows, groupRows, measureRow, MEASURE_DSL, truncate, type Cell, type Granularity } from './golden.ts';
@@ -44,17 +32,6 @@ const accountC = newId('acct');
 const sourceA = newId('src');
 const ghostSource = newId('src');
 
-function headers(accountId: string): Record<string, string> {
-  const { context, signature } = signCallerContext(TEST_INTERNAL_SECRET, {
-    accountId,
-    plan: 'starter',
-    scopes: [...SCOPES],
-    requestId: newId('req'),
-    issuedAt: Date.now(),
-  });
-  return { 'x-dap-context': context, 'x-dap-signature': signature };
-}
-
 function envFor(extra: Record<string, string> = {}) {
   return loadAnalyticsConfig({
     HOST: '127.0.0.1',
@@ -71,7 +48,7 @@ function envFor(extra: Record<string, string> = {}) {
 }
 
 const api = (method: string, path: string, accountId: string, body?: unknown) =>
-  http(method, `${svc.url}/v1${path}`, { headers: headers(accountId), ...(body === undefined ? {} : { body }) });
+  http(method, `${svc.url}/v1${path}`, { headers: callerHeaders(accountId), ...(body === undefined ? {} : { body }) });
 
 const query = (accountId: string, q: Record<string, unknown>) => api('POST', '/analytics/query', accountId, { sourceId: sourceA, ...q });
 
@@ -290,7 +267,7 @@ describe('validation, tenancy and states', () => {
     expect([g.status, g.body.errors[0].path]).toEqual([400, 'timeDimension.granularity']);
     const big = await query(accountA, { measures: [{ op: 'count' }], limit: 10_001 });
     expect([big.status, big.body.errors[0].path]).toEqual([400, 'limit']);
-    const text = await http('POST', `${svc.url}/v1/analytics/query`, { headers: { ...headers(accountA), 'content-type': 'text/plain' }, body: 'x' });
+    const text = await http('POST', `${svc.url}/v1/analytics/query`, { headers: { ...callerHeaders(accountA), 'content-type': 'text/plain' }, body: 'x' });
     expect(text.status).toBe(400);
     const op = await query(accountA, { measures: [{ op: 'count', $where: 'x' }] });
     expect(op.status).toBe(400);
@@ -383,7 +360,7 @@ describe('validation, tenancy and states', () => {
     const bare = await http('POST', `${svc.url}/v1/analytics/query`, { body: { sourceId: sourceA, measures: [{ op: 'count' }] } });
     expect(bare.status).toBe(401);
     expect((await http('GET', `${svc.url}/v1/analytics/overview`)).status).toBe(401);
-    const forged = { ...headers(accountA), 'x-dap-signature': 'AAAA' };
+    const forged = { ...callerHeaders(accountA), 'x-dap-signature': 'AAAA' };
     expect((await http('GET', `${svc.url}/v1/analytics/reports`, { headers: forged })).status).toBe(401);
   });
 
@@ -429,7 +406,7 @@ describe('reports', () => {
     const location = res.headers.get('location')!;
     expect(location).toBe(`/v1/analytics/reports/${res.body.id}`);
     const done = await waitFor(async () => {
-      const r = await http('GET', `${svc.url}${location}`, { headers: headers(accountA) });
+      const r = await http('GET', `${svc.url}${location}`, { headers: callerHeaders(accountA) });
       return r.body.status === 'completed' ? r.body : null;
     });
     const expected = groupRows(ROWS, (r) => r.paid).map(([paid, rows]) => ({ paid, count: rows.length, sum_qty: rows.reduce((a, r) => a + r.qty, 0) }));
@@ -475,7 +452,7 @@ describe('reports', () => {
 
   it('exports a completed report as CSV', async () => {
     const res = await query(accountA, { measures: [{ op: 'count' }, { op: 'max', field: 'amount', as: 'top' }], dimensions: ['country'] });
-    const csv = await http('GET', `${svc.url}/v1/analytics/reports/${res.body.id}/export.csv`, { headers: headers(accountA) });
+    const csv = await http('GET', `${svc.url}/v1/analytics/reports/${res.body.id}/export.csv`, { headers: callerHeaders(accountA) });
     expect(csv.status).toBe(200);
     expect(csv.headers.get('content-type')).toBe('text/csv; charset=utf-8');
     expect(csv.headers.get('content-disposition')).toBe(`attachment; filename="${res.body.id}.csv"`);
@@ -676,7 +653,7 @@ describe('honest results: totals, numbers and full exports', () => {
 
   /** Downloads an export to a file; the path. */
   async function download(id: string, format: 'csv' | 'parquet'): Promise<string> {
-    const res = await fetch(`${svc.url}/v1/analytics/reports/${id}/export.${format}`, { headers: headers(owner) });
+    const res = await fetch(`${svc.url}/v1/analytics/reports/${id}/export.${format}`, { headers: callerHeaders(owner) });
     expect(res.status).toBe(200);
     const file = join(dataDir, `${id}.${format}`);
     await writeFile(file, Buffer.from(await res.arrayBuffer()));
@@ -688,12 +665,12 @@ describe('honest results: totals, numbers and full exports', () => {
     expect(res.body).toMatchObject({ status: 'completed', rowCount: 10, totalRows: N, truncated: true });
     const ids = Array.from({ length: N }, (_, i) => N - 1 - i);
 
-    const csv = await http('GET', `${svc.url}/v1/analytics/reports/${res.body.id}/export.csv`, { headers: headers(owner) });
+    const csv = await http('GET', `${svc.url}/v1/analytics/reports/${res.body.id}/export.csv`, { headers: callerHeaders(owner) });
     expect(csv.status).toBe(200);
     expect(csv.headers.get('content-type')).toBe('text/csv; charset=utf-8');
     expect(csv.text).toBe(['id,s', ...ids.map((i) => `${i},${xOf(i)}`)].join('\r\n') + '\r\n');
 
-    const parquet = await fetch(`${svc.url}/v1/analytics/reports/${res.body.id}/export.parquet`, { headers: headers(owner) });
+    const parquet = await fetch(`${svc.url}/v1/analytics/reports/${res.body.id}/export.parquet`, { headers: callerHeaders(owner) });
     expect(parquet.status).toBe(200);
     expect(parquet.headers.get('content-type')).toBe('application/vnd.apache.parquet');
     expect(parquet.headers.get('content-disposition')).toBe(`attachment; filename="${res.body.id}.parquet"`);
@@ -898,7 +875,7 @@ describe('a second instance with no time budget', () => {
   it('answers a synchronous query 202 and finishes it in the background', async () => {
     const second = await startAnalytics(envFor({ QUERY_BUDGET_MS: '0' }), { logger });
     try {
-      const res = await http('POST', `${second.url}/v1/analytics/query`, { headers: headers(accountA), body: { sourceId: sourceA, measures: [{ op: 'count' }] } });
+      const res = await http('POST', `${second.url}/v1/analytics/query`, { headers: callerHeaders(accountA), body: { sourceId: sourceA, measures: [{ op: 'count' }] } });
       expect(res.status).toBe(202);
       const done = await waitFor(async () => {
         const r = await api('GET', `/analytics/reports/${res.body.id}`, accountA); // the first instance reads it

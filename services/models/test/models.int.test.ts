@@ -17,7 +17,7 @@ import {
 } from '@dap/contracts';
 import { createKafka, topicName } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
-import { http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
+import { callerHeaders, http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
 import { ANOMALY_MODEL_ID, FORECAST_MODEL_ID, loadModelsConfig, startModels, type RunningModels } from '../src/index.ts';
 import { forecastSeries } from '../src/domain/builtin/holt-winters.ts';
 import { WorkerPool } from '../src/workers/worker-pool.ts';
@@ -39,21 +39,10 @@ let svc: RunningModels;
 let consumer: Consumer;
 const consumed: { event: DomainEvent; headers: Record<string, string> }[] = [];
 
-function headersFor(accountId: string): Record<string, string> {
-  const { context, signature } = signCallerContext(TEST_INTERNAL_SECRET, {
-    accountId,
-    plan: 'starter',
-    scopes: [...SCOPES],
-    requestId: newId('req'),
-    issuedAt: Date.now(),
-  });
-  return { [INTERNAL_CONTEXT_HEADER]: context, [INTERNAL_SIGNATURE_HEADER]: signature };
-}
-
 const accountA = newId('acct');
 const as = (accountId: string) => ({
-  get: (path: string) => http('GET', `${svc.url}/v1${path}`, { headers: headersFor(accountId) }),
-  post: (path: string, body: unknown) => http('POST', `${svc.url}/v1${path}`, { headers: headersFor(accountId), body }),
+  get: (path: string) => http('GET', `${svc.url}/v1${path}`, { headers: callerHeaders(accountId) }),
+  post: (path: string, body: unknown) => http('POST', `${svc.url}/v1${path}`, { headers: callerHeaders(accountId), body }),
 });
 const a = as(accountA);
 
@@ -216,9 +205,9 @@ describe('POST /v1/models/{id}/predict', () => {
 
   it('answers 400 for a non-JSON content type and malformed JSON', async () => {
     const url = `${svc.url}/v1/models/${FORECAST_MODEL_ID}/predict`;
-    const text = await http('POST', url, { headers: { ...headersFor(accountA), 'content-type': 'text/plain' }, body: 'hello' });
+    const text = await http('POST', url, { headers: { ...callerHeaders(accountA), 'content-type': 'text/plain' }, body: 'hello' });
     expect(text.status).toBe(400);
-    const broken = await http('POST', url, { headers: { ...headersFor(accountA), 'content-type': 'application/json' }, body: '{"inputs": [' });
+    const broken = await http('POST', url, { headers: { ...callerHeaders(accountA), 'content-type': 'application/json' }, body: '{"inputs": [' });
     expect(broken.status).toBe(400);
   });
 
@@ -324,7 +313,7 @@ describe('gateway signature', () => {
       expect(bare.status).toBe(401);
       expect(bare.body.code).toBe('unauthorized');
     }
-    const forged = await http('GET', `${svc.url}/v1/models`, { headers: { ...headersFor(accountA), [INTERNAL_SIGNATURE_HEADER]: 'forged' } });
+    const forged = await http('GET', `${svc.url}/v1/models`, { headers: { ...callerHeaders(accountA), [INTERNAL_SIGNATURE_HEADER]: 'forged' } });
     expect(forged.status).toBe(401);
     const wrongSecret = signCallerContext('another-secret-0123456789abcdef0123456789', {
       accountId: accountA,

@@ -1,22 +1,9 @@
 import { createHash } from 'node:crypto';
 import protobuf from 'protobufjs';
-import {
-  INTERNAL_CONTEXT_HEADER,
-  INTERNAL_SIGNATURE_HEADER,
-  MAX_ONNX_MODEL_BASE64_CHARS,
-  SCOPES,
-  metricsSchema,
-  modelSchema,
-  newId,
-  predictionSchema,
-  signCallerContext,
-  TOPICS,
-  domainEventSchema,
-  type DomainEvent,
-} from '@dap/contracts';
+import { MAX_ONNX_MODEL_BASE64_CHARS, metricsSchema, modelSchema, newId, predictionSchema, TOPICS, domainEventSchema, type DomainEvent } from '@dap/contracts';
 import { createKafka, topicName, type Consumer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
-import { http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
+import { callerHeaders, http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
 import { loadModelsConfig, startModels, type RunningModels } from '../src/index.ts';
 
 /**
@@ -80,14 +67,10 @@ let svc: RunningModels;
 let watcher: Consumer;
 const seen: DomainEvent[] = [];
 const accountA = newId('acct');
-function headersFor(accountId: string): Record<string, string> {
-  const { context, signature } = signCallerContext(TEST_INTERNAL_SECRET, { accountId, plan: 'starter', scopes: [...SCOPES], requestId: newId('req'), issuedAt: Date.now() });
-  return { [INTERNAL_CONTEXT_HEADER]: context, [INTERNAL_SIGNATURE_HEADER]: signature };
-}
 const as = (accountId: string) => ({
-  get: (path: string) => http('GET', `${svc.url}/v1${path}`, { headers: headersFor(accountId) }),
-  post: (path: string, body: unknown) => http('POST', `${svc.url}/v1${path}`, { headers: headersFor(accountId), body }),
-  del: (path: string) => http('DELETE', `${svc.url}/v1${path}`, { headers: headersFor(accountId) }),
+  get: (path: string) => http('GET', `${svc.url}/v1${path}`, { headers: callerHeaders(accountId) }),
+  post: (path: string, body: unknown) => http('POST', `${svc.url}/v1${path}`, { headers: callerHeaders(accountId), body }),
+  del: (path: string) => http('DELETE', `${svc.url}/v1${path}`, { headers: callerHeaders(accountId) }),
 });
 const a = as(accountA);
 

@@ -2,10 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  INTERNAL_CONTEXT_HEADER,
-  INTERNAL_SIGNATURE_HEADER,
   MAX_PREDICT_BATCH,
-  SCOPES,
   TOPICS,
   domainEventSchema,
   makeEvent,
@@ -13,7 +10,6 @@ import {
   modelSchema,
   newId,
   predictionSchema,
-  signCallerContext,
   type DomainEvent,
   type EventOf,
   type EventType,
@@ -21,7 +17,7 @@ import {
 import { DatasetStore } from '@dap/datasets';
 import { createKafka, EventProducer, topicName, type Consumer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
-import { http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
+import { callerHeaders, http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
 import { ANOMALY_MODEL_ID, FORECAST_MODEL_ID, loadModelsConfig, startModels, type RunningModels } from '../src/index.ts';
 import { LINEAR_TRUTH, linearRows, separableRows } from '../src/domain/training/synthetic-data.ts';
 
@@ -63,14 +59,10 @@ function configFor(extra: Record<string, string> = {}) {
   });
 }
 
-function headersFor(accountId: string): Record<string, string> {
-  const { context, signature } = signCallerContext(TEST_INTERNAL_SECRET, { accountId, plan: 'starter', scopes: [...SCOPES], requestId: newId('req'), issuedAt: Date.now() });
-  return { [INTERNAL_CONTEXT_HEADER]: context, [INTERNAL_SIGNATURE_HEADER]: signature };
-}
 const api = (base: () => string, accountId: string) => ({
-  get: (path: string) => http('GET', `${base()}/v1${path}`, { headers: headersFor(accountId) }),
-  post: (path: string, body: unknown) => http('POST', `${base()}/v1${path}`, { headers: headersFor(accountId), body }),
-  del: (path: string) => http('DELETE', `${base()}/v1${path}`, { headers: headersFor(accountId) }),
+  get: (path: string) => http('GET', `${base()}/v1${path}`, { headers: callerHeaders(accountId) }),
+  post: (path: string, body: unknown) => http('POST', `${base()}/v1${path}`, { headers: callerHeaders(accountId), body }),
+  del: (path: string) => http('DELETE', `${base()}/v1${path}`, { headers: callerHeaders(accountId) }),
 });
 const a = api(() => svc.url, accountA);
 const b = api(() => svc.url, accountB);

@@ -1,21 +1,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  INTERNAL_CONTEXT_HEADER,
-  INTERNAL_SIGNATURE_HEADER,
-  SCOPES,
-  makeEvent,
-  modelSchema,
-  modelVersionListSchema,
-  newId,
-  predictionSchema,
-  signCallerContext,
-} from '@dap/contracts';
+import { makeEvent, modelSchema, modelVersionListSchema, newId, predictionSchema } from '@dap/contracts';
 import { DatasetStore } from '@dap/datasets';
 import { createKafka, EventProducer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
-import { http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
+import { callerHeaders, http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
 import { FORECAST_MODEL_ID, loadModelsConfig, startModels, type RunningModels } from '../src/index.ts';
 import { linearRows } from '../src/domain/training/synthetic-data.ts';
 
@@ -37,14 +27,10 @@ const accountA = newId('acct');
 const accountB = newId('acct');
 const source = newId('src');
 
-function headersFor(accountId: string): Record<string, string> {
-  const { context, signature } = signCallerContext(TEST_INTERNAL_SECRET, { accountId, plan: 'starter', scopes: [...SCOPES], requestId: newId('req'), issuedAt: Date.now() });
-  return { [INTERNAL_CONTEXT_HEADER]: context, [INTERNAL_SIGNATURE_HEADER]: signature };
-}
 const api = (accountId: string) => ({
-  get: (path: string) => http('GET', `${svc.url}/v1${path}`, { headers: headersFor(accountId) }),
-  post: (path: string, body: unknown) => http('POST', `${svc.url}/v1${path}`, { headers: headersFor(accountId), body }),
-  del: (path: string) => http('DELETE', `${svc.url}/v1${path}`, { headers: headersFor(accountId) }),
+  get: (path: string) => http('GET', `${svc.url}/v1${path}`, { headers: callerHeaders(accountId) }),
+  post: (path: string, body: unknown) => http('POST', `${svc.url}/v1${path}`, { headers: callerHeaders(accountId), body }),
+  del: (path: string) => http('DELETE', `${svc.url}/v1${path}`, { headers: callerHeaders(accountId) }),
 });
 const a = api(accountA);
 const b = api(accountB);

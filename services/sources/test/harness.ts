@@ -4,17 +4,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { newId, SCOPES, signCallerContext } from '@dap/contracts';
+import { newId } from '@dap/contracts';
 import { createLogger } from '@dap/logger';
-import { http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
+import { callerHeaders, http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
 import type { OutboundGuard } from '@dap/netguard';
 import { loadSourcesConfig } from '../src/config.ts';
 import { startSources, type RunningSources } from '../src/index.ts';
-
-export function headersFor(accountId: string): Record<string, string> {
-  const { context, signature } = signCallerContext(TEST_INTERNAL_SECRET, { accountId, plan: 'starter', scopes: [...SCOPES], requestId: newId('req'), issuedAt: Date.now() });
-  return { 'x-dap-context': context, 'x-dap-signature': signature };
-}
 
 /** Every log line the service writes, kept to prove that no secret is ever logged. */
 export class LogCapture extends Writable {
@@ -66,7 +61,7 @@ export async function startHarness(env: Record<string, string | undefined> = {},
   const logger = createLogger({ name: 'sources', level: 'trace', destination: logs });
   const svc = await startSources(config, { logger, ...deps });
   const defaultAccount = newId('acct');
-  const api: Harness['api'] = (method, path, opts = {}) => http(method, `${svc.url}${path}`, { body: opts.body, headers: headersFor(opts.account ?? defaultAccount) });
+  const api: Harness['api'] = (method, path, opts = {}) => http(method, `${svc.url}${path}`, { body: opts.body, headers: callerHeaders(opts.account ?? defaultAccount) });
   return {
     svc,
     logs,

@@ -3,11 +3,11 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { newId, SCOPES, signCallerContext, sourceSchema, type DomainEvent } from '@dap/contracts';
+import { newId, sourceSchema, type DomainEvent } from '@dap/contracts';
 import { sqlLiteral } from '@dap/datasets';
 import { createKafka, topicName, type Consumer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
-import { http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
+import { callerHeaders, http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
 import { loadSourcesConfig } from '../src/config.ts';
 import { startSources, type RunningSources } from '../src/index.ts';
 
@@ -43,19 +43,8 @@ const configOf = (extra: Record<string, string> = {}) =>
 const accountA = newId('acct');
 const accountB = newId('acct');
 
-function headersFor(accountId: string): Record<string, string> {
-  const { context, signature } = signCallerContext(TEST_INTERNAL_SECRET, {
-    accountId,
-    plan: 'starter',
-    scopes: [...SCOPES],
-    requestId: newId('req'),
-    issuedAt: Date.now(),
-  });
-  return { 'x-dap-context': context, 'x-dap-signature': signature };
-}
-
 const api = (method: string, path: string, opts: { body?: unknown; account?: string; headers?: Record<string, string> } = {}) =>
-  http(method, `${svc.url}${path}`, { body: opts.body, headers: { ...headersFor(opts.account ?? accountA), ...opts.headers } });
+  http(method, `${svc.url}${path}`, { body: opts.body, headers: { ...callerHeaders(opts.account ?? accountA), ...opts.headers } });
 
 async function settled(id: string, account = accountA) {
   return waitFor(
@@ -94,7 +83,7 @@ describe('authentication', () => {
     const none = await http('GET', `${svc.url}/v1/sources`);
     expect(none.status).toBe(401);
     expect(none.body).toMatchObject({ status: 401, code: 'unauthorized' });
-    const forged = await http('GET', `${svc.url}/v1/sources`, { headers: { ...headersFor(accountA), 'x-dap-signature': 'x'.repeat(43) } });
+    const forged = await http('GET', `${svc.url}/v1/sources`, { headers: { ...callerHeaders(accountA), 'x-dap-signature': 'x'.repeat(43) } });
     expect(forged.status).toBe(401);
     expect((await http('POST', `${svc.url}/v1/sources`, { body: { type: 'inline', name: 'x', rows: [{ a: 1 }] } })).status).toBe(401);
   });

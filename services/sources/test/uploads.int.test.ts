@@ -3,7 +3,8 @@ import { Agent, request } from 'node:http';
 import { dirname } from 'node:path';
 import { newId } from '@dap/contracts';
 import { sqlLiteral } from '@dap/datasets';
-import { headersFor, startHarness, type Harness } from './harness.ts';
+import { callerHeaders } from '@dap/testing';
+import { startHarness, type Harness } from './harness.ts';
 
 const LIMIT = 256 * 1024;
 type Body = NonNullable<RequestInit['body']>;
@@ -18,7 +19,7 @@ afterAll(() => h?.stop());
 
 /** A raw request to the service: fetch with a body of any type, the caller's signed context. */
 async function send(method: string, path: string, body: Body | undefined, headers: Record<string, string>, acct = account) {
-  const res = await fetch(`${h.svc.url}${path}`, { method, body: body ?? null, headers: { ...headersFor(acct), ...headers }, duplex: 'half' } as RequestInit);
+  const res = await fetch(`${h.svc.url}${path}`, { method, body: body ?? null, headers: { ...callerHeaders(acct), ...headers }, duplex: 'half' } as RequestInit);
   const text = await res.text();
   let json: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- asserted field by field
   try {
@@ -287,7 +288,7 @@ function headersFirst(path: string, headers: Record<string, string>, declared: n
         path: `${u.pathname}${u.search}`,
         method: 'POST',
         agent: false,
-        headers: { ...headersFor(account), ...headers, 'content-length': String(declared) },
+        headers: { ...callerHeaders(account), ...headers, 'content-length': String(declared) },
       },
       (res) => {
         status = res.statusCode!;
@@ -321,7 +322,7 @@ it('a client that goes away mid-upload leaves nothing behind', async () => {
       port: u.port,
       path: `${u.pathname}${u.search}`,
       method: 'POST',
-      headers: { ...headersFor(acct), 'content-type': 'text/csv', 'content-length': '100000' },
+      headers: { ...callerHeaders(acct), 'content-type': 'text/csv', 'content-length': '100000' },
     });
     req.on('error', () => resolve());
     req.write('a,b\n1,2\n');

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { makeEvent, newId, SCOPES, signCallerContext, type DomainEvent, type EventOf, type EventType } from '@dap/contracts';
+import { makeEvent, newId, type DomainEvent, type EventOf, type EventType } from '@dap/contracts';
 import { createKafka, EventProducer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
 import { connectMongo } from '@dap/mongo';
-import { http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix } from '@dap/testing';
+import { callerHeaders, http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix } from '@dap/testing';
 import { loadWebhooksConfig } from '../src/config.ts';
 import { startWebhooks, type RunningWebhooks } from '../src/index.ts';
 
@@ -34,17 +34,7 @@ export function testConfig(overrides: Record<string, string> = {}) {
   return loadWebhooksConfig(testEnv(overrides));
 }
 export type TestConfig = ReturnType<typeof testConfig>;
-
-export function callerHeaders(accountId: string, requestId = newId('req')): Record<string, string> {
-  const { context, signature } = signCallerContext(TEST_INTERNAL_SECRET, {
-    accountId,
-    plan: 'starter',
-    scopes: [...SCOPES],
-    requestId,
-    issuedAt: Date.now(),
-  });
-  return { 'x-dap-context': context, 'x-dap-signature': signature };
-}
+export { callerHeaders };
 
 /** A caller bound to one account and one running service. */
 export function clientFor(svc: () => Pick<RunningWebhooks, 'url'>, accountId = newId('acct')) {

@@ -21,11 +21,11 @@ import { existsSync } from 'node:fs';
 import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { makeEvent, newId, querySchema, signCallerContext, SCOPES, type AnalyticsQuery } from '@dap/contracts';
+import { makeEvent, querySchema, type AnalyticsQuery } from '@dap/contracts';
 import { sqlLiteral, type DatasetColumn } from '@dap/datasets';
 import { createKafka, EventProducer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
-import { repoRoot, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
+import { callerHeaders, repoRoot, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
 import { loadAnalyticsConfig } from '../../../../services/analytics/src/config.ts';
 import { compileQuery } from '../../../../services/analytics/src/domain/query-compiler.ts';
 import { startAnalytics } from '../../../../services/analytics/src/index.ts';
@@ -238,17 +238,10 @@ export async function runGroupByBench(
     await waitFor(() => svc.mongo.db.collection('source_projections').findOne({ _id: SOURCE as never, status: 'ready' }), { what: 'the source projection', timeoutMs: 30_000 });
 
     const viaApi = async (dsl: Record<string, unknown>) => {
-      const { context, signature } = signCallerContext(TEST_INTERNAL_SECRET, {
-        accountId: ACCOUNT,
-        plan: 'enterprise',
-        scopes: [...SCOPES],
-        requestId: newId('req'),
-        issuedAt: Date.now(),
-      });
       const started = performance.now();
       const res = await fetch(`${svc.url}/v1/analytics/query`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-dap-context': context, 'x-dap-signature': signature },
+        headers: { 'content-type': 'application/json', ...callerHeaders(ACCOUNT, { plan: 'enterprise' }) },
         body: JSON.stringify({ sourceId: SOURCE, ...dsl }),
       });
       const body = (await res.json()) as { status: string; rowCount: number; durationMs: number; error?: string };

@@ -7,9 +7,9 @@ import { loadavg, tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { Writable } from 'node:stream';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { newId, SCOPES, signCallerContext } from '@dap/contracts';
+import { newId } from '@dap/contracts';
 import { createLogger } from '@dap/logger';
-import { stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix } from '@dap/testing';
+import { callerHeaders, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix } from '@dap/testing';
 import { NGINX_BIN, startNginx } from '../../lib/nginx.ts';
 import { freePort } from '../../../local/supervisor.ts';
 import { loadSourcesConfig } from '../../../../services/sources/src/config.ts';
@@ -198,10 +198,7 @@ export async function runIngestBench(opts: IngestBenchOptions): Promise<IngestBe
     { logger: createLogger({ name: 'sources-bench', level: 'info', destination: syncLog }) },
   ).catch(abandon);
   const accountId = newId('acct');
-  const headers = () => {
-    const { context, signature } = signCallerContext(TEST_INTERNAL_SECRET, { accountId, plan: 'enterprise', scopes: [...SCOPES], requestId: newId('req'), issuedAt: Date.now() });
-    return { 'content-type': 'application/json', 'x-dap-context': context, 'x-dap-signature': signature };
-  };
+  const headers = () => ({ 'content-type': 'application/json', ...callerHeaders(accountId, { plan: 'enterprise' }) });
   /** Waits until the source is ready with a sync newer than `after`; answers when it was published (epoch ms). */
   const untilReady = async (id: string, after: string | null): Promise<number> => {
     for (;;) {

@@ -4,8 +4,8 @@ import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { newId, SCOPES, signCallerContext } from '@dap/contracts';
-import { repoRoot, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix } from '@dap/testing';
+import { newId } from '@dap/contracts';
+import { callerHeaders, repoRoot, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix } from '@dap/testing';
 import { memoryMB } from '../../lib/procs.ts';
 import { freePort, nodeFlagsOf, waitHealthy } from '../../../local/supervisor.ts';
 import { ordersCsvChunks, writeOrdersCsv } from './ingest.bench.ts';
@@ -88,10 +88,7 @@ async function main(): Promise<number> {
 
     let maxRss = 0;
     const accountId = newId('acct');
-    const headers = () => {
-      const { context, signature } = signCallerContext(TEST_INTERNAL_SECRET, { accountId, plan: 'enterprise', scopes: [...SCOPES], requestId: newId('req'), issuedAt: Date.now() });
-      return { 'content-type': 'application/json', 'x-dap-context': context, 'x-dap-signature': signature };
-    };
+    const headers = () => ({ 'content-type': 'application/json', ...callerHeaders(accountId, { plan: 'enterprise' }) });
     const started = performance.now();
     let res: Response;
     if (mode === 'url') {
