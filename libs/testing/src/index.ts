@@ -146,3 +146,18 @@ export async function http(method: string, url: string, opts: { body?: unknown; 
   }
   return { status: res.status, headers: res.headers, body: json, text };
 }
+
+/** The environment of one service under test on the test stack, with its own database and topic prefix. */
+export function serviceTestEnv(db: string, topicPrefix: string, extra: Record<string, string> = {}): Record<string, string> {
+  return { ...stackEnv(), MONGO_DB: db, KAFKA_TOPIC_PREFIX: topicPrefix, HOST: '127.0.0.1', PORT: '0', INTERNAL_SECRET: TEST_INTERNAL_SECRET, LOG_LEVEL: 'silent', ...extra };
+}
+
+/** Calls a service directly as `accountId` (with the gateway's signed caller context), on paths under /v1. */
+export function serviceClient(base: () => string, accountId: string) {
+  const call = (method: string, path: string, body?: unknown) => http(method, `${base()}/v1${path}`, { headers: callerHeaders(accountId), body });
+  return {
+    get: (path: string) => call('GET', path),
+    post: (path: string, body: unknown) => call('POST', path, body),
+    del: (path: string) => call('DELETE', path),
+  };
+}

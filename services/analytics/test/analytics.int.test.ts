@@ -5,7 +5,7 @@ import { domainEventSchema, makeEvent, newId, reportListSchema, reportSchema, ov
 import { DatasetStore } from '@dap/datasets';
 import { createKafka, EventProducer, type Consumer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
-import { callerHeaders, http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
+import { callerHeaders, http, serviceTestEnv, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
 import { loadAnalyticsConfig } from '../src/config.ts';
 import { startAnalytics } from '../src/index.ts';
 import { FILTER_CASES, goldenRows, groupRows, measureRow, MEASURE_DSL, truncate, type Cell, type Granularity } from './golden.ts';
@@ -33,18 +33,7 @@ const sourceA = newId('src');
 const ghostSource = newId('src');
 
 function envFor(extra: Record<string, string> = {}) {
-  return loadAnalyticsConfig({
-    HOST: '127.0.0.1',
-    PORT: '0',
-    LOG_LEVEL: 'silent',
-    MONGO_URL: stack.MONGO_URL,
-    MONGO_DB: `analytics_${suffix}`,
-    KAFKA_BROKERS: stack.KAFKA_BROKERS,
-    KAFKA_TOPIC_PREFIX: prefix,
-    INTERNAL_SECRET: TEST_INTERNAL_SECRET,
-    DATASET_DIR: join(dataDir, 'datasets'),
-    ...extra,
-  });
+  return loadAnalyticsConfig(serviceTestEnv(`analytics_${suffix}`, prefix, { DATASET_DIR: join(dataDir, 'datasets'), ...extra }));
 }
 
 const api = (method: string, path: string, accountId: string, body?: unknown) =>

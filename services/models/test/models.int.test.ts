@@ -17,33 +17,20 @@ import {
 } from '@dap/contracts';
 import { createKafka, topicName } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
-import { callerHeaders, http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
+import { callerHeaders, http, serviceClient, serviceTestEnv, uniqueSuffix, waitFor } from '@dap/testing';
 import { ANOMALY_MODEL_ID, FORECAST_MODEL_ID, loadModelsConfig, startModels, type RunningModels } from '../src/index.ts';
 import { forecastSeries } from '../src/domain/builtin/holt-winters.ts';
 import { WorkerPool } from '../src/workers/worker-pool.ts';
 
 const suffix = uniqueSuffix();
-const stack = stackEnv();
-const config = loadModelsConfig({
-  ...stack,
-  MONGO_DB: `models_t${suffix}`,
-  KAFKA_TOPIC_PREFIX: `t${suffix}.`,
-  HOST: '127.0.0.1',
-  PORT: '0',
-  INTERNAL_SECRET: TEST_INTERNAL_SECRET,
-  LOG_LEVEL: 'silent',
-  OUTBOX_INTERVAL_MS: '200',
-});
+const config = loadModelsConfig(serviceTestEnv(`models_t${suffix}`, `t${suffix}.`, { OUTBOX_INTERVAL_MS: '200' }));
 
 let svc: RunningModels;
 let consumer: Consumer;
 const consumed: { event: DomainEvent; headers: Record<string, string> }[] = [];
 
 const accountA = newId('acct');
-const as = (accountId: string) => ({
-  get: (path: string) => http('GET', `${svc.url}/v1${path}`, { headers: callerHeaders(accountId) }),
-  post: (path: string, body: unknown) => http('POST', `${svc.url}/v1${path}`, { headers: callerHeaders(accountId), body }),
-});
+const as = (accountId: string) => serviceClient(() => svc.url, accountId);
 const a = as(accountA);
 
 const seasonal = Array.from({ length: 48 }, (_, t) => 100 + t + 10 * Math.sin((2 * Math.PI * t) / 12) + ((t * 7) % 5) - 2);

@@ -3,7 +3,7 @@ import protobuf from 'protobufjs';
 import { MAX_ONNX_MODEL_BASE64_CHARS, metricsSchema, modelSchema, newId, predictionSchema, TOPICS, domainEventSchema, type DomainEvent } from '@dap/contracts';
 import { createKafka, topicName, type Consumer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
-import { callerHeaders, http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
+import { serviceClient, serviceTestEnv, uniqueSuffix, waitFor } from '@dap/testing';
 import { loadModelsConfig, startModels, type RunningModels } from '../src/index.ts';
 
 /**
@@ -67,11 +67,7 @@ let svc: RunningModels;
 let watcher: Consumer;
 const seen: DomainEvent[] = [];
 const accountA = newId('acct');
-const as = (accountId: string) => ({
-  get: (path: string) => http('GET', `${svc.url}/v1${path}`, { headers: callerHeaders(accountId) }),
-  post: (path: string, body: unknown) => http('POST', `${svc.url}/v1${path}`, { headers: callerHeaders(accountId), body }),
-  del: (path: string) => http('DELETE', `${svc.url}/v1${path}`, { headers: callerHeaders(accountId) }),
-});
+const as = (accountId: string) => serviceClient(() => svc.url, accountId);
 const a = as(accountA);
 
 const bytes = linearOnnx();
@@ -84,19 +80,7 @@ const upload = {
 };
 
 beforeAll(async () => {
-  svc = await startModels(
-    loadModelsConfig({
-      ...stackEnv(),
-      MONGO_DB: `models_onnx_${suffix}`,
-      KAFKA_TOPIC_PREFIX: `t${suffix}.`,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      INTERNAL_SECRET: TEST_INTERNAL_SECRET,
-      LOG_LEVEL: 'silent',
-      OUTBOX_INTERVAL_MS: '200',
-      TRAIN_WORKERS: '0',
-    }),
-  );
+  svc = await startModels(loadModelsConfig(serviceTestEnv(`models_onnx_${suffix}`, `t${suffix}.`, { OUTBOX_INTERVAL_MS: '200', TRAIN_WORKERS: '0' })));
   watcher = createKafka(svc.eventing.settings, createLogger({ name: 'onnx-test', level: 'silent' })).consumer({ groupId: `t${suffix}.watch`, maxWaitTimeInMs: 50 });
   await watcher.connect();
   await watcher.subscribe({ topic: topicName(svc.eventing.settings, TOPICS.models), fromBeginning: true });

@@ -17,7 +17,7 @@ import {
 import { DatasetStore } from '@dap/datasets';
 import { createKafka, EventProducer, topicName, type Consumer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
-import { callerHeaders, http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
+import { http, serviceClient, serviceTestEnv, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
 import { ANOMALY_MODEL_ID, FORECAST_MODEL_ID, loadModelsConfig, startModels, type RunningModels } from '../src/index.ts';
 import { LINEAR_TRUTH, linearRows, separableRows } from '../src/domain/training/synthetic-data.ts';
 
@@ -44,28 +44,13 @@ const source = newId('src');
 const oldId = (tail: string) => `src_01H000000000000000000000${tail}`;
 
 function configFor(extra: Record<string, string> = {}) {
-  return loadModelsConfig({
-    ...stack,
-    MONGO_DB: `models_train_${suffix}`,
-    KAFKA_TOPIC_PREFIX: prefix,
-    HOST: '127.0.0.1',
-    PORT: '0',
-    INTERNAL_SECRET: TEST_INTERNAL_SECRET,
-    LOG_LEVEL: 'silent',
-    OUTBOX_INTERVAL_MS: '200',
-    DATASET_DIR: join(dataDir, 'datasets'),
-    TRAIN_LEASE_MS: '5000',
-    ...extra,
-  });
+  return loadModelsConfig(
+    serviceTestEnv(`models_train_${suffix}`, prefix, { OUTBOX_INTERVAL_MS: '200', DATASET_DIR: join(dataDir, 'datasets'), TRAIN_LEASE_MS: '5000', ...extra }),
+  );
 }
 
-const api = (base: () => string, accountId: string) => ({
-  get: (path: string) => http('GET', `${base()}/v1${path}`, { headers: callerHeaders(accountId) }),
-  post: (path: string, body: unknown) => http('POST', `${base()}/v1${path}`, { headers: callerHeaders(accountId), body }),
-  del: (path: string) => http('DELETE', `${base()}/v1${path}`, { headers: callerHeaders(accountId) }),
-});
-const a = api(() => svc.url, accountA);
-const b = api(() => svc.url, accountB);
+const a = serviceClient(() => svc.url, accountA);
+const b = serviceClient(() => svc.url, accountB);
 
 async function publish<T extends EventType>(p: EventProducer, type: T, accountId: string, subject: string, data: EventOf<T>['data']): Promise<void> {
   await p.publish([makeEvent(type, { accountId, subject, data })]);
@@ -443,7 +428,7 @@ describe('a model still training', () => {
     try {
       const described = { rowCount: ROWS.length, schema: await store.describeFile((await store.currentFile(accountA, source))!) };
       await publish(p2, 'source.ready', accountA, source, { id: source, name: 'synthetic', type: 'ndjson', ...described });
-      const c = api(() => apiOnly.url, accountA);
+      const c = serviceClient(() => apiOnly.url, accountA);
       const created = await waitFor(
         async () => {
           const r = await c.post('/models', linearBody);

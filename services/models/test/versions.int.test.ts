@@ -5,7 +5,7 @@ import { makeEvent, modelSchema, modelVersionListSchema, newId, predictionSchema
 import { DatasetStore } from '@dap/datasets';
 import { createKafka, EventProducer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
-import { callerHeaders, http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
+import { serviceClient, serviceTestEnv, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
 import { FORECAST_MODEL_ID, loadModelsConfig, startModels, type RunningModels } from '../src/index.ts';
 import { linearRows } from '../src/domain/training/synthetic-data.ts';
 
@@ -27,11 +27,7 @@ const accountA = newId('acct');
 const accountB = newId('acct');
 const source = newId('src');
 
-const api = (accountId: string) => ({
-  get: (path: string) => http('GET', `${svc.url}/v1${path}`, { headers: callerHeaders(accountId) }),
-  post: (path: string, body: unknown) => http('POST', `${svc.url}/v1${path}`, { headers: callerHeaders(accountId), body }),
-  del: (path: string) => http('DELETE', `${svc.url}/v1${path}`, { headers: callerHeaders(accountId) }),
-});
+const api = (accountId: string) => serviceClient(() => svc.url, accountId);
 const a = api(accountA);
 const b = api(accountB);
 
@@ -68,19 +64,7 @@ const predictOne = async (id: string, extra: Record<string, unknown> = {}) => a.
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'models-versions-'));
   store = await DatasetStore.open(join(dataDir, 'datasets'));
-  svc = await startModels(
-    loadModelsConfig({
-      ...stack,
-      MONGO_DB: `models_versions_${suffix}`,
-      KAFKA_TOPIC_PREFIX: prefix,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      INTERNAL_SECRET: TEST_INTERNAL_SECRET,
-      LOG_LEVEL: 'silent',
-      OUTBOX_INTERVAL_MS: '200',
-      DATASET_DIR: join(dataDir, 'datasets'),
-    }),
-  );
+  svc = await startModels(loadModelsConfig(serviceTestEnv(`models_versions_${suffix}`, prefix, { OUTBOX_INTERVAL_MS: '200', DATASET_DIR: join(dataDir, 'datasets') })));
   const settings = { brokers: stack.KAFKA_BROKERS.split(','), clientId: 'models-versions-test', topicPrefix: prefix };
   producer = new EventProducer(createKafka(settings, logger), settings);
   await producer.connect();

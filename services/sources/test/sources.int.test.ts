@@ -7,7 +7,7 @@ import { newId, sourceSchema, type DomainEvent } from '@dap/contracts';
 import { sqlLiteral } from '@dap/datasets';
 import { createKafka, topicName, type Consumer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
-import { callerHeaders, http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
+import { callerHeaders, http, serviceTestEnv, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
 import { loadSourcesConfig } from '../src/config.ts';
 import { startSources, type RunningSources } from '../src/index.ts';
 
@@ -24,21 +24,16 @@ let consumer: Consumer;
 const events: DomainEvent[] = [];
 
 const configOf = (extra: Record<string, string> = {}) =>
-  loadSourcesConfig({
-    ...stack,
-    MONGO_DB: `src_${suffix}`,
-    KAFKA_TOPIC_PREFIX: prefix,
-    INTERNAL_SECRET: TEST_INTERNAL_SECRET,
-    HOST: '127.0.0.1',
-    PORT: '0',
-    LOG_LEVEL: 'silent',
-    DATASET_DIR: datasetDir,
-    BODY_LIMIT_BYTES: String(2 * 1024 * 1024),
-    SYNC_SWEEP_MS: '300',
-    SYNC_LEASE_MS: '3000',
-    INSTANCE_ID: instanceId,
-    ...extra,
-  });
+  loadSourcesConfig(
+    serviceTestEnv(`src_${suffix}`, prefix, {
+      DATASET_DIR: datasetDir,
+      BODY_LIMIT_BYTES: String(2 * 1024 * 1024),
+      SYNC_SWEEP_MS: '300',
+      SYNC_LEASE_MS: '3000',
+      INSTANCE_ID: instanceId,
+      ...extra,
+    }),
+  );
 
 const accountA = newId('acct');
 const accountB = newId('acct');
