@@ -1,8 +1,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { createHmac, randomBytes } from 'node:crypto';
-import { API_OPERATIONS, PUBLIC_EVENT_TYPES, newId, operationTakesIdempotencyKey, webhookPayloadSchema, type ApiOperation } from '@dap/contracts';
+import { API_OPERATIONS, PUBLIC_EVENT_TYPES, encodeCursor, newId, operationTakesIdempotencyKey, webhookPayloadSchema, type ApiOperation } from '@dap/contracts';
 import { verifyWebhook } from '@dap/sdk/webhooks';
-import { encodeCursor } from '@dap/http';
 import { buildOpenApi } from './openapi.ts';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- the document is walked generically

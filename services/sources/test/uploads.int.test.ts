@@ -144,7 +144,7 @@ describe('POST /v1/sources/upload', () => {
     const big = 'a,b\n' + '1,2\n'.repeat(LIMIT / 4 + 10);
     const declared = await send('POST', '/v1/sources/upload?name=Big', big, { 'content-type': 'text/csv' });
     expect(declared.status).toBe(413);
-    expect(declared.body).toMatchObject({ code: 'payload_too_large', detail: `the file is larger than the upload limit of ${LIMIT} bytes` });
+    expect(declared.body).toMatchObject({ code: 'upload_too_large', detail: `the file is larger than the upload limit of ${LIMIT} bytes` });
 
     // No Content-Length: the service counts as the body streams.
     const chunks = [Buffer.from('a,b\n'), ...Array.from({ length: 40 }, () => Buffer.from('1,2\n'.repeat(2048)))];
@@ -157,7 +157,7 @@ describe('POST /v1/sources/upload', () => {
     });
     const chunked = await send('POST', '/v1/sources/upload?name=Big', stream, { 'content-type': 'text/csv' });
     expect(chunked.status).toBe(413);
-    expect(chunked.body.code).toBe('payload_too_large');
+    expect(chunked.body.code).toBe('upload_too_large');
 
     const f = form([
       { name: 'name', value: 'Big' },

@@ -240,7 +240,7 @@ describe('secret rotation, redelivery and delivery.completed', () => {
     for (const [who, path] of cases) {
       const res = await who.call('POST', path);
       expect({ path, status: res.status }).toEqual({ path, status: 404 });
-      expect(res.body.code).toBe('not_found');
+      expect(res.body.code).toBe('webhook_not_found');
     }
     for (const path of [`/webhooks/${ep.id}/deliveries/${ev.id}/redeliver`, `/webhooks/${ep.id}/rotate-secret`]) {
       expect((await http('POST', `${svc.url}/v1${path}`)).status).toBe(401);

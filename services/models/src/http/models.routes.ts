@@ -1,6 +1,18 @@
 import { Router } from 'express';
-import { createModelBody, isId, listQuerySchema, metricsQuerySchema, retrainModelBody, updateAliasesBody, type ModelDto, type PredictionDto } from '@dap/contracts';
-import { AppError, callerOf, decodeCursor, parseOr400, toPage, type FieldError } from '@dap/http';
+import {
+  createModelBody,
+  decodeCursor,
+  isId,
+  listQuerySchema,
+  metricsQuerySchema,
+  retrainModelBody,
+  toPage,
+  updateAliasesBody,
+  type ModelDto,
+  type PredictionDto,
+} from '@dap/contracts';
+import { DomainError, type FieldError } from '@dap/errors';
+import { callerOf, parseOr400 } from '@dap/http';
 import type { ModelLifecycle } from '../domain/lifecycle.service.ts';
 import type { ModelsService } from '../domain/models.service.ts';
 import type { ModelRecord } from '../domain/model.ts';
@@ -119,4 +131,4 @@ export function modelsRouter(service: ModelsService, lifecycle: ModelLifecycle):
   return router;
 }
 
-const invalidQuery = (errors: FieldError[]) => new AppError('validation_failed', `the query is invalid: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, { errors });
+const invalidQuery = (errors: FieldError[]) => new DomainError('validation_failed', `the query is invalid: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, { errors });
