@@ -1,11 +1,11 @@
-import { ERROR_CODES, type ErrorCode } from '@dap/errors';
-import { PROBLEM_TYPE_BASE, PROBLEM_TYPES, problemTypeOf, type ProblemTypeName } from '@dap/http';
+import { ERROR_CODE_GROUPS, ERROR_CODES, type ErrorCode } from '@dap/errors';
+import { PROBLEM_TYPE_BASE, PROBLEM_TYPES, problemTypeOf, statusOf, type ProblemTypeName } from '@dap/http';
 
 /** What each problem `type` means and what the caller does about it; typed so every problem type has a page. */
 export const PROBLEM_GUIDE: Record<ProblemTypeName, { meaning: string; action: string }> = {
   invalid: {
     meaning:
-      'The request was well-formed JSON, but one or more fields, query parameters or path identifiers failed validation. The errors[] member names each invalid field by its path with a message (at most 100 of them; errorCount says how many there were when more were found).',
+      'The request was well-formed JSON, but one or more fields, query parameters or path identifiers failed validation, or do not fit the resource (a query naming a column the source does not have, prediction inputs the model does not take). The errors[] member names each invalid field by its path with a message (at most 100 of them; errorCount says how many there were when more were found).',
     action: 'Fix each field errors[] names and send the request again. The OpenAPI document at /v1/openapi.json gives the schema of every body and parameter.',
   },
   malformed_json: {
@@ -53,7 +53,7 @@ export const PROBLEM_GUIDE: Record<ProblemTypeName, { meaning: string; action: s
   },
   unprocessable: {
     meaning:
-      'The request is well-formed but cannot be carried out: for example the query names a column the source does not have, or an Idempotency-Key was reused with a different body.',
+      'The request is well-formed but cannot be carried out: for example a source or webhook URL points at an address the platform may not connect to, a model cannot compute an output for the inputs, or an Idempotency-Key was reused with a different body.',
     action: 'Read detail and change the request; retrying it unchanged gives the same answer.',
   },
   rate_limited: {
@@ -88,6 +88,34 @@ export function problemBySlug(slug: string): { name: ProblemTypeName; status: nu
 
 /** The codes a response of this problem type can carry. */
 export const codesOfProblemType = (name: ProblemTypeName): ErrorCode[] => (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => problemTypeOf(code) === name);
+
+/**
+ * The `code` member of the Problem schema in the OpenAPI document: a table of every code with its status and
+ * type page, and the same as `x-error-codes` for tools. Not an enum: a client built today must still read a
+ * problem whose code was added later.
+ */
+export function problemCodeSchema(): Record<string, unknown> {
+  const rows = Object.entries(ERROR_CODE_GROUPS).flatMap(([group, codes]) =>
+    codes.map((code) => `| \`${code}\` | ${statusOf(code)} | ${group} | ${ERROR_CODES[code].meaning.replaceAll('|', '\\|')} |`),
+  );
+  return {
+    type: 'string',
+    description: [
+      'What failed, as a stable machine-readable code; `type` links to the page of its class. New codes may be added; a published code keeps its name and status.',
+      '',
+      '| code | status | raised by | meaning |',
+      '|---|---|---|---|',
+      ...rows,
+    ].join('\n'),
+    examples: ['source_not_found', 'validation_failed'],
+    'x-error-codes': Object.fromEntries(
+      (Object.keys(ERROR_CODES) as ErrorCode[]).map((code) => [
+        code,
+        { status: statusOf(code), type: PROBLEM_TYPE_BASE + PROBLEM_TYPES[problemTypeOf(code)].slug, meaning: ERROR_CODES[code].meaning },
+      ]),
+    ),
+  };
+}
 
 const STYLE =
   'body{font:16px/1.55 system-ui,sans-serif;max-width:760px;margin:0 auto;padding:1.5rem;color:#1a1a2e}code{background:#f3f3f7;padding:0 .25rem;border-radius:4px}dt{font-weight:600;margin-top:.75rem}a{color:#1f6feb}li{margin:.2rem 0}';
