@@ -125,6 +125,6 @@ describe('every status a service route can answer is documented for its operatio
     expect(of('createSource')).toEqual(expect.arrayContaining(['source_target_not_allowed', 'source_refused', 'validation_failed']));
     expect(of('getWebhook')).toContain('webhook_not_found');
     expect(of('deleteModel')).toContain('model_builtin_immutable');
-    expect(of('predict')).toEqual(expect.arrayContaining(['model_inputs_invalid', 'model_not_ready']));
+    expect(of('predict')).toEqual(expect.arrayContaining(['model_output_not_finite', 'model_not_ready']));
   });
 });

@@ -12,7 +12,11 @@ interface CodeEntry {
  * schema.
  */
 const PLATFORM = {
-  validation_failed: { kind: 'invalid', meaning: 'One or more fields, query parameters or path identifiers failed validation; errors[] names them.' },
+  validation_failed: {
+    kind: 'invalid',
+    meaning:
+      'One or more fields, query parameters or path identifiers failed validation, or do not fit the resource (a query naming a column the source lacks, inputs a model does not take); errors[] names them.',
+  },
   malformed_json: { kind: 'bad_request', meaning: 'The body is not valid JSON, nests too deeply or uses a forbidden field name.' },
   unsupported_content_type: { kind: 'bad_request', meaning: 'The body is in a media type the operation does not take.' },
   bad_request: { kind: 'bad_request', meaning: 'The request is malformed in a way other than a field: an unknown or repeated query parameter, a bad header.' },
@@ -47,7 +51,10 @@ const ACCOUNTS = {
 /** Sources, and the analytics and models operations that name a source. */
 const SOURCES = {
   source_not_found: { kind: 'not_found', meaning: 'The source does not exist or belongs to another account.' },
-  source_refused: { kind: 'invalid', meaning: 'The source failed its check (an unreachable URL, a table that is not there); errors[] names the field.' },
+  source_refused: {
+    kind: 'invalid',
+    meaning: 'The data failed its check (a file that does not parse, an unreachable URL or database, a table that is not there); errors[] names the field.',
+  },
   source_target_not_allowed: { kind: 'unprocessable', meaning: 'The source points at an address the platform may not connect to.' },
   source_credentials_unavailable: { kind: 'unavailable', meaning: 'This deployment cannot store credentials for remote sources.' },
   source_not_uploadable: { kind: 'conflict', meaning: 'Only file sources (csv, json, ndjson) take uploaded data.' },
@@ -61,7 +68,6 @@ const SOURCES = {
 } as const satisfies Record<string, CodeEntry>;
 
 const ANALYTICS = {
-  query_invalid: { kind: 'invalid', meaning: "The query does not fit the source's schema (an unknown column, a type mismatch); errors[] names each part." },
   query_concurrency_limit: { kind: 'conflict', meaning: 'The account already runs as many queries as it may at once; retry after Retry-After.' },
   report_not_found: { kind: 'not_found', meaning: 'The report does not exist or belongs to another account.' },
   report_running: { kind: 'conflict', meaning: 'The report is still running; export it once it has completed.' },
@@ -82,7 +88,6 @@ const MODELS = {
   model_training: { kind: 'conflict', meaning: 'The latest version is still training; retry once it is ready or failed.' },
   model_changed: { kind: 'conflict', meaning: 'The model changed while the request ran (another retraining, a deletion, an alias move); read it again.' },
   model_version_not_ready: { kind: 'conflict', meaning: 'Only a ready version can be given an alias.' },
-  model_inputs_invalid: { kind: 'invalid', meaning: "The prediction inputs do not fit the model's features; errors[] names each one." },
   model_output_not_finite: { kind: 'unprocessable', meaning: "The model's output for an input is not a finite number: its values are too large in magnitude." },
   model_run_failed: { kind: 'unprocessable', meaning: 'The uploaded ONNX model failed on these inputs.' },
   model_run_timeout: { kind: 'unprocessable', meaning: 'The uploaded ONNX model ran longer than its time limit on these inputs.' },

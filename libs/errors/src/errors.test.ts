@@ -19,7 +19,7 @@ describe('the error catalogue', () => {
     }
     expect(ERROR_CODES.source_not_found.kind).toBe('not_found');
     expect(ERROR_CODES.model_not_ready.kind).toBe('conflict');
-    expect(ERROR_CODES.query_invalid.kind).toBe('invalid');
+    expect(ERROR_CODES.validation_failed.kind).toBe('invalid');
   });
 
   it('knows its codes and nothing else', () => {
@@ -46,8 +46,8 @@ describe('DomainError', () => {
 
   it('lists the first five field errors in the detail and keeps them all in errors', () => {
     const errors = Array.from({ length: 7 }, (_, i) => ({ path: `inputs.${i}`, message: 'required' }));
-    const err = invalidFields('model_inputs_invalid', 'the inputs are invalid', errors);
-    expect(err.code).toBe('model_inputs_invalid');
+    const err = invalidFields('validation_failed', 'the inputs are invalid', errors);
+    expect(err.code).toBe('validation_failed');
     expect(err.message).toBe(
       `the inputs are invalid: ${errors
         .slice(0, 5)

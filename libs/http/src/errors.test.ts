@@ -27,7 +27,6 @@ describe('kinds to statuses at the edge', () => {
     const cases: [ErrorCode, number, string][] = [
       ['source_not_found', 404, 'not-found'],
       ['model_not_ready', 409, 'conflict'],
-      ['query_invalid', 400, 'validation-failed'],
       ['validation_failed', 400, 'validation-failed'],
       ['malformed_json', 400, 'malformed-json'],
       ['unsupported_content_type', 400, 'unsupported-content-type'],
@@ -64,14 +63,14 @@ describe('the problem body', () => {
   });
 
   it('carries errors[] and errorCount when there are field errors, and never the cause', () => {
-    const err = new DomainError('model_inputs_invalid', 'the inputs are invalid', {
+    const err = new DomainError('validation_failed', 'the inputs are invalid', {
       errors: [{ path: 'inputs.0.x', message: 'required' }],
       errorCount: 3,
       cause: new Error('mongodb://user:secret@db'),
     });
     const body = problemOf(err, '/v1/models/mdl_1/predict', 'req_1');
     expect(body).toMatchObject({
-      code: 'model_inputs_invalid',
+      code: 'validation_failed',
       status: 400,
       type: `${PROBLEM_TYPE_BASE}validation-failed`,
       errors: [{ path: 'inputs.0.x', message: 'required' }],

@@ -208,7 +208,7 @@ describe('secret rotation, redelivery and delivery.completed', () => {
     await waitFor(() => at('/hang').length >= 1, { what: 'the hanging attempt' });
     const busy = await a.call('POST', `/webhooks/${hang.id}/deliveries/${ev.id}/redeliver`);
     expect(busy.status).toBe(409);
-    expect(busy.body.code).toBe('conflict');
+    expect(busy.body.code).toBe('webhook_delivery_in_progress');
 
     const gone = await register(a, '/gone', ['model.ready']);
     const ev2 = await events.publish('model.ready', a.accountId, { id: newId('mdl'), name: 'g', type: 'kmeans' });

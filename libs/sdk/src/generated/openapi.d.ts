@@ -827,7 +827,7 @@ export interface components {
              *
              *     | code | status | raised by | meaning |
              *     |---|---|---|---|
-             *     | `validation_failed` | 400 | platform | One or more fields, query parameters or path identifiers failed validation; errors[] names them. |
+             *     | `validation_failed` | 400 | platform | One or more fields, query parameters or path identifiers failed validation, or do not fit the resource (a query naming a column the source lacks, inputs a model does not take); errors[] names them. |
              *     | `malformed_json` | 400 | platform | The body is not valid JSON, nests too deeply or uses a forbidden field name. |
              *     | `unsupported_content_type` | 400 | platform | The body is in a media type the operation does not take. |
              *     | `bad_request` | 400 | platform | The request is malformed in a way other than a field: an unknown or repeated query parameter, a bad header. |
@@ -855,7 +855,7 @@ export interface components {
              *     | `api_key_not_found` | 404 | accounts | The API key does not exist or belongs to another account. |
              *     | `api_key_not_rollable` | 409 | accounts | A revoked or expired API key cannot be rolled. |
              *     | `source_not_found` | 404 | sources | The source does not exist or belongs to another account. |
-             *     | `source_refused` | 400 | sources | The source failed its check (an unreachable URL, a table that is not there); errors[] names the field. |
+             *     | `source_refused` | 400 | sources | The data failed its check (a file that does not parse, an unreachable URL or database, a table that is not there); errors[] names the field. |
              *     | `source_target_not_allowed` | 422 | sources | The source points at an address the platform may not connect to. |
              *     | `source_credentials_unavailable` | 503 | sources | This deployment cannot store credentials for remote sources. |
              *     | `source_not_uploadable` | 409 | sources | Only file sources (csv, json, ndjson) take uploaded data. |
@@ -866,7 +866,6 @@ export interface components {
              *     | `upload_unsupported` | 415 | sources | The upload is in a media type, coding or charset uploads do not take. |
              *     | `upload_malformed` | 400 | sources | The upload body is malformed (a broken multipart form, a missing file part). |
              *     | `upload_too_large` | 413 | sources | The file is larger than the upload limit. |
-             *     | `query_invalid` | 400 | analytics | The query does not fit the source's schema (an unknown column, a type mismatch); errors[] names each part. |
              *     | `query_concurrency_limit` | 409 | analytics | The account already runs as many queries as it may at once; retry after Retry-After. |
              *     | `report_not_found` | 404 | analytics | The report does not exist or belongs to another account. |
              *     | `report_running` | 409 | analytics | The report is still running; export it once it has completed. |
@@ -884,7 +883,6 @@ export interface components {
              *     | `model_training` | 409 | models | The latest version is still training; retry once it is ready or failed. |
              *     | `model_changed` | 409 | models | The model changed while the request ran (another retraining, a deletion, an alias move); read it again. |
              *     | `model_version_not_ready` | 409 | models | Only a ready version can be given an alias. |
-             *     | `model_inputs_invalid` | 400 | models | The prediction inputs do not fit the model's features; errors[] names each one. |
              *     | `model_output_not_finite` | 422 | models | The model's output for an input is not a finite number: its values are too large in magnitude. |
              *     | `model_run_failed` | 422 | models | The uploaded ONNX model failed on these inputs. |
              *     | `model_run_timeout` | 422 | models | The uploaded ONNX model ran longer than its time limit on these inputs. |

@@ -6,7 +6,7 @@ export const reportNotFound = () => notFound('report_not_found', 'report');
 
 /** The query does not fit the source: every part that does not is in errors[]. */
 export const queryInvalid = (errors: FieldError[]) =>
-  new DomainError('query_invalid', `the query is invalid: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, { errors });
+  new DomainError('validation_failed', `the query is invalid: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, { errors });
 
 export const sourceNotReady = (sourceId: string, status: string) =>
   new DomainError('source_not_ready', `source ${sourceId} cannot be queried yet: its status is ${status}; query it after it is ready (the source.ready event)`);

@@ -26,7 +26,7 @@ function errorsOf(q: Record<string, unknown>): { path: string; message: string }
     compile(q);
   } catch (err) {
     expect(err).toBeInstanceOf(DomainError);
-    expect((err as DomainError).code).toBe('query_invalid');
+    expect((err as DomainError).code).toBe('validation_failed');
     return (err as DomainError).errors ?? [];
   }
   throw new Error('expected the query to be rejected');

@@ -15,7 +15,7 @@ export const modelHasNoRuntime = () => new DomainError('model_not_servable', 'th
 
 export const builtinNotDeletable = () => new DomainError('model_builtin_immutable', 'built-in models cannot be deleted');
 
-export const invalidInputs = (errors: FieldError[]) => invalidFields('model_inputs_invalid', 'the inputs are invalid', errors);
+export const invalidInputs = (errors: FieldError[]) => invalidFields('validation_failed', 'the inputs are invalid', errors);
 
 /** A model's output for an input is NaN or infinite: the input's values are too large in magnitude for it. */
 export const nonFiniteOutput = (index: number) => {

@@ -96,12 +96,12 @@ describe('ModelsService', () => {
     const ok = await service.predict(caller(acct), FORECAST_MODEL_ID, { inputs: [{ series: [1, 2, 3], horizon: 2 }] });
     expect(ok.predictions).toHaveLength(1);
     await expect(service.predict(caller(acct), FORECAST_MODEL_ID, { inputs: [{ series: [1, 2, 3], horizon: 0 }, {}] })).rejects.toMatchObject({
-      code: 'model_inputs_invalid',
+      code: 'validation_failed',
       errors: [{ path: 'inputs.0.horizon' }, { path: 'inputs.1.series' }],
     });
     expect(log.docs.map((d) => [d.ok, d.count, d.errorCode])).toEqual([
       [true, 1, null],
-      [false, 2, 'model_inputs_invalid'],
+      [false, 2, 'validation_failed'],
     ]);
     expect(log.docs[0]!._id).toBe(ok.id);
   });
