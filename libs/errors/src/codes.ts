@@ -46,6 +46,7 @@ const ACCOUNTS = {
   account_not_found: { kind: 'not_found', meaning: 'The account does not exist.' },
   api_key_not_found: { kind: 'not_found', meaning: 'The API key does not exist or belongs to another account.' },
   api_key_not_rollable: { kind: 'conflict', meaning: 'A revoked or expired API key cannot be rolled.' },
+  api_key_already_rolled: { kind: 'conflict', meaning: 'The API key was already rolled; roll the key that replaces it instead.' },
 } as const satisfies Record<string, CodeEntry>;
 
 /** Sources, and the analytics and models operations that name a source. */

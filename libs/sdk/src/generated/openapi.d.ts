@@ -854,6 +854,7 @@ export interface components {
              *     | `account_not_found` | 404 | accounts | The account does not exist. |
              *     | `api_key_not_found` | 404 | accounts | The API key does not exist or belongs to another account. |
              *     | `api_key_not_rollable` | 409 | accounts | A revoked or expired API key cannot be rolled. |
+             *     | `api_key_already_rolled` | 409 | accounts | The API key was already rolled; roll the key that replaces it instead. |
              *     | `source_not_found` | 404 | sources | The source does not exist or belongs to another account. |
              *     | `source_refused` | 400 | sources | The data failed its check (a file that does not parse, an unreachable URL or database, a table that is not there); errors[] names the field. |
              *     | `source_target_not_allowed` | 422 | sources | The source points at an address the platform may not connect to. |

@@ -9,4 +9,7 @@ export const sessionRequired = (detail: string) => new DomainError('session_requ
 export const accountNotFound = () => notFound('account_not_found', 'account');
 export const apiKeyNotFound = () => notFound('api_key_not_found', 'API key');
 export const keyNotRollable = () => new DomainError('api_key_not_rollable', 'a revoked or expired key cannot be rolled');
+/** A second roll would leave two live successors of one key. */
+export const keyAlreadyRolled = (replacedBy: string) =>
+  new DomainError('api_key_already_rolled', `this key was already rolled and is being replaced by ${replacedBy}; roll that key instead`);
 export const expiryInPast = () => new DomainError('validation_failed', 'expiresAt must be in the future', { errors: [{ path: 'expiresAt', message: 'must be in the future' }] });
