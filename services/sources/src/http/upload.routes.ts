@@ -4,7 +4,7 @@ import { DomainError } from '@dap/errors';
 import { callerOf, lingerAfterEarlyAnswer, parseOr400 } from '@dap/http';
 import type { SourceService } from '../domain/source.service.ts';
 import { wrongUploadFormat } from '../domain/errors.ts';
-import { toSourceDto } from './source.dto.ts';
+import { toSourceDto } from './dto.ts';
 import { receiveUpload, uploadMediaOf, type ReceivedUpload, type UploadLimits } from './upload-body.ts';
 
 const location = (id: string) => `/v1/sources/${encodeURIComponent(id)}`;
