@@ -27,6 +27,21 @@ export default tseslint.config(
       'no-console': 'error',
     },
   },
+  // Domain and persistence code knows failures by their codes (@dap/errors), never HTTP: statuses are chosen at the edge.
+  {
+    files: ['services/*/src/domain/**/*.ts', 'services/*/src/persistence/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            { name: '@dap/http', message: 'Domain and persistence code raises DomainErrors from @dap/errors; @dap/http is for routes and apps.' },
+            { name: 'express', message: 'Domain and persistence code does not see HTTP requests or responses.' },
+          ],
+        },
+      ],
+    },
+  },
   // Benchmarks and the soak print their reports on the console.
   { files: ['**/bench/**/*.ts', 'test/faults/soak.ts'], rules: { 'no-console': 'off' } },
   { files: ['gateway/dashboard/src/**/*.{ts,tsx}'], languageOptions: { globals: { ...globals.browser } } },

@@ -2,16 +2,18 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import ts from 'typescript';
 import { API_OPERATIONS, type ApiOperation } from '@dap/contracts';
-import { ERROR_CATALOGUE, type ErrorCode } from '@dap/http';
+import { isErrorCode, type ErrorCode } from '@dap/errors';
+import { statusOf } from '@dap/http';
 import { repoRoot } from '@dap/testing';
 import { buildOpenApi } from '../../gateway/src/openapi/openapi.ts';
 
 /**
  * The statuses each service route can answer, read from the code: every route handler of every service is
  * followed through the functions and methods it calls (as the type checker resolves them, within this
- * repository), collecting each `new AppError('<code>', …)` it can reach; each code's status must be
- * documented for the route's operation. A call through an interface (a connector) is not followed: those
- * errors are mapped to AppErrors by the service, which is.
+ * repository), collecting each `new DomainError('<code>', …)` (or `AppError`, `notFound('<code>', …)`,
+ * `invalidFields('<code>', …)`) it can reach; each code's status must be documented for the route's operation.
+ * A call through an interface (a connector) is not followed: those errors are mapped to DomainErrors by the
+ * service, which is.
  */
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- the document is walked generically
 
@@ -28,6 +30,9 @@ function mounts(): Map<string, string> {
   }
   return out;
 }
+
+/** What raises an error whose code is its first argument. */
+const RAISERS = new Set(['DomainError', 'AppError', 'notFound', 'invalidFields']);
 
 const normal = (path: string) => path.replace(/:\w+|\{\w+\}/g, '{}').replace(/\/$/, '') || '/';
 
@@ -56,9 +61,9 @@ describe('every status a service route can answer is documented for its operatio
     memo.set(node, codes); // a cycle contributes nothing more
     if (depth > 12) return codes;
     const visit = (n: ts.Node): void => {
-      if (ts.isNewExpression(n) && n.expression.getText() === 'AppError' && n.arguments?.[0]) {
+      if ((ts.isNewExpression(n) || ts.isCallExpression(n)) && RAISERS.has(n.expression.getText()) && n.arguments?.[0]) {
         const a = n.arguments[0];
-        if (ts.isStringLiteral(a)) codes.add(a.text as ErrorCode);
+        if (ts.isStringLiteral(a) && isErrorCode(a.text)) codes.add(a.text);
       }
       if (ts.isCallExpression(n) || ts.isNewExpression(n)) {
         const decl = checker.getResolvedSignature(n)?.declaration;
@@ -108,7 +113,7 @@ describe('every status a service route can answer is documented for its operatio
     for (const { op, codes, where } of found) {
       const responses = doc.paths[op.path][op.method].responses as Json;
       for (const code of codes) {
-        const status = ERROR_CATALOGUE[code].status;
+        const status = statusOf(code);
         if (!(String(status) in responses)) undocumented.push(`${op.operationId} ${status} (${code}) from ${where}`);
       }
     }
@@ -117,8 +122,9 @@ describe('every status a service route can answer is documented for its operatio
 
   it('sees the errors it should (a positive control)', () => {
     const of = (id: string) => [...found.find((f) => f.op.operationId === id)!.codes].sort();
-    expect(of('createSource')).toEqual(expect.arrayContaining(['unprocessable', 'validation_failed']));
-    expect(of('getWebhook')).toContain('not_found');
-    expect(of('deleteModel')).toContain('conflict');
+    expect(of('createSource')).toEqual(expect.arrayContaining(['source_target_not_allowed', 'source_refused', 'validation_failed']));
+    expect(of('getWebhook')).toContain('webhook_not_found');
+    expect(of('deleteModel')).toContain('model_builtin_immutable');
+    expect(of('predict')).toEqual(expect.arrayContaining(['model_output_not_finite', 'model_not_ready']));
   });
 });

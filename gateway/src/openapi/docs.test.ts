@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
 import { gunzipSync } from 'node:zlib';
-import { ERROR_CATALOGUE, createHttpApp, finishApp, listen, type RunningServer } from '@dap/http';
+import { DomainError, ERROR_CODES, type ErrorCode } from '@dap/errors';
+import { PROBLEM_TYPES, PROBLEM_TYPE_BASE, createHttpApp, finishApp, listen, problemOf, type RunningServer } from '@dap/http';
 import { createLogger } from '@dap/logger';
 import { DOCS_CSP, SCALAR_STANDALONE, mountDocs } from './docs.ts';
 import { PROBLEM_GUIDE } from './problems.ts';
@@ -64,18 +65,28 @@ it('sends the 4.8 MB script gzipped to a client that takes gzip, plain to one th
   expect([again.status, again.body.length]).toEqual([304, 0]);
 });
 
-it('answers every problem type of the catalogue with a page: title, status, what it means, what to do', async () => {
-  for (const [code, entry] of Object.entries(ERROR_CATALOGUE)) {
+it('answers every problem type with a page: title, status, what it means, what to do, its codes', async () => {
+  for (const [name, entry] of Object.entries(PROBLEM_TYPES)) {
     const res = await get(`/docs/problems/${entry.slug}`);
-    expect({ code, status: res.status, type: res.headers.get('content-type') }).toEqual({ code, status: 200, type: expect.stringMatching(/^text\/html/) });
+    expect({ name, status: res.status, type: res.headers.get('content-type') }).toEqual({ name, status: 200, type: expect.stringMatching(/^text\/html/) });
     const html = await res.text();
-    const guide = PROBLEM_GUIDE[code as keyof typeof PROBLEM_GUIDE];
+    const guide = PROBLEM_GUIDE[name as keyof typeof PROBLEM_GUIDE];
     expect(guide.meaning.length).toBeGreaterThan(40);
-    for (const text of [`<h1>${entry.title}`, `<code>${code}</code>`, `<dd>${entry.status}</dd>`, 'What it means', 'What to do', `/docs/problems/${entry.slug}`])
-      expect({ code, has: html.includes(text) ? text : html }).toEqual({ code, has: text });
+    for (const text of [`<h1>${entry.title}`, `<code>${entry.slug}</code>`, `<dd>${entry.status}</dd>`, 'What it means', 'What to do', `/docs/problems/${entry.slug}`])
+      expect({ name, has: html.includes(text) ? text : html }).toEqual({ name, has: text });
   }
   const index = await (await get('/docs/problems')).text();
-  for (const entry of Object.values(ERROR_CATALOGUE)) expect(index).toContain(`href="/docs/problems/${entry.slug}"`);
+  for (const entry of Object.values(PROBLEM_TYPES)) expect(index).toContain(`href="/docs/problems/${entry.slug}"`);
+});
+
+it('serves a page for the type of every code a response can carry, and the page lists that code', async () => {
+  for (const code of Object.keys(ERROR_CODES) as ErrorCode[]) {
+    const { type } = problemOf(new DomainError(code, 'x'), '/v1/x', 'req_1');
+    expect(type.startsWith(PROBLEM_TYPE_BASE)).toBe(true);
+    const res = await get(type);
+    expect({ code, status: res.status }).toEqual({ code, status: 200 });
+    expect({ code, listed: (await res.text()).includes(`<li id="${code}"><code>${code}</code>`) }).toEqual({ code, listed: true });
+  }
 });
 
 it('answers an unknown problem slug with a 404 problem, which itself links to a served page', async () => {

@@ -1,8 +1,8 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { createHmac, randomBytes } from 'node:crypto';
-import { API_OPERATIONS, PUBLIC_EVENT_TYPES, newId, operationTakesIdempotencyKey, webhookPayloadSchema, type ApiOperation } from '@dap/contracts';
+import { API_OPERATIONS, PUBLIC_EVENT_TYPES, encodeCursor, newId, operationTakesIdempotencyKey, webhookPayloadSchema, type ApiOperation } from '@dap/contracts';
+import { ERROR_CODES } from '@dap/errors';
 import { verifyWebhook } from '@dap/sdk/webhooks';
-import { encodeCursor } from '@dap/http';
 import { buildOpenApi } from './openapi.ts';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- the document is walked generically
@@ -77,6 +77,27 @@ describe('the OpenAPI document and the server agree', () => {
 
   it('documents errorCount on the problem body', () => {
     expect(doc.components.schemas.Problem.properties.errorCount).toMatchObject({ type: 'integer' });
+  });
+
+  it('lists every error code with its status and type page, in the table and for tools', () => {
+    const code = doc.components.schemas.Problem.properties.code as Json;
+    expect(code.type).toBe('string');
+    expect(Object.keys(code['x-error-codes']).sort()).toEqual(Object.keys(ERROR_CODES).sort());
+    expect(code['x-error-codes'].source_not_found).toEqual({ status: 404, type: '/docs/problems/not-found', meaning: ERROR_CODES.source_not_found.meaning });
+    expect(code['x-error-codes'].model_not_ready).toMatchObject({ status: 409, type: '/docs/problems/conflict' });
+    for (const c of Object.keys(ERROR_CODES)) expect(code.description).toContain(`| \`${c}\` | ${code['x-error-codes'][c].status} |`);
+    // A problem with a code added later still validates: the code is documented, not an enum.
+    expect(
+      ajv.validate(doc.components.schemas.Problem, {
+        type: '/docs/problems/conflict',
+        title: 'Conflict',
+        status: 409,
+        detail: 'd',
+        instance: '/v1/x',
+        code: 'added_later',
+        requestId: 'req_1',
+      }),
+    ).toBe(true);
   });
 });
 

@@ -12,6 +12,7 @@ import {
   type PublicEventType,
 } from '@dap/contracts';
 import { REQUEST_EXAMPLES, RESPONSE_EXAMPLES, WEBHOOK_EXAMPLES } from './examples.ts';
+import { problemCodeSchema } from './problems.ts';
 
 type Json = Record<string, unknown>;
 
@@ -152,6 +153,7 @@ function uploadBody(upload: NonNullable<ApiOperation['upload']>, components: Jso
 export function buildOpenApi(serverUrl: string): Json {
   const components: Json = {};
   schemaOf(problemSchema, 'output', components);
+  (components.Problem as { properties: Json }).properties.code = problemCodeSchema();
   const paths: Record<string, Json> = {};
   for (const op of API_OPERATIONS) {
     const responses: Json = {};

@@ -1,10 +1,11 @@
-import { ERROR_CATALOGUE, PROBLEM_TYPE_BASE, type ErrorCode } from '@dap/http';
+import { ERROR_CODE_GROUPS, ERROR_CODES, type ErrorCode } from '@dap/errors';
+import { PROBLEM_TYPE_BASE, PROBLEM_TYPES, problemTypeOf, statusOf, type ProblemTypeName } from '@dap/http';
 
-/** What each problem `type` means and what the caller does about it; typed so every catalogue entry has a page. */
-export const PROBLEM_GUIDE: Record<ErrorCode, { meaning: string; action: string }> = {
-  validation_failed: {
+/** What each problem `type` means and what the caller does about it; typed so every problem type has a page. */
+export const PROBLEM_GUIDE: Record<ProblemTypeName, { meaning: string; action: string }> = {
+  invalid: {
     meaning:
-      'The request was well-formed JSON, but one or more fields, query parameters or path identifiers failed validation. The errors[] member names each invalid field by its path with a message (at most 100 of them; errorCount says how many there were when more were found).',
+      'The request was well-formed JSON, but one or more fields, query parameters or path identifiers failed validation, or do not fit the resource (a query naming a column the source does not have, prediction inputs the model does not take). The errors[] member names each invalid field by its path with a message (at most 100 of them; errorCount says how many there were when more were found).',
     action: 'Fix each field errors[] names and send the request again. The OpenAPI document at /v1/openapi.json gives the schema of every body and parameter.',
   },
   malformed_json: {
@@ -20,7 +21,7 @@ export const PROBLEM_GUIDE: Record<ErrorCode, { meaning: string; action: string 
       'The request is malformed in a way other than a field validation: for example a query parameter the operation does not list, one given twice, or an invalid Idempotency-Key header.',
     action: 'Read detail, correct the request and send it again. Retrying it unchanged gives the same answer.',
   },
-  unauthorized: {
+  unauthenticated: {
     meaning: 'No valid credentials came with the request: the Authorization header is missing, the API key is unknown, revoked or expired, or the dashboard session has ended.',
     action: 'Send Authorization: Bearer <API_KEY> with an active key from Settings > API Keys in the dashboard, or sign in again.',
   },
@@ -41,7 +42,7 @@ export const PROBLEM_GUIDE: Record<ErrorCode, { meaning: string; action: string 
     meaning: 'The request conflicts with the current state of the resource (for example the model is not ready yet), or a request with the same Idempotency-Key is still running.',
     action: 'Read detail. When the response has Retry-After, wait that many seconds and retry; otherwise wait for the resource to reach the state the operation needs.',
   },
-  payload_too_large: {
+  too_large: {
     meaning: 'The request body is larger than the limit the API accepts: 10 MiB for JSON, UPLOAD_LIMIT_BYTES (2 GiB by default) for a streamed file upload.',
     action: 'Send a smaller body; upload large files with POST /v1/sources/upload, or connect a source (a URL or database) instead of sending the rows.',
   },
@@ -52,10 +53,10 @@ export const PROBLEM_GUIDE: Record<ErrorCode, { meaning: string; action: string 
   },
   unprocessable: {
     meaning:
-      'The request is well-formed but cannot be carried out: for example the query names a column the source does not have, or an Idempotency-Key was reused with a different body.',
+      'The request is well-formed but cannot be carried out: for example a source or webhook URL points at an address the platform may not connect to, a model cannot compute an output for the inputs, or an Idempotency-Key was reused with a different body.',
     action: 'Read detail and change the request; retrying it unchanged gives the same answer.',
   },
-  quota_exceeded: {
+  rate_limited: {
     meaning: 'The rate limit of your plan (requests per minute per account) is used up, or too many failed authentications came from your address.',
     action: 'Wait the seconds Retry-After gives before retrying; the RateLimit headers on every response show what is left. A larger plan raises the limit.',
   },
@@ -79,10 +80,41 @@ export const PROBLEM_GUIDE: Record<ErrorCode, { meaning: string; action: string 
 
 const esc = (s: unknown) => String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
-/** The catalogue entry a problem-page slug names, if any. */
-export function problemBySlug(slug: string): { code: ErrorCode; status: number; title: string; slug: string } | undefined {
-  const found = Object.entries(ERROR_CATALOGUE).find(([, e]) => e.slug === slug);
-  return found ? { code: found[0] as ErrorCode, ...found[1] } : undefined;
+/** The problem type a problem-page slug names, if any. */
+export function problemBySlug(slug: string): { name: ProblemTypeName; status: number; title: string; slug: string } | undefined {
+  const found = Object.entries(PROBLEM_TYPES).find(([, e]) => e.slug === slug);
+  return found ? { name: found[0] as ProblemTypeName, ...found[1] } : undefined;
+}
+
+/** The codes a response of this problem type can carry. */
+export const codesOfProblemType = (name: ProblemTypeName): ErrorCode[] => (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => problemTypeOf(code) === name);
+
+/**
+ * The `code` member of the Problem schema in the OpenAPI document: a table of every code with its status and
+ * type page, and the same as `x-error-codes` for tools. Not an enum: a client built today must still read a
+ * problem whose code was added later.
+ */
+export function problemCodeSchema(): Record<string, unknown> {
+  const rows = Object.entries(ERROR_CODE_GROUPS).flatMap(([group, codes]) =>
+    codes.map((code) => `| \`${code}\` | ${statusOf(code)} | ${group} | ${ERROR_CODES[code].meaning.replaceAll('|', '\\|')} |`),
+  );
+  return {
+    type: 'string',
+    description: [
+      'What failed, as a stable machine-readable code; `type` links to the page of its class. New codes may be added; a published code keeps its name and status.',
+      '',
+      '| code | status | raised by | meaning |',
+      '|---|---|---|---|',
+      ...rows,
+    ].join('\n'),
+    examples: ['source_not_found', 'validation_failed'],
+    'x-error-codes': Object.fromEntries(
+      (Object.keys(ERROR_CODES) as ErrorCode[]).map((code) => [
+        code,
+        { status: statusOf(code), type: PROBLEM_TYPE_BASE + PROBLEM_TYPES[problemTypeOf(code)].slug, meaning: ERROR_CODES[code].meaning },
+      ]),
+    ),
+  };
 }
 
 const STYLE =
@@ -91,29 +123,31 @@ const page = (title: string, body: string) =>
   `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${esc(title)}</title><link rel="stylesheet" href="/docs/assets/problems.css"></head><body>${body}</body></html>`;
 export const PROBLEM_PAGE_CSS = STYLE;
 
-/** The page a problem `type` URL answers with: what the error means and what to do. */
+/** The page a problem `type` URL answers with: what the error means, what to do, and the codes it carries. */
 export function problemPage(slug: string): string | undefined {
   const entry = problemBySlug(slug);
   if (!entry) return undefined;
-  const guide = PROBLEM_GUIDE[entry.code];
+  const guide = PROBLEM_GUIDE[entry.name];
+  const codes = codesOfProblemType(entry.name).map((code) => `<li id="${esc(code)}"><code>${esc(code)}</code>: ${esc(ERROR_CODES[code].meaning)}</li>`);
   return page(
-    `${entry.title}: ${entry.code} — API problem types`,
+    `${entry.title}: ${entry.slug} — API problem types`,
     `<nav><a href="/docs/problems">All problem types</a> · <a href="/docs">API reference</a></nav>
-<h1>${esc(entry.title)} <small>(<code>${esc(entry.code)}</code>)</small></h1>
+<h1>${esc(entry.title)} <small>(<code>${esc(entry.slug)}</code>)</small></h1>
 <dl><dt>Status</dt><dd>${entry.status}</dd><dt>type</dt><dd><code>${esc(PROBLEM_TYPE_BASE + entry.slug)}</code></dd>
 <dt>What it means</dt><dd>${esc(guide.meaning)}</dd><dt>What to do</dt><dd>${esc(guide.action)}</dd></dl>
+<h2>Codes</h2><p>The <code>code</code> member of the body says exactly what failed:</p><ul>${codes.join('')}</ul>
 <p>Every error body is an RFC 9457 problem document (<code>application/problem+json</code>) with <code>type</code>, <code>title</code>, <code>status</code>, <code>detail</code>, <code>instance</code>, <code>code</code> and <code>requestId</code>; quote the <code>requestId</code> when you contact support.</p>`,
   );
 }
 
 /** The index of every problem type. */
 export function problemIndexPage(): string {
-  const rows = Object.entries(ERROR_CATALOGUE).map(
-    ([code, e]) =>
-      `<li><a href="/docs/problems/${esc(e.slug)}">${esc(e.title)} (<code>${esc(code)}</code>, ${e.status})</a>: ${esc(PROBLEM_GUIDE[code as ErrorCode].meaning)}</li>`,
+  const rows = Object.entries(PROBLEM_TYPES).map(
+    ([name, e]) =>
+      `<li><a href="/docs/problems/${esc(e.slug)}">${esc(e.title)} (<code>${esc(e.slug)}</code>, ${e.status})</a>: ${esc(PROBLEM_GUIDE[name as ProblemTypeName].meaning)}</li>`,
   );
   return page(
     'API problem types',
-    `<nav><a href="/docs">API reference</a></nav><h1>Problem types</h1><p>The <code>type</code> of every error body links to one of these pages.</p><ul>${rows.join('')}</ul>`,
+    `<nav><a href="/docs">API reference</a></nav><h1>Problem types</h1><p>The <code>type</code> of every error body links to one of these pages; its <code>code</code> names the exact failure.</p><ul>${rows.join('')}</ul>`,
   );
 }

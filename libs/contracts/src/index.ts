@@ -5,3 +5,4 @@ export * from './internal-auth.ts';
 export * from './api/index.ts';
 export * from './api-key.ts';
 export * from './webhook-payload.ts';
+export * from './pagination.ts';

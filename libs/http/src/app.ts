@@ -2,7 +2,8 @@ import { isUtf8 } from 'node:buffer';
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { newId, verifyCallerContext, isInternalServiceToken, INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, INTERNAL_TOKEN_HEADER, type CallerContext } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
-import { AppError, problemOf } from './errors.ts';
+import { DomainError } from '@dap/errors';
+import { problemHeaders, problemOf, statusOf } from './errors.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { checkJsonShape } from './validation.ts';
 
@@ -87,11 +88,11 @@ export function jsonBody(limitBytes: number) {
     if (!hasBody) return next();
     const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
     if (type !== 'application/json') {
-      return next(new AppError('unsupported_content_type', 'the request body must be application/json'));
+      return next(new DomainError('unsupported_content_type', 'the request body must be application/json'));
     }
     parse(req, res, (err?: unknown) => {
       if (err) return next(err);
-      if (invalidUtf8.has(req)) return next(new AppError('bad_request', 'the request body is not valid UTF-8'));
+      if (invalidUtf8.has(req)) return next(new DomainError('bad_request', 'the request body is not valid UTF-8'));
       try {
         checkJsonShape(req.body);
         next();
@@ -105,7 +106,7 @@ export function jsonBody(limitBytes: number) {
 export function requireGatewaySignature(secret: string) {
   return (req: Request, _res: Response, next: NextFunction): void => {
     const caller = verifyCallerContext(secret, req.header(INTERNAL_CONTEXT_HEADER), req.header(INTERNAL_SIGNATURE_HEADER));
-    if (!caller) return next(new AppError('unauthorized', 'requests must come through the API gateway'));
+    if (!caller) return next(new DomainError('unauthorized', 'requests must come through the API gateway'));
     req.caller = caller;
     if (!req.header('x-request-id')) req.requestId = caller.requestId;
     next();
@@ -114,7 +115,7 @@ export function requireGatewaySignature(secret: string) {
 
 /** The caller of an authenticated route; routes behind requireGatewaySignature always have one. */
 export function callerOf(req: Request): CallerContext {
-  if (!req.caller?.accountId) throw new AppError('unauthorized', 'no authenticated caller');
+  if (!req.caller?.accountId) throw new DomainError('unauthorized', 'no authenticated caller');
   return req.caller;
 }
 
@@ -145,7 +146,7 @@ export function createHttpApp(opts: HttpAppOptions): Express {
       await opts.ready?.();
       res.json({ status: 'ready' });
     } catch (err) {
-      next(new AppError('unavailable', 'a dependency is not ready', { cause: err, headers: { 'Retry-After': '5' } }));
+      next(new DomainError('unavailable', 'a dependency is not ready', { cause: err, retryAfterSeconds: 5 }));
     }
   });
   if (opts.internalSecret) app.use('/v1', requireGatewaySignature(opts.internalSecret));
@@ -154,49 +155,49 @@ export function createHttpApp(opts: HttpAppOptions): Express {
   return app;
 }
 
-export function toAppError(err: unknown): AppError {
-  if (err instanceof AppError) return err;
+export function toDomainError(err: unknown): DomainError {
+  if (err instanceof DomainError) return err;
   const e = err as { type?: string; status?: number; name?: string; message?: string };
   switch (e?.type) {
     case 'entity.parse.failed': {
       // The parser also refuses valid JSON that is not an object or array at the top (`null`, `1`, `"x"`).
       const raw = (err as { body?: unknown }).body;
       if (typeof raw === 'string' && isJson(raw)) {
-        return new AppError('validation_failed', 'the request body must be a JSON object', { errors: [{ path: '(root)', message: 'expected an object' }] });
+        return new DomainError('validation_failed', 'the request body must be a JSON object', { errors: [{ path: '(root)', message: 'expected an object' }] });
       }
-      return new AppError('malformed_json', 'the request body is not valid JSON');
+      return new DomainError('malformed_json', 'the request body is not valid JSON');
     }
     case 'entity.too.large':
-      return new AppError('payload_too_large', 'the request body is too large');
+      return new DomainError('payload_too_large', 'the request body is too large');
     case 'charset.unsupported':
     case 'encoding.unsupported':
-      return new AppError('bad_request', 'the request body encoding is not supported; send UTF-8 JSON');
+      return new DomainError('bad_request', 'the request body encoding is not supported; send UTF-8 JSON');
     case 'request.aborted':
-      return new AppError('bad_request', 'the request was aborted');
+      return new DomainError('bad_request', 'the request was aborted');
   }
   if (e?.name && UNAVAILABLE_ERRORS.has(e.name)) {
-    return new AppError('unavailable', 'the service is temporarily unavailable; retry shortly', { cause: err, headers: { 'Retry-After': '5' } });
+    return new DomainError('unavailable', 'the service is temporarily unavailable; retry shortly', { cause: err, retryAfterSeconds: 5 });
   }
-  if (err instanceof URIError) return new AppError('not_found', 'the path is malformed');
-  return new AppError('internal', 'an unexpected error occurred; contact support with the request id if it persists', { cause: err });
+  if (err instanceof URIError) return new DomainError('not_found', 'the path is malformed');
+  return new DomainError('internal', 'an unexpected error occurred; contact support with the request id if it persists', { cause: err });
 }
 
-export function sendProblem(req: Request, res: Response, err: AppError): void {
+export function sendProblem(req: Request, res: Response, err: DomainError): void {
   if (res.headersSent) return;
-  for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
+  for (const [k, v] of Object.entries(problemHeaders(err))) res.setHeader(k, v);
   res
-    .status(err.status)
+    .status(statusOf(err.code))
     .type('application/problem+json')
     .send(JSON.stringify(problemOf(err, req.originalUrl, req.requestId ?? 'unknown')));
 }
 
 /** Adds the 404 for unknown paths and the one error handler that turns everything into a problem body. */
 export function finishApp(app: Express, logger: Logger): Express {
-  app.use((req, _res, next) => next(new AppError('not_found', `no route for ${req.method} ${req.path}`)));
+  app.use((req, _res, next) => next(new DomainError('not_found', `no route for ${req.method} ${req.path}`)));
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const appErr = toAppError(err);
-    if (appErr.status >= 500) logger.error({ err: appErr.cause ?? appErr, requestId: req.requestId }, 'request failed');
-    sendProblem(req, res, appErr);
+    const failure = toDomainError(err);
+    if (statusOf(failure.code) >= 500) logger.error({ err: failure.cause ?? failure, requestId: req.requestId }, 'request failed');
+    sendProblem(req, res, failure);
   });
   return app;
 }
@@ -204,7 +205,7 @@ export function finishApp(app: Express, logger: Logger): Express {
 /** Guards /internal routes: only our own services, holding the internal secret, may call them. */
 export function requireInternalToken(secret: string) {
   return (req: Request, _res: Response, next: NextFunction): void => {
-    if (!isInternalServiceToken(secret, req.header(INTERNAL_TOKEN_HEADER))) return next(new AppError('unauthorized', 'internal route'));
+    if (!isInternalServiceToken(secret, req.header(INTERNAL_TOKEN_HEADER))) return next(new DomainError('unauthorized', 'internal route'));
     next();
   };
 }

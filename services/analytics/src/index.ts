@@ -31,7 +31,7 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
     const sourceRepo = new SourceProjectionRepository(mongo.db);
     const activityRepo = new ActivityRepository(mongo.db);
     const usageRepo = new UsageRepository(mongo.db);
-    await Promise.all([reportRepo.init(), sourceRepo.init(), activityRepo.init(), usageRepo.init()]);
+    await Promise.all([reportRepo.ensureIndexes(), sourceRepo.init(), activityRepo.ensureIndexes(), usageRepo.ensureIndexes()]);
 
     const store = new DatasetFiles(config.DATASET_DIR);
     const runner = await life.open(

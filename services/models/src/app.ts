@@ -3,9 +3,9 @@ import { createHttpApp, finishApp } from '@dap/http';
 import type { Logger } from '@dap/logger';
 import type { ModelLifecycle } from './domain/lifecycle.service.ts';
 import type { ModelsService } from './domain/models.service.ts';
-import { modelsRouter } from './http/models.routes.ts';
+import { modelsRoutes } from './http/models.routes.ts';
 
-export interface AppDeps {
+export interface ModelsAppDeps {
   logger: Logger;
   bodyLimitBytes: number;
   internalSecret: string;
@@ -14,8 +14,8 @@ export interface AppDeps {
   lifecycle: ModelLifecycle;
 }
 
-export function createApp(deps: AppDeps): Express {
+export function createApp(deps: ModelsAppDeps): Express {
   const app = createHttpApp({ logger: deps.logger, bodyLimitBytes: deps.bodyLimitBytes, internalSecret: deps.internalSecret, ready: deps.ready });
-  app.use(modelsRouter(deps.models, deps.lifecycle));
+  app.use(modelsRoutes(deps.models, deps.lifecycle));
   return finishApp(app, deps.logger);
 }

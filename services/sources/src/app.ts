@@ -6,7 +6,7 @@ import { sourceRoutes } from './http/source.routes.ts';
 import type { UploadLimits } from './http/upload-body.ts';
 import { uploadRoutes } from './http/upload.routes.ts';
 
-export interface AppDeps {
+export interface SourcesAppDeps {
   logger: Logger;
   bodyLimitBytes: number;
   internalSecret: string;
@@ -15,7 +15,7 @@ export interface AppDeps {
   ready: () => Promise<void>;
 }
 
-export function createApp(deps: AppDeps): Express {
+export function createApp(deps: SourcesAppDeps): Express {
   const app = createHttpApp({
     logger: deps.logger,
     bodyLimitBytes: deps.bodyLimitBytes,

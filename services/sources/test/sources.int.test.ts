@@ -371,7 +371,7 @@ describe('tenancy, delete and pagination', () => {
     for (const bad of ['nope', 'src_123', `mdl_${id.slice(4)}`, '%24where']) {
       const r = await api('GET', `/v1/sources/${bad}`);
       expect(r.status).toBe(404);
-      expect(r.body.code).toBe('not_found');
+      expect(r.body.code).toBe('source_not_found');
     }
     expect((await api('DELETE', '/v1/sources/src_bad')).status).toBe(404);
     await settled(id);

@@ -134,7 +134,7 @@ describe('POST /v1/sources/upload', () => {
       const res = await send('POST', '/v1/sources/upload?name=X', CSV, headers);
       expect(res.status).toBe(415);
       expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-      expect(res.body).toMatchObject({ status: 415, code: 'unsupported_media_type' });
+      expect(res.body).toMatchObject({ status: 415, code: 'upload_unsupported' });
     }
     // A raw body whose media type contradicts the format asked for.
     const mismatch = await send('POST', '/v1/sources/upload?name=X&format=json', CSV, { 'content-type': 'text/csv' });
@@ -145,7 +145,7 @@ describe('POST /v1/sources/upload', () => {
     const big = 'a,b\n' + '1,2\n'.repeat(LIMIT / 4 + 10);
     const declared = await send('POST', '/v1/sources/upload?name=Big', big, { 'content-type': 'text/csv' });
     expect(declared.status).toBe(413);
-    expect(declared.body).toMatchObject({ code: 'payload_too_large', detail: `the file is larger than the upload limit of ${LIMIT} bytes` });
+    expect(declared.body).toMatchObject({ code: 'upload_too_large', detail: `the file is larger than the upload limit of ${LIMIT} bytes` });
 
     // No Content-Length: the service counts as the body streams.
     const chunks = [Buffer.from('a,b\n'), ...Array.from({ length: 40 }, () => Buffer.from('1,2\n'.repeat(2048)))];
@@ -158,7 +158,7 @@ describe('POST /v1/sources/upload', () => {
     });
     const chunked = await send('POST', '/v1/sources/upload?name=Big', stream, { 'content-type': 'text/csv' });
     expect(chunked.status).toBe(413);
-    expect(chunked.body.code).toBe('payload_too_large');
+    expect(chunked.body.code).toBe('upload_too_large');
 
     const f = form([
       { name: 'name', value: 'Big' },
@@ -246,11 +246,11 @@ describe('PUT /v1/sources/{id}/data', () => {
     await h.settled(id, account);
 
     const wrong = await send('PUT', `/v1/sources/${id}/data`, '{"a":1}\n', { 'content-type': 'application/x-ndjson' });
-    expect([wrong.status, wrong.body.code]).toEqual([415, 'unsupported_media_type']);
+    expect([wrong.status, wrong.body.code]).toEqual([415, 'upload_format_mismatch']);
 
     const inline = await h.api('POST', '/v1/sources', { account, body: { type: 'inline', name: 'Rows', rows: [{ a: 1 }] } });
     const notFile = await send('PUT', `/v1/sources/${inline.body.id}/data`, CSV, { 'content-type': 'text/csv' });
-    expect([notFile.status, notFile.body.code]).toEqual([409, 'conflict']);
+    expect([notFile.status, notFile.body.code]).toEqual([409, 'source_not_uploadable']);
 
     const bad = await send('PUT', `/v1/sources/${id}/data`, 'a,b\n1,"2\n', { 'content-type': 'text/csv' });
     expect(bad.status).toBe(400);
@@ -262,7 +262,7 @@ describe('PUT /v1/sources/{id}/data', () => {
       $set: { status: 'syncing', syncToken: newId('msg'), syncOwner: 'another', syncLeaseUntil: new Date(Date.now() + 60_000) },
     });
     const busy = await send('PUT', `/v1/sources/${id}/data`, 'region,units,price\nx,1,1\n', { 'content-type': 'text/csv' });
-    expect([busy.status, busy.body.code]).toEqual([409, 'conflict']);
+    expect([busy.status, busy.body.code]).toEqual([409, 'source_sync_running']);
     await h.svc.repo.coll.raw.updateOne({ _id: id } as never, { $set: { status: 'ready', syncToken: null, syncOwner: null, syncLeaseUntil: null } });
     const ok = await send('PUT', `/v1/sources/${id}/data`, 'region,units,price\nx,1,1\n', { 'content-type': 'text/csv' });
     expect(ok.status).toBe(202);

@@ -74,7 +74,7 @@ describe('skipped messages and replay', () => {
 
     // Not while it is disabled.
     const refused = await a.call('POST', `/webhooks/${ep.id}/replay`, { since: since.toISOString() });
-    expect([refused.status, refused.body.code]).toEqual([409, 'conflict']);
+    expect([refused.status, refused.body.code]).toEqual([409, 'webhook_disabled']);
     expect((await a.call('POST', `/webhooks/${ep.id}/enable`)).status).toBe(200);
 
     const res = await a.call('POST', `/webhooks/${ep.id}/replay`, { since: since.toISOString() });

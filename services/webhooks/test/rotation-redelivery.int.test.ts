@@ -208,7 +208,7 @@ describe('secret rotation, redelivery and delivery.completed', () => {
     await waitFor(() => at('/hang').length >= 1, { what: 'the hanging attempt' });
     const busy = await a.call('POST', `/webhooks/${hang.id}/deliveries/${ev.id}/redeliver`);
     expect(busy.status).toBe(409);
-    expect(busy.body.code).toBe('conflict');
+    expect(busy.body.code).toBe('webhook_delivery_in_progress');
 
     const gone = await register(a, '/gone', ['model.ready']);
     const ev2 = await events.publish('model.ready', a.accountId, { id: newId('mdl'), name: 'g', type: 'kmeans' });
@@ -240,7 +240,7 @@ describe('secret rotation, redelivery and delivery.completed', () => {
     for (const [who, path] of cases) {
       const res = await who.call('POST', path);
       expect({ path, status: res.status }).toEqual({ path, status: 404 });
-      expect(res.body.code).toBe('not_found');
+      expect(res.body.code).toBe('webhook_not_found');
     }
     for (const path of [`/webhooks/${ep.id}/deliveries/${ev.id}/redeliver`, `/webhooks/${ep.id}/rotate-secret`]) {
       expect((await http('POST', `${svc.url}/v1${path}`)).status).toBe(401);

@@ -822,6 +822,82 @@ export interface components {
             status: number;
             detail: string;
             instance: string;
+            /**
+             * @description What failed, as a stable machine-readable code; `type` links to the page of its class. New codes may be added; a published code keeps its name and status.
+             *
+             *     | code | status | raised by | meaning |
+             *     |---|---|---|---|
+             *     | `validation_failed` | 400 | platform | One or more fields, query parameters or path identifiers failed validation, or do not fit the resource (a query naming a column the source lacks, inputs a model does not take); errors[] names them. |
+             *     | `malformed_json` | 400 | platform | The body is not valid JSON, nests too deeply or uses a forbidden field name. |
+             *     | `unsupported_content_type` | 400 | platform | The body is in a media type the operation does not take. |
+             *     | `bad_request` | 400 | platform | The request is malformed in a way other than a field: an unknown or repeated query parameter, a bad header. |
+             *     | `unauthorized` | 401 | platform | No valid API key or session came with the request. |
+             *     | `forbidden` | 403 | platform | The credentials do not allow this operation (a missing scope, or a session is needed). |
+             *     | `not_found` | 404 | platform | No operation answers this path. |
+             *     | `method_not_allowed` | 405 | platform | The path does not answer this method; Allow lists those it does. |
+             *     | `conflict` | 409 | platform | A request with the same Idempotency-Key is still running. |
+             *     | `payload_too_large` | 413 | platform | The body is larger than the limit of the operation. |
+             *     | `unsupported_media_type` | 415 | platform | The upload is in a media type, coding or charset the operation does not take. |
+             *     | `unprocessable` | 422 | platform | An Idempotency-Key was reused with a different body. |
+             *     | `quota_exceeded` | 429 | platform | The plan's requests per minute are used up, or too many failed authentications came from the address. |
+             *     | `internal` | 500 | platform | An unexpected error on our side. |
+             *     | `bad_gateway` | 502 | platform | The service behind the gateway failed to answer properly. |
+             *     | `unavailable` | 503 | platform | A service or a dependency is temporarily unavailable. |
+             *     | `timeout` | 504 | platform | The service behind the gateway did not answer in time. |
+             *     | `service_stopping` | 503 | platform | The instance that took the request is shutting down; retry. |
+             *     | `service_busy` | 503 | platform | Too much work is queued on the instance that took the request; retry after Retry-After. |
+             *     | `email_taken` | 409 | accounts | An account with this e-mail already exists. |
+             *     | `login_failed` | 401 | accounts | The e-mail or password is wrong. |
+             *     | `session_ended` | 401 | accounts | The dashboard session has expired or was ended. |
+             *     | `account_closed` | 401 | accounts | The account the credentials belong to no longer exists. |
+             *     | `session_required` | 403 | accounts | The operation needs a dashboard session, not an API key. |
+             *     | `account_not_found` | 404 | accounts | The account does not exist. |
+             *     | `api_key_not_found` | 404 | accounts | The API key does not exist or belongs to another account. |
+             *     | `api_key_not_rollable` | 409 | accounts | A revoked or expired API key cannot be rolled. |
+             *     | `api_key_already_rolled` | 409 | accounts | The API key was already rolled; roll the key that replaces it instead. |
+             *     | `source_not_found` | 404 | sources | The source does not exist or belongs to another account. |
+             *     | `source_refused` | 400 | sources | The data failed its check (a file that does not parse, an unreachable URL or database, a table that is not there); errors[] names the field. |
+             *     | `source_target_not_allowed` | 422 | sources | The source points at an address the platform may not connect to. |
+             *     | `source_credentials_unavailable` | 503 | sources | This deployment cannot store credentials for remote sources. |
+             *     | `source_not_uploadable` | 409 | sources | Only file sources (csv, json, ndjson) take uploaded data. |
+             *     | `source_sync_running` | 409 | sources | A sync of the source is running; retry after Retry-After. |
+             *     | `source_not_ready` | 409 | sources | The source is not ready yet (still syncing, or its first sync failed). |
+             *     | `source_has_no_data` | 409 | sources | The source has no data yet; sync it and wait for source.ready. |
+             *     | `upload_format_mismatch` | 415 | sources | The uploaded file's format is not the one named, or not the source's. |
+             *     | `upload_unsupported` | 415 | sources | The upload is in a media type, coding or charset uploads do not take. |
+             *     | `upload_malformed` | 400 | sources | The upload body is malformed (a broken multipart form, a missing file part). |
+             *     | `upload_too_large` | 413 | sources | The file is larger than the upload limit. |
+             *     | `query_concurrency_limit` | 409 | analytics | The account already runs as many queries as it may at once; retry after Retry-After. |
+             *     | `report_not_found` | 404 | analytics | The report does not exist or belongs to another account. |
+             *     | `report_running` | 409 | analytics | The report is still running; export it once it has completed. |
+             *     | `report_failed` | 409 | analytics | The report failed; there is nothing to export. |
+             *     | `report_data_replaced` | 409 | analytics | A newer sync replaced the data the report was computed from; run the query again. |
+             *     | `report_format_unavailable` | 409 | analytics | The report predates full exports and has only its CSV page; run the query again. |
+             *     | `export_interrupted` | 503 | analytics | The export could not be completed; retry after Retry-After. |
+             *     | `model_not_found` | 404 | models | The model does not exist or belongs to another account. |
+             *     | `model_version_not_found` | 404 | models | The model has no such version. |
+             *     | `model_alias_not_found` | 404 | models | The model has no such alias. |
+             *     | `model_not_ready` | 409 | models | The model is still training or failed; only a ready model predicts. |
+             *     | `model_not_servable` | 409 | models | The model cannot serve predictions yet. |
+             *     | `model_builtin_immutable` | 409 | models | Built-in models cannot be deleted, retrained or given versions and aliases. |
+             *     | `model_not_retrainable` | 409 | models | Only models trained from a source can be retrained. |
+             *     | `model_training` | 409 | models | The latest version is still training; retry once it is ready or failed. |
+             *     | `model_changed` | 409 | models | The model changed while the request ran (another retraining, a deletion, an alias move); read it again. |
+             *     | `model_version_not_ready` | 409 | models | Only a ready version can be given an alias. |
+             *     | `model_output_not_finite` | 422 | models | The model's output for an input is not a finite number: its values are too large in magnitude. |
+             *     | `model_run_failed` | 422 | models | The uploaded ONNX model failed on these inputs. |
+             *     | `model_run_timeout` | 422 | models | The uploaded ONNX model ran longer than its time limit on these inputs. |
+             *     | `training_unavailable` | 503 | models | Training from sources is not configured on this instance, or it trains as many models as it may; retry after Retry-After. |
+             *     | `webhook_not_found` | 404 | webhooks | The webhook endpoint does not exist or belongs to another account. |
+             *     | `webhook_message_not_found` | 404 | webhooks | No event with this id was sent to the endpoint. |
+             *     | `webhook_target_not_allowed` | 422 | webhooks | The webhook URL points at an address the platform may not deliver to. |
+             *     | `webhook_endpoint_limit` | 422 | webhooks | The account has as many webhook endpoints as it may; delete one first. |
+             *     | `webhook_disabled` | 409 | webhooks | The endpoint is disabled; enable it to receive events again. |
+             *     | `webhook_delivery_in_progress` | 409 | webhooks | The message is still being delivered; redeliver it once that has finished. |
+             *     | `webhook_secret_rotation_conflict` | 409 | webhooks | Another request rotated the secret at the same time. |
+             * @example source_not_found
+             * @example validation_failed
+             */
             code: string;
             requestId: string;
             /** @description the invalid fields of a 400 validation_failed, at most 100 of them */

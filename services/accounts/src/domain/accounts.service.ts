@@ -1,5 +1,5 @@
 import { type KeyVerifyOutcome, generateApiKey, hashApiKey, isWellFormedApiKey, keyHint, makeEvent, newId, type Plan, type Scope, SCOPES } from '@dap/contracts';
-import { AppError, notFound } from '@dap/http';
+import { accountClosed, accountNotFound, apiKeyNotFound, expiryInPast, keyAlreadyRolled, keyNotRollable } from './errors.ts';
 import type { AccountDoc, AccountRepository } from '../persistence/account.repository.ts';
 import type { ApiKeyDoc, ApiKeyRepository } from '../persistence/api-key.repository.ts';
 
@@ -26,7 +26,7 @@ export class AccountsService {
   /** The caller's own account: if it is gone, the credentials that named it are no longer valid (401). */
   async getAccount(accountId: string): Promise<AccountDoc> {
     const account = await this.accounts.get(accountId);
-    if (!account) throw new AppError('unauthorized', 'the account these credentials belong to no longer exists');
+    if (!account) throw accountClosed();
     return account;
   }
 
@@ -37,15 +37,14 @@ export class AccountsService {
   async changePlan(accountId: string, plan: Plan): Promise<AccountDoc> {
     const event = makeEvent('account.plan_changed', { accountId, subject: accountId, data: { plan } });
     const updated = await this.accounts.coll.update(accountId, accountId, { plan, updatedAt: new Date() }, [event]);
-    if (!updated) throw notFound('account');
+    if (!updated) throw accountNotFound();
     return updated;
   }
 
   /** Creates a key; the returned secret is the only copy that will ever exist. */
   async createKey(accountId: string, input: { name: string; scopes?: Scope[]; expiresAt?: Date | null }): Promise<{ secret: string; key: ApiKeyDoc }> {
     await this.getAccount(accountId);
-    if (input.expiresAt && input.expiresAt.getTime() <= Date.now())
-      throw new AppError('validation_failed', 'expiresAt must be in the future', { errors: [{ path: 'expiresAt', message: 'must be in the future' }] });
+    if (input.expiresAt && input.expiresAt.getTime() <= Date.now()) throw expiryInPast();
     const secret = generateApiKey();
     const id = newId('key');
     const event = makeEvent('apikey.created', { accountId, subject: id, data: { keyId: id } });
@@ -69,7 +68,7 @@ export class AccountsService {
 
   async getKey(accountId: string, keyId: string): Promise<ApiKeyDoc> {
     const key = await this.keys.coll.findById(accountId, keyId);
-    if (!key) throw notFound('API key');
+    if (!key) throw apiKeyNotFound();
     return key;
   }
 
@@ -84,9 +83,9 @@ export class AccountsService {
   async rollKey(accountId: string, keyId: string, graceSeconds: number): Promise<{ secret: string; key: ApiKeyDoc }> {
     const old = await this.getKey(accountId, keyId);
     const now = Date.now();
-    if (old.revokedAt || (old.expiresAt && old.expiresAt.getTime() <= now)) throw new AppError('conflict', 'a revoked or expired key cannot be rolled');
+    if (old.revokedAt || (old.expiresAt && old.expiresAt.getTime() <= now)) throw keyNotRollable();
     // A second roll would leave two live successors of one key; roll the key that replaced it instead.
-    if (old.replacedBy) throw new AppError('conflict', `this key was already rolled and is being replaced by ${old.replacedBy}; roll that key instead`);
+    if (old.replacedBy) throw keyAlreadyRolled(old.replacedBy);
     const graceEnd = new Date(now + graceSeconds * 1000);
     const oldExpiry = old.expiresAt && old.expiresAt < graceEnd ? old.expiresAt : graceEnd;
     const created = await this.createKey(accountId, { name: old.name, scopes: old.scopes, expiresAt: old.expiresAt });
@@ -101,7 +100,7 @@ export class AccountsService {
     const updated = await this.keys.coll.update(accountId, keyId, { revokedAt: new Date() }, [event], { revokedAt: null });
     if (!updated) {
       const existing = await this.keys.coll.findById(accountId, keyId);
-      if (!existing) throw notFound('API key');
+      if (!existing) throw apiKeyNotFound();
       return existing; // already revoked: idempotent
     }
     return updated;

@@ -1,10 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { newId, PLAN_LIMITS, type VerifiedSession } from '@dap/contracts';
-import { AppError } from '@dap/http';
 import type { AccountDoc } from '../persistence/account.repository.ts';
 import type { SessionRepository } from '../persistence/session.repository.ts';
 import type { UserDoc, UserRepository } from '../persistence/user.repository.ts';
 import type { AccountsService } from './accounts.service.ts';
+import { emailTaken, loginFailed, sessionEnded } from './errors.ts';
 import { DUMMY_PASSWORD_HASH, hashPassword, verifyPassword } from './password.ts';
 
 export const SESSION_TTL_MS = 7 * 24 * 3600 * 1000;
@@ -32,7 +32,7 @@ export class IdentityService {
   }
 
   async signup(input: { email: string; password: string; accountName: string }): Promise<IssuedSession> {
-    if (await this.users.findByEmail(input.email)) throw new AppError('conflict', 'an account with this e-mail already exists');
+    if (await this.users.findByEmail(input.email)) throw emailTaken();
     const passwordHash = await hashPassword(input.password);
     const account = await this.accounts.createAccount({ name: input.accountName, plan: 'starter', email: input.email });
     const userId = newId('usr');
@@ -40,7 +40,7 @@ export class IdentityService {
     try {
       user = await this.users.coll.insert(account._id, { _id: userId, email: input.email, passwordHash, createdAt: new Date() });
     } catch (err) {
-      if ((err as { code?: number }).code === 11000) throw new AppError('conflict', 'an account with this e-mail already exists');
+      if ((err as { code?: number }).code === 11000) throw emailTaken();
       throw err;
     }
     return this.issue(user, account);
@@ -49,7 +49,7 @@ export class IdentityService {
   async login(input: { email: string; password: string }): Promise<IssuedSession> {
     const user = await this.users.findByEmail(input.email);
     const ok = await verifyPassword(input.password, user?.passwordHash ?? DUMMY_PASSWORD_HASH);
-    if (!user || !ok) throw new AppError('unauthorized', 'the e-mail or password is wrong');
+    if (!user || !ok) throw loginFailed();
     return this.issue(user, await this.accounts.getAccount(user.accountId));
   }
 
@@ -59,9 +59,9 @@ export class IdentityService {
 
   async describe(accountId: string, sessionId: string) {
     const session = await this.sessions.coll.findById(accountId, sessionId);
-    if (!session || session.expiresAt.getTime() <= Date.now()) throw new AppError('unauthorized', 'the session has ended');
+    if (!session || session.expiresAt.getTime() <= Date.now()) throw sessionEnded();
     const [user, account] = await Promise.all([this.users.coll.findById(accountId, session.userId), this.accounts.getAccount(accountId)]);
-    if (!user) throw new AppError('unauthorized', 'the session has ended');
+    if (!user) throw sessionEnded();
     return { user, account, csrfToken: session.csrfToken };
   }
 

@@ -1,6 +1,7 @@
 import { Router, type Request, type Response } from 'express';
 import { loginBody, SESSION_COOKIE, signupBody } from '@dap/contracts';
-import { AppError, callerOf, parseOr400 } from '@dap/http';
+import { callerOf, parseOr400 } from '@dap/http';
+import { sessionRequired } from '../domain/errors.ts';
 import type { IdentityService, IssuedSession } from '../domain/identity.service.ts';
 import { sessionDto } from './dto.ts';
 
@@ -27,14 +28,14 @@ export function authRoutes(identity: IdentityService, opts: { secureCookies: boo
   });
   router.post('/logout', async (req, res) => {
     const caller = callerOf(req);
-    if (!caller.sessionId) throw new AppError('forbidden', 'logout needs a dashboard session');
+    if (!caller.sessionId) throw sessionRequired('logout needs a dashboard session');
     await identity.logout(caller.accountId, caller.sessionId);
     setSessionCookie(req, res, null, opts.secureCookies);
     res.status(204).end();
   });
   router.get('/session', async (req, res) => {
     const caller = callerOf(req);
-    if (!caller.sessionId) throw new AppError('forbidden', 'this needs a dashboard session');
+    if (!caller.sessionId) throw sessionRequired('this needs a dashboard session');
     res.json(sessionDto(await identity.describe(caller.accountId, caller.sessionId)));
   });
   return router;

@@ -1,7 +1,8 @@
 import { Router } from 'express';
-import { createKeyBody, isId, listQuerySchema, rollKeyBody } from '@dap/contracts';
-import { callerOf, decodeCursor, notFound, parseOr400, toPage } from '@dap/http';
+import { createKeyBody, decodeCursor, isId, listQuerySchema, rollKeyBody, toPage } from '@dap/contracts';
+import { callerOf, parseOr400 } from '@dap/http';
 import type { AccountsService } from '../domain/accounts.service.ts';
+import { apiKeyNotFound } from '../domain/errors.ts';
 import { accountDto } from '../domain/identity.service.ts';
 import { apiKeyDto } from './dto.ts';
 
@@ -9,7 +10,7 @@ import { apiKeyDto } from './dto.ts';
 export function keyRoutes(accounts: AccountsService): Router {
   const router = Router();
   const keyId = (id: string | undefined) => {
-    if (!isId('key', id)) throw notFound('API key');
+    if (!isId('key', id)) throw apiKeyNotFound();
     return id;
   };
   router.get('/', async (req, res) => {

@@ -19,7 +19,7 @@ export class AccountRepository {
     this.coll = new TenantCollection<AccountDoc>(db, 'accounts', onEvents);
   }
 
-  async init(): Promise<void> {
+  async ensureIndexes(): Promise<void> {
     // Sparse (not partial): the wire-compatible local server supports only sparse unique indexes.
     await this.coll.raw.createIndex({ email: 1 }, { unique: true, sparse: true });
   }

@@ -22,7 +22,7 @@ export class ApiKeyRepository {
     this.coll = new TenantCollection<ApiKeyDoc>(db, 'api_keys', onEvents);
   }
 
-  async init(): Promise<void> {
+  async ensureIndexes(): Promise<void> {
     await this.coll.raw.createIndex({ hash: 1 }, { unique: true });
     await this.coll.raw.createIndex({ accountId: 1, _id: -1 });
   }

@@ -16,7 +16,7 @@ export class SessionRepository {
     this.coll = new TenantCollection<SessionDoc>(db, 'sessions');
   }
 
-  async init(): Promise<void> {
+  async ensureIndexes(): Promise<void> {
     await this.coll.raw.createIndex({ tokenHash: 1 }, { unique: true });
     await this.coll.raw.createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0 });
   }

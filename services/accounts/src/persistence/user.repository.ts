@@ -14,7 +14,7 @@ export class UserRepository {
     this.coll = new TenantCollection<UserDoc>(db, 'users');
   }
 
-  async init(): Promise<void> {
+  async ensureIndexes(): Promise<void> {
     await this.coll.raw.createIndex({ email: 1 }, { unique: true });
   }
 

@@ -1,34 +1,41 @@
-import { AppError, notFound } from '@dap/http';
+import { DomainError, notFound, type FieldError } from '@dap/errors';
 
-/** The analytics error catalogue: each failure has a code here; the shared handler picks the status. */
-export const sourceNotFound = () => notFound('source');
-export const reportNotFound = () => notFound('report');
+/** The analytics domain's errors, by their codes in @dap/errors; statuses are chosen at the edge. */
+export const sourceNotFound = () => notFound('source_not_found', 'source');
+export const reportNotFound = () => notFound('report_not_found', 'report');
+
+/** The query does not fit the source: every part that does not is in errors[]. */
+export const queryInvalid = (errors: FieldError[]) =>
+  new DomainError('validation_failed', `the query is invalid: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, { errors });
 
 export const sourceNotReady = (sourceId: string, status: string) =>
-  new AppError('conflict', `source ${sourceId} cannot be queried yet: its status is ${status}; query it after it is ready (the source.ready event)`);
+  new DomainError('source_not_ready', `source ${sourceId} cannot be queried yet: its status is ${status}; query it after it is ready (the source.ready event)`);
 
-export const sourceHasNoData = (sourceId: string) => new AppError('conflict', `source ${sourceId} has no data to query yet; sync it and wait for source.ready`);
+export const sourceHasNoData = (sourceId: string) => new DomainError('source_has_no_data', `source ${sourceId} has no data to query yet; sync it and wait for source.ready`);
 
 export const tooManyQueries = (max: number) =>
-  new AppError('conflict', `this account already has ${max} queries running, the most allowed at once; wait for one to finish and retry`, {
-    headers: { 'Retry-After': '1' },
+  new DomainError('query_concurrency_limit', `this account already has ${max} queries running, the most allowed at once; wait for one to finish and retry`, {
+    retryAfterSeconds: 1,
   });
 
 export const reportNotExportable = (id: string, status: string, error: string | null) =>
   status === 'running'
-    ? new AppError('conflict', `report ${id} is still running; export it once it has completed`, { headers: { 'Retry-After': '1' } })
-    : new AppError('conflict', `report ${id} failed${error ? ` (${error})` : ''}; there is nothing to export`);
+    ? new DomainError('report_running', `report ${id} is still running; export it once it has completed`, { retryAfterSeconds: 1 })
+    : new DomainError('report_failed', `report ${id} failed${error ? ` (${error})` : ''}; there is nothing to export`);
 
 export const reportDataReplaced = (id: string) =>
-  new AppError(
-    'conflict',
+  new DomainError(
+    'report_data_replaced',
     `report ${id} cannot be exported in full: the data it was computed from has been replaced by a newer sync of its source; run the query again to export the current data`,
   );
 
-export const exportInterrupted = (cause: Error) => new AppError('unavailable', cause.message, { headers: { 'Retry-After': '1' }, cause });
+export const exportInterrupted = (cause: Error) => new DomainError('export_interrupted', cause.message, { retryAfterSeconds: 1, cause });
 
 export const reportMadeBeforeExports = (id: string) =>
-  new AppError('conflict', `report ${id} was made before full exports were recorded and has only its CSV page; run the query again to export it in this format`);
+  new DomainError(
+    'report_format_unavailable',
+    `report ${id} was made before full exports were recorded and has only its CSV page; run the query again to export it in this format`,
+  );
 
 /** Reasons a report fails with, in words a customer can act on. */
 export const FAILURE = Object.freeze({

@@ -1,6 +1,6 @@
 import { querySchema, type AnalyticsQuery } from '@dap/contracts';
 import type { DatasetColumn } from '@dap/datasets';
-import { AppError } from '@dap/http';
+import { DomainError } from '@dap/errors';
 import { compileQuery, toUtcTimestamp } from './query-compiler.ts';
 
 const SCHEMA: DatasetColumn[] = [
@@ -25,10 +25,9 @@ function errorsOf(q: Record<string, unknown>): { path: string; message: string }
   try {
     compile(q);
   } catch (err) {
-    expect(err).toBeInstanceOf(AppError);
-    expect((err as AppError).status).toBe(400);
-    expect((err as AppError).code).toBe('validation_failed');
-    return (err as AppError).errors ?? [];
+    expect(err).toBeInstanceOf(DomainError);
+    expect((err as DomainError).code).toBe('validation_failed');
+    return (err as DomainError).errors ?? [];
   }
   throw new Error('expected the query to be rejected');
 }
@@ -215,7 +214,7 @@ describe('compileQuery: rejects what does not fit the schema (400 naming the fie
       compileQuery(bad, SCHEMA, FILE);
       throw new Error('expected a 400');
     } catch (err) {
-      expect((err as AppError).errors?.map((e) => e.path)).toEqual(['measures.0.op', 'filters.0.op', 'orderBy.0.direction']);
+      expect((err as DomainError).errors?.map((e) => e.path)).toEqual(['measures.0.op', 'filters.0.op', 'orderBy.0.direction']);
     }
   });
 

@@ -1,6 +1,7 @@
 import { sqlIdent, type DatasetColumn } from '@dap/datasets';
-import { AppError, type FieldError } from '@dap/http';
 import { withArticle, type AnalyticsQuery, type Filter } from '@dap/contracts';
+import type { FieldError } from '@dap/errors';
+import { queryInvalid } from './errors.ts';
 
 /**
  * Compiles the analytics DSL to one parameterised DuckDB statement over a source's Parquet file.
@@ -367,9 +368,7 @@ export function compileQuery(query: AnalyticsQuery, schema: readonly DatasetColu
   if (!Number.isInteger(query.offset) || query.offset < 0) c.fail('offset', 'offset must be a non-negative integer');
   if (c.params.length > MAX_PARAMS) c.fail('filters', `a query may carry at most ${MAX_PARAMS} values`);
 
-  if (c.errors.length) {
-    throw new AppError('validation_failed', `the query is invalid: ${c.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, { errors: c.errors });
-  }
+  if (c.errors.length) throw queryInvalid(c.errors);
 
   // The export reads every row, so it takes the params before limit and offset (the last two).
   const fullParams = [...c.params];

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { newId, querySchema, type AnalyticsQuery, type CallerContext, type DomainEvent } from '@dap/contracts';
-import { AppError } from '@dap/http';
+import { DomainError } from '@dap/errors';
 import { createLogger } from '@dap/logger';
 import type { SourceProjection, SourceProjectionRepository } from '@dap/mongo';
 import type { ReportDoc, ReportOutcome, ReportRepository } from '../persistence/report.repository.ts';
@@ -109,9 +109,10 @@ describe('ReportsService', () => {
     const h = harness({ budgetMs: 0 }, () => new Promise((r) => releases.push(() => r(ONE_ROW))));
     for (let i = 0; i < 4; i++) expect((await h.service.run(caller, q({ async: true }))).accepted).toBe(true);
     const err = await h.service.run(caller, q()).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(AppError);
-    expect((err as AppError).status).toBe(409);
-    expect((err as AppError).message).toMatch(/already has 4 queries running/);
+    expect(err).toBeInstanceOf(DomainError);
+    expect((err as DomainError).code).toBe('query_concurrency_limit');
+    expect((err as DomainError).retryAfterSeconds).toBe(1);
+    expect((err as DomainError).message).toMatch(/already has 4 queries running/);
     expect(h.docs.size).toBe(4); // the refused query left no report behind
     releases.shift()!();
     await new Promise((r) => setTimeout(r, 10));
@@ -137,21 +138,21 @@ describe('ReportsService', () => {
       const busy = () =>
         h.service.run(caller, q()).then(
           () => 'admitted',
-          (e: AppError) => `${e.status}`,
+          (e: DomainError) => e.code,
         );
 
       const left = h.service.exportRows(exported, new AbortController().signal);
       expect((await left.next()).value).toEqual(ONE_ROW);
-      expect(await busy()).toBe('409'); // the export holds the account's one slot
+      expect(await busy()).toBe('query_concurrency_limit'); // the export holds the account's one slot
       await left.return(undefined);
       expect(await busy()).toBe('admitted');
 
       const ctl = new AbortController();
       const cancelled = h.service.exportRows(exported, ctl.signal);
       await cancelled.next();
-      expect(await busy()).toBe('409');
+      expect(await busy()).toBe('query_concurrency_limit');
       ctl.abort();
-      await expect(cancelled.next()).rejects.toMatchObject({ status: 503, message: 'cancelled', headers: { 'Retry-After': '1' } });
+      await expect(cancelled.next()).rejects.toMatchObject({ code: 'export_interrupted', message: 'cancelled', retryAfterSeconds: 1 });
       expect(await busy()).toBe('admitted');
     } finally {
       await rm(dir, { recursive: true, force: true });
@@ -162,8 +163,11 @@ describe('ReportsService', () => {
     const h = harness({}, async () => ONE_ROW, { describe: async () => [{ name: 'x', type: 'integer' }] });
     const { report } = await h.service.run(caller, q());
     const next = (r: ReportDoc) => h.service.exportRows(r, new AbortController().signal).next();
-    await expect(next({ ...report, status: 'running' })).rejects.toMatchObject({ status: 409, message: expect.stringContaining('still running') });
-    await expect(next({ ...report, dataFile: '/nonexistent/data.parquet' })).rejects.toMatchObject({ status: 409, message: expect.stringContaining('replaced by a newer sync') });
+    await expect(next({ ...report, status: 'running' })).rejects.toMatchObject({ code: 'report_running', message: expect.stringContaining('still running') });
+    await expect(next({ ...report, dataFile: '/nonexistent/data.parquet' })).rejects.toMatchObject({
+      code: 'report_data_replaced',
+      message: expect.stringContaining('replaced by a newer sync'),
+    });
   });
 
   it('runs once more on the current file when a newer sync removed the one it resolved', async () => {
@@ -224,10 +228,10 @@ describe('ReportsService', () => {
 
   it('answers 404 for an unknown or deleted source and 409 for one not ready', async () => {
     const h = harness({}, async () => ONE_ROW);
-    await expect(h.service.run({ ...caller, accountId: newId('acct') }, q())).rejects.toMatchObject({ status: 404 });
+    await expect(h.service.run({ ...caller, accountId: newId('acct') }, q())).rejects.toMatchObject({ code: 'source_not_found' });
     h.source.status = 'syncing';
-    await expect(h.service.run(caller, q())).rejects.toMatchObject({ status: 409, message: expect.stringContaining('status is syncing') });
+    await expect(h.service.run(caller, q())).rejects.toMatchObject({ code: 'source_not_ready', message: expect.stringContaining('status is syncing') });
     h.source.deleted = true;
-    await expect(h.service.run(caller, q())).rejects.toMatchObject({ status: 404 });
+    await expect(h.service.run(caller, q())).rejects.toMatchObject({ code: 'source_not_found' });
   });
 });

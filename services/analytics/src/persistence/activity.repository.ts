@@ -22,7 +22,7 @@ export class ActivityRepository {
     this.raw = db.collection('activity');
   }
 
-  async init(): Promise<void> {
+  async ensureIndexes(): Promise<void> {
     await this.raw.createIndex({ accountId: 1, occurredAt: -1 });
     await this.raw.createIndex({ accountId: 1, type: 1, outcome: 1 });
   }

@@ -69,7 +69,7 @@ export class ReportRepository {
     this.onEvents = onEvents;
   }
 
-  async init(): Promise<void> {
+  async ensureIndexes(): Promise<void> {
     await this.coll.raw.createIndex({ accountId: 1, _id: -1 });
     await this.coll.raw.createIndex({ status: 1, createdAt: 1 });
   }

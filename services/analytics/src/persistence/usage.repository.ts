@@ -68,7 +68,7 @@ export class UsageRepository {
     this.raw = db.collection('usage_hours');
   }
 
-  async init(): Promise<void> {
+  async ensureIndexes(): Promise<void> {
     await this.raw.createIndex({ accountId: 1, hour: 1 });
     await this.raw.createIndex({ hour: 1 }, { expireAfterSeconds: USAGE_RETENTION_DAYS * 24 * 3600 });
   }

@@ -1,5 +1,5 @@
 import { newId, SCOPES, type CallerContext } from '@dap/contracts';
-import { AppError } from '@dap/http';
+import { DomainError } from '@dap/errors';
 import { createLogger } from '@dap/logger';
 import type { PredictionLogDoc, PredictionLogRepository, WindowCounts } from '../persistence/prediction-log.repository.ts';
 import type { ModelRepository } from '../persistence/model.repository.ts';
@@ -124,12 +124,12 @@ describe('ModelsService', () => {
     const acct = newId('acct');
     expect((await service.predict(caller(acct), model.id, { inputs: [{ x: 2 }] })).predictions).toEqual([{ prediction: 2e300, parts: [2, { z: 0 }] }]);
     await expect(service.predict(caller(acct), model.id, { inputs: [{ x: 1 }, { x: 1e10 }] })).rejects.toMatchObject({
-      code: 'unprocessable',
+      code: 'model_output_not_finite',
       errors: [{ path: 'inputs.1', message: expect.stringMatching(/not a finite number/) }],
     });
     expect(log.docs.map((d) => [d.ok, d.errorCode])).toEqual([
       [true, null],
-      [false, 'unprocessable'],
+      [false, 'model_output_not_finite'],
     ]);
   });
 
@@ -182,8 +182,8 @@ describe('ModelsService', () => {
     const { log, service } = serviceWith(1000);
     for (const id of ['nope', newId('mdl'), `${FORECAST_MODEL_ID}x`]) {
       const err = await service.predict(caller(newId('acct')), id, { inputs: [{ series: [1, 2, 3] }] }).catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(AppError);
-      expect((err as AppError).status).toBe(404);
+      expect(err).toBeInstanceOf(DomainError);
+      expect((err as DomainError).code).toBe('model_not_found');
     }
     expect(log.docs).toHaveLength(0);
   });

@@ -1,5 +1,5 @@
 import { isId, newId, predictBody, type CallerContext, type MetricsDto, type PredictBody } from '@dap/contracts';
-import { AppError, parseOr400 } from '@dap/http';
+import { DomainError, parseOrInvalid } from '@dap/errors';
 import type { Logger } from '@dap/logger';
 import type { PredictionLogRepository, ShadowComparison, ShadowRow, WindowCounts } from '../persistence/prediction-log.repository.ts';
 import type { PredictJob, PredictJobResult } from '../predict.worker.ts';
@@ -104,7 +104,7 @@ export class ModelsService {
     let parsed: PredictBody | null = null;
     let bodyError: unknown = null;
     try {
-      parsed = parseOr400(predictBody, body, 'body');
+      parsed = parseOrInvalid(predictBody, body, 'body');
     } catch (err) {
       bodyError = err;
     }
@@ -259,7 +259,7 @@ export class ModelsService {
       const overflowed = outputs.findIndex(hasNonFinite);
       if (overflowed >= 0) throw nonFiniteOutput(overflowed);
     } catch (err) {
-      errorCode = err instanceof AppError ? err.code : 'internal';
+      errorCode = err instanceof DomainError ? err.code : 'internal';
       outputs = null;
     }
     const latencyMs = ms(started);
@@ -291,7 +291,7 @@ export class ModelsService {
 
   /** Records a failed request; a failure to record is logged and never hides the request's own error. */
   private async logFailure(caller: CallerContext, model: ModelRecord, predictionId: string, count: number, latencyMs: number, err: unknown): Promise<void> {
-    const errorCode = err instanceof AppError ? err.code : 'internal';
+    const errorCode = err instanceof DomainError ? err.code : 'internal';
     try {
       await this.log.record(caller.accountId, {
         _id: predictionId,

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { FieldError } from '@dap/http';
+import type { FieldError } from '@dap/errors';
 
 /** What validating a batch gives: typed inputs, or one error per bad field with paths like `inputs.0.series`. */
 export type Validation<I> = { ok: true; inputs: I[] } | { ok: false; errors: FieldError[] };

@@ -1,4 +1,4 @@
-import type { FieldError } from '@dap/http';
+import type { FieldError } from '@dap/errors';
 import type { ModelRecord } from './model.ts';
 import { MAX_FIELD_ERRORS, type ModelRuntime } from './runtime.ts';
 import { encodeRecord, type Scalar } from './training/encoding.ts';

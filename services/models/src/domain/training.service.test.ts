@@ -1,5 +1,5 @@
 import { newId } from '@dap/contracts';
-import { AppError } from '@dap/http';
+import { DomainError } from '@dap/errors';
 import { evenSample } from './models.service.ts';
 import { specOf, ulidTime } from './training.service.ts';
 
@@ -46,8 +46,8 @@ describe('training helpers', () => {
       } catch (e) {
         return e;
       }
-    })() as AppError;
-    expect(err).toBeInstanceOf(AppError);
+    })() as DomainError;
+    expect(err).toBeInstanceOf(DomainError);
     expect(err.errors?.map((e) => e.path)).toEqual(['features.0', 'features.1', 'features.2', 'target']);
   });
 });

@@ -3,7 +3,7 @@ import { gzip } from 'node:zlib';
 import { promisify } from 'node:util';
 import { createModelBody, newId, type CallerContext, type Column, type RetrainModelBody, type TrainModelBody } from '@dap/contracts';
 import { readCurrentFile, type DatasetFiles } from '@dap/datasets';
-import { AppError, parseOr400, type FieldError } from '@dap/http';
+import { parseOrInvalid, type FieldError } from '@dap/errors';
 import type { Logger } from '@dap/logger';
 import type { SourceProjection, SourceProjectionRepository } from '@dap/mongo';
 import { MAX_ARTIFACT_BYTES, type ArtifactRepository } from '../persistence/artifact.repository.ts';
@@ -11,7 +11,18 @@ import type { ModelVersionRepository } from '../persistence/model-version.reposi
 import { recordOf, type ModelDoc, type ModelLease, type ModelRepository } from '../persistence/model.repository.ts';
 import type { TrainJob, TrainJobResult } from '../train.worker.ts';
 import { WorkerJobError, WorkerTimeoutError, type WorkerPool } from '../workers/worker-pool.ts';
-import { builtinNotVersioned, invalidBody, modelNotFound, sourceNotFound, sourceNotReady, trainingUnavailable } from './errors.ts';
+import {
+  builtinNotVersioned,
+  invalidBody,
+  modelNotFound,
+  notRetrainable,
+  retrainRaced,
+  sourceNotFound,
+  sourceNotReady,
+  stillTraining,
+  trainingAtCapacity,
+  trainingUnavailable,
+} from './errors.ts';
 import { modelFailed, modelReady } from './events.ts';
 import { DEFAULT_ALIASES, type ModelFeature, type ModelRecord } from './model.ts';
 import type { FeatureProfile } from './training/drift.ts';
@@ -181,11 +192,10 @@ export class TrainingService {
   async retrain(caller: CallerContext, id: string, body: RetrainModelBody): Promise<ModelRecord> {
     const doc = await this.models.findDoc(caller.accountId, id);
     if (!doc) throw modelNotFound();
-    if (doc.kind !== 'trained' || !doc.training)
-      throw doc.kind === 'builtin' ? builtinNotVersioned() : new AppError('conflict', 'only models trained from a source can be retrained');
-    if (doc.status === 'training') throw new AppError('conflict', `version ${doc.version} is still training; retrain once it is ready or failed`);
+    if (doc.kind !== 'trained' || !doc.training) throw doc.kind === 'builtin' ? builtinNotVersioned() : notRetrainable();
+    if (doc.status === 'training') throw stillTraining(doc.version);
     const t = doc.training;
-    const trainBody = parseOr400(
+    const trainBody = parseOrInvalid(
       createModelBody,
       {
         type: doc.type,
@@ -212,7 +222,7 @@ export class TrainingService {
       lease: this.newLease(now),
       aliases: { ...(doc.aliases ?? DEFAULT_ALIASES) },
     });
-    if (!started) throw new AppError('conflict', 'the model changed while this request ran (another retraining started, or it was deleted); read it again');
+    if (!started) throw retrainRaced();
     if (this.pool) this.launch(caller.accountId, id);
     return recordOf(started);
   }
@@ -225,7 +235,7 @@ export class TrainingService {
     if (source.status !== 'ready') throw sourceNotReady(source.status);
     const spec = specOf(body, source.schema);
     if (this.pool && this.jobs.size >= this.settings.maxJobs) {
-      throw new AppError('unavailable', 'too many models are training on this instance; retry shortly', { headers: { 'Retry-After': '30' } });
+      throw trainingAtCapacity();
     }
     return { spec, types: new Map(source.schema.map((c) => [c.name, c.type])) };
   }

@@ -1,8 +1,8 @@
 import type { ModelVersionDto, UpdateAliasesBody } from '@dap/contracts';
-import { AppError, type FieldError } from '@dap/http';
+import type { FieldError } from '@dap/errors';
 import type { ModelVersionRepository } from '../persistence/model-version.repository.ts';
 import type { ModelDoc, ModelRepository } from '../persistence/model.repository.ts';
-import { builtinNotVersioned, invalidBody, modelNotFound, aliasNotFound, versionNotFound } from './errors.ts';
+import { aliasesChanged, aliasNotFound, builtinNotVersioned, invalidBody, modelNotFound, versionNotFound, versionNotReady } from './errors.ts';
 import { DEFAULT_ALIASES, PRODUCTION, type ModelRecord, type ModelStatus } from './model.ts';
 
 /** Which version a request means: a number, an alias, or (neither) `production`. */
@@ -108,12 +108,12 @@ export class ModelVersions {
         else next[name] = version;
       }
       if (missing.length) throw invalidBody(missing);
-      if (notReady.length) throw new AppError('conflict', `only a ready version can be aliased: ${notReady.join('; ')}`);
+      if (notReady.length) throw versionNotReady(notReady);
       const shadowShare = body.shadowShare ?? doc.shadowShare ?? 0;
       const written = await this.models.setAliases(accountId, id, next, shadowShare, doc.aliasesRev);
       if (written) return { aliases: { ...(written.aliases ?? next) }, shadowShare };
     }
-    throw new AppError('conflict', "the model's aliases changed while this request ran; read them again and retry");
+    throw aliasesChanged();
   }
 
   /** A deleted model's earlier versions. */

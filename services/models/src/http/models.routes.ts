@@ -1,51 +1,14 @@
 import { Router } from 'express';
-import { createModelBody, isId, listQuerySchema, metricsQuerySchema, retrainModelBody, updateAliasesBody, type ModelDto, type PredictionDto } from '@dap/contracts';
-import { AppError, callerOf, decodeCursor, parseOr400, toPage, type FieldError } from '@dap/http';
+import { createModelBody, decodeCursor, isId, listQuerySchema, metricsQuerySchema, retrainModelBody, toPage, updateAliasesBody, type PredictionDto } from '@dap/contracts';
+import { DomainError, type FieldError } from '@dap/errors';
+import { callerOf, parseOr400 } from '@dap/http';
 import type { ModelLifecycle } from '../domain/lifecycle.service.ts';
 import type { ModelsService } from '../domain/models.service.ts';
-import type { ModelRecord } from '../domain/model.ts';
-
-/** The public shape of a model; own models add what they were made from (never internal fields). */
-export function toModelDto(m: ModelRecord, parameters?: Record<string, unknown> | null): ModelDto {
-  const dto: ModelDto = {
-    id: m.id,
-    name: m.name,
-    type: m.type,
-    kind: m.kind,
-    status: m.status,
-    version: m.version,
-    description: m.description,
-    features: m.features.map((f) => ({ name: f.name, type: f.type, description: f.description })),
-    createdAt: m.createdAt.toISOString(),
-  };
-  if (m.kind === 'builtin') return dto;
-  if (m.aliases) dto.aliases = m.aliases;
-  if (m.shadowShare !== undefined) dto.shadowShare = m.shadowShare;
-  if (m.updatedAt) dto.updatedAt = m.updatedAt.toISOString();
-  if (m.kind === 'trained') {
-    dto.error = m.error ?? null;
-    if (m.training) {
-      const t = m.training;
-      dto.training = {
-        sourceId: t.sourceId,
-        target: t.target,
-        features: t.features,
-        hyperparameters: t.hyperparameters,
-        rows: t.rows,
-        startedAt: t.startedAt.toISOString(),
-        finishedAt: t.finishedAt ? t.finishedAt.toISOString() : null,
-        durationMs: t.durationMs,
-      };
-    }
-    if (parameters !== undefined) dto.parameters = parameters;
-  }
-  if (m.kind === 'onnx' && m.onnx) dto.onnx = { inputs: m.onnx.inputs, outputs: m.onnx.outputs, sizeBytes: m.onnx.sizeBytes, sha256: m.onnx.sha256 };
-  return dto;
-}
+import { toModelDto } from './dto.ts';
 
 const isModelId = (id: string) => isId('mdl', id);
 
-export function modelsRouter(service: ModelsService, lifecycle: ModelLifecycle): Router {
+export function modelsRoutes(service: ModelsService, lifecycle: ModelLifecycle): Router {
   const router = Router();
 
   router.get('/v1/models', async (req, res) => {
@@ -119,4 +82,4 @@ export function modelsRouter(service: ModelsService, lifecycle: ModelLifecycle):
   return router;
 }
 
-const invalidQuery = (errors: FieldError[]) => new AppError('validation_failed', `the query is invalid: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, { errors });
+const invalidQuery = (errors: FieldError[]) => new DomainError('validation_failed', `the query is invalid: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, { errors });

@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import { AppError } from '@dap/http';
+import { DomainError } from '@dap/errors';
 import type { Logger } from '@dap/logger';
 import { PHASE_JS, PHASE_NATIVE, PHASE_TERMINATING, type JobReply, type PhaseMessage } from './protocol.ts';
 
@@ -112,9 +112,9 @@ export class WorkerPool<P, R> {
   }
 
   run(payload: P, opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<R> {
-    if (this.stopping) return Promise.reject(new AppError('unavailable', 'the service is shutting down', { headers: { 'Retry-After': '1' } }));
+    if (this.stopping) return Promise.reject(new DomainError('service_stopping', 'the service is shutting down', { retryAfterSeconds: 1 }));
     if (this.queue.length >= this.opts.maxQueue) {
-      return Promise.reject(new AppError('unavailable', `too many ${this.opts.name} jobs are waiting; retry shortly`, { headers: { 'Retry-After': '1' } }));
+      return Promise.reject(new DomainError('service_busy', `too many ${this.opts.name} jobs are waiting; retry shortly`, { retryAfterSeconds: 1 }));
     }
     if (opts.signal?.aborted) return Promise.reject(new WorkerAbortedError());
     return new Promise((resolve, reject) => {
@@ -141,11 +141,11 @@ export class WorkerPool<P, R> {
   /** Settles every job, asks running ones to stop, waits (up to `graceMs`) for native work to end, then terminates. */
   async stop(graceMs = 10_000): Promise<void> {
     this.stopping = true;
-    for (const job of this.queue.splice(0)) this.settle(job, new AppError('unavailable', 'the service is shutting down'));
+    for (const job of this.queue.splice(0)) this.settle(job, new DomainError('service_stopping', 'the service is shutting down'));
     for (const slot of this.slots) {
       if (!slot.job) continue;
       slot.worker.postMessage({ cancel: slot.job.id });
-      this.settle(slot.job, new AppError('unavailable', 'the service is shutting down'));
+      this.settle(slot.job, new DomainError('service_stopping', 'the service is shutting down'));
     }
     const deadline = Date.now() + graceMs;
     const pending = new Set(this.slots);

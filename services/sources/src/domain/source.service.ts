@@ -1,7 +1,19 @@
 import { open, rename, rm } from 'node:fs/promises';
-import { FILE_FORMATS, isId, newId, type CallerContext, type CreateSourceBody, type FileFormat, type ListQuery, type RemoteSourceType, type SourceConfigDto } from '@dap/contracts';
+import {
+  decodeCursor,
+  FILE_FORMATS,
+  isId,
+  newId,
+  toPage,
+  type CallerContext,
+  type CreateSourceBody,
+  type FileFormat,
+  type ListQuery,
+  type Page,
+  type RemoteSourceType,
+  type SourceConfigDto,
+} from '@dap/contracts';
 import type { DatasetStore, StagedFormat } from '@dap/datasets';
-import { decodeCursor, toPage, type Page } from '@dap/http';
 import type { Logger } from '@dap/logger';
 import { DisallowedTargetError, type OutboundGuard } from '@dap/netguard';
 import { ConnectorCheckError, connectorFor, type BodyOf, type RemoteConnector, type RemoteLimits, type UploadConnector } from '../connectors/index.ts';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { createSourceBody, listQuerySchema } from '@dap/contracts';
 import { callerOf, parseOr400 } from '@dap/http';
 import type { SourceService } from '../domain/source.service.ts';
-import { toSourceDto } from './source.dto.ts';
+import { toSourceDto } from './dto.ts';
 
 /** A sync request carries no options yet; an empty object (or no body) is accepted. */
 const syncBody = z.strictObject({}).optional();

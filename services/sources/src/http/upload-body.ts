@@ -5,7 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { Busboy, type BusboyInstance } from '@fastify/busboy';
 import type { Request } from 'express';
 import { UPLOAD_FILE_FIELD, UPLOAD_FORMAT_OF_MEDIA_TYPE, UPLOAD_MEDIA_TYPES, type FileFormat } from '@dap/contracts';
-import { AppError } from '@dap/http';
+import { uploadMalformed, uploadTooLarge, uploadUnsupported } from '../domain/errors.ts';
 
 /** What the request's headers say about its body, read before a byte of it is. */
 export type UploadMedia = { kind: 'raw'; format: FileFormat } | { kind: 'multipart' };
@@ -28,10 +28,6 @@ export interface ReceivedUpload {
 const FORMAT_OF_EXTENSION: Readonly<Record<string, FileFormat>> = { '.csv': 'csv', '.json': 'json', '.ndjson': 'ndjson', '.jsonl': 'ndjson' };
 const FORM_FIELDS = new Set(['name', 'format']);
 const UTF8 = new Set(['utf-8', 'utf8', 'us-ascii']);
-
-export const uploadTooLarge = (maxBytes: number) => new AppError('payload_too_large', `the file is larger than the upload limit of ${maxBytes} bytes`);
-const malformed = (detail: string) => new AppError('bad_request', detail);
-const unsupported = (detail: string) => new AppError('unsupported_media_type', detail);
 
 function mediaTypeOf(header: string | undefined): { type: string; params: Map<string, string> } {
   const [type = '', ...rest] = (header ?? '').split(';');
@@ -56,15 +52,15 @@ function mediaTypeOf(header: string | undefined): { type: string; params: Map<st
  */
 export function uploadMediaOf(req: Request, limits: UploadLimits): UploadMedia {
   const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
-  if (encoding !== 'identity') throw unsupported(`Content-Encoding ${encoding} is not supported on uploads; send the file uncompressed`);
+  if (encoding !== 'identity') throw uploadUnsupported(`Content-Encoding ${encoding} is not supported on uploads; send the file uncompressed`);
   const { type, params } = mediaTypeOf(req.headers['content-type']);
   const charset = params.get('charset');
-  if (charset && !UTF8.has(charset.toLowerCase())) throw unsupported(`the file must be UTF-8, not ${charset}`);
+  if (charset && !UTF8.has(charset.toLowerCase())) throw uploadUnsupported(`the file must be UTF-8, not ${charset}`);
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > limits.maxBytes) throw uploadTooLarge(limits.maxBytes);
   if (type === 'multipart/form-data') return { kind: 'multipart' };
   const format = UPLOAD_FORMAT_OF_MEDIA_TYPE[type];
-  if (!format) throw unsupported(`${type ? `Content-Type ${type} is not supported` : 'the upload has no Content-Type'}; send one of ${UPLOAD_MEDIA_TYPES.join(', ')}`);
+  if (!format) throw uploadUnsupported(`${type ? `Content-Type ${type} is not supported` : 'the upload has no Content-Type'}; send one of ${UPLOAD_MEDIA_TYPES.join(', ')}`);
   return { kind: 'raw', format };
 }
 
@@ -87,7 +83,7 @@ const toDisk = (file: string) => createWriteStream(file, { highWaterMark: 1024 *
  * a failure must leave the socket open for the 413/400 answer.
  */
 export async function receiveUpload(req: Request, media: UploadMedia, file: string, limits: UploadLimits): Promise<ReceivedUpload> {
-  req.setTimeout(limits.idleTimeoutMs, () => req.destroy(malformed('the upload stalled')));
+  req.setTimeout(limits.idleTimeoutMs, () => req.destroy(uploadMalformed('the upload stalled')));
   try {
     return media.kind === 'raw' ? await receiveRaw(req, media.format, file, limits) : await receiveMultipart(req, file, limits);
   } finally {
@@ -98,9 +94,9 @@ export async function receiveUpload(req: Request, media: UploadMedia, file: stri
 /** Rejects when the client goes away before the whole body has arrived. */
 function clientGone(req: Request, onGone: (err: Error) => void): () => void {
   const onClose = () => {
-    if (!req.complete) onGone(malformed('the upload was cut off before its end'));
+    if (!req.complete) onGone(uploadMalformed('the upload was cut off before its end'));
   };
-  const onError = () => onGone(malformed('the upload was cut off before its end'));
+  const onError = () => onGone(uploadMalformed('the upload was cut off before its end'));
   req.once('close', onClose);
   req.once('error', onError);
   return () => {
@@ -136,7 +132,7 @@ async function receiveMultipart(req: Request, file: string, limits: UploadLimits
       limits: { files: 1, fields: FORM_FIELDS.size, parts: FORM_FIELDS.size + 1, fieldSize: 1_024, fieldNameSize: 100, headerPairs: 20, fileSize: limits.maxBytes },
     });
   } catch (err) {
-    throw malformed(`the multipart form could not be read: ${(err as Error).message}`);
+    throw uploadMalformed(`the multipart form could not be read: ${(err as Error).message}`);
   }
   const count = { bytes: 0 };
   const fields: Record<string, string> = {};
@@ -157,7 +153,7 @@ async function receiveMultipart(req: Request, file: string, limits: UploadLimits
     bb.on('file', (fieldName, stream, filename, _encoding, mimeType) => {
       if (fieldName !== UPLOAD_FILE_FIELD) {
         stream.resume();
-        return fail(malformed(`the form has a file part named ${JSON.stringify(fieldName)}; send the file as the part ${JSON.stringify(UPLOAD_FILE_FIELD)}`));
+        return fail(uploadMalformed(`the form has a file part named ${JSON.stringify(fieldName)}; send the file as the part ${JSON.stringify(UPLOAD_FILE_FIELD)}`));
       }
       format = formatOfPart(mimeType, filename);
       // Busboy truncates a part past fileSize and says so with 'limit'; the meter is the one that refuses.
@@ -168,16 +164,17 @@ async function receiveMultipart(req: Request, file: string, limits: UploadLimits
       written.catch(fail);
     });
     bb.on('field', (name, value, nameTruncated, valueTruncated) => {
-      if (!FORM_FIELDS.has(name)) return fail(malformed(`the form has an unknown field ${JSON.stringify(name.slice(0, 100))}; it takes ${UPLOAD_FILE_FIELD}, name and format`));
-      if (nameTruncated || valueTruncated) return fail(malformed(`the form field ${name} is too long`));
+      if (!FORM_FIELDS.has(name))
+        return fail(uploadMalformed(`the form has an unknown field ${JSON.stringify(name.slice(0, 100))}; it takes ${UPLOAD_FILE_FIELD}, name and format`));
+      if (nameTruncated || valueTruncated) return fail(uploadMalformed(`the form field ${name} is too long`));
       fields[name] = value;
     });
-    bb.on('filesLimit', () => fail(malformed('the form has more than one file part')));
-    bb.on('fieldsLimit', () => fail(malformed('the form has too many fields')));
-    bb.on('partsLimit', () => fail(malformed('the form has too many parts')));
-    bb.on('error', (err) => fail(malformed(`the multipart form could not be read: ${(err as Error).message}`)));
+    bb.on('filesLimit', () => fail(uploadMalformed('the form has more than one file part')));
+    bb.on('fieldsLimit', () => fail(uploadMalformed('the form has too many fields')));
+    bb.on('partsLimit', () => fail(uploadMalformed('the form has too many parts')));
+    bb.on('error', (err) => fail(uploadMalformed(`the multipart form could not be read: ${(err as Error).message}`)));
     bb.on('finish', () => {
-      if (!written) return fail(malformed(`the form has no file part; send the file as the part ${JSON.stringify(UPLOAD_FILE_FIELD)}`));
+      if (!written) return fail(uploadMalformed(`the form has no file part; send the file as the part ${JSON.stringify(UPLOAD_FILE_FIELD)}`));
       written.then(() => {
         if (settled) return;
         settled = true;

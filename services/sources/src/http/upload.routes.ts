@@ -1,16 +1,17 @@
 import { Router } from 'express';
 import { newId, replaceSourceDataQuery, uploadSourceQuery, type FileFormat } from '@dap/contracts';
-import { AppError, callerOf, lingerAfterEarlyAnswer, parseOr400 } from '@dap/http';
+import { DomainError } from '@dap/errors';
+import { callerOf, lingerAfterEarlyAnswer, parseOr400 } from '@dap/http';
 import type { SourceService } from '../domain/source.service.ts';
 import { wrongUploadFormat } from '../domain/errors.ts';
-import { toSourceDto } from './source.dto.ts';
+import { toSourceDto } from './dto.ts';
 import { receiveUpload, uploadMediaOf, type ReceivedUpload, type UploadLimits } from './upload-body.ts';
 
 const location = (id: string) => `/v1/sources/${encodeURIComponent(id)}`;
 /** One value from the query or the form; both may carry it, and then they must agree. */
 function oneOf<T extends string>(what: string, fromQuery: T | undefined, fromForm: T | undefined): T | undefined {
   if (fromQuery !== undefined && fromForm !== undefined && fromQuery !== fromForm) {
-    throw new AppError('validation_failed', `${what} is given twice with different values (query and form)`, { errors: [{ path: what, message: 'conflicting values' }] });
+    throw new DomainError('validation_failed', `${what} is given twice with different values (query and form)`, { errors: [{ path: what, message: 'conflicting values' }] });
   }
   return fromQuery ?? fromForm;
 }
@@ -21,11 +22,11 @@ function oneOf<T extends string>(what: string, fromQuery: T | undefined, fromFor
  */
 function formatOf(asked: FileFormat | undefined, received: ReceivedUpload, raw: boolean): FileFormat {
   if (raw && asked && received.format && asked !== received.format) {
-    throw new AppError('unsupported_media_type', `format is ${asked} but the body is ${received.format.toUpperCase()}; send the matching Content-Type`);
+    throw new DomainError('upload_format_mismatch', `format is ${asked} but the body is ${received.format.toUpperCase()}; send the matching Content-Type`);
   }
   const format = asked ?? received.format;
   if (!format) {
-    throw new AppError('validation_failed', 'the file format is unknown: give format (csv, json or ndjson), a part Content-Type or a file name with its extension', {
+    throw new DomainError('validation_failed', 'the file format is unknown: give format (csv, json or ndjson), a part Content-Type or a file name with its extension', {
       errors: [{ path: 'format', message: 'required' }],
     });
   }
@@ -49,7 +50,7 @@ export function uploadRoutes(service: SourceService, limits: UploadLimits): Rout
     const query = parseOr400(uploadSourceQuery, req.query, 'query');
     const media = uploadMediaOf(req, limits);
     if (media.kind === 'raw' && !query.name) {
-      throw new AppError('validation_failed', 'the query is invalid: name: required', { errors: [{ path: 'name', message: 'required' }] });
+      throw new DomainError('validation_failed', 'the query is invalid: name: required', { errors: [{ path: 'name', message: 'required' }] });
     }
     const id = newId('src');
     const file = await service.uploadTemp(caller.accountId, id);
@@ -66,7 +67,7 @@ export function uploadRoutes(service: SourceService, limits: UploadLimits): Rout
       const form = parseOr400(uploadSourceQuery, { ...received.fields }, 'form');
       const given = oneOf('name', query.name, form.name);
       if (!given)
-        throw new AppError('validation_failed', 'the source name is missing: give name in the query or as a form field', { errors: [{ path: 'name', message: 'required' }] });
+        throw new DomainError('validation_failed', 'the source name is missing: give name in the query or as a form field', { errors: [{ path: 'name', message: 'required' }] });
       name = given;
       format = formatOf(oneOf('format', query.format, form.format), received, media.kind === 'raw');
     } catch (err) {
@@ -92,7 +93,7 @@ export function uploadRoutes(service: SourceService, limits: UploadLimits): Rout
     try {
       const received = await receiveUpload(req, media, file, limits);
       if ('name' in received.fields)
-        throw new AppError('validation_failed', 'the form field name is not taken here: the source keeps its name', { errors: [{ path: 'name', message: 'not allowed' }] });
+        throw new DomainError('validation_failed', 'the form field name is not taken here: the source keeps its name', { errors: [{ path: 'name', message: 'not allowed' }] });
       const form = parseOr400(replaceSourceDataQuery, { ...received.fields }, 'form');
       format = formatOf(oneOf('format', asked, form.format), received, media.kind === 'raw');
     } catch (err) {

@@ -1,12 +1,15 @@
-import { AppError } from '@dap/http';
+import { DomainError, notFound } from '@dap/errors';
 import { MAX_ENDPOINTS_PER_ACCOUNT } from '../persistence/endpoint.repository.ts';
 
-/** The webhooks service's error catalogue; statuses come from the shared codes at the edge. */
+/** The webhooks domain's errors, by their codes in @dap/errors; statuses are chosen at the edge. */
 export const webhookErrors = {
-  targetNotAllowed: (reason: string) => new AppError('unprocessable', `the webhook URL's target is not allowed: ${reason}`, { errors: [{ path: 'url', message: reason }] }),
-  tooManyEndpoints: () => new AppError('unprocessable', `an account can register at most ${MAX_ENDPOINTS_PER_ACCOUNT} webhook endpoints; delete one first`),
+  endpointNotFound: () => notFound('webhook_not_found', 'webhook'),
+  messageNotFound: () => notFound('webhook_message_not_found', 'message'),
+  targetNotAllowed: (reason: string) =>
+    new DomainError('webhook_target_not_allowed', `the webhook URL's target is not allowed: ${reason}`, { errors: [{ path: 'url', message: reason }] }),
+  tooManyEndpoints: () => new DomainError('webhook_endpoint_limit', `an account can register at most ${MAX_ENDPOINTS_PER_ACCOUNT} webhook endpoints; delete one first`),
   endpointDisabled: (reason: string | null) =>
-    new AppError('conflict', `the webhook endpoint is disabled${reason ? ` (${reason})` : ''}; enable it (POST /v1/webhooks/{id}/enable) to receive events again`),
-  deliveryInProgress: () => new AppError('conflict', 'this message is still being delivered to the endpoint; redeliver it once its delivery has finished'),
-  rotationConflict: () => new AppError('conflict', 'the secret was rotated by another request at the same time; rotate again if needed'),
+    new DomainError('webhook_disabled', `the webhook endpoint is disabled${reason ? ` (${reason})` : ''}; enable it (POST /v1/webhooks/{id}/enable) to receive events again`),
+  deliveryInProgress: () => new DomainError('webhook_delivery_in_progress', 'this message is still being delivered to the endpoint; redeliver it once its delivery has finished'),
+  rotationConflict: () => new DomainError('webhook_secret_rotation_conflict', 'the secret was rotated by another request at the same time; rotate again if needed'),
 };

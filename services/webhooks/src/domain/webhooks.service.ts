@@ -1,5 +1,17 @@
-import { idFloor, idTime, isId, MAX_REPLAY_MESSAGES, newId, type CallerContext, type CreateWebhookBody, type EventOf, type ListQuery } from '@dap/contracts';
-import { decodeCursor, notFound, toPage, type Page } from '@dap/http';
+import {
+  decodeCursor,
+  idFloor,
+  idTime,
+  isId,
+  MAX_REPLAY_MESSAGES,
+  newId,
+  toPage,
+  type CallerContext,
+  type CreateWebhookBody,
+  type EventOf,
+  type ListQuery,
+  type Page,
+} from '@dap/contracts';
 import type { OutboundGuard } from '@dap/netguard';
 import { deliveryIdOf, type DeliveryDoc, type DeliveryRepository } from '../persistence/delivery.repository.ts';
 import { MAX_ENDPOINTS_PER_ACCOUNT, type EndpointDoc, type EndpointRepository } from '../persistence/endpoint.repository.ts';
@@ -70,15 +82,15 @@ export class WebhooksService {
 
   async get(accountId: string, id: string): Promise<EndpointDoc> {
     const endpoint = isId('whk', id) ? await this.d.endpoints.findById(accountId, id) : null;
-    if (!endpoint) throw notFound('webhook');
+    if (!endpoint) throw webhookErrors.endpointNotFound();
     return endpoint;
   }
 
   /** Removes the endpoint (with its event) and cancels what was still waiting to be sent to it. */
   async delete(caller: CallerContext, id: string): Promise<void> {
-    if (!isId('whk', id)) throw notFound('webhook');
+    if (!isId('whk', id)) throw webhookErrors.endpointNotFound();
     const gone = await this.d.endpoints.softDelete(caller.accountId, id, [webhookEvents.deleted(caller, id)]);
-    if (!gone) throw notFound('webhook');
+    if (!gone) throw webhookErrors.endpointNotFound();
     this.d.onEndpointChanged?.(id);
     await this.d.deliveries.cancelForEndpoint(caller.accountId, id);
   }
@@ -110,7 +122,7 @@ export class WebhooksService {
       previousExpiresAt,
     });
     if (!updated) {
-      if (!(await this.d.endpoints.findById(accountId, id))) throw notFound('webhook');
+      if (!(await this.d.endpoints.findById(accountId, id))) throw webhookErrors.endpointNotFound();
       throw webhookErrors.rotationConflict();
     }
     this.d.onEndpointChanged?.(id);
@@ -136,7 +148,7 @@ export class WebhooksService {
   /** Sends a message (an event id) to the endpoint again, as a new series of attempts with the same webhook-id. */
   async redeliver(accountId: string, id: string, messageId: string): Promise<DeliveryDoc> {
     const endpoint = await this.get(accountId, id);
-    if (!EVENT_ID.test(messageId)) throw notFound('message');
+    if (!EVENT_ID.test(messageId)) throw webhookErrors.messageNotFound();
     if (endpoint.status !== 'enabled') throw webhookErrors.endpointDisabled(endpoint.disabledReason);
     let result = await this.d.deliveries.redeliver(accountId, id, messageId);
     // Just finished: its delivery.completed is being published, which takes milliseconds.
@@ -144,7 +156,7 @@ export class WebhooksService {
       await new Promise((r) => setTimeout(r, 50));
       result = await this.d.deliveries.redeliver(accountId, id, messageId);
     }
-    if (result.outcome === 'not_found') throw notFound('message');
+    if (result.outcome === 'not_found') throw webhookErrors.messageNotFound();
     if (result.outcome !== 'scheduled') throw webhookErrors.deliveryInProgress();
     this.d.onDue?.();
     return result.delivery;

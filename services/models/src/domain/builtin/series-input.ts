@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { MAX_BATCH_SERIES_VALUES, MAX_SERIES_LENGTH } from '@dap/contracts';
-import type { FieldError } from '@dap/http';
+import type { FieldError } from '@dap/errors';
 
 /** Shared pieces of the series models' inputs. Values are bounded so sums of squares stay finite. */
 export const SERIES_VALUE_LIMIT = 1e15;

@@ -1,8 +1,8 @@
-import { AppError } from '@dap/http';
 import type { PredictJob, PredictJobResult } from '../../predict.worker.ts';
 import { WorkerJobError, WorkerTimeoutError, type WorkerPool } from '../../workers/worker-pool.ts';
 import { OnnxEngine, type NestedValues, type OnnxFeed, type OnnxInspection } from './onnx-engine.ts';
 import type { OnnxHost } from './onnx-runtime.ts';
+import { onnxFailed, onnxTimedOut } from '../errors.ts';
 
 /** An ONNX failure caused by the caller's model or inputs: 422 with onnxruntime's reason. */
 export class OnnxModelError extends Error {
@@ -12,9 +12,9 @@ export class OnnxModelError extends Error {
   }
 }
 
-function asAppError(err: unknown, timeoutMs: number): unknown {
-  if (err instanceof WorkerTimeoutError) return new AppError('unprocessable', `the ONNX model ran longer than ${timeoutMs} ms on these inputs`);
-  if (err instanceof WorkerJobError || err instanceof OnnxModelError) return new AppError('unprocessable', `the ONNX model failed on these inputs: ${err.message.slice(0, 500)}`);
+function asDomainError(err: unknown, timeoutMs: number): unknown {
+  if (err instanceof WorkerTimeoutError) return onnxTimedOut(timeoutMs);
+  if (err instanceof WorkerJobError || err instanceof OnnxModelError) return onnxFailed(err.message);
   return err;
 }
 
@@ -50,7 +50,7 @@ export class WorkerOnnxHost implements OnnxHost {
       if (result.kind !== 'onnx-run' || result.missing) throw new Error('unexpected worker answer');
       return result.outputs;
     } catch (err) {
-      throw asAppError(err, this.timeoutMs);
+      throw asDomainError(err, this.timeoutMs);
     }
   }
 }
@@ -71,13 +71,13 @@ export class InlineOnnxHost implements OnnxHost {
     if (!this.engine.has(key)) {
       const model = await loadModel();
       await this.engine.load(key, model).catch((err: Error) => {
-        throw asAppError(new OnnxModelError(err.message), 0);
+        throw asDomainError(new OnnxModelError(err.message), 0);
       });
     }
     try {
       return await this.engine.run(key, feeds);
     } catch (err) {
-      throw asAppError(new OnnxModelError((err as Error).message), 0);
+      throw asDomainError(new OnnxModelError((err as Error).message), 0);
     }
   }
 }

@@ -1,5 +1,5 @@
 import type { TensorSpec } from '@dap/contracts';
-import type { FieldError } from '@dap/http';
+import type { FieldError } from '@dap/errors';
 import { MAX_FIELD_ERRORS, type ModelRuntime } from '../runtime.ts';
 import type { NestedValues, OnnxFeed, OnnxInspection } from './onnx-engine.ts';
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ONNX_ELEMENT_TYPES, type TensorSpec } from '@dap/contracts';
-import type { FieldError } from '@dap/http';
+import type { FieldError } from '@dap/errors';
 import type { OnnxInspection, TensorInfo } from './onnx-engine.ts';
 import type { OnnxInfo } from '../model.ts';
 

@@ -1,5 +1,5 @@
-import { CURSOR_MESSAGE } from '@dap/contracts';
-import { AppError } from './errors.ts';
+import { DomainError } from '@dap/errors';
+import { CURSOR_MESSAGE } from './api/common.ts';
 
 export interface Page<T> {
   data: T[];
@@ -15,7 +15,7 @@ export function encodeCursor(lastId: string): string {
 export function decodeCursor(cursor: string | undefined, isValidId: (id: string) => boolean): string | undefined {
   if (cursor === undefined) return undefined;
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!isValidId(id)) throw new AppError('validation_failed', `the query is invalid: cursor: ${CURSOR_MESSAGE}`, { errors: [{ path: 'cursor', message: CURSOR_MESSAGE }] });
+  if (!isValidId(id)) throw new DomainError('validation_failed', `the query is invalid: cursor: ${CURSOR_MESSAGE}`, { errors: [{ path: 'cursor', message: CURSOR_MESSAGE }] });
   return id;
 }
 
