@@ -265,23 +265,19 @@ export class OutboxRelay<E extends StagedEntry = StagedEntry> {
 
   private async pass(): Promise<void> {
     await this.publishHanded();
-    if (this.sweepWanted) {
-      this.sweepWanted = false;
-      try {
-        await this.sweep();
-      } catch (err) {
-        this.sweepWanted = true;
-        throw err;
-      }
-    }
-    if (this.stagedSweepWanted) {
-      this.stagedSweepWanted = false;
-      try {
-        await this.sweepStaged();
-      } catch (err) {
-        this.stagedSweepWanted = true;
-        throw err;
-      }
+    await this.sweepIfWanted('sweepWanted', () => this.sweep());
+    await this.sweepIfWanted('stagedSweepWanted', () => this.sweepStaged());
+  }
+
+  /** Runs a sweep that was asked for; one that fails stays asked for. */
+  private async sweepIfWanted(wanted: 'sweepWanted' | 'stagedSweepWanted', sweep: () => Promise<void>): Promise<void> {
+    if (!this[wanted]) return;
+    this[wanted] = false;
+    try {
+      await sweep();
+    } catch (err) {
+      this[wanted] = true;
+      throw err;
     }
   }
 
