@@ -13,7 +13,7 @@ const eventOf = (): DomainEvent =>
   });
 
 const messageOf = (offset: number, value: string, type = 'delivery.completed'): KafkaMessage =>
-  ({ key: null, value: Buffer.from(value), timestamp: '0', attributes: 0, offset: String(offset), size: 0, headers: { 'event-type': type } }) as KafkaMessage;
+  ({ key: null, value: Buffer.from(value), timestamp: '0', attributes: 0, offset: String(offset), headers: { 'event-type': type } }) as KafkaMessage;
 
 /** A fetched batch of `events` (strings stand for raw message values) and a record of what the handler did with it. */
 function batchOf(values: Array<DomainEvent | string>, opts: { running?: () => boolean } = {}) {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { AnyBulkWriteOperation, Collection, Document } from 'mongodb';
 import type { DomainEvent } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
@@ -21,21 +22,92 @@ interface Pending {
   tombstone: boolean;
 }
 
+/** One entry of a staged batch: the events of one document's write, and whatever `verify` needs to tie them to it. */
+export interface StagedEntry {
+  events: DomainEvent[];
+}
+
+/** A batch of events staged ahead of the multi-document write that causes them. */
+export interface StagedBatch<E extends StagedEntry = StagedEntry> {
+  _id: string;
+  /** The process that staged it, and its instance id. */
+  owner: string;
+  instance: string;
+  createdAt: Date;
+  entries: E[];
+}
+
 /**
- * Publishes events stored in documents' `_outbox`, then removes them from the documents.
+ * For writers whose state changes are bulk writes over many documents (webhooks' attempt records): an `_outbox`
+ * on each document would cost a read and a write per document to relay; a staged batch costs one insert and
+ * one delete. The events are not in the state's own atomic write, so they are tied to it instead:
+ * 1. `stage(entries)` stores the batch before the state write;
+ * 2. the caller makes the write;
+ * 3. `recorded(id, entries)` publishes the events from memory and deletes the batch; `unsettled(id)` (the
+ *    write failed, or its outcome is unknown) leaves it to the sweep.
+ * A batch left behind (a crash between 1 and 3, a failed write) is swept: `verify` keeps the entries whose
+ * write did happen, and only their events are published, so a write that never happened (and will be made
+ * again) emits nothing, and one that did emits its events — again after a crash, with the same event ids.
+ * A batch of this process still being written is never swept; one of this instance's dead predecessor is
+ * swept at once; another instance's only once older than `staleMs`.
+ */
+export interface StagedOutboxOptions<E extends StagedEntry> {
+  collection: Collection<StagedBatch<E>>;
+  /** This instance's id (stable across its restarts). */
+  instance: string;
+  /** How old another instance's batch must be before it is swept here: past the point where its writer could still settle it. */
+  staleMs: number;
+  /** The entries whose state write is stored (a left-behind batch publishes only theirs). */
+  verify: (entries: E[]) => Promise<E[]>;
+  /** How often batches that nobody settled are looked for; default 60 s. */
+  sweepMs?: number;
+  /**
+   * How long recorded batches wait for more before they are published (default 0: the next turn), so a busy
+   * writer makes one producer call per many writes; they go at once when `LINGER_EVENTS` are ready.
+   */
+  lingerMs?: number;
+}
+
+const LINGER_EVENTS = 500;
+
+export interface OutboxRelayOptions<E extends StagedEntry> {
+  /** Collections whose documents carry events in `_outbox`. */
+  collections: Collection<Document>[];
+  publisher: EventPublisher;
+  logger: Logger;
+  intervalMs?: number;
+  retryMs?: number;
+  batchSize?: number;
+  /**
+   * Collections whose documents get no events while some are pending (logs, which get them only when inserted):
+   * they are cleared by id alone, without the emptiness condition (which the local stack's MongoDB-wire server
+   * answers by scanning the collection under its write lock).
+   */
+  insertOnly?: string[];
+  /** Collections that only earlier versions wrote events to: swept at start, not on every interval. */
+  sweptAtStartOnly?: string[];
+  /** A staged outbox besides the documents' (see StagedOutboxOptions). */
+  staged?: StagedOutboxOptions<E>;
+}
+
+/**
+ * Publishes events from the outboxes, then removes them: events stored in documents' `_outbox`, and, where a
+ * service has one, batches staged ahead of bulk writes (see StagedOutboxOptions).
  *
- * Two paths, one guarantee (an event leaves the outbox only after Kafka acknowledged it; consumers
- * de-duplicate by event id, so publishing twice after a crash is harmless):
- * - hand-off: a writer passes the events it has just stored (`written`); every write handed over while a pass
- *   runs goes out in the next pass as one Kafka batch, and the documents are cleared by id in one bulk write
- *   per collection. No query for pending documents, which on a MongoDB-wire server without index support
- *   (the local stack's) is a scan of the whole collection.
+ * One guarantee: an event leaves its outbox only after Kafka acknowledged it. A crash between the write and
+ * the publish loses nothing, and can publish an event twice (at least once), with the same event id, which
+ * consumers de-duplicate. Two paths lead there:
+ * - hand-off: a writer passes the events it has just stored (`written`, `recorded`); everything handed over
+ *   while a pass runs goes out in the next pass as one Kafka batch, and the documents are cleared by id in one
+ *   bulk write per collection. No query for pending documents, which on a MongoDB-wire server without index
+ *   support (the local stack's) is a scan of the whole collection.
  * - sweep: at start-up, every `intervalMs` and on `kick()`, a query for pending documents finds what a crashed
- *   writer (this process before a restart, or another instance) left behind.
+ *   writer (this process before a restart, or another instance) left behind; staged batches are swept every
+ *   `staged.sweepMs`.
  * A failed publish keeps the handed-over events in memory and retries them every `retryMs`; they are in
  * MongoDB too, so the sweep would find them if this process died first.
  */
-export class OutboxRelay {
+export class OutboxRelay<E extends StagedEntry = StagedEntry> {
   private readonly collections = new Map<string, Collection<Document>>();
   private readonly publisher: EventPublisher;
   private readonly logger: Logger;
@@ -43,28 +115,30 @@ export class OutboxRelay {
   private readonly retryMs: number;
   private readonly batchSize: number;
   private readonly insertOnly: ReadonlySet<string>;
+  private readonly atStartOnly: ReadonlySet<string>;
+  private readonly staged: StagedOutboxOptions<E> | undefined;
+  /** Unique to this process: its staged batches are its own to settle. */
+  readonly owner = `obp_${randomUUID()}`;
   /** collection → document id → events handed over and not yet published. */
   private handed = new Map<string, Map<string, Pending>>();
+  /** Staged batches this process is writing (not the sweep's to touch). */
+  private readonly open = new Set<string>();
+  /** Staged batches recorded, waiting to be published and deleted. */
+  private ready: Array<{ id: string; events: DomainEvent[] }> = [];
+  private readyEvents = 0;
+  /** Staged batches published; their deletion is pending or failed and is tried again. */
+  private readonly toDelete = new Set<string>();
   private sweepWanted = false;
+  private stagedSweepWanted = false;
+  private sweptAtStart = false;
   private timer: NodeJS.Timeout | null = null;
+  private stagedTimer: NodeJS.Timeout | null = null;
+  private lingerTimer: NodeJS.Timeout | null = null;
   private scheduled = false;
   private stopped = false;
   private readonly passes: SerialPass;
 
-  constructor(opts: {
-    collections: Collection<Document>[];
-    publisher: EventPublisher;
-    logger: Logger;
-    intervalMs?: number;
-    retryMs?: number;
-    batchSize?: number;
-    /**
-     * Collections whose documents get events only when inserted (logs): nothing can add events while they are
-     * published, so they are cleared by id alone, without the emptiness condition (which the local stack's
-     * MongoDB-wire server answers by scanning the collection under its write lock).
-     */
-    insertOnly?: string[];
-  }) {
+  constructor(opts: OutboxRelayOptions<E>) {
     for (const c of opts.collections) this.collections.set(c.collectionName, c);
     this.publisher = opts.publisher;
     this.logger = opts.logger;
@@ -72,7 +146,14 @@ export class OutboxRelay {
     this.retryMs = opts.retryMs ?? Math.min(this.intervalMs, 1_000);
     this.batchSize = opts.batchSize ?? 500;
     this.insertOnly = new Set(opts.insertOnly ?? []);
+    this.atStartOnly = new Set(opts.sweptAtStartOnly ?? []);
+    this.staged = opts.staged;
     this.passes = new SerialPass({ pass: () => this.pass(), onError: (err) => this.logger.warn({ err }, 'outbox pass failed; will retry'), retryMs: this.retryMs });
+  }
+
+  /** The staged collection's index (nothing to do without one). */
+  async init(): Promise<void> {
+    await this.staged?.collection.createIndex({ createdAt: 1 });
   }
 
   start(): void {
@@ -82,6 +163,14 @@ export class OutboxRelay {
       if (!this.stopped) this.timer = setTimeout(tick, this.intervalMs);
     };
     tick();
+    const staged = this.staged;
+    if (!staged) return;
+    const stagedTick = () => {
+      this.stagedSweepWanted = true;
+      this.schedule();
+      if (!this.stopped) this.stagedTimer = setTimeout(stagedTick, staged.sweepMs ?? 60_000);
+    };
+    stagedTick();
   }
 
   /** Asks for a sweep: a query for every pending document. */
@@ -109,16 +198,59 @@ export class OutboxRelay {
     this.schedule();
   }
 
+  /** Stores a batch's events ahead of its state write; answers the batch id to settle. */
+  async stage(entries: E[]): Promise<string> {
+    const staged = this.stagedOptions();
+    const _id = `obx_${randomUUID()}`;
+    this.open.add(_id);
+    try {
+      await staged.collection.insertOne({ _id, owner: this.owner, instance: staged.instance, createdAt: new Date(), entries });
+    } catch (err) {
+      // Maybe stored after all: then the sweep finds it and verifies it like any other.
+      this.open.delete(_id);
+      throw err;
+    }
+    return _id;
+  }
+
+  /** The staged batch's write is done: its events are published in a coming pass (after `lingerMs`). */
+  recorded(id: string, entries: E[]): void {
+    const linger = this.stagedOptions().lingerMs ?? 0;
+    this.open.delete(id);
+    const events = entries.flatMap((e) => e.events);
+    this.ready.push({ id, events });
+    this.readyEvents += events.length;
+    if (this.readyEvents >= LINGER_EVENTS || linger <= 0) this.schedule();
+    else if (!this.lingerTimer && !this.stopped) {
+      this.lingerTimer = setTimeout(() => {
+        this.lingerTimer = null;
+        this.schedule();
+      }, linger);
+    }
+  }
+
+  /** The staged batch's write failed or may not have happened: the sweep verifies the batch once it is stale. */
+  unsettled(id: string): void {
+    this.open.delete(id);
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    for (const t of [this.timer, this.stagedTimer, this.lingerTimer]) if (t) clearTimeout(t);
+    this.lingerTimer = null;
     await this.passes.stop();
   }
 
   /** Publishes everything handed over and everything pending in MongoDB; resolves when done (tests, shutdown). */
   async flush(): Promise<void> {
     this.sweepWanted = true;
+    this.stagedSweepWanted = this.staged !== undefined;
     await this.passes.flush();
+  }
+
+  private stagedOptions(): StagedOutboxOptions<E> {
+    if (!this.staged) throw new Error('this outbox relay has no staged outbox');
+    return this.staged;
   }
 
   /** Every write of one event-loop turn shares a pass; a pass already running takes them in its next round. */
@@ -133,51 +265,71 @@ export class OutboxRelay {
 
   private async pass(): Promise<void> {
     await this.publishHanded();
-    if (this.sweepWanted) {
-      this.sweepWanted = false;
-      try {
-        await this.sweep();
-      } catch (err) {
-        this.sweepWanted = true;
-        throw err;
-      }
+    await this.sweepIfWanted('sweepWanted', () => this.sweep());
+    await this.sweepIfWanted('stagedSweepWanted', () => this.sweepStaged());
+  }
+
+  /** Runs a sweep that was asked for; one that fails stays asked for. */
+  private async sweepIfWanted(wanted: 'sweepWanted' | 'stagedSweepWanted', sweep: () => Promise<void>): Promise<void> {
+    if (!this[wanted]) return;
+    this[wanted] = false;
+    try {
+      await sweep();
+    } catch (err) {
+      this[wanted] = true;
+      throw err;
     }
   }
 
+  /** Publishes what writers handed over (documents' events and recorded staged batches), then clears it. */
   private async publishHanded(): Promise<void> {
-    if (!this.handed.size) return;
-    const handed = this.handed;
-    this.handed = new Map();
-    try {
-      const events = [...handed.values()].flatMap((docs) => [...docs.values()].flatMap((d) => d.events));
-      await this.publisher.publish(events);
-    } catch (err) {
-      // Back in the queue, in front of anything handed over since, so the order of events is kept.
-      for (const [collection, docs] of this.handed) {
-        const merged = handed.get(collection) ?? new Map<string, Pending>();
-        for (const [id, d] of docs) {
-          const before = merged.get(id);
-          if (before) {
-            before.events.push(...d.events);
-            before.tombstone ||= d.tombstone;
-          } else merged.set(id, d);
-        }
-        handed.set(collection, merged);
+    while (this.handed.size || this.ready.length || this.toDelete.size) {
+      const handed = this.handed;
+      this.handed = new Map();
+      const batches = this.ready.splice(0, this.batchSize);
+      const stagedEvents = batches.flatMap((b) => b.events);
+      this.readyEvents -= stagedEvents.length;
+      try {
+        const events = [...handed.values()].flatMap((docs) => [...docs.values()].flatMap((d) => d.events)).concat(stagedEvents);
+        if (events.length) await this.publisher.publish(events);
+      } catch (err) {
+        this.putBack(handed, batches, stagedEvents.length);
+        throw err;
       }
-      this.handed = handed;
-      throw err;
+      for (const [collection, docs] of handed) {
+        await this.clear(
+          this.collections.get(collection)!,
+          [...docs].map(([id, d]) => ({ id, eventIds: d.events.map((e) => e.id), tombstone: d.tombstone })),
+        );
+      }
+      for (const b of batches) this.toDelete.add(b.id);
+      await this.deletePublished();
     }
-    for (const [collection, docs] of handed) {
-      await this.clear(
-        this.collections.get(collection)!,
-        [...docs].map(([id, d]) => ({ id, eventIds: d.events.map((e) => e.id), tombstone: d.tombstone })),
-      );
+  }
+
+  /** Back in the queue, in front of anything handed over since, so the order of events is kept. */
+  private putBack(handed: Map<string, Map<string, Pending>>, batches: Array<{ id: string; events: DomainEvent[] }>, stagedEvents: number): void {
+    for (const [collection, docs] of this.handed) {
+      const merged = handed.get(collection) ?? new Map<string, Pending>();
+      for (const [id, d] of docs) {
+        const before = merged.get(id);
+        if (before) {
+          before.events.push(...d.events);
+          before.tombstone ||= d.tombstone;
+        } else merged.set(id, d);
+      }
+      handed.set(collection, merged);
     }
+    this.handed = handed;
+    this.ready.unshift(...batches);
+    this.readyEvents += stagedEvents;
   }
 
   /** Publishes what pending documents hold, a batch at a time, until none is left. */
   private async sweep(): Promise<void> {
+    const atStart = !this.sweptAtStart;
     for (const coll of this.collections.values()) {
+      if (!atStart && this.atStartOnly.has(coll.collectionName)) continue;
       for (;;) {
         const found = await coll
           .find({ _outboxPending: true }, { projection: { _outbox: 1, deletedAt: 1 } })
@@ -196,6 +348,43 @@ export class OutboxRelay {
         if (found.length < this.batchSize || docs.length === 0) break;
       }
     }
+    this.sweptAtStart = true;
+  }
+
+  /** Staged batches nobody will settle: verified, published as far as their writes are stored, deleted. */
+  private async sweepStaged(): Promise<void> {
+    const staged = this.stagedOptions();
+    const cutoff = Date.now() - staged.staleMs;
+    // The collection holds only batches in flight (a few), so reading it whole is cheap on any server.
+    const docs = (await staged.collection
+      .find({})
+      .sort({ createdAt: 1 })
+      .limit(this.batchSize * 10)
+      .toArray()) as StagedBatch<E>[];
+    const ready = new Set(this.ready.map((r) => r.id));
+    const orphans = docs.filter(
+      (d) =>
+        !this.open.has(d._id) && !this.toDelete.has(d._id) && !ready.has(d._id) && ((d.instance === staged.instance && d.owner !== this.owner) || d.createdAt.getTime() <= cutoff),
+    );
+    for (let i = 0; i < orphans.length; i += this.batchSize) {
+      const batch = orphans.slice(i, i + this.batchSize);
+      const entries = batch.flatMap((d) => d.entries);
+      const verified = await staged.verify(entries);
+      const events = verified.flatMap((e) => e.events);
+      if (events.length) await this.publisher.publish(events);
+      if (entries.length > verified.length) {
+        this.logger.info({ dropped: entries.length - verified.length }, 'outbox: staged events of writes that never happened dropped');
+      }
+      for (const d of batch) this.toDelete.add(d._id);
+      await this.deletePublished();
+    }
+  }
+
+  private async deletePublished(): Promise<void> {
+    const ids = [...this.toDelete].slice(0, 1_000);
+    if (!ids.length) return;
+    await this.stagedOptions().collection.deleteMany({ _id: { $in: ids } } as Document);
+    for (const id of ids) this.toDelete.delete(id);
   }
 
   /**

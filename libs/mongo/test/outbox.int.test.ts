@@ -1,7 +1,7 @@
 import type { Collection, Document } from 'mongodb';
 import { makeEvent, newId, type DomainEvent } from '@dap/contracts';
 import { createLogger } from '@dap/logger';
-import { connectMongo, OutboxRelay, TenantCollection, type MongoHandle, type TenantDoc } from '@dap/mongo';
+import { connectMongo, OutboxRelay, TenantCollection, type MongoHandle, type StagedBatch, type TenantDoc } from '@dap/mongo';
 import { stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
 
 interface Doc extends TenantDoc {
@@ -174,5 +174,140 @@ describe('OutboxRelay (on the test stack MongoDB)', () => {
     expect(writes).toHaveLength(20);
     for (const w of writes as { updateOne: { filter: Document } }[]) expect(Object.keys(w.updateOne.filter)).toEqual(['_id']);
     expect((await raw.find({}).toArray()).every((d) => (d._outbox as unknown[]).length === 0)).toBe(true);
+  });
+  describe('staged batches (events staged ahead of a bulk write, tied to it by verify)', () => {
+    /** A staged entry: the write it belongs to is the document `doc` with `n` set to `n`. */
+    interface Entry {
+      doc: string;
+      n: number;
+      events: DomainEvent[];
+    }
+    const published: DomainEvent[] = [];
+    const relays: OutboxRelay<Entry>[] = [];
+    const state = () => mongo.db.collection<{ _id: string; n: number }>('staged_state');
+    const batches = () => mongo.db.collection('staged_batches');
+    /** Keeps the entries whose write is in MongoDB. */
+    const verify = async (entries: Entry[]) => {
+      const docs = await state()
+        .find({ _id: { $in: entries.map((e) => e.doc) } })
+        .toArray();
+      return entries.filter((e) => docs.some((d) => d._id === e.doc && d.n === e.n));
+    };
+    /** One process of `instance` with a document collection and a staged outbox. */
+    const relayFor = (instance: string, opts: { staleMs?: number; publish?: (e: DomainEvent[]) => Promise<void> } = {}) => {
+      const relay = new OutboxRelay<Entry>({
+        collections: [mongo.db.collection('staged_docs')],
+        publisher: { publish: opts.publish ?? (async (e) => void published.push(...e)) },
+        logger,
+        intervalMs: 60_000,
+        staged: { collection: mongo.db.collection<StagedBatch<Entry>>('staged_batches'), instance, staleMs: opts.staleMs ?? 60_000, verify },
+      });
+      relays.push(relay);
+      return relay;
+    };
+    const write = (doc: string, n: number) => state().updateOne({ _id: doc }, { $set: { n } }, { upsert: true });
+
+    afterEach(async () => {
+      for (const r of relays.splice(0)) await r.stop();
+      published.length = 0;
+      await batches().deleteMany({});
+    });
+
+    it('publishes a recorded batch from memory once, and deletes it', async () => {
+      const relay = relayFor(`i${uniqueSuffix()}`);
+      await relay.init();
+      relay.start();
+      const entries = [{ doc: 'a', n: 1, events: [event(1)] }];
+      const id = await relay.stage(entries);
+      await write('a', 1);
+      relay.recorded(id, entries);
+      await waitFor(() => published.length === 1, { what: 'the recorded event' });
+      await waitFor(async () => (await batches().countDocuments({})) === 0, { what: 'the batch deleted' });
+      // A sweep now finds nothing to publish again.
+      await relay.flush();
+      expect(published.map((e) => e.id)).toEqual([entries[0]!.events[0]!.id]);
+    });
+
+    it('after a crash between the write and the publish, the next process of the instance publishes what was written, once', async () => {
+      const instance = `i${uniqueSuffix()}`;
+      const entries = [
+        { doc: 'w', n: 7, events: [event(1)] },
+        { doc: 'never', n: 1, events: [event(2)] },
+      ];
+      // The dying process staged the batch, wrote the first document only, and never published.
+      const dead = relayFor(instance);
+      await dead.stage(entries);
+      await write('w', 7);
+      expect(published).toEqual([]);
+
+      const next = relayFor(instance);
+      next.start();
+      await waitFor(async () => (await batches().countDocuments({})) === 0, { what: 'the left-behind batch cleared' });
+      expect(published.map((e) => e.id)).toEqual([entries[0]!.events[0]!.id]);
+      await next.flush(); // nothing is left to publish twice
+      expect(published).toHaveLength(1);
+    });
+
+    it('leaves another instance’s fresh batch to it, and takes it over once stale', async () => {
+      const entries = [{ doc: 'o', n: 3, events: [event(1)] }];
+      await relayFor('other-instance').stage(entries);
+      await write('o', 3);
+      await relayFor(`i${uniqueSuffix()}`).flush();
+      expect(published).toEqual([]);
+      expect(await batches().countDocuments({})).toBe(1);
+      await relayFor(`i${uniqueSuffix()}`, { staleMs: 0 }).flush();
+      expect(published.map((e) => e.id)).toEqual([entries[0]!.events[0]!.id]);
+      expect(await batches().countDocuments({})).toBe(0);
+    });
+
+    it('keeps both kinds of events when the publish fails, and publishes them all on the next pass', async () => {
+      let down = true;
+      const relay = relayFor(`i${uniqueSuffix()}`, {
+        publish: async (e) => {
+          if (down) throw new Error('broker down');
+          published.push(...e);
+        },
+      });
+      const docs = new TenantCollection<Doc>(mongo.db, 'staged_docs', (w) => relay.written(w));
+      const docEvent = event(1);
+      await docs.insert(accountId, { _id: 'd', n: 1 }, [docEvent]);
+      const entries = [{ doc: 's', n: 2, events: [event(2)] }];
+      const id = await relay.stage(entries);
+      await write('s', 2);
+      relay.recorded(id, entries);
+      await expect(relay.flush()).rejects.toThrow('broker down');
+      expect(await batches().countDocuments({})).toBe(1);
+      down = false;
+      await relay.flush();
+      expect(published.map((e) => e.id).sort()).toEqual([docEvent.id, entries[0]!.events[0]!.id].sort());
+      expect(await batches().countDocuments({})).toBe(0);
+      expect((await mongo.db.collection('staged_docs').findOne({ _id: 'd' as never }))?._outboxPending).toBe(false);
+    });
+  });
+
+  it('sweeps the collections only earlier versions wrote to at start, and not on later sweeps', async () => {
+    const legacy = mongo.db.collection('legacy');
+    const current = mongo.db.collection('current');
+    const pending = (n: number) => ({ _id: `p${n}` as never, accountId, n, _outbox: [event(n)], _outboxPending: true });
+    await legacy.insertOne(pending(1));
+    const published: DomainEvent[] = [];
+    const relay = new OutboxRelay({
+      collections: [legacy, current],
+      sweptAtStartOnly: ['legacy'],
+      insertOnly: ['legacy'],
+      publisher: { publish: async (e) => void published.push(...e) },
+      logger,
+      intervalMs: 60_000,
+    });
+    relay.start();
+    await relay.flush();
+    expect(published.map((e) => e.subject)).toEqual(['src_1']);
+    // Written after start: the later sweep takes the current collection's (positive control), not the legacy one's.
+    await legacy.insertOne(pending(2));
+    await current.insertOne(pending(3));
+    await relay.flush();
+    await relay.stop();
+    expect(published.map((e) => e.subject)).toEqual(['src_1', 'src_3']);
+    expect((await legacy.findOne({ _id: 'p2' as never }))?._outboxPending).toBe(true);
   });
 });

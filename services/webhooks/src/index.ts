@@ -8,13 +8,12 @@ import { openMongo, OutboxRelay } from '@dap/mongo';
 import { OutboundGuard } from '@dap/netguard';
 import { createApp } from './app.ts';
 import { claimTtlMsOf, type WebhooksConfig } from './config.ts';
-import { Dispatcher } from './delivery/dispatcher.ts';
-import { HttpSender } from './delivery/http-sender.ts';
+import { Dispatcher } from './workers/dispatcher.ts';
+import { HttpSender } from './workers/http-sender.ts';
 import { SecretBox } from './domain/secret.ts';
 import { WebhooksService } from './domain/webhooks.service.ts';
 import { DELIVERY_GROUP_ID, deliveryFanOutBatch } from './events/delivery.consumer.ts';
-import { DeliveryOutbox } from './persistence/delivery-outbox.ts';
-import { DeliveryRepository } from './persistence/delivery.repository.ts';
+import { DELIVERY_OUTBOX, DeliveryRepository, recordedEntries, type DeliveryDoc, type OutboxEntry } from './persistence/delivery.repository.ts';
 import { EndpointRepository } from './persistence/endpoint.repository.ts';
 
 export const USER_AGENT = 'dap-webhooks/1.0 (+https://docs.dap.dev/webhooks)';
@@ -25,32 +24,36 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
   return life.start(async () => {
     const mongo = await openMongo(life, config, logger);
     const eventing = await openEventing(life, config, logger);
-    let relay: OutboxRelay | null = null;
+    let relay: OutboxRelay<OutboxEntry> | null = null;
     const endpoints = new EndpointRepository(mongo.db, () => relay?.kick());
-    // Every final delivery emits a delivery.completed: staged per batch of record writes, relayed from memory.
-    const deliveryRelay = new DeliveryOutbox({
-      db: mongo.db,
-      deliveries: mongo.db.collection('deliveries'),
+    // One relay: endpoint events in the endpoints' `_outbox`; every final delivery's delivery.completed staged
+    // per batch of record writes and relayed from memory; what older versions left on deliveries, at start.
+    const outbox = new OutboxRelay<OutboxEntry>({
+      collections: [endpoints.coll.raw, mongo.db.collection('deliveries')],
+      insertOnly: ['deliveries'],
+      sweptAtStartOnly: ['deliveries'],
       publisher: eventing.producer,
       logger,
-      instance: config.INSTANCE_ID,
-      staleMs: claimTtlMsOf(config),
+      intervalMs: 1_000,
+      staged: {
+        collection: mongo.db.collection(DELIVERY_OUTBOX),
+        instance: config.INSTANCE_ID,
+        staleMs: claimTtlMsOf(config),
+        verify: recordedEntries(mongo.db.collection<DeliveryDoc>('deliveries')),
+        lingerMs: 50,
+      },
     });
-    const deliveries = new DeliveryRepository(mongo.db, deliveryRelay);
-    await Promise.all([endpoints.init(), deliveries.init(), deliveryRelay.init()]);
+    relay = outbox;
+    const deliveries = new DeliveryRepository(mongo.db, outbox);
+    await Promise.all([endpoints.init(), deliveries.init(), outbox.init()]);
     const secrets = new SecretBox(config.WEBHOOK_SECRET_KEY);
     const resealed = await endpoints.resealLegacySecrets((sealed, id) => secrets.resealLegacy(sealed, id));
     if (resealed > 0) logger.info({ resealed }, 'endpoint secrets re-sealed in the current form');
-    const endpointRelay = new OutboxRelay({ collections: [endpoints.coll.raw], publisher: eventing.producer, logger, intervalMs: 1_000 });
-    relay = endpointRelay;
-    endpointRelay.start();
-    deliveryRelay.start();
-    life.onStop('outbox relays', async () => {
-      await endpointRelay.stop();
-      await deliveryRelay.stop();
+    outbox.start();
+    life.onStop('outbox relay', async () => {
+      await outbox.stop();
       try {
-        await endpointRelay.flush();
-        await deliveryRelay.flush();
+        await outbox.flush();
       } catch (err) {
         logger.warn({ err }, 'outbox flush at shutdown failed; the next start publishes it');
       }
@@ -124,12 +127,11 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
       port: server.port,
       metricsUrl: server.metricsUrl,
       mongo,
-      relay: endpointRelay,
+      relay: outbox,
       dispatcher,
       endpoints,
       deliveries,
-      outbox: deliveryRelay,
-      /** Reverse order: consumer, server, dispatcher, sender, outbox relays (flushed), Kafka, MongoDB. */
+      /** Reverse order: consumer, server, dispatcher, sender, outbox relay (flushed), Kafka, MongoDB. */
       stop: () => life.stop(),
     };
   });

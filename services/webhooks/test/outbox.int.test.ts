@@ -1,12 +1,20 @@
 import { makeEvent, newId, type DomainEvent } from '@dap/contracts';
-import { connectMongo, type MongoHandle } from '@dap/mongo';
+import { connectMongo, OutboxRelay, type MongoHandle } from '@dap/mongo';
 import { stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
-import { DeliveryOutbox, type OutboxEntry } from '../src/persistence/delivery-outbox.ts';
-import { CLAIM_MARGIN_MS, DeliveryRepository, newDelivery, UNLOCKED, type DeliveryDoc } from '../src/persistence/delivery.repository.ts';
+import {
+  CLAIM_MARGIN_MS,
+  DELIVERY_OUTBOX,
+  DeliveryRepository,
+  newDelivery,
+  recordedEntries,
+  UNLOCKED,
+  type DeliveryDoc,
+  type OutboxEntry,
+} from '../src/persistence/delivery.repository.ts';
 import { silent, sleep } from './harness.ts';
 
 /**
- * The delivery outbox and the batched record writes against the MongoDB of the test stack: events of final
+ * The delivery outbox (the staged outbox of @dap/mongo's relay) and the batched record writes against the MongoDB of the test stack: events of final
  * attempts are staged per batch before the attempts are recorded, published from memory once they are, and
  * a batch left behind by a crash (before or after its record write) is verified against the deliveries, so
  * exactly the recorded attempts emit their delivery.completed and none is lost.
@@ -16,13 +24,20 @@ describe('delivery outbox and batched records', () => {
   const owner = { id: 'dsp_test', instance: `outbox-${uniqueSuffix()}` };
   const published: DomainEvent[] = [];
   const publisher = { publish: async (events: DomainEvent[]) => void published.push(...events) };
-  const outboxes: DeliveryOutbox[] = [];
+  const outboxes: OutboxRelay<OutboxEntry>[] = [];
+  const deliveries = () => mongo.db.collection<DeliveryDoc>('deliveries');
+  const staged = () => mongo.db.collection(DELIVERY_OUTBOX);
+  /** The relay as the service wires it (the staged outbox of its record writes), as one process of `instance`. */
   const outboxFor = (instance = owner.instance, staleMs = 60_000) => {
-    const o = new DeliveryOutbox({ db: mongo.db, deliveries: mongo.db.collection('deliveries'), publisher, logger: silent, instance, staleMs, lingerMs: 0 });
+    const o = new OutboxRelay<OutboxEntry>({
+      collections: [],
+      publisher,
+      logger: silent,
+      staged: { collection: mongo.db.collection(DELIVERY_OUTBOX), instance, staleMs, verify: recordedEntries(deliveries()) },
+    });
     outboxes.push(o);
     return o;
   };
-  const deliveries = () => mongo.db.collection<DeliveryDoc>('deliveries');
 
   beforeAll(async () => {
     mongo = await connectMongo(stackEnv().MONGO_URL, `t${uniqueSuffix()}_whoutbox`);
@@ -69,7 +84,7 @@ describe('delivery outbox and batched records', () => {
     expect(recorded).toEqual(docs.map(() => true));
     await waitFor(() => published.length >= 20, { what: 'twenty delivery.completed' });
     expect(published.map((e) => e.id).sort()).toEqual(events.map((e) => e.id).sort());
-    await waitFor(async () => (await outbox.coll.countDocuments({})) === 0, { what: 'the outbox drained' });
+    await waitFor(async () => (await staged().countDocuments({})) === 0, { what: 'the outbox drained' });
     const stored = await deliveries()
       .find({ _id: { $in: docs.map((d) => d._id) } })
       .toArray();
@@ -94,7 +109,7 @@ describe('delivery outbox and batched records', () => {
     // Its successor under the same instance id sweeps at start.
     const next = outboxFor();
     next.start();
-    await waitFor(async () => (await next.coll.countDocuments({})) === 0, { what: 'the stale batch cleared' });
+    await waitFor(async () => (await staged().countDocuments({})) === 0, { what: 'the stale batch cleared' });
     expect(published.map((e) => e.id)).toEqual([entries[0]!.events[0]!.id]);
     // The unrecorded attempt (still claimed, so it is made again) emitted nothing.
     expect(await deliveries().findOne({ _id: lostDoc._id })).toMatchObject({ status: 'pending', attempts: [] });
@@ -123,12 +138,12 @@ describe('delivery outbox and batched records', () => {
     const fresh = outboxFor(owner.instance, 60_000);
     await fresh.flush();
     expect(published).toHaveLength(0);
-    expect(await fresh.coll.countDocuments({})).toBe(1);
+    expect(await staged().countDocuments({})).toBe(1);
 
     const stale = outboxFor(owner.instance, 0);
     await stale.flush();
     expect(published).toHaveLength(1);
-    expect(await stale.coll.countDocuments({})).toBe(0);
+    expect(await staged().countDocuments({})).toBe(0);
   });
 
   it('keeps a batch whose record write failed for the sweep, which publishes nothing if nothing was recorded', async () => {
@@ -144,10 +159,10 @@ describe('delivery outbox and batched records', () => {
     const spy = jest.spyOn(repo.raw, 'bulkWrite').mockRejectedValueOnce(new Error('connection reset'));
     await expect(repo.recordAttempt(doc._id, { owner: owner.id, until: doc.lockedUntil }, attemptAt(Date.now()), success, [completedOf(doc)])).rejects.toThrow('connection reset');
     spy.mockRestore();
-    expect(await outbox.coll.countDocuments({})).toBe(1);
+    expect(await staged().countDocuments({})).toBe(1);
     await outbox.flush();
     expect(published).toHaveLength(0);
-    expect(await outbox.coll.countDocuments({})).toBe(0);
+    expect(await staged().countDocuments({})).toBe(0);
   });
 
   it('reads the claim back only when it is about to lapse, and then records only for its owner', async () => {
@@ -164,7 +179,7 @@ describe('delivery outbox and batched records', () => {
     expect(await repo.recordAttempt(lapsing._id, { owner: owner.id, until: lapsing.lockedUntil }, attemptAt(Date.now()), success, [completedOf(lapsing)])).toBe(false);
     expect(find).toHaveBeenCalledTimes(1);
     expect(await deliveries().findOne({ _id: lapsing._id })).toMatchObject({ status: 'pending', attempts: [], lockedBy: 'dsp_other' });
-    expect(await outbox.coll.countDocuments({})).toBe(0); // nothing staged for an attempt that is not recorded
+    expect(await staged().countDocuments({})).toBe(0); // nothing staged for an attempt that is not recorded
     find.mockRestore();
   });
 });

@@ -2,7 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import { newId } from '@dap/contracts';
 import { startReceiver, waitFor, type ReceivedRequest } from '@dap/testing';
 import type { RunningWebhooks } from '../src/index.ts';
-import { deliveryBody } from '../src/delivery/signing.ts';
+import { deliveryBody } from '../src/domain/signing.ts';
 import { deliveryIdOf } from '../src/persistence/delivery.repository.ts';
 import { clientFor, dropTestDatabase, eventPublisher, silent, sleep, startWebhooks, testConfig } from './harness.ts';
 

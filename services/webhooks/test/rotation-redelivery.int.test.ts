@@ -2,6 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import { deliverySchema, newId, webhookSecretRotatedSchema, webhookSchema, type EventOf } from '@dap/contracts';
 import { http, startReceiver, waitFor, type ReceivedRequest } from '@dap/testing';
 import type { RunningWebhooks } from '../src/index.ts';
+import { DELIVERY_OUTBOX } from '../src/persistence/delivery.repository.ts';
 import { clientFor, dropTestDatabase, eventPublisher, silent, sleep, startWebhooks, testConfig, topicWatcher } from './harness.ts';
 
 /**
@@ -181,7 +182,7 @@ describe('secret rotation, redelivery and delivery.completed', () => {
     expect(new Set(at('/later').map((r) => r.headers['webhook-id']))).toEqual(new Set([ev.id]));
 
     // The relay has published and deleted the outbox batches the final writes staged.
-    await waitFor(async () => (await svc.outbox.coll.countDocuments({})) === 0, { what: 'the outbox drained' });
+    await waitFor(async () => (await svc.mongo.db.collection(DELIVERY_OUTBOX).countDocuments({})) === 0, { what: 'the outbox drained' });
     const doc = await svc.deliveries.raw.findOne({ eventId: ev.id });
     expect(doc).toMatchObject({ status: 'succeeded' });
     expect(doc!._outbox).toBeUndefined();

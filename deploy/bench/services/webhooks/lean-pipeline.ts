@@ -1,6 +1,6 @@
 import type { DomainEvent } from '@dap/contracts';
 import type { Kafka } from '@dap/kafka';
-import { deliveryBody, signedHeaders, signingKeyOf } from '../../../../services/webhooks/src/delivery/signing.ts';
+import { deliveryBody, signedHeaders, signingKeyOf } from '../../../../services/webhooks/src/domain/signing.ts';
 import { newWebhookSecret } from '../../../../services/webhooks/src/domain/secret.ts';
 
 export interface LeanPipelineOptions {

@@ -1,6 +1,6 @@
 import { eventMatches, isId, isPublicEventType, type DomainEvent } from '@dap/contracts';
-import type { Dispatcher, Plan } from '../delivery/dispatcher.ts';
-import { deliveryBody } from '../delivery/signing.ts';
+import type { Dispatcher, Plan } from '../workers/dispatcher.ts';
+import { deliveryBody } from '../domain/signing.ts';
 import { deliveryIdOf, newDelivery, skippedDelivery, type DeliveryDoc, type DeliveryRepository } from '../persistence/delivery.repository.ts';
 import type { EndpointDoc, EndpointRepository } from '../persistence/endpoint.repository.ts';
 

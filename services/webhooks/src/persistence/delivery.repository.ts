@@ -2,7 +2,6 @@ import type { AnyBulkWriteOperation, Collection, Db, Filter, UpdateFilter } from
 import { MongoBulkWriteError } from 'mongodb';
 import type { DomainEvent } from '@dap/contracts';
 import { Batcher } from './batcher.ts';
-import type { OutboxEntry } from './delivery-outbox.ts';
 
 /** `skipped`: the event came while the endpoint was disabled; stored with its body, never attempted. */
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'cancelled' | 'skipped';
@@ -43,7 +42,7 @@ export interface DeliveryDoc {
   finishedAt: Date | null;
   /**
    * Written by earlier versions: the delivery.completed of the final attempt, waiting for the relay. Events
-   * now go to the `delivery_outbox` collection (see DeliveryOutbox), which still relays these at start.
+   * are now staged in `delivery_outbox` (see RecordOutbox); the relay still sweeps these at start.
    */
   _outbox?: DomainEvent[];
   _outboxPending?: boolean;
@@ -62,7 +61,30 @@ interface PendingRecord {
   events: DomainEvent[];
 }
 
-/** Where a record write stages the events of final attempts (see DeliveryOutbox). */
+/** The events a final attempt of one delivery produces (its delivery.completed). */
+export interface OutboxEntry {
+  deliveryId: string;
+  /** The attempt's time: the entry counts only once the delivery stores an attempt made at this time. */
+  attemptAt: Date;
+  events: DomainEvent[];
+}
+
+/** Where batches of record writes stage their events (the relay's staged outbox of @dap/mongo). */
+export const DELIVERY_OUTBOX = 'delivery_outbox';
+
+/** The entries whose attempt is stored on its delivery: a batch left behind by a crash publishes only those. */
+export function recordedEntries(deliveries: Collection<DeliveryDoc>) {
+  return async (entries: OutboxEntry[]): Promise<OutboxEntry[]> => {
+    const stored = await deliveries.find({ _id: { $in: [...new Set(entries.map((e) => e.deliveryId))] } }, { projection: { attempts: 1 } }).toArray();
+    const attemptsOf = new Map(stored.map((d) => [d._id, d.attempts]));
+    return entries.filter((e) => (attemptsOf.get(e.deliveryId) ?? []).some((a) => a.at.getTime() === e.attemptAt.getTime()));
+  };
+}
+
+/**
+ * Where a record write stages the events of final attempts: staged before the write, published once it is
+ * done, verified with `recordedEntries` when left behind (OutboxRelay of @dap/mongo, its staged outbox).
+ */
 export interface RecordOutbox {
   stage(entries: OutboxEntry[]): Promise<string>;
   recorded(id: string, entries: OutboxEntry[]): void;

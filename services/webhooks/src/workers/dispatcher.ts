@@ -7,8 +7,8 @@ import type { SecretBox } from '../domain/secret.ts';
 import { seriesAttempts, type DeliveryDoc, type DeliveryRepository, type DeliveryStatus } from '../persistence/delivery.repository.ts';
 import type { EndpointDoc, EndpointRepository } from '../persistence/endpoint.repository.ts';
 import type { AttemptResult, HttpSender } from './http-sender.ts';
-import { nextDelayMs } from './retry-schedule.ts';
-import { signedHeaders, signingKeyOf } from './signing.ts';
+import { nextDelayMs } from '../domain/retry-schedule.ts';
+import { signedHeaders, signingKeyOf } from '../domain/signing.ts';
 
 export interface DispatcherOptions {
   deliveries: Pick<DeliveryRepository, 'claimDue' | 'releaseInstanceClaims' | 'renewClaim' | 'releaseOwner' | 'recordAttempt' | 'cancel' | 'release' | 'cancelForEndpoint'>;
@@ -386,7 +386,7 @@ export class Dispatcher {
       status = delay === null ? 'failed' : 'pending';
       if (delay !== null) nextAttemptAt = new Date(Date.now() + delay);
     }
-    // A final state emits exactly one delivery.completed (staged with its record write, see DeliveryOutbox),
+    // A final state emits exactly one delivery.completed (staged with its record write, see RecordOutbox),
     // so the count downstream is exact.
     const completed =
       status === 'pending'

@@ -1,5 +1,5 @@
 import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
-import { secretKeyOf } from '../domain/secret.ts';
+import { secretKeyOf } from './secret.ts';
 
 /**
  * A `whsec_` secret, or its HMAC key already imported with `signingKeyOf`: importing costs several times the

@@ -1,5 +1,5 @@
 import { Webhook } from 'standardwebhooks';
-import { newWebhookSecret, secretKeyOf } from '../domain/secret.ts';
+import { newWebhookSecret, secretKeyOf } from './secret.ts';
 import { deliveryBody, signedHeaders, signingKeyOf, signPayload } from './signing.ts';
 
 describe('Standard Webhooks signing', () => {
