@@ -88,7 +88,7 @@ describe('accounts', () => {
     const outgoing = await svc.accounts.getKey(accountId, old.key._id);
     expect(apiKeyDto(outgoing)).toMatchObject({ replacedBy: next.key._id, revokedAt: null });
     expect(outgoing.expiresAt!.getTime()).toBeGreaterThan(Date.now());
-    await expect(svc.accounts.rollKey(accountId, old.key._id, 0)).rejects.toMatchObject({ status: 409, code: 'conflict' });
+    await expect(svc.accounts.rollKey(accountId, old.key._id, 0)).rejects.toMatchObject({ kind: 'conflict', code: 'api_key_already_rolled' });
     // Positive control: the replacement itself can be rolled.
     expect((await svc.accounts.rollKey(accountId, next.key._id, 0)).key.name).toBe('outgoing');
   });
