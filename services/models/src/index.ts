@@ -19,8 +19,8 @@ import { runSourcesConsumer } from './events/sources.consumer.ts';
 import { ArtifactRepository } from './persistence/artifact.repository.ts';
 import { MODELS_COLLECTION, ModelRepository, type ModelDoc } from './persistence/model.repository.ts';
 import { PREDICTION_LOG_COLLECTION, PredictionLogRepository, type PredictionLogDoc } from './persistence/prediction-log.repository.ts';
-import type { PredictJob, PredictJobResult } from './predict.worker.ts';
-import type { TrainJob, TrainJobResult } from './train.worker.ts';
+import type { PredictJob, PredictJobResult } from './workers/predict.worker.ts';
+import type { TrainJob, TrainJobResult } from './workers/train.worker.ts';
 import { WorkerPool } from './workers/worker-pool.ts';
 
 export { ANOMALY_MODEL_ID, FORECAST_MODEL_ID, BUILTIN_MODELS } from './domain/builtin/index.ts';

@@ -8,13 +8,13 @@ import { openMongo, OutboxRelay } from '@dap/mongo';
 import { OutboundGuard } from '@dap/netguard';
 import { createApp } from './app.ts';
 import type { SourcesConfig } from './config.ts';
-import type { RemoteLimits } from './connectors/index.ts';
+import type { RemoteLimits } from './domain/connectors/index.ts';
 import { SourceService } from './domain/source.service.ts';
-import { DatasetLoader } from './ingest/loader.ts';
-import { DownloadWorker } from './outbound/download-worker.ts';
+import { DatasetLoader } from './domain/ingest/loader.ts';
+import { DownloadWorker } from './workers/download/download-worker.ts';
 import { SourceRepository } from './persistence/source.repository.ts';
-import { CredentialCipher } from './secrets/credentials.ts';
-import { SourceSyncer } from './sync/source-syncer.ts';
+import { CredentialCipher } from './persistence/credentials.ts';
+import { SourceSyncer } from './workers/sync/source-syncer.ts';
 
 export { loadSourcesConfig, type SourcesConfig } from './config.ts';
 

@@ -2,7 +2,7 @@ import { isId, newId, predictBody, type CallerContext, type MetricsDto, type Pre
 import { DomainError, parseOrInvalid } from '@dap/errors';
 import type { Logger } from '@dap/logger';
 import type { PredictionLogRepository, ShadowComparison, ShadowRow, WindowCounts } from '../persistence/prediction-log.repository.ts';
-import type { PredictJob, PredictJobResult } from '../predict.worker.ts';
+import type { PredictJob, PredictJobResult } from '../workers/predict.worker.ts';
 import type { WorkerPool } from '../workers/worker-pool.ts';
 import type { ModelCatalog } from './catalog.ts';
 import { invalidBody, invalidInputs, modelHasNoRuntime, modelNotFound, modelNotReady, nonFiniteOutput } from './errors.ts';

@@ -9,7 +9,7 @@ import type { SourceProjection, SourceProjectionRepository } from '@dap/mongo';
 import { MAX_ARTIFACT_BYTES, type ArtifactRepository } from '../persistence/artifact.repository.ts';
 import type { ModelVersionRepository } from '../persistence/model-version.repository.ts';
 import { recordOf, type ModelDoc, type ModelLease, type ModelRepository } from '../persistence/model.repository.ts';
-import type { TrainJob, TrainJobResult } from '../train.worker.ts';
+import type { TrainJob, TrainJobResult } from '../workers/train.worker.ts';
 import { WorkerJobError, WorkerTimeoutError, type WorkerPool } from '../workers/worker-pool.ts';
 import {
   builtinNotVersioned,

@@ -1,5 +1,5 @@
 import { DomainError, notFound } from '@dap/errors';
-import type { ConnectorCheckError } from '../connectors/index.ts';
+import type { ConnectorCheckError } from './connectors/index.ts';
 
 /** The sources domain's errors, by their codes in @dap/errors; statuses are chosen at the edge. */
 export const sourceNotFound = () => notFound('source_not_found', 'source');

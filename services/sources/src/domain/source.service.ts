@@ -16,12 +16,12 @@ import {
 import type { DatasetStore, StagedFormat } from '@dap/datasets';
 import type { Logger } from '@dap/logger';
 import { DisallowedTargetError, type OutboundGuard } from '@dap/netguard';
-import { ConnectorCheckError, connectorFor, type BodyOf, type RemoteConnector, type RemoteLimits, type UploadConnector } from '../connectors/index.ts';
-import type { UploadSourceType } from '../connectors/connector.ts';
+import { ConnectorCheckError, connectorFor, type BodyOf, type RemoteConnector, type RemoteLimits, type UploadConnector } from './connectors/index.ts';
+import type { UploadSourceType } from './connectors/connector.ts';
 import type { SourceDoc, SourceRepository } from '../persistence/source.repository.ts';
-import { credentialsContext, type CredentialCipher } from '../secrets/credentials.ts';
-import { checkFileHead, FILE_PROBE_BYTES } from '../connectors/file-check.ts';
-import { stagingTemp } from '../ingest/staging-file.ts';
+import { credentialsContext, type CredentialCipher } from '../persistence/credentials.ts';
+import { checkFileHead, FILE_PROBE_BYTES } from './connectors/file-check.ts';
+import { stagingTemp } from './ingest/staging-file.ts';
 import { credentialsUnavailable, notAFileSource, sourceNotFound, sourceRefused, targetNotAllowed, syncRunning, wrongUploadFormat } from './errors.ts';
 import { sourceCreated, sourceDeleted } from './events.ts';
 

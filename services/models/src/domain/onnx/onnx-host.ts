@@ -1,4 +1,4 @@
-import type { PredictJob, PredictJobResult } from '../../predict.worker.ts';
+import type { PredictJob, PredictJobResult } from '../../workers/predict.worker.ts';
 import { WorkerJobError, WorkerTimeoutError, type WorkerPool } from '../../workers/worker-pool.ts';
 import { OnnxEngine, type NestedValues, type OnnxFeed, type OnnxInspection } from './onnx-engine.ts';
 import type { OnnxHost } from './onnx-runtime.ts';

@@ -2,7 +2,7 @@ import type { CreateSourceBody, RemoteSourceType, SourceConfigDto, SourceType } 
 import type { DatasetStore, StagedFormat } from '@dap/datasets';
 import type { Logger } from '@dap/logger';
 import type { OutboundGuard } from '@dap/netguard';
-import type { DownloadRunner } from '../outbound/download-worker.ts';
+import type { DownloadRunner } from '../../workers/download/download-worker.ts';
 
 /**
  * A connector refuses a source (400 on create) or fails a sync with a reason the client can act on, naming

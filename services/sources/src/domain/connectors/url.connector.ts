@@ -4,7 +4,7 @@ import { FILE_FORMATS, type FileFormat, type SourceConfigDto } from '@dap/contra
 import type { StagedFormat } from '@dap/datasets';
 import { portOf } from '@dap/netguard';
 import { stagingTemp } from '../ingest/staging-file.ts';
-import { httpGet, type HttpGetResponse } from '../outbound/http-get.ts';
+import { httpGet, type HttpGetResponse } from '../../workers/download/http-get.ts';
 import { type RemoteConnector, type RemoteContext } from './connector.ts';
 import { withDeadline } from './deadline.ts';
 import { checkFileHead, FILE_PROBE_BYTES } from './file-check.ts';

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { createLogger } from '@dap/logger';
-import { ConnectorCheckError } from '../connectors/connector.ts';
-import { COLLECT_EVERY_BYTES, downloadToFile, type DownloadJob } from '../connectors/url-download.ts';
+import { ConnectorCheckError } from '../../domain/connectors/connector.ts';
+import { COLLECT_EVERY_BYTES, downloadToFile, type DownloadJob } from '../../domain/connectors/url-download.ts';
 import { DownloadWorker } from './download-worker.ts';
 
 let server: Server;

@@ -1,6 +1,6 @@
-import { BUILTIN_MODELS } from './domain/builtin/index.ts';
-import { OnnxEngine, type OnnxFeed, type OnnxInspection, type NestedValues } from './domain/onnx/onnx-engine.ts';
-import { serveJobs, type JobContext } from './workers/protocol.ts';
+import { BUILTIN_MODELS } from '../domain/builtin/index.ts';
+import { OnnxEngine, type OnnxFeed, type OnnxInspection, type NestedValues } from '../domain/onnx/onnx-engine.ts';
+import { serveJobs, type JobContext } from './protocol.ts';
 
 /**
  * The prediction worker: large built-in batches, and every ONNX model (verification at upload, then

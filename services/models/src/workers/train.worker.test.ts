@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import { newId } from '@dap/contracts';
 import { DatasetStore } from '@dap/datasets';
 import { createLogger } from '@dap/logger';
-import { WorkerPool, WorkerJobError, WorkerTimeoutError } from './workers/worker-pool.ts';
+import { WorkerPool, WorkerJobError, WorkerTimeoutError } from './worker-pool.ts';
 import type { TrainJob, TrainJobResult } from './train.worker.ts';
-import { BLOB_CENTRES, blobRows, linearRows, tableOf } from './domain/training/synthetic-data.ts';
-import { encodeRecord } from './domain/training/encoding.ts';
-import { estimate } from './domain/training/trained-model.ts';
+import { BLOB_CENTRES, blobRows, linearRows, tableOf } from '../domain/training/synthetic-data.ts';
+import { encodeRecord } from '../domain/training/encoding.ts';
+import { estimate } from '../domain/training/trained-model.ts';
 
 const logger = createLogger({ name: 'train-worker-test', level: 'silent' });
 const limits = { maxClasses: 50, silhouetteSample: 300 };

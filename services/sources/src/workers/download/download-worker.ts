@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '@dap/logger';
-import { ConnectorCheckError } from '../connectors/connector.ts';
-import type { DownloadJob, DownloadResult } from '../connectors/url-download.ts';
+import { ConnectorCheckError } from '../../domain/connectors/connector.ts';
+import type { DownloadJob, DownloadResult } from '../../domain/connectors/url-download.ts';
 
 /** Runs URL downloads (see `downloadToFile`); the URL connector uses one when the service gives it one. */
 export interface DownloadRunner {

@@ -1,7 +1,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { parentPort } from 'node:worker_threads';
-import { downloadToFile } from '../connectors/url-download.ts';
+import { downloadToFile } from '../../domain/connectors/url-download.ts';
 import { toFailure, type WorkerReply, type WorkerRequest } from './download-worker.ts';
 
 /**

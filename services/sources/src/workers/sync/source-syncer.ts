@@ -4,13 +4,13 @@ import { newId } from '@dap/contracts';
 import type { DatasetStore, IngestResult } from '@dap/datasets';
 import type { Logger } from '@dap/logger';
 import type { OutboundGuard } from '@dap/netguard';
-import { duckReason, isDuckError } from '../connectors/duck-errors.ts';
-import { ConnectorCheckError, connectorFor, type RemoteLimits } from '../connectors/index.ts';
-import { sourceFailed, sourceReady } from '../domain/events.ts';
-import { LoadError, type DatasetLoader } from '../ingest/loader.ts';
-import type { DownloadRunner } from '../outbound/download-worker.ts';
-import type { SourceDoc, SourceRepository } from '../persistence/source.repository.ts';
-import { credentialsContext, CredentialsError, type CredentialCipher } from '../secrets/credentials.ts';
+import { duckReason, isDuckError } from '../../domain/connectors/duck-errors.ts';
+import { ConnectorCheckError, connectorFor, type RemoteLimits } from '../../domain/connectors/index.ts';
+import { sourceFailed, sourceReady } from '../../domain/events.ts';
+import { LoadError, type DatasetLoader } from '../../domain/ingest/loader.ts';
+import type { DownloadRunner } from '../download/download-worker.ts';
+import type { SourceDoc, SourceRepository } from '../../persistence/source.repository.ts';
+import { credentialsContext, CredentialsError, type CredentialCipher } from '../../persistence/credentials.ts';
 import { JobRunner } from './job-runner.ts';
 
 /** A sync failure whose message is meant for the customer as is. */

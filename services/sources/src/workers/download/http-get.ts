@@ -3,7 +3,7 @@ import { validateHeaderName, validateHeaderValue, type IncomingHttpHeaders } fro
 import zlib from 'node:zlib';
 import { Client, errors, type Dispatcher } from 'undici';
 import { guardedConnector, type Dial } from '@dap/netguard';
-import { HttpProtocolError, PullTimeoutError } from '../connectors/remote-errors.ts';
+import { HttpProtocolError, PullTimeoutError } from '../../domain/connectors/remote-errors.ts';
 
 export type { Dial } from '@dap/netguard';
 

@@ -1,8 +1,8 @@
 import { Duck } from '@dap/datasets';
-import type { Table } from './domain/training/encoding.ts';
-import { readTrainingTable } from './domain/training/parquet-reader.ts';
-import { trainModel, TrainingError, type TrainingLimits, type TrainingOutcome, type TrainingSpec } from './domain/training/train.ts';
-import { serveJobs, type JobContext } from './workers/protocol.ts';
+import type { Table } from '../domain/training/encoding.ts';
+import { readTrainingTable } from '../domain/training/parquet-reader.ts';
+import { trainModel, TrainingError, type TrainingLimits, type TrainingOutcome, type TrainingSpec } from '../domain/training/train.ts';
+import { serveJobs, type JobContext } from './protocol.ts';
 
 /**
  * The training worker: reads a source's Parquet file with its own DuckDB, then encodes, splits, fits and

@@ -1,13 +1,13 @@
 import { closeSync, openSync, writeSync, writevSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FileFormat } from '@dap/contracts';
-import { httpGet, UnsupportedEncodingError, type Dial } from '../outbound/http-get.ts';
+import { httpGet, UnsupportedEncodingError, type Dial } from '../../workers/download/http-get.ts';
 import { ConnectorCheckError } from './connector.ts';
 import { formatBytes, networkFailure, TooLargeError } from './remote-errors.ts';
 
 /**
  * Downloading a URL source's file to disk. This module is what the download worker loads
- * (src/outbound/download.worker.ts), so it imports nothing heavy: no DuckDB, no zod, types only from the
+ * (src/workers/download/download.worker.ts), so it imports nothing heavy: no DuckDB, no zod, types only from the
  * contracts.
  */
 

@@ -1,7 +1,7 @@
 import net, { type AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
-import { HttpProtocolError, PullTimeoutError } from '../connectors/remote-errors.ts';
+import { HttpProtocolError, PullTimeoutError } from '../../domain/connectors/remote-errors.ts';
 import { httpGet, UnsupportedEncodingError, type BodySink, type HttpGetOptions, type HttpGetResponse } from './http-get.ts';
 
 /**
