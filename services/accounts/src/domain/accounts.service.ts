@@ -1,4 +1,5 @@
-import { type KeyVerifyOutcome, generateApiKey, hashApiKey, isWellFormedApiKey, keyHint, makeEvent, newId, type Plan, type Scope, SCOPES } from '@dap/contracts';
+import { type KeyVerifyOutcome, generateApiKey, hashApiKey, isWellFormedApiKey, keyHint, newId, type Plan, type Scope, SCOPES } from '@dap/contracts';
+import { apiKeyCreated, apiKeyRevoked, apiKeyUpdated, planChanged } from './events.ts';
 import { accountClosed, accountNotFound, apiKeyNotFound, expiryInPast, keyAlreadyRolled, keyNotRollable } from './errors.ts';
 import type { AccountDoc, AccountRepository } from '../persistence/account.repository.ts';
 import type { ApiKeyDoc, ApiKeyRepository } from '../persistence/api-key.repository.ts';
@@ -35,7 +36,7 @@ export class AccountsService {
   }
 
   async changePlan(accountId: string, plan: Plan): Promise<AccountDoc> {
-    const event = makeEvent('account.plan_changed', { accountId, subject: accountId, data: { plan } });
+    const event = planChanged(accountId, plan);
     const updated = await this.accounts.coll.update(accountId, accountId, { plan, updatedAt: new Date() }, [event]);
     if (!updated) throw accountNotFound();
     return updated;
@@ -47,7 +48,7 @@ export class AccountsService {
     if (input.expiresAt && input.expiresAt.getTime() <= Date.now()) throw expiryInPast();
     const secret = generateApiKey();
     const id = newId('key');
-    const event = makeEvent('apikey.created', { accountId, subject: id, data: { keyId: id } });
+    const event = apiKeyCreated(accountId, id);
     const key = await this.keys.coll.insert(
       accountId,
       {
@@ -89,14 +90,13 @@ export class AccountsService {
     const graceEnd = new Date(now + graceSeconds * 1000);
     const oldExpiry = old.expiresAt && old.expiresAt < graceEnd ? old.expiresAt : graceEnd;
     const created = await this.createKey(accountId, { name: old.name, scopes: old.scopes, expiresAt: old.expiresAt });
-    // Gateways cache verified keys; the event evicts the old entry so its new expiry applies at once.
-    const event = makeEvent('apikey.updated', { accountId, subject: keyId, data: { keyId } });
+    const event = apiKeyUpdated(accountId, keyId);
     await this.keys.coll.update(accountId, keyId, { expiresAt: oldExpiry, replacedBy: created.key._id }, [event]);
     return created;
   }
 
   async revokeKey(accountId: string, keyId: string): Promise<ApiKeyDoc> {
-    const event = makeEvent('apikey.revoked', { accountId, subject: keyId, data: { keyId } });
+    const event = apiKeyRevoked(accountId, keyId);
     const updated = await this.keys.coll.update(accountId, keyId, { revokedAt: new Date() }, [event], { revokedAt: null });
     if (!updated) {
       const existing = await this.keys.coll.findById(accountId, keyId);

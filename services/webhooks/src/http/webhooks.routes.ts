@@ -4,42 +4,14 @@ import {
   listQuerySchema,
   replayWebhookBody,
   type WebhookReplayDto,
-  type DeliveryDto,
   type WebhookCreatedDto,
-  type WebhookDto,
   type WebhookSecretRotatedDto,
   type WebhookTestDto,
   type CallerContext,
 } from '@dap/contracts';
 import { callerOf, parseOr400 } from '@dap/http';
 import type { WebhooksService } from '../domain/webhooks.service.ts';
-import type { DeliveryDoc } from '../persistence/delivery.repository.ts';
-import type { EndpointDoc } from '../persistence/endpoint.repository.ts';
-
-export function toWebhookDto(e: EndpointDoc): WebhookDto {
-  return {
-    id: e._id,
-    url: e.url,
-    events: e.events,
-    description: e.description,
-    status: e.status,
-    disabledReason: e.disabledReason ?? null,
-    createdAt: e.createdAt.toISOString(),
-    updatedAt: e.updatedAt.toISOString(),
-  };
-}
-
-export function toDeliveryDto(d: DeliveryDoc): DeliveryDto {
-  return {
-    id: d.eventId,
-    type: d.eventType,
-    status: d.status,
-    attempts: d.attempts.map((a) => ({ at: a.at.toISOString(), statusCode: a.statusCode, latencyMs: a.latencyMs, error: a.error })),
-    nextAttemptAt: d.status === 'pending' && d.nextAttemptAt ? d.nextAttemptAt.toISOString() : null,
-    createdAt: d.createdAt.toISOString(),
-    updatedAt: d.updatedAt.toISOString(),
-  };
-}
+import { toDeliveryDto, toWebhookDto } from './dto.ts';
 
 /** The caller, with the request id this response carries (it travels on into events and deliveries). */
 function callerWithRequestId(req: Request): CallerContext {

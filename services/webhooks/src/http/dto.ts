@@ -1,0 +1,28 @@
+import type { DeliveryDto, WebhookDto } from '@dap/contracts';
+import type { DeliveryDoc } from '../persistence/delivery.repository.ts';
+import type { EndpointDoc } from '../persistence/endpoint.repository.ts';
+
+export function toWebhookDto(e: EndpointDoc): WebhookDto {
+  return {
+    id: e._id,
+    url: e.url,
+    events: e.events,
+    description: e.description,
+    status: e.status,
+    disabledReason: e.disabledReason ?? null,
+    createdAt: e.createdAt.toISOString(),
+    updatedAt: e.updatedAt.toISOString(),
+  };
+}
+
+export function toDeliveryDto(d: DeliveryDoc): DeliveryDto {
+  return {
+    id: d.eventId,
+    type: d.eventType,
+    status: d.status,
+    attempts: d.attempts.map((a) => ({ at: a.at.toISOString(), statusCode: a.statusCode, latencyMs: a.latencyMs, error: a.error })),
+    nextAttemptAt: d.status === 'pending' && d.nextAttemptAt ? d.nextAttemptAt.toISOString() : null,
+    createdAt: d.createdAt.toISOString(),
+    updatedAt: d.updatedAt.toISOString(),
+  };
+}
