@@ -378,6 +378,14 @@ export interface ConsumerGroupOptions {
  */
 export const IDLE_FETCH_WAIT_MS = 500;
 
+/**
+ * How long a group waits for a member that stopped heartbeating (kafkajs heartbeats every second). After the
+ * broker coordinating a group dies, its members restart with new ids, and the new coordinator rebalances only
+ * once the old ids have expired: at 6 s (the brokers' minimum by default) a group caught up 18 s after such
+ * a kill, at 10 s 23 to 26 s after it. A replica that dies gives its partitions away as soon, too.
+ */
+export const CONSUMER_SESSION_TIMEOUT_MS = 6_000;
+
 export type DeadLetter = (topic: string, message: KafkaMessage, reason: string) => Promise<void>;
 
 /**
@@ -397,7 +405,13 @@ export async function openConsumer(
   const dlq = deadLetterTopic(settings, opts.deadLetterName ?? opts.groupId);
   await ensureTopics(kafka, settings, logger, [dlq], 'deadLetters');
   // The client's retry policy (CLIENT_RETRY), whose count kafkajs would otherwise lower to 5 for a consumer.
-  const consumer = kafka.consumer({ groupId, sessionTimeout: 10_000, heartbeatInterval: 1_000, maxWaitTimeInMs: IDLE_FETCH_WAIT_MS, retry: { ...CLIENT_RETRY } });
+  const consumer = kafka.consumer({
+    groupId,
+    sessionTimeout: CONSUMER_SESSION_TIMEOUT_MS,
+    heartbeatInterval: 1_000,
+    maxWaitTimeInMs: IDLE_FETCH_WAIT_MS,
+    retry: { ...CLIENT_RETRY },
+  });
   await retryDuringStartup({
     what: `Kafka consumer group ${groupId}`,
     timeoutMs: settings.startupTimeoutMs ?? 30_000,
