@@ -56,13 +56,21 @@ async function call(url: string, key: string, method = 'GET', body?: unknown) {
 const writer = cli('create-account', '--name', `drill-writer-${Date.now()}`, '--plan', 'enterprise');
 const limited = cli('create-account', '--name', `drill-limited-${Date.now()}`, '--plan', 'starter');
 
-// A webhook receiver: every delivery of every event, by webhook-id.
+// A webhook receiver: every delivery of every event, by webhook-id, and when each source's first came.
 const deliveries = new Map<string, number>();
+const deliveredAt = new Map<string, number>();
 const receiver = createServer((req, res) => {
   const id = String(req.headers['webhook-id'] ?? '');
-  req.resume();
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
     if (id) deliveries.set(id, (deliveries.get(id) ?? 0) + 1);
+    try {
+      const source = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { data?: { id?: string } }).data?.id;
+      if (source && !deliveredAt.has(source)) deliveredAt.set(source, Date.now());
+    } catch {
+      // not an event body: counted by webhook-id only
+    }
     res.writeHead(204).end();
   });
 });
@@ -92,6 +100,7 @@ log(`revocation reached the gateways in ${revocation.join(' and ')} ms`);
 // Steady load: writes (acknowledged = 201 with an id) and the starter account's reads at 4/s (240 a minute
 // against a limit of 100).
 const acknowledged: string[] = [];
+const acknowledgedAt = new Map<string, number>();
 const statuses: Record<string, number> = {};
 const admittedAt: number[] = [];
 let running = true;
@@ -99,7 +108,10 @@ const writes = (async () => {
   for (let i = 0; running; i++) {
     const r = await call(`${nginx}/v1/sources`, writer.apiKey!, 'POST', { type: 'inline', name: `drill-${i}`, rows: [{ i, at: new Date().toISOString() }] });
     statuses[`write ${r.status}`] = (statuses[`write ${r.status}`] ?? 0) + 1;
-    if (r.status === 201 && typeof r.body?.id === 'string') acknowledged.push(r.body.id);
+    if (r.status === 201 && typeof r.body?.id === 'string') {
+      acknowledged.push(r.body.id);
+      acknowledgedAt.set(r.body.id, Date.now());
+    }
     await sleep(100);
   }
 })();
@@ -115,11 +127,13 @@ const reads = (async () => {
 
 const { Kafka, logLevel } = kafkajs;
 const kafka = new Kafka({ brokers: env.KAFKA_BROKERS!.split(','), clientId: 'drill', logLevel: logLevel.NOTHING });
-const faults: { at: string; what: string }[] = [];
+const loadStartedAt = Date.now();
+const faults: { at: string; secondsIntoLoad: number; what: string }[] = [];
 const fault = (what: string) => {
-  faults.push({ at: new Date().toISOString(), what });
+  faults.push({ at: new Date().toISOString(), secondsIntoLoad: Math.round((Date.now() - loadStartedAt) / 1000), what });
   log(what);
 };
+const brokerKill = { at: 0 };
 
 await sleep(PHASE_MS);
 // The broker leading partition 0 of sources.events (the writes' events go through it).
@@ -131,6 +145,7 @@ await sleep(PHASE_MS);
   const leader = meta.topics[0]!.partitions.find((p) => p.partitionId === 0)!.leader;
   const pid = Number(readFileSync(join(base, 'pids', `kafka-${leader}.pid`), 'utf8'));
   process.kill(pid, 'SIGKILL');
+  brokerKill.at = Date.now();
   fault(`SIGKILL Kafka broker ${leader} (pid ${pid}), leader of sources.events partition 0`);
 }
 await sleep(PHASE_MS);
@@ -180,8 +195,22 @@ const lostEvents = acknowledged.filter((id) => !created.has(id)).length;
 
 // Webhooks: one delivery per event expected; wait for the stragglers (retries follow their schedule).
 const webhookDeadline = Date.now() + 60_000;
-while (Date.now() < webhookDeadline && deliveries.size < acknowledged.length) await sleep(500);
+while (Date.now() < webhookDeadline && acknowledged.some((id) => !deliveredAt.has(id))) await sleep(500);
 receiver.close();
+
+// Webhook lag: from a write's acknowledgement to its event's first delivery. Caught up = the last moment a
+// delivery came more than LATE_MS after its write, counted from the broker kill (null: some never came).
+const LATE_MS = 5_000;
+const lagOf = (id: string) => (deliveredAt.get(id) ?? Infinity) - acknowledgedAt.get(id)!;
+const late = acknowledged.filter((id) => lagOf(id) > LATE_MS);
+const undelivered = acknowledged.filter((id) => !deliveredAt.has(id)).length;
+const lastLate = Math.max(0, ...late.filter((id) => deliveredAt.has(id)).map((id) => deliveredAt.get(id)!));
+const maxLagBy5s: number[] = [];
+for (const id of acknowledged) {
+  const bucket = Math.floor((acknowledgedAt.get(id)! - loadStartedAt) / 5_000);
+  while (maxLagBy5s.length <= bucket) maxLagBy5s.push(0);
+  maxLagBy5s[bucket] = Math.max(maxLagBy5s[bucket]!, Number.isFinite(lagOf(id)) ? lagOf(id) : -1);
+}
 
 // Over-admissions: the most 200s in any 60-s window, above the starter limit of 100.
 let worst = 0;
@@ -199,8 +228,18 @@ process.stdout.write(
       acknowledgedWrites: acknowledged.length,
       acknowledgedWritesLost: lostWrites,
       eventsLost: lostEvents,
-      webhooks: { distinct: deliveries.size, duplicates: [...deliveries.values()].reduce((n, c) => n + c - 1, 0), missing: Math.max(0, acknowledged.length - deliveries.size) },
-      rateLimit: { limitPer60s: 100, mostAdmittedIn60s: worst, overAdmissions: Math.max(0, worst - 100) },
+      webhooks: {
+        distinct: deliveries.size,
+        duplicates: [...deliveries.values()].reduce((n, c) => n + c - 1, 0),
+        missing: undelivered,
+        lateOver5s: late.length,
+        caughtUpAfterBrokerKillMs: undelivered ? null : late.length ? lastLate - brokerKill.at : 0,
+        maxLagMs: undelivered ? null : Math.max(0, ...acknowledged.map(lagOf)),
+        maxLagMsByWriteTime5s: maxLagBy5s,
+      },
+      // While Redis fails over, a gateway that cannot reach it fails open to its own window of the limit
+      // (docs/architecture.md): with one gateway alive, a 60-s window can admit the limit twice.
+      rateLimit: { limitPer60s: 100, mostAdmittedIn60s: worst, overAdmissions: Math.max(0, worst - 100), overAdmissionBound: 100 },
       revocationMsToEachGateway: revocation,
     },
     null,

@@ -53,6 +53,20 @@ spawn() {
   die "$name did not record its pid"
 }
 
+# wait_ready <name> <file>: until process <name> (started by spawn) writes <file>; if it exits first, its log's
+# last lines say why (CI keeps no files).
+wait_ready() {
+  local name=$1 file=$2 deadline=$((SECONDS + READY_TIMEOUT))
+  until [[ -s $file ]]; do
+    if ! pid_of "$name" >/dev/null; then
+      tail -n 30 "$LOGS/$name.log" >&2 || true
+      die "the $name did not start (the last lines of $LOGS/$name.log above)"
+    fi
+    ((SECONDS < deadline)) || die "the $name were not ready within ${READY_TIMEOUT}s; see $LOGS/$name.log"
+    sleep 0.5
+  done
+}
+
 wait_port() {
   local name=$1 port=$2 deadline=$((SECONDS + READY_TIMEOUT))
   until port_open "$port"; do
@@ -231,15 +245,7 @@ ENV
   say "starting 2 replicas of every service and 2 gateways"
   rm -f "$BASE/ready.env"
   spawn services "$LOGS/services.log" "$ROOT/node_modules/.bin/node" --no-warnings "$HERE/cluster.ts" "$BASE"
-  local deadline=$((SECONDS + READY_TIMEOUT))
-  until [[ -s $BASE/ready.env ]]; do
-    if ! pid_of services >/dev/null; then
-      tail -n 30 "$LOGS/services.log" >&2 || true
-      die "the services did not start (the last lines of $LOGS/services.log above; each process logs in $BASE/logs/*/)"
-    fi
-    ((SECONDS < deadline)) || die "the services were not ready within ${READY_TIMEOUT}s; see $LOGS/services.log"
-    sleep 1
-  done
+  wait_ready services "$BASE/ready.env"
   trap - EXIT
   say "up: $(tr '\n' ' ' <"$BASE/ready.env")"
   say "stop with: bash deploy/local/cluster.sh down"
@@ -269,9 +275,12 @@ cmd_status() {
   return $rc
 }
 
-case ${1:-} in
-  up) cmd_up ;;
-  down) cmd_down ;;
-  status) cmd_status ;;
-  *) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
-esac
+# Sourced (by its unit test), it only defines the functions.
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+  case ${1:-} in
+    up) cmd_up ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    *) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  esac
+fi

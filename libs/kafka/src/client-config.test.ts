@@ -1,6 +1,7 @@
 import { logLevel } from 'kafkajs';
 import { kafkaSettingsOf, loadConfig, kafkaConfig } from '@dap/config';
-import { isRetriableAtStartup, kafkaClientConfig } from './index.ts';
+import createRetry from 'kafkajs/src/retry/index.js';
+import { CLIENT_RETRY, isRetriableAtStartup, kafkaClientConfig } from './index.ts';
 
 describe('kafkaClientConfig', () => {
   const plain = { brokers: ['k1:9092'], clientId: 'svc', topicPrefix: 't.' };
@@ -11,7 +12,7 @@ describe('kafkaClientConfig', () => {
       brokers: ['k1:9092'],
       connectionTimeout: 3_000,
       requestTimeout: 10_000,
-      retry: { initialRetryTime: 200, retries: 8 },
+      retry: { initialRetryTime: 200, maxRetryTime: 2_000, retries: 8, factor: 0.2, multiplier: 2 },
       logLevel: logLevel.WARN,
     });
     expect(kafkaClientConfig({ ...plain, ssl: false })).not.toHaveProperty('ssl');
@@ -57,5 +58,36 @@ describe('isRetriableAtStartup', () => {
     expect(isRetriableAtStartup(err('KafkaJSProtocolError', { retriable: false, type: 'CLUSTER_AUTHORIZATION_FAILED' }))).toBe(false);
     expect(isRetriableAtStartup(err('TypeError'))).toBe(false);
     expect(isRetriableAtStartup(undefined)).toBe(false);
+  });
+});
+
+describe('CLIENT_RETRY, timed with kafkajs own retrier', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  /** Attempt times (ms from the first) of an operation that always fails as a dead broker makes it fail. */
+  async function attemptsAgainstDeadBroker(): Promise<{ at: number[]; error: Error }> {
+    const start = Date.now();
+    const at: number[] = [];
+    const outcome = createRetry({ ...CLIENT_RETRY })(async () => {
+      at.push(Date.now() - start);
+      throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:31091'), { name: 'KafkaJSConnectionError', retriable: true });
+    }).catch((err: Error) => err);
+    await jest.advanceTimersByTimeAsync(120_000);
+    return { at, error: (await outcome) as Error };
+  }
+
+  it.each([1, 2, 3, 4, 5])('retries at most 2 s apart, so a consumer heartbeats well within its 10-s session (run %i)', async () => {
+    const { at } = await attemptsAgainstDeadBroker();
+    const gaps = at.slice(1).map((t, i) => t - at[i]!);
+    expect(gaps).toHaveLength(CLIENT_RETRY.retries);
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(2_000);
+  });
+
+  it.each([1, 2, 3, 4, 5])('gives up only after a dead broker is fenced (9 s), so a consumer restarts and finds the new coordinator (run %i)', async () => {
+    const { at, error } = await attemptsAgainstDeadBroker();
+    expect(error.name).toBe('KafkaJSNumberOfRetriesExceeded');
+    expect(at.at(-1)).toBeGreaterThan(9_000);
+    expect(at.at(-1)).toBeLessThan(15_000);
   });
 });

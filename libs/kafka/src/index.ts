@@ -43,6 +43,18 @@ export function resolveTopicLayout(layout: TopicLayout, brokers: number): Resolv
 
 export const topicLayoutOf = (s: Pick<KafkaSettings, 'topics'>, family: TopicFamily): TopicLayout => s.topics?.[family] ?? DEFAULT_TOPIC_LAYOUTS[family];
 
+/**
+ * How every producer, consumer and admin of a client retries, and so rides out a broker that dies: the dead
+ * broker stays in the cluster's metadata until the controller fences it (9 s by default), so the first
+ * attempts fail, and each waits longer than the last. Capped at 2 s, the next attempt comes soon after the
+ * fence; kafkajs's default cap (30 s) left producers and consumers idle for up to half a minute after the
+ * cluster had recovered, and a consumer, which heartbeats only between attempts, past its session timeout,
+ * out of its group. A dead group coordinator is looked up again only when a consumer restarts, which it does
+ * when its retries run out: 8 of them take about 11 s, just past the fence. (Randomisation and growth are
+ * set too: kafkajs uses other defaults when NODE_ENV is test.)
+ */
+export const CLIENT_RETRY = { initialRetryTime: 200, maxRetryTime: 2_000, retries: 8, factor: 0.2, multiplier: 2 } as const;
+
 /** The kafkajs client options of some settings, without the logger (a pure mapping, unit-tested). */
 export function kafkaClientConfig(s: KafkaSettings): Omit<KafkaConfig, 'logCreator'> {
   const config: Omit<KafkaConfig, 'logCreator'> = {
@@ -50,7 +62,7 @@ export function kafkaClientConfig(s: KafkaSettings): Omit<KafkaConfig, 'logCreat
     brokers: s.brokers,
     connectionTimeout: 3_000,
     requestTimeout: 10_000,
-    retry: { initialRetryTime: 200, retries: 8 },
+    retry: { ...CLIENT_RETRY },
     logLevel: logLevel.WARN,
   };
   if (s.ssl) config.ssl = true;
@@ -453,6 +465,14 @@ export interface ConsumerGroupOptions {
  */
 export const IDLE_FETCH_WAIT_MS = 500;
 
+/**
+ * How long a group waits for a member that stopped heartbeating (kafkajs heartbeats every second). After the
+ * broker coordinating a group dies, its members restart with new ids, and the new coordinator rebalances only
+ * once the old ids have expired: at 6 s (the brokers' minimum by default) a group caught up 18 s after such
+ * a kill, at 10 s 23 to 26 s after it. A replica that dies gives its partitions away as soon, too.
+ */
+export const CONSUMER_SESSION_TIMEOUT_MS = 6_000;
+
 export type DeadLetter = (topic: string, message: KafkaMessage, reason: string) => Promise<void>;
 
 /**
@@ -471,7 +491,14 @@ export async function openConsumer(
   const groupId = `${settings.topicPrefix}${opts.groupId}`;
   const dlq = deadLetterTopic(settings, opts.deadLetterName ?? opts.groupId);
   await ensureTopics(kafka, settings, logger, [dlq], 'deadLetters');
-  const consumer = kafka.consumer({ groupId, sessionTimeout: 10_000, heartbeatInterval: 1_000, maxWaitTimeInMs: IDLE_FETCH_WAIT_MS, retry: { retries: 10 } });
+  // The client's retry policy (CLIENT_RETRY), whose count kafkajs would otherwise lower to 5 for a consumer.
+  const consumer = kafka.consumer({
+    groupId,
+    sessionTimeout: CONSUMER_SESSION_TIMEOUT_MS,
+    heartbeatInterval: 1_000,
+    maxWaitTimeInMs: IDLE_FETCH_WAIT_MS,
+    retry: { ...CLIENT_RETRY },
+  });
   await retryDuringStartup({
     what: `Kafka consumer group ${groupId}`,
     timeoutMs: settings.startupTimeoutMs ?? 30_000,

@@ -59,3 +59,9 @@ declare module 'kafkajs/src/network/socketFactory.js' {
   /** kafkajs's default: a net or tls socket per broker connection, as the public client makes. */
   export default function socketFactory(): ISocketFactory;
 }
+
+declare module 'kafkajs/src/retry/index.js' {
+  import type { RetryOptions } from 'kafkajs';
+  /** kafkajs's retrier, as its producers, consumers and broker pool use it (the unit tests time it). */
+  export default function createRetry(options?: RetryOptions): <T>(fn: (bail: (err: Error) => void, retryCount: number, retryTime: number) => Promise<T>) => Promise<T>;
+}
