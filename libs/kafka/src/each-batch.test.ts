@@ -18,16 +18,17 @@ const messageOf = (offset: number, value: string, type = 'delivery.completed'): 
 /** A fetched batch of `events` (strings stand for raw message values) and a record of what the handler did with it. */
 function batchOf(values: Array<DomainEvent | string>, opts: { running?: () => boolean } = {}) {
   const log: string[] = [];
+  const beats = { count: 0 };
   const messages = values.map((v, i) => messageOf(100 + i, typeof v === 'string' ? v : JSON.stringify(v)));
   const ctx: BatchContext = {
     batch: { topic: 't', partition: 0, messages } as unknown as BatchContext['batch'],
     resolveOffset: (offset) => void log.push(`resolve ${offset}`),
-    heartbeat: async () => {},
+    heartbeat: async () => void beats.count++,
     isRunning: opts.running ?? (() => true),
     isStale: () => false,
     commitOffsetsIfNecessary: async () => {},
   };
-  return { ctx, log, messages };
+  return { ctx, log, messages, beats };
 }
 
 function handlerWith(overrides: Partial<EachBatchOptions> & { log: string[] }) {
@@ -92,10 +93,10 @@ describe('eachBatchHandler', () => {
     expect(deadLetters).toEqual([{ offset: '101', reason: 'cannot apply' }]);
   });
 
-  it('retries a chunk that fails on an outage as a whole, past maxAttempts, and dead-letters nothing', async () => {
+  it('retries a chunk that fails on an outage as a whole, past maxAttempts, heartbeating between attempts, and dead-letters nothing', async () => {
     jest.useFakeTimers();
     const events = [eventOf(), eventOf()];
-    const { ctx, log } = batchOf(events);
+    const { ctx, log, beats } = batchOf(events);
     let calls = 0;
     const { run, deadLetters } = handlerWith({
       log,
@@ -108,6 +109,8 @@ describe('eachBatchHandler', () => {
     await jest.runAllTimersAsync();
     await done;
     expect(calls).toBe(6);
+    // Five retries and the chunk's own heartbeat: the group keeps the member through the outage.
+    expect(beats.count).toBe(6);
     expect(log).toEqual([`apply ${events.map((e) => e.id).join(',')}`, 'resolve 101']);
     expect(deadLetters).toEqual([]);
   });

@@ -393,11 +393,13 @@ export type BatchContext = Pick<EachBatchPayload, 'batch' | 'resolveOffset' | 'h
 /**
  * The consumer's `eachBatch`: chunk after chunk, decode, apply, and only then resolve the chunk's last offset.
  * A chunk is not started once the consumer stops or the batch went stale (a rebalance): what is left is fetched
- * again by whoever owns the partition next.
+ * again by whoever owns the partition next. While a handler is retried (an outage can last minutes) nothing more
+ * is fetched for the partition, and the consumer heartbeats between attempts so that the group keeps it rather
+ * than moving its partitions to members that would meet the same outage.
  */
 export function eachBatchHandler(o: EachBatchOptions): (payload: BatchContext) => Promise<void> {
   /** One event on its own: retried, then dead-lettered (an outage is retried for as long as it lasts). */
-  const applyOne = async (topic: string, message: KafkaMessage, event: DomainEvent) => {
+  const applyOne = async (topic: string, message: KafkaMessage, event: DomainEvent, heartbeat: () => Promise<void>) => {
     for (let attempt = 1; ; attempt++) {
       try {
         await o.handleBatch([event]);
@@ -406,11 +408,12 @@ export function eachBatchHandler(o: EachBatchOptions): (payload: BatchContext) =
         if (attempt >= o.maxAttempts && !isTransient(err)) return o.toDeadLetter(topic, message, (err as Error).message);
         o.logger.warn({ err, eventId: event.id, attempt }, 'event handler failed; retrying');
         await backoff(attempt, HANDLER_RETRY);
+        await heartbeat();
       }
     }
   };
 
-  const applyChunk = async (topic: string, messages: KafkaMessage[]) => {
+  const applyChunk = async (topic: string, messages: KafkaMessage[], heartbeat: () => Promise<void>) => {
     const decoded: Array<{ message: KafkaMessage; event: DomainEvent }> = [];
     for (const message of messages) {
       const type = message.headers?.['event-type']?.toString();
@@ -430,18 +433,19 @@ export function eachBatchHandler(o: EachBatchOptions): (payload: BatchContext) =
           if (!isTransient(err)) break;
           o.logger.warn({ err, attempt }, 'event batch failed on an outage; retrying');
           await backoff(attempt, HANDLER_RETRY);
+          await heartbeat();
         }
       }
     }
     // One event, or a chunk with something bad in it: one by one, so only the poison message is dead-lettered.
-    for (const d of decoded) await applyOne(topic, d.message, d.event);
+    for (const d of decoded) await applyOne(topic, d.message, d.event, heartbeat);
   };
 
   return async ({ batch, resolveOffset, heartbeat, isRunning, isStale, commitOffsetsIfNecessary }) => {
     for (let i = 0, size = o.firstChunkSize; i < batch.messages.length; i += size, size = Math.min(o.chunkSize, size * 2)) {
       if (!isRunning() || isStale()) return;
       const chunk = batch.messages.slice(i, i + size);
-      await applyChunk(batch.topic, chunk);
+      await applyChunk(batch.topic, chunk, heartbeat);
       resolveOffset(chunk[chunk.length - 1]!.offset);
       await heartbeat();
       await commitOffsetsIfNecessary();
