@@ -835,10 +835,10 @@ export interface components {
              *     | `forbidden` | 403 | platform | The credentials do not allow this operation (a missing scope, or a session is needed). |
              *     | `not_found` | 404 | platform | No operation answers this path. |
              *     | `method_not_allowed` | 405 | platform | The path does not answer this method; Allow lists those it does. |
-             *     | `conflict` | 409 | platform | A request with the same Idempotency-Key is still running. |
+             *     | `idempotency_key_in_use` | 409 | platform | A request with the same Idempotency-Key is still running; retry after Retry-After. |
              *     | `payload_too_large` | 413 | platform | The body is larger than the limit of the operation. |
              *     | `unsupported_media_type` | 415 | platform | The upload is in a media type, coding or charset the operation does not take. |
-             *     | `unprocessable` | 422 | platform | An Idempotency-Key was reused with a different body. |
+             *     | `idempotency_key_reused` | 422 | platform | The Idempotency-Key was used before with a different request body. |
              *     | `quota_exceeded` | 429 | platform | The plan's requests per minute are used up, or too many failed authentications came from the address. |
              *     | `internal` | 500 | platform | An unexpected error on our side. |
              *     | `bad_gateway` | 502 | platform | The service behind the gateway failed to answer properly. |
