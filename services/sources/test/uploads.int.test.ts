@@ -164,7 +164,7 @@ describe('POST /v1/sources/upload', () => {
       { name: 'file', value: big, filename: 'big.csv' },
     ]);
     const viaForm = await send('POST', '/v1/sources/upload', new Blob([f.body]).stream(), { 'content-type': f.type });
-    expect([viaForm.status, viaForm.body.code]).toEqual([413, 'payload_too_large']);
+    expect([viaForm.status, viaForm.body.code]).toEqual([413, 'upload_too_large']);
 
     // Positive control: just under the limit is taken.
     const fits = 'a,b\n' + '1,2\n'.repeat(LIMIT / 4 - 10);
