@@ -70,6 +70,7 @@ const SOURCES = {
 
 const ANALYTICS = {
   query_concurrency_limit: { kind: 'conflict', meaning: 'The account already runs as many queries as it may at once; retry after Retry-After.' },
+  query_read_limit: { kind: 'unprocessable', meaning: "The query would read more of the source's data than the plan allows per query (maxBytesRead); narrow it." },
   report_not_found: { kind: 'not_found', meaning: 'The report does not exist or belongs to another account.' },
   report_running: { kind: 'conflict', meaning: 'The report is still running; export it once it has completed.' },
   report_failed: { kind: 'conflict', meaning: 'The report failed; there is nothing to export.' },

@@ -868,6 +868,7 @@ export interface components {
              *     | `upload_malformed` | 400 | sources | The upload body is malformed (a broken multipart form, a missing file part). |
              *     | `upload_too_large` | 413 | sources | The file is larger than the upload limit. |
              *     | `query_concurrency_limit` | 409 | analytics | The account already runs as many queries as it may at once; retry after Retry-After. |
+             *     | `query_read_limit` | 422 | analytics | The query would read more of the source's data than the plan allows per query (maxBytesRead); narrow it. |
              *     | `report_not_found` | 404 | analytics | The report does not exist or belongs to another account. |
              *     | `report_running` | 409 | analytics | The report is still running; export it once it has completed. |
              *     | `report_failed` | 409 | analytics | The report failed; there is nothing to export. |
