@@ -37,7 +37,7 @@ describe('Idempotency-Key', () => {
     expect((await post(key, { name: 'a' })).status).toBe(201);
     const mismatch = await post(key, { name: 'b' });
     expect(mismatch.status).toBe(422);
-    expect(mismatch.body.code).toBe('unprocessable');
+    expect(mismatch.body.code).toBe('idempotency_key_reused');
     const other = await h.newAccount('professional');
     const theirs = await http('POST', `${gw}/v1/sources`, { headers: { ...bearer(other.secret), 'idempotency-key': key }, body: { name: 'b' } });
     expect(theirs.status).toBe(201);
@@ -49,7 +49,7 @@ describe('Idempotency-Key', () => {
     const slow = post(key, { name: 'slow' }, '/v1/sources?delay=600');
     await new Promise((r) => setTimeout(r, 150));
     const concurrent = await post(key, { name: 'slow' }, '/v1/sources?delay=600');
-    expect(concurrent.status).toBe(409);
+    expect([concurrent.status, concurrent.body.code]).toEqual([409, 'idempotency_key_in_use']);
     expect(concurrent.headers.get('retry-after')).toBe('1');
     expect((await slow).status).toBe(201);
     expect((await post(key, { name: 'slow' }, '/v1/sources?delay=600')).headers.get('idempotent-replayed')).toBe('true');
@@ -121,7 +121,7 @@ describe('Idempotency-Key', () => {
       '{"name":"a","connection":{"url":"https://x.example","headers":{"a":"1","b":"2"}},"tags":[1,2],"__proto__":{}}',
     ]) {
       const res = await post(key, other);
-      expect([res.status, res.body.code]).toEqual([422, 'unprocessable']);
+      expect([res.status, res.body.code]).toEqual([422, 'idempotency_key_reused']);
     }
   });
 
@@ -131,7 +131,7 @@ describe('Idempotency-Key', () => {
     expect((await post(key, '1.0\n', '/v1/sources', csv)).status).toBe(201);
     expect((await post(key, '1.0\n', '/v1/sources', csv)).headers.get('idempotent-replayed')).toBe('true');
     const other = await post(key, '1\n', '/v1/sources', csv);
-    expect([other.status, other.body.code]).toEqual([422, 'unprocessable']);
+    expect([other.status, other.body.code]).toEqual([422, 'idempotency_key_reused']);
   });
 
   it('leaves sign-up and login out: each caller gets its own response and its own session cookie', async () => {

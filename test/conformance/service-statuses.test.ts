@@ -27,6 +27,8 @@ function mounts(): Map<string, string> {
   for (const s of services) {
     const text = readFileSync(join(root, 'services', s, 'src', 'app.ts'), 'utf8');
     for (const m of text.matchAll(/app\.use\(\s*'([^']+)'\s*,\s*(\w+)\(/g)) out.set(m[2]!, m[1]!);
+    // Stream routes (uploads) are mounted by createHttpApp: `streamRoutes: { path: '/v1/sources', routes: uploadRoutes(…) }`.
+    for (const m of text.matchAll(/path:\s*'([^']+)'\s*,\s*routes:\s*(\w+)\(/g)) out.set(m[2]!, m[1]!);
   }
   return out;
 }

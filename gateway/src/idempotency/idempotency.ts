@@ -151,9 +151,9 @@ export function idempotency(deps: { redis: Redis; bodyLimit: number; logger: Log
         claimed = (await deps.redis.set(slot, JSON.stringify({ state: 'in_flight', fingerprint } satisfies Stored), 'PX', IN_FLIGHT_TTL_MS, 'NX')) === 'OK';
         if (!claimed) {
           const existing = JSON.parse((await deps.redis.get(slot)) ?? 'null') as Stored | null;
-          if (existing && existing.fingerprint !== fingerprint) throw new AppError('unprocessable', 'this Idempotency-Key was used with a different request body');
+          if (existing && existing.fingerprint !== fingerprint) throw new AppError('idempotency_key_reused', 'this Idempotency-Key was used with a different request body');
           if (existing?.state === 'in_flight')
-            throw new AppError('conflict', 'a request with this Idempotency-Key is still in progress; retry later', { headers: { 'Retry-After': '1' } });
+            throw new AppError('idempotency_key_in_use', 'a request with this Idempotency-Key is still in progress; retry later', { retryAfterSeconds: 1 });
           const replay = existing?.state === 'done' && existing.sealed ? openReplay(sealKey, existing.sealed, slot) : null;
           if (replay) return send(res, { status: replay.status, headers: replay.headers, body: Buffer.from(replay.body, 'base64') }, true);
           claimed = true; // expired between SET and GET (or unreadable, as after a change of the gateway's secret): run it

@@ -24,10 +24,10 @@ const PLATFORM = {
   forbidden: { kind: 'forbidden', meaning: 'The credentials do not allow this operation (a missing scope, or a session is needed).' },
   not_found: { kind: 'not_found', meaning: 'No operation answers this path.' },
   method_not_allowed: { kind: 'method_not_allowed', meaning: 'The path does not answer this method; Allow lists those it does.' },
-  conflict: { kind: 'conflict', meaning: 'A request with the same Idempotency-Key is still running.' },
+  idempotency_key_in_use: { kind: 'conflict', meaning: 'A request with the same Idempotency-Key is still running; retry after Retry-After.' },
   payload_too_large: { kind: 'too_large', meaning: 'The body is larger than the limit of the operation.' },
   unsupported_media_type: { kind: 'unsupported_media_type', meaning: 'The upload is in a media type, coding or charset the operation does not take.' },
-  unprocessable: { kind: 'unprocessable', meaning: 'An Idempotency-Key was reused with a different body.' },
+  idempotency_key_reused: { kind: 'unprocessable', meaning: 'The Idempotency-Key was used before with a different request body.' },
   quota_exceeded: { kind: 'rate_limited', meaning: "The plan's requests per minute are used up, or too many failed authentications came from the address." },
   internal: { kind: 'internal', meaning: 'An unexpected error on our side.' },
   bad_gateway: { kind: 'bad_gateway', meaning: 'The service behind the gateway failed to answer properly.' },
@@ -70,6 +70,7 @@ const SOURCES = {
 
 const ANALYTICS = {
   query_concurrency_limit: { kind: 'conflict', meaning: 'The account already runs as many queries as it may at once; retry after Retry-After.' },
+  query_read_limit: { kind: 'unprocessable', meaning: "The query would read more of the source's data than the plan allows per query (maxBytesRead); narrow it." },
   report_not_found: { kind: 'not_found', meaning: 'The report does not exist or belongs to another account.' },
   report_running: { kind: 'conflict', meaning: 'The report is still running; export it once it has completed.' },
   report_failed: { kind: 'conflict', meaning: 'The report failed; there is nothing to export.' },

@@ -39,9 +39,9 @@ export interface HttpAppOptions {
   metrics?: Metrics;
   /**
    * Routes that read their own request body (streamed file uploads): mounted after the gateway-signature check
-   * and before the JSON body parser, which never sees their requests.
+   * and before the JSON body parser, which never sees their requests. Mounted at `path`, as every router is.
    */
-  streamRoutes?: RequestHandler;
+  streamRoutes?: { path: string; routes: RequestHandler };
 }
 
 export function requestId(req: Request, res: Response, next: NextFunction): void {
@@ -150,7 +150,7 @@ export function createHttpApp(opts: HttpAppOptions): Express {
     }
   });
   if (opts.internalSecret) app.use('/v1', requireGatewaySignature(opts.internalSecret));
-  if (opts.streamRoutes) app.use(opts.streamRoutes);
+  if (opts.streamRoutes) app.use(opts.streamRoutes.path, opts.streamRoutes.routes);
   app.use(jsonBody(opts.bodyLimitBytes));
   return app;
 }

@@ -17,7 +17,7 @@ export interface AnalyticsAppDeps {
 
 export function createApp(deps: AnalyticsAppDeps): Express {
   const app = createHttpApp({ logger: deps.logger, bodyLimitBytes: deps.bodyLimitBytes, internalSecret: deps.internalSecret, ready: deps.ready });
-  app.use(reportsRoutes(deps.reports, deps.logger));
-  app.use(overviewRoutes(deps.overview));
+  app.use('/v1/analytics', reportsRoutes(deps.reports, deps.logger));
+  app.use('/v1/analytics', overviewRoutes(deps.overview));
   return finishApp(app, deps.logger);
 }

@@ -16,6 +16,6 @@ export interface ModelsAppDeps {
 
 export function createApp(deps: ModelsAppDeps): Express {
   const app = createHttpApp({ logger: deps.logger, bodyLimitBytes: deps.bodyLimitBytes, internalSecret: deps.internalSecret, ready: deps.ready });
-  app.use(modelsRoutes(deps.models, deps.lifecycle));
+  app.use('/v1/models', modelsRoutes(deps.models, deps.lifecycle));
   return finishApp(app, deps.logger);
 }

@@ -21,8 +21,8 @@ export function createApp(deps: SourcesAppDeps): Express {
     bodyLimitBytes: deps.bodyLimitBytes,
     internalSecret: deps.internalSecret,
     ready: deps.ready,
-    streamRoutes: uploadRoutes(deps.service, deps.uploads),
+    streamRoutes: { path: '/v1/sources', routes: uploadRoutes(deps.service, deps.uploads) },
   });
-  app.use(sourceRoutes(deps.service));
+  app.use('/v1/sources', sourceRoutes(deps.service));
   return finishApp(app, deps.logger);
 }

@@ -835,10 +835,10 @@ export interface components {
              *     | `forbidden` | 403 | platform | The credentials do not allow this operation (a missing scope, or a session is needed). |
              *     | `not_found` | 404 | platform | No operation answers this path. |
              *     | `method_not_allowed` | 405 | platform | The path does not answer this method; Allow lists those it does. |
-             *     | `conflict` | 409 | platform | A request with the same Idempotency-Key is still running. |
+             *     | `idempotency_key_in_use` | 409 | platform | A request with the same Idempotency-Key is still running; retry after Retry-After. |
              *     | `payload_too_large` | 413 | platform | The body is larger than the limit of the operation. |
              *     | `unsupported_media_type` | 415 | platform | The upload is in a media type, coding or charset the operation does not take. |
-             *     | `unprocessable` | 422 | platform | An Idempotency-Key was reused with a different body. |
+             *     | `idempotency_key_reused` | 422 | platform | The Idempotency-Key was used before with a different request body. |
              *     | `quota_exceeded` | 429 | platform | The plan's requests per minute are used up, or too many failed authentications came from the address. |
              *     | `internal` | 500 | platform | An unexpected error on our side. |
              *     | `bad_gateway` | 502 | platform | The service behind the gateway failed to answer properly. |
@@ -868,6 +868,7 @@ export interface components {
              *     | `upload_malformed` | 400 | sources | The upload body is malformed (a broken multipart form, a missing file part). |
              *     | `upload_too_large` | 413 | sources | The file is larger than the upload limit. |
              *     | `query_concurrency_limit` | 409 | analytics | The account already runs as many queries as it may at once; retry after Retry-After. |
+             *     | `query_read_limit` | 422 | analytics | The query would read more of the source's data than the plan allows per query (maxBytesRead); narrow it. |
              *     | `report_not_found` | 404 | analytics | The report does not exist or belongs to another account. |
              *     | `report_running` | 409 | analytics | The report is still running; export it once it has completed. |
              *     | `report_failed` | 409 | analytics | The report failed; there is nothing to export. |

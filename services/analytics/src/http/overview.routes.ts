@@ -4,7 +4,7 @@ import type { OverviewService } from '../domain/overview.service.ts';
 
 export function overviewRoutes(overview: OverviewService): Router {
   const router = Router();
-  router.get('/v1/analytics/overview', async (req, res) => {
+  router.get('/overview', async (req, res) => {
     res.json(await overview.overview(callerOf(req).accountId));
   });
   return router;

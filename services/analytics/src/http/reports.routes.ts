@@ -16,7 +16,7 @@ const location = (id: string) => `/v1/analytics/reports/${id}`;
 export function reportsRoutes(reports: ReportsService, logger: Logger): Router {
   const router = Router();
 
-  router.post('/v1/analytics/query', async (req, res) => {
+  router.post('/query', async (req, res) => {
     const caller = callerOf(req);
     const query = parseOr400(querySchema, req.body, 'body');
     const { report, accepted } = await reports.run(caller, query);
@@ -26,7 +26,7 @@ export function reportsRoutes(reports: ReportsService, logger: Logger): Router {
       .json(toReportDto(report));
   });
 
-  router.get('/v1/analytics/reports', async (req, res) => {
+  router.get('/reports', async (req, res) => {
     const { accountId } = callerOf(req);
     const q = parseOr400(listQuerySchema, req.query, 'query');
     const before = decodeCursor(q.cursor, (id) => isId('rpt', id));
@@ -38,7 +38,7 @@ export function reportsRoutes(reports: ReportsService, logger: Logger): Router {
     res.json({ ...page, data: page.data.map(toReportSummaryDto) });
   });
 
-  router.get('/v1/analytics/reports/:id', async (req, res) => {
+  router.get('/reports/:id', async (req, res) => {
     const { accountId } = callerOf(req);
     if (!isId('rpt', req.params.id)) throw reportNotFound();
     res.json(toReportDto(await reports.get(accountId, req.params.id)));
@@ -69,7 +69,7 @@ export function reportsRoutes(reports: ReportsService, logger: Logger): Router {
   };
 
   // Every row of the result, not only the stored page: streamed from DuckDB chunk by chunk.
-  router.get('/v1/analytics/reports/:id/export.csv', async (req, res) => {
+  router.get('/reports/:id/export.csv', async (req, res) => {
     const report = await exportable(req);
     const gone = new AbortController();
     res.on('close', () => gone.abort());
@@ -90,7 +90,7 @@ export function reportsRoutes(reports: ReportsService, logger: Logger): Router {
     }
   });
 
-  router.get('/v1/analytics/reports/:id/export.parquet', async (req, res) => {
+  router.get('/reports/:id/export.parquet', async (req, res) => {
     const report = await exportable(req);
     const gone = new AbortController();
     res.on('close', () => gone.abort());

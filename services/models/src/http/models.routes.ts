@@ -11,7 +11,7 @@ const isModelId = (id: string) => isId('mdl', id);
 export function modelsRoutes(service: ModelsService, lifecycle: ModelLifecycle): Router {
   const router = Router();
 
-  router.get('/v1/models', async (req, res) => {
+  router.get('/', async (req, res) => {
     const { accountId } = callerOf(req);
     const query = parseOr400(listQuerySchema, req.query, 'query');
     const before = decodeCursor(query.cursor, isModelId);
@@ -21,7 +21,7 @@ export function modelsRoutes(service: ModelsService, lifecycle: ModelLifecycle):
   });
 
   /** 202 while a model trains (poll the Location), 201 for an ONNX model, ready at once. */
-  router.post('/v1/models', async (req, res) => {
+  router.post('/', async (req, res) => {
     const body = parseOr400(createModelBody, req.body, 'body');
     const { model, accepted } = await lifecycle.create(callerOf(req), body);
     res
@@ -30,18 +30,18 @@ export function modelsRoutes(service: ModelsService, lifecycle: ModelLifecycle):
       .json(toModelDto(model));
   });
 
-  router.get('/v1/models/:id', async (req, res) => {
+  router.get('/:id', async (req, res) => {
     const { accountId } = callerOf(req);
     const model = await service.get(accountId, req.params.id);
     res.json(toModelDto(model, model.kind === 'trained' ? await lifecycle.parameters(accountId, model) : undefined));
   });
 
-  router.delete('/v1/models/:id', async (req, res) => {
+  router.delete('/:id', async (req, res) => {
     await lifecycle.delete(callerOf(req).accountId, req.params.id);
     res.status(204).end();
   });
 
-  router.post('/v1/models/:id/predict', async (req, res) => {
+  router.post('/:id/predict', async (req, res) => {
     const result = await service.predict(callerOf(req), req.params.id, req.body);
     const { validateMs, modelMs, logMs } = result.timing;
     res.setHeader('Server-Timing', `validate;dur=${validateMs}, model;dur=${modelMs}, log;dur=${logMs}`);
@@ -56,24 +56,24 @@ export function modelsRoutes(service: ModelsService, lifecycle: ModelLifecycle):
     res.json(body);
   });
 
-  router.get('/v1/models/:id/metrics', async (req, res) => {
+  router.get('/:id/metrics', async (req, res) => {
     const query = parseOr400(metricsQuerySchema, req.query, 'query');
     if (query.version !== undefined && query.alias !== undefined) throw invalidQuery([{ path: 'alias', message: 'name a version or an alias, not both' }]);
     res.json(await service.metrics(callerOf(req).accountId, req.params.id, query));
   });
 
-  router.get('/v1/models/:id/versions', async (req, res) => {
+  router.get('/:id/versions', async (req, res) => {
     res.json({ data: await lifecycle.listVersions(callerOf(req).accountId, req.params.id) });
   });
 
   /** 202: the new version trains in the background (poll the model until it is ready or failed). */
-  router.post('/v1/models/:id/versions', async (req, res) => {
+  router.post('/:id/versions', async (req, res) => {
     const body = parseOr400(retrainModelBody, req.body ?? {}, 'body');
     const model = await lifecycle.retrain(callerOf(req), req.params.id, body);
     res.status(202).location(`/v1/models/${model.id}`).json(toModelDto(model));
   });
 
-  router.post('/v1/models/:id/aliases', async (req, res) => {
+  router.post('/:id/aliases', async (req, res) => {
     const body = parseOr400(updateAliasesBody, req.body, 'body');
     const set = await lifecycle.setAliases(callerOf(req).accountId, req.params.id, body);
     res.json({ modelId: req.params.id, ...set });

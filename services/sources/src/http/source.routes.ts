@@ -13,28 +13,28 @@ const location = (id: string) => `/v1/sources/${encodeURIComponent(id)}`;
 export function sourceRoutes(service: SourceService): Router {
   const r = Router();
 
-  r.get('/v1/sources', async (req, res) => {
+  r.get('/', async (req, res) => {
     const query = parseOr400(listQuerySchema, req.query, 'query');
     const page = await service.list(callerOf(req).accountId, query);
     res.json({ data: page.data.map(toSourceDto), hasMore: page.hasMore, nextCursor: page.nextCursor });
   });
 
-  r.post('/v1/sources', async (req, res) => {
+  r.post('/', async (req, res) => {
     const body = parseOr400(createSourceBody, req.body, 'body');
     const doc = await service.create(callerOf(req), body);
     res.status(201).location(location(doc._id)).json(toSourceDto(doc));
   });
 
-  r.get('/v1/sources/:id', async (req, res) => {
+  r.get('/:id', async (req, res) => {
     res.json(toSourceDto(await service.get(callerOf(req).accountId, req.params.id)));
   });
 
-  r.delete('/v1/sources/:id', async (req, res) => {
+  r.delete('/:id', async (req, res) => {
     await service.remove(callerOf(req), req.params.id);
     res.status(204).end();
   });
 
-  r.post('/v1/sources/:id/sync', async (req, res) => {
+  r.post('/:id/sync', async (req, res) => {
     parseOr400(syncBody, req.body, 'body');
     const doc = await service.requestSync(callerOf(req), req.params.id);
     res.status(202).location(location(doc._id)).json(toSourceDto(doc));

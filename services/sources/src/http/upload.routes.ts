@@ -40,12 +40,12 @@ function formatOf(asked: FileFormat | undefined, received: ReceivedUpload, raw: 
 export function uploadRoutes(service: SourceService, limits: UploadLimits): Router {
   const r = Router();
   // A refusal may come before the whole file has arrived: the rest is dropped for a moment, then the connection closes.
-  r.use(['/v1/sources/upload', '/v1/sources/:id/data'], (req, res, next) => {
+  r.use(['/upload', '/:id/data'], (req, res, next) => {
     lingerAfterEarlyAnswer(req, res);
     next();
   });
 
-  r.post('/v1/sources/upload', async (req, res) => {
+  r.post('/upload', async (req, res) => {
     const caller = callerOf(req);
     const query = parseOr400(uploadSourceQuery, req.query, 'query');
     const media = uploadMediaOf(req, limits);
@@ -78,7 +78,7 @@ export function uploadRoutes(service: SourceService, limits: UploadLimits): Rout
     res.status(201).location(location(doc._id)).json(toSourceDto(doc));
   });
 
-  r.put('/v1/sources/:id/data', async (req, res) => {
+  r.put('/:id/data', async (req, res) => {
     const caller = callerOf(req);
     // Refused before the body is read: an unknown source (first: another account's answers 404 whatever is
     // sent), one that is not a file, a body it does not take, or a file of another format.
