@@ -398,7 +398,7 @@ launch_kafka() {
       >>"$toollog" 2>&1 || die "StorageTool format failed"
   fi
   rotate "$LOGS/kafka.log" "$LOGS/kafka.out"
-  spawn kafka "$LOGS/kafka.out" java -Xms256m -Xmx512m -XX:+UseG1GC -Djava.awt.headless=true \
+  spawn kafka "$LOGS/kafka.out" java -Xms256m -Xmx1536m -XX:+UseG1GC -Djava.awt.headless=true \
     -Dkafka.logs.dir="$LOGS" -Dlog4j.configuration="file:$HERE/kafka-log4j.properties" \
     -cp "$JARS/kafka/*" kafka.Kafka "$props"
 }
