@@ -33,15 +33,11 @@ export function wallOf(instantMs: number, timeZone: string): number {
  */
 export function instantOf(wallMs: number, timeZone: string): number {
   if (timeZone === 'UTC') return wallMs;
-  const before = wallMs - (wallOf(wallMs, timeZone) - wallMs);
-  const offsetBefore = wallOf(before, timeZone) - before;
-  const guess = wallMs - offsetBefore;
-  const offsetAtGuess = wallOf(guess, timeZone) - guess;
-  if (offsetAtGuess === offsetBefore) return guess;
-  // The offset changes near this time: prefer the earlier instant that has this wall time, if there is one.
-  const other = wallMs - offsetAtGuess;
-  if (wallOf(other, timeZone) === wallMs) return Math.min(guess, other);
-  return guess;
+  // The offsets a day either side: before and after any change near this time (zones change at most once a day).
+  const offsetBefore = wallOf(wallMs - 86_400_000, timeZone) - (wallMs - 86_400_000);
+  const offsetAfter = wallOf(wallMs + 86_400_000, timeZone) - (wallMs + 86_400_000);
+  const candidates = [wallMs - offsetBefore, wallMs - offsetAfter].filter((t) => wallOf(t, timeZone) === wallMs);
+  return candidates.length ? Math.min(...candidates) : wallMs - offsetBefore;
 }
 
 const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?(Z|[+-]\d{2}:?\d{2})?$/;
