@@ -55,10 +55,16 @@ function rows(): Row[] {
 }
 const ROWS = rows();
 
+const formats = new Map<string, Intl.DateTimeFormat>();
+
 /** The wall clock in `tz` at an instant, from Intl. */
 function local(ms: number, tz: string) {
+  if (!formats.has(tz)) {
+    formats.set(tz, new Intl.DateTimeFormat('en-US', { timeZone: tz, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric', weekday: 'short' }));
+  }
   const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-US', { timeZone: tz, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric', weekday: 'short' })
+    formats
+      .get(tz)!
       .formatToParts(new Date(ms))
       .map((p) => [p.type, p.value]),
   );
@@ -66,8 +72,16 @@ function local(ms: number, tz: string) {
   return { y: +parts.year!, mo: +parts.month!, d: +parts.day!, h: +parts.hour!, mi: +parts.minute!, s: +parts.second!, weekday };
 }
 
+const midnights = new Map<string, number>();
+
 /** The first instant whose wall clock in `tz` is y-mo-d 00:00 (brute force over every quarter-hour offset). */
 function midnight(y: number, mo: number, d: number, tz: string): number {
+  const key = `${tz} ${y}-${mo}-${d}`;
+  if (!midnights.has(key)) midnights.set(key, searchMidnight(y, mo, d, tz));
+  return midnights.get(key)!;
+}
+
+function searchMidnight(y: number, mo: number, d: number, tz: string): number {
   const wall = Date.UTC(y, mo - 1, d);
   const n = new Date(wall);
   const hits: number[] = [];
@@ -221,11 +235,11 @@ describe('time zones and week starts', () => {
       const res = await query({ measures: [{ op: 'count' }], timeDimension: { field: 'ts', granularity: 'day', timezone } });
       expect(res.status).toBe(400);
       expect(res.body.code).toBe('validation_failed');
-      expect(res.body.errors.map((e: { path: string }) => e.path)).toEqual(['body.timeDimension.timezone']);
+      expect(res.body.errors.map((e: { path: string }) => e.path)).toEqual(['timeDimension.timezone']);
     }
     const week = await query({ measures: [{ op: 'count' }], timeDimension: { field: 'ts', granularity: 'week', weekStartsOn: 7 } });
     expect(week.status).toBe(400);
-    expect(week.body.errors.map((e: { path: string }) => e.path)).toEqual(['body.timeDimension.weekStartsOn']);
+    expect(week.body.errors.map((e: { path: string }) => e.path)).toEqual(['timeDimension.weekStartsOn']);
   });
 });
 
