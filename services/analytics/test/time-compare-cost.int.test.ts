@@ -60,7 +60,20 @@ const formats = new Map<string, Intl.DateTimeFormat>();
 /** The wall clock in `tz` at an instant, from Intl. */
 function local(ms: number, tz: string) {
   if (!formats.has(tz)) {
-    formats.set(tz, new Intl.DateTimeFormat('en-US', { timeZone: tz, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric', weekday: 'short' }));
+    formats.set(
+      tz,
+      new Intl.DateTimeFormat('en-US', {
+        timeZone: tz,
+        hourCycle: 'h23',
+        year: 'numeric',
+        month: 'numeric',
+        day: 'numeric',
+        hour: 'numeric',
+        minute: 'numeric',
+        second: 'numeric',
+        weekday: 'short',
+      }),
+    );
   }
   const parts = Object.fromEntries(
     formats
@@ -218,13 +231,24 @@ describe('time zones and week starts', () => {
     const day = await query({ measures: [{ op: 'count' }], timeDimension: { field: 'ts', granularity: 'day', timezone: 'Europe/Berlin', from: '2024-03-30', to: '2024-04-02' } });
     // Local midnights: CET (+01:00) before the change, CEST (+02:00) after.
     expect(day.body.rows.map((r: { ts: string }) => r.ts)).toEqual(['2024-03-29T23:00:00.000Z', '2024-03-30T23:00:00.000Z', '2024-03-31T22:00:00.000Z']);
-    const hours = await query({ measures: [{ op: 'count' }], timeDimension: { field: 'ts', granularity: 'hour', timezone: 'Europe/Berlin', from: '2024-10-27T01:00:00+02:00', to: '2024-10-27T04:00:00+01:00' } });
+    const hours = await query({
+      measures: [{ op: 'count' }],
+      timeDimension: { field: 'ts', granularity: 'hour', timezone: 'Europe/Berlin', from: '2024-10-27T01:00:00+02:00', to: '2024-10-27T04:00:00+01:00' },
+    });
     // 01:00 CEST, 02:00 CEST, 02:00 CET, 03:00 CET: four hours in UTC.
-    expect(hours.body.rows.map((r: { ts: string }) => r.ts)).toEqual(['2024-10-26T23:00:00.000Z', '2024-10-27T00:00:00.000Z', '2024-10-27T01:00:00.000Z', '2024-10-27T02:00:00.000Z']);
+    expect(hours.body.rows.map((r: { ts: string }) => r.ts)).toEqual([
+      '2024-10-26T23:00:00.000Z',
+      '2024-10-27T00:00:00.000Z',
+      '2024-10-27T01:00:00.000Z',
+      '2024-10-27T02:00:00.000Z',
+    ]);
   });
 
   it('leaves a query without a time zone in UTC, weeks starting on Monday (positive control for the local buckets)', async () => {
-    const res = await query({ measures: [{ op: 'count' }, { op: 'sum', field: 'v' }], timeDimension: { field: 'ts', granularity: 'week', from: '2024-03-03T00:00:00Z', to: '2024-04-08T00:00:00Z' } });
+    const res = await query({
+      measures: [{ op: 'count' }, { op: 'sum', field: 'v' }],
+      timeDimension: { field: 'ts', granularity: 'week', from: '2024-03-03T00:00:00Z', to: '2024-04-08T00:00:00Z' },
+    });
     expect(res.status).toBe(201);
     expect(res.body.rows).toEqual(reference('week', 'UTC', 1, Date.parse('2024-03-03T00:00:00Z'), Date.parse('2024-04-08T00:00:00Z')));
     expect(res.body.rows).not.toEqual(reference('week', 'Europe/Berlin', 1, Date.parse('2024-03-03T00:00:00Z'), Date.parse('2024-04-08T00:00:00Z')));

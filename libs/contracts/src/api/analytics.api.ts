@@ -16,7 +16,7 @@ const filterValue = z.union([z.string().max(1000), z.number(), z.boolean(), z.nu
 
 /** A name the platform's time-zone database knows (IANA, e.g. Europe/Berlin), as this runtime's Intl does. */
 export function isTimeZone(name: string): boolean {
-  if (!/^[A-Za-z][A-Za-z0-9_+\-]*(?:\/[A-Za-z0-9_+\-]+){0,2}$/.test(name)) return false;
+  if (!/^[A-Za-z][A-Za-z0-9_+-]*(?:\/[A-Za-z0-9_+-]+){0,2}$/.test(name)) return false;
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: name });
     return true;
@@ -73,7 +73,7 @@ export const querySchema = z
       .union([z.enum(['previousPeriod', 'previousYear']), timeRange])
       .optional()
       .describe(
-        'Compare with another period in the same request: `previousPeriod` (as long as from..to, just before it), `previousYear` (the same local dates a year earlier) or an explicit `{from, to}` that does not overlap the range. Needs `timeDimension.from` and `to`. Each measure gets `<name>_previous`, `<name>_change` (current − previous) and `<name>_relativeChange` ((current − previous) / |previous|, null when the previous is 0 or missing); rows are the current period\'s buckets, the previous period\'s data shifted onto them.',
+        "Compare with another period in the same request: `previousPeriod` (as long as from..to, just before it), `previousYear` (the same local dates a year earlier) or an explicit `{from, to}` that does not overlap the range. Needs `timeDimension.from` and `to`. Each measure gets `<name>_previous`, `<name>_change` (current − previous) and `<name>_relativeChange` ((current − previous) / |previous|, null when the previous is 0 or missing); rows are the current period's buckets, the previous period's data shifted onto them.",
       ),
     filters: z.array(filterSchema).max(50).default([]),
     orderBy: z
@@ -112,11 +112,7 @@ const scanFields = {
     .int()
     .nonnegative()
     .describe("Rows in the Parquet row groups the query reads: all of the file's, less the row groups its time range rules out by their min/max statistics."),
-  bytesRead: z
-    .number()
-    .int()
-    .nonnegative()
-    .describe('Compressed bytes of the columns the query uses in those row groups, from the Parquet metadata (a `count` alone reads none).'),
+  bytesRead: z.number().int().nonnegative().describe('Compressed bytes of the columns the query uses in those row groups, from the Parquet metadata (a `count` alone reads none).'),
 };
 
 export const queryStatisticsSchema = z
@@ -177,9 +173,7 @@ export const reportSchema = z
         'True when the result has rows past this page (offset + rowCount < totalRows): raise `limit`, page with `offset`, or export the report for every row. Reports made before totals were recorded say true when their page filled its limit.',
       ),
     durationMs: z.number().nullable(),
-    statistics: queryStatisticsSchema
-      .nullable()
-      .describe('What the run cost; null while running, when failed, and for reports made before statistics were recorded.'),
+    statistics: queryStatisticsSchema.nullable().describe('What the run cost; null while running, when failed, and for reports made before statistics were recorded.'),
     createdAt: isoDate,
     completedAt: isoDate.nullable(),
   })

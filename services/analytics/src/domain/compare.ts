@@ -27,7 +27,7 @@ export function comparedPeriod(compareTo: NonNullable<AnalyticsQuery['compareTo'
   }
   // A row in both periods would be counted in one of them only.
   if (period.from < current.to && current.from < period.to) {
-    return { path: 'compareTo', error: 'the compared period overlaps the query\'s range (timeDimension.from to to); compare with a period that does not overlap it' };
+    return { path: 'compareTo', error: "the compared period overlaps the query's range (timeDimension.from to to); compare with a period that does not overlap it" };
   }
   return period;
 }

@@ -262,7 +262,17 @@ export class ReportsService {
       rowsJson = outcome.rowsJson;
       const truncated = report.query.offset + rows.length < outcome.total;
       const statistics: QueryStatistics = { elapsedMs: durationMs, rowsRead: outcome.read.rowsRead, bytesRead: outcome.read.bytesRead };
-      fields = { status: 'completed', error: null, columns: outcome.result.columns, rowCount: rows.length, totalRows: outcome.total, truncated, durationMs, statistics, completedAt };
+      fields = {
+        status: 'completed',
+        error: null,
+        columns: outcome.result.columns,
+        rowCount: rows.length,
+        totalRows: outcome.total,
+        truncated,
+        durationMs,
+        statistics,
+        completedAt,
+      };
       event = reportCompleted(report.accountId, requestId, { id: report._id, sourceId: report.sourceId, rowCount: rows.length, durationMs });
     } else {
       rows = [];

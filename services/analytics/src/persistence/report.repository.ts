@@ -59,7 +59,9 @@ function withTotals<T extends Omit<StoredReport, 'rows' | 'rowsJson'>>(doc: T): 
 }
 
 /** The outcome of a run, with its rows already serialised (see `encodeRows`). */
-export type ReportOutcome = Pick<ReportDoc, 'status' | 'error' | 'columns' | 'rowCount' | 'totalRows' | 'truncated' | 'durationMs' | 'statistics' | 'completedAt'> & { rowsJson: string };
+export type ReportOutcome = Pick<ReportDoc, 'status' | 'error' | 'columns' | 'rowCount' | 'totalRows' | 'truncated' | 'durationMs' | 'statistics' | 'completedAt'> & {
+  rowsJson: string;
+};
 
 export const encodeRows = (rows: readonly Cell[][]): string => JSON.stringify(rows);
 
