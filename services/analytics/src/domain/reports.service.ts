@@ -7,7 +7,7 @@ import type { SourceProjectionRepository } from '@dap/mongo';
 import { encodeRows, type ReportDoc, type ReportOutcome, type ReportRepository, type ReportSummaryDoc } from '../persistence/report.repository.ts';
 import type { ParquetLayout, RunOptions, StreamOptions, TableResult } from '../persistence/query.runner.ts';
 import { compileQuery, type CompiledQuery, type ParamValue } from './query-compiler.ts';
-import { estimateScan, type ScanEstimate } from './scan-estimate.ts';
+import { estimateScan, timeSpan, type ScanEstimate } from './scan-estimate.ts';
 import {
   FAILURE,
   exportInterrupted,
@@ -69,7 +69,8 @@ interface QueryRun {
   file: string;
   compiled: CompiledQuery;
   current: () => Promise<string | null>;
-  recompile: (file: string) => CompiledQuery;
+  read: ScanEstimate;
+  recompile: (file: string) => Promise<{ compiled: CompiledQuery; read: ScanEstimate }>;
 }
 
 /** A stale report is one older than any query can run, plus this much for the final write. */
@@ -108,21 +109,19 @@ export class ReportsService {
     if (source.status !== 'ready') throw sourceNotReady(source._id, source.status);
     if ('err' in current) throw current.err;
     if (!current.file) throw sourceHasNoData(source._id);
-    const file = resolve(current.file);
-    const compiled = compileQuery(query, source.schema, file);
-    const estimate = await this.estimate(file, compiled);
-    const max = this.deps.limits.maxBytesRead[caller.plan] ?? 0;
-    if (max > 0 && estimate.bytesRead > max) throw tooMuchToRead(estimate.bytesRead, max, caller.plan);
     // A newer sync may replace and remove the file under the query: it then runs once more on the current one.
-    const runOn: QueryRun = {
+    const currentFile = async () => {
+      const now = await this.deps.store.currentFile(accountId, query.sourceId);
+      return now && resolve(now);
+    };
+    const {
       file,
       compiled,
-      current: async () => {
-        const now = await this.deps.store.currentFile(accountId, query.sourceId);
-        return now && resolve(now);
-      },
-      recompile: (other) => compileQuery(query, source.schema, other),
-    };
+      read: estimate,
+    } = await readCurrentFile(resolve(current.file), currentFile, async (f) => ({ file: f, ...(await this.prepare(query, source.schema, f)) }));
+    const max = this.deps.limits.maxBytesRead[caller.plan] ?? 0;
+    if (max > 0 && estimate.bytesRead > max) throw tooMuchToRead(estimate.bytesRead, max, caller.plan);
+    const runOn: QueryRun = { file, compiled, read: estimate, current: currentFile, recompile: (other) => this.prepare(query, source.schema, other) };
 
     this.admit(accountId, running);
     let report: ReportDoc;
@@ -138,7 +137,7 @@ export class ReportsService {
         rowCount: 0,
         totalRows: null,
         truncated: false,
-        dataFile: resolve(current.file),
+        dataFile: file,
         durationMs: null,
         statistics: null,
         createdAt: new Date(),
@@ -166,8 +165,8 @@ export class ReportsService {
     if (source.status !== 'ready') throw sourceNotReady(source._id, source.status);
     if (!current) throw sourceHasNoData(source._id);
     const file = resolve(current);
-    const compiled = compileQuery(query, source.schema, file);
-    const [estimate, operators] = await Promise.all([this.estimate(file, compiled), this.deps.runner.explain(compiled.sql, compiled.params)]);
+    const { compiled, read: estimate } = await this.prepare(query, source.schema, file);
+    const operators = await this.deps.runner.explain(compiled.sql, compiled.params);
     const max = this.deps.limits.maxBytesRead[caller.plan] ?? 0;
     return {
       dryRun: true,
@@ -177,8 +176,8 @@ export class ReportsService {
     };
   }
 
-  /** What a compiled query reads of `file`, from its (cached) Parquet footer. */
-  private async estimate(file: string, compiled: CompiledQuery): Promise<ScanEstimate> {
+  /** The query compiled for `file` with what its (cached) Parquet footer tells, and what it reads of it. */
+  private async prepare(query: AnalyticsQuery, schema: readonly DatasetColumn[], file: string): Promise<{ compiled: CompiledQuery; read: ScanEstimate }> {
     let layout = this.layouts.get(file);
     if (layout) {
       // Least recently used out: a hit moves to the end.
@@ -189,7 +188,9 @@ export class ReportsService {
     }
     this.layouts.set(file, layout);
     if (this.layouts.size > LAYOUT_CACHE_SIZE) this.layouts.delete(this.layouts.keys().next().value!);
-    return estimateScan(await layout, compiled.scan);
+    const parquet = await layout;
+    const compiled = compileQuery(query, schema, file, { timeSpan: query.timeDimension ? timeSpan(parquet, query.timeDimension.field) : null });
+    return { compiled, read: estimateScan(parquet, compiled.scan) };
   }
 
   async get(accountId: string, id: string): Promise<ReportDoc> {
@@ -228,10 +229,9 @@ export class ReportsService {
     try {
       // A newer sync may have replaced and removed the file meanwhile: then the page is read once more from the current one.
       const { result, total, read } = await readCurrentFile(run.file, run.current, async (file) => {
-        const compiled = file === run.file ? run.compiled : run.recompile(file);
+        const { compiled, read } = file === run.file ? run : await run.recompile(file);
         const opts = { timeoutMs: limits.timeoutMs, signal: this.shutdown.signal, computed: computedOf(compiled) };
-        // The footer is cached from the admission check; beside the query, it adds no wait.
-        const [page, read] = await Promise.all([this.deps.runner.run(compiled.sql, compiled.params, opts), this.estimate(file, compiled)]);
+        const page = await this.deps.runner.run(compiled.sql, compiled.params, opts);
         // The page's last column is the count of all result rows (the same on every row); it is not an output.
         const width = compiled.columns.length;
         let count: number | null = null;
@@ -301,7 +301,7 @@ export class ReportsService {
     if (!file) throw reportMadeBeforeExports(report._id);
     try {
       await access(file);
-      return compileQuery(report.query, await this.deps.runner.describe(file), file);
+      return (await this.prepare(report.query, await this.deps.runner.describe(file), file)).compiled;
     } catch (err) {
       throw isMissingFile(err) ? reportDataReplaced(report._id) : err;
     }

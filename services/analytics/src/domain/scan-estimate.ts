@@ -41,3 +41,19 @@ export function estimateScan(layout: ParquetLayout, scan: CompiledQuery['scan'])
   }
   return { rowsRead, bytesRead, rowGroups, rowGroupsTotal: layout.length };
 }
+
+/** The earliest and latest instant of a time column over the file, from the row groups' statistics; null when any lacks them. */
+export function timeSpan(layout: ParquetLayout, field: string): { from: number; to: number } | null {
+  let from = Infinity;
+  let to = -Infinity;
+  for (const group of layout) {
+    const stats = group.columns[field];
+    const min = statInstant(stats?.min ?? null);
+    const max = statInstant(stats?.max ?? null);
+    // Without them (no statistics written, or only nulls) a time could lie anywhere.
+    if (min === null || max === null) return null;
+    from = Math.min(from, min);
+    to = Math.max(to, max);
+  }
+  return from <= to ? { from, to } : null;
+}

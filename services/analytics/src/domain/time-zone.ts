@@ -74,3 +74,34 @@ export function addYears(wallMs: number, years: number): number {
   const day = Math.min(d.getUTCDate(), new Date(Date.UTC(target, d.getUTCMonth() + 1, 0)).getUTCDate());
   return Date.UTC(target, d.getUTCMonth(), day, d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds());
 }
+
+/**
+ * A zone's UTC offsets over [fromMs, toMs]: `offsets[i]` (minutes) holds from `starts[i]` (ms) until the next
+ * start; the first holds from before `fromMs`. Null when the span is too long or the zone changes offset too
+ * often to be worth it. Changes are found day by day and then to the second (no zone changes twice a day).
+ */
+export function offsetSegments(timeZone: string, fromMs: number, toMs: number, maxSegments = 512): { starts: number[]; offsets: number[] } | null {
+  const DAY = 86_400_000;
+  if (!(toMs >= fromMs) || toMs - fromMs > 200 * 365 * DAY) return null;
+  const off = (t: number) => wallOf(t, timeZone) - t;
+  let current = off(fromMs);
+  const starts = [fromMs];
+  const offsets = [current / 60_000];
+  for (let t = fromMs; t < toMs; t += DAY) {
+    const next = off(t + DAY);
+    if (next === current) continue;
+    // The first second in (t, t + DAY] with the new offset.
+    let lo = Math.floor(t / 1000);
+    let hi = Math.floor((t + DAY) / 1000);
+    while (hi - lo > 1) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (off(mid * 1000) === next) hi = mid;
+      else lo = mid;
+    }
+    starts.push(hi * 1000);
+    offsets.push(next / 60_000);
+    current = next;
+    if (starts.length > maxSegments) return null;
+  }
+  return { starts, offsets };
+}
