@@ -74,6 +74,7 @@ const reportSummary = {
   totalRows: 27,
   truncated: true,
   durationMs: 42.7,
+  statistics: { elapsedMs: 42.7, rowsRead: 48213, bytesRead: 731904 },
   createdAt: '2026-11-20T09:20:12.331Z',
   completedAt: '2026-11-20T09:20:12.374Z',
 };
@@ -189,6 +190,20 @@ export const RESPONSE_EXAMPLES: Record<string, unknown> = {
   },
   ReportList: page([reportSummary]),
   Report: report,
+  QueryEstimate: {
+    dryRun: true,
+    estimate: { rowsRead: 48213, bytesRead: 731904, rowGroups: 1, rowGroupsTotal: 1 },
+    limit: { plan: 'professional', maxBytesRead: 21474836480, withinLimit: true },
+    plan: {
+      columns: [
+        { name: 'country', role: 'dimension' },
+        { name: 'orders', role: 'measure' },
+        { name: 'revenue', role: 'measure' },
+      ],
+      reads: ['country', 'amount', 'status'],
+      operators: ['TOP_N', '  PROJECTION', '    WINDOW', '      HASH_GROUP_BY', '        PROJECTION', '          READ_PARQUET'],
+    },
+  },
   ReportCsv: 'country,orders,revenue\r\nDE,9120,418233.5\r\nFR,7044,301877.25\r\nGB,6391,287410.9\r\n',
   ModelList: page([{ ...model, parameters: undefined }]),
   Model: { ...model, parameters: { intercept: 31.2, coefficients: { 'country=DE': 4.1, 'country=FR': 1.8, hour: 0.37 } } },

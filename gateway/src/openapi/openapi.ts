@@ -165,11 +165,11 @@ export function buildOpenApi(serverUrl: string): Json {
       headers: { ...rateHeaders, ...(success.status === 201 || success.status === 202 ? { Location: { schema: { type: 'string' } } } : {}) },
       ...okBody,
     };
-    if (success.alt) {
-      responses[String(success.alt.status)] = {
-        description: 'Accepted; the work finishes in the background. Poll the Location.',
-        headers: { ...rateHeaders, Location: { schema: { type: 'string' } } },
-        content: { 'application/json': media(schemaOf(success.alt.schema, 'output', components), RESPONSE_EXAMPLES) },
+    for (const alt of success.alt ?? []) {
+      responses[String(alt.status)] = {
+        description: alt.description ?? 'Accepted; the work finishes in the background. Poll the Location.',
+        headers: { ...rateHeaders, ...(alt.status === 202 ? { Location: { schema: { type: 'string' } } } : {}) },
+        content: { 'application/json': media(schemaOf(alt.schema, 'output', components), RESPONSE_EXAMPLES) },
       };
     }
     for (const [status, description] of Object.entries(errorResponsesOf(op))) responses[status] = problemResponse(description);

@@ -1,6 +1,7 @@
 import type {
   Account,
   AnalyticsQueryInput,
+  QueryEstimate,
   CreateModelInput,
   CreateSourceInput,
   CreateWebhookInput,
@@ -177,7 +178,11 @@ export function createDapClient(options: DapClientOptions) {
       /** Every row of a completed report's result as the bytes of a Parquet file. */
       exportReportParquet: (id: string, opts?: RequestOptions): ApiPromise<Uint8Array> => t.call('exportReportParquet', byId(id), opts) as unknown as ApiPromise<Uint8Array>,
       /** Runs a query; 201 with a completed (or failed) report, or 202 with a running one (see `.withResponse().status`). */
-      query: (body: AnalyticsQueryInput, opts?: RequestOptions): ApiPromise<Report> => t.call('runQuery', { body }, opts),
+      query: (body: Omit<AnalyticsQueryInput, 'dryRun'>, opts?: RequestOptions): ApiPromise<Report> =>
+        t.call('runQuery', { body: { ...body, dryRun: false } }, opts) as ApiPromise<Report>,
+      /** Validates a query and estimates what it would read (a dry run): nothing runs and no report is saved. */
+      estimate: (body: Omit<AnalyticsQueryInput, 'dryRun'>, opts?: RequestOptions): ApiPromise<QueryEstimate> =>
+        t.call('runQuery', { body: { ...body, dryRun: true } }, opts) as ApiPromise<QueryEstimate>,
     },
 
     models: {

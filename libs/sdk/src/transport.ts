@@ -271,8 +271,8 @@ export class Transport {
     const schema = operation.success.schema;
     let data = schema === null || body === '' ? undefined : body;
     if (this.#opts.validateResponses && schema !== null && !(data instanceof Uint8Array)) {
-      // A 202 answers with the operation's alternative schema (a running report, a model in training).
-      const target = operation.success.alt && res.status === operation.success.alt.status ? operation.success.alt.schema : schema;
+      // Another status may answer with an alternative schema (a running report, a model in training, a dry run's estimate).
+      const target = operation.success.alt?.find((a) => a.status === res.status)?.schema ?? schema;
       const parsed = target.safeParse(data);
       if (!parsed.success) {
         const problem: Problem = {

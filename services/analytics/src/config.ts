@@ -16,6 +16,25 @@ export const analyticsConfigShape = {
     .regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, 'like 1GB or 512MB')
     .default('1GB'),
   DUCKDB_THREADS: z.coerce.number().int().min(1).max(256).optional(),
+  /**
+   * The most bytes of a source's data (compressed Parquet, of the columns and row groups a query uses) one
+   * query may read, per plan; 0 is no limit. A query over it is refused with 422 before it runs.
+   */
+  MAX_QUERY_BYTES_STARTER: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(2 * 1024 ** 3),
+  MAX_QUERY_BYTES_PROFESSIONAL: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(20 * 1024 ** 3),
+  MAX_QUERY_BYTES_ENTERPRISE: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(200 * 1024 ** 3),
   ...duckdbSpillConfig,
 };
 export type AnalyticsConfig = ReturnType<typeof loadAnalyticsConfig>;

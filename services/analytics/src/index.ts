@@ -65,6 +65,7 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
         budgetMs: config.QUERY_BUDGET_MS,
         timeoutMs: config.QUERY_TIMEOUT_MS,
         maxConcurrent: config.MAX_CONCURRENT_QUERIES,
+        maxBytesRead: { starter: config.MAX_QUERY_BYTES_STARTER, professional: config.MAX_QUERY_BYTES_PROFESSIONAL, enterprise: config.MAX_QUERY_BYTES_ENTERPRISE },
         maxResultBytes: MAX_RESULT_BYTES,
       },
     });

@@ -14,6 +14,19 @@ const filterValue = z.union([z.string().max(1000), z.number(), z.boolean(), z.nu
     "A value of the field's type: a string, a number, true or false, or an ISO-8601 time. An integer field also takes a string of digits, which selects integers beyond 2^53 exactly (results give them as such strings).",
 });
 
+/** A name the platform's time-zone database knows (IANA, e.g. Europe/Berlin), as this runtime's Intl does. */
+export function isTimeZone(name: string): boolean {
+  if (!/^[A-Za-z][A-Za-z0-9_+-]*(?:\/[A-Za-z0-9_+-]+){0,2}$/.test(name)) return false;
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const timeRange = z.strictObject({ from: isoDate, to: isoDate });
+
 export const measureSchema = z.strictObject({ op: z.enum(MEASURE_OPS), field: fieldName.optional(), as: alias.optional() });
 
 export type Filter = { field: string; op: (typeof FILTER_OPS)[number]; value?: z.infer<typeof filterValue> | z.infer<typeof filterValue>[] } | { and: Filter[] } | { or: Filter[] };
@@ -41,10 +54,27 @@ export const querySchema = z
           'A timestamp column of the source. Other columns are refused with 400, strings included: ingestion types a text column as timestamp when every value in it is a time, so a string column holds values that are not times.',
         ),
         granularity: z.enum(GRANULARITIES),
-        from: isoDate.optional(),
-        to: isoDate.optional(),
+        from: isoDate
+          .optional()
+          .describe('The first instant included. An ISO-8601 time; without an offset (`2024-03-01` or `2024-03-01T08:00:00`) it is a local time in `timezone`.'),
+        to: isoDate.optional().describe('The first instant excluded; read like `from`.'),
+        timezone: z
+          .string()
+          .max(64)
+          .refine(isTimeZone, 'must be an IANA time zone such as Europe/Berlin or America/New_York')
+          .default('UTC')
+          .describe(
+            'The IANA time zone buckets follow: a day, week, month or year starts at local midnight there (23 or 25 hours long on a daylight-saving change), an hour at the local hour. Bucket times in results are the instants those buckets start, in UTC.',
+          ),
+        weekStartsOn: z.number().int().min(0).max(6).default(1).describe('The day a week bucket starts on: 0 Sunday, 1 Monday (the default, as ISO-8601), … 6 Saturday.'),
       })
       .optional(),
+    compareTo: z
+      .union([z.enum(['previousPeriod', 'previousYear']), timeRange])
+      .optional()
+      .describe(
+        "Compare with another period in the same request: `previousPeriod` (as long as from..to, just before it), `previousYear` (the same local dates a year earlier) or an explicit `{from, to}` that does not overlap the range. Needs `timeDimension.from` and `to`. Each measure gets `<name>_previous`, `<name>_change` (current − previous) and `<name>_relativeChange` ((current − previous) / |previous|, null when the previous is 0 or missing); rows are the current period's buckets, the previous period's data shifted onto them.",
+      ),
     filters: z.array(filterSchema).max(50).default([]),
     orderBy: z
       .array(z.strictObject({ field: fieldName, direction: z.enum(['asc', 'desc']).default('asc') }))
@@ -53,6 +83,10 @@ export const querySchema = z
     limit: z.number().int().min(1).max(MAX_RESULT_ROWS).default(1000),
     offset: z.number().int().min(0).max(1_000_000).default(0),
     async: z.boolean().default(false),
+    dryRun: z
+      .boolean()
+      .default(false)
+      .describe('Validate and estimate only: answers 200 with the rows and bytes the query would read (from the Parquet metadata) and its plan, runs nothing and saves no report.'),
   })
   .meta({
     id: 'AnalyticsQuery',
@@ -71,6 +105,46 @@ export const querySchema = z
     ],
   });
 export type AnalyticsQuery = z.infer<typeof querySchema>;
+
+const scanFields = {
+  rowsRead: z
+    .number()
+    .int()
+    .nonnegative()
+    .describe("Rows in the Parquet row groups the query reads: all of the file's, less the row groups its time range rules out by their min/max statistics."),
+  bytesRead: z.number().int().nonnegative().describe('Compressed bytes of the columns the query uses in those row groups, from the Parquet metadata (a `count` alone reads none).'),
+};
+
+export const queryStatisticsSchema = z
+  .object({ elapsedMs: z.number().nonnegative().describe('How long the query ran, in milliseconds.'), ...scanFields })
+  .meta({ id: 'QueryStatistics' });
+export type QueryStatistics = z.infer<typeof queryStatisticsSchema>;
+
+export const queryEstimateSchema = z
+  .object({
+    dryRun: z.literal(true),
+    estimate: z.object({
+      ...scanFields,
+      rowGroups: z.number().int().nonnegative().describe('Row groups read, of `rowGroupsTotal`.'),
+      rowGroupsTotal: z.number().int().nonnegative(),
+    }),
+    limit: z
+      .object({
+        plan: z.string(),
+        maxBytesRead: z.number().int().nullable().describe("The most bytes one query may read on the account's plan; null when unlimited."),
+        withinLimit: z.boolean().describe('False when running the query would be refused with 422.'),
+      })
+      .describe("The plan's cap on the bytes one query reads."),
+    plan: z
+      .object({
+        columns: z.array(z.object({ name: z.string(), role: z.enum(['dimension', 'time', 'measure']) })).describe('The result columns, in order.'),
+        reads: z.array(z.string()).describe('The source columns the query reads.'),
+        operators: z.array(z.string()).describe("DuckDB's physical plan, one operator per entry from the top, children indented by two spaces."),
+      })
+      .describe('The shape of the compiled query.'),
+  })
+  .meta({ id: 'QueryEstimate' });
+export type QueryEstimateDto = z.infer<typeof queryEstimateSchema>;
 
 export const REPORT_STATUSES = ['running', 'completed', 'failed'] as const;
 const cell = z.union([z.string(), z.number(), z.boolean(), z.null()]);
@@ -99,6 +173,7 @@ export const reportSchema = z
         'True when the result has rows past this page (offset + rowCount < totalRows): raise `limit`, page with `offset`, or export the report for every row. Reports made before totals were recorded say true when their page filled its limit.',
       ),
     durationMs: z.number().nullable(),
+    statistics: queryStatisticsSchema.nullable().describe('What the run cost; null while running, when failed, and for reports made before statistics were recorded.'),
     createdAt: isoDate,
     completedAt: isoDate.nullable(),
   })

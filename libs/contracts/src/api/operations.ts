@@ -5,6 +5,7 @@ import { createSourceBody, replaceSourceDataQuery, sourceListSchema, sourceSchem
 import {
   overviewSchema,
   querySchema,
+  queryEstimateSchema,
   REPORT_CSV_MEDIA_TYPE,
   REPORT_PARQUET_MEDIA_TYPE,
   reportCsvSchema,
@@ -86,7 +87,7 @@ export interface ApiOperation {
    * Success status → body schema (null for an empty body). `mediaType` is the success body's content type
    * when it is not `application/json` (e.g. `text/csv` for a CSV download).
    */
-  success: { status: 200 | 201 | 202 | 204; schema: z.ZodType | null; mediaType?: string; alt?: { status: 202; schema: z.ZodType } };
+  success: { status: 200 | 201 | 202 | 204; schema: z.ZodType | null; mediaType?: string; alt?: readonly { status: 200 | 202; schema: z.ZodType; description?: string }[] };
   /**
    * Error statuses the operation can answer besides the ones every operation can (400, 413, 429, 500, 502,
    * 503), the ones of its credentials (401, 403) and of Idempotency-Key (409, 422; see
@@ -371,13 +372,21 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     path: '/analytics/query',
     service: 'analytics',
     scope: 'analytics:write',
-    summary: 'Execute a custom analytics query; the result is saved as a report.',
+    summary: 'Execute a custom analytics query; the result is saved as a report. With `dryRun: true`, only validate it and estimate what it would read.',
     body: querySchema,
-    success: { status: 201, schema: reportSchema, alt: { status: 202, schema: reportSchema } },
-    errors: [404, 409],
+    success: {
+      status: 201,
+      schema: reportSchema,
+      alt: [
+        { status: 202, schema: reportSchema },
+        { status: 200, schema: queryEstimateSchema, description: 'A dry run (`dryRun: true`): the estimate and plan; nothing ran and no report was saved.' },
+      ],
+    },
+    errors: [404, 409, 422],
     errorNotes: {
       404: 'the source does not exist',
       409: 'the source is not ready or has no data yet, or the account already runs as many queries as it may at once',
+      422: "the query would read more bytes than one query may on the account's plan (the detail names the limit)",
     },
   },
   {
@@ -400,7 +409,7 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     summary:
       'Train a model on a data source (202: it trains in the background; poll the Location until ready or failed), or upload an ONNX model (201: verified by loading it, ready at once).',
     body: createModelBody,
-    success: { status: 201, schema: modelSchema, alt: { status: 202, schema: modelSchema } },
+    success: { status: 201, schema: modelSchema, alt: [{ status: 202, schema: modelSchema }] },
     errors: [404, 409, 422, 503],
     errorNotes: { 404: 'the source to train on does not exist', 409: 'the source to train on is not ready' },
   },

@@ -340,7 +340,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Execute a custom analytics query; the result is saved as a report. */
+        /** Execute a custom analytics query; the result is saved as a report. With `dryRun: true`, only validate it and estimate what it would read. */
         post: operations["runQuery"];
         delete?: never;
         options?: never;
@@ -1306,9 +1306,19 @@ export interface components {
             /** @description True when the result has rows past this page (offset + rowCount < totalRows): raise `limit`, page with `offset`, or export the report for every row. Reports made before totals were recorded say true when their page filled its limit. */
             truncated: boolean;
             durationMs: number | null;
+            /** @description What the run cost; null while running, when failed, and for reports made before statistics were recorded. */
+            statistics: components["schemas"]["QueryStatistics"] | null;
             /** @description ISO-8601 UTC timestamp */
             createdAt: string;
             completedAt: string | null;
+        };
+        QueryStatistics: {
+            /** @description How long the query ran, in milliseconds. */
+            elapsedMs: number;
+            /** @description Rows in the Parquet row groups the query reads: all of the file's, less the row groups its time range rules out by their min/max statistics. */
+            rowsRead: number;
+            /** @description Compressed bytes of the columns the query uses in those row groups, from the Parquet metadata (a `count` alone reads none). */
+            bytesRead: number;
         };
         Report: {
             id: string;
@@ -1333,6 +1343,8 @@ export interface components {
             /** @description True when the result has rows past this page (offset + rowCount < totalRows): raise `limit`, page with `offset`, or export the report for every row. Reports made before totals were recorded say true when their page filled its limit. */
             truncated: boolean;
             durationMs: number | null;
+            /** @description What the run cost; null while running, when failed, and for reports made before statistics were recorded. */
+            statistics: components["schemas"]["QueryStatistics"] | null;
             /** @description ISO-8601 UTC timestamp */
             createdAt: string;
             completedAt: string | null;
@@ -1344,6 +1356,40 @@ export interface components {
          * @description Every row of the report's result as one Parquet file (zstd), without the 10,000-row cap and ignoring the query's limit and offset, in the query's order. Columns keep their types: times are TIMESTAMP (UTC), decimals DECIMAL, computed doubles rounded to 15 significant digits, and integers wider than 64 bits (sums of integer columns) DECIMAL(38, 0), exact.
          */
         ReportParquet: string;
+        QueryEstimate: {
+            /** @constant */
+            dryRun: true;
+            estimate: {
+                /** @description Rows in the Parquet row groups the query reads: all of the file's, less the row groups its time range rules out by their min/max statistics. */
+                rowsRead: number;
+                /** @description Compressed bytes of the columns the query uses in those row groups, from the Parquet metadata (a `count` alone reads none). */
+                bytesRead: number;
+                /** @description Row groups read, of `rowGroupsTotal`. */
+                rowGroups: number;
+                rowGroupsTotal: number;
+            };
+            /** @description The plan's cap on the bytes one query reads. */
+            limit: {
+                plan: string;
+                /** @description The most bytes one query may read on the account's plan; null when unlimited. */
+                maxBytesRead: number | null;
+                /** @description False when running the query would be refused with 422. */
+                withinLimit: boolean;
+            };
+            /** @description The shape of the compiled query. */
+            plan: {
+                /** @description The result columns, in order. */
+                columns: {
+                    name: string;
+                    /** @enum {string} */
+                    role: "dimension" | "time" | "measure";
+                }[];
+                /** @description The source columns the query reads. */
+                reads: string[];
+                /** @description DuckDB's physical plan, one operator per entry from the top, children indented by two spaces. */
+                operators: string[];
+            };
+        };
         /**
          * @example {
          *       "sourceId": "src_01JCQ3N6W4X8Z5Y7A9B2C4D6E8",
@@ -1392,10 +1438,27 @@ export interface components {
                 field: string;
                 /** @enum {string} */
                 granularity: "hour" | "day" | "week" | "month" | "year";
-                /** @description ISO-8601 UTC timestamp */
+                /** @description The first instant included. An ISO-8601 time; without an offset (`2024-03-01` or `2024-03-01T08:00:00`) it is a local time in `timezone`. */
                 from?: string;
-                /** @description ISO-8601 UTC timestamp */
+                /** @description The first instant excluded; read like `from`. */
                 to?: string;
+                /**
+                 * @description The IANA time zone buckets follow: a day, week, month or year starts at local midnight there (23 or 25 hours long on a daylight-saving change), an hour at the local hour. Bucket times in results are the instants those buckets start, in UTC.
+                 * @default UTC
+                 */
+                timezone?: string;
+                /**
+                 * @description The day a week bucket starts on: 0 Sunday, 1 Monday (the default, as ISO-8601), … 6 Saturday.
+                 * @default 1
+                 */
+                weekStartsOn?: number;
+            };
+            /** @description Compare with another period in the same request: `previousPeriod` (as long as from..to, just before it), `previousYear` (the same local dates a year earlier) or an explicit `{from, to}` that does not overlap the range. Needs `timeDimension.from` and `to`. Each measure gets `<name>_previous`, `<name>_change` (current − previous) and `<name>_relativeChange` ((current − previous) / |previous|, null when the previous is 0 or missing); rows are the current period's buckets, the previous period's data shifted onto them. */
+            compareTo?: ("previousPeriod" | "previousYear") | {
+                /** @description ISO-8601 UTC timestamp */
+                from: string;
+                /** @description ISO-8601 UTC timestamp */
+                to: string;
             };
             /** @default [] */
             filters?: components["schemas"]["__schema0"][];
@@ -1414,6 +1477,11 @@ export interface components {
             offset?: number;
             /** @default false */
             async?: boolean;
+            /**
+             * @description Validate and estimate only: answers 200 with the rows and bytes the query would read (from the Parquet metadata) and its plan, runs nothing and saves no report.
+             * @default false
+             */
+            dryRun?: boolean;
         };
         __schema0: {
             field: string;
@@ -5136,6 +5204,11 @@ export interface operations {
                      *           "totalRows": 27,
                      *           "truncated": true,
                      *           "durationMs": 42.7,
+                     *           "statistics": {
+                     *             "elapsedMs": 42.7,
+                     *             "rowsRead": 48213,
+                     *             "bytesRead": 731904
+                     *           },
                      *           "createdAt": "2026-11-20T09:20:12.331Z",
                      *           "completedAt": "2026-11-20T09:20:12.374Z"
                      *         }
@@ -5308,6 +5381,11 @@ export interface operations {
                      *       "totalRows": 27,
                      *       "truncated": true,
                      *       "durationMs": 42.7,
+                     *       "statistics": {
+                     *         "elapsedMs": 42.7,
+                     *         "rowsRead": 48213,
+                     *         "bytesRead": 731904
+                     *       },
                      *       "createdAt": "2026-11-20T09:20:12.331Z",
                      *       "completedAt": "2026-11-20T09:20:12.374Z",
                      *       "rows": [
@@ -5720,6 +5798,72 @@ export interface operations {
             };
         };
         responses: {
+            /** @description A dry run (`dryRun: true`): the estimate and plan; nothing ran and no report was saved. */
+            200: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "dryRun": true,
+                     *       "estimate": {
+                     *         "rowsRead": 48213,
+                     *         "bytesRead": 731904,
+                     *         "rowGroups": 1,
+                     *         "rowGroupsTotal": 1
+                     *       },
+                     *       "limit": {
+                     *         "plan": "professional",
+                     *         "maxBytesRead": 21474836480,
+                     *         "withinLimit": true
+                     *       },
+                     *       "plan": {
+                     *         "columns": [
+                     *           {
+                     *             "name": "country",
+                     *             "role": "dimension"
+                     *           },
+                     *           {
+                     *             "name": "orders",
+                     *             "role": "measure"
+                     *           },
+                     *           {
+                     *             "name": "revenue",
+                     *             "role": "measure"
+                     *           }
+                     *         ],
+                     *         "reads": [
+                     *           "country",
+                     *           "amount",
+                     *           "status"
+                     *         ],
+                     *         "operators": [
+                     *           "TOP_N",
+                     *           "  PROJECTION",
+                     *           "    WINDOW",
+                     *           "      HASH_GROUP_BY",
+                     *           "        PROJECTION",
+                     *           "          READ_PARQUET"
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["QueryEstimate"];
+                };
+            };
             /** @description Success. */
             201: {
                 headers: {
@@ -5796,6 +5940,11 @@ export interface operations {
                      *       "totalRows": 27,
                      *       "truncated": true,
                      *       "durationMs": 42.7,
+                     *       "statistics": {
+                     *         "elapsedMs": 42.7,
+                     *         "rowsRead": 48213,
+                     *         "bytesRead": 731904
+                     *       },
                      *       "createdAt": "2026-11-20T09:20:12.331Z",
                      *       "completedAt": "2026-11-20T09:20:12.374Z",
                      *       "rows": [
@@ -5896,6 +6045,11 @@ export interface operations {
                      *       "totalRows": 27,
                      *       "truncated": true,
                      *       "durationMs": 42.7,
+                     *       "statistics": {
+                     *         "elapsedMs": 42.7,
+                     *         "rowsRead": 48213,
+                     *         "bytesRead": 731904
+                     *       },
                      *       "createdAt": "2026-11-20T09:20:12.331Z",
                      *       "completedAt": "2026-11-20T09:20:12.374Z",
                      *       "rows": [
@@ -5974,7 +6128,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The Idempotency-Key was used before with a different request body. */
+            /** @description The query would read more bytes than one query may on the account's plan (the detail names the limit). Or: The Idempotency-Key was used before with a different request body. */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -43,3 +43,21 @@ export const FAILURE = Object.freeze({
     `the result is too large to store (${Math.round(bytes / 1024)} KiB, the limit is ${Math.round(max / 1024)} KiB); lower limit or select fewer columns`,
   interrupted: 'the query was interrupted by a service restart; run it again',
 });
+
+/** Bytes for people: 1.5 GiB, 300 MiB, 12 KiB. */
+export function formatBytes(n: number): string {
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return u === 0 ? `${n} bytes` : `${Number(v.toPrecision(3))} ${units[u]}`;
+}
+
+export const tooMuchToRead = (bytes: number, max: number, plan: string) =>
+  new DomainError(
+    'query_read_limit',
+    `this query would read ${formatBytes(bytes)} (${bytes} bytes) of the source's data, more than the ${formatBytes(max)} (${max} bytes) limit on bytes read per query (maxBytesRead) of the ${plan} plan; narrow timeDimension.from and to, use fewer columns, or move to a larger plan. A dryRun shows what a query would read.`,
+  );

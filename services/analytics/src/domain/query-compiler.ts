@@ -2,6 +2,8 @@ import { sqlIdent, type DatasetColumn } from '@dap/datasets';
 import { withArticle, type AnalyticsQuery, type Filter } from '@dap/contracts';
 import type { FieldError } from '@dap/errors';
 import { queryInvalid } from './errors.ts';
+import { comparedPeriod } from './compare.ts';
+import { offsetSegments, parseInstant, sqlTimestamp } from './time-zone.ts';
 
 /**
  * Compiles the analytics DSL to one parameterised DuckDB statement over a source's Parquet file.
@@ -25,6 +27,14 @@ export interface CompiledQuery {
   countSql: string;
   /** Output columns in select order. */
   columns: { name: string; role: 'dimension' | 'time' | 'measure' }[];
+  /** What the query reads: the source columns it uses, and the time field with the UTC ranges it keeps (null: all). */
+  scan: { columns: string[]; timeField: string | null; ranges: ScanRange[] | null };
+}
+
+/** A half-open range of UTC instants in milliseconds; null is unbounded on that side. */
+export interface ScanRange {
+  from: number | null;
+  to: number | null;
 }
 
 const MAX_PARAMS = 5_000;
@@ -41,6 +51,12 @@ const GRANULARITY_SQL: Readonly<Record<string, string>> = Object.freeze({
 type MeasureOp = AnalyticsQuery['measures'][number]['op'];
 const NUMERIC: readonly ColumnType[] = ['integer', 'number'];
 const ORDERED: readonly ColumnType[] = ['integer', 'number', 'timestamp', 'string'];
+
+/** Week buckets start on these days (0 Sunday … 6 Saturday): 2000-01-02 was a Sunday. Monday is date_trunc's ISO week. */
+const WEEK_ORIGIN: readonly string[] = Object.freeze(['2000-01-02', '2000-01-03', '2000-01-04', '2000-01-05', '2000-01-06', '2000-01-07', '2000-01-08']);
+
+/** Measures whose value is a number whatever their field, so a change between periods can be computed. */
+const ALWAYS_NUMERIC: ReadonlySet<MeasureOp> = new Set(['count', 'countDistinct', 'sum', 'avg', 'median', 'p90', 'p99']);
 
 /** Which field types each measure accepts (null: any type), and its SQL shape. */
 const MEASURES: Readonly<Record<MeasureOp, { needsField: boolean; types: readonly ColumnType[] | null; sql: (f: string) => string }>> = Object.freeze({
@@ -97,6 +113,8 @@ const INTEGER_TEXT = /^[+-]?\d{1,38}$/;
 class Compiler {
   readonly errors: FieldError[] = [];
   readonly params: ParamValue[] = [];
+  /** The source columns the query references, in first-use order. */
+  readonly used = new Set<string>();
   private readonly fields: Map<string, ColumnType>;
   private filterNodes = 0;
 
@@ -126,6 +144,7 @@ class Compiler {
       this.fail(path, `unknown field ${JSON.stringify(name)}: the source has no such column (its fields are ${list || 'none'})`);
       return null;
     }
+    this.used.add(name);
     return type;
   }
 
@@ -247,7 +266,15 @@ class Compiler {
  * Validates `query` against the source's schema and compiles it. Every problem found is reported at once
  * as a 400 with one entry per bad field.
  */
-export function compileQuery(query: AnalyticsQuery, schema: readonly DatasetColumn[], file: string): CompiledQuery {
+/**
+ * What the file holds that makes a query cheaper, from its Parquet statistics: the span of its time dimension's
+ * values (a zone's offsets over it become a few comparisons per row instead of a time-zone lookup per row).
+ */
+export interface CompileHints {
+  timeSpan?: { from: number; to: number } | null;
+}
+
+export function compileQuery(query: AnalyticsQuery, schema: readonly DatasetColumn[], file: string, hints: CompileHints = {}): CompiledQuery {
   const c = new Compiler(schema);
   const fileParam = c.param(file);
   const select: string[] = [];
@@ -267,6 +294,8 @@ export function compileQuery(query: AnalyticsQuery, schema: readonly DatasetColu
   };
 
   const groupBy: number[] = [];
+  /** Group keys given as an expression rather than their output's position. */
+  const groupExpr = new Map<number, string>();
   query.dimensions.forEach((d, i) => {
     if (c.field(d, `dimensions.${i}`) === null) return;
     if (query.timeDimension?.field === d) {
@@ -279,34 +308,94 @@ export function compileQuery(query: AnalyticsQuery, schema: readonly DatasetColu
 
   const where: string[] = [];
   let timePosition: number | null = null;
+  let ranges: ScanRange[] | null = null;
+  /** With compareTo: which rows are the current period's and which the previous one's (SQL conditions). */
+  let periods: { current: string; previous: string } | null = null;
   const td = query.timeDimension;
+  if (query.compareTo !== undefined && (!td || td.from === undefined || td.to === undefined)) {
+    c.fail('compareTo', 'compareTo needs a time range: set timeDimension with from and to');
+  }
   if (td) {
     const type = c.field(td.field, 'timeDimension.field');
     const unit = GRANULARITY_SQL[td.granularity];
     if (!unit) c.fail('timeDimension.granularity', `granularity must be one of ${Object.keys(GRANULARITY_SQL).join(', ')}`);
+    const weekStartsOn = td.weekStartsOn ?? 1;
+    if (!Number.isInteger(weekStartsOn) || WEEK_ORIGIN[weekStartsOn] === undefined) c.fail('timeDimension.weekStartsOn', 'weekStartsOn must be 0 (Sunday) to 6 (Saturday)');
     if (type !== null && type !== 'timestamp') {
       // Ingestion already types a column whose every value is a time as timestamp, so a string column holds
       // values that are not times: bucketing it would put them all in one null bucket.
       const why = type === 'string' ? ' (ingestion types a column as timestamp when every value in it is a time; this one has values that are not)' : '';
       c.fail('timeDimension.field', `${JSON.stringify(td.field)} is ${withArticle(type)} field; a time dimension needs a timestamp field${why}`);
-    } else if (type !== null && unit) {
+    } else if (type !== null && unit && WEEK_ORIGIN[weekStartsOn] !== undefined) {
+      const timeZone = td.timezone ?? 'UTC';
+      const utc = timeZone === 'UTC';
+      // The column is UTC; `local` is its wall-clock time in the zone (DuckDB's ICU, the zone a parameter).
       const t = `CAST(${sqlIdent(td.field)} AS TIMESTAMP)`;
-      timePosition = addOutput(td.field, `date_trunc(${unit}, ${t})`, 'time', 'timeDimension.field');
-      if (timePosition !== null) groupBy.push(timePosition);
-      const bound = (key: 'from' | 'to', cmp: string) => {
+      // Bound only where an expression uses it: DuckDB refuses a parameter no expression takes.
+      let zoneParam: string | null = null;
+      const zone = () => (zoneParam ??= c.param(timeZone));
+      const at = (ms: number) => `CAST(${c.param(sqlTimestamp(ms))} AS TIMESTAMP)`;
+      const segments = !utc && hints.timeSpan ? offsetSegments(timeZone, hints.timeSpan.from, hints.timeSpan.to) : null;
+      let local = t;
+      if (segments) {
+        // The offset at each row's instant by a balanced tree of comparisons over the zone's changes in the data.
+        const tree = (lo: number, hi: number): string => {
+          if (lo === hi) return c.param(segments.offsets[lo]!);
+          const mid = (lo + hi + 1) >> 1;
+          return `CASE WHEN ${t} < ${at(segments.starts[mid]!)} THEN ${tree(lo, mid - 1)} ELSE ${tree(mid, hi)} END`;
+        };
+        local = `(${t} + to_minutes(CAST(${tree(0, segments.offsets.length - 1)} AS BIGINT)))`;
+      } else if (!utc) {
+        local = `timezone(${zone()}, timezone('UTC', ${t}))`;
+      }
+      const bound = (key: 'from' | 'to'): number | null => {
         const raw = td[key];
         if (raw === undefined) return null;
-        const ts = toUtcTimestamp(raw);
-        if (ts === null) {
-          c.fail(`timeDimension.${key}`, `must be an ISO-8601 time such as 2024-01-31T00:00:00Z`);
-          return null;
-        }
-        where.push(`${t} ${cmp} CAST(${c.param(ts)} AS TIMESTAMP)`);
-        return ts;
+        const ms = parseInstant(raw, timeZone);
+        if (ms === null) c.fail(`timeDimension.${key}`, `must be an ISO-8601 time such as 2024-01-31T00:00:00Z (without an offset, a local time in ${timeZone})`);
+        return ms;
       };
-      const from = bound('from', '>=');
-      const to = bound('to', '<');
-      if (from !== null && to !== null && from >= to) c.fail('timeDimension.to', 'to must be later than from (from is inclusive, to exclusive)');
+      const from = bound('from');
+      const to = bound('to');
+      const badRange = from !== null && to !== null && from >= to;
+      if (badRange) c.fail('timeDimension.to', 'to must be later than from (from is inclusive, to exclusive)');
+      const within = (r: { from: number; to: number }) => `(${t} >= ${at(r.from)} AND ${t} < ${at(r.to)})`;
+
+      // The previous period's rows are bucketed at their wall time moved onto the current period (`shift`).
+      let localEff = local;
+      let instantEff = t;
+      if (query.compareTo !== undefined && from !== null && to !== null && !badRange) {
+        const previous = comparedPeriod(query.compareTo, { from, to }, timeZone);
+        if ('error' in previous) c.fail(previous.path, previous.error);
+        else {
+          periods = { current: within({ from, to }), previous: within(previous) };
+          ranges = [previous, { from, to }];
+          where.push(`(${periods.current} OR ${periods.previous})`);
+          const shift = previous.shiftYears ? `INTERVAL ${previous.shiftYears} YEAR` : `to_microseconds(CAST(${c.param(previous.shiftMs * 1000)} AS BIGINT))`;
+          localEff = `(CASE WHEN ${periods.previous} THEN ${local} + ${shift} ELSE ${local} END)`;
+          if (!utc) instantEff = `(CASE WHEN ${periods.previous} THEN timezone('UTC', timezone(${zone()}, ${local} + ${shift})) ELSE ${t} END)`;
+        }
+      } else {
+        if (from !== null) where.push(`${t} >= ${at(from)}`);
+        if (to !== null) where.push(`${t} < ${at(to)}`);
+        if (from !== null || to !== null) ranges = [{ from, to }];
+      }
+
+      const truncated =
+        td.granularity === 'week' && weekStartsOn !== 1 ? `time_bucket(INTERVAL 7 DAY, ${localEff}, TIMESTAMP '${WEEK_ORIGIN[weekStartsOn]}')` : `date_trunc(${unit}, ${localEff})`;
+      // Back to the UTC instant the local bucket starts at. An hour goes back by its own offset, so the two
+      // 02:00 hours of a night the clocks go back stay two buckets.
+      const bucket = utc
+        ? truncated
+        : td.granularity === 'hour'
+          ? `${instantEff} - (${localEff} - date_trunc('hour', ${localEff}))`
+          : `timezone('UTC', timezone(${zone()}, ${truncated}))`;
+      timePosition = addOutput(td.field, bucket, 'time', 'timeDimension.field');
+      if (timePosition !== null) {
+        groupBy.push(timePosition);
+        // Grouped on the local bucket, so the conversion back to UTC runs once a bucket, not once a row.
+        if (!utc && td.granularity !== 'hour') groupExpr.set(timePosition, truncated);
+      }
     }
   }
 
@@ -332,7 +421,25 @@ export function compileQuery(query: AnalyticsQuery, schema: readonly DatasetColu
       }
       expr = spec.sql(sqlIdent(m.field));
     }
-    addOutput(m.as ?? defaultAlias(m.op, m.field), expr, 'measure', m.as ? `measures.${i}.as` : `measures.${i}`);
+    const name = m.as ?? defaultAlias(m.op, m.field);
+    const path = m.as ? `measures.${i}.as` : `measures.${i}`;
+    if (!periods) {
+      addOutput(name, expr, 'measure', path);
+      return;
+    }
+    // Every measure is an aggregate call, so FILTER picks each period's rows out of the one scan.
+    const current = `${expr} FILTER (WHERE ${periods.current})`;
+    const previous = `${expr} FILTER (WHERE ${periods.previous})`;
+    const numeric = ALWAYS_NUMERIC.has(m.op) || (m.field !== undefined && NUMERIC.includes(c.field(m.field, `measures.${i}.field`)!));
+    addOutput(name, current, 'measure', path);
+    addOutput(`${name}_previous`, previous, 'measure', path);
+    addOutput(`${name}_change`, numeric ? `(${current}) - (${previous})` : 'CAST(NULL AS DOUBLE)', 'measure', path);
+    addOutput(
+      `${name}_relativeChange`,
+      numeric ? `CASE WHEN (${previous}) = 0 THEN NULL ELSE CAST((${current}) - (${previous}) AS DOUBLE) / abs(CAST(${previous} AS DOUBLE)) END` : 'CAST(NULL AS DOUBLE)',
+      'measure',
+      path,
+    );
   });
 
   query.filters.forEach((f, i) => {
@@ -374,7 +481,11 @@ export function compileQuery(query: AnalyticsQuery, schema: readonly DatasetColu
   const fullParams = [...c.params];
   const limit = c.param(query.limit);
   const offset = c.param(query.offset);
-  const body = [`FROM read_parquet(${fileParam})`, where.length ? `WHERE ${where.join(' AND ')}` : '', groupBy.length ? `GROUP BY ${groupBy.join(', ')}` : ''].filter(Boolean);
+  const body = [
+    `FROM read_parquet(${fileParam})`,
+    where.length ? `WHERE ${where.join(' AND ')}` : '',
+    groupBy.length ? `GROUP BY ${groupBy.map((p) => groupExpr.get(p) ?? p).join(', ')}` : '',
+  ].filter(Boolean);
   const orderSql = order.length ? [`ORDER BY ${order.join(', ')}`] : [];
   // Every query aggregates, so the window counts the result's rows (groups) in the same pass as the page.
   const sql = [`SELECT ${select.join(', ')}, count(*) OVER () AS "__total"`, ...body, ...orderSql, `LIMIT ${limit} OFFSET ${offset}`].join(' ');
@@ -385,5 +496,6 @@ export function compileQuery(query: AnalyticsQuery, schema: readonly DatasetColu
     fullParams,
     countSql: `SELECT count(*) AS "n" FROM (SELECT ${select.join(', ')} ${body.join(' ')}) AS r`,
     columns,
+    scan: { columns: [...c.used], timeField: td?.field ?? null, ranges },
   };
 }

@@ -64,10 +64,11 @@ function harness(
         const r = await run(opts, params);
         return { columns: [...r.columns, { name: '__total', type: 'integer' }], rows: r.rows.map((row) => [...row, r.rows.length]) };
       },
+      layout: async () => [{ id: 0, rows: 1, columns: { x: { bytes: 10, min: '1', max: '1' } } }],
       ...exports,
     } as unknown as ReportsDeps['runner'],
     logger: createLogger({ name: 'test', level: 'silent' }),
-    limits: { budgetMs: 1_000, timeoutMs: 30_000, maxConcurrent: 4, maxResultBytes: 1_000_000, ...limits },
+    limits: { budgetMs: 1_000, timeoutMs: 30_000, maxConcurrent: 4, maxResultBytes: 1_000_000, maxBytesRead: { starter: 0, professional: 0, enterprise: 0 }, ...limits },
   });
   return { service, docs, events, source };
 }

@@ -1,12 +1,13 @@
 import { access } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { newId, type AnalyticsQuery, type CallerContext, type DomainEvent } from '@dap/contracts';
+import { newId, type AnalyticsQuery, type CallerContext, type DomainEvent, type Plan, type QueryEstimateDto, type QueryStatistics } from '@dap/contracts';
 import { isVanishedFileError, readCurrentFile, type DatasetColumn } from '@dap/datasets';
 import type { Logger } from '@dap/logger';
 import type { SourceProjectionRepository } from '@dap/mongo';
 import { encodeRows, type ReportDoc, type ReportOutcome, type ReportRepository, type ReportSummaryDoc } from '../persistence/report.repository.ts';
-import type { RunOptions, StreamOptions, TableResult } from '../persistence/query.runner.ts';
+import type { ParquetLayout, RunOptions, StreamOptions, TableResult } from '../persistence/query.runner.ts';
 import { compileQuery, type CompiledQuery, type ParamValue } from './query-compiler.ts';
+import { estimateScan, timeSpan, type ScanEstimate } from './scan-estimate.ts';
 import {
   FAILURE,
   exportInterrupted,
@@ -18,6 +19,7 @@ import {
   sourceNotFound,
   sourceNotReady,
   tooManyQueries,
+  tooMuchToRead,
 } from './errors.ts';
 import { reportCompleted, reportFailed } from './events.ts';
 import { settleWithin } from './settle.ts';
@@ -29,6 +31,8 @@ export interface ReportsLimits {
   maxConcurrent: number;
   /** The largest result (serialised) a report stores; MongoDB documents top out at 16 MiB. */
   maxResultBytes: number;
+  /** Per plan, the most bytes of data one query may read (see estimateScan); 0 is no limit. */
+  maxBytesRead: Readonly<Record<Plan, number>>;
 }
 
 export interface ReportsDeps {
@@ -41,6 +45,8 @@ export interface ReportsDeps {
     toParquet(sql: string, params: ParamValue[], opts: StreamOptions): Promise<string>;
     discard(file: string): Promise<void>;
     describe(file: string): Promise<DatasetColumn[]>;
+    layout(file: string): Promise<ParquetLayout>;
+    explain(sql: string, params: ParamValue[]): Promise<string[]>;
   };
   logger: Logger;
   limits: ReportsLimits;
@@ -63,11 +69,15 @@ interface QueryRun {
   file: string;
   compiled: CompiledQuery;
   current: () => Promise<string | null>;
-  recompile: (file: string) => CompiledQuery;
+  read: ScanEstimate;
+  recompile: (file: string) => Promise<{ compiled: CompiledQuery; read: ScanEstimate }>;
 }
 
 /** A stale report is one older than any query can run, plus this much for the final write. */
 const STALE_GRACE_MS = 60_000;
+
+/** Parquet footers kept (files are immutable, so a path's layout never changes); each is a few KiB. */
+const LAYOUT_CACHE_SIZE = 256;
 
 /** Runs queries as reports: compile, admit, record, run (waiting up to the budget), record the outcome. */
 export class ReportsService {
@@ -75,6 +85,7 @@ export class ReportsService {
   private readonly runningByAccount = new Map<string, number>();
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly shutdown = new AbortController();
+  private readonly layouts = new Map<string, Promise<ParquetLayout>>();
 
   constructor(deps: ReportsDeps) {
     this.deps = deps;
@@ -98,18 +109,19 @@ export class ReportsService {
     if (source.status !== 'ready') throw sourceNotReady(source._id, source.status);
     if ('err' in current) throw current.err;
     if (!current.file) throw sourceHasNoData(source._id);
-    const file = resolve(current.file);
-    const compiled = compileQuery(query, source.schema, file);
     // A newer sync may replace and remove the file under the query: it then runs once more on the current one.
-    const runOn: QueryRun = {
+    const currentFile = async () => {
+      const now = await this.deps.store.currentFile(accountId, query.sourceId);
+      return now && resolve(now);
+    };
+    const {
       file,
       compiled,
-      current: async () => {
-        const now = await this.deps.store.currentFile(accountId, query.sourceId);
-        return now && resolve(now);
-      },
-      recompile: (other) => compileQuery(query, source.schema, other),
-    };
+      read: estimate,
+    } = await readCurrentFile(resolve(current.file), currentFile, async (f) => ({ file: f, ...(await this.prepare(query, source.schema, f)) }));
+    const max = this.deps.limits.maxBytesRead[caller.plan] ?? 0;
+    if (max > 0 && estimate.bytesRead > max) throw tooMuchToRead(estimate.bytesRead, max, caller.plan);
+    const runOn: QueryRun = { file, compiled, read: estimate, current: currentFile, recompile: (other) => this.prepare(query, source.schema, other) };
 
     this.admit(accountId, running);
     let report: ReportDoc;
@@ -125,8 +137,9 @@ export class ReportsService {
         rowCount: 0,
         totalRows: null,
         truncated: false,
-        dataFile: resolve(current.file),
+        dataFile: file,
         durationMs: null,
+        statistics: null,
         createdAt: new Date(),
         completedAt: null,
       });
@@ -140,6 +153,44 @@ export class ReportsService {
     if (query.async) return { report, accepted: true };
     const settled = await settleWithin(outcome, this.deps.limits.budgetMs);
     return settled.done ? { report: settled.value, accepted: false } : { report, accepted: true };
+  }
+
+  /**
+   * Validates a query and says what it would read and how it compiles, without running it or saving a report;
+   * over the plan's limit is `withinLimit: false`, not an error (finding that out is the point).
+   */
+  async dryRun(caller: CallerContext, query: AnalyticsQuery): Promise<QueryEstimateDto> {
+    const [source, current] = await Promise.all([this.deps.sources.find(caller.accountId, query.sourceId), this.deps.store.currentFile(caller.accountId, query.sourceId)]);
+    if (!source || source.deleted) throw sourceNotFound();
+    if (source.status !== 'ready') throw sourceNotReady(source._id, source.status);
+    if (!current) throw sourceHasNoData(source._id);
+    const file = resolve(current);
+    const { compiled, read: estimate } = await this.prepare(query, source.schema, file);
+    const operators = await this.deps.runner.explain(compiled.sql, compiled.params);
+    const max = this.deps.limits.maxBytesRead[caller.plan] ?? 0;
+    return {
+      dryRun: true,
+      estimate,
+      limit: { plan: caller.plan, maxBytesRead: max > 0 ? max : null, withinLimit: max === 0 || estimate.bytesRead <= max },
+      plan: { columns: compiled.columns, reads: compiled.scan.columns, operators },
+    };
+  }
+
+  /** The query compiled for `file` with what its (cached) Parquet footer tells, and what it reads of it. */
+  private async prepare(query: AnalyticsQuery, schema: readonly DatasetColumn[], file: string): Promise<{ compiled: CompiledQuery; read: ScanEstimate }> {
+    let layout = this.layouts.get(file);
+    if (layout) {
+      // Least recently used out: a hit moves to the end.
+      this.layouts.delete(file);
+    } else {
+      layout = this.deps.runner.layout(file);
+      layout.catch(() => this.layouts.delete(file));
+    }
+    this.layouts.set(file, layout);
+    if (this.layouts.size > LAYOUT_CACHE_SIZE) this.layouts.delete(this.layouts.keys().next().value!);
+    const parquet = await layout;
+    const compiled = compileQuery(query, schema, file, { timeSpan: query.timeDimension ? timeSpan(parquet, query.timeDimension.field) : null });
+    return { compiled, read: estimateScan(parquet, compiled.scan) };
   }
 
   async get(accountId: string, id: string): Promise<ReportDoc> {
@@ -174,11 +225,11 @@ export class ReportsService {
     const { logger, limits } = this.deps;
     const started = performance.now();
     const elapsed = () => Math.round((performance.now() - started) * 100) / 100;
-    let outcome: { ok: true; result: TableResult; total: number; rowsJson: string } | { ok: false; error: string };
+    let outcome: { ok: true; result: TableResult; total: number; rowsJson: string; read: ScanEstimate } | { ok: false; error: string };
     try {
       // A newer sync may have replaced and removed the file meanwhile: then the page is read once more from the current one.
-      const { result, total } = await readCurrentFile(run.file, run.current, async (file) => {
-        const compiled = file === run.file ? run.compiled : run.recompile(file);
+      const { result, total, read } = await readCurrentFile(run.file, run.current, async (file) => {
+        const { compiled, read } = file === run.file ? run : await run.recompile(file);
         const opts = { timeoutMs: limits.timeoutMs, signal: this.shutdown.signal, computed: computedOf(compiled) };
         const page = await this.deps.runner.run(compiled.sql, compiled.params, opts);
         // The page's last column is the count of all result rows (the same on every row); it is not an output.
@@ -190,12 +241,12 @@ export class ReportsService {
         }
         // A page past the end has no row to carry the count; only then is it a query of its own.
         if (count === null) count = report.query.offset === 0 ? 0 : Number((await this.deps.runner.run(compiled.countSql, compiled.fullParams, opts)).rows[0]?.[0] ?? 0);
-        return { result: { columns: page.columns.slice(0, width), rows: page.rows }, total: count };
+        return { result: { columns: page.columns.slice(0, width), rows: page.rows }, total: count, read };
       });
       // Serialised once: the size limit is measured on the very string that is stored.
       const rowsJson = encodeRows(result.rows);
       const bytes = Buffer.byteLength(rowsJson);
-      outcome = bytes > limits.maxResultBytes ? { ok: false, error: FAILURE.tooLarge(bytes, limits.maxResultBytes) } : { ok: true, result, total, rowsJson };
+      outcome = bytes > limits.maxResultBytes ? { ok: false, error: FAILURE.tooLarge(bytes, limits.maxResultBytes) } : { ok: true, result, total, rowsJson, read };
     } catch (err) {
       outcome = { ok: false, error: this.describe(err) };
       if (!(err instanceof Error && err.name === 'QueryInterruptedError')) logger.warn({ err, reportId: report._id }, 'analytics query failed');
@@ -210,12 +261,23 @@ export class ReportsService {
       ({ rows } = outcome.result);
       rowsJson = outcome.rowsJson;
       const truncated = report.query.offset + rows.length < outcome.total;
-      fields = { status: 'completed', error: null, columns: outcome.result.columns, rowCount: rows.length, totalRows: outcome.total, truncated, durationMs, completedAt };
+      const statistics: QueryStatistics = { elapsedMs: durationMs, rowsRead: outcome.read.rowsRead, bytesRead: outcome.read.bytesRead };
+      fields = {
+        status: 'completed',
+        error: null,
+        columns: outcome.result.columns,
+        rowCount: rows.length,
+        totalRows: outcome.total,
+        truncated,
+        durationMs,
+        statistics,
+        completedAt,
+      };
       event = reportCompleted(report.accountId, requestId, { id: report._id, sourceId: report.sourceId, rowCount: rows.length, durationMs });
     } else {
       rows = [];
       rowsJson = encodeRows(rows);
-      fields = { status: 'failed', error: outcome.error, columns: [], rowCount: 0, totalRows: null, truncated: false, durationMs, completedAt };
+      fields = { status: 'failed', error: outcome.error, columns: [], rowCount: 0, totalRows: null, truncated: false, durationMs, statistics: null, completedAt };
       event = reportFailed(report.accountId, requestId, { id: report._id, sourceId: report.sourceId, error: outcome.error });
     }
     try {
@@ -239,7 +301,7 @@ export class ReportsService {
     if (!file) throw reportMadeBeforeExports(report._id);
     try {
       await access(file);
-      return compileQuery(report.query, await this.deps.runner.describe(file), file);
+      return (await this.prepare(report.query, await this.deps.runner.describe(file), file)).compiled;
     } catch (err) {
       throw isMissingFile(err) ? reportDataReplaced(report._id) : err;
     }
@@ -317,6 +379,7 @@ export class ReportsService {
           totalRows: null,
           truncated: false,
           durationMs: null,
+          statistics: null,
           completedAt: new Date(),
         },
         reportFailed(r.accountId, null, { id: r._id, sourceId: r.sourceId, error: FAILURE.interrupted }),

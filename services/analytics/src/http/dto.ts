@@ -13,6 +13,7 @@ export function toReportSummaryDto(r: ReportSummaryDoc): ReportSummaryDto {
     totalRows: r.totalRows,
     truncated: r.truncated,
     durationMs: r.durationMs,
+    statistics: r.statistics,
     createdAt: r.createdAt.toISOString(),
     completedAt: r.completedAt ? r.completedAt.toISOString() : null,
   };
@@ -25,6 +26,6 @@ export function toReportDto(r: ReportDoc): ReportDto {
     r.columns.forEach((c, i) => (out[c.name] = row[i] ?? null));
     return out;
   });
-  const { id, query, status, error, columns, rowCount, totalRows, truncated, durationMs, createdAt, completedAt } = toReportSummaryDto(r);
-  return { id, query, status, error, columns, rows, rowCount, totalRows, truncated, durationMs, createdAt, completedAt };
+  const { id, query, status, error, columns, rowCount, totalRows, truncated, durationMs, statistics, createdAt, completedAt } = toReportSummaryDto(r);
+  return { id, query, status, error, columns, rows, rowCount, totalRows, truncated, durationMs, statistics, createdAt, completedAt };
 }

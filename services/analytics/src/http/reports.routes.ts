@@ -19,6 +19,10 @@ export function reportsRoutes(reports: ReportsService, logger: Logger): Router {
   router.post('/query', async (req, res) => {
     const caller = callerOf(req);
     const query = parseOr400(querySchema, req.body, 'body');
+    if (query.dryRun) {
+      res.status(200).json(await reports.dryRun(caller, query));
+      return;
+    }
     const { report, accepted } = await reports.run(caller, query);
     res
       .status(accepted ? 202 : 201)

@@ -33,6 +33,14 @@ export interface StreamOptions {
 
 const TIME_TYPES = /^(TIMESTAMP|DATE)/;
 
+/** A Parquet file's row groups: their rows, and per column (by its path in the schema) compressed bytes and min/max as text. */
+export type ParquetLayout = { id: number; rows: number; columns: Record<string, { bytes: number; min: string | null; max: string | null }> }[];
+
+interface PlanNode {
+  name: string;
+  children?: PlanNode[];
+}
+
 /** A result with positional rows (one array per row, in `columns` order), as reports store and export them. */
 export interface TableResult {
   columns: { name: string; type: ApiType }[];
@@ -312,6 +320,35 @@ export class QueryRunner {
   async describe(file: string): Promise<DatasetColumn[]> {
     const res = await this.run('DESCRIBE SELECT * FROM read_parquet($1)', [file], { timeoutMs: 30_000 });
     return res.rows.map((r) => ({ name: String(r[0]), type: apiTypeOf(String(r[1])) }));
+  }
+
+  /** A Parquet file's row groups and the compressed size and min/max statistics of each column in them, from its footer. */
+  async layout(file: string): Promise<ParquetLayout> {
+    const res = await this.run(
+      'SELECT row_group_id, row_group_num_rows, path_in_schema, total_compressed_size, stats_min, stats_max FROM parquet_metadata($1) ORDER BY row_group_id',
+      [file],
+      { timeoutMs: 30_000 },
+    );
+    const groups: ParquetLayout = [];
+    for (const [id, rows, path, bytes, min, max] of res.rows) {
+      let g = groups[groups.length - 1];
+      if (!g || g.id !== Number(id)) groups.push((g = { id: Number(id), rows: Number(rows), columns: {} }));
+      g.columns[String(path)] = { bytes: Number(bytes), min: min === null ? null : String(min), max: max === null ? null : String(max) };
+    }
+    return groups;
+  }
+
+  /** DuckDB's physical plan of a statement, without running it: one operator per entry, children indented. */
+  async explain(sql: string, params: ParamValue[]): Promise<string[]> {
+    const res = await this.run(`EXPLAIN (FORMAT json) ${sql}`, params, { timeoutMs: 30_000 });
+    const plan = JSON.parse(String(res.rows[0]?.[1] ?? '[]')) as PlanNode[];
+    const out: string[] = [];
+    const walk = (node: PlanNode, depth: number) => {
+      out.push(`${'  '.repeat(depth)}${node.name}`);
+      for (const child of node.children ?? []) walk(child, depth + 1);
+    };
+    for (const node of plan) walk(node, 0);
+    return out;
   }
 
   /** Removes a file `toParquet` wrote. */

@@ -1,7 +1,7 @@
 import type { Db, Document, Filter } from 'mongodb';
 import type { Cell } from '@dap/datasets';
 import { TenantCollection, type TenantDoc, type WrittenEvents } from '@dap/mongo';
-import type { AnalyticsQuery, DomainEvent } from '@dap/contracts';
+import type { AnalyticsQuery, DomainEvent, QueryStatistics } from '@dap/contracts';
 
 export type ReportStatus = 'running' | 'completed' | 'failed';
 
@@ -23,6 +23,8 @@ export interface ReportDoc extends TenantDoc {
   /** The absolute path of the Parquet file the query read (internal: exports read it again); null on reports from before. */
   dataFile: string | null;
   durationMs: number | null;
+  /** What the run read and how long it took; null until completed, and on reports from before. */
+  statistics: QueryStatistics | null;
   createdAt: Date;
   completedAt: Date | null;
 }
@@ -34,7 +36,8 @@ export type ReportSummaryDoc = Omit<ReportDoc, 'rows' | 'dataFile'>;
  * times cheaper than 10,000 nested BSON arrays, and the string is the one the size limit is measured on.
  * Documents written before carry `rows` instead; both are read.
  */
-interface StoredReport extends Omit<ReportDoc, 'rows' | 'totalRows' | 'truncated' | 'dataFile'> {
+interface StoredReport extends Omit<ReportDoc, 'rows' | 'totalRows' | 'truncated' | 'dataFile' | 'statistics'> {
+  statistics?: QueryStatistics | null;
   rowsJson?: string;
   rows?: Cell[][];
   totalRows?: number | null;
@@ -46,12 +49,19 @@ interface StoredReport extends Omit<ReportDoc, 'rows' | 'totalRows' | 'truncated
  * Reports stored before totals were recorded: the total is unknown, and a page that filled its limit may
  * have been cut off, so it says so.
  */
-function withTotals<T extends Omit<StoredReport, 'rows' | 'rowsJson'>>(doc: T): T & Pick<ReportDoc, 'totalRows' | 'truncated'> {
-  return { ...doc, totalRows: doc.totalRows ?? null, truncated: doc.truncated ?? (doc.status === 'completed' && doc.rowCount >= doc.query.limit) };
+function withTotals<T extends Omit<StoredReport, 'rows' | 'rowsJson'>>(doc: T): T & Pick<ReportDoc, 'totalRows' | 'truncated' | 'statistics'> {
+  return {
+    ...doc,
+    totalRows: doc.totalRows ?? null,
+    truncated: doc.truncated ?? (doc.status === 'completed' && doc.rowCount >= doc.query.limit),
+    statistics: doc.statistics ?? null,
+  };
 }
 
 /** The outcome of a run, with its rows already serialised (see `encodeRows`). */
-export type ReportOutcome = Pick<ReportDoc, 'status' | 'error' | 'columns' | 'rowCount' | 'totalRows' | 'truncated' | 'durationMs' | 'completedAt'> & { rowsJson: string };
+export type ReportOutcome = Pick<ReportDoc, 'status' | 'error' | 'columns' | 'rowCount' | 'totalRows' | 'truncated' | 'durationMs' | 'statistics' | 'completedAt'> & {
+  rowsJson: string;
+};
 
 export const encodeRows = (rows: readonly Cell[][]): string => JSON.stringify(rows);
 
