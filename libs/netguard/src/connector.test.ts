@@ -2,7 +2,7 @@ import type { LookupAddress } from 'node:dns';
 import http, { type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from 'undici';
-import { guardedConnector, type Dial } from './connector.ts';
+import { guardedConnector, MIN_READ_BYTES, type Dial } from './connector.ts';
 import { DisallowedTargetError, OutboundGuard, type Resolver } from './guard.ts';
 
 /** undici through the guard's connector, against a loopback server standing in for hosts of every kind. */
@@ -68,5 +68,22 @@ describe('guardedConnector', () => {
 
   it('dials a pinned address and keeps the URL’s host', async () => {
     expect(await get(`http://files.example.test:${port}`, { pinned: { address: '127.0.0.1', family: 4 } })).toEqual({ status: 200, host: `files.example.test:${port}` });
+  });
+
+  it('refuses a read slab too small to keep room for a read', () => {
+    expect(() => guardedConnector({ guard }, { readSlabBytes: MIN_READ_BYTES })).toThrow(RangeError);
+    expect(() => guardedConnector({ guard }, { readSlabBytes: 1024 * 1024 + 0.5 })).toThrow(RangeError);
+    expect(guardedConnector({ guard }, { readSlabBytes: 2 * MIN_READ_BYTES })).toEqual(expect.any(Function));
+  });
+
+  it('reads into slabs through the guard too, byte for byte', async () => {
+    const origin = `http://public.test:${port}`;
+    const client = new Client(origin, { connect: guardedConnector({ guard }, { timeoutMs: 2_000, readSlabBytes: 1024 * 1024 }) });
+    try {
+      const res = await client.request({ path: '/x', method: 'GET' });
+      expect(await res.body.text()).toBe('ok');
+    } finally {
+      await client.destroy();
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { isIP } from 'node:net';
+import { isIP, type OnReadOpts, type Socket } from 'node:net';
 import { buildConnector } from 'undici';
 import { bareHost, type OutboundGuard } from './guard.ts';
 
@@ -11,6 +11,40 @@ export type Dial = { guard: OutboundGuard } | { pinned: { address: string; famil
 export interface GuardedConnectorOptions {
   /** TCP connect and TLS handshake limit (undici's default is 10 s). */
   timeoutMs?: number;
+  /**
+   * Read the socket into slabs of this many bytes (see `slabReads`) instead of a fresh 64 KiB buffer per
+   * read: for connections that take in large bodies. Unset: Node's own reads.
+   */
+  readSlabBytes?: number;
+}
+
+/** The least room a slab keeps for one read; a slab with less left is replaced by a new one. */
+export const MIN_READ_BYTES = 64 * 1024;
+
+/**
+ * A socket's `onread` that reads into large slabs, one after another at rising offsets, and hands each read
+ * to the socket's stream as a view of its slab (no copy). A large body then arrives in reads as large as the
+ * kernel has ready (up to a slab) and costs one allocation per slab, not one per 64 KiB (or per 16 KiB TLS
+ * record); a slab is freed once every view of it is. One per socket: each slab region is read into once.
+ */
+export function slabReads(slabBytes: number): OnReadOpts {
+  if (!Number.isInteger(slabBytes) || slabBytes < 2 * MIN_READ_BYTES) throw new RangeError(`readSlabBytes must be an integer of at least ${2 * MIN_READ_BYTES}`);
+  let slab = Buffer.allocUnsafeSlow(slabBytes);
+  let used = 0;
+  return {
+    // Called for the first read and after each one: where the next read goes.
+    buffer: () => slab.subarray(used),
+    // `this` is the socket (Node calls the callback on it); pushing as Node's own reads do keeps its backpressure.
+    callback(this: Socket, n: number, buf: Uint8Array): boolean {
+      const chunk = Buffer.from(buf.buffer, buf.byteOffset, n);
+      used += n;
+      if (slabBytes - used < MIN_READ_BYTES) {
+        slab = Buffer.allocUnsafeSlow(slabBytes);
+        used = 0;
+      }
+      return this.push(chunk);
+    },
+  };
 }
 
 /**
@@ -23,8 +57,15 @@ export interface GuardedConnectorOptions {
  */
 export function guardedConnector(dial: Dial, opts: GuardedConnectorOptions = {}): buildConnector.connector {
   const base = { allowH2: false, ...(opts.timeoutMs ? { timeout: opts.timeoutMs } : {}) };
+  const slabBytes = opts.readSlabBytes;
+  if (slabBytes !== undefined) slabReads(slabBytes); // refuses a bad size now, not at the first connection
+  /** undici's connector with `extra`; with slab reads, a new one per connection, as each socket needs its own `onread`. */
+  const connector = (extra: Partial<buildConnector.BuildOptions>): buildConnector.connector => {
+    if (slabBytes === undefined) return buildConnector({ ...base, ...extra });
+    return (options, callback) => buildConnector({ ...base, ...extra, onread: slabReads(slabBytes) })(options, callback);
+  };
   if ('pinned' in dial) {
-    const connect = buildConnector(base);
+    const connect = connector({});
     return (options, callback) => {
       const host = bareHost(options.hostname);
       const servername = options.servername || (isIP(host) ? undefined : host);
@@ -37,7 +78,7 @@ export function guardedConnector(dial: Dial, opts: GuardedConnectorOptions = {})
     const host = bareHost(options.hostname);
     const port = Number(options.port) || (options.protocol === 'https:' ? 443 : 80);
     let connect = byPort.get(port);
-    if (!connect) byPort.set(port, (connect = buildConnector({ ...base, lookup: dial.guard.lookupFor(port) })));
+    if (!connect) byPort.set(port, (connect = connector({ lookup: dial.guard.lookupFor(port) })));
     const open = connect;
     dial.guard.checkLiteral(host, port).then(
       () => open({ ...options, hostname: host }, callback),

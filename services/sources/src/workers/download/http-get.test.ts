@@ -2,7 +2,7 @@ import net, { type AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { HttpProtocolError, PullTimeoutError } from '../../domain/connectors/remote-errors.ts';
-import { httpGet, UnsupportedEncodingError, type BodySink, type HttpGetOptions, type HttpGetResponse } from './http-get.ts';
+import { httpGet, READ_SLAB_BYTES, UnsupportedEncodingError, type BodySink, type HttpGetOptions, type HttpGetResponse } from './http-get.ts';
 
 /**
  * The client against servers that write exact bytes: the framings HTTP/1.1 allows, the ones this client
@@ -128,6 +128,32 @@ describe('httpGet', () => {
     const got = await body(res);
     expect(got.complete).toBe(true);
     expect(Buffer.from(got.text, 'latin1').equals(data)).toBe(true);
+  });
+
+  it('reads a large body into a few slabs, not a buffer per socket read, in plain HTTP and TLS', async () => {
+    const data = pattern(8 * READ_BUFFER_BYTES);
+    responder = (s) => {
+      s.write(`HTTP/1.1 200 OK\r\nContent-Length: ${data.length}\r\n\r\n`);
+      s.end(data);
+    };
+    tls.setDefaultCACertificates([...defaultCAs, TEST_CERT]);
+    for (const target of [url(), `https://files.example.test:${securePort}/f.csv`]) {
+      const parts: Buffer[] = [];
+      const slabs = new Set<ArrayBufferLike>();
+      const res = await httpGet(target, opts());
+      const { complete } = await res.readBody((chunks) => {
+        for (const c of chunks) {
+          slabs.add(c.buffer);
+          parts.push(Buffer.from(c));
+        }
+      });
+      expect(complete).toBe(true);
+      expect(Buffer.concat(parts).equals(data)).toBe(true);
+      // Node's own reads give every 64 KiB (every 16 KiB TLS record) a buffer: 128 (512) here.
+      expect(slabs.size).toBeGreaterThanOrEqual(Math.floor(data.length / READ_SLAB_BYTES));
+      expect(slabs.size).toBeLessThanOrEqual(Math.ceil(data.length / (READ_SLAB_BYTES - 64 * 1024)) + 1);
+    }
+    tls.setDefaultCACertificates(defaultCAs);
   });
 
   it('reads a chunked body whose chunks and framing are split across writes, and one that ends with the connection', async () => {

@@ -49,6 +49,11 @@ const USER_AGENT = 'dap-sources/1 (+https://docs.dap.dev/sources)';
 const ACCEPT = 'text/csv, application/x-ndjson, application/json;q=0.9, text/plain;q=0.5, */*;q=0.1';
 
 /**
+ * The socket reads into slabs of this size (netguard's `slabReads`): a body arrives in reads as large as the
+ * kernel has ready, not 64 KiB (16 KiB TLS records) each in a buffer of its own.
+ */
+export const READ_SLAB_BYTES = 1024 * 1024;
+/**
  * Body bytes gathered before the sink is called. undici hands over each socket read (at most 64 KiB); a
  * download written read by read made 16 times the write calls, which showed in its time.
  */
@@ -184,7 +189,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.resolveHead = resolve;
     this.rejectHead = reject;
     this.client = new Client(url.origin, {
-      connect: guardedConnector(opts.dial, { timeoutMs: opts.connectTimeoutMs }),
+      connect: guardedConnector(opts.dial, { timeoutMs: opts.connectTimeoutMs, readSlabBytes: READ_SLAB_BYTES }),
       // The head has one deadline of ours (connect included); the body, undici's time between reads.
       headersTimeout: 0,
       bodyTimeout: opts.idleTimeoutMs,
