@@ -12,12 +12,12 @@ import {
   type ReportDto,
   type SourceDto,
 } from '../api/types.ts';
-import { ResultView } from '../components/result-view.tsx';
+import { CHART_TYPES, ResultView, type ChartType } from '../components/result-view.tsx';
 import { Badge, Button, ButtonLink, Card, CopyButton, EmptyState, ErrorBanner, Field, Loading, PageHeader, StatusBadge } from '../components/ui.tsx';
 import { useApi } from '../context.tsx';
 import { formatMs, formatNumber } from '../format.ts';
 import { useAction, useDocumentTitle, useResource } from '../hooks.ts';
-import { Link, useLocation } from '../router.tsx';
+import { Link, navigate, useLocation } from '../router.tsx';
 
 interface MeasureRow {
   op: MeasureOp;
@@ -55,22 +55,42 @@ function typedValue(raw: string, type: string | undefined): string | number | bo
 
 const toIso = (local: string) => (local ? new Date(`${local}T00:00:00Z`).toISOString() : undefined);
 
-export function buildQuery(
-  state: {
-    sourceId: string;
-    measures: MeasureRow[];
-    dimensions: string[];
-    time: TimeRow | null;
-    filters: FilterRow[];
-    order: { field: string; direction: 'asc' | 'desc' } | null;
-    limit: number;
-  },
-  schema: Column[],
-) {
+/** Everything the query builder holds: what the URL carries, so Back and a shared link bring the query back. */
+export interface BuilderState {
+  sourceId: string;
+  measures: MeasureRow[];
+  dimensions: string[];
+  time: TimeRow | null;
+  filters: FilterRow[];
+  order: { field: string; direction: 'asc' | 'desc' } | null;
+  limit: number;
+}
+
+/** The name the API gives a measure without `as`. */
+const defaultName = (m: MeasureRow) => (m.field ? `${m.op}_${m.field}` : m.op);
+
+/**
+ * Each measure's output name: its own, or the API's default; a default that an earlier measure already
+ * took gets a suffix (`sum_amount_2`), so every measure has a name of its own.
+ */
+export function measureNames(measures: MeasureRow[]): string[] {
+  const used = new Set(measures.map((m) => m.as.trim()).filter(Boolean));
+  return measures.map((m) => {
+    if (m.as.trim()) return m.as.trim();
+    const base = defaultName(m);
+    let name = base;
+    for (let k = 2; used.has(name); k++) name = `${base}_${k}`;
+    used.add(name);
+    return name;
+  });
+}
+
+export function buildQuery(state: BuilderState, schema: Column[]) {
   const typeOf = (f: string) => schema.find((c) => c.name === f)?.type;
+  const names = measureNames(state.measures);
   return {
     sourceId: state.sourceId,
-    measures: state.measures.map((m) => ({ op: m.op, ...(m.field ? { field: m.field } : {}), ...(m.as.trim() ? { as: m.as.trim() } : {}) })),
+    measures: state.measures.map((m, i) => ({ op: m.op, ...(m.field ? { field: m.field } : {}), ...(m.as.trim() || names[i] !== defaultName(m) ? { as: names[i]! } : {}) })),
     dimensions: state.dimensions,
     ...(state.time
       ? {
@@ -101,12 +121,85 @@ export function buildQuery(
   };
 }
 
-const outputName = (m: MeasureRow) => m.as.trim() || (m.field ? `${m.op}_${m.field}` : m.op);
+/** What is wrong with a query before it is sent: measures without their field, filters without a value. */
+export function builderProblems(st: BuilderState): { path: string; message: string }[] {
+  const problems: { path: string; message: string }[] = [];
+  st.measures.forEach((m, i) => {
+    if (MEASURES.find((x) => x.op === m.op)!.needsField && !m.field) problems.push({ path: `measures.${i}.field`, message: 'Choose a field for this measure' });
+  });
+  const names = measureNames(st.measures);
+  names.forEach((n, i) => {
+    if (names.indexOf(n) !== i) problems.push({ path: `measures.${i}.as`, message: `Another measure is already named “${n}”; give this one a name of its own` });
+  });
+  st.filters.forEach((f, i) => {
+    const problem = filterValueProblem(f);
+    if (problem) problems.push({ path: `filters.${i}.value`, message: problem });
+  });
+  return problems;
+}
+
+function filterValueProblem(f: FilterRow): string | undefined {
+  const kind = FILTER_OPERATORS.find((o) => o.op === f.op)!.value;
+  if (kind === 'one' && f.value.trim() === '') return 'Enter a value to compare with (or choose “is empty”)';
+  if (kind === 'list' && !f.value.split(',').some((x) => x.trim() !== '')) return 'Enter one or more values, separated by commas';
+  return undefined;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const str = (v: unknown) => (typeof v === 'string' ? v : '');
+
+/** The builder state a URL carries (`?q=`), or null when it is not one (a hand-edited or truncated link). */
+export function decodeBuilderState(raw: string | null): BuilderState | null {
+  if (!raw) return null;
+  let v: unknown;
+  try {
+    v = JSON.parse(raw);
+  } catch {
+    return null;
+  }
+  if (!isObject(v) || typeof v.sourceId !== 'string' || !Array.isArray(v.measures) || v.measures.length === 0) return null;
+  const ops = new Set<string>(MEASURES.map((m) => m.op));
+  const filterOps = new Set<string>(FILTER_OPERATORS.map((o) => o.op));
+  const measures = v.measures.filter(isObject).map((m) => ({ op: (ops.has(str(m.op)) ? m.op : 'count') as MeasureOp, field: str(m.field), as: str(m.as) }));
+  const t = isObject(v.time) && typeof v.time.field === 'string' ? v.time : null;
+  const granularity = t && (GRANULARITY_LIST as readonly string[]).includes(str(t.granularity)) ? (t.granularity as Granularity) : 'day';
+  const o = isObject(v.order) && typeof v.order.field === 'string' ? v.order : null;
+  const limit = Number(v.limit);
+  return {
+    sourceId: v.sourceId,
+    measures: measures.length ? measures : [{ op: 'count', field: '', as: '' }],
+    dimensions: Array.isArray(v.dimensions) ? v.dimensions.filter((d): d is string => typeof d === 'string') : [],
+    time: t ? { field: str(t.field), granularity, from: str(t.from), to: str(t.to) } : null,
+    filters: Array.isArray(v.filters)
+      ? v.filters.filter(isObject).map((f) => ({ field: str(f.field), op: (filterOps.has(str(f.op)) ? f.op : 'eq') as FilterOp, value: str(f.value) }))
+      : [],
+    order: o ? { field: str(o.field), direction: o.direction === 'asc' ? 'asc' : 'desc' } : null,
+    limit: Number.isInteger(limit) && limit >= 1 && limit <= 10_000 ? limit : 1000,
+  };
+}
+
+/** The Explore URL of a query (and the chart type chosen for it). */
+export function exploreUrl(st: BuilderState, chart: string | null): string {
+  const params = new URLSearchParams({ q: JSON.stringify(st) });
+  if (chart) params.set('chart', chart);
+  return `/analytics?${params.toString()}`;
+}
+
+/** A new measure: a sum over a number field that no measure sums yet (else the next free name of the first). */
+function nextMeasure(existing: MeasureRow[], schema: Column[]): MeasureRow {
+  const numbers = fieldsFor('sum', schema);
+  const taken = new Set(measureNames(existing));
+  const field = numbers.find((c) => !taken.has(`sum_${c.name}`))?.name ?? numbers[0]?.name;
+  return field ? { op: 'sum', field, as: '' } : { op: 'countDistinct', field: schema[0]?.name ?? '', as: '' };
+}
 
 export function ExplorePage() {
   useDocumentTitle('Explore');
   const api = useApi();
-  const { search } = useLocation();
+  const { search, href } = useLocation();
+  const urlQuery = search.get('q');
+  const urlChart = search.get('chart');
+  const chartType = (CHART_TYPES as readonly string[]).includes(urlChart ?? '') ? (urlChart as ChartType) : null;
   const sources = useResource<Page<SourceDto>>('sources', (a, signal) => unwrap(a.openapi.GET('/sources', { params: { query: { limit: 100 } }, signal })));
   const ready = useMemo(() => (sources.data?.data ?? []).filter((s) => s.status === 'ready'), [sources.data]);
 
@@ -146,21 +239,17 @@ export function ExplorePage() {
     run.setError(null);
   };
 
-  const query = source ? buildQuery({ sourceId, measures, dimensions, time, filters, order, limit }, schema) : null;
+  const current: BuilderState = { sourceId, measures, dimensions, time, filters, order, limit };
+  const query = source ? buildQuery(current, schema) : null;
+  const names = measureNames(measures);
 
-  const run = useAction(async () => {
-    if (!query) throw new ApiError({ status: 400, code: 'validation_failed', title: 'Choose a source first', detail: '' });
-    const bad = measures.findIndex((m) => MEASURES.find((x) => x.op === m.op)!.needsField && !m.field);
-    if (bad >= 0)
-      throw new ApiError({
-        status: 400,
-        code: 'validation_failed',
-        title: 'Check the highlighted fields',
-        detail: '',
-        errors: [{ path: `measures.${bad}.field`, message: 'Choose a field for this measure' }],
-      });
+  const run = useAction(async (st: BuilderState) => {
+    const from = ready.find((s) => s.id === st.sourceId);
+    if (!from) throw new ApiError({ status: 400, code: 'validation_failed', title: 'Choose a source first', detail: '' });
+    const problems = builderProblems(st);
+    if (problems.length) throw new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: problems });
     setReport(null);
-    const answer = await api.openapi.POST('/analytics/query', { body: query });
+    const answer = await api.openapi.POST('/analytics/query', { body: buildQuery(st, from.schema ?? []) });
     let body: ReportDto = await unwrap(Promise.resolve(answer));
     let status = answer.response.status;
     // A slow query answers 202 and finishes in the background: poll its report.
@@ -173,13 +262,46 @@ export function ExplorePage() {
     return body;
   });
 
+  // The URL holds the last query run: opening it (a shared link, Back, Forward) puts that query in the
+  // builder and runs it; an address without one empties the builder.
+  const applied = useRef<string | null | undefined>(undefined);
+  useEffect(() => {
+    if (!sources.data || applied.current === urlQuery) return;
+    const before = applied.current;
+    applied.current = urlQuery;
+    const st = decodeBuilderState(urlQuery);
+    if (!st) {
+      if (before) resetFor(sourceId);
+      return;
+    }
+    setSourceId(st.sourceId);
+    setMeasures(st.measures);
+    setDimensions(st.dimensions);
+    setTime(st.time);
+    setFilters(st.filters);
+    setOrder(st.order);
+    setLimit(st.limit);
+    void run.run(st);
+    // Runs when the URL's query changes (or the sources arrive), not on every edit of the builder.
+  }, [urlQuery, sources.data]);
+
   const submit = (e: FormEvent) => {
     e.preventDefault();
-    void run.run();
+    const problems = builderProblems(current);
+    if (problems.length) return run.setError(new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: problems }));
+    const url = exploreUrl(current, urlChart);
+    // The same query again (a retry) stays on this history entry; a new one is a new entry, so Back returns to the last.
+    if (url === href) void run.run(current);
+    else navigate(url, { keepScroll: true });
+  };
+  const setChartType = (t: ChartType) => {
+    const params = new URLSearchParams(search);
+    params.set('chart', t);
+    navigate(`/analytics?${params.toString()}`, { replace: true, keepScroll: true });
   };
 
   const err = run.error;
-  const outputs = [...(time ? [time.field] : []), ...dimensions, ...measures.map(outputName)];
+  const outputs = [...(time ? [time.field] : []), ...dimensions, ...names];
   const curl = query
     ? `curl -X POST ${window.location.origin}/v1/analytics/query \\\n  -H "Authorization: Bearer $API_KEY" \\\n  -H "Content-Type: application/json" \\\n  -d '${JSON.stringify(query)}'`
     : '';
@@ -264,7 +386,10 @@ export function ExplorePage() {
                         aria-label={`Measure ${i + 1} field`}
                         aria-invalid={e ? true : undefined}
                         value={m.field}
-                        onChange={(ev) => setMeasures((old) => old.map((x, j) => (j === i ? { ...x, field: ev.target.value } : x)))}
+                        onChange={(ev) => {
+                          setMeasures((old) => old.map((x, j) => (j === i ? { ...x, field: ev.target.value } : x)));
+                          run.fixField(`measures.${i}.field`, spec.needsField && !ev.target.value ? 'Choose a field for this measure' : undefined);
+                        }}
                       >
                         <option value="">{spec.needsField ? 'Choose a field…' : 'all rows'}</option>
                         {options.map((c) => (
@@ -276,9 +401,13 @@ export function ExplorePage() {
                       <input
                         className="input"
                         aria-label={`Measure ${i + 1} name (optional)`}
-                        placeholder={outputName({ ...m, as: '' })}
+                        placeholder={measureNames(measures.map((x, j) => (j === i ? { ...x, as: '' } : x)))[i]}
                         value={m.as}
-                        onChange={(ev) => setMeasures((old) => old.map((x, j) => (j === i ? { ...x, as: ev.target.value } : x)))}
+                        aria-invalid={err?.fieldError(`measures.${i}.as`) ? true : undefined}
+                        onChange={(ev) => {
+                          setMeasures((old) => old.map((x, j) => (j === i ? { ...x, as: ev.target.value } : x)));
+                          run.fixField(`measures.${i}.as`);
+                        }}
                       />
                       <button
                         type="button"
@@ -293,12 +422,7 @@ export function ExplorePage() {
                     </div>
                   );
                 })}
-                <Button
-                  size="sm"
-                  variant="ghost"
-                  onClick={() => setMeasures((old) => [...old, { op: 'sum', field: fieldsFor('sum', schema)[0]?.name ?? '', as: '' }])}
-                  disabled={measures.length >= 20}
-                >
+                <Button size="sm" variant="ghost" onClick={() => setMeasures((old) => [...old, nextMeasure(old, schema)])} disabled={measures.length >= 20}>
                   + Add measure
                 </Button>
               </fieldset>
@@ -401,7 +525,10 @@ export function ExplorePage() {
                         className="input"
                         aria-label={`Filter ${i + 1} operator`}
                         value={f.op}
-                        onChange={(ev) => setFilters((old) => old.map((x, j) => (j === i ? { ...x, op: ev.target.value as FilterOp } : x)))}
+                        onChange={(ev) => {
+                          setFilters((old) => old.map((x, j) => (j === i ? { ...x, op: ev.target.value as FilterOp } : x)));
+                          run.fixField(`filters.${i}.value`, filterValueProblem({ ...f, op: ev.target.value as FilterOp }));
+                        }}
                       >
                         {FILTER_OPERATORS.map((o) => (
                           <option key={o.op} value={o.op}>
@@ -418,7 +545,10 @@ export function ExplorePage() {
                           aria-invalid={e ? true : undefined}
                           placeholder={kind === 'list' ? 'a, b, c' : 'value'}
                           value={f.value}
-                          onChange={(ev) => setFilters((old) => old.map((x, j) => (j === i ? { ...x, value: ev.target.value } : x)))}
+                          onChange={(ev) => {
+                            setFilters((old) => old.map((x, j) => (j === i ? { ...x, value: ev.target.value } : x)));
+                            run.fixField(`filters.${i}.value`, filterValueProblem({ ...f, value: ev.target.value }));
+                          }}
                         />
                       )}
                       <button type="button" className="icon-btn" aria-label={`Remove filter ${i + 1}`} onClick={() => setFilters((old) => old.filter((_, j) => j !== i))}>
@@ -527,7 +657,7 @@ export function ExplorePage() {
                     <Badge>{formatMs(report.durationMs)}</Badge>
                     <span className="mono small muted">{report.id}</span>
                   </p>
-                  <ResultView report={report} />
+                  <ResultView report={report} chartType={chartType} onChartType={setChartType} />
                 </>
               )
             ) : (
