@@ -3,6 +3,7 @@ import type { ReportDto } from '../api/types.ts';
 import { formatCell, formatNumber } from '../format.ts';
 import { BarChart, LineChart } from './charts.tsx';
 import { Field, Stat, TableWrap } from './ui.tsx';
+import { lastPeriodPartial } from '../periods.ts';
 
 const MAX_TABLE_ROWS = 200;
 const MAX_SERIES = 6;
@@ -60,48 +61,6 @@ const asNumber = (v: unknown): number | null =>
 export const CHART_TYPES = ['line', 'bar', 'area', 'table', 'number'] as const;
 export type ChartType = (typeof CHART_TYPES)[number];
 const CHART_LABELS: Record<ChartType, string> = { line: 'Line', bar: 'Bar', area: 'Area', table: 'Table only', number: 'Number' };
-
-const DAY_MS = 86_400_000;
-
-/** Where the time bucket starting at `start` ends, for the query's granularity (weeks start on Monday, as the API's do). */
-export function bucketEnd(start: Date, granularity: string | null): Date {
-  const d = new Date(start.getTime());
-  switch (granularity) {
-    case 'hour':
-      return new Date(d.getTime() + 3_600_000);
-    case 'week':
-      return new Date(d.getTime() + 7 * DAY_MS);
-    case 'month':
-      d.setUTCMonth(d.getUTCMonth() + 1);
-      return d;
-    case 'year':
-      d.setUTCFullYear(d.getUTCFullYear() + 1);
-      return d;
-    default:
-      return new Date(d.getTime() + DAY_MS);
-  }
-}
-
-const parseTime = (v: unknown): Date | null => {
-  if (v === null || v === undefined) return null;
-  const d = new Date(String(v).replace(' ', 'T') + (/[zZ]|[+-]\d\d:?\d\d$/.test(String(v)) ? '' : 'Z'));
-  return Number.isNaN(d.getTime()) ? null : d;
-};
-
-/**
- * Whether the latest time bucket covers a period that has not ended (it holds "now") or that the query cut
- * short (its `to` bound falls inside it): its value is not comparable with the full periods before it.
- */
-export function lastPeriodPartial(rows: Record<string, unknown>[], query: Record<string, unknown>, now = Date.now()): boolean {
-  const td = query.timeDimension as { field?: unknown; granularity?: unknown; to?: unknown } | undefined;
-  if (!td || typeof td.field !== 'string') return false;
-  const starts = rows.map((r) => parseTime(r[td.field as string])).filter((d): d is Date => d !== null);
-  if (starts.length === 0) return false;
-  const last = new Date(Math.max(...starts.map((d) => d.getTime())));
-  const end = bucketEnd(last, typeof td.granularity === 'string' ? td.granularity : null).getTime();
-  const to = typeof td.to === 'string' ? Date.parse(td.to) : NaN;
-  return end > now || (Number.isFinite(to) && to < end);
-}
 
 /** Ops whose values add up across groups (so a total means something). */
 const ADDITIVE = new Set(['count', 'sum']);
