@@ -18,6 +18,7 @@ import { ModelsPage, ModelDetailPage } from './pages/models.tsx';
 import { TrainModelPage } from './pages/train-model.tsx';
 import { WebhooksPage, WebhookDetailPage } from './pages/webhooks.tsx';
 import { NotFoundPage } from './pages/not-found.tsx';
+import { EventCatalogPage } from './pages/event-catalog.tsx';
 
 type Route = { pattern: string; render: (params: Record<string, string>) => ReactNode };
 
@@ -33,6 +34,7 @@ const ROUTES: Route[] = [
   { pattern: '/models/new', render: () => <TrainModelPage /> },
   { pattern: '/models/:id', render: (p) => <ModelDetailPage id={p.id!} /> },
   { pattern: '/webhooks', render: () => <WebhooksPage /> },
+  { pattern: '/webhooks/events', render: () => <EventCatalogPage /> },
   { pattern: '/webhooks/:id', render: (p) => <WebhookDetailPage id={p.id!} /> },
   { pattern: '/settings', render: () => <Redirect to="/settings/api-keys" /> },
   { pattern: '/settings/api-keys', render: () => <ApiKeysPage /> },

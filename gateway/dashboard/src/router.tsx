@@ -21,12 +21,13 @@ export function useLocation(): { path: string; search: URLSearchParams; href: st
   return { path: i < 0 ? href : href.slice(0, i), search: new URLSearchParams(i < 0 ? '' : href.slice(i)), href };
 }
 
-export function navigate(to: string, opts: { replace?: boolean } = {}): void {
+/** `keepScroll` for a change within the page (a query in the URL), which should not jump to the top. */
+export function navigate(to: string, opts: { replace?: boolean; keepScroll?: boolean } = {}): void {
   if (to === snapshot()) return;
   if (opts.replace) window.history.replaceState(null, '', to);
   else window.history.pushState(null, '', to);
   window.dispatchEvent(new Event(NAVIGATE));
-  window.scrollTo(0, 0);
+  if (!opts.keepScroll) window.scrollTo(0, 0);
 }
 
 /** Matches `/sources/:id` against a path; returns the params or null. */

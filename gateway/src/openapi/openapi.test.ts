@@ -1,6 +1,6 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { createHmac, randomBytes } from 'node:crypto';
-import { API_OPERATIONS, PUBLIC_EVENT_TYPES, encodeCursor, newId, operationTakesIdempotencyKey, webhookPayloadSchema, type ApiOperation } from '@dap/contracts';
+import { API_OPERATIONS, PUBLIC_EVENT_DESCRIPTIONS, PUBLIC_EVENT_TYPES, encodeCursor, newId, operationTakesIdempotencyKey, webhookPayloadSchema, type ApiOperation } from '@dap/contracts';
 import { ERROR_CODES } from '@dap/errors';
 import { verifyWebhook } from '@dap/sdk/webhooks';
 import { buildOpenApi } from './openapi.ts';
@@ -141,6 +141,8 @@ describe('examples and the webhook event catalog', () => {
       expect({ type, sample: m.example.type, valid: check(m.schema, m.example) }).toEqual({ type, sample: type, valid: 'valid' });
       expect(webhookPayloadSchema.safeParse(m.example).success).toBe(true);
       expect((post.parameters as Json[]).map((p) => p.name)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature']);
+      // what the event means comes first (the dashboard's event catalog shows that paragraph)
+      expect(String(post.description).split('\n\n')[0]).toBe(PUBLIC_EVENT_DESCRIPTIONS[type]);
       // the schema is the delivery's own: another event's sample does not fit it
       const other = PUBLIC_EVENT_TYPES.find((t) => t !== type)!;
       expect(check(m.schema, doc.webhooks[other].post.requestBody.content['application/json'].example)).not.toBe('valid');

@@ -5,6 +5,7 @@ import {
   FILE_FORMATS,
   IDEMPOTENCY_KEY_PATTERN,
   operationTakesIdempotencyKey,
+  PUBLIC_EVENT_DESCRIPTIONS,
   problemSchema,
   UPLOAD_FILE_FIELD,
   webhookPayloadSchema,
@@ -252,7 +253,7 @@ function webhooksOf(components: Json): Json {
       post: {
         operationId: `on-${type}`,
         summary: type,
-        description: `Sent to the endpoints subscribed to \`${type}\` (or a wildcard such as \`${type.split('.')[0]}.*\` or \`*\`). Verify the signature before trusting the body: see Webhooks in the introduction.`,
+        description: `${PUBLIC_EVENT_DESCRIPTIONS[type]}\n\nSent to the endpoints subscribed to \`${type}\` (or a wildcard such as \`${type.split('.')[0]}.*\` or \`*\`). Verify the signature before trusting the body: see Webhooks in the introduction.`,
         tags: ['webhook events'],
         parameters: Object.entries(sigHeaders).map(([hname, h]) => ({ name: hname, in: 'header', ...h })),
         requestBody: { required: true, content: { 'application/json': { schema: { $ref: `#/components/schemas/${name}` }, example: WEBHOOK_EXAMPLES[type] } } },

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { newId } from './ids.ts';
 import { PUBLIC_EVENT_TYPES } from './lists.ts';
 
-export { PUBLIC_EVENT_TYPES } from './lists.ts';
+export { PUBLIC_EVENT_DESCRIPTIONS, PUBLIC_EVENT_TYPES } from './lists.ts';
 
 /**
  * One topic per producing service, the message key always the account id; the webhooks service's delivery

@@ -30,3 +30,18 @@ export const PUBLIC_EVENT_TYPES = Object.freeze([
   'webhook.test',
   'endpoint.disabled',
 ] as const satisfies readonly EventType[]);
+
+/** What each public event means: the webhook event catalog (the OpenAPI document's `webhooks`, /docs and the dashboard). */
+export const PUBLIC_EVENT_DESCRIPTIONS: Readonly<Record<(typeof PUBLIC_EVENT_TYPES)[number], string>> = Object.freeze({
+  'source.created': 'A data source was connected; its first sync starts now.',
+  'source.ready': 'A source finished syncing: its rows and schema can be queried and trained on.',
+  'source.failed': 'A source could not be synced; `error` says why, and the previous data (if any) stays queryable.',
+  'source.deleted': 'A source was deleted, with its data.',
+  'report.completed': 'A query finished and its report holds the result.',
+  'report.failed': 'A query failed; `error` says why.',
+  'model.ready': 'A model finished training (or was uploaded) and can predict.',
+  'model.failed': 'A model could not be trained; `error` says why.',
+  'prediction.completed': 'A model answered a prediction request.',
+  'webhook.test': 'A test event, sent by "Send test event" in the dashboard or POST /webhooks/{id}/test.',
+  'endpoint.disabled': "One of the account's endpoints was disabled (it answered 410 Gone, or kept failing); sent to the other endpoints subscribed to it.",
+});

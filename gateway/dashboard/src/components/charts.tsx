@@ -81,6 +81,15 @@ function ChartFrame({
   );
 }
 
+/** Says why the last point or bar looks different: its period has not ended, so its value is not final. */
+function PartialNote() {
+  return (
+    <p className="chart-partial-note" data-testid="partial-note">
+      <span className="legend-swatch legend-partial" aria-hidden="true" /> The last period is still in progress: its value is partial.
+    </p>
+  );
+}
+
 export interface BarDatum {
   label: string;
   value: number;
@@ -95,9 +104,12 @@ export function BarChart({
   format = formatNumber,
   labelFormat = (s: string) => s,
   showTitle,
+  partialLast = false,
 }: {
   data: BarDatum[];
   showTitle?: boolean;
+  /** The last bar is a period still in progress: drawn apart and said so. */
+  partialLast?: boolean;
   title: string;
   valueLabel: string;
   height?: number;
@@ -127,7 +139,7 @@ export function BarChart({
   const barW = Math.max(2, Math.min(56, band * 0.68));
   const barLabelPx = Math.max(36, Math.min(120, Math.max(0, ...data.map((d) => labelFormat(d.label).length)) * CHAR_PX + 10));
   const labelEvery = Math.max(1, Math.ceil((data.length * barLabelPx) / innerW));
-  const summary = `${title}: ${data.length} bars of ${valueLabel}. ${data
+  const summary = `${title}: ${data.length} bars of ${valueLabel}${partialLast ? ' (the last one a partial period)' : ''}. ${data
     .slice(0, 12)
     .map((d) => `${labelFormat(d.label)} ${format(d.value)}`)
     .join(', ')}${data.length > 12 ? '…' : ''}`;
@@ -138,6 +150,7 @@ export function BarChart({
         title={title}
         summary={summary}
         showTitle={showTitle}
+        legend={partialLast ? <PartialNote /> : undefined}
         table={
           <table className="table table-compact">
             <thead>
@@ -178,10 +191,11 @@ export function BarChart({
               const x = margin.left + band * i + (band - barW) / 2;
               const top = y(Math.max(0, d.value));
               const h = Math.max(d.value === 0 ? 0 : 1, Math.abs(y(d.value) - y(0)));
+              const partial = partialLast && i === data.length - 1;
               return (
                 <rect
                   key={i}
-                  className={`chart-bar${hover === i ? ' is-active' : ''}`}
+                  className={`chart-bar${hover === i ? ' is-active' : ''}${partial ? ' is-partial' : ''}`}
                   x={x}
                   y={top}
                   width={barW}
@@ -191,8 +205,9 @@ export function BarChart({
                   onMouseLeave={() => setHover(null)}
                   data-label={d.label}
                   data-value={d.value}
+                  {...(partial ? { 'data-partial': 'true' } : {})}
                 >
-                  <title>{`${labelFormat(d.label)}: ${format(d.value)} ${valueLabel}`}</title>
+                  <title>{`${labelFormat(d.label)} · ${valueLabel}: ${format(d.value)}${partial ? ' (partial period, still in progress)' : ''}`}</title>
                 </rect>
               );
             })}
@@ -206,7 +221,7 @@ export function BarChart({
           )}
           {hover !== null && data[hover] && (
             <text className="chart-value" x={margin.left + band * hover + band / 2} y={y(Math.max(0, data[hover].value)) - 6} textAnchor="middle">
-              {format(data[hover].value)}
+              {`${valueLabel}: ${format(data[hover].value)}`}
             </text>
           )}
         </svg>
@@ -241,7 +256,13 @@ export function LineChart({
   format = formatNumber,
   labelFormat = (s: string) => s,
   showPoints = true,
+  area = false,
+  partialLast = false,
 }: {
+  /** Fills the space under each line (an area chart). */
+  area?: boolean;
+  /** The last label is a period still in progress: its segment is dashed and its point hollow, and a note says so. */
+  partialLast?: boolean;
   labels: string[];
   series: LineSeries[];
   bands?: Band[];
@@ -289,7 +310,16 @@ export function LineChart({
     });
     return d;
   };
-  const area = (b: Band) => {
+  // The last period, when partial, is drawn on its own (dashed) from the one before it.
+  const solidValues = (values: (number | null)[]) => (partialLast && values.length > 1 ? values.slice(0, -1) : values);
+  const partialValues = (values: (number | null)[]) => values.map((v, i) => (i >= values.length - 2 ? v : null));
+  const fill = (values: (number | null)[]) => {
+    const idx = values.map((v, i) => (v !== null && Number.isFinite(v) ? i : -1)).filter((i) => i >= 0);
+    if (idx.length < 2) return '';
+    const base = y(Math.max(lo, Math.min(hi, 0)));
+    return `M${x(idx[0]!).toFixed(1)},${base.toFixed(1)}${idx.map((i) => `L${x(i).toFixed(1)},${y(values[i]!).toFixed(1)}`).join('')}L${x(idx[idx.length - 1]!).toFixed(1)},${base.toFixed(1)}Z`;
+  };
+  const bandArea = (b: Band) => {
     const idx = b.lower.map((v, i) => (v !== null && b.upper[i] !== null && b.upper[i] !== undefined ? i : -1)).filter((i) => i >= 0);
     if (idx.length < 2) return '';
     const top = idx.map((i, k) => `${k ? 'L' : 'M'}${x(i).toFixed(1)},${y(b.upper[i]!).toFixed(1)}`).join('');
@@ -299,7 +329,7 @@ export function LineChart({
       .join('');
     return `${top}${bottom}Z`;
   };
-  const summary = `${title}: ${series.map((s) => s.name).join(', ')} over ${labels.length} points${labels.length ? `, from ${labelFormat(labels[0]!)} to ${labelFormat(labels[labels.length - 1]!)}` : ''}.`;
+  const summary = `${title}: ${series.map((s) => s.name).join(', ')} over ${labels.length} points${labels.length ? `, from ${labelFormat(labels[0]!)} to ${labelFormat(labels[labels.length - 1]!)}` : ''}${partialLast ? ' (the last one a partial period)' : ''}.`;
   const onMove = (e: MouseEvent<SVGRectElement>) => {
     const box = e.currentTarget.getBoundingClientRect();
     const rel = (e.clientX - box.left) / Math.max(1, box.width);
@@ -312,28 +342,31 @@ export function LineChart({
         title={title}
         summary={summary}
         legend={
-          series.length + bands.length > 1 ? (
-            <ul className="chart-legend">
-              {series.map((s, i) => (
-                <li key={s.name}>
-                  <span className={`legend-swatch tone-${(i % 4) + 1}${s.dashed ? ' is-dashed' : ''}`} aria-hidden="true" />
-                  {s.name}
-                </li>
-              ))}
-              {bands.map((b, i) => (
-                <li key={b.name}>
-                  <span className={`legend-swatch legend-band band-${i + 1}`} aria-hidden="true" />
-                  {b.name}
-                </li>
-              ))}
-              {highlights.length > 0 && (
-                <li>
-                  <span className="legend-swatch legend-highlight" aria-hidden="true" />
-                  Flagged
-                </li>
-              )}
-            </ul>
-          ) : null
+          <>
+            {series.length + bands.length > 1 ? (
+              <ul className="chart-legend">
+                {series.map((s, i) => (
+                  <li key={s.name}>
+                    <span className={`legend-swatch tone-${(i % 4) + 1}${s.dashed ? ' is-dashed' : ''}`} aria-hidden="true" />
+                    {s.name}
+                  </li>
+                ))}
+                {bands.map((b, i) => (
+                  <li key={b.name}>
+                    <span className={`legend-swatch legend-band band-${i + 1}`} aria-hidden="true" />
+                    {b.name}
+                  </li>
+                ))}
+                {highlights.length > 0 && (
+                  <li>
+                    <span className="legend-swatch legend-highlight" aria-hidden="true" />
+                    Flagged
+                  </li>
+                )}
+              </ul>
+            ) : null}
+            {partialLast && <PartialNote />}
+          </>
         }
         table={
           <table className="table table-compact">
@@ -372,17 +405,30 @@ export function LineChart({
             </g>
           ))}
           {bands.map((b, i) => (
-            <path key={b.name} className={`chart-band band-${i + 1}`} d={area(b)} />
+            <path key={b.name} className={`chart-band band-${i + 1}`} d={bandArea(b)} />
           ))}
+          {area && series.map((s, i) => <path key={`a-${s.name}`} className={`chart-area tone-${(i % 4) + 1}`} d={fill(s.values)} />)}
           {series.map((s, i) => (
-            <path key={s.name} className={`chart-line tone-${(i % 4) + 1}${s.dashed ? ' is-dashed' : ''}`} d={path(s.values)} />
+            <path key={s.name} className={`chart-line tone-${(i % 4) + 1}${s.dashed ? ' is-dashed' : ''}`} d={path(solidValues(s.values))} />
           ))}
+          {partialLast &&
+            labels.length > 1 &&
+            series.map((s, i) => <path key={`p-${s.name}`} className={`chart-line chart-line-partial tone-${(i % 4) + 1}`} d={path(partialValues(s.values))} />)}
           {showPoints &&
             series.map((s, si) =>
               s.values.map((v, i) =>
                 v === null || !Number.isFinite(v) ? null : (
-                  <circle key={`${si}-${i}`} className={`chart-point tone-${(si % 4) + 1}`} cx={x(i)} cy={y(v)} r={hover === i ? 5 : n > 60 ? 2 : 3.5} data-value={v}>
-                    <title>{`${labelFormat(labels[i] ?? '')} · ${s.name}: ${format(v)}`}</title>
+                  <circle
+                    key={`${si}-${i}`}
+                    className={`chart-point tone-${(si % 4) + 1}${partialLast && i === labels.length - 1 ? ' is-partial' : ''}`}
+                    cx={x(i)}
+                    cy={y(v)}
+                    r={hover === i ? 5 : n > 60 ? 2 : 3.5}
+                    data-value={v}
+                    data-series={s.name}
+                    {...(partialLast && i === labels.length - 1 ? { 'data-partial': 'true' } : {})}
+                  >
+                    <title>{`${labelFormat(labels[i] ?? '')} · ${s.name}: ${format(v)}${partialLast && i === labels.length - 1 ? ' (partial period, still in progress)' : ''}`}</title>
                   </circle>
                 ),
               ),
@@ -403,11 +449,10 @@ export function LineChart({
             <g className="chart-hover" aria-hidden="true">
               <line className="chart-crosshair" x1={x(hover)} x2={x(hover)} y1={margin.top} y2={margin.top + innerH} />
               <text className="chart-value" x={Math.min(Math.max(x(hover), margin.left + 60), w - margin.right - 60)} y={margin.top - 4} textAnchor="middle">
-                {`${labelFormat(labels[hover] ?? '')}: ${series
-                  .map((s) => s.values[hover])
-                  .filter((v): v is number => v !== null && v !== undefined)
-                  .map(format)
-                  .join(' / ')}`}
+                {`${labelFormat(labels[hover] ?? '')}${partialLast && hover === labels.length - 1 ? ' (partial)' : ''} · ${series
+                  .filter((s) => s.values[hover] !== null && s.values[hover] !== undefined)
+                  .map((s) => `${s.name}: ${format(s.values[hover]!)}`)
+                  .join(' · ')}`}
               </text>
             </g>
           )}

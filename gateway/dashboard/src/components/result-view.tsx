@@ -3,6 +3,7 @@ import type { ReportDto } from '../api/types.ts';
 import { formatCell, formatNumber } from '../format.ts';
 import { BarChart, LineChart } from './charts.tsx';
 import { Field, Stat, TableWrap } from './ui.tsx';
+import { lastPeriodPartial } from '../periods.ts';
 
 const MAX_TABLE_ROWS = 200;
 const MAX_SERIES = 6;
@@ -57,19 +58,41 @@ export function shortBucket(label: string, granularity: string | null): string {
 const asNumber = (v: unknown): number | null =>
   typeof v === 'number' && Number.isFinite(v) ? v : typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v)) ? Number(v) : null;
 
-/** A completed report as a chart (bars by dimension, lines over time, or big numbers) and a table. */
-export function ResultView({ report }: { report: ReportDto }) {
+export const CHART_TYPES = ['line', 'bar', 'area', 'table', 'number'] as const;
+export type ChartType = (typeof CHART_TYPES)[number];
+const CHART_LABELS: Record<ChartType, string> = { line: 'Line', bar: 'Bar', area: 'Area', table: 'Table only', number: 'Number' };
+
+/** Ops whose values add up across groups (so a total means something). */
+const ADDITIVE = new Set(['count', 'sum']);
+
+function opOf(query: Record<string, unknown>, name: string): string | null {
+  const ms = Array.isArray(query.measures) ? (query.measures as { op?: string; field?: string; as?: string }[]) : [];
+  const m = ms.find((x) => (x.as ?? (x.field ? `${x.op}_${x.field}` : x.op)) === name);
+  return m?.op ?? null;
+}
+
+/**
+ * A completed report as a chart of the customer's choice (line, bar, area, table only or a big number) and a
+ * table. `chartType`/`onChartType` let a page keep the choice (Explore keeps it in the URL).
+ */
+export function ResultView({ report, chartType, onChartType, now }: { report: ReportDto; chartType?: ChartType | null; onChartType?: (t: ChartType) => void; now?: number }) {
   const shape = shapeOf(report.query);
   const keyCols = new Set([...shape.dimensions, ...(shape.timeField ? [shape.timeField] : [])]);
   const measures = report.columns.filter((c) => !keyCols.has(c.name)).map((c) => c.name);
   const [measure, setMeasure] = useState<string>(measures[0] ?? '');
+  const fallbackType: ChartType = shape.timeField ? 'line' : shape.dimensions.length > 0 ? 'bar' : 'number';
+  const [ownType, setOwnType] = useState<ChartType | null>(null);
+  const type: ChartType = chartType ?? ownType ?? fallbackType;
+  const setType = (t: ChartType) => (onChartType ? onChartType(t) : setOwnType(t));
   const m = measures.includes(measure) ? measure : (measures[0] ?? '');
   const rows = report.rows;
+  const partial = shape.timeField !== null && lastPeriodPartial(rows, report.query, now);
 
   let chart = null;
+  let numbers: { label: string; value: string; hint?: string }[] = [];
   if (rows.length > 0 && measures.length > 0) {
     if (shape.timeField) {
-      const times = [...new Set(rows.map((r) => bucketLabel(r[shape.timeField!], shape.granularity)))];
+      const times = [...new Set(rows.map((r) => bucketLabel(r[shape.timeField!], shape.granularity)))].sort();
       const index = new Map(times.map((t, i) => [t, i]));
       let series: { name: string; values: (number | null)[] }[];
       if (shape.dimensions.length === 0) {
@@ -91,12 +114,57 @@ export function ResultView({ report }: { report: ReportDto }) {
         }
         series = [...groups].map(([name, values]) => ({ name, values }));
       }
-      chart = <LineChart title={`${m} by ${shape.granularity ?? 'time'}`} labels={times} series={series} labelFormat={(l) => shortBucket(l, shape.granularity)} />;
+      const title = `${m} by ${shape.granularity ?? 'time'}`;
+      const labelFormat = (l: string) => shortBucket(l, shape.granularity);
+      if (type === 'line' || type === 'area')
+        chart = <LineChart title={title} labels={times} series={series} labelFormat={labelFormat} area={type === 'area'} partialLast={partial} />;
+      else if (type === 'bar') {
+        const data =
+          series.length === 1
+            ? times.map((t, i) => ({ label: t, value: series[0]!.values[i] ?? 0 }))
+            : times.flatMap((t, i) => series.map((s) => ({ label: `${t} · ${s.name}`, value: s.values[i] ?? 0 })));
+        chart = (
+          <BarChart
+            title={title}
+            valueLabel={m}
+            data={data.slice(0, 200)}
+            labelFormat={series.length === 1 ? labelFormat : undefined}
+            partialLast={partial && series.length === 1}
+          />
+        );
+      } else if (type === 'number') {
+        const lastIndex = times.length - 1;
+        numbers = series.map((s) => ({
+          label: `${series.length > 1 ? `${s.name} · ` : ''}${m}, ${labelFormat(times[lastIndex]!)}${partial ? ' (partial)' : ''}`,
+          value: s.values[lastIndex] === null || s.values[lastIndex] === undefined ? '—' : formatNumber(s.values[lastIndex]!),
+          ...(lastIndex > 0 && s.values[lastIndex - 1] !== null && s.values[lastIndex - 1] !== undefined
+            ? { hint: `${labelFormat(times[lastIndex - 1]!)}: ${formatNumber(s.values[lastIndex - 1]!)}` }
+            : {}),
+        }));
+      }
     } else if (shape.dimensions.length > 0) {
       const data = rows.slice(0, 100).map((r) => ({ label: shape.dimensions.map((d) => formatCell(r[d])).join(' · '), value: asNumber(r[m]) ?? 0 }));
-      chart = <BarChart title={`${m} by ${shape.dimensions.join(', ')}`} valueLabel={m} data={data} />;
+      const title = `${m} by ${shape.dimensions.join(', ')}`;
+      if (type === 'bar') chart = <BarChart title={title} valueLabel={m} data={data} />;
+      else if (type === 'line' || type === 'area')
+        chart = <LineChart title={title} labels={data.map((d) => d.label)} series={[{ name: m, values: data.map((d) => d.value) }]} area={type === 'area'} />;
+      else if (type === 'number') {
+        const op = opOf(report.query, m);
+        const top = [...data].sort((a, b) => b.value - a.value)[0]!;
+        numbers =
+          op && ADDITIVE.has(op) && !report.truncated
+            ? [
+                {
+                  label: `${m}, all ${shape.dimensions.join(', ')}`,
+                  value: formatNumber(data.reduce((t, d) => t + d.value, 0)),
+                  hint: `Top: ${top.label} ${formatNumber(top.value)}`,
+                },
+              ]
+            : [{ label: `${m}, top ${shape.dimensions.join(', ')}`, value: formatNumber(top.value), hint: top.label }];
+      }
     }
   }
+  const canChart = rows.length > 0 && measures.length > 0 && (shape.timeField !== null || shape.dimensions.length > 0);
 
   return (
     <div className="result">
@@ -107,20 +175,40 @@ export function ResultView({ report }: { report: ReportDto }) {
           ))}
         </div>
       ) : null}
-      {chart && (
+      {canChart && (
         <div className="result-chart">
-          {measures.length > 1 && (
-            <Field label="Chart measure" className="field-inline">
+          <div className="chart-type-picker">
+            <Field label="Chart type" className="field-inline">
               {(p) => (
-                <select {...p} className="input input-sm" value={m} onChange={(e) => setMeasure(e.target.value)}>
-                  {measures.map((name) => (
-                    <option key={name} value={name}>
-                      {name}
+                <select {...p} className="input input-sm" value={type} onChange={(e) => setType(e.target.value as ChartType)}>
+                  {CHART_TYPES.map((t) => (
+                    <option key={t} value={t}>
+                      {CHART_LABELS[t]}
                     </option>
                   ))}
                 </select>
               )}
             </Field>
+            {measures.length > 1 && type !== 'table' && (
+              <Field label="Chart measure" className="field-inline">
+                {(p) => (
+                  <select {...p} className="input input-sm" value={m} onChange={(e) => setMeasure(e.target.value)}>
+                    {measures.map((name) => (
+                      <option key={name} value={name}>
+                        {name}
+                      </option>
+                    ))}
+                  </select>
+                )}
+              </Field>
+            )}
+          </div>
+          {numbers.length > 0 && (
+            <div className="stats big-numbers" data-testid="big-numbers">
+              {numbers.map((n) => (
+                <Stat key={n.label} label={n.label} value={n.value} hint={n.hint} />
+              ))}
+            </div>
           )}
           {chart}
         </div>

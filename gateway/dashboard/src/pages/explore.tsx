@@ -1,112 +1,34 @@
 import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
 import { ApiError, unwrap } from '../api/client.ts';
-import {
-  FILTER_OPERATORS,
-  GRANULARITY_LIST,
-  MEASURES,
-  type Column,
-  type FilterOp,
-  type Granularity,
-  type MeasureOp,
-  type Page,
-  type ReportDto,
-  type SourceDto,
-} from '../api/types.ts';
-import { ResultView } from '../components/result-view.tsx';
+import { FILTER_OPERATORS, GRANULARITY_LIST, MEASURES, type FilterOp, type Granularity, type MeasureOp, type Page, type ReportDto, type SourceDto } from '../api/types.ts';
+import { CHART_TYPES, ResultView, type ChartType } from '../components/result-view.tsx';
 import { Badge, Button, ButtonLink, Card, CopyButton, EmptyState, ErrorBanner, Field, Loading, PageHeader, StatusBadge } from '../components/ui.tsx';
 import { useApi } from '../context.tsx';
 import { formatMs, formatNumber } from '../format.ts';
 import { useAction, useDocumentTitle, useResource } from '../hooks.ts';
-import { Link, useLocation } from '../router.tsx';
-
-interface MeasureRow {
-  op: MeasureOp;
-  field: string;
-  as: string;
-}
-interface FilterRow {
-  field: string;
-  op: FilterOp;
-  value: string;
-}
-interface TimeRow {
-  field: string;
-  granularity: Granularity;
-  from: string;
-  to: string;
-}
-
-const NUMERIC = new Set(['integer', 'number']);
-
-/** Which fields a measure can take: sums and percentiles need numbers; min/max also order text and time. */
-function fieldsFor(op: MeasureOp, schema: Column[]): Column[] {
-  const spec = MEASURES.find((m) => m.op === op)!;
-  if (spec.numeric) return schema.filter((c) => NUMERIC.has(c.type));
-  if (op === 'min' || op === 'max') return schema.filter((c) => c.type !== 'boolean');
-  return schema;
-}
-
-function typedValue(raw: string, type: string | undefined): string | number | boolean | null {
-  const v = raw.trim();
-  if (type && NUMERIC.has(type) && v !== '' && Number.isFinite(Number(v))) return Number(v);
-  if (type === 'boolean' && (v === 'true' || v === 'false')) return v === 'true';
-  return v;
-}
-
-const toIso = (local: string) => (local ? new Date(`${local}T00:00:00Z`).toISOString() : undefined);
-
-export function buildQuery(
-  state: {
-    sourceId: string;
-    measures: MeasureRow[];
-    dimensions: string[];
-    time: TimeRow | null;
-    filters: FilterRow[];
-    order: { field: string; direction: 'asc' | 'desc' } | null;
-    limit: number;
-  },
-  schema: Column[],
-) {
-  const typeOf = (f: string) => schema.find((c) => c.name === f)?.type;
-  return {
-    sourceId: state.sourceId,
-    measures: state.measures.map((m) => ({ op: m.op, ...(m.field ? { field: m.field } : {}), ...(m.as.trim() ? { as: m.as.trim() } : {}) })),
-    dimensions: state.dimensions,
-    ...(state.time
-      ? {
-          timeDimension: {
-            field: state.time.field,
-            granularity: state.time.granularity,
-            ...(state.time.from ? { from: toIso(state.time.from) } : {}),
-            ...(state.time.to ? { to: toIso(state.time.to) } : {}),
-          },
-        }
-      : {}),
-    filters: state.filters.map((f) => {
-      const kind = FILTER_OPERATORS.find((o) => o.op === f.op)!.value;
-      if (kind === 'none') return { field: f.field, op: f.op };
-      if (kind === 'list')
-        return {
-          field: f.field,
-          op: f.op,
-          value: f.value
-            .split(',')
-            .map((x) => typedValue(x, typeOf(f.field)))
-            .filter((x) => x !== ''),
-        };
-      return { field: f.field, op: f.op, value: typedValue(f.value, typeOf(f.field)) };
-    }),
-    orderBy: state.order ? [state.order] : [],
-    limit: state.limit,
-  };
-}
-
-const outputName = (m: MeasureRow) => m.as.trim() || (m.field ? `${m.op}_${m.field}` : m.op);
+import { Link, navigate, useLocation } from '../router.tsx';
+import {
+  buildQuery,
+  builderProblems,
+  decodeBuilderState,
+  exploreUrl,
+  fieldsFor,
+  filterValueProblem,
+  measureNames,
+  nextMeasure,
+  type BuilderState,
+  type FilterRow,
+  type MeasureRow,
+  type TimeRow,
+} from '../explore-state.ts';
 
 export function ExplorePage() {
   useDocumentTitle('Explore');
   const api = useApi();
-  const { search } = useLocation();
+  const { search, href } = useLocation();
+  const urlQuery = search.get('q');
+  const urlChart = search.get('chart');
+  const chartType = (CHART_TYPES as readonly string[]).includes(urlChart ?? '') ? (urlChart as ChartType) : null;
   const sources = useResource<Page<SourceDto>>('sources', (a, signal) => unwrap(a.openapi.GET('/sources', { params: { query: { limit: 100 } }, signal })));
   const ready = useMemo(() => (sources.data?.data ?? []).filter((s) => s.status === 'ready'), [sources.data]);
 
@@ -146,21 +68,17 @@ export function ExplorePage() {
     run.setError(null);
   };
 
-  const query = source ? buildQuery({ sourceId, measures, dimensions, time, filters, order, limit }, schema) : null;
+  const current: BuilderState = { sourceId, measures, dimensions, time, filters, order, limit };
+  const query = source ? buildQuery(current, schema) : null;
+  const names = measureNames(measures);
 
-  const run = useAction(async () => {
-    if (!query) throw new ApiError({ status: 400, code: 'validation_failed', title: 'Choose a source first', detail: '' });
-    const bad = measures.findIndex((m) => MEASURES.find((x) => x.op === m.op)!.needsField && !m.field);
-    if (bad >= 0)
-      throw new ApiError({
-        status: 400,
-        code: 'validation_failed',
-        title: 'Check the highlighted fields',
-        detail: '',
-        errors: [{ path: `measures.${bad}.field`, message: 'Choose a field for this measure' }],
-      });
+  const run = useAction(async (st: BuilderState) => {
+    const from = ready.find((s) => s.id === st.sourceId);
+    if (!from) throw new ApiError({ status: 400, code: 'validation_failed', title: 'Choose a source first', detail: '' });
+    const problems = builderProblems(st);
+    if (problems.length) throw new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: problems });
     setReport(null);
-    const answer = await api.openapi.POST('/analytics/query', { body: query });
+    const answer = await api.openapi.POST('/analytics/query', { body: buildQuery(st, from.schema ?? []) });
     let body: ReportDto = await unwrap(Promise.resolve(answer));
     let status = answer.response.status;
     // A slow query answers 202 and finishes in the background: poll its report.
@@ -173,13 +91,46 @@ export function ExplorePage() {
     return body;
   });
 
+  // The URL holds the last query run: opening it (a shared link, Back, Forward) puts that query in the
+  // builder and runs it; an address without one empties the builder.
+  const applied = useRef<string | null | undefined>(undefined);
+  useEffect(() => {
+    if (!sources.data || applied.current === urlQuery) return;
+    const before = applied.current;
+    applied.current = urlQuery;
+    const st = decodeBuilderState(urlQuery);
+    if (!st) {
+      if (before) resetFor(sourceId);
+      return;
+    }
+    setSourceId(st.sourceId);
+    setMeasures(st.measures);
+    setDimensions(st.dimensions);
+    setTime(st.time);
+    setFilters(st.filters);
+    setOrder(st.order);
+    setLimit(st.limit);
+    void run.run(st);
+    // Runs when the URL's query changes (or the sources arrive), not on every edit of the builder.
+  }, [urlQuery, sources.data]);
+
   const submit = (e: FormEvent) => {
     e.preventDefault();
-    void run.run();
+    const problems = builderProblems(current);
+    if (problems.length) return run.setError(new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: problems }));
+    const url = exploreUrl(current, urlChart);
+    // The same query again (a retry) stays on this history entry; a new one is a new entry, so Back returns to the last.
+    if (url === href) void run.run(current);
+    else navigate(url, { keepScroll: true });
+  };
+  const setChartType = (t: ChartType) => {
+    const params = new URLSearchParams(search);
+    params.set('chart', t);
+    navigate(`/analytics?${params.toString()}`, { replace: true, keepScroll: true });
   };
 
   const err = run.error;
-  const outputs = [...(time ? [time.field] : []), ...dimensions, ...measures.map(outputName)];
+  const outputs = [...(time ? [time.field] : []), ...dimensions, ...names];
   const curl = query
     ? `curl -X POST ${window.location.origin}/v1/analytics/query \\\n  -H "Authorization: Bearer $API_KEY" \\\n  -H "Content-Type: application/json" \\\n  -d '${JSON.stringify(query)}'`
     : '';
@@ -264,7 +215,10 @@ export function ExplorePage() {
                         aria-label={`Measure ${i + 1} field`}
                         aria-invalid={e ? true : undefined}
                         value={m.field}
-                        onChange={(ev) => setMeasures((old) => old.map((x, j) => (j === i ? { ...x, field: ev.target.value } : x)))}
+                        onChange={(ev) => {
+                          setMeasures((old) => old.map((x, j) => (j === i ? { ...x, field: ev.target.value } : x)));
+                          run.fixField(`measures.${i}.field`, spec.needsField && !ev.target.value ? 'Choose a field for this measure' : undefined);
+                        }}
                       >
                         <option value="">{spec.needsField ? 'Choose a field…' : 'all rows'}</option>
                         {options.map((c) => (
@@ -276,9 +230,13 @@ export function ExplorePage() {
                       <input
                         className="input"
                         aria-label={`Measure ${i + 1} name (optional)`}
-                        placeholder={outputName({ ...m, as: '' })}
+                        placeholder={measureNames(measures.map((x, j) => (j === i ? { ...x, as: '' } : x)))[i]}
                         value={m.as}
-                        onChange={(ev) => setMeasures((old) => old.map((x, j) => (j === i ? { ...x, as: ev.target.value } : x)))}
+                        aria-invalid={err?.fieldError(`measures.${i}.as`) ? true : undefined}
+                        onChange={(ev) => {
+                          setMeasures((old) => old.map((x, j) => (j === i ? { ...x, as: ev.target.value } : x)));
+                          run.fixField(`measures.${i}.as`);
+                        }}
                       />
                       <button
                         type="button"
@@ -293,12 +251,7 @@ export function ExplorePage() {
                     </div>
                   );
                 })}
-                <Button
-                  size="sm"
-                  variant="ghost"
-                  onClick={() => setMeasures((old) => [...old, { op: 'sum', field: fieldsFor('sum', schema)[0]?.name ?? '', as: '' }])}
-                  disabled={measures.length >= 20}
-                >
+                <Button size="sm" variant="ghost" onClick={() => setMeasures((old) => [...old, nextMeasure(old, schema)])} disabled={measures.length >= 20}>
                   + Add measure
                 </Button>
               </fieldset>
@@ -401,7 +354,10 @@ export function ExplorePage() {
                         className="input"
                         aria-label={`Filter ${i + 1} operator`}
                         value={f.op}
-                        onChange={(ev) => setFilters((old) => old.map((x, j) => (j === i ? { ...x, op: ev.target.value as FilterOp } : x)))}
+                        onChange={(ev) => {
+                          setFilters((old) => old.map((x, j) => (j === i ? { ...x, op: ev.target.value as FilterOp } : x)));
+                          run.fixField(`filters.${i}.value`, filterValueProblem({ ...f, op: ev.target.value as FilterOp }));
+                        }}
                       >
                         {FILTER_OPERATORS.map((o) => (
                           <option key={o.op} value={o.op}>
@@ -418,7 +374,10 @@ export function ExplorePage() {
                           aria-invalid={e ? true : undefined}
                           placeholder={kind === 'list' ? 'a, b, c' : 'value'}
                           value={f.value}
-                          onChange={(ev) => setFilters((old) => old.map((x, j) => (j === i ? { ...x, value: ev.target.value } : x)))}
+                          onChange={(ev) => {
+                            setFilters((old) => old.map((x, j) => (j === i ? { ...x, value: ev.target.value } : x)));
+                            run.fixField(`filters.${i}.value`, filterValueProblem({ ...f, value: ev.target.value }));
+                          }}
                         />
                       )}
                       <button type="button" className="icon-btn" aria-label={`Remove filter ${i + 1}`} onClick={() => setFilters((old) => old.filter((_, j) => j !== i))}>
@@ -527,7 +486,7 @@ export function ExplorePage() {
                     <Badge>{formatMs(report.durationMs)}</Badge>
                     <span className="mono small muted">{report.id}</span>
                   </p>
-                  <ResultView report={report} />
+                  <ResultView report={report} chartType={chartType} onChartType={setChartType} />
                 </>
               )
             ) : (

@@ -1,7 +1,23 @@
 import { Fragment, useState, type FormEvent } from 'react';
 import { ApiError, unwrap, type RequestBodyOf } from '../api/client.ts';
 import { EVENT_TYPES, type DeliveryDto, type Page, type WebhookCreated, type WebhookDto, type WebhookSecretRotated } from '../api/types.ts';
-import { Alert, Badge, Button, Card, ConfirmDialog, Dialog, EmptyState, ErrorBanner, Field, KeyValue, Loading, PageHeader, SecretReveal, StatusBadge } from '../components/ui.tsx';
+import {
+  Alert,
+  Badge,
+  Button,
+  ButtonLink,
+  Card,
+  ConfirmDialog,
+  Dialog,
+  EmptyState,
+  ErrorBanner,
+  Field,
+  KeyValue,
+  Loading,
+  PageHeader,
+  SecretReveal,
+  StatusBadge,
+} from '../components/ui.tsx';
 import { useApi, useNotify } from '../context.tsx';
 import { formatDate, formatMs, formatRelative } from '../format.ts';
 import { useAction, useDocumentTitle, useInterval, useResource } from '../hooks.ts';
@@ -199,9 +215,12 @@ export function WebhooksPage() {
         title="Webhooks"
         description="Get a signed HTTP callback when a source is ready, a report completes, a model is trained and more."
         actions={
-          <Button variant="primary" onClick={() => setCreating(true)}>
-            + Add endpoint
-          </Button>
+          <>
+            <ButtonLink to="/webhooks/events">Event catalog</ButtonLink>
+            <Button variant="primary" onClick={() => setCreating(true)}>
+              + Add endpoint
+            </Button>
+          </>
         }
       />
       <ErrorBanner error={hooks.error} onRetry={() => void hooks.reload()} />

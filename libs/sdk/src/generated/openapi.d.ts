@@ -604,7 +604,9 @@ export interface webhooks {
         put?: never;
         /**
          * source.created
-         * @description Sent to the endpoints subscribed to `source.created` (or a wildcard such as `source.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         * @description A data source was connected; its first sync starts now.
+         *
+         *     Sent to the endpoints subscribed to `source.created` (or a wildcard such as `source.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
          */
         post: operations["on-source.created"];
         delete?: never;
@@ -624,7 +626,9 @@ export interface webhooks {
         put?: never;
         /**
          * source.ready
-         * @description Sent to the endpoints subscribed to `source.ready` (or a wildcard such as `source.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         * @description A source finished syncing: its rows and schema can be queried and trained on.
+         *
+         *     Sent to the endpoints subscribed to `source.ready` (or a wildcard such as `source.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
          */
         post: operations["on-source.ready"];
         delete?: never;
@@ -644,7 +648,9 @@ export interface webhooks {
         put?: never;
         /**
          * source.failed
-         * @description Sent to the endpoints subscribed to `source.failed` (or a wildcard such as `source.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         * @description A source could not be synced; `error` says why, and the previous data (if any) stays queryable.
+         *
+         *     Sent to the endpoints subscribed to `source.failed` (or a wildcard such as `source.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
          */
         post: operations["on-source.failed"];
         delete?: never;
@@ -664,7 +670,9 @@ export interface webhooks {
         put?: never;
         /**
          * source.deleted
-         * @description Sent to the endpoints subscribed to `source.deleted` (or a wildcard such as `source.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         * @description A source was deleted, with its data.
+         *
+         *     Sent to the endpoints subscribed to `source.deleted` (or a wildcard such as `source.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
          */
         post: operations["on-source.deleted"];
         delete?: never;
@@ -684,7 +692,9 @@ export interface webhooks {
         put?: never;
         /**
          * report.completed
-         * @description Sent to the endpoints subscribed to `report.completed` (or a wildcard such as `report.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         * @description A query finished and its report holds the result.
+         *
+         *     Sent to the endpoints subscribed to `report.completed` (or a wildcard such as `report.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
          */
         post: operations["on-report.completed"];
         delete?: never;
@@ -704,7 +714,9 @@ export interface webhooks {
         put?: never;
         /**
          * report.failed
-         * @description Sent to the endpoints subscribed to `report.failed` (or a wildcard such as `report.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         * @description A query failed; `error` says why.
+         *
+         *     Sent to the endpoints subscribed to `report.failed` (or a wildcard such as `report.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
          */
         post: operations["on-report.failed"];
         delete?: never;
@@ -724,7 +736,9 @@ export interface webhooks {
         put?: never;
         /**
          * model.ready
-         * @description Sent to the endpoints subscribed to `model.ready` (or a wildcard such as `model.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         * @description A model finished training (or was uploaded) and can predict.
+         *
+         *     Sent to the endpoints subscribed to `model.ready` (or a wildcard such as `model.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
          */
         post: operations["on-model.ready"];
         delete?: never;
@@ -744,7 +758,9 @@ export interface webhooks {
         put?: never;
         /**
          * model.failed
-         * @description Sent to the endpoints subscribed to `model.failed` (or a wildcard such as `model.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         * @description A model could not be trained; `error` says why.
+         *
+         *     Sent to the endpoints subscribed to `model.failed` (or a wildcard such as `model.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
          */
         post: operations["on-model.failed"];
         delete?: never;
@@ -764,7 +780,9 @@ export interface webhooks {
         put?: never;
         /**
          * prediction.completed
-         * @description Sent to the endpoints subscribed to `prediction.completed` (or a wildcard such as `prediction.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         * @description A model answered a prediction request.
+         *
+         *     Sent to the endpoints subscribed to `prediction.completed` (or a wildcard such as `prediction.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
          */
         post: operations["on-prediction.completed"];
         delete?: never;
@@ -784,7 +802,9 @@ export interface webhooks {
         put?: never;
         /**
          * webhook.test
-         * @description Sent to the endpoints subscribed to `webhook.test` (or a wildcard such as `webhook.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         * @description A test event, sent by "Send test event" in the dashboard or POST /webhooks/{id}/test.
+         *
+         *     Sent to the endpoints subscribed to `webhook.test` (or a wildcard such as `webhook.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
          */
         post: operations["on-webhook.test"];
         delete?: never;
@@ -804,7 +824,9 @@ export interface webhooks {
         put?: never;
         /**
          * endpoint.disabled
-         * @description Sent to the endpoints subscribed to `endpoint.disabled` (or a wildcard such as `endpoint.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         * @description One of the account's endpoints was disabled (it answered 410 Gone, or kept failing); sent to the other endpoints subscribed to it.
+         *
+         *     Sent to the endpoints subscribed to `endpoint.disabled` (or a wildcard such as `endpoint.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
          */
         post: operations["on-endpoint.disabled"];
         delete?: never;
