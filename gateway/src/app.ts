@@ -41,13 +41,14 @@ export interface GatewayAppDeps {
   extraRoutes?: (app: Express) => void;
 }
 
-function securityHeaders(_req: Request, res: Response, next: NextFunction): void {
+function securityHeaders(req: Request, res: Response, next: NextFunction): void {
   res.setHeader('X-Content-Type-Options', 'nosniff');
   res.setHeader('X-Frame-Options', 'DENY');
   res.setHeader('Referrer-Policy', 'no-referrer');
   res.setHeader('Cross-Origin-Resource-Policy', 'same-origin');
   res.setHeader('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
-  if (_req.header('x-forwarded-proto') === 'https') res.setHeader('Strict-Transport-Security', 'max-age=31536000; includeSubDomains');
+  // req.secure believes X-Forwarded-Proto only from the proxies TRUST_PROXY names.
+  if (req.secure) res.setHeader('Strict-Transport-Security', 'max-age=31536000; includeSubDomains');
   next();
 }
 

@@ -53,6 +53,11 @@ describe('without TRUST_PROXY (clients connect directly)', () => {
     expect(await call(gw, { from: loopbackAddress(), headers: bearer(BAD_KEY) })).toBe(401);
   });
 
+  it('does not take X-Forwarded-Proto from a client: no HSTS over plain HTTP', async () => {
+    const res = await fetch(`${gw}/v1/sources`, { headers: { 'x-forwarded-proto': 'https' } });
+    expect(res.headers.get('strict-transport-security')).toBeNull();
+  });
+
   it('never refuses a valid key or session for its address, while its failures and unauthenticated calls get 429', async () => {
     const { secret } = await h.newAccount('professional');
     const client = loopbackAddress();
@@ -76,6 +81,12 @@ describe('behind trusted proxies', () => {
     for (let i = 0; i < LIMIT; i++) expect(await call(gw, viaProxy(a, documentationAddress()))).toBe(401);
     expect(await call(gw, viaProxy(a, documentationAddress()))).toBe(429);
     expect(await call(gw, viaProxy(b))).toBe(401);
+  });
+
+  it('sends HSTS when the trusted proxy says the client came over HTTPS', async () => {
+    const gw = (await h.gateway({ TRUST_PROXY: '127.0.0.0/8' })).url;
+    const res = await fetch(`${gw}/v1/sources`, { headers: { 'x-forwarded-proto': 'https' } });
+    expect(res.headers.get('strict-transport-security')).toBe('max-age=31536000; includeSubDomains');
   });
 
   it('counts an IPv6 client by its /64, so moving within it does not escape the limit', async () => {

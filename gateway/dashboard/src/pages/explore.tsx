@@ -79,7 +79,10 @@ export function ExplorePage() {
     if (problems.length) throw new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: problems });
     setReport(null);
     const answer = await api.openapi.POST('/analytics/query', { body: buildQuery(st, from.schema ?? []) });
-    let body: ReportDto = await unwrap(Promise.resolve(answer));
+    const answered = await unwrap(Promise.resolve(answer));
+    // buildQuery never asks for a dry run, so the answer is a report.
+    if ('dryRun' in answered) throw new Error('the query was answered with an estimate instead of a report');
+    let body: ReportDto = answered;
     let status = answer.response.status;
     // A slow query answers 202 and finishes in the background: poll its report.
     for (let i = 0; status === 202 || body.status === 'running'; i++) {
