@@ -260,22 +260,72 @@ export async function ensureTopics(kafka: Kafka, s: KafkaSettings, logger: Logge
   }
 }
 
-/** An idempotent, acks=all producer that sends each event to its service's topic, keyed by account. */
-export class EventProducer {
-  private readonly producer: Producer;
-  private readonly settings: KafkaSettings;
+/**
+ * Refusals after which a broker accepts nothing more from this producer id. kafkajs numbers each partition's
+ * batches and, when a request fails, takes its numbers back; if the request was written anyway (its leader
+ * died before answering, and a follower that had copied it took over), the broker expects numbers the
+ * producer never sends again, and refuses every later batch as out of order. Only a new producer id, with
+ * numbers from 0, gets it writing again; the events it resends may be duplicates, which consumers tolerate.
+ */
+const PRODUCER_STATE_ERRORS = new Set(['OUT_OF_ORDER_SEQUENCE_NUMBER', 'UNKNOWN_PRODUCER_ID', 'INVALID_PRODUCER_EPOCH', 'INVALID_PRODUCER_ID_MAPPING']);
 
-  constructor(kafka: Kafka, settings: KafkaSettings) {
-    this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 5, allowAutoTopicCreation: false });
+export function isProducerStateError(err: unknown): boolean {
+  for (let e = err as { type?: string; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
+    if (e.type && PRODUCER_STATE_ERRORS.has(e.type)) return true;
+  }
+  return false;
+}
+
+/**
+ * An idempotent, acks=all producer that sends each event to its service's topic, keyed by account. After a
+ * refusal of its producer id (`isProducerStateError`) it replaces its kafkajs producer and rethrows: the
+ * caller's next attempt (the outbox retries) goes out under a new id.
+ */
+export class EventProducer {
+  private producer: Producer;
+  private replacing: Promise<void> | null = null;
+  private readonly kafka: Kafka;
+  private readonly settings: KafkaSettings;
+  private readonly logger: Logger | undefined;
+
+  constructor(kafka: Kafka, settings: KafkaSettings, logger?: Logger) {
+    this.kafka = kafka;
     this.settings = settings;
+    this.logger = logger;
+    this.producer = this.create();
+  }
+
+  private create(): Producer {
+    return this.kafka.producer({ idempotent: true, maxInFlightRequests: 5, allowAutoTopicCreation: false });
   }
 
   connect(): Promise<void> {
     return this.producer.connect();
   }
 
-  disconnect(): Promise<void> {
-    return this.producer.disconnect();
+  async disconnect(): Promise<void> {
+    await this.replacing?.catch(() => {});
+    await this.producer.disconnect();
+  }
+
+  /** Runs one send; on a refusal of the producer id, replaces the producer (once for concurrent sends) and rethrows. */
+  private async send(op: (producer: Producer) => Promise<unknown>): Promise<void> {
+    const producer = this.producer;
+    try {
+      await op(producer);
+    } catch (err) {
+      if (isProducerStateError(err) && this.producer === producer) {
+        this.replacing ??= (async () => {
+          this.logger?.warn({ err: (err as Error).message }, 'kafka producer refused by the broker; continuing with a new producer id');
+          const fresh = this.create();
+          await fresh.connect();
+          this.producer = fresh;
+          await producer.disconnect().catch(() => {});
+        })().finally(() => (this.replacing = null));
+        await this.replacing.catch(() => {}); // a failed replacement is tried again at the next refusal
+      }
+      throw err;
+    }
   }
 
   async publish(events: DomainEvent[]): Promise<void> {
@@ -286,22 +336,24 @@ export class EventProducer {
       if (list) list.push(e);
       else byTopic.set(t, [e]);
     }
-    await this.producer.sendBatch({
-      acks: -1,
-      topicMessages: [...byTopic].map(([topic, evts]) => ({
-        topic,
-        messages: evts.map((e) => ({
-          key: e.accountId,
-          value: JSON.stringify(e),
-          headers: { 'event-type': e.type, 'event-id': e.id, ...(e.requestId ? { 'x-request-id': e.requestId } : {}) },
+    await this.send((producer) =>
+      producer.sendBatch({
+        acks: -1,
+        topicMessages: [...byTopic].map(([topic, evts]) => ({
+          topic,
+          messages: evts.map((e) => ({
+            key: e.accountId,
+            value: JSON.stringify(e),
+            headers: { 'event-type': e.type, 'event-id': e.id, ...(e.requestId ? { 'x-request-id': e.requestId } : {}) },
+          })),
         })),
-      })),
-    });
+      }),
+    );
   }
 
   /** Raw send, used for dead letters. */
   async sendRaw(topic: string, message: { key: Buffer | string | null; value: Buffer | string | null; headers?: Record<string, string> }): Promise<void> {
-    await this.producer.send({ topic, acks: -1, messages: [message] });
+    await this.send((producer) => producer.send({ topic, acks: -1, messages: [message] }));
   }
 }
 
@@ -560,7 +612,7 @@ export async function connectEventing(settings: KafkaSettings, logger: Logger): 
   const kafka = createKafka(settings, logger);
   await waitForKafka(settings, logger);
   await ensureTopics(kafka, settings, logger, domainTopicNames(settings));
-  const producer = new EventProducer(kafka, settings);
+  const producer = new EventProducer(kafka, settings, logger);
   await producer.connect();
   return { kafka, settings, producer, close: () => producer.disconnect() };
 }
