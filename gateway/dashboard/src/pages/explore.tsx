@@ -34,7 +34,13 @@ interface TimeRow {
   granularity: Granularity;
   from: string;
   to: string;
+  /** IANA zone the buckets and the dates follow. */
+  timezone: string;
+  compareTo: '' | 'previousPeriod' | 'previousYear';
 }
+
+/** The browser's own zone: what a person means by "a day" here. */
+const BROWSER_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
 
 const NUMERIC = new Set(['integer', 'number']);
 
@@ -52,8 +58,6 @@ function typedValue(raw: string, type: string | undefined): string | number | bo
   if (type === 'boolean' && (v === 'true' || v === 'false')) return v === 'true';
   return v;
 }
-
-const toIso = (local: string) => (local ? new Date(`${local}T00:00:00Z`).toISOString() : undefined);
 
 export function buildQuery(
   state: {
@@ -77,9 +81,12 @@ export function buildQuery(
           timeDimension: {
             field: state.time.field,
             granularity: state.time.granularity,
-            ...(state.time.from ? { from: toIso(state.time.from) } : {}),
-            ...(state.time.to ? { to: toIso(state.time.to) } : {}),
+            timezone: state.time.timezone,
+            // Dates without an offset: local midnight in the zone.
+            ...(state.time.from ? { from: state.time.from } : {}),
+            ...(state.time.to ? { to: state.time.to } : {}),
           },
+          ...(state.time.compareTo && state.time.from && state.time.to ? { compareTo: state.time.compareTo } : {}),
         }
       : {}),
     filters: state.filters.map((f) => {
@@ -161,7 +168,8 @@ export function ExplorePage() {
       });
     setReport(null);
     const answer = await api.openapi.POST('/analytics/query', { body: query });
-    let body: ReportDto = await unwrap(Promise.resolve(answer));
+    // Not a dry run, so the answer is a report (a dry run's estimate is the other 2xx body).
+    let body = (await unwrap(Promise.resolve(answer))) as ReportDto;
     let status = answer.response.status;
     // A slow query answers 202 and finishes in the background: poll its report.
     for (let i = 0; status === 202 || body.status === 'running'; i++) {
@@ -338,7 +346,18 @@ export function ExplorePage() {
                         value={time?.field ?? ''}
                         onChange={(e) => {
                           const field = e.target.value;
-                          setTime(field ? { field, granularity: time?.granularity ?? 'day', from: time?.from ?? '', to: time?.to ?? '' } : null);
+                          setTime(
+                            field
+                              ? {
+                                  field,
+                                  granularity: time?.granularity ?? 'day',
+                                  from: time?.from ?? '',
+                                  to: time?.to ?? '',
+                                  timezone: time?.timezone ?? BROWSER_ZONE,
+                                  compareTo: time?.compareTo ?? '',
+                                }
+                              : null,
+                          );
                           if (field) setDimensions((old) => old.filter((d) => d !== field));
                         }}
                       >
@@ -365,11 +384,41 @@ export function ExplorePage() {
                     </div>
                     {time && (
                       <div className="builder-row builder-row-2">
-                        <Field label="From (UTC)" error={err?.fieldError('timeDimension.from')}>
+                        <Field label="From" error={err?.fieldError('timeDimension.from')}>
                           {(p) => <input {...p} type="date" className="input" value={time.from} onChange={(e) => setTime({ ...time, from: e.target.value })} />}
                         </Field>
-                        <Field label="Until (UTC)" error={err?.fieldError('timeDimension.to')}>
+                        <Field label="Until (not included)" error={err?.fieldError('timeDimension.to')}>
                           {(p) => <input {...p} type="date" className="input" value={time.to} onChange={(e) => setTime({ ...time, to: e.target.value })} />}
+                        </Field>
+                      </div>
+                    )}
+                    {time && (
+                      <div className="builder-row builder-row-2">
+                        <Field label="Time zone" error={err?.fieldError('timeDimension.timezone')}>
+                          {(p) => (
+                            <input
+                              {...p}
+                              className="input"
+                              value={time.timezone}
+                              placeholder="Europe/Berlin"
+                              onChange={(e) => setTime({ ...time, timezone: e.target.value.trim() })}
+                            />
+                          )}
+                        </Field>
+                        <Field label="Compare with" error={err?.fieldError('compareTo')}>
+                          {(p) => (
+                            <select
+                              {...p}
+                              className="input"
+                              value={time.compareTo}
+                              disabled={!time.from || !time.to}
+                              onChange={(e) => setTime({ ...time, compareTo: e.target.value as TimeRow['compareTo'] })}
+                            >
+                              <option value="">Nothing</option>
+                              <option value="previousPeriod">The period before</option>
+                              <option value="previousYear">The same dates a year before</option>
+                            </select>
+                          )}
                         </Field>
                       </div>
                     )}
