@@ -368,7 +368,10 @@ export function compileQuery(query: AnalyticsQuery, schema: readonly DatasetColu
         if ('error' in previous) c.fail(previous.path, previous.error);
         else {
           periods = { current: within({ from, to }), previous: within(previous) };
-          ranges = [previous, { from, to }];
+          ranges = [
+            { from: previous.from, to: previous.to },
+            { from, to },
+          ];
           where.push(`(${periods.current} OR ${periods.previous})`);
           const shift = previous.shiftYears ? `INTERVAL ${previous.shiftYears} YEAR` : `to_microseconds(CAST(${c.param(previous.shiftMs * 1000)} AS BIGINT))`;
           localEff = `(CASE WHEN ${periods.previous} THEN ${local} + ${shift} ELSE ${local} END)`;
