@@ -9,6 +9,7 @@ import {
   type Granularity,
   type MeasureOp,
   type Page,
+  type QueryEstimateDto,
   type ReportDto,
   type SourceDto,
 } from '../api/types.ts';
@@ -181,12 +182,20 @@ export function ExplorePage() {
     return body;
   });
 
+  // A dry run: what the query would read, against the plan's cap, without running it or saving a report.
+  const [estimate, setEstimate] = useState<QueryEstimateDto | null>(null);
+  const estimateRun = useAction(async () => {
+    if (!query) return;
+    setEstimate(null);
+    setEstimate((await unwrap(api.openapi.POST('/analytics/query', { body: { ...query, dryRun: true } }))) as QueryEstimateDto);
+  });
+
   const submit = (e: FormEvent) => {
     e.preventDefault();
     void run.run();
   };
 
-  const err = run.error;
+  const err = run.error ?? estimateRun.error;
   const outputs = [...(time ? [time.field] : []), ...dimensions, ...measures.map(outputName)];
   const curl = query
     ? `curl -X POST ${window.location.origin}/v1/analytics/query \\\n  -H "Authorization: Bearer $API_KEY" \\\n  -H "Content-Type: application/json" \\\n  -d '${JSON.stringify(query)}'`
@@ -530,7 +539,18 @@ export function ExplorePage() {
                 <Button type="submit" variant="primary" loading={run.pending} className="btn-block">
                   Run query
                 </Button>
+                <Button type="button" loading={estimateRun.pending} className="btn-block" onClick={() => void estimateRun.run()}>
+                  Estimate cost
+                </Button>
               </div>
+              {estimate && (
+                <p className={estimate.limit.withinLimit ? 'muted small' : 'field-error'} aria-label="Estimate">
+                  Reads {formatNumber(estimate.estimate.rowsRead)} rows, {formatNumber(Math.ceil(estimate.estimate.bytesRead / 1024))} KiB
+                  {estimate.limit.maxBytesRead !== null &&
+                    ` of the ${formatNumber(Math.floor(estimate.limit.maxBytesRead / 1024))} KiB a query may read on the ${estimate.limit.plan} plan`}
+                  {estimate.limit.withinLimit ? '.' : ': over the limit; narrow the dates or use fewer fields.'}
+                </p>
+              )}
               {query && (
                 <details className="query-json">
                   <summary>Use this query from the API</summary>
