@@ -56,7 +56,7 @@ describe('the query in the URL', () => {
       ...base,
       measures: [{ op: 'sum', field: 'amount', as: 'revenue' }],
       dimensions: ['country'],
-      time: { field: 'at', granularity: 'week', from: '2025-01-01', to: '' },
+      time: { field: 'at', granularity: 'week', from: '2025-01-01', to: '', timezone: 'Europe/Berlin', compareTo: '' },
       filters: [{ field: 'country', op: 'in', value: 'FR, DE' }],
       order: { field: 'revenue', direction: 'asc' },
       limit: 50,

@@ -19,7 +19,13 @@ export interface TimeRow {
   granularity: Granularity;
   from: string;
   to: string;
+  /** IANA zone the buckets and the dates follow. */
+  timezone: string;
+  compareTo: '' | 'previousPeriod' | 'previousYear';
 }
+
+/** The browser's own zone: what a person means by "a day" here. */
+export const BROWSER_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
 
 const NUMERIC = new Set(['integer', 'number']);
 
@@ -37,8 +43,6 @@ function typedValue(raw: string, type: string | undefined): string | number | bo
   if (type === 'boolean' && (v === 'true' || v === 'false')) return v === 'true';
   return v;
 }
-
-const toIso = (local: string) => (local ? new Date(`${local}T00:00:00Z`).toISOString() : undefined);
 
 /** Everything the query builder holds: what the URL carries, so Back and a shared link bring the query back. */
 export interface BuilderState {
@@ -82,9 +86,12 @@ export function buildQuery(state: BuilderState, schema: Column[]) {
           timeDimension: {
             field: state.time.field,
             granularity: state.time.granularity,
-            ...(state.time.from ? { from: toIso(state.time.from) } : {}),
-            ...(state.time.to ? { to: toIso(state.time.to) } : {}),
+            timezone: state.time.timezone,
+            // Dates without an offset: local midnight in the zone.
+            ...(state.time.from ? { from: state.time.from } : {}),
+            ...(state.time.to ? { to: state.time.to } : {}),
           },
+          ...(state.time.compareTo && state.time.from && state.time.to ? { compareTo: state.time.compareTo } : {}),
         }
       : {}),
     filters: state.filters.map((f) => {
@@ -154,7 +161,16 @@ export function decodeBuilderState(raw: string | null): BuilderState | null {
     sourceId: v.sourceId,
     measures: measures.length ? measures : [{ op: 'count', field: '', as: '' }],
     dimensions: Array.isArray(v.dimensions) ? v.dimensions.filter((d): d is string => typeof d === 'string') : [],
-    time: t ? { field: str(t.field), granularity, from: str(t.from), to: str(t.to) } : null,
+    time: t
+      ? {
+          field: str(t.field),
+          granularity,
+          from: str(t.from),
+          to: str(t.to),
+          timezone: str(t.timezone) || BROWSER_ZONE,
+          compareTo: t.compareTo === 'previousPeriod' || t.compareTo === 'previousYear' ? t.compareTo : '',
+        }
+      : null,
     filters: Array.isArray(v.filters)
       ? v.filters.filter(isObject).map((f) => ({ field: str(f.field), op: (filterOps.has(str(f.op)) ? f.op : 'eq') as FilterOp, value: str(f.value) }))
       : [],

@@ -20,6 +20,7 @@ export type {
   Problem,
   ReportDto,
   ReportSummaryDto,
+  QueryEstimateDto,
   SessionDto,
   SourceDto,
   UsageDto,

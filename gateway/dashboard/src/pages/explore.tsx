@@ -1,6 +1,17 @@
 import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
 import { ApiError, unwrap } from '../api/client.ts';
-import { FILTER_OPERATORS, GRANULARITY_LIST, MEASURES, type FilterOp, type Granularity, type MeasureOp, type Page, type ReportDto, type SourceDto } from '../api/types.ts';
+import {
+  FILTER_OPERATORS,
+  GRANULARITY_LIST,
+  MEASURES,
+  type FilterOp,
+  type Granularity,
+  type MeasureOp,
+  type Page,
+  type QueryEstimateDto,
+  type ReportDto,
+  type SourceDto,
+} from '../api/types.ts';
 import { CHART_TYPES, ResultView, type ChartType } from '../components/result-view.tsx';
 import { Badge, Button, ButtonLink, Card, CopyButton, EmptyState, ErrorBanner, Field, Loading, PageHeader, StatusBadge } from '../components/ui.tsx';
 import { useApi } from '../context.tsx';
@@ -16,6 +27,7 @@ import {
   filterValueProblem,
   measureNames,
   nextMeasure,
+  BROWSER_ZONE,
   type BuilderState,
   type FilterRow,
   type MeasureRow,
@@ -132,7 +144,17 @@ export function ExplorePage() {
     navigate(`/analytics?${params.toString()}`, { replace: true, keepScroll: true });
   };
 
-  const err = run.error;
+  // A dry run: what the query would read, against the plan's cap, without running it or saving a report.
+  const [estimate, setEstimate] = useState<QueryEstimateDto | null>(null);
+  const estimateRun = useAction(async () => {
+    if (!query) return;
+    setEstimate(null);
+    const answered = await unwrap(api.openapi.POST('/analytics/query', { body: { ...query, dryRun: true } }));
+    if (!('dryRun' in answered)) throw new Error('a dry run was answered with a report');
+    setEstimate(answered);
+  });
+
+  const err = run.error ?? estimateRun.error;
   const outputs = [...(time ? [time.field] : []), ...dimensions, ...names];
   const curl = query
     ? `curl -X POST ${window.location.origin}/v1/analytics/query \\\n  -H "Authorization: Bearer $API_KEY" \\\n  -H "Content-Type: application/json" \\\n  -d '${JSON.stringify(query)}'`
@@ -294,7 +316,18 @@ export function ExplorePage() {
                         value={time?.field ?? ''}
                         onChange={(e) => {
                           const field = e.target.value;
-                          setTime(field ? { field, granularity: time?.granularity ?? 'day', from: time?.from ?? '', to: time?.to ?? '' } : null);
+                          setTime(
+                            field
+                              ? {
+                                  field,
+                                  granularity: time?.granularity ?? 'day',
+                                  from: time?.from ?? '',
+                                  to: time?.to ?? '',
+                                  timezone: time?.timezone ?? BROWSER_ZONE,
+                                  compareTo: time?.compareTo ?? '',
+                                }
+                              : null,
+                          );
                           if (field) setDimensions((old) => old.filter((d) => d !== field));
                         }}
                       >
@@ -321,11 +354,41 @@ export function ExplorePage() {
                     </div>
                     {time && (
                       <div className="builder-row builder-row-2">
-                        <Field label="From (UTC)" error={err?.fieldError('timeDimension.from')}>
+                        <Field label="From" error={err?.fieldError('timeDimension.from')}>
                           {(p) => <input {...p} type="date" className="input" value={time.from} onChange={(e) => setTime({ ...time, from: e.target.value })} />}
                         </Field>
-                        <Field label="Until (UTC)" error={err?.fieldError('timeDimension.to')}>
+                        <Field label="Until (not included)" error={err?.fieldError('timeDimension.to')}>
                           {(p) => <input {...p} type="date" className="input" value={time.to} onChange={(e) => setTime({ ...time, to: e.target.value })} />}
+                        </Field>
+                      </div>
+                    )}
+                    {time && (
+                      <div className="builder-row builder-row-2">
+                        <Field label="Time zone" error={err?.fieldError('timeDimension.timezone')}>
+                          {(p) => (
+                            <input
+                              {...p}
+                              className="input"
+                              value={time.timezone}
+                              placeholder="Europe/Berlin"
+                              onChange={(e) => setTime({ ...time, timezone: e.target.value.trim() })}
+                            />
+                          )}
+                        </Field>
+                        <Field label="Compare with" error={err?.fieldError('compareTo')}>
+                          {(p) => (
+                            <select
+                              {...p}
+                              className="input"
+                              value={time.compareTo}
+                              disabled={!time.from || !time.to}
+                              onChange={(e) => setTime({ ...time, compareTo: e.target.value as TimeRow['compareTo'] })}
+                            >
+                              <option value="">Nothing</option>
+                              <option value="previousPeriod">The period before</option>
+                              <option value="previousYear">The same dates a year before</option>
+                            </select>
+                          )}
                         </Field>
                       </div>
                     )}
@@ -443,7 +506,18 @@ export function ExplorePage() {
                 <Button type="submit" variant="primary" loading={run.pending} className="btn-block">
                   Run query
                 </Button>
+                <Button type="button" loading={estimateRun.pending} className="btn-block" onClick={() => void estimateRun.run()}>
+                  Estimate cost
+                </Button>
               </div>
+              {estimate && (
+                <p className={estimate.limit.withinLimit ? 'muted small' : 'field-error'} aria-label="Estimate">
+                  Reads {formatNumber(estimate.estimate.rowsRead)} rows, {formatNumber(Math.ceil(estimate.estimate.bytesRead / 1024))} KiB
+                  {estimate.limit.maxBytesRead !== null &&
+                    ` of the ${formatNumber(Math.floor(estimate.limit.maxBytesRead / 1024))} KiB a query may read on the ${estimate.limit.plan} plan`}
+                  {estimate.limit.withinLimit ? '.' : ': over the limit; narrow the dates or use fewer fields.'}
+                </p>
+              )}
               {query && (
                 <details className="query-json">
                   <summary>Use this query from the API</summary>

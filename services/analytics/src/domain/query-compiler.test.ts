@@ -282,6 +282,61 @@ describe('compileQuery: rejects what does not fit the schema (400 naming the fie
   });
 });
 
+describe('time zones, week starts and comparisons', () => {
+  it('passes the zone as a parameter, never in the SQL, and starts weeks on the day asked', () => {
+    const q = compile({ measures: [{ op: 'count' }], timeDimension: { field: 'ts', granularity: 'week', timezone: 'America/New_York', weekStartsOn: 0 } });
+    expect(q.sql).not.toContain('New_York');
+    expect(q.params).toContain('America/New_York');
+    expect(q.sql).toContain("TIMESTAMP '2000-01-02'");
+    // Monday is date_trunc's ISO week, in UTC the plain truncation of before.
+    expect(compile({ measures: [{ op: 'count' }], timeDimension: { field: 'ts', granularity: 'week' } }).sql).toContain(`date_trunc('week', CAST("ts" AS TIMESTAMP))`);
+  });
+
+  it('reads from and to without an offset as local times in the zone', () => {
+    const q = compile({
+      measures: [{ op: 'count' }],
+      timeDimension: { field: 'ts', granularity: 'day', timezone: 'Europe/Berlin', from: '2024-07-01', to: '2024-07-02T00:00:00Z' },
+    });
+    expect(q.params).toEqual(expect.arrayContaining(['2024-06-30 22:00:00.000', '2024-07-02 00:00:00.000']));
+    expect(q.scan.ranges).toEqual([{ from: Date.parse('2024-06-30T22:00:00Z'), to: Date.parse('2024-07-02T00:00:00Z') }]);
+  });
+
+  it('adds the previous value and the changes after each measure, and reads both periods', () => {
+    const q = compile({
+      measures: [{ op: 'sum', field: 'amount', as: 'revenue' }],
+      timeDimension: { field: 'ts', granularity: 'day', from: '2024-03-08T00:00:00Z', to: '2024-03-15T00:00:00Z' },
+      compareTo: 'previousPeriod',
+    });
+    expect(q.columns.map((c) => c.name)).toEqual(['ts', 'revenue', 'revenue_previous', 'revenue_change', 'revenue_relativeChange']);
+    expect(q.scan.ranges).toEqual([
+      { from: Date.parse('2024-03-01T00:00:00Z'), to: Date.parse('2024-03-08T00:00:00Z') },
+      { from: Date.parse('2024-03-08T00:00:00Z'), to: Date.parse('2024-03-15T00:00:00Z') },
+    ]);
+    expect(q.sql).toContain('FILTER (WHERE');
+  });
+
+  it('names compareTo when it has no range or overlaps it, and a name clash of the added columns', () => {
+    expect(errorsOf({ measures: [{ op: 'count' }], compareTo: 'previousYear' })).toEqual([{ path: 'compareTo', message: expect.stringContaining('from and to') }]);
+    const range = { field: 'ts', granularity: 'day', from: '2024-03-01T00:00:00Z', to: '2024-03-10T00:00:00Z' };
+    expect(errorsOf({ measures: [{ op: 'count' }], timeDimension: range, compareTo: { from: '2024-03-09T00:00:00Z', to: '2024-03-12T00:00:00Z' } })).toEqual([
+      { path: 'compareTo', message: expect.stringContaining('overlaps') },
+    ]);
+    expect(errorsOf({ measures: [{ op: 'count' }], timeDimension: range, compareTo: { from: 'last week', to: '2024-03-01T00:00:00Z' } })).toEqual([
+      { path: 'compareTo.from', message: expect.stringContaining('ISO-8601') },
+    ]);
+    expect(errorsOf({ measures: [{ op: 'count' }, { op: 'count', field: 'qty', as: 'count_previous' }], timeDimension: range, compareTo: 'previousPeriod' })).toEqual([
+      { path: 'measures.1.as', message: expect.stringContaining('"count_previous"') },
+    ]);
+    // Positive control: the same comparison without the clash compiles.
+    expect(compile({ measures: [{ op: 'count' }], timeDimension: range, compareTo: 'previousPeriod' }).columns).toHaveLength(5);
+  });
+
+  it('refuses an unknown zone at the schema', () => {
+    expect(querySchema.safeParse({ sourceId: SRC, measures: [{ op: 'count' }], timeDimension: { field: 'ts', granularity: 'day', timezone: 'Nowhere/Land' } }).success).toBe(false);
+    expect(querySchema.safeParse({ sourceId: SRC, measures: [{ op: 'count' }], timeDimension: { field: 'ts', granularity: 'day', timezone: 'Asia/Kolkata' } }).success).toBe(true);
+  });
+});
+
 describe('toUtcTimestamp', () => {
   it.each([
     ['2024-01-05', '2024-01-05 00:00:00.000'],

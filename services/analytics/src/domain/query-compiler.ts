@@ -329,7 +329,8 @@ export function compileQuery(query: AnalyticsQuery, schema: readonly DatasetColu
     } else if (type !== null && unit && WEEK_ORIGIN[weekStartsOn] !== undefined) {
       const timeZone = td.timezone ?? 'UTC';
       const utc = timeZone === 'UTC';
-      // The column is UTC; `local` is its wall-clock time in the zone (DuckDB's ICU, the zone a parameter).
+      // The column is UTC; `local` is its wall-clock time in the zone: the column plus the offset at that instant
+      // (from the zone's offsets over the file's span), or DuckDB's ICU when the span is unknown.
       const t = `CAST(${sqlIdent(td.field)} AS TIMESTAMP)`;
       // Bound only where an expression uses it: DuckDB refuses a parameter no expression takes.
       let zoneParam: string | null = null;
@@ -369,7 +370,10 @@ export function compileQuery(query: AnalyticsQuery, schema: readonly DatasetColu
         if ('error' in previous) c.fail(previous.path, previous.error);
         else {
           periods = { current: within({ from, to }), previous: within(previous) };
-          ranges = [previous, { from, to }];
+          ranges = [
+            { from: previous.from, to: previous.to },
+            { from, to },
+          ];
           where.push(`(${periods.current} OR ${periods.previous})`);
           const shift = previous.shiftYears ? `INTERVAL ${previous.shiftYears} YEAR` : `to_microseconds(CAST(${c.param(previous.shiftMs * 1000)} AS BIGINT))`;
           localEff = `(CASE WHEN ${periods.previous} THEN ${local} + ${shift} ELSE ${local} END)`;

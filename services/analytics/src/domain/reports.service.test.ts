@@ -76,6 +76,24 @@ function harness(
 const ONE_ROW: TableResult = { columns: [{ name: 'count', type: 'integer' }], rows: [[1]] };
 
 describe('ReportsService', () => {
+  it("refuses a query over the plan's cap on bytes read with 422 before it saves or runs anything", async () => {
+    let runs = 0;
+    const h = harness({ maxBytesRead: { starter: 9, professional: 0, enterprise: 0 } }, async () => {
+      runs++;
+      return ONE_ROW;
+    });
+    const err = await h.service.run(caller, q({ measures: [{ op: 'sum', field: 'x' }] })).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DomainError);
+    expect([(err as DomainError).kind, (err as DomainError).code]).toEqual(['unprocessable', 'query_read_limit']);
+    expect((err as DomainError).message).toContain('10 bytes');
+    expect((err as DomainError).message).toContain('maxBytesRead');
+    expect([h.docs.size, runs]).toEqual([0, 0]);
+    // Positive controls: a count reads no column, and the same sum on an uncapped plan runs, with its statistics.
+    expect((await h.service.run(caller, q())).report.statistics).toEqual({ elapsedMs: expect.any(Number), rowsRead: 1, bytesRead: 0 });
+    const pro = await h.service.run({ ...caller, plan: 'professional' }, q({ measures: [{ op: 'sum', field: 'x' }] }));
+    expect(pro.report.statistics).toEqual({ elapsedMs: expect.any(Number), rowsRead: 1, bytesRead: 10 });
+  });
+
   it('answers a fast query completed (201) with its report.completed event', async () => {
     const h = harness({}, async () => ONE_ROW);
     const { report, accepted } = await h.service.run(caller, q());
