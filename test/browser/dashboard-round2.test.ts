@@ -219,7 +219,7 @@ describe('the dashboard, second round', () => {
     await page.getByRole('button', { name: '+ Add filter' }).click();
     await page.getByLabel('Filter 1 field').selectOption('country');
     await page.getByRole('button', { name: 'Run query' }).click();
-    const filterError = page.getByText('Enter a value to compare with');
+    const filterError = page.locator('p.builder-error', { hasText: 'Enter a value to compare with' });
     await filterError.waitFor();
     expect(await page.getByLabel('Filter 1 value').getAttribute('aria-invalid')).toBe('true');
     expect(queries).toEqual([]);
