@@ -120,6 +120,11 @@ describe('the dashboard, second round', () => {
     await screenshot(page, 'r2-api-key-replaced');
 
     // A source and a model trained on it through the API: the dashboard shows their names, never ids or templates.
+    let keyCalls = 1; // the check of the outgoing secret above
+    const api = (path: string, init: RequestInit = {}) => {
+      keyCalls++;
+      return fetch(`${gw}${path}`, { ...init, headers: bearer(newSecret) });
+    };
     const now = Date.now();
     const rows = Array.from({ length: 24 }, (_, i) => ({
       country: ['FR', 'DE', 'US'][i % 3],
@@ -127,26 +132,25 @@ describe('the dashboard, second round', () => {
       units: i,
       at: new Date(now - (i % 4) * 86_400_000).toISOString(),
     }));
-    const src = await fetch(`${gw}/v1/sources`, { method: 'POST', headers: bearer(newSecret), body: JSON.stringify({ type: 'inline', name: 'orders ledger', rows }) });
+    const src = await api('/v1/sources', { method: 'POST', body: JSON.stringify({ type: 'inline', name: 'orders ledger', rows }) });
     expect(src.status).toBe(201);
     const sourceId = ((await src.json()) as { id: string }).id;
-    await waitFor(async () => ((await (await fetch(`${gw}/v1/sources/${sourceId}`, { headers: bearer(newSecret) })).json()) as { status: string }).status === 'ready', {
+    await waitFor(async () => ((await (await api(`/v1/sources/${sourceId}`)).json()) as { status: string }).status === 'ready', {
       timeoutMs: 30_000,
       what: 'the source ready',
     });
-    const model = await fetch(`${gw}/v1/models`, {
+    const model = await api('/v1/models', {
       method: 'POST',
-      headers: bearer(newSecret),
       body: JSON.stringify({ type: 'linear_regression', name: 'Spend forecast', sourceId, target: 'amount', features: ['units'] }),
     });
     expect(model.status).toBe(202);
     const modelId = ((await model.json()) as { id: string }).id;
-    await waitFor(async () => ((await (await fetch(`${gw}/v1/models/${modelId}`, { headers: bearer(newSecret) })).json()) as { status: string }).status === 'ready', {
+    await waitFor(async () => ((await (await api(`/v1/models/${modelId}`)).json()) as { status: string }).status === 'ready', {
       timeoutMs: 60_000,
       what: 'the model trained',
     });
     // What the API says holds the id and the template the dashboard must not show as they are.
-    const described = ((await (await fetch(`${gw}/v1/models/${modelId}`, { headers: bearer(newSecret) })).json()) as { description: string }).description;
+    const described = ((await (await api(`/v1/models/${modelId}`)).json()) as { description: string }).description;
     expect(described).toContain(sourceId);
     expect(described).toContain('{prediction}');
 
@@ -174,6 +178,12 @@ describe('the dashboard, second round', () => {
     expect((await activity.textContent()) ?? '').not.toMatch(RAW_ID);
     // Positive control: the feed does hold those ids, as links to their pages.
     expect(await activity.locator(`a[href="/sources/${sourceId}"]`).count()).toBeGreaterThan(0);
+    // The plan's window counts the key's requests only: the dashboard's own calls (dozens by now) are not in it.
+    const usageNow = page.getByTestId('usage-now');
+    await usageNow.getByText("the dashboard's own requests are not counted").waitFor();
+    const used = Number(((await usageNow.locator('.big-number').textContent()) ?? '').replace(/\D/g, ''));
+    expect(used).toBeGreaterThan(0);
+    expect(used).toBeLessThanOrEqual(keyCalls);
     await screenshot(page, 'r2-overview-activity-names');
     expect(errors).toEqual([]);
   }, 150_000);
@@ -219,7 +229,7 @@ describe('the dashboard, second round', () => {
     await page.getByRole('button', { name: '+ Add filter' }).click();
     await page.getByLabel('Filter 1 field').selectOption('country');
     await page.getByRole('button', { name: 'Run query' }).click();
-    const filterError = page.getByText('Enter a value to compare with');
+    const filterError = page.locator('p.builder-error', { hasText: 'Enter a value to compare with' });
     await filterError.waitFor();
     expect(await page.getByLabel('Filter 1 value').getAttribute('aria-invalid')).toBe('true');
     expect(queries).toEqual([]);

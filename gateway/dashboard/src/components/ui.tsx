@@ -230,6 +230,7 @@ const STATUS_TONES: Record<string, BadgeTone> = {
   enabled: 'success',
   active: 'success',
   pending: 'warning',
+  replaced: 'warning',
   syncing: 'info',
   running: 'info',
   training: 'info',

@@ -63,6 +63,7 @@ export function CurrentMinute({ refreshMs = 5_000 }: { refreshMs?: number }) {
         <span>{formatInt(u.remaining)} remaining</span>
         <span>{u.used > 0 ? `oldest counted request leaves the ${u.windowSeconds}-s window in ${u.resetSeconds} s` : `sliding ${u.windowSeconds}-second window`}</span>
       </p>
+      <p className="muted small">Requests made with your API keys; the dashboard's own requests are not counted.</p>
     </div>
   );
 }

@@ -25,11 +25,14 @@ const GRACE_OPTIONS = [
   { value: 7 * 86_400, label: 'After 7 days' },
 ] as const;
 
+/** The key states whose secret still works. */
+const USABLE = new Set(['active', 'pending', 'replaced']);
+
 export function keyState(k: ApiKeyDto, now = Date.now()): { status: string; label: string } {
   if (k.revokedAt) return { status: 'revoked', label: 'Revoked' };
   if (k.expiresAt && new Date(k.expiresAt).getTime() <= now) return { status: 'expired', label: k.replacedBy ? 'Replaced' : 'Expired' };
   // Rolled: it works until its grace period ends, and its replacement is the key to roll from now on.
-  if (k.replacedBy) return { status: 'pending', label: `Replaced, expires at ${formatDate(k.expiresAt)}` };
+  if (k.replacedBy) return { status: 'replaced', label: `Replaced, expires at ${formatDate(k.expiresAt)}` };
   if (k.expiresAt && new Date(k.expiresAt).getTime() - now < 7 * 86_400_000) return { status: 'pending', label: `Expires ${formatRelative(k.expiresAt, now)}` };
   return { status: 'active', label: 'Active' };
 }
@@ -328,7 +331,7 @@ function RollKeyDialog({ target, onClose, onRolled }: { target: ApiKeyDto | null
 
 function KeyRow({ k, onRoll, onRevoke }: { k: ApiKeyDto; onRoll: () => void; onRevoke: () => void }) {
   const state = keyState(k);
-  const usable = state.status === 'active' || state.status === 'pending';
+  const usable = USABLE.has(state.status);
   const rollable = usable && !k.replacedBy;
   return (
     <li className={`key-row${usable ? '' : ' is-muted'}`} data-key-id={k.id} data-testid="key-row">
@@ -381,8 +384,8 @@ export function ApiKeysPage() {
   });
 
   const list = keys.data?.data ?? [];
-  const active = list.filter((k) => ['active', 'pending'].includes(keyState(k).status));
-  const inactive = list.filter((k) => !['active', 'pending'].includes(keyState(k).status));
+  const active = list.filter((k) => USABLE.has(keyState(k).status));
+  const inactive = list.filter((k) => !USABLE.has(keyState(k).status));
 
   return (
     <>

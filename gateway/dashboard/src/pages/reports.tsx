@@ -8,21 +8,25 @@ import { formatDate, formatMs, formatNumber, formatRelative } from '../format.ts
 import { useDocumentTitle, useInterval, useResource } from '../hooks.ts';
 import { Link } from '../router.tsx';
 import { describeQuery } from '../query-text.ts';
+import { useNames } from '../names.tsx';
 
-function useSourceNames() {
+/** Source names for these ids: from the first page of sources, the others looked up one by one (never shown as ids). */
+function useSourceNames(ids: unknown[]) {
   const sources = useResource<Page<SourceDto>>('sources', (api, signal) => unwrap(api.openapi.GET('/sources', { params: { query: { limit: 100 } }, signal })));
-  return (id: unknown) => sources.data?.data.find((s) => s.id === id)?.name ?? (typeof id === 'string' ? id : '—');
+  const listed = (id: unknown) => sources.data?.data.find((s) => s.id === id)?.name;
+  const names = useNames(sources.data ? ids.filter((id): id is string => typeof id === 'string' && !listed(id)) : []);
+  return (id: unknown) => listed(id) ?? (typeof id === 'string' ? names(id)?.name : undefined) ?? (typeof id === 'string' ? 'a source' : '—');
 }
 
 export function ReportsPage() {
   useDocumentTitle('Reports');
   const api = useApi();
-  const sourceName = useSourceNames();
   const reports = useResource<Page<ReportSummaryDto>>('reports', (a, signal) => unwrap(a.openapi.GET('/analytics/reports', { params: { query: { limit: 50 } }, signal })));
   const [more, setMore] = useState<{ items: ReportSummaryDto[]; cursor: string | null; loading: boolean }>({ items: [], cursor: null, loading: false });
   const list = [...(reports.data?.data ?? []), ...more.items];
   const cursor = more.items.length ? more.cursor : (reports.data?.nextCursor ?? null);
   const running = list.some((r) => r.status === 'running');
+  const sourceName = useSourceNames(list.map((r) => r.query.sourceId));
   useInterval(() => void reports.reload(), running ? 2_000 : null);
 
   const loadMore = async () => {
@@ -117,8 +121,8 @@ export function ReportsPage() {
 
 export function ReportDetailPage({ id }: { id: string }) {
   const report = useResource<ReportDto>(`report:${id}`, (api, signal) => unwrap(api.openapi.GET('/analytics/reports/{id}', { params: { path: { id } }, signal })));
-  const sourceName = useSourceNames();
   const r = report.data;
+  const sourceName = useSourceNames(r ? [r.query.sourceId] : []);
   useDocumentTitle(r ? describeQuery(r.query) : 'Report');
   useInterval(() => void report.reload(), r?.status === 'running' ? 1_500 : null);
 
