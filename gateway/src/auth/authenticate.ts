@@ -67,16 +67,18 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  */
 export function authenticate(deps: { keys: KeyVerifier; sessions: SessionVerifier; failures: AuthFailureLimiter; logger: Logger }) {
   return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
-    const address = clientAddressOf(req);
+    // Only failures and unauthenticated calls count against the address: a valid key never needs it.
+    let address: string | undefined;
+    const addressOf = () => (address ??= clientAddressOf(req));
     const blocked = async (): Promise<AppError | null> => {
-      const retryAfter = await deps.failures.blocked(address);
+      const retryAfter = await deps.failures.blocked(addressOf());
       return retryAfter === null
         ? null
         : new AppError('quota_exceeded', 'too many failed authentications from this address; wait before retrying', { headers: { 'Retry-After': String(retryAfter) } });
     };
     const fail = async (err: AppError) => {
       const refused = await blocked();
-      await deps.failures.recordFailure(address);
+      await deps.failures.recordFailure(addressOf());
       next(refused ?? err);
     };
     try {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { generateApiKey, hashApiKey, isWellFormedApiKey, keyHint, KEY_PREFIX } from './api-key.ts';
 
 describe('api keys', () => {
@@ -23,6 +24,8 @@ describe('api keys', () => {
   it('hashes with SHA-256 and hints with the last four characters only', () => {
     const k = generateApiKey();
     expect(hashApiKey(k)).toMatch(/^[0-9a-f]{64}$/);
+    // The same hex digest as the Hash object that made the stored hashes.
+    expect(hashApiKey('dap_sk_test')).toBe(createHash('sha256').update('dap_sk_test').digest('hex'));
     expect(hashApiKey(k)).not.toContain(k.slice(KEY_PREFIX.length, KEY_PREFIX.length + 8));
     expect(keyHint(k)).toBe(`${KEY_PREFIX}…${k.slice(-4)}`);
   });

@@ -43,3 +43,25 @@ it('takes the account from res.locals where no signed context exists (the gatewa
   expect(accessLines().at(-1)).toMatchObject({ accountId: 'acct_set_by_gateway', path: '/public', status: 200 });
   expect(accessLines().at(-1)!.requestId).toMatch(/^req_/);
 });
+
+it('builds no entry for a request logged at a level that is off, and still logs a 500', async () => {
+  const quiet = createLogger({ name: 'access-quiet', level: 'info', destination: sink });
+  const debug = jest.spyOn(quiet, 'debug');
+  const error = jest.spyOn(quiet, 'error');
+  const app = createHttpApp({ logger: quiet, bodyLimitBytes: 1024, internalSecret: SECRET });
+  app.get('/ok', (_req, res) => void res.json({ ok: true }));
+  app.get('/boom', () => {
+    throw new Error('boom');
+  });
+  const s = await listen(finishApp(app, quiet), '127.0.0.1', 0);
+  try {
+    expect((await fetch(`${s.url}/ok`)).status).toBe(200);
+    expect((await fetch(`${s.url}/boom`)).status).toBe(500);
+    await new Promise((r) => setImmediate(r));
+    expect(debug).not.toHaveBeenCalled();
+    // The positive control: the 500's entry is built and written.
+    expect(error).toHaveBeenCalledWith(expect.objectContaining({ path: '/boom', status: 500 }), 'request');
+  } finally {
+    await s.close();
+  }
+});

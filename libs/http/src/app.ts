@@ -55,8 +55,10 @@ export function accessLog(logger: Logger) {
   return (req: Request, res: Response, next: NextFunction): void => {
     const start = process.hrtime.bigint();
     res.on('finish', () => {
-      const ms = Number(process.hrtime.bigint() - start) / 1e6;
       const level = res.statusCode >= 500 ? 'error' : 'debug';
+      // Most requests log at debug, which production leaves off: no entry is built for them.
+      if (!logger.isLevelEnabled(level)) return;
+      const ms = Number(process.hrtime.bigint() - start) / 1e6;
       logger[level](
         {
           requestId: req.requestId,

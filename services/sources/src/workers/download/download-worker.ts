@@ -50,7 +50,7 @@ interface Pending {
 
 /**
  * One worker thread that runs every URL download of the process. A download's body passes through
- * hundreds of 64 KiB buffers; in a thread of its own, with a heap of a few MB, collecting them costs a
+ * hundreds of buffers (read slabs, undici's and zlib's pieces); in a thread of its own, with a heap of a few MB, collecting them costs a
  * fraction of what it costs on the service's main heap (measured: about half the CPU of the whole pull
  * for a 60 MB file), and the main event loop only sees the start and the end. Started on first use;
  * a worker that dies fails the downloads it was running and is started again by the next one.

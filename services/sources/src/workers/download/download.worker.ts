@@ -7,8 +7,8 @@ import { toFailure, type WorkerReply, type WorkerRequest } from './download-work
 /**
  * The download worker thread (see DownloadWorker): runs each download it is sent, until it is cancelled.
  *
- * Every socket read, and every piece zlib decodes from a compressed body, is a buffer of its own, dead once
- * written, and V8 collects such buffers only when their total has grown by about 64 MB. Until then they
+ * Every read slab (http-get's READ_SLAB_BYTES), and every piece zlib decodes from a compressed body, is a
+ * buffer of its own, dead once written, and V8 collects such buffers only when their total has grown by about 64 MB. Until then they
  * stay allocated, and glibc's heap for this thread grows to hold them and keeps the memory (64 MB of a
  * 121 MiB CSV's 446 MB peak, over the 400 MB budget, before this collection). A young-generation collection
  * every 4 MiB of body frees them while they are few. `gc` is V8's own function, taken from a context made

@@ -54,8 +54,8 @@ const ACCEPT = 'text/csv, application/x-ndjson, application/json;q=0.9, text/pla
  */
 export const READ_SLAB_BYTES = 1024 * 1024;
 /**
- * Body bytes gathered before the sink is called. undici hands over each socket read (at most 64 KiB); a
- * download written read by read made 16 times the write calls, which showed in its time.
+ * Body bytes gathered before the sink is called. undici hands over each socket read, which a slow sender
+ * or a TLS connection keeps small; a download written read by read made many times the write calls.
  */
 export const SINK_BATCH_BYTES = 1024 * 1024;
 /** Status line and headers together, like Node's own limit for a response. */
