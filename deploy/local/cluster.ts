@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { localSecrets, readEnvFile } from './env-file.ts';
 import { DEPLOYABLES, startServices, type DeployableName, type Supervised } from './supervisor.ts';
 
 /**
@@ -14,34 +14,9 @@ const base = process.argv[2];
 if (!base) throw new Error('usage: cluster.ts <cluster base directory>');
 const root = join(import.meta.dirname, '..', '..');
 
-function readEnvFile(file: string): Record<string, string> {
-  if (!existsSync(file)) return {};
-  return Object.fromEntries(
-    readFileSync(file, 'utf8')
-      .split('\n')
-      .filter((l) => l.includes('='))
-      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
-  );
-}
-
-const secretsFile = join(base, 'secrets.env');
-if (!existsSync(secretsFile)) {
-  const s = {
-    INTERNAL_SECRET: randomBytes(32).toString('hex'),
-    WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
-    SOURCE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
-  };
-  writeFileSync(
-    secretsFile,
-    Object.entries(s)
-      .map(([k, v]) => `${k}=${v}\n`)
-      .join(''),
-    { mode: 0o600 },
-  );
-}
 const env: Record<string, string> = {
   ...readEnvFile(join(base, 'cluster.env')),
-  ...readEnvFile(secretsFile),
+  ...localSecrets(join(base, 'secrets.env')),
   LOG_LEVEL: 'info',
   DATASET_DIR: join(base, 'datasets'),
   ALLOW_PRIVATE_TARGETS: 'true',
