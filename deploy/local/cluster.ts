@@ -1,6 +1,6 @@
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ensureDevAccount } from './dev-account.ts';
 import { localSecrets, readEnvFile } from './env-file.ts';
 import { DEPLOYABLES, startServices, type DeployableName, type Supervised } from './supervisor.ts';
 
@@ -54,42 +54,17 @@ const balanced = {
 };
 const services = DEPLOYABLES.filter((d) => d.name !== 'gateway');
 const gatewayOnly = DEPLOYABLES.filter((d) => d.name === 'gateway');
+/** Set a's ports start at 31100, set b's at 31110. */
+const SETS = [
+  ['a', 31100],
+  ['b', 31110],
+] as const;
+const startSet = (first: number, deployables: readonly (typeof DEPLOYABLES)[number][], setEnv: Record<string, string>, logName: string) =>
+  startServices({ root, env: setEnv, ports: portsOf(first), logDir: join(base, 'logs', logName), timeoutMs: 180_000, deployables });
 try {
-  for (const [name, first] of [
-    ['a', 31100],
-    ['b', 31110],
-  ] as const) {
-    sets.push(
-      await startServices({
-        root,
-        env: { ...env, INSTANCE_ID: `cluster-${name}` },
-        ports: portsOf(first),
-        logDir: join(base, 'logs', name),
-        timeoutMs: 180_000,
-        deployables: services,
-      }),
-    );
-  }
-  for (const [name, first] of [
-    ['a', 31100],
-    ['b', 31110],
-  ] as const) {
-    sets.push(
-      await startServices({
-        root,
-        env: { ...env, ...balanced },
-        ports: portsOf(first),
-        logDir: join(base, 'logs', `gateway-${name}`),
-        timeoutMs: 180_000,
-        deployables: gatewayOnly,
-      }),
-    );
-  }
-  const cli = execFileSync(process.execPath, ['--no-warnings', join(root, 'services/accounts/src/cli.ts'), 'ensure-dev'], {
-    env: { PATH: process.env.PATH ?? '', MONGO_URL: env.MONGO_URL ?? '', MONGO_DB: 'dap_accounts' },
-    encoding: 'utf8',
-  });
-  const { apiKey, accountId } = JSON.parse(cli) as { apiKey: string; accountId: string };
+  for (const [name, first] of SETS) sets.push(await startSet(first, services, { ...env, INSTANCE_ID: `cluster-${name}` }, name));
+  for (const [name, first] of SETS) sets.push(await startSet(first, gatewayOnly, { ...env, ...balanced }, `gateway-${name}`));
+  const { apiKey, accountId } = ensureDevAccount(root, env.MONGO_URL ?? '');
   const pids = sets.flatMap((s, i) => Object.entries(s.pids()).map(([n, pid]) => `PID_${n.toUpperCase()}_${'ABAB'[i]}=${pid}`));
   writeFileSync(
     join(base, 'ready.env'),

@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { execFileSync } from 'node:child_process';
+import { ensureDevAccount } from './dev-account.ts';
 import { localSecrets, readEnvFile } from './env-file.ts';
 import { startServices, type DeployableName } from './supervisor.ts';
 
@@ -28,11 +28,7 @@ const env: Record<string, string> = {
 // Prometheus metrics, each process on its own port (the API ports never serve them).
 const metricsPorts: Record<DeployableName, number> = { gateway: 9464, accounts: 9465, sources: 9466, analytics: 9467, models: 9468, webhooks: 9469 };
 const services = await startServices({ root, env, ports, metricsPorts, logDir: join(dev, 'logs') });
-const cli = execFileSync(process.execPath, ['--no-warnings', join(root, 'services/accounts/src/cli.ts'), 'ensure-dev'], {
-  env: { PATH: process.env.PATH ?? '', MONGO_URL: stack.MONGO_URL ?? '', MONGO_DB: 'dap_accounts' },
-  encoding: 'utf8',
-});
-const { apiKey, accountId } = JSON.parse(cli) as { apiKey: string; accountId: string };
+const { apiKey, accountId } = ensureDevAccount(root, stack.MONGO_URL ?? '');
 const gatewayUrl = services.urls.gateway;
 const dashboardUrl = `${gatewayUrl}/`;
 writeFileSync(join(local, 'dev.env'), `GATEWAY_URL=${gatewayUrl}\nDASHBOARD_URL=${dashboardUrl}\nAPI_KEY=${apiKey}\nACCOUNT_ID=${accountId}\n`, { mode: 0o600 });
