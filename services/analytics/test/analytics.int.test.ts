@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { domainEventSchema, makeEvent, newId, reportListSchema, reportSchema, overviewSchema, type DomainEvent, type EventOf, type EventType } from '@dap/contracts';
-import { DatasetStore } from '@dap/datasets';
+import { DatasetStore, type IngestResult } from '@dap/datasets';
 import { createKafka, EventProducer, type Consumer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
 import { callerHeaders, http, serviceTestEnv, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
@@ -47,6 +47,11 @@ async function publish<T extends EventType>(type: T, accountId: string, subject:
   if (at) e.occurredAt = at.toISOString();
   await producer.publish([e]);
   return e;
+}
+
+/** Announces a source's data as the sources service does once a sync is done: `source.ready` with its row count and schema. */
+function announceReady(accountId: string, sourceId: string, name: string, type: string, result: IngestResult) {
+  return publish('source.ready', accountId, sourceId, { id: sourceId, name, type, rowCount: result.rowCount, schema: result.schema });
 }
 
 /** Numbers compare to 1e-6 (DuckDB may sum floats in another order); everything else exactly. */
@@ -102,7 +107,7 @@ beforeAll(async () => {
     { name: 'ts', type: 'timestamp' },
   ]);
   await publish('source.created', accountA, sourceA, { id: sourceA, name: 'orders', type: 'inline' });
-  await publish('source.ready', accountA, sourceA, { id: sourceA, name: 'orders', type: 'inline', rowCount: result.rowCount, schema: result.schema });
+  await announceReady(accountA, sourceA, 'orders', 'inline', result);
   await waitFor(async () => (await query(accountA, { measures: [{ op: 'count' }] })).status === 201, { what: 'the source projection', timeoutMs: 30_000 });
 }, 60_000);
 
@@ -210,7 +215,7 @@ describe('validation, tenancy and states', () => {
     // Written as text: a JavaScript number cannot hold 9007199254740993.
     await store.stage(account, sourceId, 'ndjson', ['{"n":9007199254740993,"x":1.5}\n', '{"n":9007199254740992,"x":2.5}\n', '{"n":7,"x":-1}\n']);
     const result = await store.ingest(account, sourceId, 'ndjson');
-    await publish('source.ready', account, sourceId, { id: sourceId, name: 'big', type: 'inline', rowCount: result.rowCount, schema: result.schema });
+    await announceReady(account, sourceId, 'big', 'inline', result);
     const count = async (filters: unknown[]) => {
       let res: Awaited<ReturnType<typeof api>> | undefined;
       await waitFor(async () => (res = await api('POST', '/analytics/query', account, { sourceId, measures: [{ op: 'count' }], filters })).status !== 404, {
@@ -274,7 +279,7 @@ describe('validation, tenancy and states', () => {
       { name: 'when', type: 'string' },
       { name: 'n', type: 'integer' },
     ]);
-    await publish('source.ready', owner, mixed, { id: mixed, name: 'mixed', type: 'inline', rowCount: result.rowCount, schema: result.schema });
+    await announceReady(owner, mixed, 'mixed', 'inline', result);
     const res = await waitFor(
       async () => {
         const r = await query(owner, { sourceId: mixed, measures: [{ op: 'count' }], timeDimension: { field: 'when', granularity: 'day' } });
@@ -322,7 +327,7 @@ describe('validation, tenancy and states', () => {
     const kept = newId('src');
     const result = await ingest(acct, kept, ROWS.slice(0, 5));
     await publish('source.created', acct, kept, { id: kept, name: 'kept', type: 'url' });
-    await publish('source.ready', acct, kept, { id: kept, name: 'kept', type: 'url', rowCount: result.rowCount, schema: result.schema });
+    await announceReady(acct, kept, 'kept', 'url', result);
     const failed = await publish('source.failed', acct, kept, {
       id: kept,
       name: 'kept',
@@ -534,7 +539,7 @@ describe('honest results: totals, numbers and full exports', () => {
 
   async function ready(sourceId: string, rows: object[]) {
     const result = await ingest(owner, sourceId, rows);
-    await publish('source.ready', owner, sourceId, { id: sourceId, name: sourceId, type: 'inline', rowCount: result.rowCount, schema: result.schema });
+    await announceReady(owner, sourceId, sourceId, 'inline', result);
     return result;
   }
   const run = (q: Record<string, unknown>) => api('POST', '/analytics/query', owner, q);
@@ -618,7 +623,7 @@ describe('honest results: totals, numbers and full exports', () => {
       { name: 'k', type: 'string' },
       { name: 'amount', type: 'number' },
     ]);
-    await publish('source.ready', owner, money, { id: money, name: 'money', type: 'postgres', rowCount: result.rowCount, schema: result.schema });
+    await announceReady(owner, money, 'money', 'postgres', result);
     const res = await waitFor(
       async () => {
         const r = await run({ sourceId: money, measures: [{ op: 'sum', field: 'amount', as: 's' }], dimensions: ['k'] });
