@@ -36,6 +36,15 @@ async function gatewayFor(targets: Targets, agent: Agent, serviceOf: (req: expre
   return gateway;
 }
 
+/** Closes the test gateway, its agent and the upstream, dropping their kept-alive connections. */
+function shutDown(gateway: Server, agent: Agent, upstream: Server): void {
+  gateway.closeAllConnections();
+  gateway.close();
+  agent.destroy();
+  upstream.closeAllConnections();
+  upstream.close();
+}
+
 describe('serviceProxy', () => {
   // More requests in flight than the agent has sockets: the extra ones wait in the agent's queue. The
   // credentials used to be swapped in the 'proxyReq' event, which a queued request reaches after its headers
@@ -64,11 +73,7 @@ describe('serviceProxy', () => {
         expect(verifyCallerContext(SECRET, h['x-dap-context'] as string, h['x-dap-signature'] as string)?.accountId).toBe('acct_01HZZZZZZZZZZZZZZZZZZZZZZZ');
       }
     } finally {
-      gateway.closeAllConnections();
-      gateway.close();
-      agent.destroy();
-      upstream.closeAllConnections();
-      upstream.close();
+      shutDown(gateway, agent, upstream);
     }
   });
 
@@ -113,11 +118,7 @@ describe('serviceProxy', () => {
       expect(failed.headers.get('retry-after')).toBe('5');
       expect(await failed.json()).toMatchObject({ status: 503, instance: '/v1/account' });
     } finally {
-      gateway.closeAllConnections();
-      gateway.close();
-      agent.destroy();
-      upstream.closeAllConnections();
-      upstream.close();
+      shutDown(gateway, agent, upstream);
     }
   });
 });
