@@ -54,6 +54,17 @@ function announceReady(accountId: string, sourceId: string, name: string, type: 
   return publish('source.ready', accountId, sourceId, { id: sourceId, name, type, rowCount: result.rowCount, schema: result.schema });
 }
 
+/** The first answer to `ask` once the service knows the source (until its projection arrives, queries answer 404). */
+function onceProjected(ask: () => ReturnType<typeof api>, what: string) {
+  return waitFor(
+    async () => {
+      const r = await ask();
+      return r.status === 404 ? null : r;
+    },
+    { what },
+  );
+}
+
 /** Numbers compare to 1e-6 (DuckDB may sum floats in another order); everything else exactly. */
 function expectRowsClose(actual: Record<string, Cell>[], expected: Record<string, Cell>[]): void {
   expect(actual.length).toBe(expected.length);
@@ -217,12 +228,9 @@ describe('validation, tenancy and states', () => {
     const result = await store.ingest(account, sourceId, 'ndjson');
     await announceReady(account, sourceId, 'big', 'inline', result);
     const count = async (filters: unknown[]) => {
-      let res: Awaited<ReturnType<typeof api>> | undefined;
-      await waitFor(async () => (res = await api('POST', '/analytics/query', account, { sourceId, measures: [{ op: 'count' }], filters })).status !== 404, {
-        what: 'the source projection',
-      });
-      expect([res!.status, res!.body.status, res!.body.error ?? null]).toEqual([201, 'completed', null]);
-      return res!.body.rows[0].count as number;
+      const res = await onceProjected(() => api('POST', '/analytics/query', account, { sourceId, measures: [{ op: 'count' }], filters }), 'the source projection');
+      expect([res.status, res.body.status, res.body.error ?? null]).toEqual([201, 'completed', null]);
+      return res.body.rows[0].count as number;
     };
     expect(await count([{ field: 'n', op: 'gt', value: 1e300 }])).toBe(0);
     expect(await count([{ field: 'n', op: 'lt', value: 1e19 }])).toBe(3);
@@ -280,12 +288,9 @@ describe('validation, tenancy and states', () => {
       { name: 'n', type: 'integer' },
     ]);
     await announceReady(owner, mixed, 'mixed', 'inline', result);
-    const res = await waitFor(
-      async () => {
-        const r = await query(owner, { sourceId: mixed, measures: [{ op: 'count' }], timeDimension: { field: 'when', granularity: 'day' } });
-        return r.status === 404 ? null : r;
-      },
-      { what: 'the mixed source projection' },
+    const res = await onceProjected(
+      () => query(owner, { sourceId: mixed, measures: [{ op: 'count' }], timeDimension: { field: 'when', granularity: 'day' } }),
+      'the mixed source projection',
     );
     expect(res.status).toBe(400);
     expect(res.body.errors).toEqual([{ path: 'timeDimension.field', message: expect.stringMatching(/^"when" is a string field; a time dimension needs a timestamp field/) }]);
@@ -624,13 +629,8 @@ describe('honest results: totals, numbers and full exports', () => {
       { name: 'amount', type: 'number' },
     ]);
     await announceReady(owner, money, 'money', 'postgres', result);
-    const res = await waitFor(
-      async () => {
-        const r = await run({ sourceId: money, measures: [{ op: 'sum', field: 'amount', as: 's' }], dimensions: ['k'] });
-        return r.status === 201 ? r : null;
-      },
-      { what: 'the decimal source projection' },
-    );
+    const res = await onceProjected(() => run({ sourceId: money, measures: [{ op: 'sum', field: 'amount', as: 's' }], dimensions: ['k'] }), 'the decimal source projection');
+    expect(res.status).toBe(201);
     // Positive control: as doubles these sums would be 0.30000000000000004 and 2469135780246913.5.
     expect([0.1 + 0.2, Number('1234567890123456.78') * 2]).toEqual([0.30000000000000004, 2469135780246913.5]);
     expect(res.body.rows).toEqual([
