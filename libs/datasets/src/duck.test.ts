@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { hostname, tmpdir } from 'node:os';
+import { threadId } from 'node:worker_threads';
 import { join } from 'node:path';
-import { Duck, sqlLiteral } from './duck.ts';
+import { Duck, ownTempDir, releaseTempDir, sqlLiteral } from './duck.ts';
 
 /** Runs for minutes unless interrupted. */
 const ENDLESS = 'SELECT count(*) FROM range(10000000000) a, range(1000) b';
@@ -80,5 +81,16 @@ describe('Duck', () => {
     const { conn } = await duck.connect();
     setTimeout(() => duck.close(), 100);
     await expect(conn.run(ENDLESS)).rejects.toThrow(/INTERRUPT/i);
+  });
+
+  it("clears this host's spill directories of processes that are gone, and keeps live ones and other hosts'", async () => {
+    const base = join(dir, 'shared');
+    const host = hostname().replace(/[^A-Za-z0-9.]/g, '_');
+    const keep = [`duckdb-${host}-${process.ppid}-0-alive1`, 'duckdb-other.host-999999999-0-other', 'unrelated'];
+    for (const d of [...keep, `duckdb-${host}-999999999-0-dead01`, `duckdb-${host}-${process.pid}-${threadId}-mine01`]) await mkdir(join(base, d), { recursive: true });
+    const mine = await ownTempDir(base);
+    expect((await readdir(base)).sort()).toEqual([...keep, mine.slice(base.length + 1)].sort());
+    releaseTempDir(mine);
+    expect(existsSync(mine)).toBe(false);
   });
 });
