@@ -2,7 +2,7 @@ import { statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { localSecrets, parseEnv, readEnvFile } from './env-file.ts';
+import { freshSecrets, localSecrets, parseEnv, readEnvFile } from './env-file.ts';
 
 let dir: string;
 beforeAll(async () => {
@@ -30,4 +30,11 @@ it('generates the local secrets once, owner-only, keeps them, and generates them
   const fresh = localSecrets(file);
   expect(fresh.INTERNAL_SECRET).not.toBe(first.INTERNAL_SECRET);
   expect(readEnvFile(file)).toEqual(fresh);
+});
+
+it('makes new secrets on every call', () => {
+  const [a, b] = [freshSecrets(), freshSecrets()];
+  expect(Object.keys(a).sort()).toEqual(['INTERNAL_SECRET', 'SOURCE_CREDENTIALS_KEY', 'WEBHOOK_SECRET_KEY']);
+  expect(a.INTERNAL_SECRET).toMatch(/^[0-9a-f]{64}$/);
+  for (const k of Object.keys(a) as (keyof typeof a)[]) expect(a[k]).not.toBe(b[k]);
 });
