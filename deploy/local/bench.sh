@@ -32,12 +32,8 @@ if [[ ! -x /usr/sbin/nginx ]]; then
   [[ -x /usr/sbin/nginx ]] || fail "nginx installed but /usr/sbin/nginx is missing (see $log)"
 fi
 
-started_stack=0
-if ! bash deploy/local/stack.sh status test >/dev/null 2>&1; then
-  started_stack=1
-  bash deploy/local/stack.sh up test
-fi
-cleanup() { if [[ $started_stack == 1 ]]; then bash deploy/local/stack.sh down test >/dev/null 2>&1 || true; fi; }
-trap cleanup EXIT
+source deploy/local/shared-test-stack.sh
+test_stack_up
+trap test_stack_release EXIT
 
 node_modules/.bin/node --no-warnings deploy/bench/run.ts "$@"

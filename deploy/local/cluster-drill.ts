@@ -4,6 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import kafkajs from 'kafkajs';
+import { readEnvFile } from './env-file.ts';
 
 /**
  * `bash deploy/local/cluster-drill.sh`, against a running `npm run cluster`: steady load through nginx while
@@ -12,18 +13,9 @@ import kafkajs from 'kafkajs';
  */
 const root = join(import.meta.dirname, '..', '..');
 const base = join(root, '.local', 'cluster');
-const ready = Object.fromEntries(
-  readFileSync(join(base, 'ready.env'), 'utf8')
-    .split('\n')
-    .filter((l) => l.includes('='))
-    .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
-);
-const env = Object.fromEntries(
-  readFileSync(join(base, 'cluster.env'), 'utf8')
-    .split('\n')
-    .filter((l) => l.includes('='))
-    .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
-);
+const ready = readEnvFile(join(base, 'ready.env'));
+if (!ready.GATEWAY_URL) throw new Error(`no cluster is ready (${join(base, 'ready.env')} is missing): run \`npm run cluster\` first`);
+const env = readEnvFile(join(base, 'cluster.env'));
 const nginx = ready.GATEWAY_URL!;
 const gateways = [ready.GATEWAY_A_URL!, ready.GATEWAY_B_URL!];
 const PHASE_MS = Number(process.env.DRILL_PHASE_MS ?? 15_000);

@@ -1,7 +1,7 @@
-import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ensureDevAccount } from './dev-account.ts';
+import { localSecrets, readEnvFile } from './env-file.ts';
 import { DEPLOYABLES, startServices, type DeployableName, type Supervised } from './supervisor.ts';
 
 /**
@@ -14,34 +14,9 @@ const base = process.argv[2];
 if (!base) throw new Error('usage: cluster.ts <cluster base directory>');
 const root = join(import.meta.dirname, '..', '..');
 
-function readEnvFile(file: string): Record<string, string> {
-  if (!existsSync(file)) return {};
-  return Object.fromEntries(
-    readFileSync(file, 'utf8')
-      .split('\n')
-      .filter((l) => l.includes('='))
-      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
-  );
-}
-
-const secretsFile = join(base, 'secrets.env');
-if (!existsSync(secretsFile)) {
-  const s = {
-    INTERNAL_SECRET: randomBytes(32).toString('hex'),
-    WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
-    SOURCE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
-  };
-  writeFileSync(
-    secretsFile,
-    Object.entries(s)
-      .map(([k, v]) => `${k}=${v}\n`)
-      .join(''),
-    { mode: 0o600 },
-  );
-}
 const env: Record<string, string> = {
   ...readEnvFile(join(base, 'cluster.env')),
-  ...readEnvFile(secretsFile),
+  ...localSecrets(join(base, 'secrets.env')),
   LOG_LEVEL: 'info',
   DATASET_DIR: join(base, 'datasets'),
   ALLOW_PRIVATE_TARGETS: 'true',
@@ -79,42 +54,17 @@ const balanced = {
 };
 const services = DEPLOYABLES.filter((d) => d.name !== 'gateway');
 const gatewayOnly = DEPLOYABLES.filter((d) => d.name === 'gateway');
+/** Set a's ports start at 31100, set b's at 31110. */
+const SETS = [
+  ['a', 31100],
+  ['b', 31110],
+] as const;
+const startSet = (first: number, deployables: readonly (typeof DEPLOYABLES)[number][], setEnv: Record<string, string>, logName: string) =>
+  startServices({ root, env: setEnv, ports: portsOf(first), logDir: join(base, 'logs', logName), timeoutMs: 180_000, deployables });
 try {
-  for (const [name, first] of [
-    ['a', 31100],
-    ['b', 31110],
-  ] as const) {
-    sets.push(
-      await startServices({
-        root,
-        env: { ...env, INSTANCE_ID: `cluster-${name}` },
-        ports: portsOf(first),
-        logDir: join(base, 'logs', name),
-        timeoutMs: 180_000,
-        deployables: services,
-      }),
-    );
-  }
-  for (const [name, first] of [
-    ['a', 31100],
-    ['b', 31110],
-  ] as const) {
-    sets.push(
-      await startServices({
-        root,
-        env: { ...env, ...balanced },
-        ports: portsOf(first),
-        logDir: join(base, 'logs', `gateway-${name}`),
-        timeoutMs: 180_000,
-        deployables: gatewayOnly,
-      }),
-    );
-  }
-  const cli = execFileSync(process.execPath, ['--no-warnings', join(root, 'services/accounts/src/cli.ts'), 'ensure-dev'], {
-    env: { PATH: process.env.PATH ?? '', MONGO_URL: env.MONGO_URL ?? '', MONGO_DB: 'dap_accounts' },
-    encoding: 'utf8',
-  });
-  const { apiKey, accountId } = JSON.parse(cli) as { apiKey: string; accountId: string };
+  for (const [name, first] of SETS) sets.push(await startSet(first, services, { ...env, INSTANCE_ID: `cluster-${name}` }, name));
+  for (const [name, first] of SETS) sets.push(await startSet(first, gatewayOnly, { ...env, ...balanced }, `gateway-${name}`));
+  const { apiKey, accountId } = ensureDevAccount(root, env.MONGO_URL ?? '');
   const pids = sets.flatMap((s, i) => Object.entries(s.pids()).map(([n, pid]) => `PID_${n.toUpperCase()}_${'ABAB'[i]}=${pid}`));
   writeFileSync(
     join(base, 'ready.env'),

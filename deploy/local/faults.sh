@@ -27,11 +27,8 @@ QUICK=0
 
 bash deploy/local/bootstrap.sh
 # The shared test stack serves the process-level tests; infrastructure faults use a private stack.
-started_stack=0
-if ! bash deploy/local/stack.sh status test >/dev/null 2>&1; then
-  started_stack=1
-  bash deploy/local/stack.sh up test
-fi
+source deploy/local/shared-test-stack.sh
+test_stack_up
 bash deploy/local/stack.sh install >/dev/null
 
 REPORT_DIR="$ROOT/.local/faults"
@@ -58,7 +55,7 @@ cleanup_private() {
 }
 cleanup() {
   cleanup_private
-  if [[ $started_stack == 1 ]]; then bash deploy/local/stack.sh down test >/dev/null 2>&1 || true; fi
+  test_stack_release
 }
 trap cleanup EXIT
 cleanup_private

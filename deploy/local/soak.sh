@@ -9,11 +9,7 @@ set -Eeuo pipefail
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 bash deploy/local/bootstrap.sh
-started_stack=0
-if ! bash deploy/local/stack.sh status test >/dev/null 2>&1; then
-  started_stack=1
-  bash deploy/local/stack.sh up test
-fi
-cleanup() { if [[ $started_stack == 1 ]]; then bash deploy/local/stack.sh down test >/dev/null 2>&1 || true; fi; }
-trap cleanup EXIT
+source deploy/local/shared-test-stack.sh
+test_stack_up
+trap test_stack_release EXIT
 node_modules/.bin/node --no-warnings test/faults/soak.ts

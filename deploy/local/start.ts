@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { execFileSync } from 'node:child_process';
+import { ensureDevAccount } from './dev-account.ts';
+import { localSecrets, readEnvFile } from './env-file.ts';
 import { startServices, type DeployableName } from './supervisor.ts';
 
 /** `npm start`: runs every service against the dev stack, mints a development key and prints the URLs. */
@@ -10,33 +10,8 @@ const local = join(root, '.local');
 const dev = join(local, 'dev');
 mkdirSync(dev, { recursive: true });
 
-function readEnvFile(file: string): Record<string, string> {
-  if (!existsSync(file)) return {};
-  return Object.fromEntries(
-    readFileSync(file, 'utf8')
-      .split('\n')
-      .filter((l) => l.includes('='))
-      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
-  );
-}
-
 // Secrets for the local stack are generated once and kept in the git-ignored .local folder.
-const secretsFile = join(dev, 'secrets.env');
-let secrets = readEnvFile(secretsFile);
-if (!secrets.INTERNAL_SECRET || !secrets.WEBHOOK_SECRET_KEY || !secrets.SOURCE_CREDENTIALS_KEY) {
-  secrets = {
-    INTERNAL_SECRET: randomBytes(32).toString('hex'),
-    WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
-    SOURCE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
-  };
-  writeFileSync(
-    secretsFile,
-    Object.entries(secrets)
-      .map(([k, v]) => `${k}=${v}`)
-      .join('\n') + '\n',
-    { mode: 0o600 },
-  );
-}
+const secrets = localSecrets(join(dev, 'secrets.env'));
 
 const stack = readEnvFile(join(dev, 'stack.env'));
 const ports: Record<DeployableName, number> = { gateway: 8080, accounts: 8091, sources: 8092, analytics: 8093, models: 8094, webhooks: 8095 };
@@ -53,11 +28,7 @@ const env: Record<string, string> = {
 // Prometheus metrics, each process on its own port (the API ports never serve them).
 const metricsPorts: Record<DeployableName, number> = { gateway: 9464, accounts: 9465, sources: 9466, analytics: 9467, models: 9468, webhooks: 9469 };
 const services = await startServices({ root, env, ports, metricsPorts, logDir: join(dev, 'logs') });
-const cli = execFileSync(process.execPath, ['--no-warnings', join(root, 'services/accounts/src/cli.ts'), 'ensure-dev'], {
-  env: { PATH: process.env.PATH ?? '', MONGO_URL: stack.MONGO_URL ?? '', MONGO_DB: 'dap_accounts' },
-  encoding: 'utf8',
-});
-const { apiKey, accountId } = JSON.parse(cli) as { apiKey: string; accountId: string };
+const { apiKey, accountId } = ensureDevAccount(root, stack.MONGO_URL ?? '');
 const gatewayUrl = services.urls.gateway;
 const dashboardUrl = `${gatewayUrl}/`;
 writeFileSync(join(local, 'dev.env'), `GATEWAY_URL=${gatewayUrl}\nDASHBOARD_URL=${dashboardUrl}\nAPI_KEY=${apiKey}\nACCOUNT_ID=${accountId}\n`, { mode: 0o600 });

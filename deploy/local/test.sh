@@ -11,13 +11,9 @@ NODE=node_modules/.bin/node
 mode=$($NODE --no-warnings deploy/local/test-stack.ts mode)
 echo "[test] stack: $mode"
 
-started_stack=0
-if [[ $mode == local ]] && ! bash deploy/local/stack.sh status test >/dev/null 2>&1; then
-  started_stack=1
-  bash deploy/local/stack.sh up test
-fi
-cleanup() { if [[ $started_stack == 1 ]]; then bash deploy/local/stack.sh down test >/dev/null 2>&1 || true; fi; }
-trap cleanup EXIT
+source deploy/local/shared-test-stack.sh
+if [[ $mode == local ]]; then test_stack_up; fi
+trap test_stack_release EXIT
 
 echo "[test] type check (tsc --noEmit)..."
 $NODE node_modules/typescript/bin/tsc -p tsconfig.json --noEmit

@@ -1,9 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { repoRoot, stackEnv, uniqueSuffix } from '@dap/testing';
 import { DEPLOYABLES, freePort, startServices, type DeployableName, type Supervised } from '../../deploy/local/supervisor.ts';
+import { freshSecrets } from '../../deploy/local/env-file.ts';
 
 export const CHROMIUM = '/usr/bin/chromium';
 export const SCREENSHOT_DIR = join(repoRoot(), 'test-artifacts', 'screenshots');
@@ -30,9 +30,7 @@ export async function startSystem(extraEnv: Record<string, string> = {}): Promis
     env: {
       ...stackEnv(),
       KAFKA_TOPIC_PREFIX: `br${suffix}.`,
-      INTERNAL_SECRET: randomBytes(32).toString('hex'),
-      WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
-      SOURCE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
+      ...freshSecrets(),
       DATASET_DIR: datasets,
       ALLOW_PRIVATE_TARGETS: '127.0.0.0/8,::1/128',
       DASHBOARD_DIR: join(root, 'gateway', 'dashboard', 'dist'),

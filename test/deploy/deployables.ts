@@ -38,13 +38,3 @@ export function knownEnv(name: string): Set<string> {
 /** The deployables whose processes read the dataset store. */
 export const DATASET_USERS = NAMES.filter((n) => knownEnv(n).has('DATASET_DIR'));
 export const DATASET_WRITER = 'sources';
-
-/** Reads KEY=value lines (comments and blanks skipped), as compose reads .env. */
-export function parseDotEnv(text: string): Record<string, string> {
-  return Object.fromEntries(
-    text
-      .split('\n')
-      .filter((l) => /^[A-Z_][A-Z0-9_]*=/.test(l))
-      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
-  );
-}

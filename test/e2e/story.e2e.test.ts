@@ -2,11 +2,11 @@ import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { createDapClient, DapApiError, type DapClient } from '@dap/sdk';
 import { repoRoot, stackEnv, startReceiver, uniqueSuffix, waitFor } from '@dap/testing';
 import { DEPLOYABLES, freePort, startServices, type DeployableName, type Supervised } from '../../deploy/local/supervisor.ts';
+import { freshSecrets } from '../../deploy/local/env-file.ts';
 
 /**
  * The customer's story, through the gateway, with every service running as its own process on the real
@@ -45,9 +45,7 @@ beforeAll(async () => {
     env: {
       ...stack,
       KAFKA_TOPIC_PREFIX: `e2e${suffix}.`,
-      INTERNAL_SECRET: randomBytes(32).toString('hex'),
-      WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
-      SOURCE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
+      ...freshSecrets(),
       DATASET_DIR: datasetDir,
       ALLOW_PRIVATE_TARGETS: '127.0.0.0/8,::1/128',
       LOG_LEVEL: 'info',

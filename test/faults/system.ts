@@ -1,10 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { appendFileSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { SCOPES, type Scope } from '@dap/contracts';
 import { repoRoot, stackEnv, uniqueSuffix } from '@dap/testing';
 import { DEPLOYABLES, freePort, startServices, type DeployableName, type Supervised } from '../../deploy/local/supervisor.ts';
+import { freshSecrets } from '../../deploy/local/env-file.ts';
 
 /**
  * The whole system for the reliability and security tests, started the way the e2e story starts it: every
@@ -59,11 +60,7 @@ export async function startSystem(opts: SystemOptions): Promise<System> {
   for (const d of DEPLOYABLES) ports[d.name] = await freePort();
   const metricsPorts = {} as Record<DeployableName, number>;
   for (const d of DEPLOYABLES) metricsPorts[d.name] = await freePort();
-  const secrets = {
-    INTERNAL_SECRET: randomBytes(32).toString('hex'),
-    WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
-    SOURCE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
-  };
+  const secrets = freshSecrets();
   const datasetDir = join(root, '.local', 'test', `datasets-${opts.name}-${suffix}`);
   const services = await startServices({
     root,

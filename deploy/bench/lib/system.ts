@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, newId, SCOPES, signCallerContext, type Plan } from '@dap/contracts';
 import { DEPLOYABLES, freePort, nodeFlagsOf, platformEndpoints, type DeployableName } from '../../local/supervisor.ts';
+import { freshSecrets } from '../../local/env-file.ts';
 import { startNodeProcess, type BenchProcess, type Pinning } from './procs.ts';
 
 export interface SystemOptions {
@@ -42,7 +42,8 @@ const PINNED: ReadonlySet<string> = new Set(['gateway', 'gateway2', 'models']);
  * ports, with its own databases and topics, plus a second gateway instance for the limiter scenario.
  */
 export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
-  const internalSecret = randomBytes(32).toString('hex');
+  const secrets = freshSecrets();
+  const internalSecret = secrets.INTERNAL_SECRET;
   const dbPrefix = `bench${o.suffix}_`;
   const topicPrefix = `bench${o.suffix}.`;
   const datasetDir = join(o.runDir, 'datasets');
@@ -53,9 +54,7 @@ export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
   const env: Record<string, string> = {
     ...o.stack,
     KAFKA_TOPIC_PREFIX: topicPrefix,
-    INTERNAL_SECRET: internalSecret,
-    WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
-    SOURCE_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
+    ...secrets,
     DATASET_DIR: datasetDir,
     ALLOW_PRIVATE_TARGETS: '127.0.0.0/8,::1/128',
     LOG_LEVEL: o.logLevel,

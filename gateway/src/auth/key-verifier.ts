@@ -1,6 +1,7 @@
-import { hashApiKey, INTERNAL_TOKEN_HEADER, internalServiceToken, isWellFormedApiKey, type KeyVerifyOutcome, type VerifiedKey } from '@dap/contracts';
+import { hashApiKey, internalServiceToken, isWellFormedApiKey, type KeyVerifyOutcome, type VerifiedKey } from '@dap/contracts';
 import type { Redis } from '@dap/redis';
 import { LRUCache } from 'lru-cache';
+import { verifyWithAccounts } from './accounts-verify.ts';
 
 export type { VerifiedKey };
 export type VerifyOutcome = KeyVerifyOutcome | { ok: false; reason: 'malformed' };
@@ -170,13 +171,6 @@ export class KeyVerifier {
 
   private async fetchOutcome(hash: string): Promise<VerifyOutcome> {
     this.stats.accountsCalls++;
-    const res = await fetch(`${this.accountsUrl}/internal/keys/verify`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', [INTERNAL_TOKEN_HEADER]: this.token },
-      body: JSON.stringify({ hash }),
-      signal: AbortSignal.timeout(5_000),
-    });
-    if (!res.ok) throw new Error(`accounts answered ${res.status} to a key verification`);
-    return (await res.json()) as VerifyOutcome;
+    return verifyWithAccounts<VerifyOutcome>(this.accountsUrl, this.token, 'key', hash);
   }
 }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { INTERNAL_TOKEN_HEADER, internalServiceToken, type VerifiedSession } from '@dap/contracts';
+import { internalServiceToken, type VerifiedSession } from '@dap/contracts';
+import { verifyWithAccounts } from './accounts-verify.ts';
 
 const TTL_MS = 5_000;
 const MAX_ENTRIES = 50_000;
@@ -23,14 +24,7 @@ export class SessionVerifier {
     const hash = createHash('sha256').update(cookieValue).digest('hex');
     const hit = this.cache.get(hash);
     if (hit && hit.until > now) return hit.session;
-    const res = await fetch(`${this.accountsUrl}/internal/sessions/verify`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', [INTERNAL_TOKEN_HEADER]: this.token },
-      body: JSON.stringify({ hash }),
-      signal: AbortSignal.timeout(5_000),
-    });
-    if (!res.ok) throw new Error(`accounts answered ${res.status} to a session verification`);
-    const body = (await res.json()) as { ok: boolean; session?: VerifiedSession };
+    const body = await verifyWithAccounts<{ ok: boolean; session?: VerifiedSession }>(this.accountsUrl, this.token, 'session', hash);
     const session = body.ok && body.session ? body.session : null;
     if (this.cache.size >= MAX_ENTRIES) this.cache.clear();
     this.cache.set(hash, { session, until: now + TTL_MS });

@@ -18,6 +18,33 @@ const rawGet = (to: number, path: string) =>
     req.end();
   });
 
+type Targets = Parameters<typeof serviceProxy>[0]['targets'];
+type Operation = NonNullable<express.Request['operation']>;
+
+/** A gateway in front of `targets` that routes each request to the service `serviceOf` names, as a key's caller. */
+async function gatewayFor(targets: Targets, agent: Agent, serviceOf: (req: express.Request) => Operation['service']): Promise<Server> {
+  const proxy = serviceProxy({ targets, internalSecret: SECRET, timeoutMs: 5_000, agent, logger: createLogger({ name: 'test', level: 'silent' }) });
+  const app = express();
+  app.use((req, res, next) => {
+    req.operation = { service: serviceOf(req) } as Operation;
+    req.principal = { kind: 'key', accountId: 'acct_01HZZZZZZZZZZZZZZZZZZZZZZZ', plan: 'starter', scopes: [] };
+    req.requestId = 'req_test';
+    proxy(req, res, next);
+  });
+  const gateway = app.listen(0, '127.0.0.1');
+  await new Promise((r) => gateway.once('listening', r));
+  return gateway;
+}
+
+/** Closes the test gateway, its agent and the upstream, dropping their kept-alive connections. */
+function shutDown(gateway: Server, agent: Agent, upstream: Server): void {
+  gateway.closeAllConnections();
+  gateway.close();
+  agent.destroy();
+  upstream.closeAllConnections();
+  upstream.close();
+}
+
 describe('serviceProxy', () => {
   // More requests in flight than the agent has sockets: the extra ones wait in the agent's queue. The
   // credentials used to be swapped in the 'proxyReq' event, which a queued request reaches after its headers
@@ -31,22 +58,7 @@ describe('serviceProxy', () => {
     await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
     const target = `http://127.0.0.1:${port(upstream)}`;
     const agent = new Agent({ keepAlive: true, maxSockets: 2 });
-    const proxy = serviceProxy({
-      targets: { accounts: target, sources: target, analytics: target, models: target, webhooks: target },
-      internalSecret: SECRET,
-      timeoutMs: 5_000,
-      agent,
-      logger: createLogger({ name: 'test', level: 'silent' }),
-    });
-    const app = express();
-    app.use((req, res, next) => {
-      req.operation = { service: 'models' } as NonNullable<typeof req.operation>;
-      req.principal = { kind: 'key', accountId: 'acct_01HZZZZZZZZZZZZZZZZZZZZZZZ', plan: 'starter', scopes: [] };
-      req.requestId = 'req_test';
-      proxy(req, res, next);
-    });
-    const gateway = app.listen(0, '127.0.0.1');
-    await new Promise((r) => gateway.once('listening', r));
+    const gateway = await gatewayFor({ accounts: target, sources: target, analytics: target, models: target, webhooks: target }, agent, () => 'models');
     try {
       const statuses = await Promise.all(
         Array.from({ length: 6 }, () =>
@@ -61,11 +73,7 @@ describe('serviceProxy', () => {
         expect(verifyCallerContext(SECRET, h['x-dap-context'] as string, h['x-dap-signature'] as string)?.accountId).toBe('acct_01HZZZZZZZZZZZZZZZZZZZZZZZ');
       }
     } finally {
-      gateway.closeAllConnections();
-      gateway.close();
-      agent.destroy();
-      upstream.closeAllConnections();
-      upstream.close();
+      shutDown(gateway, agent, upstream);
     }
   });
 
@@ -89,22 +97,9 @@ describe('serviceProxy', () => {
     const dead = `http://127.0.0.1:${port(down)}`;
     await new Promise((r) => down.close(r)); // nothing listens there any more
     const agent = new Agent({ keepAlive: true });
-    const proxy = serviceProxy({
-      targets: { accounts: dead, sources: live, analytics: live, models: live, webhooks: live },
-      internalSecret: SECRET,
-      timeoutMs: 5_000,
-      agent,
-      logger: createLogger({ name: 'test', level: 'silent' }),
-    });
-    const app = express();
-    app.use((req, res, next) => {
-      req.operation = { service: req.path.startsWith('/v1/account') ? 'accounts' : 'sources' } as NonNullable<typeof req.operation>;
-      req.principal = { kind: 'key', accountId: 'acct_01HZZZZZZZZZZZZZZZZZZZZZZZ', plan: 'starter', scopes: [] };
-      req.requestId = 'req_test';
-      proxy(req, res, next);
-    });
-    const gateway = app.listen(0, '127.0.0.1');
-    await new Promise((r) => gateway.once('listening', r));
+    const gateway = await gatewayFor({ accounts: dead, sources: live, analytics: live, models: live, webhooks: live }, agent, (req) =>
+      req.path.startsWith('/v1/account') ? 'accounts' : 'sources',
+    );
     try {
       const base = `http://127.0.0.1:${port(gateway)}`;
       const ok = await fetch(`${base}/v1/sources?limit=5&cursor=a%2Fb`);
@@ -123,11 +118,7 @@ describe('serviceProxy', () => {
       expect(failed.headers.get('retry-after')).toBe('5');
       expect(await failed.json()).toMatchObject({ status: 503, instance: '/v1/account' });
     } finally {
-      gateway.closeAllConnections();
-      gateway.close();
-      agent.destroy();
-      upstream.closeAllConnections();
-      upstream.close();
+      shutDown(gateway, agent, upstream);
     }
   });
 });

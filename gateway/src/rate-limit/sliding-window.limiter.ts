@@ -20,16 +20,23 @@ export interface Limiter {
  * atomic script that reads the Redis server's clock, so no 60-s window ever admits more than the limit,
  * however many gateway instances share it.
  */
-const SCRIPT = `
+/**
+ * The window as both scripts see it, its length in milliseconds in ARGV[`windowArg`]: requests older than it
+ * trimmed, `count` admitted within it, `reset` ms until its oldest one leaves it.
+ */
+const windowState = (windowArg: number) => `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local limit = tonumber(ARGV[1])
-local window = tonumber(ARGV[2])
+local window = tonumber(ARGV[${windowArg}])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 local count = redis.call('ZCARD', KEYS[1])
 local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local reset = window
 if oldest[2] then reset = tonumber(oldest[2]) + window - now end
+`;
+
+const SCRIPT = `${windowState(2)}
+local limit = tonumber(ARGV[1])
 if count < limit then
   local seq = redis.call('INCR', KEYS[2])
   redis.call('PEXPIRE', KEYS[2], window)
@@ -40,15 +47,7 @@ end
 return {0, 0, reset}
 `;
 
-const PEEK_SCRIPT = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local window = tonumber(ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-local count = redis.call('ZCARD', KEYS[1])
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local reset = window
-if oldest[2] then reset = tonumber(oldest[2]) + window - now end
+const PEEK_SCRIPT = `${windowState(1)}
 return {count, reset}
 `;
 

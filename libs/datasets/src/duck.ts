@@ -1,9 +1,9 @@
 import { rmSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve, sep } from 'node:path';
 import { threadId } from 'node:worker_threads';
-import { DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
+import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
 
 export type Cell = string | number | boolean | null;
 export interface QueryResult {
@@ -46,6 +46,23 @@ export interface DuckOptions {
   tempDirectory?: string;
   /** The most it may spill there (DuckDB's default: 90% of the free space). */
   maxTempSize?: string;
+  /**
+   * Sandboxes the instance for SQL built from customer input: only these directories may be read or written,
+   * no extension is installed or loaded on demand (Parquet is loaded up front), and the configuration is locked
+   * so a statement cannot undo any of it.
+   */
+  allowedDirectories?: string[];
+  /**
+   * Keeps Parquet footers in memory, read once per file rather than once per query (data files are immutable:
+   * a sync writes a new one). The cache lives inside `memoryLimit`, least recently used evicted first.
+   */
+  parquetMetadataCache?: boolean;
+}
+
+/** A connection of a `Duck`'s, for callers that stream or run several statements; `release` closes it. */
+export interface DuckLease {
+  readonly conn: DuckDBConnection;
+  release(): void;
 }
 
 /** The spill directories this thread made and still uses. */
@@ -93,11 +110,15 @@ export function spillSettings(dir: string | null, maxTempSize: string | undefine
   return { ...(dir ? { temp_directory: dir } : {}), ...(maxTempSize ? { max_temp_directory_size: maxTempSize } : {}) };
 }
 
-/** One DuckDB instance per process; each query gets its own connection so queries run concurrently. */
+/**
+ * One DuckDB instance per process, and the only place that opens one and sets its settings (memory, threads,
+ * spilling, sandbox). Each query gets its own connection, so queries run concurrently.
+ */
 export class Duck {
   private readonly instance: DuckDBInstance;
   /** This instance's own spill directory, removed on close. */
   readonly tempDirectory: string | null;
+  private readonly open = new Set<DuckDBConnection>();
 
   private constructor(instance: DuckDBInstance, tempDirectory: string | null) {
     this.instance = instance;
@@ -106,25 +127,50 @@ export class Duck {
 
   static async open(opts: DuckOptions = {}): Promise<Duck> {
     const temp = opts.tempDirectory ? await ownTempDir(opts.tempDirectory) : null;
+    let instance: DuckDBInstance | null = null;
     try {
-      const instance = await DuckDBInstance.create(':memory:', {
+      instance = await DuckDBInstance.create(':memory:', {
         memory_limit: opts.memoryLimit ?? '1GB',
         ...(opts.threads ? { threads: String(opts.threads) } : {}),
         ...spillSettings(temp, opts.maxTempSize),
+        ...(opts.allowedDirectories ? { autoinstall_known_extensions: 'false', autoload_known_extensions: 'false' } : {}),
       });
+      await configure(instance, opts);
       return new Duck(instance, temp);
     } catch (err) {
+      instance?.closeSync();
       releaseTempDir(temp);
       throw err;
     }
   }
 
+  /** A new connection, interrupted when `signal` aborts (its statement then rejects); the caller releases it. */
+  async connect(signal?: AbortSignal): Promise<DuckLease> {
+    signal?.throwIfAborted();
+    const conn = await this.instance.connect();
+    this.open.add(conn);
+    const onAbort = () => conn.interrupt();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) {
+      // Aborted while connecting: the listener came too late to interrupt anything.
+      signal.removeEventListener('abort', onAbort);
+      this.open.delete(conn);
+      conn.closeSync();
+      signal.throwIfAborted();
+    }
+    return {
+      conn,
+      release: () => {
+        signal?.removeEventListener('abort', onAbort);
+        this.open.delete(conn);
+        conn.closeSync();
+      },
+    };
+  }
+
   /** Runs one statement on its own connection; aborting `signal` interrupts it (the promise then rejects). */
   async run(sql: string, params: DuckDBValue[] = [], opts: { signal?: AbortSignal } = {}): Promise<QueryResult> {
-    opts.signal?.throwIfAborted();
-    const conn = await this.instance.connect();
-    const onAbort = () => conn.interrupt();
-    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    const { conn, release } = await this.connect(opts.signal);
     try {
       const reader = await conn.runAndReadAll(sql, params);
       const names = reader.columnNames();
@@ -141,13 +187,32 @@ export class Duck {
       });
       return { columns, rows };
     } finally {
-      opts.signal?.removeEventListener('abort', onAbort);
-      conn.closeSync();
+      release();
     }
   }
 
+  /** Stops the statements still running, then closes the instance and removes its spill directory. */
   close(): void {
+    for (const conn of this.open) conn.interrupt();
     this.instance.closeSync();
     releaseTempDir(this.tempDirectory);
+  }
+}
+
+/** The instance-wide settings that take SQL: the Parquet cache, and the sandbox last, since it locks the rest. */
+async function configure(instance: DuckDBInstance, opts: DuckOptions): Promise<void> {
+  if (!opts.allowedDirectories && !opts.parquetMetadataCache) return;
+  const conn = await instance.connect();
+  try {
+    if (opts.allowedDirectories) await conn.run('LOAD parquet');
+    if (opts.parquetMetadataCache) await conn.run('SET GLOBAL parquet_metadata_cache = true');
+    if (opts.allowedDirectories) {
+      const dirs = opts.allowedDirectories.map((d) => sqlLiteral(resolve(d) + sep));
+      await conn.run(`SET allowed_directories = [${dirs.join(', ')}]`);
+      await conn.run('SET enable_external_access = false');
+      await conn.run('SET lock_configuration = true');
+    }
+  } finally {
+    conn.closeSync();
   }
 }

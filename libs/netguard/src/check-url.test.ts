@@ -1,11 +1,11 @@
-import type { LookupAddress } from 'node:dns';
+import { lookupAddresses } from './dns-table.ts';
 import { OutboundGuard, type Resolver } from './guard.ts';
 
 const checkTarget = (url: string, allowPrivate: boolean, resolve?: Resolver, timeoutMs?: number) =>
   new OutboundGuard({ allowPrivate, ...(resolve ? { resolve } : {}) }).checkUrl(url, timeoutMs);
 
 describe('registration check (checkUrl)', () => {
-  const resolveTo = (addresses: string[]) => async () => addresses.map((address): LookupAddress => ({ address, family: address.includes(':') ? 6 : 4 }));
+  const resolveTo = (addresses: string[]) => async () => lookupAddresses(addresses);
 
   it('refuses private IP literals, including bracketed and mapped IPv6 and numeric IPv4 forms', async () => {
     expect(await checkTarget('http://127.0.0.1:8080/x', false)).toMatch(/loopback/);

@@ -1,18 +1,11 @@
-import type { LookupAddress } from 'node:dns';
 import http, { type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from 'undici';
+import { tableResolver } from './dns-table.ts';
 import { guardedConnector, MIN_READ_BYTES, type Dial } from './connector.ts';
-import { DisallowedTargetError, OutboundGuard, type Resolver } from './guard.ts';
+import { DisallowedTargetError, OutboundGuard } from './guard.ts';
 
 /** undici through the guard's connector, against a loopback server standing in for hosts of every kind. */
-const fakeDns =
-  (table: Record<string, string[]>): Resolver =>
-  async (host) => {
-    const found = table[host];
-    if (!found) throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
-    return found.map((address): LookupAddress => ({ address, family: address.includes(':') ? 6 : 4 }));
-  };
 
 const seen: IncomingMessage[] = [];
 const server = http.createServer((req, res) => {
@@ -39,7 +32,7 @@ async function get(origin: string, dial: Dial): Promise<{ status: number; host: 
 }
 
 describe('guardedConnector', () => {
-  const dns = fakeDns({ 'public.test': ['127.0.0.1'], 'rebound.test': ['127.0.0.1'], 'mixed.test': ['127.0.0.1', '10.0.0.7'] });
+  const dns = tableResolver({ 'public.test': ['127.0.0.1'], 'rebound.test': ['127.0.0.1'], 'mixed.test': ['127.0.0.1', '10.0.0.7'] });
   // 127.0.0.1 plays a public host here; everything else keeps its real class.
   const guard = new OutboundGuard({ allowPrivate: false, resolve: dns, treatAsPublic: ['127.0.0.1'] });
   const strict = new OutboundGuard({ allowPrivate: false, resolve: dns });

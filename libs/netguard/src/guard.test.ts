@@ -1,15 +1,7 @@
-import type { LookupAddress } from 'node:dns';
-import { DisallowedTargetError, hostOf, HostNotFoundError, OutboundGuard, type Resolver } from './guard.ts';
+import { tableResolver } from './dns-table.ts';
+import { DisallowedTargetError, hostOf, HostNotFoundError, OutboundGuard } from './guard.ts';
 
-const fakeDns =
-  (table: Record<string, string[]>): Resolver =>
-  async (host) => {
-    const found = table[host];
-    if (!found) throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
-    return found.map((address): LookupAddress => ({ address, family: address.includes(':') ? 6 : 4 }));
-  };
-
-const dns = fakeDns({
+const dns = tableResolver({
   'public.example': ['93.184.216.34'],
   'mixed.example': ['93.184.216.34', '10.0.0.7'],
   'internal.example': ['192.168.1.20'],

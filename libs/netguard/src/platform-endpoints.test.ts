@@ -1,17 +1,8 @@
-import type { LookupAddress } from 'node:dns';
-import { DisallowedTargetError, OutboundGuard, type Resolver } from './guard.ts';
+import { tableResolver } from './dns-table.ts';
+import { DisallowedTargetError, OutboundGuard } from './guard.ts';
 import { PlatformEndpoints } from './platform-endpoints.ts';
 
-const dnsOf =
-  (table: Record<string, string[]>, calls: string[] = []): Resolver =>
-  async (host) => {
-    calls.push(host);
-    const found = table[host.toLowerCase()];
-    if (!found) throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
-    return found.map((address): LookupAddress => ({ address, family: address.includes(':') ? 6 : 4 }));
-  };
-
-const dns = dnsOf({
+const dns = tableResolver({
   mongo: ['10.96.0.10'],
   'mongo.dap.svc.cluster.local': ['10.96.0.10'],
   'customer-db.example': ['10.20.0.5'],
@@ -88,7 +79,7 @@ describe("the platform's own endpoints", () => {
     let now = 0;
     const calls: string[] = [];
     const table: Record<string, string[]> = { kafka: ['10.1.1.1'] };
-    const p = new PlatformEndpoints([{ host: 'kafka', port: 9092 }], { resolve: dnsOf(table, calls), interfaces: () => [], now: () => now });
+    const p = new PlatformEndpoints([{ host: 'kafka', port: 9092 }], { resolve: tableResolver(table, calls), interfaces: () => [], now: () => now });
     await p.ready();
     expect(p.refusal('10.1.1.1', 9092)).not.toBeNull();
     table.kafka = ['10.1.1.2'];

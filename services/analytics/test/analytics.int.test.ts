@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { domainEventSchema, makeEvent, newId, reportListSchema, reportSchema, overviewSchema, type DomainEvent, type EventOf, type EventType } from '@dap/contracts';
-import { DatasetStore } from '@dap/datasets';
+import { DatasetStore, type IngestResult } from '@dap/datasets';
 import { createKafka, EventProducer, type Consumer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
 import { callerHeaders, http, serviceTestEnv, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
@@ -47,6 +47,22 @@ async function publish<T extends EventType>(type: T, accountId: string, subject:
   if (at) e.occurredAt = at.toISOString();
   await producer.publish([e]);
   return e;
+}
+
+/** Announces a source's data as the sources service does once a sync is done: `source.ready` with its row count and schema. */
+function announceReady(accountId: string, sourceId: string, name: string, type: string, result: IngestResult) {
+  return publish('source.ready', accountId, sourceId, { id: sourceId, name, type, rowCount: result.rowCount, schema: result.schema });
+}
+
+/** The first answer to `ask` once the service knows the source (until its projection arrives, queries answer 404). */
+function onceProjected(ask: () => ReturnType<typeof api>, what: string) {
+  return waitFor(
+    async () => {
+      const r = await ask();
+      return r.status === 404 ? null : r;
+    },
+    { what },
+  );
 }
 
 /** Numbers compare to 1e-6 (DuckDB may sum floats in another order); everything else exactly. */
@@ -102,7 +118,7 @@ beforeAll(async () => {
     { name: 'ts', type: 'timestamp' },
   ]);
   await publish('source.created', accountA, sourceA, { id: sourceA, name: 'orders', type: 'inline' });
-  await publish('source.ready', accountA, sourceA, { id: sourceA, name: 'orders', type: 'inline', rowCount: result.rowCount, schema: result.schema });
+  await announceReady(accountA, sourceA, 'orders', 'inline', result);
   await waitFor(async () => (await query(accountA, { measures: [{ op: 'count' }] })).status === 201, { what: 'the source projection', timeoutMs: 30_000 });
 }, 60_000);
 
@@ -210,14 +226,11 @@ describe('validation, tenancy and states', () => {
     // Written as text: a JavaScript number cannot hold 9007199254740993.
     await store.stage(account, sourceId, 'ndjson', ['{"n":9007199254740993,"x":1.5}\n', '{"n":9007199254740992,"x":2.5}\n', '{"n":7,"x":-1}\n']);
     const result = await store.ingest(account, sourceId, 'ndjson');
-    await publish('source.ready', account, sourceId, { id: sourceId, name: 'big', type: 'inline', rowCount: result.rowCount, schema: result.schema });
+    await announceReady(account, sourceId, 'big', 'inline', result);
     const count = async (filters: unknown[]) => {
-      let res: Awaited<ReturnType<typeof api>> | undefined;
-      await waitFor(async () => (res = await api('POST', '/analytics/query', account, { sourceId, measures: [{ op: 'count' }], filters })).status !== 404, {
-        what: 'the source projection',
-      });
-      expect([res!.status, res!.body.status, res!.body.error ?? null]).toEqual([201, 'completed', null]);
-      return res!.body.rows[0].count as number;
+      const res = await onceProjected(() => api('POST', '/analytics/query', account, { sourceId, measures: [{ op: 'count' }], filters }), 'the source projection');
+      expect([res.status, res.body.status, res.body.error ?? null]).toEqual([201, 'completed', null]);
+      return res.body.rows[0].count as number;
     };
     expect(await count([{ field: 'n', op: 'gt', value: 1e300 }])).toBe(0);
     expect(await count([{ field: 'n', op: 'lt', value: 1e19 }])).toBe(3);
@@ -274,13 +287,10 @@ describe('validation, tenancy and states', () => {
       { name: 'when', type: 'string' },
       { name: 'n', type: 'integer' },
     ]);
-    await publish('source.ready', owner, mixed, { id: mixed, name: 'mixed', type: 'inline', rowCount: result.rowCount, schema: result.schema });
-    const res = await waitFor(
-      async () => {
-        const r = await query(owner, { sourceId: mixed, measures: [{ op: 'count' }], timeDimension: { field: 'when', granularity: 'day' } });
-        return r.status === 404 ? null : r;
-      },
-      { what: 'the mixed source projection' },
+    await announceReady(owner, mixed, 'mixed', 'inline', result);
+    const res = await onceProjected(
+      () => query(owner, { sourceId: mixed, measures: [{ op: 'count' }], timeDimension: { field: 'when', granularity: 'day' } }),
+      'the mixed source projection',
     );
     expect(res.status).toBe(400);
     expect(res.body.errors).toEqual([{ path: 'timeDimension.field', message: expect.stringMatching(/^"when" is a string field; a time dimension needs a timestamp field/) }]);
@@ -322,7 +332,7 @@ describe('validation, tenancy and states', () => {
     const kept = newId('src');
     const result = await ingest(acct, kept, ROWS.slice(0, 5));
     await publish('source.created', acct, kept, { id: kept, name: 'kept', type: 'url' });
-    await publish('source.ready', acct, kept, { id: kept, name: 'kept', type: 'url', rowCount: result.rowCount, schema: result.schema });
+    await announceReady(acct, kept, 'kept', 'url', result);
     const failed = await publish('source.failed', acct, kept, {
       id: kept,
       name: 'kept',
@@ -534,7 +544,7 @@ describe('honest results: totals, numbers and full exports', () => {
 
   async function ready(sourceId: string, rows: object[]) {
     const result = await ingest(owner, sourceId, rows);
-    await publish('source.ready', owner, sourceId, { id: sourceId, name: sourceId, type: 'inline', rowCount: result.rowCount, schema: result.schema });
+    await announceReady(owner, sourceId, sourceId, 'inline', result);
     return result;
   }
   const run = (q: Record<string, unknown>) => api('POST', '/analytics/query', owner, q);
@@ -618,14 +628,9 @@ describe('honest results: totals, numbers and full exports', () => {
       { name: 'k', type: 'string' },
       { name: 'amount', type: 'number' },
     ]);
-    await publish('source.ready', owner, money, { id: money, name: 'money', type: 'postgres', rowCount: result.rowCount, schema: result.schema });
-    const res = await waitFor(
-      async () => {
-        const r = await run({ sourceId: money, measures: [{ op: 'sum', field: 'amount', as: 's' }], dimensions: ['k'] });
-        return r.status === 201 ? r : null;
-      },
-      { what: 'the decimal source projection' },
-    );
+    await announceReady(owner, money, 'money', 'postgres', result);
+    const res = await onceProjected(() => run({ sourceId: money, measures: [{ op: 'sum', field: 'amount', as: 's' }], dimensions: ['k'] }), 'the decimal source projection');
+    expect(res.status).toBe(201);
     // Positive control: as doubles these sums would be 0.30000000000000004 and 2469135780246913.5.
     expect([0.1 + 0.2, Number('1234567890123456.78') * 2]).toEqual([0.30000000000000004, 2469135780246913.5]);
     expect(res.body.rows).toEqual([

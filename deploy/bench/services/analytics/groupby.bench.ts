@@ -16,13 +16,12 @@
  * The 10M-row run is not part of `npm test` (a 20,000-row smoke run is: test/groupby-bench.int.test.ts).
  * Run: `node_modules/.bin/node --no-warnings deploy/bench/services/analytics/groupby.bench.ts [rows] [repetitions]`
  */
-import { DuckDBInstance } from '@duckdb/node-api';
 import { existsSync } from 'node:fs';
 import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { makeEvent, querySchema, type AnalyticsQuery } from '@dap/contracts';
-import { sqlLiteral, type DatasetColumn } from '@dap/datasets';
+import { Duck, sqlLiteral, type DatasetColumn } from '@dap/datasets';
 import { createKafka, EventProducer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
 import { callerHeaders, repoRoot, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
@@ -147,10 +146,9 @@ async function ensureDataset(datasetDir: string, rows: number): Promise<{ file: 
   await mkdir(dir, { recursive: true });
   const started = performance.now();
   const tmp = `${file}.${process.pid}.tmp`;
-  const instance = await DuckDBInstance.create(':memory:');
-  const conn = await instance.connect();
+  const duck = await Duck.open();
   try {
-    await conn.run(`
+    await duck.run(`
       COPY (
         SELECT
           i AS id,
@@ -164,8 +162,7 @@ async function ensureDataset(datasetDir: string, rows: number): Promise<{ file: 
         FROM range(${Math.floor(rows)}) t(i)
       ) TO ${sqlLiteral(tmp)} (FORMAT parquet, COMPRESSION zstd)`);
   } finally {
-    conn.closeSync();
-    instance.closeSync();
+    duck.close();
   }
   await rename(tmp, file);
   await writeFile(join(dir, 'current'), 'data.parquet');
@@ -224,12 +221,11 @@ export async function runGroupByBench(
   );
   const settings = { brokers: stack.KAFKA_BROKERS.split(','), clientId: 'analytics-bench', topicPrefix: prefix };
   const producer = new EventProducer(createKafka(settings, logger), settings);
-  const raw = await DuckDBInstance.create(':memory:', { threads: String(threads), memory_limit: memoryLimit });
-  const rawConn = await raw.connect();
+  // The same settings as the service's runner (but its sandbox), so the gap measured is the service's own.
+  const raw = await Duck.open({ threads, memoryLimit, parquetMetadataCache: true });
+  const { conn: rawConn, release: releaseRaw } = await raw.connect();
   try {
-    // The same settings as the service's runner, so the gap measured is the service's own.
     await rawConn.run('LOAD parquet');
-    await rawConn.run('SET GLOBAL parquet_metadata_cache = true');
     await producer.connect();
     // Play the sources service: announce the (already written) file.
     await producer.publish([
@@ -306,8 +302,8 @@ export async function runGroupByBench(
       target: 1.3,
     };
   } finally {
-    rawConn.closeSync();
-    raw.closeSync();
+    releaseRaw();
+    raw.close();
     await producer.disconnect().catch(() => {});
     await svc.mongo.db.dropDatabase().catch(() => {});
     await svc.stop();

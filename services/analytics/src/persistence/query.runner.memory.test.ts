@@ -1,8 +1,7 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
-import { sqlLiteral } from '@dap/datasets';
+import { Duck, sqlLiteral } from '@dap/datasets';
 import { QueryRunner } from './query.runner.ts';
 
 /**
@@ -19,16 +18,14 @@ const files: string[] = [];
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'analytics-cache-'));
   await mkdir(join(dir, 'datasets'));
-  const duck = await DuckDBInstance.create(':memory:');
-  const conn = await duck.connect();
+  const duck = await Duck.open();
   const select = Array.from({ length: COLUMNS }, (_, c) => `'v' || (i + ${c})::VARCHAR AS c${c}`).join(', ');
   for (let f = 0; f < FILES; f++) {
     const file = join(dir, 'datasets', `f${f}.parquet`);
-    await conn.run(`COPY (SELECT ${select} FROM range(20) t(i)) TO ${sqlLiteral(file)} (FORMAT parquet)`);
+    await duck.run(`COPY (SELECT ${select} FROM range(20) t(i)) TO ${sqlLiteral(file)} (FORMAT parquet)`);
     files.push(file);
   }
-  conn.closeSync();
-  duck.closeSync();
+  duck.close();
 }, 60_000);
 
 afterAll(() => rm(dir, { recursive: true, force: true }));

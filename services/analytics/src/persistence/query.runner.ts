@@ -1,10 +1,9 @@
-import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
-import { apiTypeOf, ownTempDir, releaseTempDir, spillSettings, sqlIdent, sqlLiteral, type Cell, type DatasetColumn } from '@dap/datasets';
+import { Duck, apiTypeOf, sqlIdent, sqlLiteral, type Cell, type DatasetColumn } from '@dap/datasets';
 import type { ParamValue } from '../domain/query-compiler.ts';
 
 /** Why a query was stopped before it finished. */
@@ -143,74 +142,49 @@ function parquetColumn(name: string, duckType: string, computed: boolean): strin
 }
 
 /**
- * Runs analytics SQL on its own DuckDB instance, so a query can be interrupted when it runs past its time
- * limit or the service stops (the shared `Duck` helper cannot interrupt). One connection per query, so
- * queries run side by side.
+ * Runs analytics SQL on a sandboxed `Duck` of its own, and stops a query when it runs past its time limit or
+ * the service stops. One connection per query, so queries run side by side.
  */
 export class QueryRunner {
-  private readonly instance: DuckDBInstance;
+  private readonly duck: Duck;
   /** The one directory DuckDB may write: Parquet exports on their way to the client. */
   private readonly exportDir: string;
-  private readonly open = new Set<DuckDBConnection>();
-  /** This instance's own spill directory (under DUCKDB_TEMP_DIR), removed on close. */
-  readonly tempDirectory: string | null;
 
-  private constructor(instance: DuckDBInstance, exportDir: string, tempDirectory: string | null) {
-    this.instance = instance;
+  private constructor(duck: Duck, exportDir: string) {
+    this.duck = duck;
     this.exportDir = exportDir;
-    this.tempDirectory = tempDirectory;
+  }
+
+  /** This instance's own spill directory (under DUCKDB_TEMP_DIR), removed on close. */
+  get tempDirectory(): string | null {
+    return this.duck.tempDirectory;
   }
 
   /**
    * `datasetDir` is the only directory queries may read (defence in depth behind the compiler). A query that
    * outgrows `memoryLimit` spills under `tempDirectory` (a writable volume; the working directory is read-only).
+   * Parquet footers are cached (query.runner.memory.test.ts checks the cache stays within the memory limit).
    */
   static async open(opts: { datasetDir: string; memoryLimit: string; threads?: number; tempDirectory?: string; maxTempSize?: string }): Promise<QueryRunner> {
-    const temp = opts.tempDirectory ? await ownTempDir(opts.tempDirectory) : null;
-    let instance: DuckDBInstance;
-    try {
-      instance = await DuckDBInstance.create(':memory:', {
-        memory_limit: opts.memoryLimit,
-        ...(opts.threads ? { threads: String(opts.threads) } : {}),
-        ...spillSettings(temp, opts.maxTempSize),
-        autoinstall_known_extensions: 'false',
-        autoload_known_extensions: 'false',
-      });
-    } catch (err) {
-      releaseTempDir(temp);
-      throw err;
-    }
     const exportDir = mkdtempSync(join(tmpdir(), 'dap-analytics-export-'));
-    const conn = await instance.connect();
     try {
-      // Parquet footers are read once per file, not once per query (files are immutable: a sync writes a new one).
-      // The cache lives inside memory_limit, evicted least recently used first (query.runner.memory.test.ts).
-      await conn.run('LOAD parquet');
-      await conn.run('SET GLOBAL parquet_metadata_cache = true');
-      const dir = resolve(opts.datasetDir) + sep;
-      await conn.run(`SET allowed_directories = [${sqlLiteral(dir)}, ${sqlLiteral(exportDir + sep)}]`);
-      await conn.run('SET enable_external_access = false');
-      await conn.run('SET lock_configuration = true');
+      const { datasetDir, ...settings } = opts;
+      const duck = await Duck.open({ ...settings, allowedDirectories: [datasetDir, exportDir], parquetMetadataCache: true });
+      return new QueryRunner(duck, exportDir);
     } catch (err) {
-      instance.closeSync();
       rmSync(exportDir, { recursive: true, force: true });
-      releaseTempDir(temp);
       throw err;
-    } finally {
-      conn.closeSync();
     }
-    return new QueryRunner(instance, exportDir, temp);
   }
 
   /** A connection that is interrupted when `opts.signal` aborts or `timeoutMs` passes; `stopped` says why. */
   private async connect(opts: { timeoutMs?: number; signal?: AbortSignal }) {
     if (opts.signal?.aborted) throw new QueryInterruptedError('aborted', 'the query was cancelled');
-    const conn = await this.instance.connect();
-    this.open.add(conn);
+    const interrupt = new AbortController();
     let stopped: QueryInterruptedError | null = null;
     const stop = (err: QueryInterruptedError) => {
       stopped ??= err;
-      conn.interrupt();
+      interrupt.abort();
     };
     const timer =
       opts.timeoutMs === undefined
@@ -227,14 +201,24 @@ export class QueryRunner {
           );
     const onAbort = () => stop(new QueryInterruptedError('aborted', 'the query was cancelled because the service is shutting down; run it again'));
     opts.signal?.addEventListener('abort', onAbort, { once: true });
+    const done = () => {
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
+    };
+    let lease;
+    try {
+      lease = await this.duck.connect(interrupt.signal);
+    } catch (err) {
+      done();
+      throw stopped ?? err;
+    }
+    const { conn, release } = lease;
     return {
       conn,
       stopped: () => stopped,
       close: () => {
-        clearTimeout(timer);
-        opts.signal?.removeEventListener('abort', onAbort);
-        this.open.delete(conn);
-        conn.closeSync();
+        done();
+        release();
       },
     };
   }
@@ -357,9 +341,7 @@ export class QueryRunner {
   }
 
   close(): void {
-    for (const conn of this.open) conn.interrupt();
-    this.instance.closeSync();
+    this.duck.close();
     rmSync(this.exportDir, { recursive: true, force: true });
-    releaseTempDir(this.tempDirectory);
   }
 }

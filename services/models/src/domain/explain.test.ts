@@ -12,7 +12,8 @@ const common = { seed: 3, testFraction: 0.2, maxCategories: 20 };
 /** |a − b| within 1e-9 of the larger magnitude (and of 1, for values near 0). */
 const close = (a: number, b: number) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b));
 
-function record(features: { name: string; type: string }[]): ModelRecord {
+/** A trained model's record whose input features are the training spec's: numeric ones numbers, categorical ones strings. */
+function record(features: readonly { name: string; kind: 'numeric' | 'categorical' }[]): ModelRecord {
   return {
     id: 'mdl_x',
     name: 'x',
@@ -21,7 +22,7 @@ function record(features: { name: string; type: string }[]): ModelRecord {
     status: 'ready',
     version: 1,
     description: '',
-    features: features.map((f) => ({ ...f, description: '' })),
+    features: features.map((f) => ({ name: f.name, type: f.kind === 'numeric' ? 'number' : 'string', description: '' })),
     createdAt: new Date(),
   };
 }
@@ -46,14 +47,7 @@ describe('exact explanations', () => {
       hyperparameters: common,
     };
     const out = await trainModel(spec, tableOf(rows), limits);
-    const runtime = trainedRuntime(
-      record([
-        { name: 'x1', type: 'number' },
-        { name: 'x2', type: 'number' },
-        { name: 'colour', type: 'string' },
-      ]),
-      out.artifact,
-    );
+    const runtime = trainedRuntime(record(spec.features), out.artifact);
     const inputs: FeatureRecord[] = rows.slice(0, 50).map((r) => ({ x1: r.x1!, x2: r.x2!, colour: r.colour! }));
     inputs.push({ x1: null, x2: 1e6, colour: 'unseen' });
     const plain = runtime.predict(inputs) as { prediction: number }[];
@@ -97,14 +91,7 @@ describe('exact explanations', () => {
       hyperparameters: { ...common, learningRate: 1, maxIterations: 500 },
     };
     const out = await trainModel(spec, tableOf(rows), limits);
-    const runtime = trainedRuntime(
-      record([
-        { name: 'a', type: 'number' },
-        { name: 'b', type: 'number' },
-        { name: 'tag', type: 'string' },
-      ]),
-      out.artifact,
-    );
+    const runtime = trainedRuntime(record(spec.features), out.artifact);
     const inputs: FeatureRecord[] = rows.slice(0, 60).map((r) => ({ a: r.a!, b: r.b!, tag: r.tag }));
     const explained = runtime.explain!(inputs) as unknown as Explained[];
     const sigmoid = (z: number) => 1 / (1 + Math.exp(-z));
@@ -131,17 +118,13 @@ describe('exact explanations', () => {
       { name: 'b', kind: 'numeric' as const },
     ];
     const hp = { ...common, nEstimators: 8, maxDepth: 6, maxFeatures: 1, minSamplesLeaf: 3, sampleRows: 300 };
-    const types = [
-      { name: 'a', type: 'number' },
-      { name: 'b', type: 'number' },
-    ];
     const inputs: FeatureRecord[] = rows.slice(0, 40).map((r) => ({ a: r.a, b: r.b }));
 
     const reg = await trainModel({ type: 'random_forest_regressor', target: { name: 'y', kind: 'numeric' }, features, hyperparameters: hp }, tableOf(rows), limits);
     const tree = (reg.artifact.params as { trees: { cover?: number[]; left: number[]; right: number[] }[] }).trees[0]!;
     expect(tree.cover![0]).toBe(Math.min(300, reg.rows.train));
     expect(tree.cover![tree.left[0]!]! + tree.cover![tree.right[0]!]!).toBe(tree.cover![0]);
-    const regRuntime = trainedRuntime(record(types), reg.artifact);
+    const regRuntime = trainedRuntime(record(features), reg.artifact);
     const plain = regRuntime.predict(inputs) as { prediction: number }[];
     (regRuntime.explain!(inputs) as unknown as Explained[]).forEach((e, i) => {
       const { baseValue, value, contributions } = e.explanation;
@@ -152,7 +135,7 @@ describe('exact explanations', () => {
     });
 
     const cls = await trainModel({ type: 'random_forest_classifier', target: { name: 'label', kind: 'categorical' }, features, hyperparameters: hp }, tableOf(rows), limits);
-    const clsRuntime = trainedRuntime(record(types), cls.artifact);
+    const clsRuntime = trainedRuntime(record(features), cls.artifact);
     for (const e of clsRuntime.explain!(inputs) as unknown as Explained[]) {
       const { baseValue, value, contributions } = e.explanation;
       expect(e.explanation).toMatchObject({ method: 'tree_path', space: 'probability', class: e.prediction });

@@ -6,7 +6,7 @@ import { DatasetStore } from '@dap/datasets';
 import { createLogger } from '@dap/logger';
 import { WorkerPool, WorkerJobError, WorkerTimeoutError } from './worker-pool.ts';
 import type { TrainJob, TrainJobResult } from './train.worker.ts';
-import { BLOB_CENTRES, blobRows, linearRows, tableOf } from '../domain/training/synthetic-data.ts';
+import { BLOB_CENTRES, blobRows, LINEAR_FEATURES, LINEAR_TARGET, linearRows, tableOf } from '../domain/training/synthetic-data.ts';
 import { encodeRecord } from '../domain/training/encoding.ts';
 import { estimate } from '../domain/training/trained-model.ts';
 
@@ -98,13 +98,8 @@ describe('the training worker', () => {
       const job = (maxRows: number): TrainJob => ({
         spec: {
           type: 'linear_regression',
-          target: { name: 'y', kind: 'numeric' },
-          features: [
-            { name: 'x1', kind: 'numeric' },
-            { name: 'x2', kind: 'numeric' },
-            { name: 'x3', kind: 'numeric' },
-            { name: 'colour', kind: 'categorical' },
-          ],
+          target: LINEAR_TARGET,
+          features: [...LINEAR_FEATURES],
           hyperparameters: { seed: 3, testFraction: 0.2, maxCategories: 20 },
         },
         data: { kind: 'parquet', file, maxRows },

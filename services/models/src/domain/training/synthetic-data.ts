@@ -19,6 +19,14 @@ export function tableOf(rows: Record<string, Scalar>[]): Table {
 
 /** y = 3 + 2·x1 − 1.5·x2 + 0.5·x3 + {red: 4, green: 1, blue: 0}[colour] + N(0, noise²); blue is the most frequent colour. */
 export const LINEAR_TRUTH = { intercept: 3, x1: 2, x2: -1.5, x3: 0.5, red: 4, green: 1 };
+/** `linearRows`' features and target, as a training spec names them. */
+export const LINEAR_FEATURES = [
+  { name: 'x1', kind: 'numeric' },
+  { name: 'x2', kind: 'numeric' },
+  { name: 'x3', kind: 'numeric' },
+  { name: 'colour', kind: 'categorical' },
+] as const satisfies readonly { name: string; kind: 'numeric' | 'categorical' }[];
+export const LINEAR_TARGET = { name: 'y', kind: 'numeric' } as const;
 export function linearRows(n: number, seed: number, noise = 0.1): Record<string, Scalar>[] {
   const random = mulberry32(seed);
   const normal = gaussian(random);

@@ -2,7 +2,7 @@ import { encodeRecord } from './encoding.ts';
 import { estimate, outputOf } from './trained-model.ts';
 import { trainModel, TrainingError, type TrainingSpec } from './train.ts';
 import { trainLinear } from './trainers.ts';
-import { LINEAR_TRUTH, linearRows, separableRows, tableOf } from './synthetic-data.ts';
+import { LINEAR_FEATURES, LINEAR_TARGET, LINEAR_TRUTH, linearRows, separableRows, tableOf } from './synthetic-data.ts';
 
 const limits = { maxClasses: 50, silhouetteSample: 500 };
 const common = { seed: 7, testFraction: 0.2, maxCategories: 20 };
@@ -48,13 +48,8 @@ describe('linear regression', () => {
     const table = tableOf(linearRows(1000, 3));
     const spec: TrainingSpec = {
       type: 'linear_regression',
-      target: { name: 'y', kind: 'numeric' },
-      features: [
-        { name: 'x1', kind: 'numeric' },
-        { name: 'x2', kind: 'numeric' },
-        { name: 'x3', kind: 'numeric' },
-        { name: 'colour', kind: 'categorical' },
-      ],
+      target: LINEAR_TARGET,
+      features: [...LINEAR_FEATURES],
       hyperparameters: common,
     };
     const out = await trainModel(spec, table, limits);
