@@ -1,7 +1,16 @@
 import { type z } from 'zod';
 import type { Scope } from '../plans.ts';
 import { listQuerySchema } from './common.ts';
-import { createSourceBody, replaceSourceDataQuery, sourceListSchema, sourceSchema, UPLOAD_MEDIA_TYPES, uploadFileSchema, uploadSourceQuery } from './sources.api.ts';
+import {
+  createSourceBody,
+  replaceSourceDataQuery,
+  sourceListSchema,
+  sourceSchema,
+  updateSourceBody,
+  UPLOAD_MEDIA_TYPES,
+  uploadFileSchema,
+  uploadSourceQuery,
+} from './sources.api.ts';
 import {
   overviewSchema,
   querySchema,
@@ -66,7 +75,7 @@ export type OperationAuth = 'any' | 'session' | 'public';
  */
 export interface ApiOperation {
   operationId: string;
-  method: 'get' | 'post' | 'put' | 'delete';
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** OpenAPI-style template relative to /v1, e.g. /sources/{id}. */
   path: string;
   service: ServiceName;
@@ -291,6 +300,18 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     service: 'sources',
     scope: 'sources:read',
     summary: 'Get one data source.',
+    success: { status: 200, schema: sourceSchema },
+    errors: [404],
+  },
+  {
+    operationId: 'updateSource',
+    method: 'patch',
+    path: '/sources/{id}',
+    service: 'sources',
+    scope: 'sources:write',
+    summary:
+      "Change a source's settings: set its sync schedule (url and database sources), or remove it with null. A scheduled source syncs by itself when due; a failed scheduled sync is retried with backoff before the next regular one.",
+    body: updateSourceBody,
     success: { status: 200, schema: sourceSchema },
     errors: [404],
   },

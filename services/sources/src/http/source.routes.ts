@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import { createSourceBody, listQuerySchema } from '@dap/contracts';
+import { createSourceBody, listQuerySchema, updateSourceBody } from '@dap/contracts';
 import { callerOf, parseOr400 } from '@dap/http';
 import type { SourceService } from '../domain/source.service.ts';
 import { toSourceDto } from './source.dto.ts';
@@ -27,6 +27,11 @@ export function sourceRoutes(service: SourceService): Router {
 
   r.get('/v1/sources/:id', async (req, res) => {
     res.json(toSourceDto(await service.get(callerOf(req).accountId, req.params.id)));
+  });
+
+  r.patch('/v1/sources/:id', async (req, res) => {
+    const body = parseOr400(updateSourceBody, req.body, 'body');
+    res.json(toSourceDto(await service.update(callerOf(req), req.params.id, body)));
   });
 
   r.delete('/v1/sources/:id', async (req, res) => {

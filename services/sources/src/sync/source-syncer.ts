@@ -1,6 +1,6 @@
 import { access, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { newId } from '@dap/contracts';
+import { newId, type DomainEvent } from '@dap/contracts';
 import type { DatasetStore, IngestResult } from '@dap/datasets';
 import type { Logger } from '@dap/logger';
 import type { OutboundGuard } from '@dap/netguard';
@@ -12,6 +12,7 @@ import type { DownloadRunner } from '../outbound/download-worker.ts';
 import type { SourceDoc, SourceRepository } from '../persistence/source.repository.ts';
 import { credentialsContext, CredentialsError, type CredentialCipher } from '../secrets/credentials.ts';
 import { JobRunner } from './job-runner.ts';
+import { afterRun, nextRegularRun, type ScheduleRetry, type ScheduleState } from './schedule.ts';
 
 /** A sync failure whose message is meant for the customer as is. */
 export class SyncFailure extends Error {}
@@ -32,10 +33,18 @@ export interface SyncerOptions {
   leaseMs: number;
   sweepMs: number;
   instanceId: string;
+  /** How failed runs of scheduled sources are retried. */
+  retry: ScheduleRetry;
+  /** The time; tests move it by hand. */
+  clock?: () => Date;
+  /** Draws the backoff jitter. */
+  random?: () => number;
 }
 
 /** Sources of one account a sweep queues; the queue runs them a few at a time, and the next sweep finds more. */
 const SWEEP_PER_ACCOUNT = 20;
+/** Due scheduled runs one sweep starts; the next sweep starts the rest. */
+const SWEEP_SCHEDULED = 500;
 
 /**
  * Moves sources pending → syncing → ready|failed in the background. Every state change is a conditional
@@ -55,6 +64,10 @@ export class SourceSyncer {
     this.runner = new JobRunner({ concurrency: opts.concurrency, perGroup: opts.accountConcurrency ?? opts.concurrency, logger: opts.logger });
   }
 
+  private now(): Date {
+    return this.opts.clock ? this.opts.clock() : new Date();
+  }
+
   get enabled(): boolean {
     return this.opts.concurrency > 0;
   }
@@ -62,7 +75,7 @@ export class SourceSyncer {
   /** Resumes what this instance left unfinished, then sweeps for pending work now and on a timer. */
   async start(): Promise<void> {
     if (!this.enabled) return;
-    const released = await this.opts.repo.releaseOwnedAcrossAccounts(this.opts.instanceId, new Date());
+    const released = await this.opts.repo.releaseOwnedAcrossAccounts(this.opts.instanceId, this.now());
     if (released) this.opts.logger.info({ released }, 'resuming syncs interrupted by the last shutdown');
     await this.sweep();
     const tick = () => {
@@ -81,11 +94,39 @@ export class SourceSyncer {
     this.runner.enqueue(accountId, `${accountId}/${sourceId}`, () => this.syncOne(accountId, sourceId));
   }
 
-  /** Queues every source waiting for a sync or abandoned by a dead worker; returns how many it found. */
+  /**
+   * Starts the scheduled runs that are due, then queues every source waiting for a sync or abandoned by a dead
+   * worker; returns how many it queued.
+   */
   async sweep(): Promise<number> {
-    const found = await this.opts.repo.findUnfinishedAcrossAccounts(new Date(), SWEEP_PER_ACCOUNT);
+    await this.startDue();
+    const found = await this.opts.repo.findUnfinishedAcrossAccounts(this.now(), SWEEP_PER_ACCOUNT);
     for (const s of found) this.schedule(s.accountId, s.id);
     return found.length;
+  }
+
+  /**
+   * Puts due scheduled sources back to pending, each with one conditional write (see startScheduled), so two
+   * instances sweeping at once start a run once; the sync itself then runs under the usual lease.
+   */
+  private async startDue(): Promise<number> {
+    const { repo, logger } = this.opts;
+    const now = this.now();
+    let started = 0;
+    for (const due of await repo.findDueAcrossAccounts(now, SWEEP_SCHEDULED)) {
+      if (!due.schedule) continue;
+      const seen = { scheduleRev: due.scheduleRev ?? null, nextRunAt: due.nextRunAt ?? null, retryAt: due.retryAt ?? null };
+      let nextRunAt = seen.nextRunAt;
+      try {
+        if (!nextRunAt || nextRunAt <= now) nextRunAt = nextRegularRun(due.schedule, now);
+      } catch (err) {
+        logger.warn({ err, sourceId: due._id }, 'a stored schedule no longer parses; leaving the source to syncs on request');
+        nextRunAt = null;
+      }
+      if (await repo.startScheduled(due.accountId, due._id, seen, { nextRunAt, retryAt: null }, now)) started++;
+    }
+    if (started) logger.debug({ started }, 'scheduled syncs started');
+    return started;
   }
 
   async stop(): Promise<void> {
@@ -98,11 +139,11 @@ export class SourceSyncer {
   async syncOne(accountId: string, sourceId: string): Promise<void> {
     const { repo, store, logger, leaseMs, instanceId } = this.opts;
     const token = newId('msg');
-    const doc = await repo.claim(accountId, sourceId, { token, owner: instanceId, until: new Date(Date.now() + leaseMs) }, new Date());
+    const doc = await repo.claim(accountId, sourceId, { token, owner: instanceId, until: new Date(this.now().getTime() + leaseMs) }, this.now());
     if (!doc) return; // deleted, settled, or held by a live worker
     const heartbeat = setInterval(
       () => {
-        repo.renewLease(accountId, sourceId, token, new Date(Date.now() + leaseMs)).catch((err) => logger.warn({ err, sourceId }, 'lease renewal failed'));
+        repo.renewLease(accountId, sourceId, token, new Date(this.now().getTime() + leaseMs)).catch((err) => logger.warn({ err, sourceId }, 'lease renewal failed'));
       },
       Math.max(250, Math.floor(leaseMs / 3)),
     );
@@ -120,28 +161,57 @@ export class SourceSyncer {
         return;
       }
       const reason = this.reasonOf(err, doc);
-      const now = new Date();
+      const now = this.now();
       const lastSync = { status: 'failed' as const, error: reason, at: now };
       // A failed re-sync leaves the published data untouched (only unpublished files were removed), so a source
       // that has data stays `ready` on it; the failure is its last sync's outcome (docs/architecture.md).
       const keepsData = doc.lastSyncedAt !== null && (await store.currentFile(accountId, sourceId).catch(() => null)) !== null;
       const outcome = keepsData ? { status: 'ready' as const, error: null, lastSync } : { status: 'failed' as const, error: reason, lastSync };
-      await repo.finish(accountId, sourceId, token, outcome, [sourceFailed(doc, reason, keepsData)], now);
-      logger.info({ accountId, sourceId, reason, keepsData }, 'source sync failed');
+      // A scheduled source that keeps failing (its retries, then its regular runs) raises source.failed once per streak.
+      const streak = doc.failStreak ?? 0;
+      const announce = !doc.schedule || streak === 0;
+      await this.finishRun(doc, token, false, { ...outcome, failStreak: streak + 1 }, announce ? [sourceFailed(doc, reason, keepsData)] : [], now);
+      logger.info({ accountId, sourceId, reason, keepsData, failStreak: streak + 1 }, 'source sync failed');
       return;
     }
     clearInterval(heartbeat);
-    const now = new Date();
-    const done = await repo.finish(
-      accountId,
-      sourceId,
+    const now = this.now();
+    const done = await this.finishRun(
+      doc,
       token,
-      { status: 'ready', error: null, rowCount: result.rowCount, schema: result.schema, lastSyncedAt: now, lastSync: { status: 'succeeded', error: null, at: now } },
+      true,
+      { status: 'ready', error: null, rowCount: result.rowCount, schema: result.schema, lastSyncedAt: now, lastSync: { status: 'succeeded', error: null, at: now }, failStreak: 0 },
       [sourceReady(doc, result)],
       now,
     );
     if (!done && !(await repo.findById(accountId, sourceId))) await store.remove(accountId, sourceId); // deleted mid-sync
     logger.info({ accountId, sourceId, type: doc.type, rowCount: result.rowCount, ...timings, recorded: Boolean(done) }, 'source synced');
+  }
+
+  /**
+   * Records a run's outcome, and for a scheduled source its next run (and retry) in the same write. A schedule
+   * changed while the run went on keeps the times it was given: the outcome is then recorded alone.
+   */
+  private async finishRun(
+    doc: SourceDoc,
+    token: string,
+    ok: boolean,
+    outcome: Parameters<SourceRepository['finish']>[3],
+    events: DomainEvent[],
+    now: Date,
+  ): Promise<SourceDoc | null> {
+    const { repo, retry, random, logger } = this.opts;
+    if (doc.schedule && doc.scheduleRev) {
+      let state: ScheduleState | null = null;
+      try {
+        state = afterRun({ schedule: doc.schedule, nextRunAt: doc.nextRunAt ?? null, retryAttempt: doc.retryAttempt ?? 0 }, ok, now, retry, random);
+      } catch (err) {
+        logger.warn({ err, sourceId: doc._id }, 'a stored schedule no longer parses; its next run is left as it was');
+      }
+      const done = state && (await repo.finish(doc.accountId, doc._id, token, { ...outcome, ...state }, events, now, doc.scheduleRev));
+      if (done) return done;
+    }
+    return repo.finish(doc.accountId, doc._id, token, outcome, events, now);
   }
 
   private async load(doc: SourceDoc, timings: { pullMs: number; loadMs: number }): Promise<IngestResult> {
