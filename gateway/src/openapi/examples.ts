@@ -45,6 +45,8 @@ const source = {
   rowCount: 48213,
   lastSyncedAt: T1,
   lastSync: { status: 'succeeded', error: null, at: T1 },
+  schedule: { cron: '0 6 * * *', timezone: 'Europe/Berlin' },
+  nextSyncAt: '2026-11-21T05:00:00.000Z',
   createdAt: T0,
   updatedAt: T1,
 };
@@ -148,7 +150,9 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
     url: 'https://data.example.com/exports/orders-2026.csv?token=e1b2c3',
     format: 'csv',
     headers: { Authorization: 'Bearer 6f1c2d9e8a7b' },
+    schedule: { cron: '0 6 * * *', timezone: 'Europe/Berlin' },
   },
+  UpdateSource: { schedule: { every: '1h' } },
   AnalyticsQuery: query,
   CreateModel: { type: 'linear_regression', name: 'Order value', sourceId: SOURCE_ID, features: ['country', 'hour'], target: 'amount', hyperparameters: { seed: 42 } },
   PredictRequest: {

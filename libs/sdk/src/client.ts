@@ -14,6 +14,7 @@ import type {
   ModelVersion,
   RetrainModelInput,
   UpdateModelAliasesInput,
+  UpdateSourceInput,
   OperationId,
   Overview,
   Page,
@@ -71,6 +72,7 @@ export const METHOD_OF_OPERATION = {
   listSources: 'sources.list',
   createSource: 'sources.create',
   getSource: 'sources.get',
+  updateSource: 'sources.update',
   deleteSource: 'sources.delete',
   syncSource: 'sources.sync',
   uploadSource: 'sources.upload',
@@ -148,6 +150,8 @@ export function createDapClient(options: DapClientOptions) {
       listAll: (params?: ListAllParams, opts?: RequestOptions) => paginate<Source>((query) => t.call('listSources', { query }, opts), params),
       create: (body: CreateSourceInput, opts?: RequestOptions): ApiPromise<Source> => t.call('createSource', { body }, opts),
       get: (id: string, opts?: RequestOptions): ApiPromise<Source> => t.call('getSource', byId(id), opts),
+      /** Sets the source's sync schedule (url and database sources), or removes it with `{ schedule: null }`. */
+      update: (id: string, body: UpdateSourceInput, opts?: RequestOptions): ApiPromise<Source> => t.call('updateSource', { ...byId(id), body }, opts),
       delete: (id: string, opts?: RequestOptions): ApiPromise<void> => t.call('deleteSource', byId(id), opts),
       /** Syncs again: answers 202 with the source back in `pending`. */
       sync: (id: string, opts?: RequestOptions): ApiPromise<Source> => t.call('syncSource', byId(id), opts),

@@ -226,7 +226,8 @@ export interface paths {
         delete: operations["deleteSource"];
         options?: never;
         head?: never;
-        patch?: never;
+        /** Change a source's settings: set its sync schedule (url and database sources), or remove it with null. A scheduled source syncs by itself when due; a failed scheduled sync is retried with backoff before the next regular one. */
+        patch: operations["updateSource"];
         trace?: never;
     };
     "/sources/{id}/sync": {
@@ -965,6 +966,10 @@ export interface components {
             lastSyncedAt: string | null;
             /** @description the outcome of the last finished sync, successful or not; null until the first one finishes */
             lastSync: components["schemas"]["SourceSync"] | null;
+            /** @description when the source syncs by itself; null when it syncs only on request */
+            schedule: components["schemas"]["SyncSchedule"] | null;
+            /** @description when the next scheduled sync (or the retry of a failed one) starts, give or take the sweep interval (ISO-8601 UTC); null without a schedule */
+            nextSyncAt: string | null;
             /** @description ISO-8601 UTC timestamp */
             createdAt: string;
             /** @description ISO-8601 UTC timestamp */
@@ -1000,6 +1005,25 @@ export interface components {
             at: string;
         };
         /**
+         * @description When the source syncs by itself: `{ "every": "15m" }`, or `{ "cron": "0 * * * *", "timezone": "Europe/Berlin" }`. A failed scheduled sync is retried with backoff before the next regular one.
+         * @example {
+         *       "every": "15m"
+         *     }
+         * @example {
+         *       "cron": "0 6 * * 1-5",
+         *       "timezone": "Europe/Berlin"
+         *     }
+         */
+        SyncSchedule: {
+            /** @description sync this often, counted from the start of the last scheduled sync: a number and a unit (s, m, h, d), at least 1m */
+            every: string;
+        } | {
+            /** @description a five-field cron expression (minute hour day-of-month month day-of-week), such as `0 * * * *` */
+            cron: string;
+            /** @description the time zone the cron expression is read in (IANA); UTC by default */
+            timezone?: string;
+        };
+        /**
          * @example {
          *       "type": "inline",
          *       "name": "Orders",
@@ -1021,7 +1045,11 @@ export interface components {
          * @example {
          *       "type": "url",
          *       "name": "Daily export",
-         *       "url": "https://example.com/exports/orders.csv"
+         *       "url": "https://example.com/exports/orders.csv",
+         *       "schedule": {
+         *         "cron": "0 6 * * *",
+         *         "timezone": "Europe/Berlin"
+         *       }
          *     }
          * @example {
          *       "type": "postgres",
@@ -1084,6 +1112,8 @@ export interface components {
             headers?: {
                 [key: string]: string;
             };
+            /** @description url and database sources only: sync by itself on this schedule */
+            schedule?: components["schemas"]["SyncSchedule"];
         } | {
             /** @constant */
             type: "postgres";
@@ -1107,6 +1137,8 @@ export interface components {
             table?: string;
             /** @description one read-only statement (SELECT, WITH … SELECT, VALUES or TABLE), no other statement after it; it runs in a read-only transaction and its rows are streamed */
             query?: string;
+            /** @description url and database sources only: sync by itself on this schedule */
+            schedule?: components["schemas"]["SyncSchedule"];
         } | {
             /** @constant */
             type: "mysql";
@@ -1130,6 +1162,8 @@ export interface components {
             table?: string;
             /** @description one read-only statement (SELECT, WITH … SELECT, VALUES or TABLE), no other statement after it; it runs in a read-only transaction and its rows are streamed */
             query?: string;
+            /** @description url and database sources only: sync by itself on this schedule */
+            schedule?: components["schemas"]["SyncSchedule"];
         } | {
             /** @constant */
             type: "mongodb";
@@ -1153,12 +1187,28 @@ export interface components {
             collection: string;
             /** @description a MongoDB query document as JSON text (Extended JSON values such as {"$date": "2024-01-01T00:00:00Z"} are allowed); only $eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $nor $not are accepted */
             filter?: string;
+            /** @description url and database sources only: sync by itself on this schedule */
+            schedule?: components["schemas"]["SyncSchedule"];
         };
         /**
          * Format: binary
          * @description the file: CSV (header row first), a JSON array of objects, or NDJSON
          */
         UploadFile: string;
+        /**
+         * @example {
+         *       "schedule": {
+         *         "every": "1h"
+         *       }
+         *     }
+         * @example {
+         *       "schedule": null
+         *     }
+         */
+        UpdateSource: {
+            /** @description a new schedule (url and database sources only), or null to stop syncing by itself */
+            schedule: components["schemas"]["SyncSchedule"] | null;
+        };
         AnalyticsOverview: {
             counts: {
                 /** @description Connected data sources (not deleted), in any status. */
@@ -3547,6 +3597,11 @@ export interface operations {
                      *             "error": null,
                      *             "at": "2026-11-20T09:14:05.027Z"
                      *           },
+                     *           "schedule": {
+                     *             "cron": "0 6 * * *",
+                     *             "timezone": "Europe/Berlin"
+                     *           },
+                     *           "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *           "createdAt": "2026-11-20T09:14:03.512Z",
                      *           "updatedAt": "2026-11-20T09:14:05.027Z"
                      *         }
@@ -3652,6 +3707,10 @@ export interface operations {
                  *       "format": "csv",
                  *       "headers": {
                  *         "Authorization": "Bearer 6f1c2d9e8a7b"
+                 *       },
+                 *       "schedule": {
+                 *         "cron": "0 6 * * *",
+                 *         "timezone": "Europe/Berlin"
                  *       }
                  *     }
                  */
@@ -3721,6 +3780,11 @@ export interface operations {
                      *         "error": null,
                      *         "at": "2026-11-20T09:14:05.027Z"
                      *       },
+                     *       "schedule": {
+                     *         "cron": "0 6 * * *",
+                     *         "timezone": "Europe/Berlin"
+                     *       },
+                     *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -3913,6 +3977,11 @@ export interface operations {
                      *         "error": null,
                      *         "at": "2026-11-20T09:14:05.027Z"
                      *       },
+                     *       "schedule": {
+                     *         "cron": "0 6 * * *",
+                     *         "timezone": "Europe/Berlin"
+                     *       },
+                     *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -4097,6 +4166,11 @@ export interface operations {
                      *         "error": null,
                      *         "at": "2026-11-20T09:14:05.027Z"
                      *       },
+                     *       "schedule": {
+                     *         "cron": "0 6 * * *",
+                     *         "timezone": "Europe/Berlin"
+                     *       },
+                     *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -4278,6 +4352,11 @@ export interface operations {
                      *         "error": null,
                      *         "at": "2026-11-20T09:14:05.027Z"
                      *       },
+                     *       "schedule": {
+                     *         "cron": "0 6 * * *",
+                     *         "timezone": "Europe/Berlin"
+                     *       },
+                     *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -4482,6 +4561,185 @@ export interface operations {
             };
         };
     };
+    updateSource: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "schedule": {
+                 *         "every": "1h"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateSource"];
+            };
+        };
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *       "name": "Orders 2026",
+                     *       "type": "url",
+                     *       "config": {
+                     *         "url": "https://data.example.com/exports/orders-2026.csv?[redacted]",
+                     *         "format": "csv",
+                     *         "headers": [
+                     *           "Authorization"
+                     *         ]
+                     *       },
+                     *       "status": "ready",
+                     *       "error": null,
+                     *       "schema": [
+                     *         {
+                     *           "name": "order_id",
+                     *           "type": "integer"
+                     *         },
+                     *         {
+                     *           "name": "ordered_at",
+                     *           "type": "timestamp"
+                     *         },
+                     *         {
+                     *           "name": "country",
+                     *           "type": "string"
+                     *         },
+                     *         {
+                     *           "name": "status",
+                     *           "type": "string"
+                     *         },
+                     *         {
+                     *           "name": "amount",
+                     *           "type": "number"
+                     *         }
+                     *       ],
+                     *       "rowCount": 48213,
+                     *       "lastSyncedAt": "2026-11-20T09:14:05.027Z",
+                     *       "lastSync": {
+                     *         "status": "succeeded",
+                     *         "error": null,
+                     *         "at": "2026-11-20T09:14:05.027Z"
+                     *       },
+                     *       "schedule": {
+                     *         "cron": "0 6 * * *",
+                     *         "timezone": "Europe/Berlin"
+                     *       },
+                     *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
+                     *       "createdAt": "2026-11-20T09:14:03.512Z",
+                     *       "updatedAt": "2026-11-20T09:14:05.027Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Source"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the sources:write scope; or a dashboard request did not send its x-csrf-token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource does not exist (or belongs to another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     syncSource: {
         parameters: {
             query?: never;
@@ -4559,6 +4817,11 @@ export interface operations {
                      *         "error": null,
                      *         "at": "2026-11-20T09:14:05.027Z"
                      *       },
+                     *       "schedule": {
+                     *         "cron": "0 6 * * *",
+                     *         "timezone": "Europe/Berlin"
+                     *       },
+                     *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
