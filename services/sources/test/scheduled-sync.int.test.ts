@@ -36,11 +36,16 @@ let filesUrl = '';
 /** Whether the file server answers, and how many downloads each path had (the create-time check included). */
 let failing = false;
 const hits = new Map<string, number>();
+/** Downloads of these paths wait here until the test answers them (a sync held mid-run). */
+const holdPaths = new Set<string>();
+const held: ServerResponse[] = [];
+const answer = (res: ServerResponse) => void res.writeHead(200, { 'content-type': 'text/csv' }).end(CSV);
 function serve(req: IncomingMessage, res: ServerResponse): void {
   const path = (req.url ?? '').split('?')[0]!;
   hits.set(path, (hits.get(path) ?? 0) + 1);
   if (failing) return void res.writeHead(503, { 'content-type': 'text/plain' }).end('down');
-  res.writeHead(200, { 'content-type': 'text/csv' }).end(CSV);
+  if (holdPaths.has(path)) return void held.push(res);
+  answer(res);
 }
 
 let mongo: MongoHandle;
@@ -94,6 +99,7 @@ afterAll(async () => {
   await mongo?.db.dropDatabase().catch(() => undefined);
   await mongo?.close();
   await rm(datasetDir, { recursive: true, force: true });
+  for (const res of held.splice(0)) answer(res);
   await new Promise((r) => files.close(r));
 });
 
@@ -180,6 +186,17 @@ it('starts a due run once when two instances sweep at the same time', async () =
     expect(downloads(path)).toBe(i);
   }
   expect(countOf(await outbox(account, id), 'source.ready')).toBe(5);
+
+  // An instance whose sweep read the due run before another started and finished it does not start it again.
+  now = at(6 * MIN);
+  const stale = (await repo.findDueAcrossAccounts(now, 500)).find((d) => d._id === id)!;
+  expect(stale).toBeDefined();
+  await a.sweep();
+  await ranAt(account, id, now);
+  const seen = { scheduleRev: stale.scheduleRev ?? null, nextRunAt: stale.nextRunAt ?? null, retryAt: stale.retryAt ?? null };
+  expect(await repo.startScheduled(account, id, seen, { nextRunAt: at(7 * MIN), retryAt: null }, now)).toBeNull();
+  expect((await repo.findById(account, id))!.status).toBe('ready');
+  expect(downloads(path)).toBe(6);
 });
 
 it('retries a failed scheduled run with growing backoff before the next regular run, and raises source.failed once per failure streak', async () => {
@@ -268,21 +285,18 @@ it('PATCH sets a new schedule from now and null removes it: no more runs', async
 it('a schedule changed while its sync runs keeps its own next run', async () => {
   const account = newId('acct');
   const s = syncer('race');
-  const { id } = await createScheduled(account, { every: '10m' });
+  const { id, path } = await createScheduled(account, { every: '10m' });
   await s.syncOne(account, id);
+  // The regular run at 10m starts and is held downloading; the customer changes the schedule meanwhile.
+  holdPaths.add(path);
   now = at(10 * MIN);
-  // The sweep has started the run (pending, next run moved to 20m); the customer changes the schedule before it ends.
-  await repo.startScheduled(
-    account,
-    id,
-    { scheduleRev: (await repo.findById(account, id))!.scheduleRev ?? null, nextRunAt: at(10 * MIN), retryAt: null },
-    { nextRunAt: at(20 * MIN), retryAt: null },
-    now,
-  );
-  const claimed = (await repo.findById(account, id))!;
+  await s.sweep();
+  await waitFor(() => held.length === 1 || null, { timeoutMs: 10_000, intervalMs: 20, what: 'the held download' });
+  expect((await repo.findById(account, id))!).toMatchObject({ status: 'syncing', nextRunAt: at(20 * MIN) });
+  now = at(11 * MIN);
   await service.update(caller(account), id, { schedule: { every: '2h' } });
-  await s.syncOne(account, id);
-  const after = (await repo.findById(account, id))!;
-  expect(claimed.nextRunAt).toEqual(at(20 * MIN));
-  expect(toSourceDto(after)).toMatchObject({ status: 'ready', schedule: { every: '2h' }, nextSyncAt: at(130 * MIN).toISOString() });
+  answer(held.pop()!);
+  const after = await ranAt(account, id, now);
+  // The run's outcome is recorded; the next run is the new schedule's (11m + 2h), not the old one's 20m.
+  expect(toSourceDto(after)).toMatchObject({ status: 'ready', rowCount: 2, schedule: { every: '2h' }, nextSyncAt: at(131 * MIN).toISOString() });
 });
