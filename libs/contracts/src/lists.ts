@@ -22,6 +22,7 @@ export const PUBLIC_EVENT_TYPES = Object.freeze([
   'source.ready',
   'source.failed',
   'source.deleted',
+  'source.schema_changed',
   'report.completed',
   'report.failed',
   'model.ready',

@@ -61,6 +61,7 @@ const source = (id: string): Source => ({
   lastSync: { status: 'failed', error: 'the file answered 500', at: '2026-01-02T00:00:00.000Z' },
   schedule: null,
   nextSyncAt: null,
+  schemaPolicy: 'evolve',
   createdAt: '2026-01-01T00:00:00.000Z',
   updatedAt: '2026-01-01T00:00:00.000Z',
 });

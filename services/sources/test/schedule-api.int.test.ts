@@ -150,7 +150,8 @@ it('refuses a bad schedule with a 400 problem naming the field', async () => {
     ['POST', '/v1/sources', { type: 'csv', name: 'c', csv: 'a\n1\n', schedule: { every: '1h' } }, 'schedule'],
     ['PATCH', `/v1/sources/${url.body.id}`, { schedule: { every: '0m' } }, 'schedule.every'],
     ['PATCH', `/v1/sources/${url.body.id}`, { schedule: { cron: 'every day' } }, 'schedule.cron'],
-    ['PATCH', `/v1/sources/${url.body.id}`, {}, 'schedule'],
+    ['PATCH', `/v1/sources/${url.body.id}`, {}, '(root)'],
+    ['PATCH', `/v1/sources/${url.body.id}`, { schemaPolicy: 'quarantine-all' }, 'schemaPolicy'],
     ['PATCH', `/v1/sources/${inline.body.id}`, { schedule: { every: '1h' } }, 'schedule'],
   ];
   for (const [method, path, body, field] of cases) {

@@ -39,13 +39,15 @@ const hits = new Map<string, number>();
 /** Downloads of these paths wait here until the test answers them (a sync held mid-run). */
 const holdPaths = new Set<string>();
 const held: ServerResponse[] = [];
-const answer = (res: ServerResponse) => void res.writeHead(200, { 'content-type': 'text/csv' }).end(CSV);
+/** What each path serves, when not CSV. */
+const content = new Map<string, string>();
+const answer = (res: ServerResponse, body = CSV) => void res.writeHead(200, { 'content-type': 'text/csv' }).end(body);
 function serve(req: IncomingMessage, res: ServerResponse): void {
   const path = (req.url ?? '').split('?')[0]!;
   hits.set(path, (hits.get(path) ?? 0) + 1);
   if (failing) return void res.writeHead(503, { 'content-type': 'text/plain' }).end('down');
   if (holdPaths.has(path)) return void held.push(res);
-  answer(res);
+  answer(res, content.get(path));
 }
 
 let mongo: MongoHandle;
@@ -299,4 +301,86 @@ it('a schedule changed while its sync runs keeps its own next run', async () => 
   const after = await ranAt(account, id, now);
   // The run's outcome is recorded; the next run is the new schedule's (11m + 2h), not the old one's 20m.
   expect(toSourceDto(after)).toMatchObject({ status: 'ready', rowCount: 2, schedule: { every: '2h' }, nextSyncAt: at(131 * MIN).toISOString() });
+});
+
+describe('schema drift', () => {
+  const CHANGED = 'id,amount,coupon\n1,n/a,SPRING\n2,3.5,\n3,4.5,X\n';
+
+  async function syncedOnce(schemaPolicy?: 'evolve' | 'freeze') {
+    const account = newId('acct');
+    const path = `/${uniqueSuffix()}.csv`;
+    const doc = await service.create(caller(account), { type: 'url', name: 'drift', url: `${filesUrl}${path}`, ...(schemaPolicy ? { schemaPolicy } : {}) } as CreateSourceBody);
+    const s = syncer('drift');
+    await s.syncOne(account, doc._id);
+    const first = (await repo.findById(account, doc._id))!;
+    expect(first).toMatchObject({ status: 'ready', rowCount: 2 });
+    return { account, id: doc._id, path, s, file: await store.currentFile(account, doc._id) };
+  }
+
+  const resync = async (account: string, id: string, s: SourceSyncer) => {
+    await repo.requestSync(account, id, newId('req'), now);
+    await s.syncOne(account, id);
+    return (await repo.findById(account, id))!;
+  };
+
+  it('evolve (the default) takes the new columns and says what changed in source.schema_changed', async () => {
+    const { account, id, path, s } = await syncedOnce();
+    content.set(path, CHANGED);
+    const after = await resync(account, id, s);
+    expect(toSourceDto(after)).toMatchObject({ status: 'ready', rowCount: 3, schemaPolicy: 'evolve', lastSync: { status: 'succeeded' } });
+    expect(after.schema).toEqual([
+      { name: 'id', type: 'integer' },
+      { name: 'amount', type: 'string' },
+      { name: 'coupon', type: 'string' },
+    ]);
+    const changed = (await outbox(account, id)).filter((e) => e.type === 'source.schema_changed');
+    expect(changed.map((e) => e.data)).toEqual([
+      { id, name: 'drift', policy: 'evolve', applied: true, added: [{ name: 'coupon', type: 'string' }], removed: [], retyped: [{ name: 'amount', from: 'number', to: 'string' }] },
+    ]);
+  });
+
+  it('freeze fails the sync naming the columns and keeps the old data; unchanged columns sync as usual', async () => {
+    const { account, id, path, s, file } = await syncedOnce('freeze');
+    // Positive control: the same columns again sync under freeze, with no schema_changed.
+    content.set(path, 'id,amount\n7,1.5\n8,2.5\n9,3.5\n');
+    const same = await resync(account, id, s);
+    expect(same).toMatchObject({ status: 'ready', rowCount: 3, lastSync: { status: 'succeeded' } });
+    const kept = await store.currentFile(account, id);
+    expect(kept).not.toBe(file);
+
+    content.set(path, 'id,total\n1,2\n');
+    const after = await resync(account, id, s);
+    expect(toSourceDto(after)).toMatchObject({
+      status: 'ready',
+      rowCount: 3,
+      schemaPolicy: 'freeze',
+      schema: [
+        { name: 'id', type: 'integer' },
+        { name: 'amount', type: 'number' },
+      ],
+    });
+    expect(after.lastSync).toMatchObject({
+      status: 'failed',
+      error: "the data's columns changed (added total (integer); removed amount) and the source's schema policy is freeze: its data was kept",
+    });
+    expect(await store.currentFile(account, id)).toBe(kept);
+    const rows = await store.duck.run(`SELECT count(*) AS n FROM read_parquet('${kept!.replaceAll("'", "''")}')`);
+    expect(Number(rows.rows[0]!.n)).toBe(3);
+    const events = await outbox(account, id);
+    expect(events.map((e) => e.type)).toEqual(['source.created', 'source.ready', 'source.ready', 'source.schema_changed', 'source.failed']);
+    expect(events[3]!.data).toEqual({
+      id,
+      name: 'drift',
+      policy: 'freeze',
+      applied: false,
+      added: [{ name: 'total', type: 'integer' }],
+      removed: [{ name: 'amount', type: 'number' }],
+      retyped: [],
+    });
+  });
+
+  it('PATCH changes the schema policy', async () => {
+    const { account, id } = await syncedOnce();
+    expect(toSourceDto(await service.update(caller(account), id, { schemaPolicy: 'freeze' }))).toMatchObject({ schemaPolicy: 'freeze', schedule: null });
+  });
 });

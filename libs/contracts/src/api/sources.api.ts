@@ -177,9 +177,28 @@ export const syncScheduleSchema = z.union([z.strictObject({ every }), z.strictOb
 export type SyncSchedule = z.infer<typeof syncScheduleSchema>;
 const scheduleField = syncScheduleSchema.optional().describe('url and database sources only: sync by itself on this schedule');
 
+/**
+ * What a sync does when the data's columns differ from the source's (added, removed, or of another type):
+ * `evolve` (the default) publishes the new data and schema; `freeze` fails the sync, naming the columns, and
+ * keeps the old data. Either way `source.schema_changed` says what changed.
+ */
+export const SCHEMA_POLICIES = ['evolve', 'freeze'] as const;
+export type SchemaPolicy = (typeof SCHEMA_POLICIES)[number];
+const schemaPolicy = z
+  .enum(SCHEMA_POLICIES)
+  .describe("what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data");
+
 function sqlSource<T extends 'postgres' | 'mysql'>(type: T) {
   return z
-    .strictObject({ type: z.literal(type), name, connection: dbConnection(type), table: tableName.optional(), query: sqlQuery.optional(), schedule: scheduleField })
+    .strictObject({
+      type: z.literal(type),
+      name,
+      connection: dbConnection(type),
+      table: tableName.optional(),
+      query: sqlQuery.optional(),
+      schedule: scheduleField,
+      schemaPolicy: schemaPolicy.optional(),
+    })
     .superRefine((b, ctx) => {
       if ((b.table === undefined) === (b.query === undefined)) ctx.addIssue({ code: 'custom', path: ['table'], message: 'give exactly one of table or query' });
       const problem = b.query === undefined ? null : sqlQueryProblem(b.query, type);
@@ -204,6 +223,7 @@ export const createSourceBody = z
         .optional()
         .describe('request headers such as Authorization; write-only: stored encrypted, only their names are returned'),
       schedule: scheduleField,
+      schemaPolicy: schemaPolicy.optional(),
     }),
     sqlSource('postgres'),
     sqlSource('mysql'),
@@ -224,6 +244,7 @@ export const createSourceBody = z
           `a MongoDB query document as JSON text (Extended JSON values such as {"$date": "2024-01-01T00:00:00Z"} are allowed); only ${MONGO_FILTER_OPERATORS.join(' ')} are accepted`,
         ),
       schedule: scheduleField,
+      schemaPolicy: schemaPolicy.optional(),
     }),
   ])
   .meta({
@@ -241,9 +262,11 @@ export type CreateSourceBody = z.infer<typeof createSourceBody>;
 /** PATCH /v1/sources/{id}: the settings that can change after creation. */
 export const updateSourceBody = z
   .strictObject({
-    schedule: syncScheduleSchema.nullable().describe('a new schedule (url and database sources only), or null to stop syncing by itself'),
+    schedule: syncScheduleSchema.nullable().optional().describe('a new schedule (url and database sources only), or null to stop syncing by itself'),
+    schemaPolicy: schemaPolicy.optional(),
   })
-  .meta({ id: 'UpdateSource', examples: [{ schedule: { every: '1h' } }, { schedule: null }] });
+  .refine((b) => b.schedule !== undefined || b.schemaPolicy !== undefined, { message: 'give schedule or schemaPolicy' })
+  .meta({ id: 'UpdateSource', examples: [{ schedule: { every: '1h' } }, { schedule: null }, { schemaPolicy: 'freeze' }] });
 export type UpdateSourceBody = z.infer<typeof updateSourceBody>;
 
 /**
@@ -326,6 +349,7 @@ export const sourceSchema = z
     lastSyncedAt: isoDate.nullable().describe('when the data queries read was synced (the last successful sync; ISO-8601 UTC)'),
     lastSync: sourceSyncSchema.nullable().describe('the outcome of the last finished sync, successful or not; null until the first one finishes'),
     schedule: syncScheduleSchema.nullable().describe('when the source syncs by itself; null when it syncs only on request'),
+    schemaPolicy: z.enum(SCHEMA_POLICIES).describe("what a sync does when the data's columns change (see SCHEMA_POLICIES): evolve or freeze"),
     nextSyncAt: isoDate
       .nullable()
       .describe('when the next scheduled sync (or the retry of a failed one) starts, give or take the sweep interval (ISO-8601 UTC); null without a schedule'),

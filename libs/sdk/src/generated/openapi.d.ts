@@ -674,6 +674,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "source.schema_changed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * source.schema_changed
+         * @description Sent to the endpoints subscribed to `source.schema_changed` (or a wildcard such as `source.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         */
+        post: operations["on-source.schema_changed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "report.completed": {
         parameters: {
             query?: never;
@@ -968,6 +988,11 @@ export interface components {
             lastSync: components["schemas"]["SourceSync"] | null;
             /** @description when the source syncs by itself; null when it syncs only on request */
             schedule: components["schemas"]["SyncSchedule"] | null;
+            /**
+             * @description what a sync does when the data's columns change (see SCHEMA_POLICIES): evolve or freeze
+             * @enum {string}
+             */
+            schemaPolicy: "evolve" | "freeze";
             /** @description when the next scheduled sync (or the retry of a failed one) starts, give or take the sweep interval (ISO-8601 UTC); null without a schedule */
             nextSyncAt: string | null;
             /** @description ISO-8601 UTC timestamp */
@@ -1114,6 +1139,11 @@ export interface components {
             };
             /** @description url and database sources only: sync by itself on this schedule */
             schedule?: components["schemas"]["SyncSchedule"];
+            /**
+             * @description what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data
+             * @enum {string}
+             */
+            schemaPolicy?: "evolve" | "freeze";
         } | {
             /** @constant */
             type: "postgres";
@@ -1139,6 +1169,11 @@ export interface components {
             query?: string;
             /** @description url and database sources only: sync by itself on this schedule */
             schedule?: components["schemas"]["SyncSchedule"];
+            /**
+             * @description what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data
+             * @enum {string}
+             */
+            schemaPolicy?: "evolve" | "freeze";
         } | {
             /** @constant */
             type: "mysql";
@@ -1164,6 +1199,11 @@ export interface components {
             query?: string;
             /** @description url and database sources only: sync by itself on this schedule */
             schedule?: components["schemas"]["SyncSchedule"];
+            /**
+             * @description what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data
+             * @enum {string}
+             */
+            schemaPolicy?: "evolve" | "freeze";
         } | {
             /** @constant */
             type: "mongodb";
@@ -1189,6 +1229,11 @@ export interface components {
             filter?: string;
             /** @description url and database sources only: sync by itself on this schedule */
             schedule?: components["schemas"]["SyncSchedule"];
+            /**
+             * @description what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data
+             * @enum {string}
+             */
+            schemaPolicy?: "evolve" | "freeze";
         };
         /**
          * Format: binary
@@ -1204,10 +1249,18 @@ export interface components {
          * @example {
          *       "schedule": null
          *     }
+         * @example {
+         *       "schemaPolicy": "freeze"
+         *     }
          */
         UpdateSource: {
             /** @description a new schedule (url and database sources only), or null to stop syncing by itself */
-            schedule: components["schemas"]["SyncSchedule"] | null;
+            schedule?: components["schemas"]["SyncSchedule"] | null;
+            /**
+             * @description what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data
+             * @enum {string}
+             */
+            schemaPolicy?: "evolve" | "freeze";
         };
         AnalyticsOverview: {
             counts: {
@@ -2070,6 +2123,30 @@ export interface components {
             timestamp: string;
             data: {
                 id: string;
+            };
+        };
+        SourceSchemaChangedEvent: {
+            /** @constant */
+            type: "source.schema_changed";
+            timestamp: string;
+            data: {
+                id: string;
+                name: string;
+                policy: string;
+                applied: boolean;
+                added: {
+                    name: string;
+                    type: string;
+                }[];
+                removed: {
+                    name: string;
+                    type: string;
+                }[];
+                retyped: {
+                    name: string;
+                    from: string;
+                    to: string;
+                }[];
             };
         };
         ReportCompletedEvent: {
@@ -3602,6 +3679,7 @@ export interface operations {
                      *             "timezone": "Europe/Berlin"
                      *           },
                      *           "nextSyncAt": "2026-11-21T05:00:00.000Z",
+                     *           "schemaPolicy": "evolve",
                      *           "createdAt": "2026-11-20T09:14:03.512Z",
                      *           "updatedAt": "2026-11-20T09:14:05.027Z"
                      *         }
@@ -3785,6 +3863,7 @@ export interface operations {
                      *         "timezone": "Europe/Berlin"
                      *       },
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
+                     *       "schemaPolicy": "evolve",
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -3982,6 +4061,7 @@ export interface operations {
                      *         "timezone": "Europe/Berlin"
                      *       },
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
+                     *       "schemaPolicy": "evolve",
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -4171,6 +4251,7 @@ export interface operations {
                      *         "timezone": "Europe/Berlin"
                      *       },
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
+                     *       "schemaPolicy": "evolve",
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -4357,6 +4438,7 @@ export interface operations {
                      *         "timezone": "Europe/Berlin"
                      *       },
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
+                     *       "schemaPolicy": "evolve",
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -4650,6 +4732,7 @@ export interface operations {
                      *         "timezone": "Europe/Berlin"
                      *       },
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
+                     *       "schemaPolicy": "evolve",
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -4822,6 +4905,7 @@ export interface operations {
                      *         "timezone": "Europe/Berlin"
                      *       },
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
+                     *       "schemaPolicy": "evolve",
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -9541,6 +9625,68 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["SourceDeletedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the endpoint is disabled and receives nothing more until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "on-source.schema_changed": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id; the same on every retry, so use it to drop duplicates. */
+                "webhook-id": string;
+                /** @description Unix time (seconds) of this attempt; refuse one more than 5 minutes from your clock. */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "source.schema_changed",
+                 *       "timestamp": "2026-11-20T09:14:05.027Z",
+                 *       "data": {
+                 *         "id": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                 *         "name": "Orders 2026",
+                 *         "policy": "freeze",
+                 *         "applied": false,
+                 *         "added": [
+                 *           {
+                 *             "name": "coupon",
+                 *             "type": "string"
+                 *           }
+                 *         ],
+                 *         "removed": [],
+                 *         "retyped": [
+                 *           {
+                 *             "name": "order_id",
+                 *             "from": "integer",
+                 *             "to": "string"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["SourceSchemaChangedEvent"];
             };
         };
         responses: {

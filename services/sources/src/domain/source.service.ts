@@ -147,6 +147,7 @@ export class SourceService {
           syncLeaseUntil: null,
           // The first sync starts now; the schedule takes over from its first regular run.
           ...(schedule ? { schedule, scheduleRev: newId('msg'), nextRunAt: nextRegularRun(schedule, now), retryAt: null, retryAttempt: 0, failStreak: 0 } : {}),
+          ...('schemaPolicy' in body && body.schemaPolicy ? { schemaPolicy: body.schemaPolicy } : {}),
         },
         [sourceCreated(accountId, { _id: id, name: body.name, type: body.type }, caller.requestId)],
       );
@@ -294,8 +295,8 @@ export class SourceService {
     const doc = await this.get(caller.accountId, id);
     const now = this.now();
     if (body.schedule) checkSchedule(doc.type, body.schedule, now);
-    const nextRunAt = body.schedule ? nextRegularRun(body.schedule, now) : null;
-    const updated = await this.deps.repo.setSchedule(caller.accountId, id, body.schedule, nextRunAt, newId('msg'), now);
+    const schedule = body.schedule === undefined ? undefined : { schedule: body.schedule, nextRunAt: body.schedule ? nextRegularRun(body.schedule, now) : null, rev: newId('msg') };
+    const updated = await this.deps.repo.updateSettings(caller.accountId, id, { schedule, ...(body.schemaPolicy ? { schemaPolicy: body.schemaPolicy } : {}) }, now);
     if (!updated) throw sourceNotFound();
     return updated;
   }

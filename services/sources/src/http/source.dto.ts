@@ -33,6 +33,7 @@ export function toSourceDto(doc: SourceDoc): SourceDto {
     lastSyncedAt: doc.lastSyncedAt ? iso(doc.lastSyncedAt) : null,
     lastSync: lastSyncOf(doc),
     schedule: doc.schedule ?? null,
+    schemaPolicy: doc.schemaPolicy ?? 'evolve',
     nextSyncAt: next ? iso(next) : null,
     createdAt: iso(doc.createdAt),
     updatedAt: iso(doc.updatedAt),

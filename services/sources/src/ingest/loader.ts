@@ -1,6 +1,7 @@
 import { open, rm, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { sqlIdent as id, sqlLiteral as q, type DatasetStore, type IngestResult, type StagedFormat } from '@dap/datasets';
+import type { Column } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
 import type { StagedColumn } from '../connectors/connector.ts';
 import { scanCsv } from '../connectors/csv.connector.ts';
@@ -27,6 +28,8 @@ export interface LoadRequest {
   /** Field names come from documents and must follow the uploaded-JSON rules. */
   checkFieldNames?: boolean;
   signal?: AbortSignal;
+  /** Sees the new file's columns before it is published; throwing leaves the published data as it was. */
+  beforePublish?: (schema: Column[]) => void | Promise<void>;
 }
 
 /**
@@ -93,6 +96,7 @@ export class DatasetLoader {
       const t1 = performance.now();
       const final = await this.normalize(raw, target, req);
       const t2 = performance.now();
+      if (req.beforePublish) await req.beforePublish(await store.describeFile(final));
       const published = await store.publish(req.accountId, req.sourceId, final);
       const ms = (a: number, b: number) => Math.round(b - a);
       this.logger.debug(

@@ -1,4 +1,4 @@
-import type { Column, DomainEvent, SourceConfigDto, SourceStatus, SourceType, SyncSchedule } from '@dap/contracts';
+import type { Column, DomainEvent, SchemaPolicy, SourceConfigDto, SourceStatus, SourceType, SyncSchedule } from '@dap/contracts';
 import type { StagedFormat } from '@dap/datasets';
 import { TenantCollection, type TenantDoc } from '@dap/mongo';
 
@@ -40,6 +40,8 @@ export interface SourceDoc extends TenantDoc {
   retryAt?: Date | null;
   /** Retries made in the current failure streak. */
   retryAttempt?: number;
+  /** What a sync does when the data's columns change; absent: evolve. */
+  schemaPolicy?: SchemaPolicy;
   /** Consecutive failed syncs; `source.failed` of a scheduled source is raised on the first only. */
   failStreak?: number;
 }
@@ -174,9 +176,19 @@ export class SourceRepository {
     return found;
   }
 
-  /** Sets (or with null removes) the source's schedule; null when it is gone. */
-  setSchedule(accountId: string, id: string, schedule: SyncSchedule | null, nextRunAt: Date | null, rev: string, now: Date): Promise<SourceDoc | null> {
-    return this.coll.update(accountId, id, { schedule, scheduleRev: rev, nextRunAt, retryAt: null, retryAttempt: 0, updatedAt: now });
+  /** Sets (or with null removes) the source's schedule, and its schema policy; null when it is gone. */
+  updateSettings(
+    accountId: string,
+    id: string,
+    set: { schedule?: { schedule: SyncSchedule | null; nextRunAt: Date | null; rev: string } | undefined; schemaPolicy?: SchemaPolicy },
+    now: Date,
+  ): Promise<SourceDoc | null> {
+    const s = set.schedule;
+    return this.coll.update(accountId, id, {
+      ...(s ? { schedule: s.schedule, scheduleRev: s.rev, nextRunAt: s.nextRunAt, retryAt: null, retryAttempt: 0 } : {}),
+      ...(set.schemaPolicy ? { schemaPolicy: set.schemaPolicy } : {}),
+      updatedAt: now,
+    });
   }
 
   /**

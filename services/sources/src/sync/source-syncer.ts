@@ -1,17 +1,18 @@
 import { access, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { newId, type DomainEvent } from '@dap/contracts';
+import { newId, type Column, type DomainEvent } from '@dap/contracts';
 import type { DatasetStore, IngestResult } from '@dap/datasets';
 import type { Logger } from '@dap/logger';
 import type { OutboundGuard } from '@dap/netguard';
 import { duckReason, isDuckError } from '../connectors/duck-errors.ts';
 import { ConnectorCheckError, connectorFor, type RemoteLimits } from '../connectors/index.ts';
-import { sourceFailed, sourceReady } from '../domain/events.ts';
+import { sourceFailed, sourceReady, sourceSchemaChanged } from '../domain/events.ts';
 import { LoadError, type DatasetLoader } from '../ingest/loader.ts';
 import type { DownloadRunner } from '../outbound/download-worker.ts';
 import type { SourceDoc, SourceRepository } from '../persistence/source.repository.ts';
 import { credentialsContext, CredentialsError, type CredentialCipher } from '../secrets/credentials.ts';
 import { JobRunner } from './job-runner.ts';
+import { describeDiff, schemaDiff, type SchemaDiff } from './schema-drift.ts';
 import { afterRun, nextRegularRun, type ScheduleRetry, type ScheduleState } from './schedule.ts';
 
 /** A sync failure whose message is meant for the customer as is. */
@@ -150,8 +151,9 @@ export class SourceSyncer {
     heartbeat.unref();
     let result: IngestResult;
     const timings = { pullMs: 0, loadMs: 0 };
+    const drift: { diff: SchemaDiff | null } = { diff: null };
     try {
-      result = await this.load(doc, timings);
+      result = await this.load(doc, timings, (schema) => this.checkDrift(doc, schema, drift));
     } catch (err) {
       clearInterval(heartbeat);
       await this.removeUnpublished(accountId, sourceId);
@@ -170,7 +172,8 @@ export class SourceSyncer {
       // A scheduled source that keeps failing (its retries, then its regular runs) raises source.failed once per streak.
       const streak = doc.failStreak ?? 0;
       const announce = !doc.schedule || streak === 0;
-      await this.finishRun(doc, token, false, { ...outcome, failStreak: streak + 1 }, announce ? [sourceFailed(doc, reason, keepsData)] : [], now);
+      const events = [...(drift.diff ? [sourceSchemaChanged(doc, drift.diff, false)] : []), ...(announce ? [sourceFailed(doc, reason, keepsData)] : [])];
+      await this.finishRun(doc, token, false, { ...outcome, failStreak: streak + 1 }, events, now);
       logger.info({ accountId, sourceId, reason, keepsData, failStreak: streak + 1 }, 'source sync failed');
       return;
     }
@@ -181,7 +184,7 @@ export class SourceSyncer {
       token,
       true,
       { status: 'ready', error: null, rowCount: result.rowCount, schema: result.schema, lastSyncedAt: now, lastSync: { status: 'succeeded', error: null, at: now }, failStreak: 0 },
-      [sourceReady(doc, result)],
+      [...(drift.diff ? [sourceSchemaChanged(doc, drift.diff, true)] : []), sourceReady(doc, result)],
       now,
     );
     if (!done && !(await repo.findById(accountId, sourceId))) await store.remove(accountId, sourceId); // deleted mid-sync
@@ -214,10 +217,22 @@ export class SourceSyncer {
     return repo.finish(doc.accountId, doc._id, token, outcome, events, now);
   }
 
-  private async load(doc: SourceDoc, timings: { pullMs: number; loadMs: number }): Promise<IngestResult> {
+  /**
+   * A sync of a source that has data compares the new columns with the old ones; under `freeze` a change
+   * fails the sync before anything is published, naming the columns.
+   */
+  private checkDrift(doc: SourceDoc, schema: Column[], drift: { diff: SchemaDiff | null }): void {
+    if (doc.lastSyncedAt === null || !doc.schema.length) return;
+    drift.diff = schemaDiff(doc.schema, schema);
+    if (drift.diff && doc.schemaPolicy === 'freeze') {
+      throw new SyncFailure(`the data's columns changed (${describeDiff(drift.diff)}) and the source's schema policy is freeze: its data was kept`);
+    }
+  }
+
+  private async load(doc: SourceDoc, timings: { pullMs: number; loadMs: number }, beforePublish: (schema: Column[]) => void): Promise<IngestResult> {
     const { store, loader } = this.opts;
     const signal = this.shutdown.signal;
-    const base = { accountId: doc.accountId, sourceId: doc._id, signal };
+    const base = { accountId: doc.accountId, sourceId: doc._id, signal, beforePublish };
     if (doc.staged) {
       try {
         await access(store.stagingFile(doc.accountId, doc._id, doc.staged));
