@@ -62,6 +62,8 @@ export const SourceSchemaChanged = envelope(
     added: z.array(columnSchema),
     removed: z.array(columnSchema),
     retyped: z.array(z.object({ name: z.string(), from: z.string(), to: z.string() })),
+    /** Under quarantine: the rows read, of which `loaded` were published and `quarantined` set aside. */
+    rows: z.object({ read: z.number().int(), loaded: z.number().int(), quarantined: z.number().int() }).optional(),
   }),
 );
 export const ReportCompleted = envelope('report.completed', z.object({ id: z.string(), sourceId: z.string(), rowCount: z.number(), durationMs: z.number() }));

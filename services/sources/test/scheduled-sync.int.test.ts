@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -306,7 +306,7 @@ it('a schedule changed while its sync runs keeps its own next run', async () => 
 describe('schema drift', () => {
   const CHANGED = 'id,amount,coupon\n1,n/a,SPRING\n2,3.5,\n3,4.5,X\n';
 
-  async function syncedOnce(schemaPolicy?: 'evolve' | 'freeze') {
+  async function syncedOnce(schemaPolicy?: 'evolve' | 'freeze' | 'quarantine') {
     const account = newId('acct');
     const path = `/${uniqueSuffix()}.csv`;
     const doc = await service.create(caller(account), { type: 'url', name: 'drift', url: `${filesUrl}${path}`, ...(schemaPolicy ? { schemaPolicy } : {}) } as CreateSourceBody);
@@ -377,6 +377,52 @@ describe('schema drift', () => {
       removed: [{ name: 'amount', type: 'number' }],
       retyped: [],
     });
+  });
+
+  it('quarantine loads the rows that fit the old schema and sets the others aside; rows read = loaded + quarantined', async () => {
+    const { account, id, path, s } = await syncedOnce('quarantine');
+    content.set(path, 'id,amount,coupon\n1,2.5,\n2,n/a,\n3,4.5,SPRING\n4,5.5,\n5,oops,X\n');
+    const after = await resync(account, id, s);
+    // Rows 1 and 4 fit (amount parses, no coupon); 2 and 5 do not parse, 3 has a coupon.
+    expect(toSourceDto(after)).toMatchObject({
+      status: 'ready',
+      rowCount: 2,
+      schemaPolicy: 'quarantine',
+      schema: [
+        { name: 'id', type: 'integer' },
+        { name: 'amount', type: 'number' },
+      ],
+      quarantine: { rowCount: 3, at: now.toISOString() },
+      lastSync: { status: 'succeeded' },
+    });
+    const file = (await store.currentFile(account, id))!;
+    const rows = await store.duck.run(`SELECT id, amount FROM read_parquet('${file.replaceAll("'", "''")}')`);
+    expect(rows.rows.map((r) => [Number(r.id), r.amount])).toEqual([
+      [1, 2.5],
+      [4, 5.5],
+    ]);
+    expect(await readFile(join(store.dir(account, id), 'quarantine.csv'), 'utf8')).toBe('id,amount,coupon\n2,n/a,\n3,4.5,SPRING\n5,oops,X\n');
+    const changed = (await outbox(account, id)).filter((e) => e.type === 'source.schema_changed');
+    expect(changed.map((e) => e.data)).toEqual([
+      {
+        id,
+        name: 'drift',
+        policy: 'quarantine',
+        applied: false,
+        added: [{ name: 'coupon', type: 'string' }],
+        removed: [],
+        retyped: [{ name: 'amount', from: 'number', to: 'string' }],
+        rows: { read: 5, loaded: 2, quarantined: 3 },
+      },
+    ]);
+
+    // A removed column fits no row: every row is set aside, and the source keeps its columns with none loaded.
+    content.set(path, 'id\n1\n2\n3\n');
+    const removed = await resync(account, id, s);
+    expect(removed).toMatchObject({ status: 'ready', rowCount: 0, quarantine: { rowCount: 3 } });
+    expect(removed.schema.map((c) => c.name)).toEqual(['id', 'amount']);
+    expect(await readFile(join(store.dir(account, id), 'quarantine.csv'), 'utf8')).toBe('id\n1\n2\n3\n');
+    expect((await outbox(account, id)).at(-2)!.data).toMatchObject({ removed: [{ name: 'amount', type: 'number' }], rows: { read: 3, loaded: 0, quarantined: 3 } });
   });
 
   it('PATCH changes the schema policy', async () => {

@@ -10,6 +10,8 @@ import {
   UPLOAD_MEDIA_TYPES,
   uploadFileSchema,
   uploadSourceQuery,
+  QUARANTINE_CSV_MEDIA_TYPE,
+  quarantineCsvSchema,
 } from './sources.api.ts';
 import {
   overviewSchema,
@@ -302,6 +304,18 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     summary: 'Get one data source.',
     success: { status: 200, schema: sourceSchema },
     errors: [404],
+  },
+  {
+    operationId: 'getSourceQuarantine',
+    method: 'get',
+    path: '/sources/{id}/quarantine',
+    service: 'sources',
+    scope: 'sources:read',
+    summary:
+      "Download, as CSV, the rows the source's last quarantining sync set aside (schema policy quarantine): rows whose values do not fit the source's schema, or that carry a column it does not have.",
+    success: { status: 200, schema: quarantineCsvSchema, mediaType: QUARANTINE_CSV_MEDIA_TYPE },
+    errors: [404],
+    errorNotes: { 404: 'no such source, or no sync of it has quarantined rows' },
   },
   {
     operationId: 'updateSource',

@@ -180,13 +180,16 @@ const scheduleField = syncScheduleSchema.optional().describe('url and database s
 /**
  * What a sync does when the data's columns differ from the source's (added, removed, or of another type):
  * `evolve` (the default) publishes the new data and schema; `freeze` fails the sync, naming the columns, and
- * keeps the old data. Either way `source.schema_changed` says what changed.
+ * keeps the old data; `quarantine` keeps the old schema, loads the rows that fit it and sets the others
+ * aside (GET /v1/sources/{id}/quarantine). Either way `source.schema_changed` says what changed.
  */
-export const SCHEMA_POLICIES = ['evolve', 'freeze'] as const;
+export const SCHEMA_POLICIES = ['evolve', 'freeze', 'quarantine'] as const;
 export type SchemaPolicy = (typeof SCHEMA_POLICIES)[number];
 const schemaPolicy = z
   .enum(SCHEMA_POLICIES)
-  .describe("what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data");
+  .describe(
+    "what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data; quarantine keeps the old schema, loads the rows that fit it and sets the others aside as CSV",
+  );
 
 function sqlSource<T extends 'postgres' | 'mysql'>(type: T) {
   return z
@@ -349,7 +352,11 @@ export const sourceSchema = z
     lastSyncedAt: isoDate.nullable().describe('when the data queries read was synced (the last successful sync; ISO-8601 UTC)'),
     lastSync: sourceSyncSchema.nullable().describe('the outcome of the last finished sync, successful or not; null until the first one finishes'),
     schedule: syncScheduleSchema.nullable().describe('when the source syncs by itself; null when it syncs only on request'),
-    schemaPolicy: z.enum(SCHEMA_POLICIES).describe("what a sync does when the data's columns change (see SCHEMA_POLICIES): evolve or freeze"),
+    schemaPolicy: z.enum(SCHEMA_POLICIES).describe("what a sync does when the data's columns change: evolve, freeze or quarantine"),
+    quarantine: z
+      .object({ rowCount: z.number().int(), at: isoDate })
+      .nullable()
+      .describe('the rows the last quarantining sync set aside (GET /v1/sources/{id}/quarantine), and when; null when none were'),
     nextSyncAt: isoDate
       .nullable()
       .describe('when the next scheduled sync (or the retry of a failed one) starts, give or take the sweep interval (ISO-8601 UTC); null without a schedule'),
@@ -358,4 +365,7 @@ export const sourceSchema = z
   })
   .meta({ id: 'Source' });
 export type SourceDto = z.infer<typeof sourceSchema>;
+/** The quarantined rows as CSV: every column of the data that was read, header first. */
+export const QUARANTINE_CSV_MEDIA_TYPE = 'text/csv';
+export const quarantineCsvSchema = z.string().meta({ id: 'QuarantineCsv', description: 'CSV (RFC 4180) with a header row: the rows a sync set aside, with every column it read' });
 export const sourceListSchema = listOf(sourceSchema).meta({ id: 'SourceList' });

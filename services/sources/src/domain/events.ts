@@ -24,12 +24,12 @@ export const sourceFailed = (doc: SourceDoc, error: string, keepsData = false) =
   });
 
 /** `applied`: the new data and schema were published (evolve); false when the policy refused them (freeze). */
-export const sourceSchemaChanged = (doc: SourceDoc, diff: SchemaDiff, applied: boolean) =>
+export const sourceSchemaChanged = (doc: SourceDoc, diff: SchemaDiff, applied: boolean, rows: { read: number; loaded: number; quarantined: number } | null = null) =>
   makeEvent('source.schema_changed', {
     accountId: doc.accountId,
     subject: doc._id,
     requestId: doc.requestId,
-    data: { id: doc._id, name: doc.name, policy: doc.schemaPolicy ?? 'evolve', applied, ...diff },
+    data: { id: doc._id, name: doc.name, policy: doc.schemaPolicy ?? 'evolve', applied, ...diff, ...(rows ? { rows } : {}) },
   });
 
 export const sourceDeleted = (accountId: string, id: string, requestId: string | null) => makeEvent('source.deleted', { accountId, subject: id, requestId, data: { id } });

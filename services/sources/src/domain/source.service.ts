@@ -1,4 +1,5 @@
-import { open, rename, rm } from 'node:fs/promises';
+import { open, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import {
   FILE_FORMATS,
   isId,
@@ -12,7 +13,7 @@ import {
   type UpdateSourceBody,
 } from '@dap/contracts';
 import type { DatasetStore, StagedFormat } from '@dap/datasets';
-import { decodeCursor, toPage, type Page } from '@dap/http';
+import { AppError, decodeCursor, toPage, type Page } from '@dap/http';
 import type { Logger } from '@dap/logger';
 import { DisallowedTargetError, type OutboundGuard } from '@dap/netguard';
 import { ConnectorCheckError, connectorFor, type BodyOf, type RemoteConnector, type RemoteLimits, type UploadConnector } from '../connectors/index.ts';
@@ -24,6 +25,7 @@ import { stagingTemp } from '../ingest/staging-file.ts';
 import { credentialsUnavailable, notAFileSource, sourceNotFound, sourceRefused, targetNotAllowed, syncRunning, wrongUploadFormat } from './errors.ts';
 import { sourceCreated, sourceDeleted } from './events.ts';
 import { checkSchedule, nextRegularRun } from '../sync/schedule.ts';
+import { QUARANTINE_FILE } from '../sync/quarantine.ts';
 
 const isFileFormat = (type: string): type is FileFormat => (FILE_FORMATS as readonly string[]).includes(type);
 
@@ -299,6 +301,14 @@ export class SourceService {
     const updated = await this.deps.repo.updateSettings(caller.accountId, id, { schedule, ...(body.schemaPolicy ? { schemaPolicy: body.schemaPolicy } : {}) }, now);
     if (!updated) throw sourceNotFound();
     return updated;
+  }
+
+  /** The source's quarantined rows (CSV); 404 for an unknown source or one whose syncs quarantined nothing. */
+  async quarantineFile(accountId: string, id: string): Promise<string> {
+    const doc = await this.get(accountId, id);
+    const file = join(this.deps.store.dir(accountId, id), QUARANTINE_FILE);
+    if (!doc.quarantine || !(await stat(file).catch(() => null))) throw new AppError('not_found', 'no sync of this source has quarantined rows');
+    return file;
   }
 
   /** Removes the source with its `source.deleted` event, then its data; a sync still running finds it gone. */

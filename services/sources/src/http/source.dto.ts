@@ -34,6 +34,7 @@ export function toSourceDto(doc: SourceDoc): SourceDto {
     lastSync: lastSyncOf(doc),
     schedule: doc.schedule ?? null,
     schemaPolicy: doc.schemaPolicy ?? 'evolve',
+    quarantine: doc.quarantine ? { rowCount: doc.quarantine.rowCount, at: iso(doc.quarantine.at) } : null,
     nextSyncAt: next ? iso(next) : null,
     createdAt: iso(doc.createdAt),
     updatedAt: iso(doc.updatedAt),

@@ -1,3 +1,5 @@
+import { createReadStream } from 'node:fs';
+import { pipeline } from 'node:stream/promises';
 import { Router } from 'express';
 import { z } from 'zod';
 import { createSourceBody, listQuerySchema, updateSourceBody } from '@dap/contracts';
@@ -27,6 +29,12 @@ export function sourceRoutes(service: SourceService): Router {
 
   r.get('/v1/sources/:id', async (req, res) => {
     res.json(toSourceDto(await service.get(callerOf(req).accountId, req.params.id)));
+  });
+
+  r.get('/v1/sources/:id/quarantine', async (req, res) => {
+    const file = await service.quarantineFile(callerOf(req).accountId, req.params.id);
+    res.status(200).type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="${req.params.id}-quarantine.csv"`);
+    await pipeline(createReadStream(file), res);
   });
 
   r.patch('/v1/sources/:id', async (req, res) => {

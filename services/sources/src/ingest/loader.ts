@@ -28,8 +28,11 @@ export interface LoadRequest {
   /** Field names come from documents and must follow the uploaded-JSON rules. */
   checkFieldNames?: boolean;
   signal?: AbortSignal;
-  /** Sees the new file's columns before it is published; throwing leaves the published data as it was. */
-  beforePublish?: (schema: Column[]) => void | Promise<void>;
+  /**
+   * Sees the new file and its columns before it is published: throwing leaves the published data as it was;
+   * returning another file (one of `newFile`'s) publishes that one instead.
+   */
+  beforePublish?: (ctx: { file: string; schema: Column[]; newFile: () => string }) => Promise<string | void>;
 }
 
 /**
@@ -96,8 +99,8 @@ export class DatasetLoader {
       const t1 = performance.now();
       const final = await this.normalize(raw, target, req);
       const t2 = performance.now();
-      if (req.beforePublish) await req.beforePublish(await store.describeFile(final));
-      const published = await store.publish(req.accountId, req.sourceId, final);
+      const chosen = req.beforePublish ? ((await req.beforePublish({ file: final, schema: await store.describeFile(final), newFile: target })) ?? final) : final;
+      const published = await store.publish(req.accountId, req.sourceId, chosen);
       const ms = (a: number, b: number) => Math.round(b - a);
       this.logger.debug(
         { sourceId: req.sourceId, format: req.format, bytes: size, copyMs: ms(t0, t1), normalizeMs: ms(t1, t2), publishMs: ms(t2, performance.now()) },

@@ -42,6 +42,8 @@ export interface SourceDoc extends TenantDoc {
   retryAttempt?: number;
   /** What a sync does when the data's columns change; absent: evolve. */
   schemaPolicy?: SchemaPolicy;
+  /** The rows the last quarantining sync set aside (the source's `quarantine.csv`), and when. */
+  quarantine?: { rowCount: number; at: Date } | null;
   /** Consecutive failed syncs; `source.failed` of a scheduled source is raised on the first only. */
   failStreak?: number;
 }
@@ -128,7 +130,7 @@ export class SourceRepository {
     id: string,
     token: string,
     outcome: Pick<SourceDoc, 'status' | 'error'> & { lastSync: LastSync } & Partial<
-        Pick<SourceDoc, 'schema' | 'rowCount' | 'lastSyncedAt' | 'failStreak' | 'nextRunAt' | 'retryAt' | 'retryAttempt'>
+        Pick<SourceDoc, 'schema' | 'rowCount' | 'lastSyncedAt' | 'failStreak' | 'nextRunAt' | 'retryAt' | 'retryAttempt' | 'quarantine'>
       >,
     events: DomainEvent[],
     now: Date,

@@ -7,12 +7,13 @@ import type { OutboundGuard } from '@dap/netguard';
 import { duckReason, isDuckError } from '../connectors/duck-errors.ts';
 import { ConnectorCheckError, connectorFor, type RemoteLimits } from '../connectors/index.ts';
 import { sourceFailed, sourceReady, sourceSchemaChanged } from '../domain/events.ts';
-import { LoadError, type DatasetLoader } from '../ingest/loader.ts';
+import { LoadError, type DatasetLoader, type LoadRequest } from '../ingest/loader.ts';
 import type { DownloadRunner } from '../outbound/download-worker.ts';
 import type { SourceDoc, SourceRepository } from '../persistence/source.repository.ts';
 import { credentialsContext, CredentialsError, type CredentialCipher } from '../secrets/credentials.ts';
 import { JobRunner } from './job-runner.ts';
 import { describeDiff, schemaDiff, type SchemaDiff } from './schema-drift.ts';
+import { quarantineRows, type QuarantineCounts } from './quarantine.ts';
 import { afterRun, nextRegularRun, type ScheduleRetry, type ScheduleState } from './schedule.ts';
 
 /** A sync failure whose message is meant for the customer as is. */
@@ -40,6 +41,12 @@ export interface SyncerOptions {
   clock?: () => Date;
   /** Draws the backoff jitter. */
   random?: () => number;
+}
+
+/** What a sync's schema check found: the change, and under quarantine how the rows were split. */
+interface Drift {
+  diff: SchemaDiff | null;
+  rows: QuarantineCounts | null;
 }
 
 /** Sources of one account a sweep queues; the queue runs them a few at a time, and the next sweep finds more. */
@@ -151,9 +158,9 @@ export class SourceSyncer {
     heartbeat.unref();
     let result: IngestResult;
     const timings = { pullMs: 0, loadMs: 0 };
-    const drift: { diff: SchemaDiff | null } = { diff: null };
+    const drift: Drift = { diff: null, rows: null };
     try {
-      result = await this.load(doc, timings, (schema) => this.checkDrift(doc, schema, drift));
+      result = await this.load(doc, timings, (ctx) => this.checkDrift(doc, ctx, drift));
     } catch (err) {
       clearInterval(heartbeat);
       await this.removeUnpublished(accountId, sourceId);
@@ -183,8 +190,17 @@ export class SourceSyncer {
       doc,
       token,
       true,
-      { status: 'ready', error: null, rowCount: result.rowCount, schema: result.schema, lastSyncedAt: now, lastSync: { status: 'succeeded', error: null, at: now }, failStreak: 0 },
-      [...(drift.diff ? [sourceSchemaChanged(doc, drift.diff, true)] : []), sourceReady(doc, result)],
+      {
+        status: 'ready',
+        error: null,
+        rowCount: result.rowCount,
+        schema: result.schema,
+        lastSyncedAt: now,
+        lastSync: { status: 'succeeded', error: null, at: now },
+        failStreak: 0,
+        ...(drift.rows?.quarantined ? { quarantine: { rowCount: drift.rows.quarantined, at: now } } : {}),
+      },
+      [...(drift.diff ? [sourceSchemaChanged(doc, drift.diff, doc.schemaPolicy !== 'quarantine', drift.rows)] : []), sourceReady(doc, result)],
       now,
     );
     if (!done && !(await repo.findById(accountId, sourceId))) await store.remove(accountId, sourceId); // deleted mid-sync
@@ -218,18 +234,25 @@ export class SourceSyncer {
   }
 
   /**
-   * A sync of a source that has data compares the new columns with the old ones; under `freeze` a change
-   * fails the sync before anything is published, naming the columns.
+   * A sync of a source that has data compares the new columns with the old ones before publishing: under
+   * `freeze` a change fails the sync, naming the columns; under `quarantine` the rows that fit the old schema
+   * are published in it and the others set aside (src/sync/quarantine.ts).
    */
-  private checkDrift(doc: SourceDoc, schema: Column[], drift: { diff: SchemaDiff | null }): void {
+  private async checkDrift(doc: SourceDoc, ctx: { file: string; schema: Column[]; newFile: () => string }, drift: Drift): Promise<string | void> {
     if (doc.lastSyncedAt === null || !doc.schema.length) return;
-    drift.diff = schemaDiff(doc.schema, schema);
-    if (drift.diff && doc.schemaPolicy === 'freeze') {
+    drift.diff = schemaDiff(doc.schema, ctx.schema);
+    if (!drift.diff) return;
+    if (doc.schemaPolicy === 'freeze') {
       throw new SyncFailure(`the data's columns changed (${describeDiff(drift.diff)}) and the source's schema policy is freeze: its data was kept`);
     }
+    if (doc.schemaPolicy !== 'quarantine') return;
+    const { store } = this.opts;
+    const split = await quarantineRows(store, store.dir(doc.accountId, doc._id), { file: ctx.file, oldSchema: doc.schema, diff: drift.diff, newFile: ctx.newFile });
+    drift.rows = split.counts;
+    return split.file;
   }
 
-  private async load(doc: SourceDoc, timings: { pullMs: number; loadMs: number }, beforePublish: (schema: Column[]) => void): Promise<IngestResult> {
+  private async load(doc: SourceDoc, timings: { pullMs: number; loadMs: number }, beforePublish: LoadRequest['beforePublish']): Promise<IngestResult> {
     const { store, loader } = this.opts;
     const signal = this.shutdown.signal;
     const base = { accountId: doc.accountId, sourceId: doc._id, signal, beforePublish };
