@@ -48,6 +48,7 @@ const source = {
   schedule: { cron: '0 6 * * *', timezone: 'Europe/Berlin' },
   nextSyncAt: '2026-11-21T05:00:00.000Z',
   schemaPolicy: 'evolve',
+  quarantine: null,
   createdAt: T0,
   updatedAt: T1,
 };
@@ -193,6 +194,7 @@ export const RESPONSE_EXAMPLES: Record<string, unknown> = {
   },
   ReportList: page([reportSummary]),
   Report: report,
+  QuarantineCsv: 'order_id,ordered_at,country,status,amount,coupon\n48214,2026-11-21T06:00:02Z,DE,paid,n/a,\n48215,2026-11-21T06:00:09Z,FR,paid,18.5,WINTER\n',
   ReportCsv: 'country,orders,revenue\r\nDE,9120,418233.5\r\nFR,7044,301877.25\r\nGB,6391,287410.9\r\n',
   ModelList: page([{ ...model, parameters: undefined }]),
   Model: { ...model, parameters: { intercept: 31.2, coefficients: { 'country=DE': 4.1, 'country=FR': 1.8, hour: 0.37 } } },

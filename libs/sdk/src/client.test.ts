@@ -62,6 +62,7 @@ const source = (id: string): Source => ({
   schedule: null,
   nextSyncAt: null,
   schemaPolicy: 'evolve',
+  quarantine: null,
   createdAt: '2026-01-01T00:00:00.000Z',
   updatedAt: '2026-01-01T00:00:00.000Z',
 });

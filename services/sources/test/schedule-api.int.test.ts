@@ -25,6 +25,8 @@ import { headersFor } from './harness.ts';
  * the documents' outboxes), so these tests do not need Kafka.
  */
 let files: Server;
+/** What a path serves instead of the default CSV. */
+const served = new Map<string, string>();
 let filesUrl = '';
 let mongo: MongoHandle;
 let store: DatasetStore;
@@ -34,7 +36,7 @@ let server: RunningServer;
 const logger = createLogger({ name: 'sources', level: 'silent' });
 
 beforeAll(async () => {
-  files = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/csv' }).end('id,amount\n1,2.5\n'));
+  files = createServer((req, res) => res.writeHead(200, { 'content-type': 'text/csv' }).end(served.get(req.url ?? '') ?? 'id,amount\n1,2.5\n'));
   await new Promise<void>((r) => files.listen(0, '127.0.0.1', () => r()));
   filesUrl = `http://127.0.0.1:${(files.address() as AddressInfo).port}`;
   mongo = await connectMongo(stackEnv().MONGO_URL, `src_schedapi_${uniqueSuffix()}`);
@@ -167,4 +169,29 @@ it('refuses a bad schedule with a 400 problem naming the field', async () => {
   // Nothing was stored: the account still has its two sources, without a schedule.
   const list = await api('GET', '/v1/sources', { account });
   expect(list.body.data.map((s: { schedule: unknown }) => s.schedule)).toEqual([null, null]);
+});
+
+it('GET /quarantine downloads the rows a quarantining sync set aside, as CSV', async () => {
+  const account = newId('acct');
+  const created = await api('POST', '/v1/sources', { account, body: { ...urlSource(), url: `${filesUrl}/q.csv`, schemaPolicy: 'quarantine' } });
+  expect(created.body).toMatchObject({ schemaPolicy: 'quarantine', quarantine: null });
+  const id = created.body.id as string;
+  await waitFor(async () => (await api('GET', `/v1/sources/${id}`, { account })).body.status === 'ready' || null, { timeoutMs: 15_000, intervalMs: 50, what: 'the first sync' });
+  const none = await api('GET', `/v1/sources/${id}/quarantine`, { account });
+  expect([none.status, none.body.code]).toEqual([404, 'not_found']);
+
+  served.set('/q.csv', 'id,amount\n1,2.5\n2,lots\n3,4\n');
+  expect((await api('POST', `/v1/sources/${id}/sync`, { account })).status).toBe(202);
+  const synced = await waitFor(
+    async () => {
+      const r = await api('GET', `/v1/sources/${id}`, { account });
+      return r.body.status === 'ready' && r.body.quarantine ? r.body : null;
+    },
+    { timeoutMs: 15_000, intervalMs: 50, what: 'the quarantining sync' },
+  );
+  expect(synced).toMatchObject({ rowCount: 2, quarantine: { rowCount: 1 } });
+  const csv = await api('GET', `/v1/sources/${id}/quarantine`, { account });
+  expect([csv.status, csv.headers.get('content-type'), csv.text]).toEqual([200, 'text/csv; charset=utf-8', 'id,amount\n2,lots\n']);
+  // Another account's source is unknown.
+  expect((await api('GET', `/v1/sources/${id}/quarantine`)).status).toBe(404);
 });

@@ -230,6 +230,23 @@ export interface paths {
         patch: operations["updateSource"];
         trace?: never;
     };
+    "/sources/{id}/quarantine": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Download, as CSV, the rows the source's last quarantining sync set aside (schema policy quarantine): rows whose values do not fit the source's schema, or that carry a column it does not have. */
+        get: operations["getSourceQuarantine"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sources/{id}/sync": {
         parameters: {
             query?: never;
@@ -989,10 +1006,16 @@ export interface components {
             /** @description when the source syncs by itself; null when it syncs only on request */
             schedule: components["schemas"]["SyncSchedule"] | null;
             /**
-             * @description what a sync does when the data's columns change (see SCHEMA_POLICIES): evolve or freeze
+             * @description what a sync does when the data's columns change: evolve, freeze or quarantine
              * @enum {string}
              */
-            schemaPolicy: "evolve" | "freeze";
+            schemaPolicy: "evolve" | "freeze" | "quarantine";
+            /** @description the rows the last quarantining sync set aside (GET /v1/sources/{id}/quarantine), and when; null when none were */
+            quarantine: {
+                rowCount: number;
+                /** @description ISO-8601 UTC timestamp */
+                at: string;
+            } | null;
             /** @description when the next scheduled sync (or the retry of a failed one) starts, give or take the sweep interval (ISO-8601 UTC); null without a schedule */
             nextSyncAt: string | null;
             /** @description ISO-8601 UTC timestamp */
@@ -1140,10 +1163,10 @@ export interface components {
             /** @description url and database sources only: sync by itself on this schedule */
             schedule?: components["schemas"]["SyncSchedule"];
             /**
-             * @description what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data
+             * @description what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data; quarantine keeps the old schema, loads the rows that fit it and sets the others aside as CSV
              * @enum {string}
              */
-            schemaPolicy?: "evolve" | "freeze";
+            schemaPolicy?: "evolve" | "freeze" | "quarantine";
         } | {
             /** @constant */
             type: "postgres";
@@ -1170,10 +1193,10 @@ export interface components {
             /** @description url and database sources only: sync by itself on this schedule */
             schedule?: components["schemas"]["SyncSchedule"];
             /**
-             * @description what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data
+             * @description what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data; quarantine keeps the old schema, loads the rows that fit it and sets the others aside as CSV
              * @enum {string}
              */
-            schemaPolicy?: "evolve" | "freeze";
+            schemaPolicy?: "evolve" | "freeze" | "quarantine";
         } | {
             /** @constant */
             type: "mysql";
@@ -1200,10 +1223,10 @@ export interface components {
             /** @description url and database sources only: sync by itself on this schedule */
             schedule?: components["schemas"]["SyncSchedule"];
             /**
-             * @description what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data
+             * @description what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data; quarantine keeps the old schema, loads the rows that fit it and sets the others aside as CSV
              * @enum {string}
              */
-            schemaPolicy?: "evolve" | "freeze";
+            schemaPolicy?: "evolve" | "freeze" | "quarantine";
         } | {
             /** @constant */
             type: "mongodb";
@@ -1230,16 +1253,18 @@ export interface components {
             /** @description url and database sources only: sync by itself on this schedule */
             schedule?: components["schemas"]["SyncSchedule"];
             /**
-             * @description what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data
+             * @description what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data; quarantine keeps the old schema, loads the rows that fit it and sets the others aside as CSV
              * @enum {string}
              */
-            schemaPolicy?: "evolve" | "freeze";
+            schemaPolicy?: "evolve" | "freeze" | "quarantine";
         };
         /**
          * Format: binary
          * @description the file: CSV (header row first), a JSON array of objects, or NDJSON
          */
         UploadFile: string;
+        /** @description CSV (RFC 4180) with a header row: the rows a sync set aside, with every column it read */
+        QuarantineCsv: string;
         /**
          * @example {
          *       "schedule": {
@@ -1257,10 +1282,10 @@ export interface components {
             /** @description a new schedule (url and database sources only), or null to stop syncing by itself */
             schedule?: components["schemas"]["SyncSchedule"] | null;
             /**
-             * @description what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data
+             * @description what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data; quarantine keeps the old schema, loads the rows that fit it and sets the others aside as CSV
              * @enum {string}
              */
-            schemaPolicy?: "evolve" | "freeze";
+            schemaPolicy?: "evolve" | "freeze" | "quarantine";
         };
         AnalyticsOverview: {
             counts: {
@@ -2147,6 +2172,11 @@ export interface components {
                     from: string;
                     to: string;
                 }[];
+                rows?: {
+                    read: number;
+                    loaded: number;
+                    quarantined: number;
+                };
             };
         };
         ReportCompletedEvent: {
@@ -3680,6 +3710,7 @@ export interface operations {
                      *           },
                      *           "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *           "schemaPolicy": "evolve",
+                     *           "quarantine": null,
                      *           "createdAt": "2026-11-20T09:14:03.512Z",
                      *           "updatedAt": "2026-11-20T09:14:05.027Z"
                      *         }
@@ -3864,6 +3895,7 @@ export interface operations {
                      *       },
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "schemaPolicy": "evolve",
+                     *       "quarantine": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -4062,6 +4094,7 @@ export interface operations {
                      *       },
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "schemaPolicy": "evolve",
+                     *       "quarantine": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -4252,6 +4285,7 @@ export interface operations {
                      *       },
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "schemaPolicy": "evolve",
+                     *       "quarantine": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -4439,6 +4473,7 @@ export interface operations {
                      *       },
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "schemaPolicy": "evolve",
+                     *       "quarantine": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -4733,6 +4768,7 @@ export interface operations {
                      *       },
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "schemaPolicy": "evolve",
+                     *       "quarantine": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -4768,6 +4804,127 @@ export interface operations {
                 };
             };
             /** @description The resource does not exist (or belongs to another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSourceQuarantine: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example order_id,ordered_at,country,status,amount,coupon
+                     *     48214,2026-11-21T06:00:02Z,DE,paid,n/a,
+                     *     48215,2026-11-21T06:00:09Z,FR,paid,18.5,WINTER
+                     */
+                    "text/csv": components["schemas"]["QuarantineCsv"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the sources:read scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such source, or no sync of it has quarantined rows. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4906,6 +5063,7 @@ export interface operations {
                      *       },
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "schemaPolicy": "evolve",
+                     *       "quarantine": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
