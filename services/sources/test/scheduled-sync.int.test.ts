@@ -102,6 +102,7 @@ afterAll(async () => {
   await mongo?.close();
   await rm(datasetDir, { recursive: true, force: true });
   for (const res of held.splice(0)) answer(res);
+  files.closeAllConnections();
   await new Promise((r) => files.close(r));
 });
 
