@@ -179,7 +179,9 @@ export class SourceSyncer {
       // A scheduled source that keeps failing (its retries, then its regular runs) raises source.failed once per streak.
       const streak = doc.failStreak ?? 0;
       const announce = !doc.schedule || streak === 0;
-      const events = [...(drift.diff ? [sourceSchemaChanged(doc, drift.diff, false)] : []), ...(announce ? [sourceFailed(doc, reason, keepsData)] : [])];
+      // A change is announced with a failure only when freeze refused it; any other failure is not about the schema.
+      const refused = drift.diff && doc.schemaPolicy === 'freeze' ? [sourceSchemaChanged(doc, drift.diff, false)] : [];
+      const events = [...refused, ...(announce ? [sourceFailed(doc, reason, keepsData)] : [])];
       await this.finishRun(doc, token, false, { ...outcome, failStreak: streak + 1 }, events, now);
       logger.info({ accountId, sourceId, reason, keepsData, failStreak: streak + 1 }, 'source sync failed');
       return;
