@@ -63,7 +63,7 @@ function cors(origins: string[]) {
     res.setHeader('Vary', 'Origin');
     res.setHeader('Access-Control-Expose-Headers', 'Location, Retry-After, RateLimit, RateLimit-Policy, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-Request-Id');
     if (req.method === 'OPTIONS') {
-      res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, DELETE');
+      res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, PATCH, DELETE');
       res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, Idempotency-Key, X-CSRF-Token, X-Request-Id');
       res.setHeader('Access-Control-Max-Age', '600');
       return void res.status(204).end();

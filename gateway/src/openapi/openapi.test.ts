@@ -1,6 +1,15 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { createHmac, randomBytes } from 'node:crypto';
-import { API_OPERATIONS, PUBLIC_EVENT_DESCRIPTIONS, PUBLIC_EVENT_TYPES, encodeCursor, newId, operationTakesIdempotencyKey, webhookPayloadSchema, type ApiOperation } from '@dap/contracts';
+import {
+  API_OPERATIONS,
+  PUBLIC_EVENT_DESCRIPTIONS,
+  PUBLIC_EVENT_TYPES,
+  encodeCursor,
+  newId,
+  operationTakesIdempotencyKey,
+  webhookPayloadSchema,
+  type ApiOperation,
+} from '@dap/contracts';
 import { ERROR_CODES } from '@dap/errors';
 import { verifyWebhook } from '@dap/sdk/webhooks';
 import { buildOpenApi } from './openapi.ts';

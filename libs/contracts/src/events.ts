@@ -47,6 +47,25 @@ export const SourceFailed = envelope(
   z.object({ id: z.string(), name: z.string(), error: z.string(), kept: z.object({ rowCount: z.number(), schema: z.array(columnSchema) }).optional() }),
 );
 export const SourceDeleted = envelope('source.deleted', z.object({ id: z.string() }));
+/**
+ * A sync found the source's columns changed from the data it had: added, removed, or with another type.
+ * `applied`: the new data (and schema) was published (policy `evolve`); false when the policy `freeze`
+ * refused it and the source kept its old data.
+ */
+export const SourceSchemaChanged = envelope(
+  'source.schema_changed',
+  z.object({
+    id: z.string(),
+    name: z.string(),
+    policy: z.string(),
+    applied: z.boolean(),
+    added: z.array(columnSchema),
+    removed: z.array(columnSchema),
+    retyped: z.array(z.object({ name: z.string(), from: z.string(), to: z.string() })),
+    /** Under quarantine: the rows read, of which `loaded` were published and `quarantined` set aside. */
+    rows: z.object({ read: z.number().int(), loaded: z.number().int(), quarantined: z.number().int() }).optional(),
+  }),
+);
 export const ReportCompleted = envelope('report.completed', z.object({ id: z.string(), sourceId: z.string(), rowCount: z.number(), durationMs: z.number() }));
 export const ReportFailed = envelope('report.failed', z.object({ id: z.string(), sourceId: z.string(), error: z.string() }));
 export const ModelReady = envelope('model.ready', z.object({ id: z.string(), name: z.string(), type: z.string() }));
@@ -78,6 +97,7 @@ export const domainEventSchema = z.discriminatedUnion('type', [
   SourceReady,
   SourceFailed,
   SourceDeleted,
+  SourceSchemaChanged,
   ReportCompleted,
   ReportFailed,
   ModelReady,

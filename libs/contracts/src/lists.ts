@@ -22,6 +22,7 @@ export const PUBLIC_EVENT_TYPES = Object.freeze([
   'source.ready',
   'source.failed',
   'source.deleted',
+  'source.schema_changed',
   'report.completed',
   'report.failed',
   'model.ready',
@@ -36,6 +37,8 @@ export const PUBLIC_EVENT_DESCRIPTIONS: Readonly<Record<(typeof PUBLIC_EVENT_TYP
   'source.created': 'A data source was connected; its first sync starts now.',
   'source.ready': 'A source finished syncing: its rows and schema can be queried and trained on.',
   'source.failed': 'A source could not be synced; `error` says why, and the previous data (if any) stays queryable.',
+  'source.schema_changed':
+    "A sync found added, removed or retyped columns (`added`, `removed`, `retyped`); `applied` says whether the source's `policy` let the new schema through, and under quarantine `rows` counts what was loaded and set aside.",
   'source.deleted': 'A source was deleted, with its data.',
   'report.completed': 'A query finished and its report holds the result.',
   'report.failed': 'A query failed; `error` says why.',

@@ -10,6 +10,7 @@ import {
   SourceDeleted,
   SourceFailed,
   SourceReady,
+  SourceSchemaChanged,
   WebhookTest,
 } from './events.ts';
 import type { PublicEventType } from './events.ts';
@@ -26,6 +27,7 @@ export const webhookPayloadSchema = z.discriminatedUnion('type', [
   payload(SourceReady),
   payload(SourceFailed),
   payload(SourceDeleted),
+  payload(SourceSchemaChanged),
   payload(ReportCompleted),
   payload(ReportFailed),
   payload(ModelReady),

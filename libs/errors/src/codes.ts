@@ -62,6 +62,7 @@ const SOURCES = {
   source_sync_running: { kind: 'conflict', meaning: 'A sync of the source is running; retry after Retry-After.' },
   source_not_ready: { kind: 'conflict', meaning: 'The source is not ready yet (still syncing, or its first sync failed).' },
   source_has_no_data: { kind: 'conflict', meaning: 'The source has no data yet; sync it and wait for source.ready.' },
+  source_quarantine_not_found: { kind: 'not_found', meaning: 'No sync of the source has set rows aside (schemaPolicy quarantine).' },
   upload_format_mismatch: { kind: 'unsupported_media_type', meaning: "The uploaded file's format is not the one named, or not the source's." },
   upload_unsupported: { kind: 'unsupported_media_type', meaning: 'The upload is in a media type, coding or charset uploads do not take.' },
   upload_malformed: { kind: 'bad_request', meaning: 'The upload body is malformed (a broken multipart form, a missing file part).' },

@@ -59,6 +59,10 @@ const source = (id: string): Source => ({
   rowCount: 1,
   lastSyncedAt: '2026-01-01T00:00:00.000Z',
   lastSync: { status: 'failed', error: 'the file answered 500', at: '2026-01-02T00:00:00.000Z' },
+  schedule: null,
+  nextSyncAt: null,
+  schemaPolicy: 'evolve',
+  quarantine: null,
   createdAt: '2026-01-01T00:00:00.000Z',
   updatedAt: '2026-01-01T00:00:00.000Z',
 });
@@ -283,6 +287,17 @@ describe('uploads', () => {
     expect(seen[0]!.headers['idempotency-key']).toBeUndefined();
     expect(seen[0]!.body.split('\n')).toHaveLength(1002);
     expect(seen[0]!.body.endsWith('r999,999\n')).toBe(true);
+  });
+
+  it('sets and removes a schedule with PATCH /sources/{id}', async () => {
+    const scheduled = { ...source('src_1'), schedule: { cron: '0 6 * * *', timezone: 'Europe/Berlin' }, nextSyncAt: '2026-01-02T05:00:00.000Z' };
+    handler = (_req, res) => json(res, 200, seen.length === 1 ? scheduled : source('src_1'));
+    expect(await client().sources.update('src_1', { schedule: { cron: '0 6 * * *', timezone: 'Europe/Berlin' } })).toEqual(scheduled);
+    expect((await client().sources.update('src_1', { schedule: null })).schedule).toBeNull();
+    expect(seen.map((r) => [r.method, r.url, JSON.parse(r.body)])).toEqual([
+      ['PATCH', '/v1/sources/src_1', { schedule: { cron: '0 6 * * *', timezone: 'Europe/Berlin' } }],
+      ['PATCH', '/v1/sources/src_1', { schedule: null }],
+    ]);
   });
 
   it('takes the format from a Blob or File, sends bytes with their length, and refuses a file that does not say', async () => {

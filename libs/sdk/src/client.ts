@@ -15,6 +15,7 @@ import type {
   ModelVersion,
   RetrainModelInput,
   UpdateModelAliasesInput,
+  UpdateSourceInput,
   OperationId,
   Overview,
   Page,
@@ -72,6 +73,8 @@ export const METHOD_OF_OPERATION = {
   listSources: 'sources.list',
   createSource: 'sources.create',
   getSource: 'sources.get',
+  updateSource: 'sources.update',
+  getSourceQuarantine: 'sources.quarantine',
   deleteSource: 'sources.delete',
   syncSource: 'sources.sync',
   uploadSource: 'sources.upload',
@@ -149,6 +152,10 @@ export function createDapClient(options: DapClientOptions) {
       listAll: (params?: ListAllParams, opts?: RequestOptions) => paginate<Source>((query) => t.call('listSources', { query }, opts), params),
       create: (body: CreateSourceInput, opts?: RequestOptions): ApiPromise<Source> => t.call('createSource', { body }, opts),
       get: (id: string, opts?: RequestOptions): ApiPromise<Source> => t.call('getSource', byId(id), opts),
+      /** The rows the source's last quarantining sync set aside (schema policy `quarantine`), as CSV text. */
+      quarantine: (id: string, opts?: RequestOptions): ApiPromise<string> => t.call('getSourceQuarantine', byId(id), opts),
+      /** Sets the source's sync schedule (url and database sources), or removes it with `{ schedule: null }`. */
+      update: (id: string, body: UpdateSourceInput, opts?: RequestOptions): ApiPromise<Source> => t.call('updateSource', { ...byId(id), body }, opts),
       delete: (id: string, opts?: RequestOptions): ApiPromise<void> => t.call('deleteSource', byId(id), opts),
       /** Syncs again: answers 202 with the source back in `pending`. */
       sync: (id: string, opts?: RequestOptions): ApiPromise<Source> => t.call('syncSource', byId(id), opts),

@@ -23,6 +23,9 @@ export type ResultOf<K extends OperationId> = ContentOf<operations[K]['responses
 // The resource types, named for application code.
 export type Source = Schemas['Source'];
 export type CreateSourceInput = Schemas['CreateSource'];
+export type UpdateSourceInput = Schemas['UpdateSource'];
+/** When a url or database source syncs by itself: `{ every: '15m' }` or `{ cron: '0 * * * *', timezone: 'Europe/Berlin' }`. */
+export type SyncSchedule = Schemas['SyncSchedule'];
 /** A file for `sources.upload` / `sources.replaceData`: bytes, text, a Blob or File, or a stream (a Node Readable is one). */
 export type UploadFile = Blob | Uint8Array | ArrayBuffer | string | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
 export type FileFormat = 'csv' | 'json' | 'ndjson';

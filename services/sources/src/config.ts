@@ -25,6 +25,13 @@ export const sourcesConfigShape = {
   /** How often an instance looks for pending syncs and expired leases (it also does so at start-up). */
   SYNC_SWEEP_MS: z.coerce.number().int().min(100).max(3_600_000).default(15_000),
   /**
+   * A failed run of a scheduled source is retried after SYNC_RETRY_BASE_MS, doubling up to SYNC_RETRY_CAP_MS
+   * (±20 % jitter), at most SYNC_RETRY_MAX times, and never past the source's next regular run.
+   */
+  SYNC_RETRY_BASE_MS: ms(1_000, 3_600_000, 60_000),
+  SYNC_RETRY_CAP_MS: ms(1_000, 24 * 3_600_000, 30 * 60_000),
+  SYNC_RETRY_MAX: z.coerce.number().int().min(0).max(100).default(5),
+  /**
    * AES-256-GCM key for source credentials at rest: 32 bytes as base64 or 64 hex characters. Without it the
    * service still serves upload sources but refuses remote ones (URL, databases) with 503.
    */

@@ -102,6 +102,7 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
       leaseMs: config.SYNC_LEASE_MS,
       sweepMs: config.SYNC_SWEEP_MS,
       instanceId: config.INSTANCE_ID,
+      retry: { backoff: { baseMs: config.SYNC_RETRY_BASE_MS, capMs: config.SYNC_RETRY_CAP_MS, jitter: [0.8, 1.2] }, maxRetries: config.SYNC_RETRY_MAX },
     });
     life.onStop('syncer', () => syncer.stop());
     const service = new SourceService({ repo, store, syncer, logger, cipher, guard, limits, shutdown: shutdown.signal });

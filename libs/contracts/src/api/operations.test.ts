@@ -6,6 +6,7 @@ describe('the /v1 route table', () => {
       ['GET', '/sources', 'sources', 'sources:read'],
       ['POST', '/sources', 'sources', 'sources:write'],
       ['DELETE', '/sources/src_1', 'sources', 'sources:write'],
+      ['PATCH', '/sources/src_1', 'sources', 'sources:write'],
       ['GET', '/analytics/overview', 'analytics', 'analytics:read'],
       ['GET', '/analytics/reports/rpt_1', 'analytics', 'analytics:read'],
       ['POST', '/analytics/query', 'analytics', 'analytics:write'],
@@ -27,7 +28,7 @@ describe('the /v1 route table', () => {
   it('tells an unknown path (404) from a known path with the wrong method (405, with the methods it has)', () => {
     expect([matchOperation('GET', '/nope').match, allowedMethods('/nope')]).toEqual([null, []]);
     expect([matchOperation('PUT', '/sources').match, allowedMethods('/sources')]).toEqual([null, ['GET', 'HEAD', 'POST']]);
-    expect([matchOperation('PATCH', '/sources/src_1').match, allowedMethods('/sources/src_1')]).toEqual([null, ['GET', 'HEAD', 'DELETE']]);
+    expect([matchOperation('PUT', '/sources/src_1').match, allowedMethods('/sources/src_1')]).toEqual([null, ['GET', 'HEAD', 'PATCH', 'DELETE']]);
     expect([matchOperation('GET', '/sources/src_1/sync').match, allowedMethods('/sources/src_1/sync')]).toEqual([null, ['POST']]);
     expect(matchOperation('GET', '/sources/a/b/c').match).toBeNull();
     expect(matchOperation('GET', '/sources/%E0%A4%A').match).toBeNull();

@@ -1,7 +1,18 @@
 import { type z } from 'zod';
 import type { Scope } from '../plans.ts';
 import { listQuerySchema } from './common.ts';
-import { createSourceBody, replaceSourceDataQuery, sourceListSchema, sourceSchema, UPLOAD_MEDIA_TYPES, uploadFileSchema, uploadSourceQuery } from './sources.api.ts';
+import {
+  createSourceBody,
+  replaceSourceDataQuery,
+  sourceListSchema,
+  sourceSchema,
+  updateSourceBody,
+  UPLOAD_MEDIA_TYPES,
+  uploadFileSchema,
+  uploadSourceQuery,
+  QUARANTINE_CSV_MEDIA_TYPE,
+  quarantineCsvSchema,
+} from './sources.api.ts';
 import {
   overviewSchema,
   querySchema,
@@ -67,7 +78,7 @@ export type OperationAuth = 'any' | 'session' | 'public';
  */
 export interface ApiOperation {
   operationId: string;
-  method: 'get' | 'post' | 'put' | 'delete';
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** OpenAPI-style template relative to /v1, e.g. /sources/{id}. */
   path: string;
   service: ServiceName;
@@ -292,6 +303,30 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     service: 'sources',
     scope: 'sources:read',
     summary: 'Get one data source.',
+    success: { status: 200, schema: sourceSchema },
+    errors: [404],
+  },
+  {
+    operationId: 'getSourceQuarantine',
+    method: 'get',
+    path: '/sources/{id}/quarantine',
+    service: 'sources',
+    scope: 'sources:read',
+    summary:
+      "Download, as CSV, the rows the source's last quarantining sync set aside (schema policy quarantine): rows whose values do not fit the source's schema, or that carry a column it does not have.",
+    success: { status: 200, schema: quarantineCsvSchema, mediaType: QUARANTINE_CSV_MEDIA_TYPE },
+    errors: [404],
+    errorNotes: { 404: 'no such source, or no sync of it has quarantined rows' },
+  },
+  {
+    operationId: 'updateSource',
+    method: 'patch',
+    path: '/sources/{id}',
+    service: 'sources',
+    scope: 'sources:write',
+    summary:
+      "Change a source's settings: set its sync schedule (url and database sources), or remove it with null. A scheduled source syncs by itself when due; a failed scheduled sync is retried with backoff before the next regular one.",
+    body: updateSourceBody,
     success: { status: 200, schema: sourceSchema },
     errors: [404],
   },

@@ -125,12 +125,88 @@ const sqlQuery = z
   .max(100_000)
   .describe('one read-only statement (SELECT, WITH … SELECT, VALUES or TABLE), no other statement after it; it runs in a read-only transaction and its rows are streamed');
 
+/** Interval units a schedule's `every` takes, in milliseconds. */
+const DURATION_UNITS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+export const MIN_SYNC_INTERVAL_MS = 60_000;
+export const MAX_SYNC_INTERVAL_MS = 366 * 86_400_000;
+
+/** The milliseconds of an interval such as `15m`; null when it is not one. */
+export function intervalMs(every: string): number | null {
+  const m = /^([1-9]\d{0,8})([smhd])$/.exec(every);
+  return m ? Number(m[1]) * DURATION_UNITS[m[2] as keyof typeof DURATION_UNITS] : null;
+}
+
+function isTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const every = z
+  .string()
+  .refine((v) => intervalMs(v) !== null, 'a duration: a number and a unit (s, m, h or d), such as 15m, 6h or 1d')
+  .refine((v) => {
+    const ms = intervalMs(v);
+    return ms === null || (ms >= MIN_SYNC_INTERVAL_MS && ms <= MAX_SYNC_INTERVAL_MS);
+  }, 'at least 1m and at most 366d')
+  .describe('sync this often, counted from the start of the last scheduled sync: a number and a unit (s, m, h, d), at least 1m');
+const cron = z
+  .string()
+  .trim()
+  .min(1)
+  .max(200)
+  .refine((v) => v.split(/\s+/).length === 5, 'a cron expression of five fields: minute hour day-of-month month day-of-week')
+  .describe('a five-field cron expression (minute hour day-of-month month day-of-week), such as `0 * * * *`');
+const timezone = z
+  .string()
+  .min(1)
+  .max(100)
+  .refine(isTimeZone, 'an IANA time zone such as Europe/Berlin')
+  .describe('the time zone the cron expression is read in (IANA); UTC by default');
+
+/** When a remote source syncs by itself: every so often, or at the times of a cron expression. */
+export const syncScheduleSchema = z.union([z.strictObject({ every }), z.strictObject({ cron, timezone: timezone.optional() })]).meta({
+  id: 'SyncSchedule',
+  description:
+    'When the source syncs by itself: `{ "every": "15m" }`, or `{ "cron": "0 * * * *", "timezone": "Europe/Berlin" }`. A failed scheduled sync is retried with backoff before the next regular one.',
+  examples: [{ every: '15m' }, { cron: '0 6 * * 1-5', timezone: 'Europe/Berlin' }],
+});
+export type SyncSchedule = z.infer<typeof syncScheduleSchema>;
+const scheduleField = syncScheduleSchema.optional().describe('url and database sources only: sync by itself on this schedule');
+
+/**
+ * What a sync does when the data's columns differ from the source's (added, removed, or of another type):
+ * `evolve` (the default) publishes the new data and schema; `freeze` fails the sync, naming the columns, and
+ * keeps the old data; `quarantine` keeps the old schema, loads the rows that fit it and sets the others
+ * aside (GET /v1/sources/{id}/quarantine). Either way `source.schema_changed` says what changed.
+ */
+export const SCHEMA_POLICIES = ['evolve', 'freeze', 'quarantine'] as const;
+export type SchemaPolicy = (typeof SCHEMA_POLICIES)[number];
+const schemaPolicy = z
+  .enum(SCHEMA_POLICIES)
+  .describe(
+    "what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data; quarantine keeps the old schema, loads the rows that fit it and sets the others aside as CSV",
+  );
+
 function sqlSource<T extends 'postgres' | 'mysql'>(type: T) {
-  return z.strictObject({ type: z.literal(type), name, connection: dbConnection(type), table: tableName.optional(), query: sqlQuery.optional() }).superRefine((b, ctx) => {
-    if ((b.table === undefined) === (b.query === undefined)) ctx.addIssue({ code: 'custom', path: ['table'], message: 'give exactly one of table or query' });
-    const problem = b.query === undefined ? null : sqlQueryProblem(b.query, type);
-    if (problem) ctx.addIssue({ code: 'custom', path: ['query'], message: problem });
-  });
+  return z
+    .strictObject({
+      type: z.literal(type),
+      name,
+      connection: dbConnection(type),
+      table: tableName.optional(),
+      query: sqlQuery.optional(),
+      schedule: scheduleField,
+      schemaPolicy: schemaPolicy.optional(),
+    })
+    .superRefine((b, ctx) => {
+      if ((b.table === undefined) === (b.query === undefined)) ctx.addIssue({ code: 'custom', path: ['table'], message: 'give exactly one of table or query' });
+      const problem = b.query === undefined ? null : sqlQueryProblem(b.query, type);
+      if (problem) ctx.addIssue({ code: 'custom', path: ['query'], message: problem });
+    });
 }
 
 export const createSourceBody = z
@@ -149,6 +225,8 @@ export const createSourceBody = z
         .refine((h) => Object.keys(h).length <= 20, { message: 'at most 20 headers' })
         .optional()
         .describe('request headers such as Authorization; write-only: stored encrypted, only their names are returned'),
+      schedule: scheduleField,
+      schemaPolicy: schemaPolicy.optional(),
     }),
     sqlSource('postgres'),
     sqlSource('mysql'),
@@ -168,6 +246,8 @@ export const createSourceBody = z
         .describe(
           `a MongoDB query document as JSON text (Extended JSON values such as {"$date": "2024-01-01T00:00:00Z"} are allowed); only ${MONGO_FILTER_OPERATORS.join(' ')} are accepted`,
         ),
+      schedule: scheduleField,
+      schemaPolicy: schemaPolicy.optional(),
     }),
   ])
   .meta({
@@ -175,12 +255,22 @@ export const createSourceBody = z
     examples: [
       { type: 'inline', name: 'Orders', rows: [{ id: 1, amount: 12.5, country: 'NO', paid: true, at: '2024-05-01T10:00:00Z' }] },
       { type: 'csv', name: 'Sales', csv: 'region,units\nnorth,3\nsouth,7\n' },
-      { type: 'url', name: 'Daily export', url: 'https://example.com/exports/orders.csv' },
+      { type: 'url', name: 'Daily export', url: 'https://example.com/exports/orders.csv', schedule: { cron: '0 6 * * *', timezone: 'Europe/Berlin' } },
       { type: 'postgres', name: 'Orders DB', connection: { host: 'db.example.com', database: 'shop', user: 'reader', password: 'secret' }, table: 'public.orders' },
       { type: 'mongodb', name: 'Events', connection: { url: 'mongodb://reader:secret@mongo.example.com:27017/app' }, collection: 'events', filter: '{"kind": "click"}' },
     ],
   });
 export type CreateSourceBody = z.infer<typeof createSourceBody>;
+
+/** PATCH /v1/sources/{id}: the settings that can change after creation. */
+export const updateSourceBody = z
+  .strictObject({
+    schedule: syncScheduleSchema.nullable().optional().describe('a new schedule (url and database sources only), or null to stop syncing by itself'),
+    schemaPolicy: schemaPolicy.optional(),
+  })
+  .refine((b) => b.schedule !== undefined || b.schemaPolicy !== undefined, { message: 'give schedule or schemaPolicy' })
+  .meta({ id: 'UpdateSource', examples: [{ schedule: { every: '1h' } }, { schedule: null }, { schemaPolicy: 'freeze' }] });
+export type UpdateSourceBody = z.infer<typeof updateSourceBody>;
 
 /**
  * Streamed uploads (`POST /v1/sources/upload`, `PUT /v1/sources/{id}/data`): the file is the raw request body
@@ -261,9 +351,21 @@ export const sourceSchema = z
     rowCount: z.number().int().describe('rows in the data queries read (the last successful sync)'),
     lastSyncedAt: isoDate.nullable().describe('when the data queries read was synced (the last successful sync; ISO-8601 UTC)'),
     lastSync: sourceSyncSchema.nullable().describe('the outcome of the last finished sync, successful or not; null until the first one finishes'),
+    schedule: syncScheduleSchema.nullable().describe('when the source syncs by itself; null when it syncs only on request'),
+    schemaPolicy: z.enum(SCHEMA_POLICIES).describe("what a sync does when the data's columns change: evolve, freeze or quarantine"),
+    quarantine: z
+      .object({ rowCount: z.number().int(), at: isoDate })
+      .nullable()
+      .describe('the rows the last quarantining sync set aside (GET /v1/sources/{id}/quarantine), and when; null when none were'),
+    nextSyncAt: isoDate
+      .nullable()
+      .describe('when the next scheduled sync (or the retry of a failed one) starts, give or take the sweep interval (ISO-8601 UTC); null without a schedule'),
     createdAt: isoDate,
     updatedAt: isoDate,
   })
   .meta({ id: 'Source' });
 export type SourceDto = z.infer<typeof sourceSchema>;
+/** The quarantined rows as CSV: every column of the data that was read, header first. */
+export const QUARANTINE_CSV_MEDIA_TYPE = 'text/csv';
+export const quarantineCsvSchema = z.string().meta({ id: 'QuarantineCsv', description: 'CSV (RFC 4180) with a header row: the rows a sync set aside, with every column it read' });
 export const sourceListSchema = listOf(sourceSchema).meta({ id: 'SourceList' });

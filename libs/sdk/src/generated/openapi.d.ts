@@ -226,6 +226,24 @@ export interface paths {
         delete: operations["deleteSource"];
         options?: never;
         head?: never;
+        /** Change a source's settings: set its sync schedule (url and database sources), or remove it with null. A scheduled source syncs by itself when due; a failed scheduled sync is retried with backoff before the next regular one. */
+        patch: operations["updateSource"];
+        trace?: never;
+    };
+    "/sources/{id}/quarantine": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Download, as CSV, the rows the source's last quarantining sync set aside (schema policy quarantine): rows whose values do not fit the source's schema, or that carry a column it does not have. */
+        get: operations["getSourceQuarantine"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
         patch?: never;
         trace?: never;
     };
@@ -681,6 +699,28 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "source.schema_changed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * source.schema_changed
+         * @description A sync found added, removed or retyped columns (`added`, `removed`, `retyped`); `applied` says whether the source's `policy` let the new schema through, and under quarantine `rows` counts what was loaded and set aside.
+         *
+         *     Sent to the endpoints subscribed to `source.schema_changed` (or a wildcard such as `source.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
+         */
+        post: operations["on-source.schema_changed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "report.completed": {
         parameters: {
             query?: never;
@@ -885,6 +925,7 @@ export interface components {
              *     | `source_sync_running` | 409 | sources | A sync of the source is running; retry after Retry-After. |
              *     | `source_not_ready` | 409 | sources | The source is not ready yet (still syncing, or its first sync failed). |
              *     | `source_has_no_data` | 409 | sources | The source has no data yet; sync it and wait for source.ready. |
+             *     | `source_quarantine_not_found` | 404 | sources | No sync of the source has set rows aside (schemaPolicy quarantine). |
              *     | `upload_format_mismatch` | 415 | sources | The uploaded file's format is not the one named, or not the source's. |
              *     | `upload_unsupported` | 415 | sources | The upload is in a media type, coding or charset uploads do not take. |
              *     | `upload_malformed` | 400 | sources | The upload body is malformed (a broken multipart form, a missing file part). |
@@ -1068,6 +1109,21 @@ export interface components {
             lastSyncedAt: string | null;
             /** @description the outcome of the last finished sync, successful or not; null until the first one finishes */
             lastSync: components["schemas"]["SourceSync"] | null;
+            /** @description when the source syncs by itself; null when it syncs only on request */
+            schedule: components["schemas"]["SyncSchedule"] | null;
+            /**
+             * @description what a sync does when the data's columns change: evolve, freeze or quarantine
+             * @enum {string}
+             */
+            schemaPolicy: "evolve" | "freeze" | "quarantine";
+            /** @description the rows the last quarantining sync set aside (GET /v1/sources/{id}/quarantine), and when; null when none were */
+            quarantine: {
+                rowCount: number;
+                /** @description ISO-8601 UTC timestamp */
+                at: string;
+            } | null;
+            /** @description when the next scheduled sync (or the retry of a failed one) starts, give or take the sweep interval (ISO-8601 UTC); null without a schedule */
+            nextSyncAt: string | null;
             /** @description ISO-8601 UTC timestamp */
             createdAt: string;
             /** @description ISO-8601 UTC timestamp */
@@ -1103,6 +1159,25 @@ export interface components {
             at: string;
         };
         /**
+         * @description When the source syncs by itself: `{ "every": "15m" }`, or `{ "cron": "0 * * * *", "timezone": "Europe/Berlin" }`. A failed scheduled sync is retried with backoff before the next regular one.
+         * @example {
+         *       "every": "15m"
+         *     }
+         * @example {
+         *       "cron": "0 6 * * 1-5",
+         *       "timezone": "Europe/Berlin"
+         *     }
+         */
+        SyncSchedule: {
+            /** @description sync this often, counted from the start of the last scheduled sync: a number and a unit (s, m, h, d), at least 1m */
+            every: string;
+        } | {
+            /** @description a five-field cron expression (minute hour day-of-month month day-of-week), such as `0 * * * *` */
+            cron: string;
+            /** @description the time zone the cron expression is read in (IANA); UTC by default */
+            timezone?: string;
+        };
+        /**
          * @example {
          *       "type": "inline",
          *       "name": "Orders",
@@ -1124,7 +1199,11 @@ export interface components {
          * @example {
          *       "type": "url",
          *       "name": "Daily export",
-         *       "url": "https://example.com/exports/orders.csv"
+         *       "url": "https://example.com/exports/orders.csv",
+         *       "schedule": {
+         *         "cron": "0 6 * * *",
+         *         "timezone": "Europe/Berlin"
+         *       }
          *     }
          * @example {
          *       "type": "postgres",
@@ -1187,6 +1266,13 @@ export interface components {
             headers?: {
                 [key: string]: string;
             };
+            /** @description url and database sources only: sync by itself on this schedule */
+            schedule?: components["schemas"]["SyncSchedule"];
+            /**
+             * @description what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data; quarantine keeps the old schema, loads the rows that fit it and sets the others aside as CSV
+             * @enum {string}
+             */
+            schemaPolicy?: "evolve" | "freeze" | "quarantine";
         } | {
             /** @constant */
             type: "postgres";
@@ -1210,6 +1296,13 @@ export interface components {
             table?: string;
             /** @description one read-only statement (SELECT, WITH … SELECT, VALUES or TABLE), no other statement after it; it runs in a read-only transaction and its rows are streamed */
             query?: string;
+            /** @description url and database sources only: sync by itself on this schedule */
+            schedule?: components["schemas"]["SyncSchedule"];
+            /**
+             * @description what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data; quarantine keeps the old schema, loads the rows that fit it and sets the others aside as CSV
+             * @enum {string}
+             */
+            schemaPolicy?: "evolve" | "freeze" | "quarantine";
         } | {
             /** @constant */
             type: "mysql";
@@ -1233,6 +1326,13 @@ export interface components {
             table?: string;
             /** @description one read-only statement (SELECT, WITH … SELECT, VALUES or TABLE), no other statement after it; it runs in a read-only transaction and its rows are streamed */
             query?: string;
+            /** @description url and database sources only: sync by itself on this schedule */
+            schedule?: components["schemas"]["SyncSchedule"];
+            /**
+             * @description what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data; quarantine keeps the old schema, loads the rows that fit it and sets the others aside as CSV
+             * @enum {string}
+             */
+            schemaPolicy?: "evolve" | "freeze" | "quarantine";
         } | {
             /** @constant */
             type: "mongodb";
@@ -1256,12 +1356,43 @@ export interface components {
             collection: string;
             /** @description a MongoDB query document as JSON text (Extended JSON values such as {"$date": "2024-01-01T00:00:00Z"} are allowed); only $eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $nor $not are accepted */
             filter?: string;
+            /** @description url and database sources only: sync by itself on this schedule */
+            schedule?: components["schemas"]["SyncSchedule"];
+            /**
+             * @description what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data; quarantine keeps the old schema, loads the rows that fit it and sets the others aside as CSV
+             * @enum {string}
+             */
+            schemaPolicy?: "evolve" | "freeze" | "quarantine";
         };
         /**
          * Format: binary
          * @description the file: CSV (header row first), a JSON array of objects, or NDJSON
          */
         UploadFile: string;
+        /** @description CSV (RFC 4180) with a header row: the rows a sync set aside, with every column it read */
+        QuarantineCsv: string;
+        /**
+         * @example {
+         *       "schedule": {
+         *         "every": "1h"
+         *       }
+         *     }
+         * @example {
+         *       "schedule": null
+         *     }
+         * @example {
+         *       "schemaPolicy": "freeze"
+         *     }
+         */
+        UpdateSource: {
+            /** @description a new schedule (url and database sources only), or null to stop syncing by itself */
+            schedule?: components["schemas"]["SyncSchedule"] | null;
+            /**
+             * @description what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data; quarantine keeps the old schema, loads the rows that fit it and sets the others aside as CSV
+             * @enum {string}
+             */
+            schemaPolicy?: "evolve" | "freeze" | "quarantine";
+        };
         AnalyticsOverview: {
             counts: {
                 /** @description Connected data sources (not deleted), in any status. */
@@ -2191,6 +2322,35 @@ export interface components {
             timestamp: string;
             data: {
                 id: string;
+            };
+        };
+        SourceSchemaChangedEvent: {
+            /** @constant */
+            type: "source.schema_changed";
+            timestamp: string;
+            data: {
+                id: string;
+                name: string;
+                policy: string;
+                applied: boolean;
+                added: {
+                    name: string;
+                    type: string;
+                }[];
+                removed: {
+                    name: string;
+                    type: string;
+                }[];
+                retyped: {
+                    name: string;
+                    from: string;
+                    to: string;
+                }[];
+                rows?: {
+                    read: number;
+                    loaded: number;
+                    quarantined: number;
+                };
             };
         };
         ReportCompletedEvent: {
@@ -3722,6 +3882,13 @@ export interface operations {
                      *             "error": null,
                      *             "at": "2026-11-20T09:14:05.027Z"
                      *           },
+                     *           "schedule": {
+                     *             "cron": "0 6 * * *",
+                     *             "timezone": "Europe/Berlin"
+                     *           },
+                     *           "nextSyncAt": "2026-11-21T05:00:00.000Z",
+                     *           "schemaPolicy": "evolve",
+                     *           "quarantine": null,
                      *           "createdAt": "2026-11-20T09:14:03.512Z",
                      *           "updatedAt": "2026-11-20T09:14:05.027Z"
                      *         }
@@ -3827,6 +3994,10 @@ export interface operations {
                  *       "format": "csv",
                  *       "headers": {
                  *         "Authorization": "Bearer 6f1c2d9e8a7b"
+                 *       },
+                 *       "schedule": {
+                 *         "cron": "0 6 * * *",
+                 *         "timezone": "Europe/Berlin"
                  *       }
                  *     }
                  */
@@ -3896,6 +4067,13 @@ export interface operations {
                      *         "error": null,
                      *         "at": "2026-11-20T09:14:05.027Z"
                      *       },
+                     *       "schedule": {
+                     *         "cron": "0 6 * * *",
+                     *         "timezone": "Europe/Berlin"
+                     *       },
+                     *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
+                     *       "schemaPolicy": "evolve",
+                     *       "quarantine": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -4088,6 +4266,13 @@ export interface operations {
                      *         "error": null,
                      *         "at": "2026-11-20T09:14:05.027Z"
                      *       },
+                     *       "schedule": {
+                     *         "cron": "0 6 * * *",
+                     *         "timezone": "Europe/Berlin"
+                     *       },
+                     *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
+                     *       "schemaPolicy": "evolve",
+                     *       "quarantine": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -4272,6 +4457,13 @@ export interface operations {
                      *         "error": null,
                      *         "at": "2026-11-20T09:14:05.027Z"
                      *       },
+                     *       "schedule": {
+                     *         "cron": "0 6 * * *",
+                     *         "timezone": "Europe/Berlin"
+                     *       },
+                     *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
+                     *       "schemaPolicy": "evolve",
+                     *       "quarantine": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -4453,6 +4645,13 @@ export interface operations {
                      *         "error": null,
                      *         "at": "2026-11-20T09:14:05.027Z"
                      *       },
+                     *       "schedule": {
+                     *         "cron": "0 6 * * *",
+                     *         "timezone": "Europe/Berlin"
+                     *       },
+                     *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
+                     *       "schemaPolicy": "evolve",
+                     *       "quarantine": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -4657,6 +4856,308 @@ export interface operations {
             };
         };
     };
+    updateSource: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "schedule": {
+                 *         "every": "1h"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateSource"];
+            };
+        };
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *       "name": "Orders 2026",
+                     *       "type": "url",
+                     *       "config": {
+                     *         "url": "https://data.example.com/exports/orders-2026.csv?[redacted]",
+                     *         "format": "csv",
+                     *         "headers": [
+                     *           "Authorization"
+                     *         ]
+                     *       },
+                     *       "status": "ready",
+                     *       "error": null,
+                     *       "schema": [
+                     *         {
+                     *           "name": "order_id",
+                     *           "type": "integer"
+                     *         },
+                     *         {
+                     *           "name": "ordered_at",
+                     *           "type": "timestamp"
+                     *         },
+                     *         {
+                     *           "name": "country",
+                     *           "type": "string"
+                     *         },
+                     *         {
+                     *           "name": "status",
+                     *           "type": "string"
+                     *         },
+                     *         {
+                     *           "name": "amount",
+                     *           "type": "number"
+                     *         }
+                     *       ],
+                     *       "rowCount": 48213,
+                     *       "lastSyncedAt": "2026-11-20T09:14:05.027Z",
+                     *       "lastSync": {
+                     *         "status": "succeeded",
+                     *         "error": null,
+                     *         "at": "2026-11-20T09:14:05.027Z"
+                     *       },
+                     *       "schedule": {
+                     *         "cron": "0 6 * * *",
+                     *         "timezone": "Europe/Berlin"
+                     *       },
+                     *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
+                     *       "schemaPolicy": "evolve",
+                     *       "quarantine": null,
+                     *       "createdAt": "2026-11-20T09:14:03.512Z",
+                     *       "updatedAt": "2026-11-20T09:14:05.027Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Source"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the sources:write scope; or a dashboard request did not send its x-csrf-token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource does not exist (or belongs to another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSourceQuarantine: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example order_id,ordered_at,country,status,amount,coupon
+                     *     48214,2026-11-21T06:00:02Z,DE,paid,n/a,
+                     *     48215,2026-11-21T06:00:09Z,FR,paid,18.5,WINTER
+                     */
+                    "text/csv": components["schemas"]["QuarantineCsv"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the sources:read scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such source, or no sync of it has quarantined rows. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     syncSource: {
         parameters: {
             query?: never;
@@ -4734,6 +5235,13 @@ export interface operations {
                      *         "error": null,
                      *         "at": "2026-11-20T09:14:05.027Z"
                      *       },
+                     *       "schedule": {
+                     *         "cron": "0 6 * * *",
+                     *         "timezone": "Europe/Berlin"
+                     *       },
+                     *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
+                     *       "schemaPolicy": "evolve",
+                     *       "quarantine": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -9539,6 +10047,68 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["SourceDeletedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the endpoint is disabled and receives nothing more until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "on-source.schema_changed": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id; the same on every retry, so use it to drop duplicates. */
+                "webhook-id": string;
+                /** @description Unix time (seconds) of this attempt; refuse one more than 5 minutes from your clock. */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "source.schema_changed",
+                 *       "timestamp": "2026-11-20T09:14:05.027Z",
+                 *       "data": {
+                 *         "id": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                 *         "name": "Orders 2026",
+                 *         "policy": "freeze",
+                 *         "applied": false,
+                 *         "added": [
+                 *           {
+                 *             "name": "coupon",
+                 *             "type": "string"
+                 *           }
+                 *         ],
+                 *         "removed": [],
+                 *         "retyped": [
+                 *           {
+                 *             "name": "order_id",
+                 *             "from": "integer",
+                 *             "to": "string"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["SourceSchemaChangedEvent"];
             };
         };
         responses: {

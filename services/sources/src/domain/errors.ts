@@ -26,3 +26,8 @@ export const syncRunning = () => new DomainError('source_sync_running', 'a sync 
 export const uploadTooLarge = (maxBytes: number) => new DomainError('upload_too_large', `the file is larger than the upload limit of ${maxBytes} bytes`);
 export const uploadMalformed = (detail: string) => new DomainError('upload_malformed', detail);
 export const uploadUnsupported = (detail: string) => new DomainError('upload_unsupported', detail);
+
+/** A schedule that does not parse names its field (schedule, schedule.every, schedule.cron, schedule.timezone). */
+export const scheduleInvalid = (path: string, message: string) => new DomainError('validation_failed', `the body is invalid: ${path}: ${message}`, { errors: [{ path, message }] });
+
+export const quarantineNotFound = () => new DomainError('source_quarantine_not_found', 'no sync of this source has quarantined rows');

@@ -1,4 +1,5 @@
-import { open, rename, rm } from 'node:fs/promises';
+import { open, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import {
   decodeCursor,
   FILE_FORMATS,
@@ -12,6 +13,7 @@ import {
   type Page,
   type RemoteSourceType,
   type SourceConfigDto,
+  type UpdateSourceBody,
 } from '@dap/contracts';
 import type { DatasetStore, StagedFormat } from '@dap/datasets';
 import type { Logger } from '@dap/logger';
@@ -22,8 +24,10 @@ import type { SourceDoc, SourceRepository } from '../persistence/source.reposito
 import { credentialsContext, type CredentialCipher } from '../persistence/credentials.ts';
 import { checkFileHead, FILE_PROBE_BYTES } from './connectors/file-check.ts';
 import { stagingTemp } from './ingest/staging-file.ts';
-import { credentialsUnavailable, notAFileSource, sourceNotFound, sourceRefused, targetNotAllowed, syncRunning, wrongUploadFormat } from './errors.ts';
+import { credentialsUnavailable, notAFileSource, quarantineNotFound, sourceNotFound, sourceRefused, targetNotAllowed, syncRunning, wrongUploadFormat } from './errors.ts';
 import { sourceCreated, sourceDeleted } from './events.ts';
+import { checkSchedule, nextRegularRun } from './schedule.ts';
+import { QUARANTINE_FILE } from './quarantine.ts';
 
 const isFileFormat = (type: string): type is FileFormat => (FILE_FORMATS as readonly string[]).includes(type);
 
@@ -42,6 +46,8 @@ export interface SourceServiceDeps {
   limits: RemoteLimits;
   /** Aborted at shutdown, cutting connection checks short. */
   shutdown: AbortSignal;
+  /** The time schedules count from; tests move it by hand. */
+  clock?: () => Date;
 }
 
 /** What a new source stores besides its name and type, as prepared by its connector. */
@@ -82,6 +88,10 @@ export class SourceService {
     this.deps = deps;
   }
 
+  private now(): Date {
+    return this.deps.clock ? this.deps.clock() : new Date();
+  }
+
   async list(accountId: string, query: ListQuery): Promise<Page<SourceDoc>> {
     const before = decodeCursor(query.cursor, (id) => isId('src', id));
     const rows = await this.deps.repo.list(accountId, query.limit + 1, before);
@@ -109,13 +119,15 @@ export class SourceService {
     const accountId = caller.accountId;
     const id = newId('src');
     const connector = connectorFor(body.type);
+    const schedule = 'schedule' in body && body.schedule ? body.schedule : null;
+    if (schedule) checkSchedule(body.type, schedule, this.now());
     let doc: SourceDoc;
     try {
       const prepared =
         connector.mode === 'upload'
           ? await this.prepareUpload(connector, body as BodyOf<UploadSourceType>, accountId, id)
           : await this.prepareRemote(connector, body as BodyOf<RemoteSourceType>, accountId, id);
-      const now = new Date();
+      const now = this.now();
       doc = await repo.insert(
         accountId,
         {
@@ -137,6 +149,9 @@ export class SourceService {
           syncToken: null,
           syncOwner: null,
           syncLeaseUntil: null,
+          // The first sync starts now; the schedule takes over from its first regular run.
+          ...(schedule ? { schedule, scheduleRev: newId('msg'), nextRunAt: nextRegularRun(schedule, now), retryAt: null, retryAttempt: 0, failStreak: 0 } : {}),
+          ...('schemaPolicy' in body && body.schemaPolicy ? { schemaPolicy: body.schemaPolicy } : {}),
         },
         [sourceCreated(accountId, { _id: id, name: body.name, type: body.type }, caller.requestId)],
       );
@@ -274,6 +289,28 @@ export class SourceService {
     if (!doc) throw sourceNotFound();
     syncer.schedule(caller.accountId, id);
     return doc;
+  }
+
+  /**
+   * Changes a source's settings: a new schedule takes effect from now (its first regular run, with any retry of
+   * the old one dropped); null removes it. A sync already running keeps going and leaves the new times alone.
+   */
+  async update(caller: CallerContext, id: string, body: UpdateSourceBody): Promise<SourceDoc> {
+    const doc = await this.get(caller.accountId, id);
+    const now = this.now();
+    if (body.schedule) checkSchedule(doc.type, body.schedule, now);
+    const schedule = body.schedule === undefined ? undefined : { schedule: body.schedule, nextRunAt: body.schedule ? nextRegularRun(body.schedule, now) : null, rev: newId('msg') };
+    const updated = await this.deps.repo.updateSettings(caller.accountId, id, { schedule, ...(body.schemaPolicy ? { schemaPolicy: body.schemaPolicy } : {}) }, now);
+    if (!updated) throw sourceNotFound();
+    return updated;
+  }
+
+  /** The source's quarantined rows (CSV); 404 for an unknown source or one whose syncs quarantined nothing. */
+  async quarantineFile(accountId: string, id: string): Promise<string> {
+    const doc = await this.get(accountId, id);
+    const file = join(this.deps.store.dir(accountId, id), QUARANTINE_FILE);
+    if (!doc.quarantine || !(await stat(file).catch(() => null))) throw quarantineNotFound();
+    return file;
   }
 
   /** Removes the source with its `source.deleted` event, then its data; a sync still running finds it gone. */

@@ -1,5 +1,6 @@
 import { sourceConfigSchema, type SourceConfigDto, type SourceDto, type SourceSyncDto } from '@dap/contracts';
 import type { SourceDoc } from '../persistence/source.repository.ts';
+import { nextSyncAt } from '../domain/schedule.ts';
 
 const iso = (d: Date | string) => new Date(d).toISOString();
 
@@ -19,6 +20,7 @@ function lastSyncOf(doc: SourceDoc): SourceSyncDto | null {
 
 /** The public shape of a source: no account id, credentials, staging or lease internals; config holds no secret. */
 export function toSourceDto(doc: SourceDoc): SourceDto {
+  const next = nextSyncAt(doc);
   return {
     id: doc._id,
     name: doc.name,
@@ -30,6 +32,10 @@ export function toSourceDto(doc: SourceDoc): SourceDto {
     rowCount: doc.rowCount,
     lastSyncedAt: doc.lastSyncedAt ? iso(doc.lastSyncedAt) : null,
     lastSync: lastSyncOf(doc),
+    schedule: doc.schedule ?? null,
+    schemaPolicy: doc.schemaPolicy ?? 'evolve',
+    quarantine: doc.quarantine ? { rowCount: doc.quarantine.rowCount, at: iso(doc.quarantine.at) } : null,
+    nextSyncAt: next ? iso(next) : null,
     createdAt: iso(doc.createdAt),
     updatedAt: iso(doc.updatedAt),
   };

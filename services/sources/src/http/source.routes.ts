@@ -1,6 +1,8 @@
+import { createReadStream } from 'node:fs';
+import { pipeline } from 'node:stream/promises';
 import { Router } from 'express';
 import { z } from 'zod';
-import { createSourceBody, listQuerySchema } from '@dap/contracts';
+import { createSourceBody, listQuerySchema, updateSourceBody } from '@dap/contracts';
 import { callerOf, parseOr400 } from '@dap/http';
 import type { SourceService } from '../domain/source.service.ts';
 import { toSourceDto } from './dto.ts';
@@ -27,6 +29,17 @@ export function sourceRoutes(service: SourceService): Router {
 
   r.get('/:id', async (req, res) => {
     res.json(toSourceDto(await service.get(callerOf(req).accountId, req.params.id)));
+  });
+
+  r.get('/:id/quarantine', async (req, res) => {
+    const file = await service.quarantineFile(callerOf(req).accountId, req.params.id);
+    res.status(200).type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="${req.params.id}-quarantine.csv"`);
+    await pipeline(createReadStream(file), res);
+  });
+
+  r.patch('/:id', async (req, res) => {
+    const body = parseOr400(updateSourceBody, req.body, 'body');
+    res.json(toSourceDto(await service.update(callerOf(req), req.params.id, body)));
   });
 
   r.delete('/:id', async (req, res) => {

@@ -1,4 +1,4 @@
-import type { Column, DomainEvent, SourceConfigDto, SourceStatus, SourceType } from '@dap/contracts';
+import type { Column, DomainEvent, SchemaPolicy, SourceConfigDto, SourceStatus, SourceType, SyncSchedule } from '@dap/contracts';
 import type { StagedFormat } from '@dap/datasets';
 import { TenantCollection, type TenantDoc } from '@dap/mongo';
 
@@ -30,6 +30,22 @@ export interface SourceDoc extends TenantDoc {
   syncToken: string | null;
   syncOwner: string | null;
   syncLeaseUntil: Date | null;
+  /** When the source syncs by itself (remote sources); absent or null: only on request. */
+  schedule?: SyncSchedule | null;
+  /** Changes with every new schedule, so a sync that read an older one does not set the new one's times. */
+  scheduleRev?: string | null;
+  /** The next regular scheduled run. */
+  nextRunAt?: Date | null;
+  /** The retry of a failed run, before the next regular one; null when none is due. */
+  retryAt?: Date | null;
+  /** Retries made in the current failure streak. */
+  retryAttempt?: number;
+  /** What a sync does when the data's columns change; absent: evolve. */
+  schemaPolicy?: SchemaPolicy;
+  /** The rows the last quarantining sync set aside (the source's `quarantine.csv`), and when. */
+  quarantine?: { rowCount: number; at: Date } | null;
+  /** Consecutive failed syncs; `source.failed` of a scheduled source is raised on the first only. */
+  failStreak?: number;
 }
 
 export interface LastSync {
@@ -54,6 +70,8 @@ export class SourceRepository {
   async ensureIndexes(): Promise<void> {
     await this.coll.raw.createIndex({ accountId: 1, _id: -1 });
     await this.coll.raw.createIndex({ status: 1 });
+    await this.coll.raw.createIndex({ nextRunAt: 1 }, { sparse: true });
+    await this.coll.raw.createIndex({ retryAt: 1 }, { sparse: true });
     await this.coll.raw.createIndex({ _outboxPending: 1 });
   }
 
@@ -103,16 +121,26 @@ export class SourceRepository {
     return (await this.coll.update(accountId, id, { syncLeaseUntil: leaseUntil }, [], { syncToken: token })) !== null;
   }
 
-  /** Records the outcome of a sync with its event, only if this worker still holds the source. */
+  /**
+   * Records the outcome of a sync with its event, only if this worker still holds the source. With `scheduleRev`,
+   * only if the source's schedule is still that one too (the outcome then carries the schedule's next run).
+   */
   finish(
     accountId: string,
     id: string,
     token: string,
-    outcome: Pick<SourceDoc, 'status' | 'error'> & { lastSync: LastSync } & Partial<Pick<SourceDoc, 'schema' | 'rowCount' | 'lastSyncedAt'>>,
+    outcome: Pick<SourceDoc, 'status' | 'error'> & { lastSync: LastSync } & Partial<
+        Pick<SourceDoc, 'schema' | 'rowCount' | 'lastSyncedAt' | 'failStreak' | 'nextRunAt' | 'retryAt' | 'retryAttempt' | 'quarantine'>
+      >,
     events: DomainEvent[],
     now: Date,
+    scheduleRev?: string,
   ): Promise<SourceDoc | null> {
-    return this.coll.update(accountId, id, { ...outcome, updatedAt: now, syncToken: null, syncOwner: null, syncLeaseUntil: null }, events, { syncToken: token, status: 'syncing' });
+    return this.coll.update(accountId, id, { ...outcome, updatedAt: now, syncToken: null, syncOwner: null, syncLeaseUntil: null }, events, {
+      syncToken: token,
+      status: 'syncing',
+      ...(scheduleRev !== undefined ? { scheduleRev } : {}),
+    });
   }
 
   softDelete(accountId: string, id: string, events: DomainEvent[]): Promise<SourceDoc | null> {
@@ -148,5 +176,55 @@ export class SourceRepository {
       for (const d of docs) found.push({ accountId, id: String(d._id) });
     }
     return found;
+  }
+
+  /** Sets (or with null removes) the source's schedule, and its schema policy; null when it is gone. */
+  updateSettings(
+    accountId: string,
+    id: string,
+    set: { schedule?: { schedule: SyncSchedule | null; nextRunAt: Date | null; rev: string } | undefined; schemaPolicy?: SchemaPolicy },
+    now: Date,
+  ): Promise<SourceDoc | null> {
+    const s = set.schedule;
+    return this.coll.update(accountId, id, {
+      ...(s ? { schedule: s.schedule, scheduleRev: s.rev, nextRunAt: s.nextRunAt, retryAt: null, retryAttempt: 0 } : {}),
+      ...(set.schemaPolicy ? { schemaPolicy: set.schemaPolicy } : {}),
+      updatedAt: now,
+    });
+  }
+
+  /**
+   * Across all accounts: settled scheduled sources whose regular run or retry is due, most overdue first.
+   * Sources already pending or syncing are left to the sync under way, which sets their next run when it ends.
+   */
+  async findDueAcrossAccounts(now: Date, limit: number): Promise<Pick<SourceDoc, 'accountId' | '_id' | 'schedule' | 'scheduleRev' | 'nextRunAt' | 'retryAt'>[]> {
+    return (await this.coll.raw
+      .find(
+        { deletedAt: null, schedule: { $type: 'object' }, status: { $in: ['ready', 'failed'] }, $or: [{ nextRunAt: { $lte: now } }, { retryAt: { $lte: now } }] },
+        { projection: { accountId: 1, schedule: 1, scheduleRev: 1, nextRunAt: 1, retryAt: 1 } },
+      )
+      .sort({ nextRunAt: 1 })
+      .limit(limit)
+      .toArray()) as never;
+  }
+
+  /**
+   * Starts a due scheduled run: the source goes back to pending for the sync path to claim, and its regular run
+   * moves on when that was what fell due. The write matches the run times the sweep read, so of several
+   * instances that found the same due run exactly one starts it.
+   */
+  startScheduled(
+    accountId: string,
+    id: string,
+    seen: { scheduleRev: string | null; nextRunAt: Date | null; retryAt: Date | null },
+    next: { nextRunAt: Date | null; retryAt: Date | null },
+    now: Date,
+  ): Promise<SourceDoc | null> {
+    return this.coll.update(accountId, id, { status: 'pending', error: null, requestId: null, updatedAt: now, ...next }, [], {
+      status: { $in: ['ready', 'failed'] },
+      scheduleRev: seen.scheduleRev,
+      nextRunAt: seen.nextRunAt,
+      retryAt: seen.retryAt,
+    });
   }
 }

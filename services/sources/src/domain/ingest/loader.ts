@@ -1,6 +1,7 @@
 import { open, rm, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { sqlIdent as id, sqlLiteral as q, type DatasetStore, type IngestResult, type StagedFormat } from '@dap/datasets';
+import type { Column } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
 import type { StagedColumn } from '../connectors/connector.ts';
 import { scanCsv } from '../connectors/csv.connector.ts';
@@ -27,6 +28,11 @@ export interface LoadRequest {
   /** Field names come from documents and must follow the uploaded-JSON rules. */
   checkFieldNames?: boolean;
   signal?: AbortSignal;
+  /**
+   * Sees the new file and its columns before it is published: throwing leaves the published data as it was;
+   * returning another file (one of `newFile`'s) publishes that one instead.
+   */
+  beforePublish?: (ctx: { file: string; schema: Column[]; newFile: () => string }) => Promise<string | void>;
 }
 
 /**
@@ -93,7 +99,8 @@ export class DatasetLoader {
       const t1 = performance.now();
       const final = await this.normalize(raw, target, req);
       const t2 = performance.now();
-      const published = await store.publish(req.accountId, req.sourceId, final);
+      const chosen = req.beforePublish ? ((await req.beforePublish({ file: final, schema: await store.describeFile(final), newFile: target })) ?? final) : final;
+      const published = await store.publish(req.accountId, req.sourceId, chosen);
       const ms = (a: number, b: number) => Math.round(b - a);
       this.logger.debug(
         { sourceId: req.sourceId, format: req.format, bytes: size, copyMs: ms(t0, t1), normalizeMs: ms(t1, t2), publishMs: ms(t2, performance.now()) },

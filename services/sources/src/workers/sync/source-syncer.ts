@@ -1,17 +1,20 @@
 import { access, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { newId } from '@dap/contracts';
+import { newId, type Column, type DomainEvent } from '@dap/contracts';
 import type { DatasetStore, IngestResult } from '@dap/datasets';
 import type { Logger } from '@dap/logger';
 import type { OutboundGuard } from '@dap/netguard';
 import { duckReason, isDuckError } from '../../domain/connectors/duck-errors.ts';
 import { ConnectorCheckError, connectorFor, type RemoteLimits } from '../../domain/connectors/index.ts';
-import { sourceFailed, sourceReady } from '../../domain/events.ts';
-import { LoadError, type DatasetLoader } from '../../domain/ingest/loader.ts';
+import { sourceFailed, sourceReady, sourceSchemaChanged } from '../../domain/events.ts';
+import { LoadError, type DatasetLoader, type LoadRequest } from '../../domain/ingest/loader.ts';
 import type { DownloadRunner } from '../download/download-worker.ts';
 import type { SourceDoc, SourceRepository } from '../../persistence/source.repository.ts';
 import { credentialsContext, CredentialsError, type CredentialCipher } from '../../persistence/credentials.ts';
 import { JobRunner } from './job-runner.ts';
+import { describeDiff, schemaDiff, type SchemaDiff } from '../../domain/schema-drift.ts';
+import { quarantineRows, type QuarantineCounts } from '../../domain/quarantine.ts';
+import { afterRun, nextRegularRun, type ScheduleRetry, type ScheduleState } from '../../domain/schedule.ts';
 
 /** A sync failure whose message is meant for the customer as is. */
 export class SyncFailure extends Error {}
@@ -32,10 +35,24 @@ export interface SyncerOptions {
   leaseMs: number;
   sweepMs: number;
   instanceId: string;
+  /** How failed runs of scheduled sources are retried. */
+  retry: ScheduleRetry;
+  /** The time; tests move it by hand. */
+  clock?: () => Date;
+  /** Draws the backoff jitter. */
+  random?: () => number;
+}
+
+/** What a sync's schema check found: the change, and under quarantine how the rows were split. */
+interface Drift {
+  diff: SchemaDiff | null;
+  rows: QuarantineCounts | null;
 }
 
 /** Sources of one account a sweep queues; the queue runs them a few at a time, and the next sweep finds more. */
 const SWEEP_PER_ACCOUNT = 20;
+/** Due scheduled runs one sweep starts; the next sweep starts the rest. */
+const SWEEP_SCHEDULED = 500;
 
 /**
  * Moves sources pending → syncing → ready|failed in the background. Every state change is a conditional
@@ -55,6 +72,10 @@ export class SourceSyncer {
     this.runner = new JobRunner({ concurrency: opts.concurrency, perGroup: opts.accountConcurrency ?? opts.concurrency, logger: opts.logger });
   }
 
+  private now(): Date {
+    return this.opts.clock ? this.opts.clock() : new Date();
+  }
+
   get enabled(): boolean {
     return this.opts.concurrency > 0;
   }
@@ -62,7 +83,7 @@ export class SourceSyncer {
   /** Resumes what this instance left unfinished, then sweeps for pending work now and on a timer. */
   async start(): Promise<void> {
     if (!this.enabled) return;
-    const released = await this.opts.repo.releaseOwnedAcrossAccounts(this.opts.instanceId, new Date());
+    const released = await this.opts.repo.releaseOwnedAcrossAccounts(this.opts.instanceId, this.now());
     if (released) this.opts.logger.info({ released }, 'resuming syncs interrupted by the last shutdown');
     await this.sweep();
     const tick = () => {
@@ -81,11 +102,39 @@ export class SourceSyncer {
     this.runner.enqueue(accountId, `${accountId}/${sourceId}`, () => this.syncOne(accountId, sourceId));
   }
 
-  /** Queues every source waiting for a sync or abandoned by a dead worker; returns how many it found. */
+  /**
+   * Starts the scheduled runs that are due, then queues every source waiting for a sync or abandoned by a dead
+   * worker; returns how many it queued.
+   */
   async sweep(): Promise<number> {
-    const found = await this.opts.repo.findUnfinishedAcrossAccounts(new Date(), SWEEP_PER_ACCOUNT);
+    await this.startDue();
+    const found = await this.opts.repo.findUnfinishedAcrossAccounts(this.now(), SWEEP_PER_ACCOUNT);
     for (const s of found) this.schedule(s.accountId, s.id);
     return found.length;
+  }
+
+  /**
+   * Puts due scheduled sources back to pending, each with one conditional write (see startScheduled), so two
+   * instances sweeping at once start a run once; the sync itself then runs under the usual lease.
+   */
+  private async startDue(): Promise<number> {
+    const { repo, logger } = this.opts;
+    const now = this.now();
+    let started = 0;
+    for (const due of await repo.findDueAcrossAccounts(now, SWEEP_SCHEDULED)) {
+      if (!due.schedule) continue;
+      const seen = { scheduleRev: due.scheduleRev ?? null, nextRunAt: due.nextRunAt ?? null, retryAt: due.retryAt ?? null };
+      let nextRunAt = seen.nextRunAt;
+      try {
+        if (!nextRunAt || nextRunAt <= now) nextRunAt = nextRegularRun(due.schedule, now);
+      } catch (err) {
+        logger.warn({ err, sourceId: due._id }, 'a stored schedule no longer parses; leaving the source to syncs on request');
+        nextRunAt = null;
+      }
+      if (await repo.startScheduled(due.accountId, due._id, seen, { nextRunAt, retryAt: null }, now)) started++;
+    }
+    if (started) logger.debug({ started }, 'scheduled syncs started');
+    return started;
   }
 
   async stop(): Promise<void> {
@@ -98,19 +147,20 @@ export class SourceSyncer {
   async syncOne(accountId: string, sourceId: string): Promise<void> {
     const { repo, store, logger, leaseMs, instanceId } = this.opts;
     const token = newId('msg');
-    const doc = await repo.claim(accountId, sourceId, { token, owner: instanceId, until: new Date(Date.now() + leaseMs) }, new Date());
+    const doc = await repo.claim(accountId, sourceId, { token, owner: instanceId, until: new Date(this.now().getTime() + leaseMs) }, this.now());
     if (!doc) return; // deleted, settled, or held by a live worker
     const heartbeat = setInterval(
       () => {
-        repo.renewLease(accountId, sourceId, token, new Date(Date.now() + leaseMs)).catch((err) => logger.warn({ err, sourceId }, 'lease renewal failed'));
+        repo.renewLease(accountId, sourceId, token, new Date(this.now().getTime() + leaseMs)).catch((err) => logger.warn({ err, sourceId }, 'lease renewal failed'));
       },
       Math.max(250, Math.floor(leaseMs / 3)),
     );
     heartbeat.unref();
     let result: IngestResult;
     const timings = { pullMs: 0, loadMs: 0 };
+    const drift: Drift = { diff: null, rows: null };
     try {
-      result = await this.load(doc, timings);
+      result = await this.load(doc, timings, (ctx) => this.checkDrift(doc, ctx, drift));
     } catch (err) {
       clearInterval(heartbeat);
       await this.removeUnpublished(accountId, sourceId);
@@ -120,34 +170,94 @@ export class SourceSyncer {
         return;
       }
       const reason = this.reasonOf(err, doc);
-      const now = new Date();
+      const now = this.now();
       const lastSync = { status: 'failed' as const, error: reason, at: now };
       // A failed re-sync leaves the published data untouched (only unpublished files were removed), so a source
       // that has data stays `ready` on it; the failure is its last sync's outcome (docs/architecture.md).
       const keepsData = doc.lastSyncedAt !== null && (await store.currentFile(accountId, sourceId).catch(() => null)) !== null;
       const outcome = keepsData ? { status: 'ready' as const, error: null, lastSync } : { status: 'failed' as const, error: reason, lastSync };
-      await repo.finish(accountId, sourceId, token, outcome, [sourceFailed(doc, reason, keepsData)], now);
-      logger.info({ accountId, sourceId, reason, keepsData }, 'source sync failed');
+      // A scheduled source that keeps failing (its retries, then its regular runs) raises source.failed once per streak.
+      const streak = doc.failStreak ?? 0;
+      const announce = !doc.schedule || streak === 0;
+      // A change is announced with a failure only when freeze refused it; any other failure is not about the schema.
+      const refused = drift.diff && doc.schemaPolicy === 'freeze' ? [sourceSchemaChanged(doc, drift.diff, false)] : [];
+      const events = [...refused, ...(announce ? [sourceFailed(doc, reason, keepsData)] : [])];
+      await this.finishRun(doc, token, false, { ...outcome, failStreak: streak + 1 }, events, now);
+      logger.info({ accountId, sourceId, reason, keepsData, failStreak: streak + 1 }, 'source sync failed');
       return;
     }
     clearInterval(heartbeat);
-    const now = new Date();
-    const done = await repo.finish(
-      accountId,
-      sourceId,
+    const now = this.now();
+    const done = await this.finishRun(
+      doc,
       token,
-      { status: 'ready', error: null, rowCount: result.rowCount, schema: result.schema, lastSyncedAt: now, lastSync: { status: 'succeeded', error: null, at: now } },
-      [sourceReady(doc, result)],
+      true,
+      {
+        status: 'ready',
+        error: null,
+        rowCount: result.rowCount,
+        schema: result.schema,
+        lastSyncedAt: now,
+        lastSync: { status: 'succeeded', error: null, at: now },
+        failStreak: 0,
+        ...(drift.rows?.quarantined ? { quarantine: { rowCount: drift.rows.quarantined, at: now } } : {}),
+      },
+      [...(drift.diff ? [sourceSchemaChanged(doc, drift.diff, doc.schemaPolicy !== 'quarantine', drift.rows)] : []), sourceReady(doc, result)],
       now,
     );
     if (!done && !(await repo.findById(accountId, sourceId))) await store.remove(accountId, sourceId); // deleted mid-sync
     logger.info({ accountId, sourceId, type: doc.type, rowCount: result.rowCount, ...timings, recorded: Boolean(done) }, 'source synced');
   }
 
-  private async load(doc: SourceDoc, timings: { pullMs: number; loadMs: number }): Promise<IngestResult> {
+  /**
+   * Records a run's outcome, and for a scheduled source its next run (and retry) in the same write. A schedule
+   * changed while the run went on keeps the times it was given: the outcome is then recorded alone.
+   */
+  private async finishRun(
+    doc: SourceDoc,
+    token: string,
+    ok: boolean,
+    outcome: Parameters<SourceRepository['finish']>[3],
+    events: DomainEvent[],
+    now: Date,
+  ): Promise<SourceDoc | null> {
+    const { repo, retry, random, logger } = this.opts;
+    if (doc.schedule && doc.scheduleRev) {
+      let state: ScheduleState | null = null;
+      try {
+        state = afterRun({ schedule: doc.schedule, nextRunAt: doc.nextRunAt ?? null, retryAttempt: doc.retryAttempt ?? 0 }, ok, now, retry, random);
+      } catch (err) {
+        logger.warn({ err, sourceId: doc._id }, 'a stored schedule no longer parses; its next run is left as it was');
+      }
+      const done = state && (await repo.finish(doc.accountId, doc._id, token, { ...outcome, ...state }, events, now, doc.scheduleRev));
+      if (done) return done;
+    }
+    return repo.finish(doc.accountId, doc._id, token, outcome, events, now);
+  }
+
+  /**
+   * A sync of a source that has data compares the new columns with the old ones before publishing: under
+   * `freeze` a change fails the sync, naming the columns; under `quarantine` the rows that fit the old schema
+   * are published in it and the others set aside (src/sync/quarantine.ts).
+   */
+  private async checkDrift(doc: SourceDoc, ctx: { file: string; schema: Column[]; newFile: () => string }, drift: Drift): Promise<string | void> {
+    if (doc.lastSyncedAt === null || !doc.schema.length) return;
+    drift.diff = schemaDiff(doc.schema, ctx.schema);
+    if (!drift.diff) return;
+    if (doc.schemaPolicy === 'freeze') {
+      throw new SyncFailure(`the data's columns changed (${describeDiff(drift.diff)}) and the source's schema policy is freeze: its data was kept`);
+    }
+    if (doc.schemaPolicy !== 'quarantine') return;
+    const { store } = this.opts;
+    const split = await quarantineRows(store, store.dir(doc.accountId, doc._id), { file: ctx.file, oldSchema: doc.schema, diff: drift.diff, newFile: ctx.newFile });
+    drift.rows = split.counts;
+    return split.file;
+  }
+
+  private async load(doc: SourceDoc, timings: { pullMs: number; loadMs: number }, beforePublish: LoadRequest['beforePublish']): Promise<IngestResult> {
     const { store, loader } = this.opts;
     const signal = this.shutdown.signal;
-    const base = { accountId: doc.accountId, sourceId: doc._id, signal };
+    const base = { accountId: doc.accountId, sourceId: doc._id, signal, beforePublish };
     if (doc.staged) {
       try {
         await access(store.stagingFile(doc.accountId, doc._id, doc.staged));

@@ -1,0 +1,433 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { newId, type CallerContext, type CreateSourceBody, type DomainEvent } from '@dap/contracts';
+import { DatasetStore } from '@dap/datasets';
+import { createLogger } from '@dap/logger';
+import { connectMongo, type MongoHandle } from '@dap/mongo';
+import { OutboundGuard } from '@dap/netguard';
+import { stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { SourceService } from '../src/domain/source.service.ts';
+import { toSourceDto } from '../src/http/dto.ts';
+import { DatasetLoader } from '../src/domain/ingest/loader.ts';
+import { SourceRepository } from '../src/persistence/source.repository.ts';
+import { CredentialCipher } from '../src/persistence/credentials.ts';
+import { SourceSyncer } from '../src/workers/sync/source-syncer.ts';
+
+/**
+ * Scheduled syncs on the real sync path (MongoDB, the dataset store, a URL source on a local file server),
+ * with the clock moved by hand: a sweep starts a run only when the clock says it is due. No relay runs, so
+ * the events each write raised stay in the document's outbox, where they are counted.
+ */
+const MIN = 60_000;
+const T0 = new Date('2030-01-07T10:00:00.000Z');
+const CSV = 'id,amount\n1,2.5\n2,3.5\n';
+const RETRY = { backoff: { baseMs: MIN, capMs: 10 * MIN, jitter: [0.8, 1.2] as const }, maxRetries: 3 };
+
+let now = T0;
+const clock = () => now;
+const at = (ms: number) => new Date(T0.getTime() + ms);
+
+let files: Server;
+let filesUrl = '';
+/** Whether the file server answers, and how many downloads each path had (the create-time check included). */
+let failing = false;
+const hits = new Map<string, number>();
+/** Downloads of these paths wait here until the test answers them (a sync held mid-run). */
+const holdPaths = new Set<string>();
+const held: ServerResponse[] = [];
+/** What each path serves, when not CSV. */
+const content = new Map<string, string>();
+const answer = (res: ServerResponse, body = CSV) => void res.writeHead(200, { 'content-type': 'text/csv' }).end(body);
+function serve(req: IncomingMessage, res: ServerResponse): void {
+  const path = (req.url ?? '').split('?')[0]!;
+  hits.set(path, (hits.get(path) ?? 0) + 1);
+  if (failing) return void res.writeHead(503, { 'content-type': 'text/plain' }).end('down');
+  if (holdPaths.has(path)) return void held.push(res);
+  answer(res, content.get(path));
+}
+
+let mongo: MongoHandle;
+let repo: SourceRepository;
+let store: DatasetStore;
+let datasetDir: string;
+let service: SourceService;
+const syncers: SourceSyncer[] = [];
+const logger = createLogger({ name: 'sources', level: 'silent' });
+const cipher = new CredentialCipher(randomBytes(32));
+const guard = new OutboundGuard({ allowPrivate: true });
+const limits = { maxBytes: 1024 ** 2, connectTimeoutMs: 3_000, checkTimeoutMs: 10_000, urlTimeoutMs: 10_000, idleTimeoutMs: 5_000, dbTimeoutMs: 10_000 };
+
+function syncer(name: string): SourceSyncer {
+  const s = new SourceSyncer({
+    repo,
+    store,
+    loader: new DatasetLoader(store, { parallelMaxBytes: 32 * 1024 ** 2, logger }),
+    cipher,
+    guard,
+    limits,
+    logger,
+    concurrency: 2,
+    leaseMs: 60_000,
+    sweepMs: 3_600_000,
+    instanceId: `${name}-${uniqueSuffix()}`,
+    retry: RETRY,
+    clock,
+    random: () => 0.5, // a jitter factor of exactly 1
+  });
+  syncers.push(s);
+  return s;
+}
+
+beforeAll(async () => {
+  files = createServer(serve);
+  await new Promise<void>((r) => files.listen(0, '127.0.0.1', () => r()));
+  filesUrl = `http://127.0.0.1:${(files.address() as AddressInfo).port}`;
+  mongo = await connectMongo(stackEnv().MONGO_URL, `src_sched_${uniqueSuffix()}`);
+  repo = new SourceRepository(mongo.db, () => undefined);
+  await repo.ensureIndexes();
+  datasetDir = await mkdtemp(join(tmpdir(), 'dap-sched-'));
+  store = await DatasetStore.open(datasetDir);
+  // Sources are created without a first sync: each test runs (or sweeps) exactly the syncs it counts.
+  service = new SourceService({ repo, store, syncer: { schedule: () => undefined }, logger, cipher, guard, limits, shutdown: new AbortController().signal, clock });
+});
+
+afterAll(async () => {
+  for (const s of syncers) await s.stop();
+  store?.duck.close();
+  await mongo?.db.dropDatabase().catch(() => undefined);
+  await mongo?.close();
+  await rm(datasetDir, { recursive: true, force: true });
+  for (const res of held.splice(0)) answer(res);
+  files.closeAllConnections();
+  await new Promise((r) => files.close(r));
+});
+
+beforeEach(() => {
+  now = T0;
+  failing = false;
+});
+
+const caller = (accountId: string): CallerContext => ({ accountId, plan: 'starter', scopes: [], requestId: newId('req'), issuedAt: Date.now() });
+
+async function createScheduled(accountId: string, schedule: unknown): Promise<{ id: string; path: string }> {
+  const path = `/${uniqueSuffix()}.csv`;
+  const doc = await service.create(caller(accountId), { type: 'url', name: 'scheduled', url: `${filesUrl}${path}`, schedule } as CreateSourceBody);
+  return { id: doc._id, path };
+}
+
+const downloads = (path: string) => (hits.get(path) ?? 1) - 1; // less the create-time check
+
+async function outbox(accountId: string, id: string): Promise<DomainEvent[]> {
+  const raw = await repo.coll.raw.findOne({ accountId, _id: id as never });
+  return (raw?._outbox ?? []) as DomainEvent[];
+}
+const countOf = (events: DomainEvent[], type: string) => events.filter((e) => e.type === type).length;
+
+/** Waits for the run a sweep started to finish at the current clock time (the queue runs it in the background). */
+async function ranAt(accountId: string, id: string, when: Date) {
+  return waitFor(
+    async () => {
+      const doc = await repo.findById(accountId, id);
+      return doc && (doc.status === 'ready' || doc.status === 'failed') && doc.lastSync && doc.lastSync.at.getTime() === when.getTime() ? doc : null;
+    },
+    { timeoutMs: 15_000, intervalMs: 20, what: `the run at ${when.toISOString()}` },
+  );
+}
+
+it('runs a source when its interval comes round, not before, and shows the next run as nextSyncAt', async () => {
+  const account = newId('acct');
+  const s = syncer('a');
+  const { id, path } = await createScheduled(account, { every: '15m' });
+  expect(toSourceDto((await repo.findById(account, id))!)).toMatchObject({ schedule: { every: '15m' }, nextSyncAt: at(15 * MIN).toISOString() });
+  await s.syncOne(account, id); // the first sync, as at creation
+  expect(downloads(path)).toBe(1);
+
+  now = at(15 * MIN - 1);
+  await s.sweep();
+  expect((await repo.findById(account, id))!.status).toBe('ready');
+  expect(downloads(path)).toBe(1); // not due yet
+
+  now = at(15 * MIN);
+  await s.sweep();
+  const done = await ranAt(account, id, now);
+  expect(downloads(path)).toBe(2);
+  expect(toSourceDto(done)).toMatchObject({ status: 'ready', rowCount: 2, nextSyncAt: at(30 * MIN).toISOString(), lastSync: { status: 'succeeded', at: now.toISOString() } });
+
+  // Overdue by hours (the service was down): one run, and the next counts from it.
+  now = at(5 * 60 * MIN);
+  await s.sweep();
+  expect(toSourceDto(await ranAt(account, id, now)).nextSyncAt).toBe(at(5 * 60 * MIN + 15 * MIN).toISOString());
+  expect(downloads(path)).toBe(3);
+});
+
+it('runs a cron schedule at the times it names in its time zone', async () => {
+  const account = newId('acct');
+  const s = syncer('cron');
+  // 06:00 in Berlin is 05:00 UTC in January.
+  const { id, path } = await createScheduled(account, { cron: '0 6 * * *', timezone: 'Europe/Berlin' });
+  expect(toSourceDto((await repo.findById(account, id))!).nextSyncAt).toBe('2030-01-08T05:00:00.000Z');
+  now = new Date('2030-01-08T05:00:00.000Z');
+  await s.sweep();
+  expect(toSourceDto(await ranAt(account, id, now)).nextSyncAt).toBe('2030-01-09T05:00:00.000Z');
+  expect(downloads(path)).toBe(1);
+});
+
+it('starts a due run once when two instances sweep at the same time', async () => {
+  const account = newId('acct');
+  const [a, b] = [syncer('a'), syncer('b')];
+  const { id, path } = await createScheduled(account, { every: '1m' });
+  for (let i = 1; i <= 5; i++) {
+    now = at(i * MIN);
+    const swept = await Promise.all([a.sweep(), b.sweep(), a.sweep(), b.sweep()]);
+    expect({ i, swept }).toEqual({ i, swept: expect.arrayContaining([1]) });
+    await ranAt(account, id, now);
+    // Both instances queued the source, yet the download count moved by exactly one: one run per due time.
+    expect(downloads(path)).toBe(i);
+  }
+  expect(countOf(await outbox(account, id), 'source.ready')).toBe(5);
+
+  // An instance whose sweep read the due run before another started and finished it does not start it again.
+  now = at(6 * MIN);
+  const stale = (await repo.findDueAcrossAccounts(now, 500)).find((d) => d._id === id)!;
+  expect(stale).toBeDefined();
+  await a.sweep();
+  await ranAt(account, id, now);
+  const seen = { scheduleRev: stale.scheduleRev ?? null, nextRunAt: stale.nextRunAt ?? null, retryAt: stale.retryAt ?? null };
+  expect(await repo.startScheduled(account, id, seen, { nextRunAt: at(7 * MIN), retryAt: null }, now)).toBeNull();
+  expect((await repo.findById(account, id))!.status).toBe('ready');
+  expect(downloads(path)).toBe(6);
+});
+
+it('retries a failed scheduled run with growing backoff before the next regular run, and raises source.failed once per failure streak', async () => {
+  const account = newId('acct');
+  const s = syncer('retry');
+  const { id, path } = await createScheduled(account, { every: '1h' });
+  failing = true;
+  const sweepAt = async (ms: number) => {
+    now = at(ms);
+    await s.sweep();
+    return ranAt(account, id, now);
+  };
+
+  // The regular run fails: retries follow after 1, 2 and 4 minutes (the backoff of @dap/retry), then none.
+  let doc = await sweepAt(60 * MIN);
+  expect(toSourceDto(doc)).toMatchObject({ status: 'failed', nextSyncAt: at(61 * MIN).toISOString() });
+  now = at(61 * MIN - 1);
+  await s.sweep();
+  expect(downloads(path)).toBe(1); // the retry is not due yet
+  doc = await sweepAt(61 * MIN);
+  expect(toSourceDto(doc).nextSyncAt).toBe(at(63 * MIN).toISOString());
+  doc = await sweepAt(63 * MIN);
+  expect(toSourceDto(doc).nextSyncAt).toBe(at(67 * MIN).toISOString());
+  doc = await sweepAt(67 * MIN);
+  // Retries used up: the next try is the next regular run.
+  expect(toSourceDto(doc).nextSyncAt).toBe(at(120 * MIN).toISOString());
+  now = at(119 * MIN);
+  await s.sweep();
+  expect(downloads(path)).toBe(4);
+  doc = await sweepAt(120 * MIN);
+  expect(downloads(path)).toBe(5);
+  expect(doc.failStreak).toBe(5);
+
+  // Five failures in one streak: one source.failed.
+  expect(countOf(await outbox(account, id), 'source.failed')).toBe(1);
+
+  // A success ends the streak (source.ready as always); the next failure starts a new one and is announced.
+  failing = false;
+  doc = await sweepAt(121 * MIN); // the first retry of the 120-minute run
+  expect(toSourceDto(doc)).toMatchObject({ status: 'ready', nextSyncAt: at(180 * MIN).toISOString() });
+  failing = true;
+  await sweepAt(180 * MIN);
+  await sweepAt(181 * MIN);
+  const events = await outbox(account, id);
+  expect([countOf(events, 'source.ready'), countOf(events, 'source.failed')]).toEqual([1, 2]);
+  expect(events.map((e) => e.type)).toEqual(['source.created', 'source.failed', 'source.ready', 'source.failed']);
+});
+
+it('a source without a schedule still raises source.failed on every failed sync', async () => {
+  const account = newId('acct');
+  const s = syncer('plain');
+  const path = `/${uniqueSuffix()}.csv`;
+  const created = await service.create(caller(account), { type: 'url', name: 'plain', url: `${filesUrl}${path}` } as CreateSourceBody);
+  failing = true;
+  await s.syncOne(account, created._id);
+  await repo.requestSync(account, created._id, newId('req'), now);
+  await s.syncOne(account, created._id);
+  expect(countOf(await outbox(account, created._id), 'source.failed')).toBe(2);
+  expect(toSourceDto((await repo.findById(account, created._id))!)).toMatchObject({ schedule: null, nextSyncAt: null });
+});
+
+it('PATCH sets a new schedule from now and null removes it: no more runs', async () => {
+  const account = newId('acct');
+  const s = syncer('patch');
+  const { id, path } = await createScheduled(account, { every: '10m' });
+  now = at(10 * MIN);
+  await s.sweep();
+  await ranAt(account, id, now);
+  expect(downloads(path)).toBe(1); // positive control: the schedule runs
+
+  now = at(12 * MIN);
+  const changed = await service.update(caller(account), id, { schedule: { every: '1h' } });
+  expect(toSourceDto(changed)).toMatchObject({ schedule: { every: '1h' }, nextSyncAt: at(72 * MIN).toISOString() });
+  now = at(20 * MIN); // the old schedule's next run
+  await s.sweep();
+  expect(downloads(path)).toBe(1);
+
+  const removed = await service.update(caller(account), id, { schedule: null });
+  expect(toSourceDto(removed)).toMatchObject({ schedule: null, nextSyncAt: null });
+  now = at(24 * 60 * MIN);
+  await s.sweep();
+  expect((await repo.findById(account, id))!.status).toBe('ready');
+  expect(downloads(path)).toBe(1);
+});
+
+it('a schedule changed while its sync runs keeps its own next run', async () => {
+  const account = newId('acct');
+  const s = syncer('race');
+  const { id, path } = await createScheduled(account, { every: '10m' });
+  await s.syncOne(account, id);
+  // The regular run at 10m starts and is held downloading; the customer changes the schedule meanwhile.
+  holdPaths.add(path);
+  now = at(10 * MIN);
+  await s.sweep();
+  await waitFor(() => held.length === 1 || null, { timeoutMs: 10_000, intervalMs: 20, what: 'the held download' });
+  expect((await repo.findById(account, id))!).toMatchObject({ status: 'syncing', nextRunAt: at(20 * MIN) });
+  now = at(11 * MIN);
+  await service.update(caller(account), id, { schedule: { every: '2h' } });
+  answer(held.pop()!);
+  const after = await ranAt(account, id, now);
+  // The run's outcome is recorded; the next run is the new schedule's (11m + 2h), not the old one's 20m.
+  expect(toSourceDto(after)).toMatchObject({ status: 'ready', rowCount: 2, schedule: { every: '2h' }, nextSyncAt: at(131 * MIN).toISOString() });
+});
+
+describe('schema drift', () => {
+  const CHANGED = 'id,amount,coupon\n1,n/a,SPRING\n2,3.5,\n3,4.5,X\n';
+
+  async function syncedOnce(schemaPolicy?: 'evolve' | 'freeze' | 'quarantine') {
+    const account = newId('acct');
+    const path = `/${uniqueSuffix()}.csv`;
+    const doc = await service.create(caller(account), { type: 'url', name: 'drift', url: `${filesUrl}${path}`, ...(schemaPolicy ? { schemaPolicy } : {}) } as CreateSourceBody);
+    const s = syncer('drift');
+    await s.syncOne(account, doc._id);
+    const first = (await repo.findById(account, doc._id))!;
+    expect(first).toMatchObject({ status: 'ready', rowCount: 2 });
+    return { account, id: doc._id, path, s, file: await store.currentFile(account, doc._id) };
+  }
+
+  const resync = async (account: string, id: string, s: SourceSyncer) => {
+    await repo.requestSync(account, id, newId('req'), now);
+    await s.syncOne(account, id);
+    return (await repo.findById(account, id))!;
+  };
+
+  it('evolve (the default) takes the new columns and says what changed in source.schema_changed', async () => {
+    const { account, id, path, s } = await syncedOnce();
+    content.set(path, CHANGED);
+    const after = await resync(account, id, s);
+    expect(toSourceDto(after)).toMatchObject({ status: 'ready', rowCount: 3, schemaPolicy: 'evolve', lastSync: { status: 'succeeded' } });
+    expect(after.schema).toEqual([
+      { name: 'id', type: 'integer' },
+      { name: 'amount', type: 'string' },
+      { name: 'coupon', type: 'string' },
+    ]);
+    const changed = (await outbox(account, id)).filter((e) => e.type === 'source.schema_changed');
+    expect(changed.map((e) => e.data)).toEqual([
+      { id, name: 'drift', policy: 'evolve', applied: true, added: [{ name: 'coupon', type: 'string' }], removed: [], retyped: [{ name: 'amount', from: 'number', to: 'string' }] },
+    ]);
+  });
+
+  it('freeze fails the sync naming the columns and keeps the old data; unchanged columns sync as usual', async () => {
+    const { account, id, path, s, file } = await syncedOnce('freeze');
+    // Positive control: the same columns again sync under freeze, with no schema_changed.
+    content.set(path, 'id,amount\n7,1.5\n8,2.5\n9,3.5\n');
+    const same = await resync(account, id, s);
+    expect(same).toMatchObject({ status: 'ready', rowCount: 3, lastSync: { status: 'succeeded' } });
+    const kept = await store.currentFile(account, id);
+    expect(kept).not.toBe(file);
+
+    content.set(path, 'id,total\n1,2\n');
+    const after = await resync(account, id, s);
+    expect(toSourceDto(after)).toMatchObject({
+      status: 'ready',
+      rowCount: 3,
+      schemaPolicy: 'freeze',
+      schema: [
+        { name: 'id', type: 'integer' },
+        { name: 'amount', type: 'number' },
+      ],
+    });
+    expect(after.lastSync).toMatchObject({
+      status: 'failed',
+      error: "the data's columns changed (added total (integer); removed amount) and the source's schema policy is freeze: its data was kept",
+    });
+    expect(await store.currentFile(account, id)).toBe(kept);
+    const rows = await store.duck.run(`SELECT count(*) AS n FROM read_parquet('${kept!.replaceAll("'", "''")}')`);
+    expect(Number(rows.rows[0]!.n)).toBe(3);
+    const events = await outbox(account, id);
+    expect(events.map((e) => e.type)).toEqual(['source.created', 'source.ready', 'source.ready', 'source.schema_changed', 'source.failed']);
+    expect(events[3]!.data).toEqual({
+      id,
+      name: 'drift',
+      policy: 'freeze',
+      applied: false,
+      added: [{ name: 'total', type: 'integer' }],
+      removed: [{ name: 'amount', type: 'number' }],
+      retyped: [],
+    });
+  });
+
+  it('quarantine loads the rows that fit the old schema and sets the others aside; rows read = loaded + quarantined', async () => {
+    const { account, id, path, s } = await syncedOnce('quarantine');
+    content.set(path, 'id,amount,coupon\n1,2.5,\n2,n/a,\n3,4.5,SPRING\n4,5.5,\n5,oops,X\n');
+    const after = await resync(account, id, s);
+    // Rows 1 and 4 fit (amount parses, no coupon); 2 and 5 do not parse, 3 has a coupon.
+    expect(toSourceDto(after)).toMatchObject({
+      status: 'ready',
+      rowCount: 2,
+      schemaPolicy: 'quarantine',
+      schema: [
+        { name: 'id', type: 'integer' },
+        { name: 'amount', type: 'number' },
+      ],
+      quarantine: { rowCount: 3, at: now.toISOString() },
+      lastSync: { status: 'succeeded' },
+    });
+    const file = (await store.currentFile(account, id))!;
+    const rows = await store.duck.run(`SELECT id, amount FROM read_parquet('${file.replaceAll("'", "''")}')`);
+    expect(rows.rows.map((r) => [Number(r.id), r.amount])).toEqual([
+      [1, 2.5],
+      [4, 5.5],
+    ]);
+    expect(await readFile(join(store.dir(account, id), 'quarantine.csv'), 'utf8')).toBe('id,amount,coupon\n2,n/a,\n3,4.5,SPRING\n5,oops,X\n');
+    const changed = (await outbox(account, id)).filter((e) => e.type === 'source.schema_changed');
+    expect(changed.map((e) => e.data)).toEqual([
+      {
+        id,
+        name: 'drift',
+        policy: 'quarantine',
+        applied: false,
+        added: [{ name: 'coupon', type: 'string' }],
+        removed: [],
+        retyped: [{ name: 'amount', from: 'number', to: 'string' }],
+        rows: { read: 5, loaded: 2, quarantined: 3 },
+      },
+    ]);
+
+    // A removed column fits no row: every row is set aside, and the source keeps its columns with none loaded.
+    content.set(path, 'id\n1\n2\n3\n');
+    const removed = await resync(account, id, s);
+    expect(removed).toMatchObject({ status: 'ready', rowCount: 0, quarantine: { rowCount: 3 } });
+    expect(removed.schema.map((c) => c.name)).toEqual(['id', 'amount']);
+    expect(await readFile(join(store.dir(account, id), 'quarantine.csv'), 'utf8')).toBe('id\n1\n2\n3\n');
+    expect((await outbox(account, id)).at(-2)!.data).toMatchObject({ removed: [{ name: 'amount', type: 'number' }], rows: { read: 3, loaded: 0, quarantined: 3 } });
+  });
+
+  it('PATCH changes the schema policy', async () => {
+    const { account, id } = await syncedOnce();
+    expect(toSourceDto(await service.update(caller(account), id, { schemaPolicy: 'freeze' }))).toMatchObject({ schemaPolicy: 'freeze', schedule: null });
+  });
+});
