@@ -40,6 +40,7 @@ import {
 } from './accounts.api.ts';
 import {
   createWebhookBody,
+  updateWebhookBody,
   deliveryListSchema,
   deliverySchema,
   webhookCreatedSchema,
@@ -67,7 +68,7 @@ export type OperationAuth = 'any' | 'session' | 'public';
  */
 export interface ApiOperation {
   operationId: string;
-  method: 'get' | 'post' | 'put' | 'delete';
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** OpenAPI-style template relative to /v1, e.g. /sources/{id}. */
   path: string;
   service: ServiceName;
@@ -526,6 +527,17 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     service: 'webhooks',
     scope: 'webhooks:read',
     summary: 'Get one webhook endpoint.',
+    success: { status: 200, schema: webhookSchema },
+    errors: [404],
+  },
+  {
+    operationId: 'updateWebhook',
+    method: 'patch',
+    path: '/webhooks/{id}',
+    service: 'webhooks',
+    scope: 'webhooks:write',
+    summary: "Change an endpoint's events, description or rate limit (rateLimitPerSecond, null to lift it); fields left out keep their value.",
+    body: updateWebhookBody,
     success: { status: 200, schema: webhookSchema },
     errors: [404],
   },

@@ -486,7 +486,8 @@ export interface paths {
         delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
-        patch?: never;
+        /** Change an endpoint's events, description or rate limit (rateLimitPerSecond, null to lift it); fields left out keep their value. */
+        patch: operations["updateWebhook"];
         trace?: never;
     };
     "/webhooks/{id}/deliveries": {
@@ -2030,6 +2031,10 @@ export interface components {
             status: "enabled" | "disabled";
             /** @description why the endpoint was disabled (a 410 answer, or days of failures) */
             disabledReason: string | null;
+            /** @description at most this many requests start within any second; null: no limit */
+            rateLimitPerSecond: number | null;
+            /** @description the endpoint answered 429 or 503 with Retry-After: nothing is sent to it before then */
+            pausedUntil: string | null;
             /** @description ISO-8601 UTC timestamp */
             createdAt: string;
             /** @description ISO-8601 UTC timestamp */
@@ -2044,6 +2049,10 @@ export interface components {
             status: "enabled" | "disabled";
             /** @description why the endpoint was disabled (a 410 answer, or days of failures) */
             disabledReason: string | null;
+            /** @description at most this many requests start within any second; null: no limit */
+            rateLimitPerSecond: number | null;
+            /** @description the endpoint answered 429 or 503 with Retry-After: nothing is sent to it before then */
+            pausedUntil: string | null;
             /** @description ISO-8601 UTC timestamp */
             createdAt: string;
             /** @description ISO-8601 UTC timestamp */
@@ -2071,6 +2080,22 @@ export interface components {
             events?: string[];
             /** @default  */
             description?: string;
+            /**
+             * @description at most this many requests start within any second (deliveries beyond wait, pending); null: no limit
+             * @default null
+             */
+            rateLimitPerSecond?: number | null;
+        };
+        /**
+         * @example {
+         *       "rateLimitPerSecond": 10
+         *     }
+         */
+        UpdateWebhook: {
+            events?: string[];
+            description?: string;
+            /** @description at most this many requests start within any second (deliveries beyond wait, pending); null: no limit */
+            rateLimitPerSecond?: number | null;
         };
         DeliveryList: {
             data: components["schemas"]["Delivery"][];
@@ -2097,6 +2122,8 @@ export interface components {
             statusCode: number | null;
             latencyMs: number;
             error: string | null;
+            /** @description the receiver's Retry-After on a 429 or 503 answer, in ms, bounded by the service's maximum; the endpoint's next attempts waited that long. Null when none was sent */
+            retryAfterMs: number | null;
         };
         WebhookTest: {
             /** @description the id of the webhook.test event; its delivery appears in the deliveries log */
@@ -2114,6 +2141,10 @@ export interface components {
             status: "enabled" | "disabled";
             /** @description why the endpoint was disabled (a 410 answer, or days of failures) */
             disabledReason: string | null;
+            /** @description at most this many requests start within any second; null: no limit */
+            rateLimitPerSecond: number | null;
+            /** @description the endpoint answered 429 or 503 with Retry-After: nothing is sent to it before then */
+            pausedUntil: string | null;
             /** @description ISO-8601 UTC timestamp */
             createdAt: string;
             /** @description ISO-8601 UTC timestamp */
@@ -8356,6 +8387,141 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the webhooks:write scope; or a dashboard request did not send its x-csrf-token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource does not exist (or belongs to another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateWebhook"];
+            };
+        };
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "whk_01JD2Z1B3C5D7E9F1G3H5J7K9M",
+                     *       "url": "https://hooks.example.com/dap",
+                     *       "events": [
+                     *         "source.*",
+                     *         "report.completed"
+                     *       ],
+                     *       "description": "Refresh the sales dashboard",
+                     *       "status": "enabled",
+                     *       "disabledReason": null,
+                     *       "createdAt": "2026-11-19T14:05:27.611Z",
+                     *       "updatedAt": "2026-11-19T14:05:27.611Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
+                };
             };
             /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
             400: {

@@ -10,6 +10,8 @@ export function toWebhookDto(e: EndpointDoc): WebhookDto {
     description: e.description,
     status: e.status,
     disabledReason: e.disabledReason ?? null,
+    rateLimitPerSecond: e.rateLimitPerSecond ?? null,
+    pausedUntil: e.pausedUntil && e.pausedUntil.getTime() > Date.now() ? e.pausedUntil.toISOString() : null,
     createdAt: e.createdAt.toISOString(),
     updatedAt: e.updatedAt.toISOString(),
   };
@@ -20,7 +22,7 @@ export function toDeliveryDto(d: DeliveryDoc): DeliveryDto {
     id: d.eventId,
     type: d.eventType,
     status: d.status,
-    attempts: d.attempts.map((a) => ({ at: a.at.toISOString(), statusCode: a.statusCode, latencyMs: a.latencyMs, error: a.error })),
+    attempts: d.attempts.map((a) => ({ at: a.at.toISOString(), statusCode: a.statusCode, latencyMs: a.latencyMs, error: a.error, retryAfterMs: a.retryAfterMs ?? null })),
     nextAttemptAt: d.status === 'pending' && d.nextAttemptAt ? d.nextAttemptAt.toISOString() : null,
     createdAt: d.createdAt.toISOString(),
     updatedAt: d.updatedAt.toISOString(),

@@ -14,6 +14,8 @@ export interface AttemptDoc {
   statusCode: number | null;
   latencyMs: number;
   error: string | null;
+  /** The receiver's Retry-After (429/503), bounded, in ms; absent when it sent none. */
+  retryAfterMs?: number | null;
 }
 
 /** One event for one endpoint. `_id` is `${eventId}:${endpointId}`, so scheduling twice is a no-op. */
@@ -401,6 +403,14 @@ export class DeliveryRepository {
   }
 
   /** Gives a claim back unused (shutdown), so the attempt is due again at once. */
+  /** Gives this owner's claim back with the next attempt due at `at` (its endpoint asked to wait), no attempt made. */
+  async postpone(id: string, owner: string, at: Date): Promise<void> {
+    await this.raw.updateOne(
+      { _id: id, lockedBy: owner, status: 'pending' },
+      { $set: { nextAttemptAt: at, lockedUntil: UNLOCKED, lockedBy: null, lockedInstance: null, updatedAt: new Date() } },
+    );
+  }
+
   async release(id: string, owner: string): Promise<void> {
     await this.raw.updateOne({ _id: id, lockedBy: owner, status: 'pending' }, { $set: { lockedUntil: UNLOCKED, lockedBy: null, lockedInstance: null } });
   }

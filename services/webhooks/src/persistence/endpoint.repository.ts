@@ -16,6 +16,10 @@ export interface EndpointDoc extends TenantDoc {
   previousSecretExpiresAt?: Date | null;
   /** Start of the current run of failed attempts; null while the endpoint answers 2xx. */
   failingSince: Date | null;
+  /** Requests per second the endpoint accepts, across instances (see RateSlots); absent or null: no limit. */
+  rateLimitPerSecond?: number | null;
+  /** The endpoint answered 429/503 with Retry-After: nothing is sent to it before then. */
+  pausedUntil?: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -126,6 +130,19 @@ export class EndpointRepository {
     if (doc) return doc.failingSince as Date;
     const current = await this.coll.raw.findOne({ _id: id as unknown as Document['_id'], accountId }, { projection: { failingSince: 1 } });
     return (current?.failingSince as Date | null | undefined) ?? null;
+  }
+
+  /** Changes an endpoint's settings; null if there is none (or it was deleted). */
+  update(accountId: string, id: string, set: Partial<EndpointDoc>): Promise<EndpointDoc | null> {
+    return this.coll.update(accountId, id, set, []);
+  }
+
+  /** Holds every delivery to the endpoint until `until` (a Retry-After), unless it is held longer already. */
+  async pauseUntil(accountId: string, id: string, until: Date): Promise<void> {
+    await this.coll.raw.updateOne(
+      { _id: id as unknown as Document['_id'], accountId, $or: [{ pausedUntil: null }, { pausedUntil: { $lt: until } }] },
+      { $set: { pausedUntil: until } },
+    );
   }
 
   async markHealthy(accountId: string, id: string): Promise<void> {
