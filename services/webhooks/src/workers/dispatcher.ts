@@ -374,6 +374,8 @@ export class Dispatcher {
         await this.o.deliveries.release(d._id, this.owner);
         return;
       }
+      // Held here before the slot frees, so what waits for the endpoint is not sent in the meantime.
+      if (!result.ok && result.retryAfterMs) this.holdLocally(endpoint, new Date(Date.now() + Math.min(result.retryAfterMs, this.o.maxRetryAfterMs)));
       // The endpoint's slot is free as soon as it has answered; bookkeeping need not hold it.
       this.unrecorded++;
       free();
@@ -464,7 +466,11 @@ export class Dispatcher {
 
   /** Holds the endpoint's other deliveries too (every instance reads it from the endpoint, this one at once). */
   private async pause(endpoint: EndpointDoc, until: Date): Promise<void> {
+    this.holdLocally(endpoint, until);
     await this.o.endpoints.pauseUntil(endpoint.accountId, endpoint._id, until);
+  }
+
+  private holdLocally(endpoint: EndpointDoc, until: Date): void {
     const cached = this.endpointCache.get(endpoint._id)?.doc ?? endpoint;
     if ((cached.pausedUntil?.getTime() ?? 0) < until.getTime()) this.remember({ ...cached, pausedUntil: until });
   }
