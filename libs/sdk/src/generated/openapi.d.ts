@@ -7985,6 +7985,8 @@ export interface operations {
                      *           "description": "Refresh the sales dashboard",
                      *           "status": "enabled",
                      *           "disabledReason": null,
+                     *           "rateLimitPerSecond": 20,
+                     *           "pausedUntil": null,
                      *           "createdAt": "2026-11-19T14:05:27.611Z",
                      *           "updatedAt": "2026-11-19T14:05:27.611Z"
                      *         }
@@ -8089,7 +8091,8 @@ export interface operations {
                  *         "source.*",
                  *         "report.completed"
                  *       ],
-                 *       "description": "Refresh the sales dashboard"
+                 *       "description": "Refresh the sales dashboard",
+                 *       "rateLimitPerSecond": 20
                  *     }
                  */
                 "application/json": components["schemas"]["CreateWebhook"];
@@ -8126,6 +8129,8 @@ export interface operations {
                      *       "description": "Refresh the sales dashboard",
                      *       "status": "enabled",
                      *       "disabledReason": null,
+                     *       "rateLimitPerSecond": 20,
+                     *       "pausedUntil": null,
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -8267,6 +8272,8 @@ export interface operations {
                      *       "description": "Refresh the sales dashboard",
                      *       "status": "enabled",
                      *       "disabledReason": null,
+                     *       "rateLimitPerSecond": 20,
+                     *       "pausedUntil": null,
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z"
                      *     }
@@ -8483,6 +8490,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "rateLimitPerSecond": 20
+                 *     }
+                 */
                 "application/json": components["schemas"]["UpdateWebhook"];
             };
         };
@@ -8516,6 +8528,8 @@ export interface operations {
                      *       "description": "Refresh the sales dashboard",
                      *       "status": "enabled",
                      *       "disabledReason": null,
+                     *       "rateLimitPerSecond": 20,
+                     *       "pausedUntil": null,
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z"
                      *     }
@@ -8653,18 +8667,20 @@ export interface operations {
                      *               "at": "2026-11-20T09:20:12.902Z",
                      *               "statusCode": 503,
                      *               "latencyMs": 118.4,
-                     *               "error": "the endpoint answered 503"
+                     *               "error": "the endpoint answered 503",
+                     *               "retryAfterMs": 30000
                      *             },
                      *             {
-                     *               "at": "2026-11-20T09:20:18.044Z",
+                     *               "at": "2026-11-20T09:20:43.044Z",
                      *               "statusCode": 200,
                      *               "latencyMs": 84.1,
-                     *               "error": null
+                     *               "error": null,
+                     *               "retryAfterMs": null
                      *             }
                      *           ],
                      *           "nextAttemptAt": null,
                      *           "createdAt": "2026-11-20T09:20:12.400Z",
-                     *           "updatedAt": "2026-11-20T09:20:18.130Z"
+                     *           "updatedAt": "2026-11-20T09:20:43.130Z"
                      *         }
                      *       ],
                      *       "hasMore": false,
@@ -8946,6 +8962,8 @@ export interface operations {
                      *       "description": "Refresh the sales dashboard",
                      *       "status": "enabled",
                      *       "disabledReason": null,
+                     *       "rateLimitPerSecond": 20,
+                     *       "pausedUntil": null,
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-20T10:00:00.000Z",
                      *       "secret": "whsec_Pq7Zk2vN9xR4mT6bW1cY8dF3gH5jL0sA",
@@ -9100,6 +9118,8 @@ export interface operations {
                      *       "description": "Refresh the sales dashboard",
                      *       "status": "enabled",
                      *       "disabledReason": null,
+                     *       "rateLimitPerSecond": 20,
+                     *       "pausedUntil": null,
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z"
                      *     }
