@@ -99,7 +99,9 @@ export const deliveryAttemptSchema = z
       .number()
       .int()
       .nullable()
-      .describe("the receiver's Retry-After on a 429 or 503 answer, in ms, bounded by the service's maximum; the endpoint's next attempts waited that long. Null when none was sent"),
+      .describe(
+        "the receiver's Retry-After on a 429 or 503 answer, in ms, bounded by the service's maximum; the endpoint's next attempts waited that long. Null when none was sent",
+      ),
   })
   .meta({ id: 'DeliveryAttempt' });
 

@@ -12,7 +12,10 @@ import type { RateSlots } from '../persistence/rate-slots.ts';
 import { signedHeaders, signingKeyOf } from '../domain/signing.ts';
 
 export interface DispatcherOptions {
-  deliveries: Pick<DeliveryRepository, 'claimDue' | 'releaseInstanceClaims' | 'renewClaim' | 'releaseOwner' | 'recordAttempt' | 'cancel' | 'release' | 'cancelForEndpoint' | 'postpone'>;
+  deliveries: Pick<
+    DeliveryRepository,
+    'claimDue' | 'releaseInstanceClaims' | 'renewClaim' | 'releaseOwner' | 'recordAttempt' | 'cancel' | 'release' | 'cancelForEndpoint' | 'postpone'
+  >;
   endpoints: Pick<EndpointRepository, 'findById' | 'markHealthy' | 'markFailing' | 'disable' | 'pauseUntil'>;
   /** Request slots of endpoints with a rate limit, shared by every instance. */
   rateSlots: Pick<RateSlots, 'take'>;
