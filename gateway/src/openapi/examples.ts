@@ -120,6 +120,8 @@ const webhook = {
   status: 'enabled',
   disabledReason: null,
   rateLimitPerSecond: 20,
+  filter: { path: '$.data.rowCount', op: 'gt', value: 1000 },
+  stats: { filtered: 12 },
   pausedUntil: null,
   createdAt: '2026-11-19T14:05:27.611Z',
   updatedAt: '2026-11-19T14:05:27.611Z',

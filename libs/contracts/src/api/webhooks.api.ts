@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { isoDate, listOf } from './common.ts';
 import { PUBLIC_EVENT_TYPES } from '../events.ts';
+import { webhookFilterSchema } from './webhook-filter.ts';
 
 /** An exact public event type, a family wildcard such as `report.*`, or `*`. */
 export const eventFilterSchema = z
@@ -43,6 +44,7 @@ export const createWebhookBody = z
     events: z.array(eventFilterSchema).min(1).max(50).default(['*']),
     description: z.string().max(500).default(''),
     rateLimitPerSecond: rateLimitSchema.default(null),
+    filter: webhookFilterSchema.nullable().default(null),
   })
   .meta({ id: 'CreateWebhook', examples: [{ url: 'https://example.com/hooks', events: ['source.*', 'report.completed'] }] });
 export type CreateWebhookBody = z.infer<typeof createWebhookBody>;
@@ -53,8 +55,9 @@ export const updateWebhookBody = z
     events: z.array(eventFilterSchema).min(1).max(50).optional(),
     description: z.string().max(500).optional(),
     rateLimitPerSecond: rateLimitSchema.optional(),
+    filter: webhookFilterSchema.nullable().optional(),
   })
-  .refine((b) => Object.keys(b).length > 0, { message: 'name at least one of events, description, rateLimitPerSecond' })
+  .refine((b) => Object.keys(b).length > 0, { message: 'name at least one of events, description, rateLimitPerSecond, filter' })
   .meta({ id: 'UpdateWebhook', examples: [{ rateLimitPerSecond: 10 }] });
 export type UpdateWebhookBody = z.infer<typeof updateWebhookBody>;
 
@@ -69,6 +72,8 @@ export const webhookSchema = z
     status: z.enum(WEBHOOK_STATUSES),
     disabledReason: z.string().nullable().describe('why the endpoint was disabled (a 410 answer, or days of failures)'),
     rateLimitPerSecond: z.number().int().nullable().describe('at most this many requests start within any second; null: no limit'),
+    filter: webhookFilterSchema.nullable(),
+    stats: z.object({ filtered: z.number().int().describe("events of the endpoint's types not sent because its filter did not match") }),
     pausedUntil: isoDate.nullable().describe('the endpoint answered 429 or 503 with Retry-After: nothing is sent to it before then'),
     createdAt: isoDate,
     updatedAt: isoDate,

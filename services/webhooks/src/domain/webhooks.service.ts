@@ -65,6 +65,7 @@ export class WebhooksService {
         secretSealed: this.d.secrets.seal(secret, id),
         failingSince: null,
         rateLimitPerSecond: body.rateLimitPerSecond,
+        filter: body.filter,
         createdAt: now,
         updatedAt: now,
       },
@@ -95,6 +96,7 @@ export class WebhooksService {
     if (body.events !== undefined) set.events = [...new Set(body.events)];
     if (body.description !== undefined) set.description = body.description;
     if (body.rateLimitPerSecond !== undefined) set.rateLimitPerSecond = body.rateLimitPerSecond;
+    if (body.filter !== undefined) set.filter = body.filter;
     const updated = await this.d.endpoints.update(accountId, id, set);
     if (!updated) throw webhookErrors.endpointNotFound();
     this.d.onEndpointChanged?.(id);

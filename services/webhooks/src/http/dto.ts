@@ -11,6 +11,8 @@ export function toWebhookDto(e: EndpointDoc): WebhookDto {
     status: e.status,
     disabledReason: e.disabledReason ?? null,
     rateLimitPerSecond: e.rateLimitPerSecond ?? null,
+    filter: e.filter ?? null,
+    stats: { filtered: e.stats?.filtered ?? 0 },
     pausedUntil: e.pausedUntil && e.pausedUntil.getTime() > Date.now() ? e.pausedUntil.toISOString() : null,
     createdAt: e.createdAt.toISOString(),
     updatedAt: e.updatedAt.toISOString(),

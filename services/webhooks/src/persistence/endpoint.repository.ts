@@ -1,5 +1,5 @@
 import type { Db, Document } from 'mongodb';
-import type { DomainEvent } from '@dap/contracts';
+import type { DomainEvent, WebhookFilter } from '@dap/contracts';
 import { TenantCollection, type TenantDoc } from '@dap/mongo';
 import { Batcher } from './batcher.ts';
 
@@ -18,6 +18,10 @@ export interface EndpointDoc extends TenantDoc {
   failingSince: Date | null;
   /** Requests per second the endpoint accepts, across instances (see RateSlots); absent or null: no limit. */
   rateLimitPerSecond?: number | null;
+  /** Only events whose payload matches are sent (see domain/filter.ts); absent or null: every event. */
+  filter?: WebhookFilter | null;
+  /** Counters: events not sent because the filter did not match. */
+  stats?: { filtered?: number };
   /** The endpoint answered 429/503 with Retry-After: nothing is sent to it before then. */
   pausedUntil?: Date | null;
   createdAt: Date;
@@ -135,6 +139,15 @@ export class EndpointRepository {
   /** Changes an endpoint's settings; null if there is none (or it was deleted). */
   update(accountId: string, id: string, set: Partial<EndpointDoc>): Promise<EndpointDoc | null> {
     return this.coll.update(accountId, id, set, []);
+  }
+
+  /** Counts events its filter kept from the endpoint. */
+  async countFiltered(counts: Map<string, { accountId: string; n: number }>): Promise<void> {
+    if (!counts.size) return;
+    await this.coll.raw.bulkWrite(
+      [...counts].map(([id, c]) => ({ updateOne: { filter: { _id: id as unknown as Document['_id'], accountId: c.accountId }, update: { $inc: { 'stats.filtered': c.n } } } })),
+      { ordered: false },
+    );
   }
 
   /** Holds every delivery to the endpoint until `until` (a Retry-After), unless it is held longer already. */
