@@ -2033,6 +2033,11 @@ export interface components {
             disabledReason: string | null;
             /** @description at most this many requests start within any second; null: no limit */
             rateLimitPerSecond: number | null;
+            filter: components["schemas"]["WebhookFilter"] | null;
+            stats: {
+                /** @description events of the endpoint's types not sent because its filter did not match */
+                filtered: number;
+            };
             /** @description the endpoint answered 429 or 503 with Retry-After: nothing is sent to it before then */
             pausedUntil: string | null;
             /** @description ISO-8601 UTC timestamp */
@@ -2040,6 +2045,24 @@ export interface components {
             /** @description ISO-8601 UTC timestamp */
             updatedAt: string;
         };
+        /**
+         * @description Only events whose payload matches are sent (the others count as filtered in the endpoint's stats). A comparison {path, op, value}: path is $ followed by .name or [index] steps (e.g. $.type, $.data.rowCount, $.data.columns[0]); op is one of eq, ne, gt, gte, lt, lte, in, exists (in takes an array; exists takes true/false or nothing; gt/gte/lt/lte compare numbers with numbers and strings with strings). Combine with {and: [...]}, {or: [...]}, {not: {...}}; at most 5 levels and 50 comparisons.
+         * @example {
+         *       "and": [
+         *         {
+         *           "path": "$.type",
+         *           "op": "eq",
+         *           "value": "report.completed"
+         *         },
+         *         {
+         *           "path": "$.data.rowCount",
+         *           "op": "gt",
+         *           "value": 1000
+         *         }
+         *       ]
+         *     }
+         */
+        WebhookFilter: unknown;
         WebhookCreated: {
             id: string;
             url: string;
@@ -2051,6 +2074,11 @@ export interface components {
             disabledReason: string | null;
             /** @description at most this many requests start within any second; null: no limit */
             rateLimitPerSecond: number | null;
+            filter: components["schemas"]["WebhookFilter"] | null;
+            stats: {
+                /** @description events of the endpoint's types not sent because its filter did not match */
+                filtered: number;
+            };
             /** @description the endpoint answered 429 or 503 with Retry-After: nothing is sent to it before then */
             pausedUntil: string | null;
             /** @description ISO-8601 UTC timestamp */
@@ -2085,6 +2113,8 @@ export interface components {
              * @default null
              */
             rateLimitPerSecond?: number | null;
+            /** @default null */
+            filter?: components["schemas"]["WebhookFilter"] | null;
         };
         /**
          * @example {
@@ -2096,6 +2126,7 @@ export interface components {
             description?: string;
             /** @description at most this many requests start within any second (deliveries beyond wait, pending); null: no limit */
             rateLimitPerSecond?: number | null;
+            filter?: components["schemas"]["WebhookFilter"] | null;
         };
         DeliveryList: {
             data: components["schemas"]["Delivery"][];
@@ -2143,6 +2174,11 @@ export interface components {
             disabledReason: string | null;
             /** @description at most this many requests start within any second; null: no limit */
             rateLimitPerSecond: number | null;
+            filter: components["schemas"]["WebhookFilter"] | null;
+            stats: {
+                /** @description events of the endpoint's types not sent because its filter did not match */
+                filtered: number;
+            };
             /** @description the endpoint answered 429 or 503 with Retry-After: nothing is sent to it before then */
             pausedUntil: string | null;
             /** @description ISO-8601 UTC timestamp */
@@ -7986,6 +8022,14 @@ export interface operations {
                      *           "status": "enabled",
                      *           "disabledReason": null,
                      *           "rateLimitPerSecond": 20,
+                     *           "filter": {
+                     *             "path": "$.data.rowCount",
+                     *             "op": "gt",
+                     *             "value": 1000
+                     *           },
+                     *           "stats": {
+                     *             "filtered": 12
+                     *           },
                      *           "pausedUntil": null,
                      *           "createdAt": "2026-11-19T14:05:27.611Z",
                      *           "updatedAt": "2026-11-19T14:05:27.611Z"
@@ -8130,6 +8174,14 @@ export interface operations {
                      *       "status": "enabled",
                      *       "disabledReason": null,
                      *       "rateLimitPerSecond": 20,
+                     *       "filter": {
+                     *         "path": "$.data.rowCount",
+                     *         "op": "gt",
+                     *         "value": 1000
+                     *       },
+                     *       "stats": {
+                     *         "filtered": 12
+                     *       },
                      *       "pausedUntil": null,
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z",
@@ -8273,6 +8325,14 @@ export interface operations {
                      *       "status": "enabled",
                      *       "disabledReason": null,
                      *       "rateLimitPerSecond": 20,
+                     *       "filter": {
+                     *         "path": "$.data.rowCount",
+                     *         "op": "gt",
+                     *         "value": 1000
+                     *       },
+                     *       "stats": {
+                     *         "filtered": 12
+                     *       },
                      *       "pausedUntil": null,
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z"
@@ -8529,6 +8589,14 @@ export interface operations {
                      *       "status": "enabled",
                      *       "disabledReason": null,
                      *       "rateLimitPerSecond": 20,
+                     *       "filter": {
+                     *         "path": "$.data.rowCount",
+                     *         "op": "gt",
+                     *         "value": 1000
+                     *       },
+                     *       "stats": {
+                     *         "filtered": 12
+                     *       },
                      *       "pausedUntil": null,
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z"
@@ -8963,6 +9031,14 @@ export interface operations {
                      *       "status": "enabled",
                      *       "disabledReason": null,
                      *       "rateLimitPerSecond": 20,
+                     *       "filter": {
+                     *         "path": "$.data.rowCount",
+                     *         "op": "gt",
+                     *         "value": 1000
+                     *       },
+                     *       "stats": {
+                     *         "filtered": 12
+                     *       },
                      *       "pausedUntil": null,
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-20T10:00:00.000Z",
@@ -9119,6 +9195,14 @@ export interface operations {
                      *       "status": "enabled",
                      *       "disabledReason": null,
                      *       "rateLimitPerSecond": 20,
+                     *       "filter": {
+                     *         "path": "$.data.rowCount",
+                     *         "op": "gt",
+                     *         "value": 1000
+                     *       },
+                     *       "stats": {
+                     *         "filtered": 12
+                     *       },
                      *       "pausedUntil": null,
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z"
