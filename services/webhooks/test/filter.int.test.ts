@@ -10,7 +10,12 @@ describe('webhook content filters', () => {
   let events: Awaited<ReturnType<typeof eventPublisher>>;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   const at = (path: string) => receiver.received.filter((r) => r.path === path);
-  const big = { and: [{ path: '$.type', op: 'eq', value: 'report.completed' }, { path: '$.data.rowCount', op: 'gt', value: 1000 }] };
+  const big = {
+    and: [
+      { path: '$.type', op: 'eq', value: 'report.completed' },
+      { path: '$.data.rowCount', op: 'gt', value: 1000 },
+    ],
+  };
 
   beforeAll(async () => {
     receiver = await startReceiver(() => ({ status: 200 }));

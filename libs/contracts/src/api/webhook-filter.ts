@@ -9,10 +9,7 @@ export const FILTER_OPERATORS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'ex
 export type FilterOperator = (typeof FILTER_OPERATORS)[number];
 export type FilterScalar = string | number | boolean | null;
 export type WebhookFilter =
-  | { path: string; op: FilterOperator; value?: FilterScalar | FilterScalar[] }
-  | { and: WebhookFilter[] }
-  | { or: WebhookFilter[] }
-  | { not: WebhookFilter };
+  { path: string; op: FilterOperator; value?: FilterScalar | FilterScalar[] } | { and: WebhookFilter[] } | { or: WebhookFilter[] } | { not: WebhookFilter };
 
 /** Nesting of and/or/not, and comparisons in all, a filter may have. */
 export const MAX_FILTER_DEPTH = 5;
@@ -82,5 +79,12 @@ export const webhookFilterSchema = z
   .meta({
     id: 'WebhookFilter',
     description: `Only events whose payload matches are sent (the others count as filtered in the endpoint's stats). A comparison {path, op, value}: path is $ followed by .name or [index] steps (e.g. $.type, $.data.rowCount, $.data.columns[0]); op is one of ${FILTER_OPERATORS.join(', ')} (in takes an array; exists takes true/false or nothing; gt/gte/lt/lte compare numbers with numbers and strings with strings). Combine with {and: [...]}, {or: [...]}, {not: {...}}; at most ${MAX_FILTER_DEPTH} levels and ${MAX_FILTER_CONDITIONS} comparisons.`,
-    examples: [{ and: [{ path: '$.type', op: 'eq', value: 'report.completed' }, { path: '$.data.rowCount', op: 'gt', value: 1000 }] }],
+    examples: [
+      {
+        and: [
+          { path: '$.type', op: 'eq', value: 'report.completed' },
+          { path: '$.data.rowCount', op: 'gt', value: 1000 },
+        ],
+      },
+    ],
   });

@@ -34,10 +34,46 @@ describe('content filter evaluator (golden cases)', () => {
     ['exists on a null value', { path: '$.data.nested.none', op: 'exists', value: true }, true],
     ['no prototype lookups', { path: '$.data.constructor', op: 'exists' }, false],
     ['eq never matches an object', { path: '$.data.nested', op: 'eq', value: null }, false],
-    ['and', { and: [{ path: '$.type', op: 'eq', value: 'report.completed' }, { path: '$.data.rowCount', op: 'gt', value: 1000 }] }, true],
-    ['and, one false', { and: [{ path: '$.type', op: 'eq', value: 'report.completed' }, { path: '$.data.rowCount', op: 'gt', value: 2000 }] }, false],
-    ['or', { or: [{ path: '$.type', op: 'eq', value: 'x' }, { path: '$.data.name', op: 'eq', value: 'sales' }] }, true],
-    ['or, none', { or: [{ path: '$.type', op: 'eq', value: 'x' }, { path: '$.data.name', op: 'eq', value: 'y' }] }, false],
+    [
+      'and',
+      {
+        and: [
+          { path: '$.type', op: 'eq', value: 'report.completed' },
+          { path: '$.data.rowCount', op: 'gt', value: 1000 },
+        ],
+      },
+      true,
+    ],
+    [
+      'and, one false',
+      {
+        and: [
+          { path: '$.type', op: 'eq', value: 'report.completed' },
+          { path: '$.data.rowCount', op: 'gt', value: 2000 },
+        ],
+      },
+      false,
+    ],
+    [
+      'or',
+      {
+        or: [
+          { path: '$.type', op: 'eq', value: 'x' },
+          { path: '$.data.name', op: 'eq', value: 'sales' },
+        ],
+      },
+      true,
+    ],
+    [
+      'or, none',
+      {
+        or: [
+          { path: '$.type', op: 'eq', value: 'x' },
+          { path: '$.data.name', op: 'eq', value: 'y' },
+        ],
+      },
+      false,
+    ],
     ['not', { not: { path: '$.data.name', op: 'eq', value: 'sales' } }, false],
     ['nested', { not: { or: [{ path: '$.data.tags[0]', op: 'eq', value: 'us' }, { not: { path: '$.data.nested.ok', op: 'eq', value: true } }] } }, true],
   ];
@@ -67,7 +103,15 @@ describe('content filter validation', () => {
     [{ path: '$.a', op: 'exists', value: 'yes' }, /^value: must be true or false/],
     [{ path: '$.a', op: 'eq', value: 1, extra: 1 }, /unknown field extra/],
     [{ and: [] }, /^and: and must be a non-empty array/],
-    [{ or: [{ path: '$.a', op: 'exists' }, { path: 'bad', op: 'exists' }] }, /^or\.1\.path: must be a JSONPath/],
+    [
+      {
+        or: [
+          { path: '$.a', op: 'exists' },
+          { path: 'bad', op: 'exists' },
+        ],
+      },
+      /^or\.1\.path: must be a JSONPath/,
+    ],
     [{ and: [{ path: '$.a', op: 'exists' }], or: [] }, /must be a comparison/],
     ['x', /must be an object/],
   ])('refuses %j naming the field', (filter, message) => {
