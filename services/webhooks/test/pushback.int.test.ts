@@ -73,9 +73,11 @@ describe('webhook push-back and rate limits', () => {
     await sleep(300);
     const limitedAt = at('/limited').map((r) => r.at);
     const unlimitedAt = at('/unlimited').map((r) => r.at);
-    // Request i and i + 5 start at least 1 s apart at the sender; 20 ms allows for the loopback's jitter.
-    for (let i = 0; i + 5 < limitedAt.length; i++) expect(limitedAt[i + 5]! - limitedAt[i]!).toBeGreaterThanOrEqual(980);
-    expect(unlimitedAt[5]! - unlimitedAt[0]!).toBeLessThan(980); // without a limit the burst goes faster
+    // Request i and i + 5 start at least 1 s apart at the sender. The receiver runs in this process beside the
+    // service on busy shared cores, so its timestamps lag by up to tens of ms (61 ms seen): 100 ms allowed.
+    for (let i = 0; i + 5 < limitedAt.length; i++) expect(limitedAt[i + 5]! - limitedAt[i]!).toBeGreaterThanOrEqual(900);
+    expect(limitedAt[14]! - limitedAt[0]!).toBeGreaterThanOrEqual(1_900); // 15 requests at 5/s span 2 s
+    expect(unlimitedAt[5]! - unlimitedAt[0]!).toBeLessThan(900); // without a limit the burst goes faster
     expect(new Set(at('/limited').map((r) => r.headers['webhook-id'])).size).toBe(15);
     expect([...new Set(at('/limited').map((r) => r.headers['webhook-id'] as string))].sort()).toEqual([...ids].sort());
   });
