@@ -121,6 +121,7 @@ const webhook = {
   disabledReason: null,
   rateLimitPerSecond: 20,
   filter: { path: '$.data.rowCount', op: 'gt', value: 1000 },
+  ordering: 'unordered',
   stats: { filtered: 12 },
   pausedUntil: null,
   createdAt: '2026-11-19T14:05:27.611Z',

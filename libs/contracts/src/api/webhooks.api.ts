@@ -38,6 +38,13 @@ const rateLimitSchema = z
   .nullable()
   .describe('at most this many requests start within any second (deliveries beyond wait, pending); null: no limit');
 
+export const WEBHOOK_ORDERINGS = ['unordered', 'ordered'] as const;
+const orderingSchema = z
+  .enum(WEBHOOK_ORDERINGS)
+  .describe(
+    'ordered: the events of one subject (a source, model or report) are delivered in the order they happened, each once the previous one succeeded or failed after its retries; other subjects are not held',
+  );
+
 export const createWebhookBody = z
   .strictObject({
     url: webhookUrlSchema,
@@ -45,6 +52,7 @@ export const createWebhookBody = z
     description: z.string().max(500).default(''),
     rateLimitPerSecond: rateLimitSchema.default(null),
     filter: webhookFilterSchema.nullable().default(null),
+    ordering: orderingSchema.default('unordered'),
   })
   .meta({ id: 'CreateWebhook', examples: [{ url: 'https://example.com/hooks', events: ['source.*', 'report.completed'] }] });
 export type CreateWebhookBody = z.infer<typeof createWebhookBody>;
@@ -56,8 +64,9 @@ export const updateWebhookBody = z
     description: z.string().max(500).optional(),
     rateLimitPerSecond: rateLimitSchema.optional(),
     filter: webhookFilterSchema.nullable().optional(),
+    ordering: orderingSchema.optional(),
   })
-  .refine((b) => Object.keys(b).length > 0, { message: 'name at least one of events, description, rateLimitPerSecond, filter' })
+  .refine((b) => Object.keys(b).length > 0, { message: 'name at least one of events, description, rateLimitPerSecond, filter, ordering' })
   .meta({ id: 'UpdateWebhook', examples: [{ rateLimitPerSecond: 10 }] });
 export type UpdateWebhookBody = z.infer<typeof updateWebhookBody>;
 
@@ -73,6 +82,7 @@ export const webhookSchema = z
     disabledReason: z.string().nullable().describe('why the endpoint was disabled (a 410 answer, or days of failures)'),
     rateLimitPerSecond: z.number().int().nullable().describe('at most this many requests start within any second; null: no limit'),
     filter: webhookFilterSchema.nullable(),
+    ordering: orderingSchema,
     stats: z.object({ filtered: z.number().int().describe("events of the endpoint's types not sent because its filter did not match") }),
     pausedUntil: isoDate.nullable().describe('the endpoint answered 429 or 503 with Retry-After: nothing is sent to it before then'),
     createdAt: isoDate,

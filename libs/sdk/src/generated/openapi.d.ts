@@ -2034,6 +2034,11 @@ export interface components {
             /** @description at most this many requests start within any second; null: no limit */
             rateLimitPerSecond: number | null;
             filter: components["schemas"]["WebhookFilter"] | null;
+            /**
+             * @description ordered: the events of one subject (a source, model or report) are delivered in the order they happened, each once the previous one succeeded or failed after its retries; other subjects are not held
+             * @enum {string}
+             */
+            ordering: "unordered" | "ordered";
             stats: {
                 /** @description events of the endpoint's types not sent because its filter did not match */
                 filtered: number;
@@ -2075,6 +2080,11 @@ export interface components {
             /** @description at most this many requests start within any second; null: no limit */
             rateLimitPerSecond: number | null;
             filter: components["schemas"]["WebhookFilter"] | null;
+            /**
+             * @description ordered: the events of one subject (a source, model or report) are delivered in the order they happened, each once the previous one succeeded or failed after its retries; other subjects are not held
+             * @enum {string}
+             */
+            ordering: "unordered" | "ordered";
             stats: {
                 /** @description events of the endpoint's types not sent because its filter did not match */
                 filtered: number;
@@ -2115,6 +2125,12 @@ export interface components {
             rateLimitPerSecond?: number | null;
             /** @default null */
             filter?: components["schemas"]["WebhookFilter"] | null;
+            /**
+             * @description ordered: the events of one subject (a source, model or report) are delivered in the order they happened, each once the previous one succeeded or failed after its retries; other subjects are not held
+             * @default unordered
+             * @enum {string}
+             */
+            ordering?: "unordered" | "ordered";
         };
         /**
          * @example {
@@ -2127,6 +2143,11 @@ export interface components {
             /** @description at most this many requests start within any second (deliveries beyond wait, pending); null: no limit */
             rateLimitPerSecond?: number | null;
             filter?: components["schemas"]["WebhookFilter"] | null;
+            /**
+             * @description ordered: the events of one subject (a source, model or report) are delivered in the order they happened, each once the previous one succeeded or failed after its retries; other subjects are not held
+             * @enum {string}
+             */
+            ordering?: "unordered" | "ordered";
         };
         DeliveryList: {
             data: components["schemas"]["Delivery"][];
@@ -2175,6 +2196,11 @@ export interface components {
             /** @description at most this many requests start within any second; null: no limit */
             rateLimitPerSecond: number | null;
             filter: components["schemas"]["WebhookFilter"] | null;
+            /**
+             * @description ordered: the events of one subject (a source, model or report) are delivered in the order they happened, each once the previous one succeeded or failed after its retries; other subjects are not held
+             * @enum {string}
+             */
+            ordering: "unordered" | "ordered";
             stats: {
                 /** @description events of the endpoint's types not sent because its filter did not match */
                 filtered: number;
@@ -8027,6 +8053,7 @@ export interface operations {
                      *             "op": "gt",
                      *             "value": 1000
                      *           },
+                     *           "ordering": "unordered",
                      *           "stats": {
                      *             "filtered": 12
                      *           },
@@ -8179,6 +8206,7 @@ export interface operations {
                      *         "op": "gt",
                      *         "value": 1000
                      *       },
+                     *       "ordering": "unordered",
                      *       "stats": {
                      *         "filtered": 12
                      *       },
@@ -8330,6 +8358,7 @@ export interface operations {
                      *         "op": "gt",
                      *         "value": 1000
                      *       },
+                     *       "ordering": "unordered",
                      *       "stats": {
                      *         "filtered": 12
                      *       },
@@ -8594,6 +8623,7 @@ export interface operations {
                      *         "op": "gt",
                      *         "value": 1000
                      *       },
+                     *       "ordering": "unordered",
                      *       "stats": {
                      *         "filtered": 12
                      *       },
@@ -9036,6 +9066,7 @@ export interface operations {
                      *         "op": "gt",
                      *         "value": 1000
                      *       },
+                     *       "ordering": "unordered",
                      *       "stats": {
                      *         "filtered": 12
                      *       },
@@ -9200,6 +9231,7 @@ export interface operations {
                      *         "op": "gt",
                      *         "value": 1000
                      *       },
+                     *       "ordering": "unordered",
                      *       "stats": {
                      *         "filtered": 12
                      *       },

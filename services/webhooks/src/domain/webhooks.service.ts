@@ -66,6 +66,7 @@ export class WebhooksService {
         failingSince: null,
         rateLimitPerSecond: body.rateLimitPerSecond,
         filter: body.filter,
+        ordering: body.ordering,
         createdAt: now,
         updatedAt: now,
       },
@@ -97,6 +98,7 @@ export class WebhooksService {
     if (body.description !== undefined) set.description = body.description;
     if (body.rateLimitPerSecond !== undefined) set.rateLimitPerSecond = body.rateLimitPerSecond;
     if (body.filter !== undefined) set.filter = body.filter;
+    if (body.ordering !== undefined) set.ordering = body.ordering;
     const updated = await this.d.endpoints.update(accountId, id, set);
     if (!updated) throw webhookErrors.endpointNotFound();
     this.d.onEndpointChanged?.(id);

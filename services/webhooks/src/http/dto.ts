@@ -12,6 +12,7 @@ export function toWebhookDto(e: EndpointDoc): WebhookDto {
     disabledReason: e.disabledReason ?? null,
     rateLimitPerSecond: e.rateLimitPerSecond ?? null,
     filter: e.filter ?? null,
+    ordering: e.ordering ?? 'unordered',
     stats: { filtered: e.stats?.filtered ?? 0 },
     pausedUntil: e.pausedUntil && e.pausedUntil.getTime() > Date.now() ? e.pausedUntil.toISOString() : null,
     createdAt: e.createdAt.toISOString(),

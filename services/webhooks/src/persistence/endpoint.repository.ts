@@ -20,6 +20,8 @@ export interface EndpointDoc extends TenantDoc {
   rateLimitPerSecond?: number | null;
   /** Only events whose payload matches are sent (see domain/filter.ts); absent or null: every event. */
   filter?: WebhookFilter | null;
+  /** 'ordered': the events of one subject go one after another, each once the previous succeeded or failed. */
+  ordering?: 'unordered' | 'ordered';
   /** Counters: events not sent because the filter did not match. */
   stats?: { filtered?: number };
   /** The endpoint answered 429/503 with Retry-After: nothing is sent to it before then. */

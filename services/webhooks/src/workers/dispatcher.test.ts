@@ -61,6 +61,8 @@ function harness(opts: { concurrency?: number; renew?: boolean; maxRetryAfterMs?
       cancel: async () => {},
       release: async () => {},
       cancelForEndpoint: async () => 0,
+      earlierPending: async () => null,
+      releaseSuccessors: async () => 0,
       postpone: async (id, _owner, at) => {
         postponed.push({ id, at });
       },

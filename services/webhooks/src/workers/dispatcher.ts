@@ -333,6 +333,16 @@ export class Dispatcher {
       this.wakeAt(pausedUntil - Date.now());
       return null;
     }
+    if (endpoint.ordering === 'ordered' && d.subject) {
+      const before = await this.o.deliveries.earlierPending(d.endpointId, d.subject, d.eventId);
+      if (before) {
+        // Due again when the earlier one is (its record makes this due at once when it finishes), or at the next poll.
+        const at = Math.max(before.nextAttemptAt?.getTime() ?? 0, Date.now() + this.o.pollMs);
+        await this.o.deliveries.postpone(d._id, this.owner, new Date(at));
+        this.wakeAt(at - Date.now());
+        return null;
+      }
+    }
     if (!endpoint.rateLimitPerSecond) return d;
     const slot = await this.o.rateSlots.take(endpoint._id, endpoint.rateLimitPerSecond);
     const wait = slot.getTime() - Date.now();
@@ -447,6 +457,9 @@ export class Dispatcher {
           ];
     const recorded = await this.o.deliveries.recordAttempt(d._id, { owner: this.owner, until: d.lockedUntil }, attempt, { status, nextAttemptAt }, completed);
     if (recorded && nextAttemptAt) this.wakeAt(nextAttemptAt.getTime() - Date.now());
+    if (recorded && status !== 'pending' && endpoint.ordering === 'ordered' && d.subject) {
+      if (await this.o.deliveries.releaseSuccessors(d.endpointId, d.subject, d.eventId)) this.kick();
+    }
     this.o.logger.debug({ deliveryId: d._id, endpointId: endpoint._id, statusCode: result.statusCode, attempt: made, status }, 'delivery attempt');
     if (result.ok) {
       if (endpoint.failingSince || this.failing.has(endpoint._id)) {
