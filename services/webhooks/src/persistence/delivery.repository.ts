@@ -154,7 +154,10 @@ export function newDelivery(
 }
 
 /** An event that came while its endpoint was disabled: in the log with its body, not sent (a replay sends it). */
-export function skippedDelivery(d: Pick<DeliveryDoc, 'accountId' | 'endpointId' | 'eventId' | 'eventType' | 'requestId' | 'body' | 'subject'>, now: Date = new Date()): DeliveryDoc {
+export function skippedDelivery(
+  d: Pick<DeliveryDoc, 'accountId' | 'endpointId' | 'eventId' | 'eventType' | 'requestId' | 'body' | 'subject'>,
+  now: Date = new Date(),
+): DeliveryDoc {
   return { ...newDelivery(d, null, now), status: 'skipped', nextAttemptAt: null, finishedAt: now };
 }
 
@@ -408,10 +411,7 @@ export class DeliveryRepository {
   /** Gives a claim back unused (shutdown), so the attempt is due again at once. */
   /** The oldest delivery of an earlier event of the same subject still pending for the endpoint (ordered endpoints). */
   earlierPending(endpointId: string, subject: string, eventId: string): Promise<Pick<DeliveryDoc, '_id' | 'nextAttemptAt'> | null> {
-    return this.raw.findOne(
-      { endpointId, subject, status: 'pending', eventId: { $lt: eventId } },
-      { sort: { eventId: 1 }, projection: { _id: 1, nextAttemptAt: 1 } },
-    );
+    return this.raw.findOne({ endpointId, subject, status: 'pending', eventId: { $lt: eventId } }, { sort: { eventId: 1 }, projection: { _id: 1, nextAttemptAt: 1 } });
   }
 
   /** Makes the later events of a subject that waited (never attempted, unclaimed) due now: their predecessor is done. */

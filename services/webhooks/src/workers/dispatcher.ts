@@ -14,7 +14,17 @@ import { signedHeaders, signingKeyOf } from '../domain/signing.ts';
 export interface DispatcherOptions {
   deliveries: Pick<
     DeliveryRepository,
-    'claimDue' | 'releaseInstanceClaims' | 'renewClaim' | 'releaseOwner' | 'recordAttempt' | 'cancel' | 'release' | 'cancelForEndpoint' | 'postpone'
+    | 'claimDue'
+    | 'releaseInstanceClaims'
+    | 'renewClaim'
+    | 'releaseOwner'
+    | 'recordAttempt'
+    | 'cancel'
+    | 'release'
+    | 'cancelForEndpoint'
+    | 'postpone'
+    | 'earlierPending'
+    | 'releaseSuccessors'
   >;
   endpoints: Pick<EndpointRepository, 'findById' | 'markHealthy' | 'markFailing' | 'disable' | 'pauseUntil'>;
   /** Request slots of endpoints with a rate limit, shared by every instance. */
