@@ -121,6 +121,8 @@ export function validBodyOf(o: ApiOperation, fixtures: Partial<Fixtures>): unkno
       return { shadowShare: 0 };
     case 'replayWebhook':
       return { since: '2026-01-01T00:00:00Z' };
+    case 'updateWebhook':
+      return { description: 'x' };
     case 'createKey':
       return { name: 'k' };
     case 'rollKey':

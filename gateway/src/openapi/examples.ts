@@ -123,6 +123,11 @@ const webhook = {
   description: 'Refresh the sales dashboard',
   status: 'enabled',
   disabledReason: null,
+  rateLimitPerSecond: 20,
+  filter: { path: '$.data.rowCount', op: 'gt', value: 1000 },
+  ordering: 'unordered',
+  stats: { filtered: 12 },
+  pausedUntil: null,
   createdAt: '2026-11-19T14:05:27.611Z',
   updatedAt: '2026-11-19T14:05:27.611Z',
 };
@@ -131,12 +136,12 @@ const delivery = {
   type: 'report.completed',
   status: 'succeeded',
   attempts: [
-    { at: '2026-11-20T09:20:12.902Z', statusCode: 503, latencyMs: 118.4, error: 'the endpoint answered 503' },
-    { at: '2026-11-20T09:20:18.044Z', statusCode: 200, latencyMs: 84.1, error: null },
+    { at: '2026-11-20T09:20:12.902Z', statusCode: 503, latencyMs: 118.4, error: 'the endpoint answered 503', retryAfterMs: 30_000 },
+    { at: '2026-11-20T09:20:43.044Z', statusCode: 200, latencyMs: 84.1, error: null, retryAfterMs: null },
   ],
   nextAttemptAt: null,
   createdAt: '2026-11-20T09:20:12.400Z',
-  updatedAt: '2026-11-20T09:20:18.130Z',
+  updatedAt: '2026-11-20T09:20:43.130Z',
 };
 const page = <T>(data: T[]) => ({ data, hasMore: false, nextCursor: null });
 const latency = { count: 1840, errors: 3, errorRate: 0.00163, inputs: 22031, latencyMs: { p50: 0.41, p95: 1.9, p99: 4.2 }, sampled: false };
@@ -165,10 +170,11 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
       { country: 'FR', hour: 9 },
     ],
   },
-  CreateWebhook: { url: 'https://hooks.example.com/dap', events: ['source.*', 'report.completed'], description: 'Refresh the sales dashboard' },
+  CreateWebhook: { url: 'https://hooks.example.com/dap', events: ['source.*', 'report.completed'], description: 'Refresh the sales dashboard', rateLimitPerSecond: 20 },
   RetrainModel: { hyperparameters: { seed: 7, testFraction: 0.2 } },
   UpdateModelAliases: { aliases: { production: 2, candidate: null } },
   ReplayWebhook: { since: '2026-11-24T00:00:00Z' },
+  UpdateWebhook: { rateLimitPerSecond: 20 },
 };
 
 /** 2xx response body examples, by the body's component name. */

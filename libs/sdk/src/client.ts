@@ -5,6 +5,7 @@ import type {
   CreateModelInput,
   CreateSourceInput,
   CreateWebhookInput,
+  UpdateWebhookInput,
   Delivery,
   FileFormat,
   ListParams,
@@ -97,6 +98,7 @@ export const METHOD_OF_OPERATION = {
   listWebhooks: 'webhooks.list',
   createWebhook: 'webhooks.create',
   getWebhook: 'webhooks.get',
+  updateWebhook: 'webhooks.update',
   deleteWebhook: 'webhooks.delete',
   listDeliveries: 'webhooks.listDeliveries',
   sendTestEvent: 'webhooks.sendTest',
@@ -222,6 +224,8 @@ export function createDapClient(options: DapClientOptions) {
       /** Registers an endpoint; the answer carries its signing secret, shown this once. */
       create: (body: CreateWebhookInput, opts?: RequestOptions): ApiPromise<WebhookCreated> => t.call('createWebhook', { body }, opts),
       get: (id: string, opts?: RequestOptions): ApiPromise<Webhook> => t.call('getWebhook', byId(id), opts),
+      /** Changes the events, description or rate limit named (`rateLimitPerSecond: null` lifts the limit). */
+      update: (id: string, body: UpdateWebhookInput, opts?: RequestOptions): ApiPromise<Webhook> => t.call('updateWebhook', { ...byId(id), body }, opts),
       delete: (id: string, opts?: RequestOptions): ApiPromise<void> => t.call('deleteWebhook', byId(id), opts),
       listDeliveries: (id: string, query: ListParams = {}, opts?: RequestOptions): ApiPromise<Page<Delivery>> => t.call('listDeliveries', { ...byId(id), query }, opts),
       listAllDeliveries: (id: string, params?: ListAllParams, opts?: RequestOptions) =>

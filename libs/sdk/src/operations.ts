@@ -48,6 +48,7 @@ export type ModelAliases = ResultOf<'updateModelAliases'>;
 export type Webhook = Schemas['Webhook'];
 export type WebhookCreated = Schemas['WebhookCreated'];
 export type CreateWebhookInput = Schemas['CreateWebhook'];
+export type UpdateWebhookInput = Schemas['UpdateWebhook'];
 export type Delivery = Schemas['Delivery'];
 export type WebhookTest = Schemas['WebhookTest'];
 export type WebhookSecretRotated = Schemas['WebhookSecretRotated'];

@@ -51,6 +51,8 @@ export const webhooksConfigShape = {
   WEBHOOK_CLAIM_TTL_MS: int(1_000, 3_600_000).optional(),
   /** Names this instance's claims; a restart under the same id takes its dead predecessor's claims back at once. */
   INSTANCE_ID: z.string().min(1).max(200).default(hostname()),
+  /** The longest a receiver's Retry-After (on a 429 or 503) holds its endpoint; longer asks are cut to this. */
+  WEBHOOK_MAX_RETRY_AFTER_MS: int(0, 24 * 3_600_000).default(3_600_000),
   /** Kafka partitions whose events are fanned out at the same time. */
   WEBHOOK_CONSUMER_CONCURRENCY: int(1, 64).default(3),
   /** Handler attempts before an event goes to the dead-letter topic. */

@@ -15,6 +15,7 @@ import { WebhooksService } from './domain/webhooks.service.ts';
 import { DELIVERY_GROUP_ID, deliveryFanOutBatch } from './events/delivery.consumer.ts';
 import { DELIVERY_OUTBOX, DeliveryRepository, recordedEntries, type DeliveryDoc, type OutboxEntry } from './persistence/delivery.repository.ts';
 import { EndpointRepository } from './persistence/endpoint.repository.ts';
+import { RateSlots } from './persistence/rate-slots.ts';
 
 export const USER_AGENT = 'dap-webhooks/1.0 (+https://docs.dap.dev/webhooks)';
 
@@ -80,6 +81,8 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
       userAgent: USER_AGENT,
       instanceId: config.INSTANCE_ID,
       attemptTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
+      rateSlots: new RateSlots(mongo.db),
+      maxRetryAfterMs: config.WEBHOOK_MAX_RETRY_AFTER_MS,
     });
     const webhooks = new WebhooksService({
       endpoints,

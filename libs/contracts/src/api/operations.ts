@@ -51,6 +51,7 @@ import {
 } from './accounts.api.ts';
 import {
   createWebhookBody,
+  updateWebhookBody,
   deliveryListSchema,
   deliverySchema,
   webhookCreatedSchema,
@@ -561,6 +562,17 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     service: 'webhooks',
     scope: 'webhooks:read',
     summary: 'Get one webhook endpoint.',
+    success: { status: 200, schema: webhookSchema },
+    errors: [404],
+  },
+  {
+    operationId: 'updateWebhook',
+    method: 'patch',
+    path: '/webhooks/{id}',
+    service: 'webhooks',
+    scope: 'webhooks:write',
+    summary: "Change an endpoint's events, description or rate limit (rateLimitPerSecond, null to lift it); fields left out keep their value.",
+    body: updateWebhookBody,
     success: { status: 200, schema: webhookSchema },
     errors: [404],
   },

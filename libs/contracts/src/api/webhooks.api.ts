@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { isoDate, listOf } from './common.ts';
 import { PUBLIC_EVENT_TYPES } from '../events.ts';
+import { webhookFilterSchema } from './webhook-filter.ts';
 
 /** An exact public event type, a family wildcard such as `report.*`, or `*`. */
 export const eventFilterSchema = z
@@ -27,14 +28,47 @@ export const webhookUrlSchema = z
     if (!u.hostname) ctx.addIssue({ code: 'custom', message: 'the URL must name a host' });
   });
 
+/** Requests per second an endpoint accepts, across every instance of the service. */
+export const MAX_RATE_LIMIT_PER_SECOND = 1000;
+const rateLimitSchema = z
+  .number()
+  .int()
+  .min(1)
+  .max(MAX_RATE_LIMIT_PER_SECOND)
+  .nullable()
+  .describe('at most this many requests start within any second (deliveries beyond wait, pending); null: no limit');
+
+export const WEBHOOK_ORDERINGS = ['unordered', 'ordered'] as const;
+const orderingSchema = z
+  .enum(WEBHOOK_ORDERINGS)
+  .describe(
+    'ordered: the events of one subject (a source, model or report) are delivered in the order they happened, each once the previous one succeeded or failed after its retries; other subjects are not held',
+  );
+
 export const createWebhookBody = z
   .strictObject({
     url: webhookUrlSchema,
     events: z.array(eventFilterSchema).min(1).max(50).default(['*']),
     description: z.string().max(500).default(''),
+    rateLimitPerSecond: rateLimitSchema.default(null),
+    filter: webhookFilterSchema.nullable().default(null),
+    ordering: orderingSchema.default('unordered'),
   })
   .meta({ id: 'CreateWebhook', examples: [{ url: 'https://example.com/hooks', events: ['source.*', 'report.completed'] }] });
 export type CreateWebhookBody = z.infer<typeof createWebhookBody>;
+
+/** The settings a PATCH may change; fields left out keep their value. */
+export const updateWebhookBody = z
+  .strictObject({
+    events: z.array(eventFilterSchema).min(1).max(50).optional(),
+    description: z.string().max(500).optional(),
+    rateLimitPerSecond: rateLimitSchema.optional(),
+    filter: webhookFilterSchema.nullable().optional(),
+    ordering: orderingSchema.optional(),
+  })
+  .refine((b) => Object.keys(b).length > 0, { message: 'name at least one of events, description, rateLimitPerSecond, filter, ordering' })
+  .meta({ id: 'UpdateWebhook', examples: [{ rateLimitPerSecond: 10 }] });
+export type UpdateWebhookBody = z.infer<typeof updateWebhookBody>;
 
 export const WEBHOOK_STATUSES = ['enabled', 'disabled'] as const;
 
@@ -46,6 +80,11 @@ export const webhookSchema = z
     description: z.string(),
     status: z.enum(WEBHOOK_STATUSES),
     disabledReason: z.string().nullable().describe('why the endpoint was disabled (a 410 answer, or days of failures)'),
+    rateLimitPerSecond: z.number().int().nullable().describe('at most this many requests start within any second; null: no limit'),
+    filter: webhookFilterSchema.nullable(),
+    ordering: orderingSchema,
+    stats: z.object({ filtered: z.number().int().describe("events of the endpoint's types not sent because its filter did not match") }),
+    pausedUntil: isoDate.nullable().describe('the endpoint answered 429 or 503 with Retry-After: nothing is sent to it before then'),
     createdAt: isoDate,
     updatedAt: isoDate,
   })
@@ -71,6 +110,13 @@ export const deliveryAttemptSchema = z
     statusCode: z.number().int().nullable().describe('the HTTP status answered, or null when no answer came'),
     latencyMs: z.number(),
     error: z.string().nullable(),
+    retryAfterMs: z
+      .number()
+      .int()
+      .nullable()
+      .describe(
+        "the receiver's Retry-After on a 429 or 503 answer, in ms, bounded by the service's maximum; the endpoint's next attempts waited that long. Null when none was sent",
+      ),
   })
   .meta({ id: 'DeliveryAttempt' });
 

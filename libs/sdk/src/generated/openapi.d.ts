@@ -504,7 +504,8 @@ export interface paths {
         delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
-        patch?: never;
+        /** Change an endpoint's events, description or rate limit (rateLimitPerSecond, null to lift it); fields left out keep their value. */
+        patch: operations["updateWebhook"];
         trace?: never;
     };
     "/webhooks/{id}/deliveries": {
@@ -2161,11 +2162,43 @@ export interface components {
             status: "enabled" | "disabled";
             /** @description why the endpoint was disabled (a 410 answer, or days of failures) */
             disabledReason: string | null;
+            /** @description at most this many requests start within any second; null: no limit */
+            rateLimitPerSecond: number | null;
+            filter: components["schemas"]["WebhookFilter"] | null;
+            /**
+             * @description ordered: the events of one subject (a source, model or report) are delivered in the order they happened, each once the previous one succeeded or failed after its retries; other subjects are not held
+             * @enum {string}
+             */
+            ordering: "unordered" | "ordered";
+            stats: {
+                /** @description events of the endpoint's types not sent because its filter did not match */
+                filtered: number;
+            };
+            /** @description the endpoint answered 429 or 503 with Retry-After: nothing is sent to it before then */
+            pausedUntil: string | null;
             /** @description ISO-8601 UTC timestamp */
             createdAt: string;
             /** @description ISO-8601 UTC timestamp */
             updatedAt: string;
         };
+        /**
+         * @description Only events whose payload matches are sent (the others count as filtered in the endpoint's stats). A comparison {path, op, value}: path is $ followed by .name or [index] steps (e.g. $.type, $.data.rowCount, $.data.columns[0]); op is one of eq, ne, gt, gte, lt, lte, in, exists (in takes an array; exists takes true/false or nothing; gt/gte/lt/lte compare numbers with numbers and strings with strings). Combine with {and: [...]}, {or: [...]}, {not: {...}}; at most 5 levels and 50 comparisons.
+         * @example {
+         *       "and": [
+         *         {
+         *           "path": "$.type",
+         *           "op": "eq",
+         *           "value": "report.completed"
+         *         },
+         *         {
+         *           "path": "$.data.rowCount",
+         *           "op": "gt",
+         *           "value": 1000
+         *         }
+         *       ]
+         *     }
+         */
+        WebhookFilter: unknown;
         WebhookCreated: {
             id: string;
             url: string;
@@ -2175,6 +2208,20 @@ export interface components {
             status: "enabled" | "disabled";
             /** @description why the endpoint was disabled (a 410 answer, or days of failures) */
             disabledReason: string | null;
+            /** @description at most this many requests start within any second; null: no limit */
+            rateLimitPerSecond: number | null;
+            filter: components["schemas"]["WebhookFilter"] | null;
+            /**
+             * @description ordered: the events of one subject (a source, model or report) are delivered in the order they happened, each once the previous one succeeded or failed after its retries; other subjects are not held
+             * @enum {string}
+             */
+            ordering: "unordered" | "ordered";
+            stats: {
+                /** @description events of the endpoint's types not sent because its filter did not match */
+                filtered: number;
+            };
+            /** @description the endpoint answered 429 or 503 with Retry-After: nothing is sent to it before then */
+            pausedUntil: string | null;
             /** @description ISO-8601 UTC timestamp */
             createdAt: string;
             /** @description ISO-8601 UTC timestamp */
@@ -2202,6 +2249,36 @@ export interface components {
             events?: string[];
             /** @default  */
             description?: string;
+            /**
+             * @description at most this many requests start within any second (deliveries beyond wait, pending); null: no limit
+             * @default null
+             */
+            rateLimitPerSecond?: number | null;
+            /** @default null */
+            filter?: components["schemas"]["WebhookFilter"] | null;
+            /**
+             * @description ordered: the events of one subject (a source, model or report) are delivered in the order they happened, each once the previous one succeeded or failed after its retries; other subjects are not held
+             * @default unordered
+             * @enum {string}
+             */
+            ordering?: "unordered" | "ordered";
+        };
+        /**
+         * @example {
+         *       "rateLimitPerSecond": 10
+         *     }
+         */
+        UpdateWebhook: {
+            events?: string[];
+            description?: string;
+            /** @description at most this many requests start within any second (deliveries beyond wait, pending); null: no limit */
+            rateLimitPerSecond?: number | null;
+            filter?: components["schemas"]["WebhookFilter"] | null;
+            /**
+             * @description ordered: the events of one subject (a source, model or report) are delivered in the order they happened, each once the previous one succeeded or failed after its retries; other subjects are not held
+             * @enum {string}
+             */
+            ordering?: "unordered" | "ordered";
         };
         DeliveryList: {
             data: components["schemas"]["Delivery"][];
@@ -2228,6 +2305,8 @@ export interface components {
             statusCode: number | null;
             latencyMs: number;
             error: string | null;
+            /** @description the receiver's Retry-After on a 429 or 503 answer, in ms, bounded by the service's maximum; the endpoint's next attempts waited that long. Null when none was sent */
+            retryAfterMs: number | null;
         };
         WebhookTest: {
             /** @description the id of the webhook.test event; its delivery appears in the deliveries log */
@@ -2245,6 +2324,20 @@ export interface components {
             status: "enabled" | "disabled";
             /** @description why the endpoint was disabled (a 410 answer, or days of failures) */
             disabledReason: string | null;
+            /** @description at most this many requests start within any second; null: no limit */
+            rateLimitPerSecond: number | null;
+            filter: components["schemas"]["WebhookFilter"] | null;
+            /**
+             * @description ordered: the events of one subject (a source, model or report) are delivered in the order they happened, each once the previous one succeeded or failed after its retries; other subjects are not held
+             * @enum {string}
+             */
+            ordering: "unordered" | "ordered";
+            stats: {
+                /** @description events of the endpoint's types not sent because its filter did not match */
+                filtered: number;
+            };
+            /** @description the endpoint answered 429 or 503 with Retry-After: nothing is sent to it before then */
+            pausedUntil: string | null;
             /** @description ISO-8601 UTC timestamp */
             createdAt: string;
             /** @description ISO-8601 UTC timestamp */
@@ -8462,6 +8555,17 @@ export interface operations {
                      *           "description": "Refresh the sales dashboard",
                      *           "status": "enabled",
                      *           "disabledReason": null,
+                     *           "rateLimitPerSecond": 20,
+                     *           "filter": {
+                     *             "path": "$.data.rowCount",
+                     *             "op": "gt",
+                     *             "value": 1000
+                     *           },
+                     *           "ordering": "unordered",
+                     *           "stats": {
+                     *             "filtered": 12
+                     *           },
+                     *           "pausedUntil": null,
                      *           "createdAt": "2026-11-19T14:05:27.611Z",
                      *           "updatedAt": "2026-11-19T14:05:27.611Z"
                      *         }
@@ -8566,7 +8670,8 @@ export interface operations {
                  *         "source.*",
                  *         "report.completed"
                  *       ],
-                 *       "description": "Refresh the sales dashboard"
+                 *       "description": "Refresh the sales dashboard",
+                 *       "rateLimitPerSecond": 20
                  *     }
                  */
                 "application/json": components["schemas"]["CreateWebhook"];
@@ -8603,6 +8708,17 @@ export interface operations {
                      *       "description": "Refresh the sales dashboard",
                      *       "status": "enabled",
                      *       "disabledReason": null,
+                     *       "rateLimitPerSecond": 20,
+                     *       "filter": {
+                     *         "path": "$.data.rowCount",
+                     *         "op": "gt",
+                     *         "value": 1000
+                     *       },
+                     *       "ordering": "unordered",
+                     *       "stats": {
+                     *         "filtered": 12
+                     *       },
+                     *       "pausedUntil": null,
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -8744,6 +8860,17 @@ export interface operations {
                      *       "description": "Refresh the sales dashboard",
                      *       "status": "enabled",
                      *       "disabledReason": null,
+                     *       "rateLimitPerSecond": 20,
+                     *       "filter": {
+                     *         "path": "$.data.rowCount",
+                     *         "op": "gt",
+                     *         "value": 1000
+                     *       },
+                     *       "ordering": "unordered",
+                     *       "stats": {
+                     *         "filtered": 12
+                     *       },
+                     *       "pausedUntil": null,
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z"
                      *     }
@@ -8948,6 +9075,157 @@ export interface operations {
             };
         };
     };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "rateLimitPerSecond": 20
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateWebhook"];
+            };
+        };
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "whk_01JD2Z1B3C5D7E9F1G3H5J7K9M",
+                     *       "url": "https://hooks.example.com/dap",
+                     *       "events": [
+                     *         "source.*",
+                     *         "report.completed"
+                     *       ],
+                     *       "description": "Refresh the sales dashboard",
+                     *       "status": "enabled",
+                     *       "disabledReason": null,
+                     *       "rateLimitPerSecond": 20,
+                     *       "filter": {
+                     *         "path": "$.data.rowCount",
+                     *         "op": "gt",
+                     *         "value": 1000
+                     *       },
+                     *       "ordering": "unordered",
+                     *       "stats": {
+                     *         "filtered": 12
+                     *       },
+                     *       "pausedUntil": null,
+                     *       "createdAt": "2026-11-19T14:05:27.611Z",
+                     *       "updatedAt": "2026-11-19T14:05:27.611Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the webhooks:write scope; or a dashboard request did not send its x-csrf-token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource does not exist (or belongs to another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listDeliveries: {
         parameters: {
             query?: {
@@ -8995,18 +9273,20 @@ export interface operations {
                      *               "at": "2026-11-20T09:20:12.902Z",
                      *               "statusCode": 503,
                      *               "latencyMs": 118.4,
-                     *               "error": "the endpoint answered 503"
+                     *               "error": "the endpoint answered 503",
+                     *               "retryAfterMs": 30000
                      *             },
                      *             {
-                     *               "at": "2026-11-20T09:20:18.044Z",
+                     *               "at": "2026-11-20T09:20:43.044Z",
                      *               "statusCode": 200,
                      *               "latencyMs": 84.1,
-                     *               "error": null
+                     *               "error": null,
+                     *               "retryAfterMs": null
                      *             }
                      *           ],
                      *           "nextAttemptAt": null,
                      *           "createdAt": "2026-11-20T09:20:12.400Z",
-                     *           "updatedAt": "2026-11-20T09:20:18.130Z"
+                     *           "updatedAt": "2026-11-20T09:20:43.130Z"
                      *         }
                      *       ],
                      *       "hasMore": false,
@@ -9288,6 +9568,17 @@ export interface operations {
                      *       "description": "Refresh the sales dashboard",
                      *       "status": "enabled",
                      *       "disabledReason": null,
+                     *       "rateLimitPerSecond": 20,
+                     *       "filter": {
+                     *         "path": "$.data.rowCount",
+                     *         "op": "gt",
+                     *         "value": 1000
+                     *       },
+                     *       "ordering": "unordered",
+                     *       "stats": {
+                     *         "filtered": 12
+                     *       },
+                     *       "pausedUntil": null,
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-20T10:00:00.000Z",
                      *       "secret": "whsec_Pq7Zk2vN9xR4mT6bW1cY8dF3gH5jL0sA",
@@ -9442,6 +9733,17 @@ export interface operations {
                      *       "description": "Refresh the sales dashboard",
                      *       "status": "enabled",
                      *       "disabledReason": null,
+                     *       "rateLimitPerSecond": 20,
+                     *       "filter": {
+                     *         "path": "$.data.rowCount",
+                     *         "op": "gt",
+                     *         "value": 1000
+                     *       },
+                     *       "ordering": "unordered",
+                     *       "stats": {
+                     *         "filtered": 12
+                     *       },
+                     *       "pausedUntil": null,
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z"
                      *     }

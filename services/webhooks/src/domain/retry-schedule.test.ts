@@ -1,5 +1,5 @@
 import { DEFAULT_RETRY_SCHEDULE_MS, parseRetrySchedule } from '../config.ts';
-import { nextDelayMs, withJitter } from './retry-schedule.ts';
+import { nextDelayMs, parseRetryAfter, retryDelayWithPushback, withJitter } from './retry-schedule.ts';
 
 describe('retry schedule', () => {
   it('defaults to the documented schedule: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h', () => {
@@ -30,5 +30,30 @@ describe('retry schedule', () => {
     expect(parseRetrySchedule('0,-5')).toBeNull();
     expect(parseRetrySchedule('0,abc')).toBeNull();
     expect(parseRetrySchedule('')).toBeNull();
+  });
+});
+
+describe('Retry-After', () => {
+  const now = Date.parse('2026-11-27T10:00:00Z');
+
+  it.each([
+    ['120', 120_000],
+    [' 0 ', 0],
+    ['Fri, 27 Nov 2026 10:02:00 GMT', 120_000],
+    ['Fri, 27 Nov 2026 09:00:00 GMT', 0], // a date in the past: no wait
+    ['-5', null],
+    ['1.5', null],
+    ['soon', null],
+    ['', null],
+    [undefined, null],
+  ])('reads %p as %p ms', (value, expected) => {
+    expect(parseRetryAfter(value, now)).toBe(expected);
+  });
+
+  it('waits the longer of the schedule and the bounded Retry-After, and reports the bounded value', () => {
+    expect(retryDelayWithPushback(5_000, 120_000, 3_600_000)).toEqual({ delayMs: 120_000, retryAfterMs: 120_000 });
+    expect(retryDelayWithPushback(5_000, 36_000_000, 3_600_000)).toEqual({ delayMs: 3_600_000, retryAfterMs: 3_600_000 });
+    expect(retryDelayWithPushback(300_000, 1_000, 3_600_000)).toEqual({ delayMs: 300_000, retryAfterMs: 1_000 });
+    expect(retryDelayWithPushback(5_000, null, 3_600_000)).toEqual({ delayMs: 5_000, retryAfterMs: null });
   });
 });

@@ -14,3 +14,30 @@ export function nextDelayMs(schedule: readonly number[], attemptsMade: number, r
   if (attemptsMade < 1 || attemptsMade >= schedule.length) return null;
   return withJitter(schedule[attemptsMade]!, random);
 }
+
+/** Answers that may carry a `Retry-After` the dispatcher honours (RFC 9110 §10.2.3). */
+export const PUSHBACK_STATUSES: readonly number[] = [429, 503];
+
+/**
+ * A `Retry-After` value in ms from `now`: delta-seconds or an HTTP date (a date in the past is 0). Null when
+ * absent or malformed, so a receiver's typo falls back to the regular schedule.
+ */
+export function parseRetryAfter(value: string | null | undefined, now: number): number | null {
+  if (value == null) return null;
+  const v = value.trim();
+  if (/^\d{1,10}$/.test(v)) return Number(v) * 1000;
+  // An HTTP date always names its weekday and GMT; a bare number or word is not one.
+  if (!/GMT$/.test(v)) return null;
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
+}
+
+/**
+ * When a failed attempt's next one may go: the regular delay, or the receiver's Retry-After (bounded by
+ * `maxMs`) when that is later. Answers the bounded push-back too, to record on the attempt.
+ */
+export function retryDelayWithPushback(regularMs: number, retryAfterMs: number | null, maxMs: number): { delayMs: number; retryAfterMs: number | null } {
+  if (retryAfterMs === null) return { delayMs: regularMs, retryAfterMs: null };
+  const bounded = Math.min(retryAfterMs, maxMs);
+  return { delayMs: Math.max(regularMs, bounded), retryAfterMs: bounded };
+}

@@ -8,6 +8,7 @@ import {
   toPage,
   type CallerContext,
   type CreateWebhookBody,
+  type UpdateWebhookBody,
   type EventOf,
   type ListQuery,
   type Page,
@@ -63,6 +64,9 @@ export class WebhooksService {
         disabledReason: null,
         secretSealed: this.d.secrets.seal(secret, id),
         failingSince: null,
+        rateLimitPerSecond: body.rateLimitPerSecond,
+        filter: body.filter,
+        ordering: body.ordering,
         createdAt: now,
         updatedAt: now,
       },
@@ -84,6 +88,21 @@ export class WebhooksService {
     const endpoint = isId('whk', id) ? await this.d.endpoints.findById(accountId, id) : null;
     if (!endpoint) throw webhookErrors.endpointNotFound();
     return endpoint;
+  }
+
+  /** Changes the settings named; a new rate limit applies from the endpoint's next request on. */
+  async update(accountId: string, id: string, body: UpdateWebhookBody): Promise<EndpointDoc> {
+    if (!isId('whk', id)) throw webhookErrors.endpointNotFound();
+    const set: Partial<EndpointDoc> = { updatedAt: new Date() };
+    if (body.events !== undefined) set.events = [...new Set(body.events)];
+    if (body.description !== undefined) set.description = body.description;
+    if (body.rateLimitPerSecond !== undefined) set.rateLimitPerSecond = body.rateLimitPerSecond;
+    if (body.filter !== undefined) set.filter = body.filter;
+    if (body.ordering !== undefined) set.ordering = body.ordering;
+    const updated = await this.d.endpoints.update(accountId, id, set);
+    if (!updated) throw webhookErrors.endpointNotFound();
+    this.d.onEndpointChanged?.(id);
+    return updated;
   }
 
   /** Removes the endpoint (with its event) and cancels what was still waiting to be sent to it. */

@@ -1,6 +1,7 @@
 import { eventMatches, isId, isPublicEventType, type DomainEvent } from '@dap/contracts';
 import type { Dispatcher, Plan } from '../workers/dispatcher.ts';
 import { deliveryBody } from '../domain/signing.ts';
+import { matchesFilter } from '../domain/filter.ts';
 import { deliveryIdOf, newDelivery, skippedDelivery, type DeliveryDoc, type DeliveryRepository } from '../persistence/delivery.repository.ts';
 import type { EndpointDoc, EndpointRepository } from '../persistence/endpoint.repository.ts';
 
@@ -12,8 +13,11 @@ export interface FanOutDeps {
   dispatcher: Pick<Dispatcher, 'plan' | 'unplan' | 'dispatchClaimed' | 'enqueueClaimed' | 'leaseUntil' | 'owner' | 'instanceId'>;
 }
 
-/** Which of the account's endpoints this event concerns: the enabled ones get it, the disabled ones skip it. */
-async function targetsOf(deps: FanOutDeps, event: DomainEvent): Promise<EndpointDoc[]> {
+/**
+ * Which of the account's endpoints this event concerns: the enabled ones get it, the disabled ones skip it.
+ * An endpoint whose content filter the payload does not match is left out and counted in `filtered`.
+ */
+async function targetsOf(deps: FanOutDeps, event: DomainEvent, filtered: Map<string, { accountId: string; n: number }>): Promise<EndpointDoc[]> {
   if (event.type === 'webhook.test') {
     // A test goes to the endpoint it names, whatever its filters.
     const ep = await deps.endpoints.findById(event.accountId, event.data.endpointId);
@@ -22,7 +26,16 @@ async function targetsOf(deps: FanOutDeps, event: DomainEvent): Promise<Endpoint
   const occurred = Date.parse(event.occurredAt);
   const all = await deps.endpoints.listActive(event.accountId);
   // An endpoint hears what happens after it was registered, even if the log is replayed.
-  return all.filter((ep) => eventMatches(ep.events, event.type) && !(occurred < ep.createdAt.getTime()));
+  const concerned = all.filter((ep) => eventMatches(ep.events, event.type) && !(occurred < ep.createdAt.getTime()));
+  if (!concerned.some((ep) => ep.filter)) return concerned;
+  const payload: unknown = JSON.parse(deliveryBody(event));
+  return concerned.filter((ep) => {
+    if (!ep.filter || matchesFilter(ep.filter, payload)) return true;
+    const c = filtered.get(ep._id) ?? { accountId: ep.accountId, n: 0 };
+    c.n++;
+    filtered.set(ep._id, c);
+    return false;
+  });
 }
 
 /**
@@ -41,7 +54,10 @@ export function deliveryFanOutBatch(deps: FanOutDeps) {
     for (const e of events) if (!isId('acct', e.accountId)) throw new Error(`event ${e.id} has no valid account id`);
     if (!events.length) return;
     // Issued together, the per-account look-ups go to the database as one query.
-    const targets = await Promise.all(events.map((e) => targetsOf(deps, e)));
+    const filtered = new Map<string, { accountId: string; n: number }>();
+    const targets = await Promise.all(events.map((e) => targetsOf(deps, e, filtered)));
+    // Counted before the batch commits: a batch consumed again may count its filtered events twice.
+    await deps.endpoints.countFiltered(filtered);
     const now = new Date();
     const seen = new Set<string>();
     // plan null: a skipped delivery, which the dispatcher never sees.
@@ -52,7 +68,7 @@ export function deliveryFanOutBatch(deps: FanOutDeps) {
         const _id = deliveryIdOf(event.id, endpoint._id);
         if (seen.has(_id)) continue; // the same event twice in one batch
         seen.add(_id);
-        const fields = { accountId: event.accountId, endpointId: endpoint._id, eventId: event.id, eventType: event.type, requestId: event.requestId, body };
+        const fields = { accountId: event.accountId, endpointId: endpoint._id, eventId: event.id, eventType: event.type, requestId: event.requestId, body, subject: event.subject };
         if (endpoint.status !== 'enabled') {
           planned.push({ doc: skippedDelivery(fields, now), endpoint, plan: null });
           continue;

@@ -1,6 +1,7 @@
 import { Router, type Request } from 'express';
 import {
   createWebhookBody,
+  updateWebhookBody,
   listQuerySchema,
   replayWebhookBody,
   type WebhookReplayDto,
@@ -36,6 +37,11 @@ export function webhookRoutes(service: WebhooksService): Router {
 
   r.get('/webhooks/:id', async (req, res) => {
     res.json(toWebhookDto(await service.get(callerOf(req).accountId, req.params.id)));
+  });
+
+  r.patch('/webhooks/:id', async (req, res) => {
+    const body = parseOr400(updateWebhookBody, req.body ?? {}, 'body');
+    res.json(toWebhookDto(await service.update(callerOf(req).accountId, req.params.id, body)));
   });
 
   r.delete('/webhooks/:id', async (req, res) => {

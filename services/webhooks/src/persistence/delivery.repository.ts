@@ -14,6 +14,8 @@ export interface AttemptDoc {
   statusCode: number | null;
   latencyMs: number;
   error: string | null;
+  /** The receiver's Retry-After (429/503), bounded, in ms; absent when it sent none. */
+  retryAfterMs?: number | null;
 }
 
 /** One event for one endpoint. `_id` is `${eventId}:${endpointId}`, so scheduling twice is a no-op. */
@@ -26,6 +28,8 @@ export interface DeliveryDoc {
   requestId: string | null;
   /** The exact body signed and sent on every attempt. */
   body: string;
+  /** The event's subject (source, model, report id): what an ordered endpoint keeps in order. */
+  subject?: string | null;
   status: DeliveryStatus;
   attempts: AttemptDoc[];
   nextAttemptAt: Date | null;
@@ -130,7 +134,7 @@ export interface Claim {
  * claim), or free for the claim query when it is null.
  */
 export function newDelivery(
-  d: Pick<DeliveryDoc, 'accountId' | 'endpointId' | 'eventId' | 'eventType' | 'requestId' | 'body'>,
+  d: Pick<DeliveryDoc, 'accountId' | 'endpointId' | 'eventId' | 'eventType' | 'requestId' | 'body' | 'subject'>,
   claim: Claim | null,
   now: Date = new Date(),
 ): DeliveryDoc {
@@ -150,7 +154,10 @@ export function newDelivery(
 }
 
 /** An event that came while its endpoint was disabled: in the log with its body, not sent (a replay sends it). */
-export function skippedDelivery(d: Pick<DeliveryDoc, 'accountId' | 'endpointId' | 'eventId' | 'eventType' | 'requestId' | 'body'>, now: Date = new Date()): DeliveryDoc {
+export function skippedDelivery(
+  d: Pick<DeliveryDoc, 'accountId' | 'endpointId' | 'eventId' | 'eventType' | 'requestId' | 'body' | 'subject'>,
+  now: Date = new Date(),
+): DeliveryDoc {
   return { ...newDelivery(d, null, now), status: 'skipped', nextAttemptAt: null, finishedAt: now };
 }
 
@@ -188,6 +195,7 @@ export class DeliveryRepository {
     await this.raw.createIndex({ _outboxPending: 1 });
     await this.raw.createIndex({ lockedInstance: 1, status: 1 });
     await this.raw.createIndex({ endpointId: 1, status: 1 });
+    await this.raw.createIndex({ endpointId: 1, subject: 1, status: 1, eventId: 1 });
     await this.raw.createIndex({ accountId: 1, endpointId: 1, _id: -1 });
     await this.raw.createIndex({ finishedAt: 1 }, { expireAfterSeconds: RETENTION_SECONDS });
   }
@@ -401,6 +409,29 @@ export class DeliveryRepository {
   }
 
   /** Gives a claim back unused (shutdown), so the attempt is due again at once. */
+  /** The oldest delivery of an earlier event of the same subject still pending for the endpoint (ordered endpoints). */
+  earlierPending(endpointId: string, subject: string, eventId: string): Promise<Pick<DeliveryDoc, '_id' | 'nextAttemptAt'> | null> {
+    return this.raw.findOne({ endpointId, subject, status: 'pending', eventId: { $lt: eventId } }, { sort: { eventId: 1 }, projection: { _id: 1, nextAttemptAt: 1 } });
+  }
+
+  /** Makes the later events of a subject that waited (never attempted, unclaimed) due now: their predecessor is done. */
+  async releaseSuccessors(endpointId: string, subject: string, eventId: string): Promise<number> {
+    const now = new Date();
+    const res = await this.raw.updateMany(
+      { endpointId, subject, status: 'pending', eventId: { $gt: eventId }, lockedBy: null, 'attempts.0': { $exists: false }, nextAttemptAt: { $gt: now } },
+      { $set: { nextAttemptAt: now, updatedAt: now } },
+    );
+    return res.modifiedCount;
+  }
+
+  /** Gives this owner's claim back with the next attempt due at `at` (its endpoint asked to wait), no attempt made. */
+  async postpone(id: string, owner: string, at: Date): Promise<void> {
+    await this.raw.updateOne(
+      { _id: id, lockedBy: owner, status: 'pending' },
+      { $set: { nextAttemptAt: at, lockedUntil: UNLOCKED, lockedBy: null, lockedInstance: null, updatedAt: new Date() } },
+    );
+  }
+
   async release(id: string, owner: string): Promise<void> {
     await this.raw.updateOne({ _id: id, lockedBy: owner, status: 'pending' }, { $set: { lockedUntil: UNLOCKED, lockedBy: null, lockedInstance: null } });
   }

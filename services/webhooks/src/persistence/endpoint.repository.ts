@@ -1,5 +1,5 @@
 import type { Db, Document } from 'mongodb';
-import type { DomainEvent } from '@dap/contracts';
+import type { DomainEvent, WebhookFilter } from '@dap/contracts';
 import { TenantCollection, type TenantDoc } from '@dap/mongo';
 import { Batcher } from './batcher.ts';
 
@@ -16,6 +16,16 @@ export interface EndpointDoc extends TenantDoc {
   previousSecretExpiresAt?: Date | null;
   /** Start of the current run of failed attempts; null while the endpoint answers 2xx. */
   failingSince: Date | null;
+  /** Requests per second the endpoint accepts, across instances (see RateSlots); absent or null: no limit. */
+  rateLimitPerSecond?: number | null;
+  /** Only events whose payload matches are sent (see domain/filter.ts); absent or null: every event. */
+  filter?: WebhookFilter | null;
+  /** 'ordered': the events of one subject go one after another, each once the previous succeeded or failed. */
+  ordering?: 'unordered' | 'ordered';
+  /** Counters: events not sent because the filter did not match. */
+  stats?: { filtered?: number };
+  /** The endpoint answered 429/503 with Retry-After: nothing is sent to it before then. */
+  pausedUntil?: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -126,6 +136,28 @@ export class EndpointRepository {
     if (doc) return doc.failingSince as Date;
     const current = await this.coll.raw.findOne({ _id: id as unknown as Document['_id'], accountId }, { projection: { failingSince: 1 } });
     return (current?.failingSince as Date | null | undefined) ?? null;
+  }
+
+  /** Changes an endpoint's settings; null if there is none (or it was deleted). */
+  update(accountId: string, id: string, set: Partial<EndpointDoc>): Promise<EndpointDoc | null> {
+    return this.coll.update(accountId, id, set, []);
+  }
+
+  /** Counts events its filter kept from the endpoint. */
+  async countFiltered(counts: Map<string, { accountId: string; n: number }>): Promise<void> {
+    if (!counts.size) return;
+    await this.coll.raw.bulkWrite(
+      [...counts].map(([id, c]) => ({ updateOne: { filter: { _id: id as unknown as Document['_id'], accountId: c.accountId }, update: { $inc: { 'stats.filtered': c.n } } } })),
+      { ordered: false },
+    );
+  }
+
+  /** Holds every delivery to the endpoint until `until` (a Retry-After), unless it is held longer already. */
+  async pauseUntil(accountId: string, id: string, until: Date): Promise<void> {
+    await this.coll.raw.updateOne(
+      { _id: id as unknown as Document['_id'], accountId, $or: [{ pausedUntil: null }, { pausedUntil: { $lt: until } }] },
+      { $set: { pausedUntil: until } },
+    );
   }
 
   async markHealthy(accountId: string, id: string): Promise<void> {

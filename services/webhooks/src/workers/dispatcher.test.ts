@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createLogger } from '@dap/logger';
 import { SecretBox, newWebhookSecret } from '../domain/secret.ts';
-import { newDelivery, UNLOCKED, type DeliveryDoc } from '../persistence/delivery.repository.ts';
+import { newDelivery, UNLOCKED, type AttemptDoc, type DeliveryDoc } from '../persistence/delivery.repository.ts';
 import type { EndpointDoc } from '../persistence/endpoint.repository.ts';
 import { Dispatcher, type DispatcherOptions } from './dispatcher.ts';
 import type { AttemptResult } from './http-sender.ts';
@@ -29,8 +29,13 @@ function delivery(eventId: string, lockedFor = 60_000): DeliveryDoc {
   );
 }
 
-function harness(opts: { concurrency?: number; renew?: boolean } = {}) {
+function harness(opts: { concurrency?: number; renew?: boolean; maxRetryAfterMs?: number; rateSlots?: DispatcherOptions['rateSlots']; endpoint?: EndpointDoc } = {}) {
+  const ep = opts.endpoint ?? endpoint;
   const sent: string[] = [];
+  /** Each record's attempt and next attempt time, by delivery id. */
+  const attempts: Array<{ id: string; attempt: AttemptDoc; nextAttemptAt: Date | null }> = [];
+  const postponed: Array<{ id: string; at: Date }> = [];
+  const paused: Date[] = [];
   const answers: Array<(r: AttemptResult) => void> = [];
   const recorded: Array<{ id: string; status: string; events: number }> = [];
   const renewed: string[] = [];
@@ -47,17 +52,26 @@ function harness(opts: { concurrency?: number; renew?: boolean } = {}) {
         return opts.renew === false ? null : until;
       },
       releaseOwner: async () => 0,
-      recordAttempt: async (id, claim, _attempt, next, events = []) => {
+      recordAttempt: async (id, claim, attempt, next, events = []) => {
         recorded.push({ id, status: next.status, events: events.length });
+        attempts.push({ id, attempt, nextAttemptAt: next.nextAttemptAt });
         claims.set(id, claim);
         return true;
       },
       cancel: async () => {},
       release: async () => {},
       cancelForEndpoint: async () => 0,
+      earlierPending: async () => null,
+      releaseSuccessors: async () => 0,
+      postpone: async (id, _owner, at) => {
+        postponed.push({ id, at });
+      },
     },
     endpoints: {
-      findById: async () => endpoint,
+      findById: async () => ep,
+      pauseUntil: async (_account, _id, until) => {
+        paused.push(until);
+      },
       markHealthy: async () => {},
       markFailing: async () => null,
       disable: async () => null,
@@ -67,7 +81,7 @@ function harness(opts: { concurrency?: number; renew?: boolean } = {}) {
         sent.push(headers['webhook-id']!);
         return new Promise<AttemptResult>((resolve) => {
           answers.push(resolve);
-          signal?.addEventListener('abort', () => resolve({ ok: false, statusCode: null, latencyMs: 1, error: 'aborted', aborted: true }));
+          signal?.addEventListener('abort', () => resolve({ ok: false, statusCode: null, latencyMs: 1, error: 'aborted', aborted: true, retryAfterMs: null }));
         });
       },
     },
@@ -82,21 +96,23 @@ function harness(opts: { concurrency?: number; renew?: boolean } = {}) {
     userAgent: 'test',
     instanceId: 'test-instance',
     attemptTimeoutMs: 15_000,
+    rateSlots: opts.rateSlots ?? { take: async () => new Date() },
+    maxRetryAfterMs: opts.maxRetryAfterMs ?? 3_600_000,
   };
   const dispatcher = new Dispatcher(options);
   const tick = () => new Promise((r) => setTimeout(r, 5));
-  const answerNext = async (status = 200) => {
-    answers.shift()!({ ok: status < 300, statusCode: status, latencyMs: 1, error: status < 300 ? null : `HTTP ${status}`, aborted: false });
+  const answerNext = async (status = 200, retryAfterMs: number | null = null) => {
+    answers.shift()!({ ok: status < 300, statusCode: status, latencyMs: 1, error: status < 300 ? null : `HTTP ${status}`, aborted: false, retryAfterMs });
     await tick();
   };
   /** Plans and inserts a new delivery as the fan-out does. */
   const offer = (d: DeliveryDoc) => {
     const plan = dispatcher.plan(d.endpointId, d.body.length);
-    if (plan === 'send') dispatcher.dispatchClaimed(d, endpoint);
-    else if (plan === 'queue') dispatcher.enqueueClaimed(d, endpoint);
+    if (plan === 'send') dispatcher.dispatchClaimed(d, ep);
+    else if (plan === 'queue') dispatcher.enqueueClaimed(d, ep);
     return plan;
   };
-  return { dispatcher, sent, recorded, renewed, claims, due, answerNext, offer, tick };
+  return { dispatcher, sent, recorded, renewed, claims, due, answerNext, offer, tick, attempts, postponed, paused };
 }
 
 describe('Dispatcher', () => {
@@ -181,5 +197,79 @@ describe('Dispatcher', () => {
     await h.answerNext(503);
     expect(h.recorded[1]).toEqual({ id: 'f1:whk_A', status: 'failed', events: 1 });
     await h.dispatcher.stop();
+  });
+
+  describe('a receiver that pushes back (429/503 with Retry-After)', () => {
+    const NOW = new Date('2026-11-27T10:00:00Z');
+    // Only the clock is fake: the harness's short ticks still run.
+    beforeEach(() => jest.useFakeTimers({ now: NOW, doNotFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'setInterval', 'clearInterval', 'nextTick', 'queueMicrotask'] }));
+    afterEach(() => jest.useRealTimers());
+
+    it('waits as long as Retry-After asks when that is later than the schedule, records it and holds the endpoint', async () => {
+      const h = harness({ concurrency: 1 });
+      await h.dispatcher.start();
+      h.offer(delivery('p1'));
+      await h.tick();
+      await h.answerNext(429, 120_000); // the schedule says 60 s (± 10 %)
+      expect(h.attempts[0]).toMatchObject({ id: 'p1:whk_A', attempt: { statusCode: 429, retryAfterMs: 120_000 }, nextAttemptAt: new Date(NOW.getTime() + 120_000) });
+      expect(h.paused).toEqual([new Date(NOW.getTime() + 120_000)]);
+      await h.dispatcher.stop();
+    });
+
+    it('bounds Retry-After by the configured maximum', async () => {
+      const h = harness({ concurrency: 1, maxRetryAfterMs: 3_600_000 });
+      await h.dispatcher.start();
+      h.offer(delivery('p2'));
+      await h.tick();
+      await h.answerNext(503, 10 * 3_600_000);
+      expect(h.attempts[0]).toMatchObject({ attempt: { statusCode: 503, retryAfterMs: 3_600_000 }, nextAttemptAt: new Date(NOW.getTime() + 3_600_000) });
+      expect(h.paused).toEqual([new Date(NOW.getTime() + 3_600_000)]);
+      await h.dispatcher.stop();
+    });
+
+    it('keeps the regular schedule when it is later than Retry-After, and records no push-back without the header', async () => {
+      const h = harness({ concurrency: 1 });
+      await h.dispatcher.start();
+      h.offer(delivery('p3'));
+      h.offer(delivery('p4'));
+      await h.tick();
+      await h.answerNext(429, 1_000);
+      await h.tick();
+      const first = h.attempts[0]!;
+      expect(first.attempt.retryAfterMs).toBe(1_000);
+      const delay = first.nextAttemptAt!.getTime() - NOW.getTime();
+      expect(delay).toBeGreaterThanOrEqual(54_000); // 60 s ± 10 % jitter, not 1 s
+      expect(delay).toBeLessThanOrEqual(66_000);
+      expect(h.postponed).toEqual([{ id: 'p4:whk_A', at: new Date(NOW.getTime() + 1_000) }]); // held for the 1 s asked
+      await h.dispatcher.stop();
+      const h2 = harness({ concurrency: 1 });
+      await h2.dispatcher.start();
+      h2.offer(delivery('p5'));
+      await h2.tick();
+      await h2.answerNext(429, null);
+      expect(h2.attempts[0]!.attempt).not.toHaveProperty('retryAfterMs');
+      expect(h2.paused).toEqual([]);
+      await h2.dispatcher.stop();
+    });
+
+    it("postpones the endpoint's other deliveries until the pause ends instead of sending them", async () => {
+      const pausedUntil = new Date(NOW.getTime() + 30_000);
+      const h = harness({ concurrency: 2, endpoint: { ...endpoint, pausedUntil } });
+      await h.dispatcher.start();
+      h.offer(delivery('q1'));
+      await h.tick();
+      expect(h.sent).toEqual([]);
+      expect(h.postponed).toEqual([{ id: 'q1:whk_A', at: pausedUntil }]);
+      await h.dispatcher.stop();
+      // Positive control: a pause that has ended holds nothing.
+      const h2 = harness({ concurrency: 2, endpoint: { ...endpoint, pausedUntil: new Date(NOW.getTime() - 1) } });
+      await h2.dispatcher.start();
+      h2.offer(delivery('q2'));
+      await h2.tick();
+      expect(h2.sent).toEqual(['q2']);
+      expect(h2.postponed).toEqual([]);
+      await h2.answerNext();
+      await h2.dispatcher.stop();
+    });
   });
 });

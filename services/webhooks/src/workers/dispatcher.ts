@@ -7,12 +7,30 @@ import type { SecretBox } from '../domain/secret.ts';
 import { seriesAttempts, type DeliveryDoc, type DeliveryRepository, type DeliveryStatus } from '../persistence/delivery.repository.ts';
 import type { EndpointDoc, EndpointRepository } from '../persistence/endpoint.repository.ts';
 import type { AttemptResult, HttpSender } from './http-sender.ts';
-import { nextDelayMs } from '../domain/retry-schedule.ts';
+import { nextDelayMs, retryDelayWithPushback } from '../domain/retry-schedule.ts';
+import type { RateSlots } from '../persistence/rate-slots.ts';
 import { signedHeaders, signingKeyOf } from '../domain/signing.ts';
 
 export interface DispatcherOptions {
-  deliveries: Pick<DeliveryRepository, 'claimDue' | 'releaseInstanceClaims' | 'renewClaim' | 'releaseOwner' | 'recordAttempt' | 'cancel' | 'release' | 'cancelForEndpoint'>;
-  endpoints: Pick<EndpointRepository, 'findById' | 'markHealthy' | 'markFailing' | 'disable'>;
+  deliveries: Pick<
+    DeliveryRepository,
+    | 'claimDue'
+    | 'releaseInstanceClaims'
+    | 'renewClaim'
+    | 'releaseOwner'
+    | 'recordAttempt'
+    | 'cancel'
+    | 'release'
+    | 'cancelForEndpoint'
+    | 'postpone'
+    | 'earlierPending'
+    | 'releaseSuccessors'
+  >;
+  endpoints: Pick<EndpointRepository, 'findById' | 'markHealthy' | 'markFailing' | 'disable' | 'pauseUntil'>;
+  /** Request slots of endpoints with a rate limit, shared by every instance. */
+  rateSlots: Pick<RateSlots, 'take'>;
+  /** A receiver's Retry-After holds its endpoint at most this long. */
+  maxRetryAfterMs: number;
   sender: Pick<HttpSender, 'send'>;
   secrets: SecretBox;
   logger: Logger;
@@ -313,6 +331,44 @@ export class Dispatcher {
     return doc;
   }
 
+  /**
+   * Waits for the endpoint's turn: a Retry-After it answered postpones the delivery (stored, claim given
+   * back; answers false), and a rate limit waits here for the request's slot, the claim renewed if the wait
+   * outlasts it. Answers the delivery to send (its claim possibly renewed), or null when it is not sent now.
+   */
+  private async awaitTurn(d: DeliveryDoc, endpoint: EndpointDoc): Promise<DeliveryDoc | null> {
+    const pausedUntil = endpoint.pausedUntil?.getTime() ?? 0;
+    if (pausedUntil > Date.now()) {
+      await this.o.deliveries.postpone(d._id, this.owner, new Date(pausedUntil));
+      this.wakeAt(pausedUntil - Date.now());
+      return null;
+    }
+    if (endpoint.ordering === 'ordered' && d.subject) {
+      const before = await this.o.deliveries.earlierPending(d.endpointId, d.subject, d.eventId);
+      if (before) {
+        // Due again when the earlier one is (its record makes this due at once when it finishes), or at the next poll.
+        const at = Math.max(before.nextAttemptAt?.getTime() ?? 0, Date.now() + this.o.pollMs);
+        await this.o.deliveries.postpone(d._id, this.owner, new Date(at));
+        this.wakeAt(at - Date.now());
+        return null;
+      }
+    }
+    if (!endpoint.rateLimitPerSecond) return d;
+    const slot = await this.o.rateSlots.take(endpoint._id, endpoint.rateLimitPerSecond);
+    const wait = slot.getTime() - Date.now();
+    if (wait <= 0) return d;
+    if (d.lockedUntil.getTime() - Date.now() < wait + this.o.attemptTimeoutMs + RENEW_MARGIN_MS) {
+      const renewed = await this.o.deliveries.renewClaim(d._id, this.owner, new Date(Date.now() + wait + this.o.leaseMs));
+      if (!renewed) return null; // the claim lapsed and another owner has it
+      d = { ...d, lockedUntil: renewed };
+    }
+    if (!(await sleep(wait, this.abort.signal))) {
+      await this.o.deliveries.release(d._id, this.owner);
+      return null;
+    }
+    return d;
+  }
+
   private async attempt(d: DeliveryDoc, known: EndpointDoc | null): Promise<void> {
     let freed = false;
     const free = () => {
@@ -326,6 +382,9 @@ export class Dispatcher {
         await this.o.deliveries.cancel(d._id, this.owner);
         return;
       }
+      const turn = await this.awaitTurn(d, endpoint);
+      if (!turn) return;
+      d = turn;
       const headers: Record<string, string> = {
         ...signedHeaders(this.signingSecrets(endpoint), d.eventId, Math.floor(Date.now() / 1000), d.body),
         'content-type': 'application/json',
@@ -338,6 +397,8 @@ export class Dispatcher {
         await this.o.deliveries.release(d._id, this.owner);
         return;
       }
+      // Held here before the slot frees, so what waits for the endpoint is not sent in the meantime.
+      if (!result.ok && result.retryAfterMs) this.holdLocally(endpoint, new Date(Date.now() + Math.min(result.retryAfterMs, this.o.maxRetryAfterMs)));
       // The endpoint's slot is free as soon as it has answered; bookkeeping need not hold it.
       this.unrecorded++;
       free();
@@ -377,15 +438,20 @@ export class Dispatcher {
   }
 
   private async record(d: DeliveryDoc, endpoint: EndpointDoc, at: Date, result: AttemptResult): Promise<void> {
-    const attempt = { at, statusCode: result.statusCode, latencyMs: result.latencyMs, error: result.error };
     const made = seriesAttempts(d) + 1;
     let status: DeliveryStatus = 'succeeded';
     let nextAttemptAt: Date | null = null;
+    let retryAfterMs: number | null = null;
     if (!result.ok) {
-      const delay = result.statusCode === 410 ? null : nextDelayMs(this.o.retryScheduleMs, made);
-      status = delay === null ? 'failed' : 'pending';
-      if (delay !== null) nextAttemptAt = new Date(Date.now() + delay);
+      const regular = result.statusCode === 410 ? null : nextDelayMs(this.o.retryScheduleMs, made);
+      // A receiver that pushed back gets its wait (bounded), if later than the regular schedule's.
+      const pushback = retryDelayWithPushback(regular ?? 0, result.retryAfterMs, this.o.maxRetryAfterMs);
+      retryAfterMs = pushback.retryAfterMs;
+      status = regular === null ? 'failed' : 'pending';
+      if (regular !== null) nextAttemptAt = new Date(Date.now() + pushback.delayMs);
+      if (retryAfterMs) await this.pause(endpoint, new Date(Date.now() + retryAfterMs));
     }
+    const attempt = { at, statusCode: result.statusCode, latencyMs: result.latencyMs, error: result.error, ...(retryAfterMs !== null ? { retryAfterMs } : {}) };
     // A final state emits exactly one delivery.completed (staged with its record write, see RecordOutbox),
     // so the count downstream is exact.
     const completed =
@@ -401,6 +467,9 @@ export class Dispatcher {
           ];
     const recorded = await this.o.deliveries.recordAttempt(d._id, { owner: this.owner, until: d.lockedUntil }, attempt, { status, nextAttemptAt }, completed);
     if (recorded && nextAttemptAt) this.wakeAt(nextAttemptAt.getTime() - Date.now());
+    if (recorded && status !== 'pending' && endpoint.ordering === 'ordered' && d.subject) {
+      if (await this.o.deliveries.releaseSuccessors(d.endpointId, d.subject, d.eventId)) this.kick();
+    }
     this.o.logger.debug({ deliveryId: d._id, endpointId: endpoint._id, statusCode: result.statusCode, attempt: made, status }, 'delivery attempt');
     if (result.ok) {
       if (endpoint.failingSince || this.failing.has(endpoint._id)) {
@@ -419,6 +488,17 @@ export class Dispatcher {
       const cutoff = new Date(Date.now() - this.o.disableAfterMs);
       await this.disable(endpoint, `every attempt failed for ${humanDuration(this.o.disableAfterMs)}`, { failingSince: { $lte: cutoff } });
     }
+  }
+
+  /** Holds the endpoint's other deliveries too (every instance reads it from the endpoint, this one at once). */
+  private async pause(endpoint: EndpointDoc, until: Date): Promise<void> {
+    this.holdLocally(endpoint, until);
+    await this.o.endpoints.pauseUntil(endpoint.accountId, endpoint._id, until);
+  }
+
+  private holdLocally(endpoint: EndpointDoc, until: Date): void {
+    const cached = this.endpointCache.get(endpoint._id)?.doc ?? endpoint;
+    if ((cached.pausedUntil?.getTime() ?? 0) < until.getTime()) this.remember({ ...cached, pausedUntil: until });
   }
 
   private async disable(endpoint: EndpointDoc, reason: string, where: Record<string, unknown> = {}): Promise<void> {
@@ -442,6 +522,22 @@ export class Dispatcher {
     );
     this.timers.add(t);
   }
+}
+
+/** Resolves true after `ms`, or false as soon as the signal aborts. */
+function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const onAbort = () => {
+      clearTimeout(t);
+      resolve(false);
+    };
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(true);
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 function humanDuration(ms: number): string {

@@ -6,11 +6,12 @@ describe('HttpSender', () => {
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let status = 200;
   let delayMs = 0;
+  let headers: Record<string, string> = {};
   const open = new HttpSender({ timeoutMs: 300, guard: new OutboundGuard({ allowPrivate: true }), userAgent: 'test' });
   const strict = new HttpSender({ timeoutMs: 300, guard: new OutboundGuard({ allowPrivate: false }), userAgent: 'test' });
 
   beforeAll(async () => {
-    receiver = await startReceiver(() => ({ status, delayMs }));
+    receiver = await startReceiver(() => ({ status, delayMs, headers }));
   });
   afterAll(async () => {
     open.close();
@@ -20,6 +21,24 @@ describe('HttpSender', () => {
   beforeEach(() => {
     status = 200;
     delayMs = 0;
+    headers = {};
+  });
+
+  it("reads a 429 or 503 answer's Retry-After, in seconds or as an HTTP date, and ignores it on other statuses", async () => {
+    status = 429;
+    headers = { 'retry-after': '7' };
+    expect(await open.send(receiver.url, {}, '{}')).toMatchObject({ ok: false, statusCode: 429, retryAfterMs: 7_000 });
+    status = 503;
+    headers = { 'retry-after': new Date(Date.now() + 120_000).toUTCString() };
+    const dated = await open.send(receiver.url, {}, '{}');
+    expect(dated.retryAfterMs).toBeGreaterThan(115_000);
+    expect(dated.retryAfterMs).toBeLessThanOrEqual(120_000);
+    status = 500;
+    headers = { 'retry-after': '7' };
+    expect(await open.send(receiver.url, {}, '{}')).toMatchObject({ statusCode: 500, retryAfterMs: null });
+    status = 429;
+    headers = {};
+    expect(await open.send(receiver.url, {}, '{}')).toMatchObject({ statusCode: 429, retryAfterMs: null });
   });
 
   it('posts the body with the given headers and reports 2xx as success', async () => {

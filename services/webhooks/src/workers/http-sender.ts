@@ -1,5 +1,6 @@
 import { Agent, type Dispatcher } from 'undici';
 import { guardedConnector, type OutboundGuard } from '@dap/netguard';
+import { parseRetryAfter, PUSHBACK_STATUSES } from '../domain/retry-schedule.ts';
 
 export interface AttemptResult {
   ok: boolean;
@@ -8,6 +9,8 @@ export interface AttemptResult {
   error: string | null;
   /** The attempt was cut short by shutdown, not by the endpoint: it does not count. */
   aborted: boolean;
+  /** A 429 or 503 answer's `Retry-After`, in ms from the answer (unbounded), else null. */
+  retryAfterMs: number | null;
 }
 
 export interface HttpSenderOptions {
@@ -76,8 +79,9 @@ export class HttpSender {
 
   async send(target: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<AttemptResult> {
     const started = performance.now();
-    const done = (r: Omit<AttemptResult, 'latencyMs' | 'aborted'>, aborted = false): AttemptResult => ({
+    const done = (r: Omit<AttemptResult, 'latencyMs' | 'aborted' | 'retryAfterMs'>, aborted = false, retryAfterMs: number | null = null): AttemptResult => ({
       ...r,
+      retryAfterMs,
       latencyMs: Math.round((performance.now() - started) * 100) / 100,
       aborted,
     });
@@ -88,19 +92,20 @@ export class HttpSender {
       return done({ ok: false, statusCode: null, error: 'invalid URL' });
     }
     try {
-      const status = await this.post(url, headers, body, this.opts.timeoutMs, signal);
+      const { status, retryAfter } = await this.post(url, headers, body, this.opts.timeoutMs, signal);
       if (status >= 200 && status < 300) return done({ ok: true, statusCode: status, error: null });
       const error = status >= 300 && status < 400 ? `redirect (${status}) not followed` : `HTTP ${status}`;
-      return done({ ok: false, statusCode: status, error });
+      const retryAfterMs = PUSHBACK_STATUSES.includes(status) ? parseRetryAfter(retryAfter, Date.now()) : null;
+      return done({ ok: false, statusCode: status, error }, false, retryAfterMs);
     } catch (err) {
       if (signal?.aborted) return done({ ok: false, statusCode: null, error: 'aborted by shutdown' }, true);
       return done({ ok: false, statusCode: null, error: describe(err, this.opts.timeoutMs) });
     }
   }
 
-  /** Answers the status; rejects on a network error, the deadline or the signal. */
-  private post(url: URL, headers: Record<string, string>, body: string, timeoutMs: number, signal?: AbortSignal): Promise<number> {
-    return new Promise<number>((resolve, reject) => {
+  /** Answers the status (and any Retry-After); rejects on a network error, the deadline or the signal. */
+  private post(url: URL, headers: Record<string, string>, body: string, timeoutMs: number, signal?: AbortSignal): Promise<Answer> {
+    return new Promise<Answer>((resolve, reject) => {
       const attempt = new Attempt(resolve, reject, signal);
       attempt.arm(timeoutMs);
       if (attempt.settled) return;
@@ -127,6 +132,11 @@ export class HttpSender {
   }
 }
 
+interface Answer {
+  status: number;
+  retryAfter: string | null;
+}
+
 /**
  * The handler of one POST. The attempt settles at its deadline or at the signal even while undici is still
  * connecting (the request is dropped as soon as undici starts it); the answer is drained up to
@@ -135,15 +145,16 @@ export class HttpSender {
 class Attempt implements Dispatcher.DispatchHandler {
   settled = false;
   private status = 0;
+  private retryAfter: string | null = null;
   private size = 0;
   private timer: NodeJS.Timeout | undefined;
   private controller: Dispatcher.DispatchController | null = null;
-  private readonly resolve: (status: number) => void;
+  private readonly resolve: (answer: Answer) => void;
   private readonly reject: (err: unknown) => void;
   private readonly signal: AbortSignal | undefined;
   private readonly onAbort = () => this.fail(new Error('aborted'));
 
-  constructor(resolve: (status: number) => void, reject: (err: unknown) => void, signal?: AbortSignal) {
+  constructor(resolve: (answer: Answer) => void, reject: (err: unknown) => void, signal?: AbortSignal) {
     this.resolve = resolve;
     this.reject = reject;
     this.signal = signal;
@@ -160,16 +171,19 @@ class Attempt implements Dispatcher.DispatchHandler {
     if (this.settled) controller.abort(new Error('the attempt is over'));
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, status: number): void {
-    if (status >= 200) this.status = status;
+  onResponseStart(_controller: Dispatcher.DispatchController, status: number, headers: Record<string, string | string[] | undefined>): void {
+    if (status < 200) return;
+    this.status = status;
+    const ra = headers['retry-after'];
+    this.retryAfter = (Array.isArray(ra) ? ra[0] : ra) ?? null;
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     this.size += chunk.length;
     if (this.size > MAX_RESPONSE_BYTES) {
-      const status = this.status;
+      const answer = { status: this.status, retryAfter: this.retryAfter };
       this.finish();
-      this.resolve(status);
+      this.resolve(answer);
       controller.abort(new Error('the response is larger than the attempt reads'));
     }
   }
@@ -177,7 +191,7 @@ class Attempt implements Dispatcher.DispatchHandler {
   onResponseEnd(): void {
     if (this.settled) return;
     this.finish();
-    this.resolve(this.status);
+    this.resolve({ status: this.status, retryAfter: this.retryAfter });
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | null, err: Error): void {

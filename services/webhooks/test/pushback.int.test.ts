@@ -1,0 +1,114 @@
+import { newId } from '@dap/contracts';
+import { connectMongo } from '@dap/mongo';
+import { startReceiver, waitFor } from '@dap/testing';
+import type { RunningWebhooks } from '../src/index.ts';
+import { RateSlots } from '../src/persistence/rate-slots.ts';
+import { clientFor, dropTestDatabase, eventPublisher, silent, sleep, startWebhooks, testConfig } from './harness.ts';
+
+/**
+ * Receivers that push back: Retry-After on 429/503, and a per-endpoint rate limit. The retry schedule is
+ * compressed to 0, 200, 400 ms, so a Retry-After of 1 s is visibly later than the schedule.
+ */
+describe('webhook push-back and rate limits', () => {
+  const config = testConfig({ WEBHOOK_RETRY_SCHEDULE_MS: '0,200,400', WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_POLL_MS: '200', WEBHOOK_ENDPOINT_CONCURRENCY: '4' });
+  let svc: RunningWebhooks;
+  let events: Awaited<ReturnType<typeof eventPublisher>>;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  const seen = new Map<string, number>();
+  const at = (path: string) => receiver.received.filter((r) => r.path === path);
+
+  beforeAll(async () => {
+    receiver = await startReceiver((req) => {
+      const n = (seen.get(req.path) ?? 0) + 1;
+      seen.set(req.path, n);
+      if (req.path === '/busy' && n === 1) return { status: 429, headers: { 'retry-after': '1' } };
+      return { status: 200 };
+    });
+    svc = await startWebhooks(config, { logger: silent });
+    events = await eventPublisher(config);
+  });
+
+  afterAll(async () => {
+    await events?.close();
+    await svc?.stop();
+    await dropTestDatabase(config);
+    await receiver?.close();
+  });
+
+  const register = async (client: ReturnType<typeof clientFor>, path: string, extra: Record<string, unknown> = {}) => {
+    const res = await client.call('POST', '/webhooks', { url: `${receiver.url}${path}`, ...extra });
+    expect(res.status).toBe(201);
+    return res.body.id as string;
+  };
+
+  it('waits as long as a 429 Retry-After asks, rather than the 200 ms the schedule says, and shows it on the attempt', async () => {
+    const client = clientFor(() => svc);
+    const id = await register(client, '/busy');
+    await events.publish('source.created', client.accountId, { id: newId('src'), name: 'a', type: 'csv' });
+    await waitFor(() => at('/busy').length >= 2, { what: 'the retry after Retry-After', timeoutMs: 10_000 });
+    const [first, second] = at('/busy');
+    expect(second!.at - first!.at).toBeGreaterThanOrEqual(1_000);
+    const log = await waitFor(
+      async () => {
+        const res = await client.call('GET', `/webhooks/${id}/deliveries`);
+        return res.body.data[0]?.status === 'succeeded' ? res.body.data[0] : null;
+      },
+      { what: 'the delivery recorded' },
+    );
+    expect(log.attempts.map((a: { statusCode: number; retryAfterMs: number | null }) => [a.statusCode, a.retryAfterMs])).toEqual([
+      [429, 1_000],
+      [200, null],
+    ]);
+  });
+
+  it('never starts more than rateLimitPerSecond requests in a second for a burst, and loses none', async () => {
+    const client = clientFor(() => svc);
+    const limited = await register(client, '/limited', { rateLimitPerSecond: 5 });
+    await register(client, '/unlimited'); // the positive control: the same burst, no limit
+    const got = await client.call('GET', `/webhooks/${limited}`);
+    expect(got.body).toMatchObject({ rateLimitPerSecond: 5, pausedUntil: null });
+    const ids: string[] = [];
+    for (let i = 0; i < 15; i++) ids.push((await events.publish('source.created', client.accountId, { id: newId('src'), name: `s${i}`, type: 'csv' })).id);
+    await waitFor(() => at('/limited').length >= 15 && at('/unlimited').length >= 15, { what: 'every delivery', timeoutMs: 20_000 });
+    await sleep(300);
+    const limitedAt = at('/limited').map((r) => r.at);
+    const unlimitedAt = at('/unlimited').map((r) => r.at);
+    // Request i and i + 5 start at least 1 s apart at the sender. The receiver runs in this process beside the
+    // service on busy shared cores, so its timestamps lag by up to tens of ms (61 ms seen): 100 ms allowed.
+    for (let i = 0; i + 5 < limitedAt.length; i++) expect(limitedAt[i + 5]! - limitedAt[i]!).toBeGreaterThanOrEqual(900);
+    expect(limitedAt[14]! - limitedAt[0]!).toBeGreaterThanOrEqual(1_900); // 15 requests at 5/s span 2 s
+    expect(unlimitedAt[5]! - unlimitedAt[0]!).toBeLessThan(900); // without a limit the burst goes faster
+    expect(new Set(at('/limited').map((r) => r.headers['webhook-id'])).size).toBe(15);
+    expect([...new Set(at('/limited').map((r) => r.headers['webhook-id'] as string))].sort()).toEqual([...ids].sort());
+  });
+
+  it('changes the rate limit with PATCH, and refuses a bad one with a 400 naming the field', async () => {
+    const client = clientFor(() => svc);
+    const id = await register(client, '/patched');
+    const ok = await client.call('PATCH', `/webhooks/${id}`, { rateLimitPerSecond: 2 });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ id, rateLimitPerSecond: 2 });
+    const lifted = await client.call('PATCH', `/webhooks/${id}`, { rateLimitPerSecond: null });
+    expect(lifted.body.rateLimitPerSecond).toBeNull();
+    const bad = await client.call('PATCH', `/webhooks/${id}`, { rateLimitPerSecond: 0 });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body)).toContain('rateLimitPerSecond');
+    const other = clientFor(() => svc);
+    expect((await other.call('PATCH', `/webhooks/${id}`, { rateLimitPerSecond: 3 })).status).toBe(404); // another tenant's
+    expect((await client.call('GET', `/webhooks/${id}`)).body.rateLimitPerSecond).toBeNull();
+  });
+
+  it('spaces the slots two instances take for one endpoint by 1000 / limit ms', async () => {
+    const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB);
+    try {
+      const a = new RateSlots(mongo.db);
+      const b = new RateSlots(mongo.db);
+      const endpoint = newId('whk');
+      const slots = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).take(endpoint, 10)));
+      const times = slots.map((s) => s.getTime()).sort((x, y) => x - y);
+      for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(100);
+    } finally {
+      await mongo.close();
+    }
+  });
+});
