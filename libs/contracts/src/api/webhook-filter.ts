@@ -78,6 +78,28 @@ export const webhookFilterSchema = z
   .superRefine((value, ctx) => check(value, [], 0, ctx, { n: 0 }))
   .meta({
     id: 'WebhookFilter',
+    // The shape for the OpenAPI document and generated clients (the check above is what enforces it, with limits).
+    oneOf: [
+      {
+        type: 'object',
+        required: ['path', 'op'],
+        additionalProperties: false,
+        properties: {
+          path: { type: 'string', maxLength: MAX_PATH_LENGTH },
+          op: { type: 'string', enum: [...FILTER_OPERATORS] },
+          value: {
+            anyOf: [{ type: ['string', 'number', 'boolean', 'null'] }, { type: 'array', maxItems: MAX_IN_VALUES, items: { type: ['string', 'number', 'boolean', 'null'] } }],
+          },
+        },
+      },
+      ...(['and', 'or'] as const).map((key) => ({
+        type: 'object',
+        required: [key],
+        additionalProperties: false,
+        properties: { [key]: { type: 'array', minItems: 1, items: { $ref: '#/components/schemas/WebhookFilter' } } },
+      })),
+      { type: 'object', required: ['not'], additionalProperties: false, properties: { not: { $ref: '#/components/schemas/WebhookFilter' } } },
+    ],
     description: `Only events whose payload matches are sent (the others count as filtered in the endpoint's stats). A comparison {path, op, value}: path is $ followed by .name or [index] steps (e.g. $.type, $.data.rowCount, $.data.columns[0]); op is one of ${FILTER_OPERATORS.join(', ')} (in takes an array; exists takes true/false or nothing; gt/gte/lt/lte compare numbers with numbers and strings with strings). Combine with {and: [...]}, {or: [...]}, {not: {...}}; at most ${MAX_FILTER_DEPTH} levels and ${MAX_FILTER_CONDITIONS} comparisons.`,
     examples: [
       {

@@ -2198,7 +2198,18 @@ export interface components {
          *       ]
          *     }
          */
-        WebhookFilter: unknown;
+        WebhookFilter: {
+            path: string;
+            /** @enum {string} */
+            op: "eq" | "ne" | "gt" | "gte" | "lt" | "lte" | "in" | "exists";
+            value?: (string | number | boolean | null) | (string | number | boolean | null)[];
+        } | {
+            and: components["schemas"]["WebhookFilter"][];
+        } | {
+            or: components["schemas"]["WebhookFilter"][];
+        } | {
+            not: components["schemas"]["WebhookFilter"];
+        };
         WebhookCreated: {
             id: string;
             url: string;
