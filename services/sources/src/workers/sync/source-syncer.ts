@@ -238,7 +238,7 @@ export class SourceSyncer {
   /**
    * A sync of a source that has data compares the new columns with the old ones before publishing: under
    * `freeze` a change fails the sync, naming the columns; under `quarantine` the rows that fit the old schema
-   * are published in it and the others set aside (src/sync/quarantine.ts).
+   * are published in it and the others set aside (src/domain/quarantine.ts).
    */
   private async checkDrift(doc: SourceDoc, ctx: { file: string; schema: Column[]; newFile: () => string }, drift: Drift): Promise<string | void> {
     if (doc.lastSyncedAt === null || !doc.schema.length) return;
