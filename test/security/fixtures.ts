@@ -123,6 +123,8 @@ export function validBodyOf(o: ApiOperation, fixtures: Partial<Fixtures>): unkno
       return { since: '2026-01-01T00:00:00Z' };
     case 'updateWebhook':
       return { description: 'x' };
+    case 'updateSource':
+      return { schemaPolicy: 'freeze' };
     case 'createKey':
       return { name: 'k' };
     case 'rollKey':
