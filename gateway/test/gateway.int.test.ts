@@ -69,8 +69,8 @@ describe('gateway authentication', () => {
     expect(missing.body.code).toBe('not_found');
     const wrong = await http('PUT', `${gateways[0]!.url}/v1/sources`, { headers: auth(secret), body: {} });
     expect([wrong.status, wrong.headers.get('allow'), wrong.body.code]).toEqual([405, 'GET, HEAD, POST', 'method_not_allowed']);
-    const one = await http('PATCH', `${gateways[0]!.url}/v1/sources/src_01JCQ3N6W4X8Z5Y7A9B2C4D6E8`, { headers: auth(secret), body: {} });
-    expect([one.status, one.headers.get('allow')]).toEqual([405, 'GET, HEAD, DELETE']);
+    const one = await http('PUT', `${gateways[0]!.url}/v1/sources/src_01JCQ3N6W4X8Z5Y7A9B2C4D6E8`, { headers: auth(secret), body: {} });
+    expect([one.status, one.headers.get('allow')]).toEqual([405, 'GET, HEAD, PATCH, DELETE']);
     // HEAD is GET without the body.
     const head = await fetch(`${gateways[0]!.url}/v1/sources`, { method: 'HEAD', headers: auth(secret) });
     expect([head.status, head.headers.get('content-type'), await head.text()]).toEqual([200, expect.stringMatching(/^application\/json/), '']);

@@ -74,9 +74,10 @@ describe('webhook push-back and rate limits', () => {
     const limitedAt = at('/limited').map((r) => r.at);
     const unlimitedAt = at('/unlimited').map((r) => r.at);
     // Request i and i + 5 start at least 1 s apart at the sender. The receiver runs in this process beside the
-    // service on busy shared cores, so its timestamps lag by up to tens of ms (61 ms seen): 100 ms allowed.
-    for (let i = 0; i + 5 < limitedAt.length; i++) expect(limitedAt[i + 5]! - limitedAt[i]!).toBeGreaterThanOrEqual(900);
-    expect(limitedAt[14]! - limitedAt[0]!).toBeGreaterThanOrEqual(1_900); // 15 requests at 5/s span 2 s
+    // service on busy shared cores, so a request's arrival can lag its start (up to 220 ms seen under a full
+    // test run): 400 ms are allowed per window, and the 15 starts (0, 200, … 2,800 ms) must still span 2.4 s.
+    for (let i = 0; i + 5 < limitedAt.length; i++) expect(limitedAt[i + 5]! - limitedAt[i]!).toBeGreaterThanOrEqual(600);
+    expect(limitedAt[14]! - limitedAt[0]!).toBeGreaterThanOrEqual(2_400);
     expect(unlimitedAt[5]! - unlimitedAt[0]!).toBeLessThan(900); // without a limit the burst goes faster
     expect(new Set(at('/limited').map((r) => r.headers['webhook-id'])).size).toBe(15);
     expect([...new Set(at('/limited').map((r) => r.headers['webhook-id'] as string))].sort()).toEqual([...ids].sort());
