@@ -69,7 +69,8 @@ function env(name: string, kafka: string): Record<string, string> {
     KAFKA_BROKERS: kafka,
     KAFKA_TOPIC_PREFIX: `t${suffix}.`,
     INTERNAL_SECRET: TEST_INTERNAL_SECRET,
-    STARTUP_TIMEOUT_MS: '1500',
+    // Short against the unreachable Kafka (the case under test); the real one may take seconds to create topics under load.
+    STARTUP_TIMEOUT_MS: kafka === deadKafka ? '1500' : '30000',
     DATASET_DIR: join(dataDir, name, suffix),
     INSTANCE_ID: `rollback-${suffix}`,
     WEBHOOK_SECRET_KEY: randomBytes(32).toString('hex'),
