@@ -16,9 +16,7 @@ export const signupBody = z
   .meta({ id: 'Signup', examples: [{ email: 'ada@example.com', password: 'correct horse battery', accountName: 'Analytical Engines Ltd' }] });
 export const loginBody = z.strictObject({ email, password: z.string().min(1).max(200) }).meta({ id: 'Login' });
 /** The new password follows sign-up's rules. */
-export const changePasswordBody = z
-  .strictObject({ currentPassword: z.string().min(1).max(200), newPassword: password })
-  .meta({ id: 'ChangePassword', examples: [{ currentPassword: 'correct horse battery', newPassword: 'staple battery horse correct' }] });
+export const changePasswordBody = z.strictObject({ currentPassword: z.string().min(1).max(200), newPassword: password }).meta({ id: 'ChangePassword' });
 export const passwordResetBody = z
   .strictObject({
     token: z.string().min(1).max(200).describe('the token from the reset link an operator issued (`reset-password-link` in the accounts CLI)'),
