@@ -51,7 +51,7 @@ describe('POST /v1/auth/password', () => {
     const { email, cookie, csrf, accountId } = await signup();
     const other = await login(email, OLD);
     expect(other.status).toBe(200);
-    const change = (body: unknown, headers = session(cookie, csrf)) => http('POST', `${gw}/v1/auth/password`, { headers, body });
+    const change = (body: unknown, headers: Record<string, string> = session(cookie, csrf)) => http('POST', `${gw}/v1/auth/password`, { headers, body });
 
     const { secret } = await h.accounts.accounts.createKey(accountId, { name: 'ci' });
     const withKey = await change({ currentPassword: OLD, newPassword: NEW }, bearer(secret));
