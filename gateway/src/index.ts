@@ -129,8 +129,9 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
       onResponse: (req, res) => {
         const p = req.principal;
         if (p && p.kind !== 'anonymous') usage.record(p.accountId, res.statusCode === 429);
-        // A wrong password at login counts like a wrong key.
+        // A wrong password at login, or a wrong current password with a valid session, counts like a wrong key.
         if (req.operation?.auth === 'public' && res.statusCode === 401) void failures.recordFailure(clientAddressOf(req));
+        else if (req.operation?.checksPassword && p?.kind === 'session' && res.statusCode === 403) void failures.recordFailure(clientAddressOf(req));
       },
       ...(deps.extraRoutes ? { extraRoutes: deps.extraRoutes } : {}),
     });

@@ -12,7 +12,7 @@ export const SCREENSHOT_DIR = join(repoRoot(), 'test-artifacts', 'screenshots');
  * Every service as its own process on free ports (like the e2e story), the gateway serving the built
  * dashboard from gateway/dashboard/dist (bootstrap builds it).
  */
-export async function startSystem(extraEnv: Record<string, string> = {}): Promise<{ url: string; services: Supervised; stop: () => Promise<void> }> {
+export async function startSystem(extraEnv: Record<string, string> = {}): Promise<{ url: string; services: Supervised; mongoDbPrefix: string; stop: () => Promise<void> }> {
   const root = repoRoot();
   if (!existsSync(join(root, 'gateway', 'dashboard', 'dist', 'index.html'))) {
     throw new Error('the dashboard is not built: run `bash deploy/local/bootstrap.sh` (npm test does)');
@@ -26,7 +26,7 @@ export async function startSystem(extraEnv: Record<string, string> = {}): Promis
     ports,
     repickBusyPorts: true,
     logDir: join(root, '.local', 'test', 'logs', `browser-${suffix}`),
-    mongoDbPrefix: `br${suffix}_`,
+    mongoDbPrefix: `br${suffix}_`, // a service's database is this and its name (the operator CLI needs it)
     env: {
       ...stackEnv(),
       KAFKA_TOPIC_PREFIX: `br${suffix}.`,
@@ -45,6 +45,7 @@ export async function startSystem(extraEnv: Record<string, string> = {}): Promis
   return {
     url: services.urls.gateway,
     services,
+    mongoDbPrefix: `br${suffix}_`,
     stop: async () => {
       await services.stop();
       rmSync(datasets, { recursive: true, force: true });

@@ -5,7 +5,8 @@ import { Layout } from './components/layout.tsx';
 import { Spinner } from './components/ui.tsx';
 import { ApiContext, SessionContext, ToastProvider } from './context.tsx';
 import { matchPath, navigate, useLocation } from './router.tsx';
-import { LoginPage, SignupPage } from './pages/auth.tsx';
+import { LoginPage, ResetPasswordPage, SignupPage } from './pages/auth.tsx';
+import { AccountPage } from './pages/account.tsx';
 import { OverviewPage } from './pages/overview.tsx';
 import { ApiKeysPage } from './pages/api-keys.tsx';
 import { PlanPage } from './pages/plan.tsx';
@@ -38,6 +39,7 @@ const ROUTES: Route[] = [
   { pattern: '/webhooks/:id', render: (p) => <WebhookDetailPage id={p.id!} /> },
   { pattern: '/settings', render: () => <Redirect to="/settings/api-keys" /> },
   { pattern: '/settings/api-keys', render: () => <ApiKeysPage /> },
+  { pattern: '/settings/account', render: () => <AccountPage /> },
   { pattern: '/settings/plan', render: () => <PlanPage /> },
 ];
 
@@ -49,6 +51,8 @@ function Redirect({ to }: { to: string }) {
 type AuthState = { status: 'loading' } | { status: 'anonymous'; notice?: string } | { status: 'signed-in'; session: SessionDto };
 
 const PUBLIC_PATHS = new Set(['/login', '/signup']);
+/** A reset link works signed in or out; the reset ends every session, so it ends at the login page. */
+const RESET_PATH = '/reset-password';
 
 /**
  * The session cookie is HttpOnly, so the app cannot see it. This hint remembers that a session was started
@@ -128,14 +132,24 @@ export function App() {
 
   // Signed out on a private page: go to the login page and come back afterwards.
   useEffect(() => {
+    if (path === RESET_PATH) return;
     if (auth.status === 'anonymous' && !PUBLIC_PATHS.has(path)) navigate(`/login?next=${encodeURIComponent(href)}`, { replace: true });
     if (auth.status === 'signed-in' && PUBLIC_PATHS.has(path)) navigate('/', { replace: true });
   }, [auth.status, path, href]);
 
   const sessionValue = useMemo(() => (auth.status === 'signed-in' ? { session: auth.session, logout } : null), [auth, logout]);
 
+  const passwordReset = useCallback(() => {
+    api.setCsrfToken(null);
+    sessionHint.set(false);
+    setAuth({ status: 'anonymous', notice: 'Your password was changed. Log in with the new one.' });
+    navigate('/login', { replace: true });
+  }, [api]);
+
   let content: ReactNode;
-  if (auth.status === 'loading') {
+  if (path === RESET_PATH) {
+    content = <ResetPasswordPage onDone={passwordReset} />;
+  } else if (auth.status === 'loading') {
     content = (
       <div className="boot" role="status">
         <Spinner label="Loading the dashboard" />

@@ -106,6 +106,11 @@ export function authenticate(deps: { keys: KeyVerifier; sessions: SessionVerifie
         if (!SAFE_METHODS.has(req.method) && !sameToken(req.header(CSRF_HEADER), session.csrfToken)) {
           return next(new AppError('forbidden', `a dashboard request that changes state must carry the ${CSRF_HEADER} header from GET /v1/auth/session`));
         }
+        // A password check is guessing ground too: an address past the failure limit may not try more.
+        if (req.operation?.checksPassword) {
+          const refused = await blocked();
+          if (refused) return next(refused);
+        }
         req.principal = { kind: 'session', accountId: session.accountId, plan: session.plan, scopes: [...SCOPES], sessionId: session.sessionId, userId: session.userId };
         return next();
       }

@@ -151,6 +151,8 @@ const WHSEC = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 export const REQUEST_EXAMPLES: Record<string, unknown> = {
   Signup: { email: 'ada@example.com', password: 'correct horse battery', accountName: 'Analytical Engines Ltd' },
   Login: { email: 'ada@example.com', password: 'correct horse battery' },
+  ChangePassword: { currentPassword: 'correct horse battery', newPassword: 'staple battery horse correct' },
+  PasswordReset: { token: 'q3V0bF9ZtV4m2i7xS8pZl0cJmYk1n4Rw6uHa9dEeTgA', newPassword: 'staple battery horse correct' },
   CreateApiKey: { name: 'reporting job', scopes: ['analytics:read', 'analytics:write'], expiresAt: '2027-06-30T00:00:00Z' },
   RollApiKey: { gracePeriodSeconds: 3600 },
   CreateSource: {

@@ -44,9 +44,12 @@ const ACCOUNTS = {
   account_closed: { kind: 'unauthenticated', meaning: 'The account the credentials belong to no longer exists.' },
   session_required: { kind: 'forbidden', meaning: 'The operation needs a dashboard session, not an API key.' },
   account_not_found: { kind: 'not_found', meaning: 'The account does not exist.' },
+  user_not_found: { kind: 'not_found', meaning: 'No dashboard user has this e-mail.' },
   api_key_not_found: { kind: 'not_found', meaning: 'The API key does not exist or belongs to another account.' },
   api_key_not_rollable: { kind: 'conflict', meaning: 'A revoked or expired API key cannot be rolled.' },
   api_key_already_rolled: { kind: 'conflict', meaning: 'The API key was already rolled; roll the key that replaces it instead.' },
+  current_password_wrong: { kind: 'forbidden', meaning: 'The current password given to change the password is wrong; errors[] names currentPassword.' },
+  reset_token_invalid: { kind: 'invalid', meaning: 'The password reset link is unknown, expired or already used; ask the operator for a new one.' },
 } as const satisfies Record<string, CodeEntry>;
 
 /** Sources, and the analytics and models operations that name a source. */

@@ -16,6 +16,10 @@ import { openAccountsDomain } from './index.ts';
  *   npm run cli -- set-plan --account acct_… --plan professional
  *   npm run cli -- ensure-dev --email dev@localhost   (reuses the dev account, always makes a fresh key)
  *   npm run cli -- check-key           (reads the key from the DAP_API_KEY environment variable; exits 1 if it is not valid)
+ *   npm run cli -- reset-password-link ada@example.com [--url https://dash.example.com/]
+ *       prints a one-time link (valid 1 h) to the dashboard's /reset-password page, for a user who lost their
+ *       password (there is no mail server: hand the link over yourself). The dashboard's address comes from
+ *       --url, else DASHBOARD_URL, else http://127.0.0.1:8080/ (`npm start`'s).
  *
  * Without MONGO_URL in the environment it uses the local stack's MongoDB, from `.local/<stack>/stack.env`
  * (`--stack dev` by default, as `npm start` runs it; `--stack test` for the test stack).
@@ -31,6 +35,7 @@ const { positionals, values } = parseArgs({
     scopes: { type: 'string' },
     expires: { type: 'string' },
     stack: { type: 'string', default: 'dev' },
+    url: { type: 'string' },
   },
 });
 
@@ -47,7 +52,15 @@ function environment(): Record<string, string | undefined> {
   return { ...parseEnv(readFileSync(file, 'utf8')), ...process.env };
 }
 
-const config = loadConfig({ ...mongoConfig, MONGO_DB: z.string().default('dap_accounts'), DAP_API_KEY: z.string().optional() }, environment());
+const config = loadConfig(
+  {
+    ...mongoConfig,
+    MONGO_DB: z.string().default('dap_accounts'),
+    DAP_API_KEY: z.string().optional(),
+    DASHBOARD_URL: z.url({ protocol: /^https?$/ }).default('http://127.0.0.1:8080/'),
+  },
+  environment(),
+);
 const domain = await openAccountsDomain(config);
 const out = (v: unknown) => process.stdout.write(`${JSON.stringify(v, null, 2)}\n`);
 const need = (v: string | undefined, flag: string): string => {
@@ -94,6 +107,22 @@ try {
       const outcome = await domain.accounts.verifySecret(config.DAP_API_KEY ?? '');
       out(outcome.ok ? { ok: true, accountId: outcome.key.accountId } : outcome);
       process.exitCode = outcome.ok ? 0 : 1;
+      break;
+    }
+    case 'reset-password-link': {
+      const email = positionals[1];
+      if (!email) throw new Error('usage: reset-password-link <email> [--url <dashboard URL>]');
+      // Checked before anything is written, so a bad --url leaves no live token behind.
+      const link = new URL(
+        'reset-password',
+        z
+          .url({ protocol: /^https?$/, error: '--url must be an http(s) URL' })
+          .parse(values.url ?? config.DASHBOARD_URL)
+          .replace(/\/?$/, '/'),
+      );
+      const { token, expiresAt, userId } = await domain.identity.issueResetToken(email);
+      link.searchParams.set('token', token);
+      out({ userId, email: email.trim().toLowerCase(), link: link.href, expiresAt: expiresAt.toISOString() });
       break;
     }
     default:

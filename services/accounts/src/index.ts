@@ -9,6 +9,7 @@ import { AccountsService } from './domain/accounts.service.ts';
 import { AccountRepository } from './persistence/account.repository.ts';
 import { ApiKeyRepository } from './persistence/api-key.repository.ts';
 import { IdentityService } from './domain/identity.service.ts';
+import { ResetTokenRepository } from './persistence/reset-token.repository.ts';
 import { SessionRepository } from './persistence/session.repository.ts';
 import { UserRepository } from './persistence/user.repository.ts';
 
@@ -31,9 +32,10 @@ export async function openAccountsDomain(
   const keyRepo = new ApiKeyRepository(mongo.db, onEvents);
   const users = new UserRepository(mongo.db);
   const sessions = new SessionRepository(mongo.db);
-  await Promise.all([accountRepo.ensureIndexes(), keyRepo.ensureIndexes(), users.ensureIndexes(), sessions.ensureIndexes()]);
+  const resets = new ResetTokenRepository(mongo.db);
+  await Promise.all([accountRepo.ensureIndexes(), keyRepo.ensureIndexes(), users.ensureIndexes(), sessions.ensureIndexes(), resets.ensureIndexes()]);
   const accounts = new AccountsService(accountRepo, keyRepo);
-  return { mongo, accounts, identity: new IdentityService(accounts, users, sessions), accountRepo, keyRepo };
+  return { mongo, accounts, identity: new IdentityService(accounts, users, sessions, resets), accountRepo, keyRepo };
 }
 
 export async function startAccounts(config: AccountsConfig, deps: { logger?: Logger } = {}) {

@@ -43,6 +43,7 @@ const NAV: { heading?: string; items: NavItem[] }[] = [
     heading: 'Settings',
     items: [
       { to: '/settings/api-keys', label: 'API Keys', icon: icon('M15 7a4 4 0 1 1-3.9 5H3v3h3v3h3v-3h2.1A4 4 0 0 1 15 7zM16 10h.01') },
+      { to: '/settings/account', label: 'Account', icon: icon('M12 12a4 4 0 1 0 0-8 4 4 0 0 0 0 8zM4 21a8 8 0 0 1 16 0') },
       { to: '/settings/plan', label: 'Plan & usage', icon: icon('M3 12a9 9 0 1 0 18 0 9 9 0 0 0-18 0zM12 7v5l3 2') },
     ],
   },

@@ -40,7 +40,7 @@ function AuthFrame({ title, subtitle, children, footer }: { title: string; subti
   );
 }
 
-function PasswordInput(props: { id: string; value: string; onChange: (v: string) => void; autoComplete: string; [aria: string]: unknown }) {
+export function PasswordInput(props: { id: string; value: string; onChange: (v: string) => void; autoComplete: string; [aria: string]: unknown }) {
   const { value, onChange, autoComplete, ...rest } = props;
   const [show, setShow] = useState(false);
   return (
@@ -54,7 +54,7 @@ function PasswordInput(props: { id: string; value: string; onChange: (v: string)
 }
 
 /** Client-side checks mirror the API's so most mistakes show before a round trip; the API stays the judge. */
-function localError(fields: Record<string, string>): ApiError | null {
+export function localError(fields: Record<string, string>): ApiError | null {
   const errors = Object.entries(fields).map(([path, message]) => ({ path, message }));
   return errors.length ? new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors }) : null;
 }
@@ -222,6 +222,87 @@ export function SignupPage({ onSignedIn }: { onSignedIn: OnSignedIn }) {
         </Field>
         <Button type="submit" variant="primary" loading={signup.pending} className="btn-block">
           Create account
+        </Button>
+      </form>
+    </AuthFrame>
+  );
+}
+
+/**
+ * The page of a reset link an operator printed (`reset-password-link` in the accounts CLI). It works signed in
+ * or out; the reset ends every session of the user, so it always ends at the login page.
+ */
+export function ResetPasswordPage({ onDone }: { onDone: () => void }) {
+  useDocumentTitle('Set a new password');
+  const api = useApi();
+  const { search } = useLocation();
+  const token = search.get('token') ?? '';
+  const [password, setPassword] = useState('');
+  const [repeat, setRepeat] = useState('');
+  const reset = useAction(async () => {
+    await unwrap(api.openapi.POST('/auth/password-reset', { body: { token, newPassword: password } }));
+    return true;
+  });
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    const local = localError({
+      ...(SIGNUP_RULES.password(password) ? { newPassword: SIGNUP_RULES.password(password)! } : {}),
+      ...(repeat !== password ? { repeat: 'The two passwords differ' } : {}),
+    });
+    if (local) return reset.setError(local);
+    if (await reset.run()) onDone();
+  };
+
+  const err = reset.error;
+  const tokenError = err?.fieldError('token');
+  return (
+    <AuthFrame
+      title="Set a new password"
+      subtitle="Choose the password you will log in with from now on. This link works once."
+      footer={
+        <>
+          Remembered it? <Link to="/login">Log in</Link>
+        </>
+      }
+    >
+      {!token && <Alert tone="error">This link has no token. Ask your operator for a new password reset link.</Alert>}
+      {tokenError && (
+        <Alert tone="error" title="This link no longer works">
+          It is unknown, expired (links last an hour) or already used. Ask your operator for a new one.
+        </Alert>
+      )}
+      <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} />
+      <form className="form" onSubmit={submit} noValidate>
+        <Field label="New password" hint="At least 10 characters. A passphrase of a few words is easy to remember." error={err?.fieldError('newPassword')}>
+          {(p) => (
+            <PasswordInput
+              {...p}
+              value={password}
+              onChange={(v) => {
+                setPassword(v);
+                reset.fixField('newPassword', SIGNUP_RULES.password(v));
+              }}
+              autoComplete="new-password"
+              autoFocus
+            />
+          )}
+        </Field>
+        <Field label="Repeat the new password" error={err?.fieldError('repeat')}>
+          {(p) => (
+            <PasswordInput
+              {...p}
+              value={repeat}
+              onChange={(v) => {
+                setRepeat(v);
+                reset.fixField('repeat', v === password ? undefined : 'The two passwords differ');
+              }}
+              autoComplete="new-password"
+            />
+          )}
+        </Field>
+        <Button type="submit" variant="primary" loading={reset.pending} disabled={!token} className="btn-block">
+          Set new password
         </Button>
       </form>
     </AuthFrame>

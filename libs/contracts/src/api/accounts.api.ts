@@ -15,6 +15,14 @@ export const signupBody = z
   .strictObject({ email, password, accountName: z.string().trim().min(1).max(200) })
   .meta({ id: 'Signup', examples: [{ email: 'ada@example.com', password: 'correct horse battery', accountName: 'Analytical Engines Ltd' }] });
 export const loginBody = z.strictObject({ email, password: z.string().min(1).max(200) }).meta({ id: 'Login' });
+/** The new password follows sign-up's rules. */
+export const changePasswordBody = z.strictObject({ currentPassword: z.string().min(1).max(200), newPassword: password }).meta({ id: 'ChangePassword' });
+export const passwordResetBody = z
+  .strictObject({
+    token: z.string().min(1).max(200).describe('the token from the reset link an operator issued (`reset-password-link` in the accounts CLI)'),
+    newPassword: password,
+  })
+  .meta({ id: 'PasswordReset' });
 
 export const userSchema = z.object({ id: z.string(), email: z.string() });
 export const accountSchema = z.object({ id: z.string(), name: z.string(), plan: planSchema, rateLimitPerMinute: z.number().int(), createdAt: isoDate }).meta({ id: 'Account' });

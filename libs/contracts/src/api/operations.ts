@@ -42,8 +42,10 @@ import {
   apiKeyCreatedSchema,
   apiKeyListSchema,
   apiKeySchema,
+  changePasswordBody,
   createKeyBody,
   loginBody,
+  passwordResetBody,
   rollKeyBody,
   sessionSchema,
   signupBody,
@@ -87,6 +89,11 @@ export interface ApiOperation {
   scope: Scope | null;
   /** Defaults to `any`. */
   auth?: OperationAuth;
+  /**
+   * The operation checks a password of a signed-in user: a 403 from it counts against the address's failed
+   * authentications, and an address past that limit gets 429 even with a valid session.
+   */
+  checksPassword?: boolean;
   summary: string;
   body?: z.ZodType;
   /**
@@ -165,6 +172,36 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     summary: 'The signed-in user, their account and the CSRF token.',
     success: { status: 200, schema: sessionSchema },
     errors: [],
+  },
+  {
+    operationId: 'changePassword',
+    method: 'post',
+    path: '/auth/password',
+    service: 'accounts',
+    scope: null,
+    auth: 'session',
+    checksPassword: true,
+    summary: "Change the signed-in user's password (Settings > Account); ends the user's other sessions, this one stays.",
+    body: changePasswordBody,
+    success: { status: 204, schema: null },
+    errors: [],
+    errorNotes: {
+      403: 'The current password is wrong (`current_password_wrong`, errors[] names currentPassword; it counts like a failed login against the address), or the request came with an API key.',
+    },
+  },
+  {
+    operationId: 'resetPassword',
+    method: 'post',
+    path: '/auth/password-reset',
+    service: 'accounts',
+    scope: null,
+    auth: 'public',
+    summary:
+      "Set a new password with the one-time link (dashboard /reset-password?token=…, valid 1 h) an operator printed with the accounts CLI's reset-password-link; ends all of the user's sessions.",
+    body: passwordResetBody,
+    success: { status: 204, schema: null },
+    errors: [],
+    errorNotes: { 400: 'The token is unknown, expired or already used (`reset_token_invalid`), or the new password breaks the sign-up rules.' },
   },
   {
     operationId: 'getAccount',

@@ -1,5 +1,5 @@
 import { Router, type Request, type Response } from 'express';
-import { loginBody, SESSION_COOKIE, signupBody } from '@dap/contracts';
+import { changePasswordBody, loginBody, passwordResetBody, SESSION_COOKIE, signupBody } from '@dap/contracts';
 import { callerOf, parseOr400 } from '@dap/http';
 import { sessionRequired } from '../domain/errors.ts';
 import type { IdentityService, IssuedSession } from '../domain/identity.service.ts';
@@ -31,6 +31,18 @@ export function authRoutes(identity: IdentityService, opts: { secureCookies: boo
     if (!caller.sessionId) throw sessionRequired('logout needs a dashboard session');
     await identity.logout(caller.accountId, caller.sessionId);
     setSessionCookie(req, res, null, opts.secureCookies);
+    res.status(204).end();
+  });
+  router.post('/password', async (req, res) => {
+    const caller = callerOf(req);
+    if (!caller.sessionId || !caller.userId) throw sessionRequired('changing the password needs a dashboard session');
+    const body = parseOr400(changePasswordBody, req.body, 'body');
+    await identity.changePassword(caller.accountId, caller.userId, caller.sessionId, body);
+    res.status(204).end();
+  });
+  router.post('/password-reset', async (req, res) => {
+    const body = parseOr400(passwordResetBody, req.body, 'body');
+    await identity.resetPassword(body);
     res.status(204).end();
   });
   router.get('/session', async (req, res) => {

@@ -26,6 +26,12 @@ export class SessionRepository {
     return (await this.coll.raw.findOne({ tokenHash, deletedAt: null })) as SessionDoc | null;
   }
 
+  /** Ends a user's sessions, all but `keep` when it is given. */
+  async removeForUser(accountId: string, userId: string, keep?: string): Promise<number> {
+    const r = await this.coll.raw.deleteMany({ accountId, userId, ...(keep ? { _id: { $ne: keep as never } } : {}) });
+    return r.deletedCount;
+  }
+
   async remove(accountId: string, sessionId: string): Promise<void> {
     await this.coll.raw.deleteOne({ _id: sessionId as never, accountId });
   }

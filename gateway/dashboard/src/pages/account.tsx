@@ -1,0 +1,113 @@
+import { useState, type FormEvent } from 'react';
+import { unwrap } from '../api/client.ts';
+import { Alert, Button, Card, ErrorBanner, Field, KeyValue, PageHeader } from '../components/ui.tsx';
+import { useApi, useNotify, useSession } from '../context.tsx';
+import { useAction, useDocumentTitle } from '../hooks.ts';
+import { localError, PasswordInput } from './auth.tsx';
+
+const NEW_PASSWORD_RULE = (v: string) => (v.length < 10 ? 'Use at least 10 characters' : undefined);
+
+/** Settings > Account: who is signed in, and changing the password (which signs out every other session). */
+export function AccountPage() {
+  useDocumentTitle('Account');
+  const { session } = useSession();
+  return (
+    <>
+      <PageHeader eyebrow="Settings" title="Account" description="Your sign-in details." />
+      <div className="grid grid-2">
+        <Card title="Signed in as">
+          <KeyValue
+            items={[
+              ['Email', session.user.email],
+              ['Account', session.account.name],
+            ]}
+          />
+        </Card>
+        <ChangePasswordCard />
+      </div>
+    </>
+  );
+}
+
+function ChangePasswordCard() {
+  const api = useApi();
+  const notify = useNotify();
+  const [currentPassword, setCurrent] = useState('');
+  const [newPassword, setNew] = useState('');
+  const [repeat, setRepeat] = useState('');
+  const [done, setDone] = useState(false);
+  const change = useAction(async () => {
+    await unwrap(api.openapi.POST('/auth/password', { body: { currentPassword, newPassword } }));
+    return true;
+  });
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setDone(false);
+    const local = localError({
+      ...(!currentPassword ? { currentPassword: 'Enter your current password' } : {}),
+      ...(NEW_PASSWORD_RULE(newPassword) ? { newPassword: NEW_PASSWORD_RULE(newPassword)! } : {}),
+      ...(repeat !== newPassword ? { repeat: 'The two passwords differ' } : {}),
+    });
+    if (local) return change.setError(local);
+    if (await change.run()) {
+      setCurrent('');
+      setNew('');
+      setRepeat('');
+      setDone(true);
+      notify('Password changed');
+    }
+  };
+
+  const err = change.error;
+  return (
+    <Card title="Change password">
+      {done && <Alert tone="success">Your password was changed. Every other session of yours was signed out; this one stays.</Alert>}
+      <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} />
+      <form className="form" onSubmit={submit} noValidate aria-label="Change password">
+        <Field label="Current password" error={err?.fieldError('currentPassword')}>
+          {(p) => (
+            <PasswordInput
+              {...p}
+              value={currentPassword}
+              onChange={(v) => {
+                setCurrent(v);
+                change.fixField('currentPassword', v ? undefined : 'Enter your current password');
+              }}
+              autoComplete="current-password"
+            />
+          )}
+        </Field>
+        <Field label="New password" hint="At least 10 characters. Other sessions are signed out." error={err?.fieldError('newPassword')}>
+          {(p) => (
+            <PasswordInput
+              {...p}
+              value={newPassword}
+              onChange={(v) => {
+                setNew(v);
+                change.fixField('newPassword', NEW_PASSWORD_RULE(v));
+              }}
+              autoComplete="new-password"
+            />
+          )}
+        </Field>
+        <Field label="Repeat the new password" error={err?.fieldError('repeat')}>
+          {(p) => (
+            <PasswordInput
+              {...p}
+              value={repeat}
+              onChange={(v) => {
+                setRepeat(v);
+                change.fixField('repeat', v === newPassword ? undefined : 'The two passwords differ');
+              }}
+              autoComplete="new-password"
+            />
+          )}
+        </Field>
+        <Button type="submit" variant="primary" loading={change.pending}>
+          Change password
+        </Button>
+      </form>
+    </Card>
+  );
+}

@@ -1,0 +1,124 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { repoRoot, stackEnv, waitFor } from '@dap/testing';
+import { DESKTOP, launchBrowser, newContext, screenshot, startSystem, watchErrors } from './system.ts';
+
+/**
+ * Settings > Account's Change password form, and the /reset-password page of a link the operator CLI
+ * prints, in a real browser against the whole system. Each step keeps a screenshot.
+ */
+let system: Awaited<ReturnType<typeof startSystem>>;
+let chromium: Awaited<ReturnType<typeof launchBrowser>>;
+let browser: Browser;
+const contexts: BrowserContext[] = [];
+const OLD = 'correct horse battery staple';
+const NEW = 'staple battery horse correct';
+const NEWEST = 'a third passphrase, long enough';
+
+beforeAll(async () => {
+  [system, chromium] = await Promise.all([startSystem(), launchBrowser()]);
+  browser = chromium.browser;
+}, 120_000);
+
+afterAll(async () => {
+  for (const c of contexts) await c.close().catch(() => undefined);
+  await chromium?.close();
+  await system?.stop();
+}, 60_000);
+
+async function openPage(): Promise<{ page: Page; errors: string[] }> {
+  const context = await newContext(browser, system.url, DESKTOP);
+  contexts.push(context);
+  const page = await context.newPage();
+  return { page, errors: watchErrors(page) };
+}
+
+/** Console errors but the refusals this test provokes on purpose (a wrong current password, a used link). */
+const unexpected = (errors: string[]) => errors.filter((e) => !/status of (400|403)/.test(e));
+const heading = (page: Page, name: string | RegExp) => page.getByRole('heading', { level: 1, name });
+
+async function login(page: Page, email: string, password: string): Promise<void> {
+  await page.goto('/login');
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password', { exact: true }).fill(password);
+  await page.getByRole('button', { name: 'Log in' }).click();
+}
+
+function resetLink(email: string): string {
+  const out = execFileSync(process.execPath, ['--no-warnings', join(repoRoot(), 'services/accounts/src/cli.ts'), 'reset-password-link', email, '--url', `${system.url}/`], {
+    env: { PATH: process.env.PATH ?? '', MONGO_URL: stackEnv().MONGO_URL, MONGO_DB: `${system.mongoDbPrefix}accounts` },
+    encoding: 'utf8',
+  });
+  return (JSON.parse(out) as { link: string }).link;
+}
+
+describe('account settings', () => {
+  it('changes the password from Settings > Account, signing out the other session only; a reset link sets a new one once', async () => {
+    const email = `owner-${Date.now()}@example.com`;
+    const { page, errors } = await openPage();
+    await page.goto('/signup');
+    await page.getByLabel('Account name').fill('Passwords Ltd');
+    await page.getByLabel('Work email').fill(email);
+    await page.getByLabel('Password', { exact: true }).fill(OLD);
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await heading(page, /Overview|Welcome/).waitFor();
+
+    const other = await openPage();
+    await login(other.page, email, OLD);
+    await other.page.getByRole('navigation', { name: 'Main' }).waitFor();
+
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Account', exact: true }).click();
+    await heading(page, 'Account').waitFor();
+    const form = page.getByRole('form', { name: 'Change password' });
+    await form.getByLabel('Current password').fill('not my password');
+    await form.getByLabel('New password', { exact: true }).fill(NEW);
+    await form.getByLabel('Repeat the new password').fill(NEW);
+    await form.getByRole('button', { name: 'Change password' }).click();
+    await form.getByText('is wrong').waitFor();
+    expect(await form.getByLabel('Current password').getAttribute('aria-invalid')).toBe('true');
+    await screenshot(page, 'account-change-password-wrong-current');
+
+    await form.getByLabel('Current password').fill(OLD);
+    await form.getByRole('button', { name: 'Change password' }).click();
+    await page.getByText('Your password was changed').waitFor();
+    expect(await form.getByLabel('Current password').inputValue()).toBe('');
+    await screenshot(page, 'account-change-password-done');
+
+    // The other session ends (the gateway caches a session for up to 5 s); this one stays.
+    await waitFor(
+      async () => {
+        await other.page.reload();
+        return (await other.page.getByRole('button', { name: 'Log in' }).count()) > 0;
+      },
+      { timeoutMs: 15_000, what: 'the other session signed out' },
+    );
+    await page.reload();
+    await heading(page, 'Account').waitFor();
+
+    // The operator's reset link: a new password once, then the link is spent.
+    const link = resetLink(email);
+    const reset = await openPage();
+    await reset.page.goto(link);
+    await heading(reset.page, 'Set a new password').waitFor();
+    await reset.page.getByLabel('New password', { exact: true }).fill(NEWEST);
+    await reset.page.getByLabel('Repeat the new password').fill(NEWEST);
+    await screenshot(reset.page, 'reset-password-page');
+    await reset.page.getByRole('button', { name: 'Set new password' }).click();
+    await reset.page.getByText('Your password was changed. Log in with the new one.').waitFor();
+    await login(reset.page, email, NEWEST);
+    await reset.page.getByRole('navigation', { name: 'Main' }).waitFor();
+
+    const again = await openPage();
+    await again.page.goto(link);
+    await again.page.getByLabel('New password', { exact: true }).fill('yet another long one');
+    await again.page.getByLabel('Repeat the new password').fill('yet another long one');
+    await again.page.getByRole('button', { name: 'Set new password' }).click();
+    await again.page.getByText('This link no longer works').waitFor();
+    await screenshot(again.page, 'reset-password-link-used');
+
+    expect(unexpected(errors)).toEqual([]);
+    expect(unexpected(reset.errors)).toEqual([]);
+    expect(unexpected(again.errors)).toEqual([]);
+  });
+});
