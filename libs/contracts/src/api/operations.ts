@@ -571,10 +571,12 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     path: '/webhooks/{id}',
     service: 'webhooks',
     scope: 'webhooks:write',
-    summary: "Change an endpoint's events, description or rate limit (rateLimitPerSecond, null to lift it); fields left out keep their value.",
+    summary:
+      "Change an endpoint's URL, events, description, filter, ordering or rate limit (rateLimitPerSecond, null to lift it); fields left out keep their value. A new URL is checked as at registration.",
     body: updateWebhookBody,
     success: { status: 200, schema: webhookSchema },
-    errors: [404],
+    errors: [404, 422],
+    errorNotes: { 422: "the new URL's target is not allowed (errors[] says why)" },
   },
   {
     operationId: 'deleteWebhook',

@@ -60,13 +60,14 @@ export type CreateWebhookBody = z.infer<typeof createWebhookBody>;
 /** The settings a PATCH may change; fields left out keep their value. */
 export const updateWebhookBody = z
   .strictObject({
+    url: webhookUrlSchema.optional().describe('checked again as at registration: http(s), no credentials, a target the service may reach'),
     events: z.array(eventFilterSchema).min(1).max(50).optional(),
     description: z.string().max(500).optional(),
     rateLimitPerSecond: rateLimitSchema.optional(),
     filter: webhookFilterSchema.nullable().optional(),
     ordering: orderingSchema.optional(),
   })
-  .refine((b) => Object.keys(b).length > 0, { message: 'name at least one of events, description, rateLimitPerSecond, filter, ordering' })
+  .refine((b) => Object.keys(b).length > 0, { message: 'name at least one of url, events, description, rateLimitPerSecond, filter, ordering' })
   .meta({ id: 'UpdateWebhook', examples: [{ rateLimitPerSecond: 10 }] });
 export type UpdateWebhookBody = z.infer<typeof updateWebhookBody>;
 

@@ -504,7 +504,7 @@ export interface paths {
         delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
-        /** Change an endpoint's events, description or rate limit (rateLimitPerSecond, null to lift it); fields left out keep their value. */
+        /** Change an endpoint's URL, events, description, filter, ordering or rate limit (rateLimitPerSecond, null to lift it); fields left out keep their value. A new URL is checked as at registration. */
         patch: operations["updateWebhook"];
         trace?: never;
     };
@@ -2280,6 +2280,11 @@ export interface components {
          *     }
          */
         UpdateWebhook: {
+            /**
+             * Format: uri
+             * @description checked again as at registration: http(s), no credentials, a target the service may reach
+             */
+            url?: string;
             events?: string[];
             description?: string;
             /** @description at most this many requests start within any second (deliveries beyond wait, pending); null: no limit */
@@ -9192,6 +9197,15 @@ export interface operations {
             };
             /** @description The request body is larger than the limit. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The new URL's target is not allowed (errors[] says why). */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -90,10 +90,19 @@ export class WebhooksService {
     return endpoint;
   }
 
-  /** Changes the settings named; a new rate limit applies from the endpoint's next request on. */
+  /**
+   * Changes the settings named; a new rate limit or URL applies from the endpoint's next request on. A new URL
+   * is checked as at registration, after the endpoint is known to be the caller's (so 404 wins over 422).
+   */
   async update(accountId: string, id: string, body: UpdateWebhookBody): Promise<EndpointDoc> {
     if (!isId('whk', id)) throw webhookErrors.endpointNotFound();
     const set: Partial<EndpointDoc> = { updatedAt: new Date() };
+    if (body.url !== undefined) {
+      await this.get(accountId, id);
+      const refused = await this.d.guard.checkUrl(body.url);
+      if (refused) throw webhookErrors.targetNotAllowed(refused);
+      set.url = body.url;
+    }
     if (body.events !== undefined) set.events = [...new Set(body.events)];
     if (body.description !== undefined) set.description = body.description;
     if (body.rateLimitPerSecond !== undefined) set.rateLimitPerSecond = body.rateLimitPerSecond;
