@@ -1,6 +1,6 @@
 import { Fragment, useState, type FormEvent } from 'react';
 import { ApiError, unwrap, type RequestBodyOf } from '../api/client.ts';
-import { EVENT_TYPES, type DeliveryDto, type Page, type WebhookCreated, type WebhookDto, type WebhookSecretRotated } from '../api/types.ts';
+import { EVENT_TYPES, type DeliveryDto, type Page, type UpdateWebhookBody, type WebhookCreated, type WebhookDto, type WebhookSecretRotated } from '../api/types.ts';
 import {
   Alert,
   Badge,
@@ -80,36 +80,103 @@ function EventPicker({ value, onChange, error }: { value: string[]; onChange: (v
   );
 }
 
+const urlProblem = (v: string) => (!/^https?:\/\/\S+$/i.test(v.trim()) ? 'Enter an http(s) URL, like https://example.com/hooks' : undefined);
+
+interface EndpointForm {
+  url: string;
+  events: string[];
+  description: string;
+}
+
+/** The form's own checks, as field errors shaped like the API's (so both show the same way). */
+function checkEndpointForm(f: EndpointForm): ApiError | null {
+  const local: { path: string; message: string }[] = [];
+  const badUrl = urlProblem(f.url);
+  if (badUrl) local.push({ path: 'url', message: badUrl });
+  if (f.events.length === 0) local.push({ path: 'events', message: 'Pick at least one event' });
+  return local.length ? new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: local }) : null;
+}
+
+/** URL, events and description: the fields adding and editing an endpoint share. */
+function EndpointFields({
+  value,
+  onChange,
+  action,
+}: {
+  value: EndpointForm;
+  onChange: (v: EndpointForm) => void;
+  action: { error: ApiError | null; fixField: (path: string, stillWrong?: string | null) => void };
+}) {
+  const err = action.error;
+  return (
+    <>
+      <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} />
+      <Field label="Endpoint URL" error={err?.fieldError('url')} required>
+        {(p) => (
+          <input
+            {...p}
+            className="input mono"
+            type="url"
+            inputMode="url"
+            placeholder="https://example.com/webhooks"
+            value={value.url}
+            onChange={(e) => {
+              onChange({ ...value, url: e.target.value });
+              action.fixField('url', urlProblem(e.target.value));
+            }}
+            autoFocus
+          />
+        )}
+      </Field>
+      <EventPicker
+        value={value.events}
+        onChange={(v) => {
+          onChange({ ...value, events: v });
+          action.fixField('events', v.length === 0 ? 'Pick at least one event' : undefined);
+        }}
+        error={err?.fieldError('events')}
+      />
+      <Field label="Description" hint="Optional, for your team." error={err?.fieldError('description')}>
+        {(p) => (
+          <input
+            {...p}
+            className="input"
+            maxLength={500}
+            value={value.description}
+            onChange={(e) => {
+              onChange({ ...value, description: e.target.value });
+              action.fixField('description');
+            }}
+          />
+        )}
+      </Field>
+    </>
+  );
+}
+
+const EMPTY_FORM: EndpointForm = { url: '', events: ['*'], description: '' };
+
 function CreateWebhookDialog({ open, onClose, onCreated }: { open: boolean; onClose: () => void; onCreated: (w: WebhookCreated) => void }) {
   const api = useApi();
-  const [url, setUrl] = useState('');
-  const [events, setEvents] = useState<string[]>(['*']);
-  const [description, setDescription] = useState('');
+  const [form, setForm] = useState<EndpointForm>(EMPTY_FORM);
   const [created, setCreated] = useState<WebhookCreated | null>(null);
   const create = useAction((body: RequestBodyOf<'/webhooks'>) => unwrap(api.openapi.POST('/webhooks', { body })));
   const close = () => {
-    setUrl('');
-    setEvents(['*']);
-    setDescription('');
+    setForm(EMPTY_FORM);
     setCreated(null);
     create.setError(null);
     onClose();
   };
-  const urlProblem = (v: string) => (!/^https?:\/\/\S+$/i.test(v.trim()) ? 'Enter an http(s) URL, like https://example.com/hooks' : undefined);
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    const local: { path: string; message: string }[] = [];
-    const badUrl = urlProblem(url);
-    if (badUrl) local.push({ path: 'url', message: badUrl });
-    if (events.length === 0) local.push({ path: 'events', message: 'Pick at least one event' });
-    if (local.length) return create.setError(new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: local }));
-    const w = await create.run({ url: url.trim(), events, description: description.trim() });
+    const local = checkEndpointForm(form);
+    if (local) return create.setError(local);
+    const w = await create.run({ url: form.url.trim(), events: form.events, description: form.description.trim() });
     if (w) {
       setCreated(w);
       onCreated(w);
     }
   };
-  const err = create.error;
   if (created) {
     return (
       <Dialog open={open} onClose={close} title="Endpoint added" dismissible={false}>
@@ -142,46 +209,7 @@ function CreateWebhookDialog({ open, onClose, onCreated }: { open: boolean; onCl
       wide
     >
       <form className="form" onSubmit={submit} noValidate>
-        <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} />
-        <Field label="Endpoint URL" error={err?.fieldError('url')} required>
-          {(p) => (
-            <input
-              {...p}
-              className="input mono"
-              type="url"
-              inputMode="url"
-              placeholder="https://example.com/webhooks"
-              value={url}
-              onChange={(e) => {
-                setUrl(e.target.value);
-                create.fixField('url', urlProblem(e.target.value));
-              }}
-              autoFocus
-            />
-          )}
-        </Field>
-        <EventPicker
-          value={events}
-          onChange={(v) => {
-            setEvents(v);
-            create.fixField('events', v.length === 0 ? 'Pick at least one event' : undefined);
-          }}
-          error={err?.fieldError('events')}
-        />
-        <Field label="Description" hint="Optional, for your team." error={err?.fieldError('description')}>
-          {(p) => (
-            <input
-              {...p}
-              className="input"
-              maxLength={500}
-              value={description}
-              onChange={(e) => {
-                setDescription(e.target.value);
-                create.fixField('description');
-              }}
-            />
-          )}
-        </Field>
+        <EndpointFields value={form} onChange={setForm} action={create} />
         <div className="dialog-footer">
           <Button onClick={close}>Cancel</Button>
           <Button type="submit" variant="primary" loading={create.pending}>
@@ -189,6 +217,51 @@ function CreateWebhookDialog({ open, onClose, onCreated }: { open: boolean; onCl
           </Button>
         </div>
       </form>
+    </Dialog>
+  );
+}
+
+/** Edits an endpoint's URL, events and description; the API checks a new URL as it does at registration. */
+function EditWebhookDialog({ webhook, open, onClose, onSaved }: { webhook: WebhookDto; open: boolean; onClose: () => void; onSaved: (w: WebhookDto) => void }) {
+  const api = useApi();
+  const notify = useNotify();
+  const initial = (): EndpointForm => ({ url: webhook.url, events: webhook.events, description: webhook.description });
+  const [form, setForm] = useState<EndpointForm>(initial);
+  const save = useAction((body: UpdateWebhookBody) => unwrap(api.openapi.PATCH('/webhooks/{id}', { params: { path: { id: webhook.id } }, body })));
+  const close = () => {
+    save.setError(null);
+    onClose();
+  };
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    const local = checkEndpointForm(form);
+    if (local) return save.setError(local);
+    // Only what changed is sent, so a concurrent edit of another setting is not overwritten.
+    const body: UpdateWebhookBody = {};
+    if (form.url.trim() !== webhook.url) body.url = form.url.trim();
+    if (form.events.join() !== webhook.events.join()) body.events = form.events;
+    if (form.description.trim() !== webhook.description) body.description = form.description.trim();
+    if (Object.keys(body).length === 0) return close();
+    const w = await save.run(body);
+    if (w) {
+      notify('Endpoint updated');
+      onSaved(w);
+      close();
+    }
+  };
+  return (
+    <Dialog open={open} onClose={close} title="Edit endpoint" description="Messages not yet sent go to the new URL." wide>
+      {open && (
+        <form className="form" onSubmit={submit} noValidate>
+          <EndpointFields value={form} onChange={setForm} action={save} />
+          <div className="dialog-footer">
+            <Button onClick={close}>Cancel</Button>
+            <Button type="submit" variant="primary" loading={save.pending}>
+              Save changes
+            </Button>
+          </div>
+        </form>
+      )}
     </Dialog>
   );
 }
@@ -430,6 +503,7 @@ export function WebhookDetailPage({ id }: { id: string }) {
   const [rotated, setRotated] = useState<WebhookSecretRotated | null>(null);
   const [confirmRotate, setConfirmRotate] = useState(false);
   const [deleting, setDeleting] = useState(false);
+  const [editing, setEditing] = useState(false);
   const test = useAction(async () => {
     await unwrap(api.openapi.POST('/webhooks/{id}/test', { params: { path: { id } } }));
     notify('Test event sent; watch the deliveries below', 'info');
@@ -473,6 +547,7 @@ export function WebhookDetailPage({ id }: { id: string }) {
             <Button variant="primary" onClick={() => void test.run()} loading={test.pending} disabled={w.status !== 'enabled'}>
               Send test event
             </Button>
+            <Button onClick={() => setEditing(true)}>Edit</Button>
             <Button onClick={() => setConfirmRotate(true)}>Rotate secret</Button>
             <Button variant="danger" onClick={() => setDeleting(true)}>
               Delete
@@ -503,6 +578,7 @@ export function WebhookDetailPage({ id }: { id: string }) {
         />
       </Card>
       <DeliveryLog webhookId={w.id} watchUntil={watchUntil} />
+      {editing && <EditWebhookDialog webhook={w} open={editing} onClose={() => setEditing(false)} onSaved={() => void hook.reload()} />}
       <ConfirmDialog
         open={confirmRotate}
         title="Rotate the signing secret?"
