@@ -86,6 +86,13 @@ export const webhookSchema = z
     ordering: orderingSchema,
     stats: z.object({ filtered: z.number().int().describe("events of the endpoint's types not sent because its filter did not match") }),
     pausedUntil: isoDate.nullable().describe('the endpoint answered 429 or 503 with Retry-After: nothing is sent to it before then'),
+    health: z
+      .object({
+        attempts24h: z.number().int().describe('delivery attempts made to the endpoint in the last 24 hours (each retry counts)'),
+        succeeded24h: z.number().int().describe('of those, the ones it answered with a 2xx status'),
+        lastFailureAt: isoDate.nullable().describe('the newest of those it did not answer with 2xx (an error status, a timeout, no connection); null when none failed'),
+      })
+      .describe("the endpoint's delivery attempts over the last 24 hours; attempts24h - succeeded24h failed"),
     createdAt: isoDate,
     updatedAt: isoDate,
   })

@@ -2176,6 +2176,15 @@ export interface components {
             };
             /** @description the endpoint answered 429 or 503 with Retry-After: nothing is sent to it before then */
             pausedUntil: string | null;
+            /** @description the endpoint's delivery attempts over the last 24 hours; attempts24h - succeeded24h failed */
+            health: {
+                /** @description delivery attempts made to the endpoint in the last 24 hours (each retry counts) */
+                attempts24h: number;
+                /** @description of those, the ones it answered with a 2xx status */
+                succeeded24h: number;
+                /** @description the newest of those it did not answer with 2xx (an error status, a timeout, no connection); null when none failed */
+                lastFailureAt: string | null;
+            };
             /** @description ISO-8601 UTC timestamp */
             createdAt: string;
             /** @description ISO-8601 UTC timestamp */
@@ -2233,6 +2242,15 @@ export interface components {
             };
             /** @description the endpoint answered 429 or 503 with Retry-After: nothing is sent to it before then */
             pausedUntil: string | null;
+            /** @description the endpoint's delivery attempts over the last 24 hours; attempts24h - succeeded24h failed */
+            health: {
+                /** @description delivery attempts made to the endpoint in the last 24 hours (each retry counts) */
+                attempts24h: number;
+                /** @description of those, the ones it answered with a 2xx status */
+                succeeded24h: number;
+                /** @description the newest of those it did not answer with 2xx (an error status, a timeout, no connection); null when none failed */
+                lastFailureAt: string | null;
+            };
             /** @description ISO-8601 UTC timestamp */
             createdAt: string;
             /** @description ISO-8601 UTC timestamp */
@@ -2354,6 +2372,15 @@ export interface components {
             };
             /** @description the endpoint answered 429 or 503 with Retry-After: nothing is sent to it before then */
             pausedUntil: string | null;
+            /** @description the endpoint's delivery attempts over the last 24 hours; attempts24h - succeeded24h failed */
+            health: {
+                /** @description delivery attempts made to the endpoint in the last 24 hours (each retry counts) */
+                attempts24h: number;
+                /** @description of those, the ones it answered with a 2xx status */
+                succeeded24h: number;
+                /** @description the newest of those it did not answer with 2xx (an error status, a timeout, no connection); null when none failed */
+                lastFailureAt: string | null;
+            };
             /** @description ISO-8601 UTC timestamp */
             createdAt: string;
             /** @description ISO-8601 UTC timestamp */
@@ -8582,6 +8609,11 @@ export interface operations {
                      *             "filtered": 12
                      *           },
                      *           "pausedUntil": null,
+                     *           "health": {
+                     *             "attempts24h": 412,
+                     *             "succeeded24h": 409,
+                     *             "lastFailureAt": "2026-11-20T09:12:03.118Z"
+                     *           },
                      *           "createdAt": "2026-11-19T14:05:27.611Z",
                      *           "updatedAt": "2026-11-19T14:05:27.611Z"
                      *         }
@@ -8735,6 +8767,11 @@ export interface operations {
                      *         "filtered": 12
                      *       },
                      *       "pausedUntil": null,
+                     *       "health": {
+                     *         "attempts24h": 412,
+                     *         "succeeded24h": 409,
+                     *         "lastFailureAt": "2026-11-20T09:12:03.118Z"
+                     *       },
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -8887,6 +8924,11 @@ export interface operations {
                      *         "filtered": 12
                      *       },
                      *       "pausedUntil": null,
+                     *       "health": {
+                     *         "attempts24h": 412,
+                     *         "succeeded24h": 409,
+                     *         "lastFailureAt": "2026-11-20T09:12:03.118Z"
+                     *       },
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z"
                      *     }
@@ -9152,6 +9194,11 @@ export interface operations {
                      *         "filtered": 12
                      *       },
                      *       "pausedUntil": null,
+                     *       "health": {
+                     *         "attempts24h": 412,
+                     *         "succeeded24h": 409,
+                     *         "lastFailureAt": "2026-11-20T09:12:03.118Z"
+                     *       },
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z"
                      *     }
@@ -9604,6 +9651,11 @@ export interface operations {
                      *         "filtered": 12
                      *       },
                      *       "pausedUntil": null,
+                     *       "health": {
+                     *         "attempts24h": 412,
+                     *         "succeeded24h": 409,
+                     *         "lastFailureAt": "2026-11-20T09:12:03.118Z"
+                     *       },
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-20T10:00:00.000Z",
                      *       "secret": "whsec_Pq7Zk2vN9xR4mT6bW1cY8dF3gH5jL0sA",
@@ -9769,6 +9821,11 @@ export interface operations {
                      *         "filtered": 12
                      *       },
                      *       "pausedUntil": null,
+                     *       "health": {
+                     *         "attempts24h": 412,
+                     *         "succeeded24h": 409,
+                     *         "lastFailureAt": "2026-11-20T09:12:03.118Z"
+                     *       },
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z"
                      *     }

@@ -14,7 +14,7 @@ import {
   type Page,
 } from '@dap/contracts';
 import type { OutboundGuard } from '@dap/netguard';
-import { deliveryIdOf, type DeliveryDoc, type DeliveryRepository } from '../persistence/delivery.repository.ts';
+import { deliveryIdOf, type DeliveryDoc, type DeliveryRepository, type EndpointHealth } from '../persistence/delivery.repository.ts';
 import { MAX_ENDPOINTS_PER_ACCOUNT, type EndpointDoc, type EndpointRepository } from '../persistence/endpoint.repository.ts';
 import { webhookErrors } from './errors.ts';
 import { webhookEvents } from './events.ts';
@@ -35,6 +35,9 @@ export interface WebhooksServiceDeps {
 }
 
 const DEFAULT_OVERLAP_MS = 24 * 3_600_000;
+/** The window of an endpoint's health: attempts made in the last 24 hours. */
+export const HEALTH_WINDOW_MS = 24 * 3_600_000;
+const NO_ATTEMPTS: EndpointHealth = { attempts: 0, succeeded: 0, lastFailureAt: null };
 
 const EVENT_ID = /^evt_[0-9A-HJKMNP-TV-Z]{26}$/;
 
@@ -88,6 +91,12 @@ export class WebhooksService {
     const endpoint = isId('whk', id) ? await this.d.endpoints.findById(accountId, id) : null;
     if (!endpoint) throw webhookErrors.endpointNotFound();
     return endpoint;
+  }
+
+  /** The attempts each endpoint got over the last HEALTH_WINDOW_MS, zero for those that got none. */
+  async health(accountId: string, endpointIds: string[], now: Date = new Date()): Promise<Map<string, EndpointHealth>> {
+    const found = await this.d.deliveries.health(accountId, endpointIds, new Date(now.getTime() - HEALTH_WINDOW_MS));
+    return new Map(endpointIds.map((id) => [id, found.get(id) ?? NO_ATTEMPTS]));
   }
 
   /**

@@ -52,6 +52,13 @@ export interface DeliveryDoc {
   _outboxPending?: boolean;
 }
 
+/** An endpoint's attempts over a window (see DeliveryRepository.health). */
+export interface EndpointHealth {
+  attempts: number;
+  succeeded: number;
+  lastFailureAt: Date | null;
+}
+
 /** Attempts made in the current series. */
 export const seriesAttempts = (d: Pick<DeliveryDoc, 'attempts' | 'seriesStart'>) => d.attempts.length - (d.seriesStart ?? 0);
 
@@ -197,6 +204,8 @@ export class DeliveryRepository {
     await this.raw.createIndex({ endpointId: 1, status: 1 });
     await this.raw.createIndex({ endpointId: 1, subject: 1, status: 1, eventId: 1 });
     await this.raw.createIndex({ accountId: 1, endpointId: 1, _id: -1 });
+    // An attempt's record sets updatedAt, so deliveries with an attempt since T have updatedAt >= T (health).
+    await this.raw.createIndex({ accountId: 1, endpointId: 1, updatedAt: -1 });
     await this.raw.createIndex({ finishedAt: 1 }, { expireAfterSeconds: RETENTION_SECONDS });
   }
 
@@ -443,6 +452,34 @@ export class DeliveryRepository {
       { $set: { status: 'cancelled', nextAttemptAt: null, lockedUntil: UNLOCKED, lockedBy: null, lockedInstance: null, updatedAt: now, finishedAt: now } },
     );
     return res.modifiedCount;
+  }
+
+  /**
+   * Per endpoint, the attempts made since `since`, how many the receiver answered 2xx, and the newest one it
+   * did not. Only deliveries updated since then are read (the accountId, endpointId, updatedAt index); an
+   * endpoint with no attempt in the window is absent from the answer.
+   */
+  async health(accountId: string, endpointIds: string[], since: Date): Promise<Map<string, EndpointHealth>> {
+    if (!accountId) throw new Error('accountId is required');
+    if (!endpointIds.length) return new Map();
+    const ok = { $and: [{ $gte: ['$attempts.statusCode', 200] }, { $lt: ['$attempts.statusCode', 300] }] };
+    const rows = await this.raw
+      .aggregate<{ _id: string; attempts: number; succeeded: number; lastFailureAt: Date | null }>([
+        { $match: { accountId, endpointId: endpointIds.length === 1 ? endpointIds[0] : { $in: endpointIds }, updatedAt: { $gte: since } } },
+        { $project: { endpointId: 1, attempts: 1 } },
+        { $unwind: '$attempts' },
+        { $match: { 'attempts.at': { $gte: since } } },
+        {
+          $group: {
+            _id: '$endpointId',
+            attempts: { $sum: 1 },
+            succeeded: { $sum: { $cond: [ok, 1, 0] } },
+            lastFailureAt: { $max: { $cond: [ok, null, '$attempts.at'] } },
+          },
+        },
+      ])
+      .toArray();
+    return new Map(rows.map((r) => [r._id, { attempts: r.attempts, succeeded: r.succeeded, lastFailureAt: r.lastFailureAt ?? null }]));
   }
 
   /** Newest event first; `before` is a delivery id from the previous page. */

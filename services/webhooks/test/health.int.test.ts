@@ -1,0 +1,106 @@
+import { newId, webhookListSchema, webhookSchema } from '@dap/contracts';
+import type { RunningWebhooks } from '../src/index.ts';
+import type { AttemptDoc, DeliveryDoc } from '../src/persistence/delivery.repository.ts';
+import { UNLOCKED, deliveryIdOf } from '../src/persistence/delivery.repository.ts';
+import { clientFor, dropTestDatabase, silent, startWebhooks, testConfig } from './harness.ts';
+
+/** An endpoint's health in its DTO: the attempts of the last 24 h, how many got a 2xx, and the newest failure. */
+describe('endpoint health over 24 hours', () => {
+  const config = testConfig();
+  let svc: RunningWebhooks;
+  const alice = clientFor(() => svc);
+  const bob = clientFor(() => svc);
+  const HOUR = 3_600_000;
+
+  beforeAll(async () => {
+    svc = await startWebhooks(config, { logger: silent });
+  });
+  afterAll(async () => {
+    await svc?.stop();
+    await dropTestDatabase(config);
+  });
+
+  const register = async (client: ReturnType<typeof clientFor>, path: string) => {
+    const res = await client.call('POST', '/webhooks', { url: `https://hooks.example.com${path}` });
+    expect(res.status).toBe(201);
+    // A new endpoint has had no attempt.
+    expect(res.body.health).toEqual({ attempts24h: 0, succeeded24h: 0, lastFailureAt: null });
+    return res.body.id as string;
+  };
+  const attempt = (at: Date, statusCode: number | null): AttemptDoc => ({ at, statusCode, latencyMs: 12, error: statusCode && statusCode < 300 ? null : 'failed' });
+  /** A finished delivery as the dispatcher records it: updatedAt is its last attempt's time. */
+  const delivery = (accountId: string, endpointId: string, attempts: AttemptDoc[]): DeliveryDoc => {
+    const eventId = newId('evt');
+    const last = attempts[attempts.length - 1]!.at;
+    const ok = (attempts[attempts.length - 1]!.statusCode ?? 0) < 300 && attempts[attempts.length - 1]!.statusCode !== null;
+    return {
+      _id: deliveryIdOf(eventId, endpointId),
+      accountId,
+      endpointId,
+      eventId,
+      eventType: 'source.ready',
+      requestId: null,
+      body: '{}',
+      status: ok ? 'succeeded' : 'failed',
+      attempts,
+      nextAttemptAt: null,
+      lockedUntil: UNLOCKED,
+      lockedBy: null,
+      createdAt: attempts[0]!.at,
+      updatedAt: last,
+      finishedAt: last,
+    };
+  };
+
+  it('counts the attempts of the last 24 h per endpoint with exact numbers, in the list and on each endpoint, and no other tenant’s', async () => {
+    const now = Date.now();
+    const ago = (ms: number) => new Date(now - ms);
+    const busy = await register(alice, '/busy');
+    const quiet = await register(alice, '/quiet');
+    const healthy = await register(alice, '/healthy');
+    const bobs = await register(bob, '/bob');
+    await svc.deliveries.raw.insertMany([
+      delivery(alice.accountId, busy, [attempt(ago(HOUR), 200)]),
+      // A retry series across the window's start: the attempt 25 h ago is outside it.
+      delivery(alice.accountId, busy, [attempt(ago(25 * HOUR), 500), attempt(ago(3 * HOUR), 503), attempt(ago(2 * HOUR), 204)]),
+      delivery(alice.accountId, busy, [attempt(ago(20 * HOUR), 302)]), // a redirect is not a success
+      delivery(alice.accountId, busy, [attempt(ago(30 * 60_000), null)]), // no answer (timeout): the newest failure
+      delivery(alice.accountId, busy, [attempt(ago(30 * HOUR), 500)]), // wholly outside the window
+      delivery(alice.accountId, quiet, [attempt(ago(26 * HOUR), 500), attempt(ago(25 * HOUR), 410)]),
+      delivery(alice.accountId, healthy, [attempt(ago(5 * HOUR), 200)]),
+      delivery(alice.accountId, healthy, [attempt(ago(4 * HOUR), 201)]),
+      delivery(bob.accountId, bobs, [attempt(ago(HOUR), 500)]),
+      // Another account's record naming alice's endpoint (it cannot happen, but must not count if it did).
+      delivery(bob.accountId, busy, [attempt(ago(10 * 60_000), 500), attempt(ago(5 * 60_000), 500)]),
+    ]);
+
+    const expected = {
+      [busy]: { attempts24h: 5, succeeded24h: 2, lastFailureAt: ago(30 * 60_000).toISOString() },
+      [quiet]: { attempts24h: 0, succeeded24h: 0, lastFailureAt: null },
+      [healthy]: { attempts24h: 2, succeeded24h: 2, lastFailureAt: null },
+    };
+    const list = await alice.call('GET', '/webhooks');
+    expect(list.status).toBe(200);
+    expect(webhookListSchema.parse(list.body)).toBeTruthy();
+    expect(Object.fromEntries(list.body.data.map((w: { id: string; health: unknown }) => [w.id, w.health]))).toEqual(expected);
+
+    for (const id of [busy, quiet, healthy]) {
+      const one = await alice.call('GET', `/webhooks/${id}`);
+      expect(webhookSchema.strict().parse(one.body)).toEqual(one.body);
+      expect({ id, health: one.body.health }).toEqual({ id, health: expected[id] });
+    }
+    // PATCH answers with the same health.
+    const patched = await alice.call('PATCH', `/webhooks/${busy}`, { description: 'busy one' });
+    expect(patched.body.health).toEqual(expected[busy]);
+
+    const bobList = await bob.call('GET', '/webhooks');
+    expect(bobList.body.data.map((w: { id: string; health: unknown }) => [w.id, w.health])).toEqual([
+      [bobs, { attempts24h: 1, succeeded24h: 0, lastFailureAt: ago(HOUR).toISOString() }],
+    ]);
+  });
+
+  it('has the index the window query reads through (accountId, endpointId, updatedAt)', async () => {
+    const indexes = await svc.deliveries.raw.indexes();
+    expect(indexes.map((i) => i.key)).toContainEqual({ accountId: 1, endpointId: 1, updatedAt: -1 });
+  });
+});
