@@ -24,7 +24,7 @@ describe('endpoint health over 24 hours', () => {
     const res = await client.call('POST', '/webhooks', { url: `https://hooks.example.com${path}` });
     expect(res.status).toBe(201);
     // A new endpoint has had no attempt.
-    expect(res.body.health).toEqual({ attempts24h: 0, succeeded24h: 0, lastFailureAt: null });
+    expect(res.body.health).toEqual({ attempts24h: 0, succeeded24h: 0, lastFailureAt: null, failingSince: null });
     return res.body.id as string;
   };
   const attempt = (at: Date, statusCode: number | null): AttemptDoc => ({ at, statusCode, latencyMs: 12, error: statusCode && statusCode < 300 ? null : 'failed' });
@@ -74,10 +74,13 @@ describe('endpoint health over 24 hours', () => {
       delivery(bob.accountId, busy, [attempt(ago(10 * 60_000), 500), attempt(ago(5 * 60_000), 500)]),
     ]);
 
+    // The dispatcher marks the run of failures that began with the timeout half an hour ago.
+    await svc.endpoints.markFailing(alice.accountId, busy, ago(30 * 60_000));
+
     const expected = {
-      [busy]: { attempts24h: 5, succeeded24h: 2, lastFailureAt: ago(30 * 60_000).toISOString() },
-      [quiet]: { attempts24h: 0, succeeded24h: 0, lastFailureAt: null },
-      [healthy]: { attempts24h: 2, succeeded24h: 2, lastFailureAt: null },
+      [busy]: { attempts24h: 5, succeeded24h: 2, lastFailureAt: ago(30 * 60_000).toISOString(), failingSince: ago(30 * 60_000).toISOString() },
+      [quiet]: { attempts24h: 0, succeeded24h: 0, lastFailureAt: null, failingSince: null },
+      [healthy]: { attempts24h: 2, succeeded24h: 2, lastFailureAt: null, failingSince: null },
     };
     const list = await alice.call('GET', '/webhooks');
     expect(list.status).toBe(200);
@@ -95,7 +98,7 @@ describe('endpoint health over 24 hours', () => {
 
     const bobList = await bob.call('GET', '/webhooks');
     expect(bobList.body.data.map((w: { id: string; health: unknown }) => [w.id, w.health])).toEqual([
-      [bobs, { attempts24h: 1, succeeded24h: 0, lastFailureAt: ago(HOUR).toISOString() }],
+      [bobs, { attempts24h: 1, succeeded24h: 0, lastFailureAt: ago(HOUR).toISOString(), failingSince: null }],
     ]);
   });
 

@@ -91,6 +91,9 @@ export const webhookSchema = z
         attempts24h: z.number().int().describe('delivery attempts made to the endpoint in the last 24 hours (each retry counts)'),
         succeeded24h: z.number().int().describe('of those, the ones it answered with a 2xx status'),
         lastFailureAt: isoDate.nullable().describe('the newest of those it did not answer with 2xx (an error status, a timeout, no connection); null when none failed'),
+        failingSince: isoDate
+          .nullable()
+          .describe('when the current run of failed attempts began (the endpoint is disabled once it lasts too long); null while the endpoint answers 2xx'),
       })
       .describe("the endpoint's delivery attempts over the last 24 hours; attempts24h - succeeded24h failed"),
     createdAt: isoDate,

@@ -2184,6 +2184,8 @@ export interface components {
                 succeeded24h: number;
                 /** @description the newest of those it did not answer with 2xx (an error status, a timeout, no connection); null when none failed */
                 lastFailureAt: string | null;
+                /** @description when the current run of failed attempts began (the endpoint is disabled once it lasts too long); null while the endpoint answers 2xx */
+                failingSince: string | null;
             };
             /** @description ISO-8601 UTC timestamp */
             createdAt: string;
@@ -2250,6 +2252,8 @@ export interface components {
                 succeeded24h: number;
                 /** @description the newest of those it did not answer with 2xx (an error status, a timeout, no connection); null when none failed */
                 lastFailureAt: string | null;
+                /** @description when the current run of failed attempts began (the endpoint is disabled once it lasts too long); null while the endpoint answers 2xx */
+                failingSince: string | null;
             };
             /** @description ISO-8601 UTC timestamp */
             createdAt: string;
@@ -2380,6 +2384,8 @@ export interface components {
                 succeeded24h: number;
                 /** @description the newest of those it did not answer with 2xx (an error status, a timeout, no connection); null when none failed */
                 lastFailureAt: string | null;
+                /** @description when the current run of failed attempts began (the endpoint is disabled once it lasts too long); null while the endpoint answers 2xx */
+                failingSince: string | null;
             };
             /** @description ISO-8601 UTC timestamp */
             createdAt: string;
@@ -8612,7 +8618,8 @@ export interface operations {
                      *           "health": {
                      *             "attempts24h": 412,
                      *             "succeeded24h": 409,
-                     *             "lastFailureAt": "2026-11-20T09:12:03.118Z"
+                     *             "lastFailureAt": "2026-11-20T09:12:03.118Z",
+                     *             "failingSince": null
                      *           },
                      *           "createdAt": "2026-11-19T14:05:27.611Z",
                      *           "updatedAt": "2026-11-19T14:05:27.611Z"
@@ -8770,7 +8777,8 @@ export interface operations {
                      *       "health": {
                      *         "attempts24h": 412,
                      *         "succeeded24h": 409,
-                     *         "lastFailureAt": "2026-11-20T09:12:03.118Z"
+                     *         "lastFailureAt": "2026-11-20T09:12:03.118Z",
+                     *         "failingSince": null
                      *       },
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z",
@@ -8927,7 +8935,8 @@ export interface operations {
                      *       "health": {
                      *         "attempts24h": 412,
                      *         "succeeded24h": 409,
-                     *         "lastFailureAt": "2026-11-20T09:12:03.118Z"
+                     *         "lastFailureAt": "2026-11-20T09:12:03.118Z",
+                     *         "failingSince": null
                      *       },
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z"
@@ -9197,7 +9206,8 @@ export interface operations {
                      *       "health": {
                      *         "attempts24h": 412,
                      *         "succeeded24h": 409,
-                     *         "lastFailureAt": "2026-11-20T09:12:03.118Z"
+                     *         "lastFailureAt": "2026-11-20T09:12:03.118Z",
+                     *         "failingSince": null
                      *       },
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z"
@@ -9654,7 +9664,8 @@ export interface operations {
                      *       "health": {
                      *         "attempts24h": 412,
                      *         "succeeded24h": 409,
-                     *         "lastFailureAt": "2026-11-20T09:12:03.118Z"
+                     *         "lastFailureAt": "2026-11-20T09:12:03.118Z",
+                     *         "failingSince": null
                      *       },
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-20T10:00:00.000Z",
@@ -9824,7 +9835,8 @@ export interface operations {
                      *       "health": {
                      *         "attempts24h": 412,
                      *         "succeeded24h": 409,
-                     *         "lastFailureAt": "2026-11-20T09:12:03.118Z"
+                     *         "lastFailureAt": "2026-11-20T09:12:03.118Z",
+                     *         "failingSince": null
                      *       },
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z"

@@ -15,7 +15,12 @@ export function toWebhookDto(e: EndpointDoc, health: EndpointHealth = { attempts
     filter: e.filter ?? null,
     ordering: e.ordering ?? 'unordered',
     stats: { filtered: e.stats?.filtered ?? 0 },
-    health: { attempts24h: health.attempts, succeeded24h: health.succeeded, lastFailureAt: health.lastFailureAt?.toISOString() ?? null },
+    health: {
+      attempts24h: health.attempts,
+      succeeded24h: health.succeeded,
+      lastFailureAt: health.lastFailureAt?.toISOString() ?? null,
+      failingSince: e.failingSince?.toISOString() ?? null,
+    },
     pausedUntil: e.pausedUntil && e.pausedUntil.getTime() > Date.now() ? e.pausedUntil.toISOString() : null,
     createdAt: e.createdAt.toISOString(),
     updatedAt: e.updatedAt.toISOString(),
