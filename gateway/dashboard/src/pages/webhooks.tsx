@@ -19,7 +19,7 @@ import {
   StatusBadge,
 } from '../components/ui.tsx';
 import { useApi, useNotify } from '../context.tsx';
-import { formatDate, formatMs, formatRelative } from '../format.ts';
+import { formatDate, formatMs, formatPercent, formatRelative, plural } from '../format.ts';
 import { useAction, useDocumentTitle, useInterval, useResource } from '../hooks.ts';
 import { Link, navigate } from '../router.tsx';
 
@@ -277,6 +277,30 @@ function EventList({ events }: { events: string[] }) {
   );
 }
 
+/** Enabled, but its latest attempts fail: a warning in place of the plain green "Enabled". */
+function EndpointStatus({ webhook }: { webhook: WebhookDto }) {
+  if (webhook.status === 'enabled' && webhook.health.failingSince) {
+    return (
+      <span className="badge badge-warning" data-status="failing" title={`Failing since ${formatDate(webhook.health.failingSince)}`}>
+        <span aria-hidden="true">⚠</span> Failing
+      </span>
+    );
+  }
+  return <StatusBadge status={webhook.status} />;
+}
+
+/** The success rate of the last 24 h and the last failure in it. */
+function EndpointHealth({ webhook }: { webhook: WebhookDto }) {
+  const { attempts24h, succeeded24h, lastFailureAt } = webhook.health;
+  if (attempts24h === 0) return <span className="muted small">No attempts in 24 h</span>;
+  return (
+    <span data-testid="endpoint-health">
+      <strong>{formatPercent(succeeded24h / attempts24h)}</strong> <span className="muted small">of {plural(attempts24h, 'attempt')}</span>
+      {lastFailureAt && <p className="muted small">last failure {formatRelative(lastFailureAt)}</p>}
+    </span>
+  );
+}
+
 export function WebhooksPage() {
   useDocumentTitle('Webhooks');
   const hooks = useResource<Page<WebhookDto>>('webhooks', (api, signal) => unwrap(api.openapi.GET('/webhooks', { params: { query: { limit: 100 } }, signal })));
@@ -319,12 +343,13 @@ export function WebhooksPage() {
                 <th scope="col">URL</th>
                 <th scope="col">Events</th>
                 <th scope="col">Status</th>
+                <th scope="col">Success (24 h)</th>
                 <th scope="col">Created</th>
               </tr>
             </thead>
             <tbody>
               {list.map((w) => (
-                <tr key={w.id}>
+                <tr key={w.id} data-webhook-id={w.id}>
                   <td data-label="URL">
                     <Link to={`/webhooks/${w.id}`} className="strong-link mono break">
                       {w.url}
@@ -335,7 +360,10 @@ export function WebhooksPage() {
                     <EventList events={w.events} />
                   </td>
                   <td data-label="Status">
-                    <StatusBadge status={w.status} />
+                    <EndpointStatus webhook={w} />
+                  </td>
+                  <td data-label="Success (24 h)">
+                    <EndpointHealth webhook={w} />
                   </td>
                   <td data-label="Created">{formatRelative(w.createdAt)}</td>
                 </tr>
@@ -569,7 +597,8 @@ export function WebhookDetailPage({ id }: { id: string }) {
       <Card title="Endpoint">
         <KeyValue
           items={[
-            ['Status', <StatusBadge key="s" status={w.status} />],
+            ['Status', <EndpointStatus key="s" webhook={w} />],
+            ['Success (24 h)', <EndpointHealth key="h" webhook={w} />],
             ['Events', <EventList key="e" events={w.events} />],
             ['Description', w.description || '—'],
             ['Created', formatDate(w.createdAt)],
