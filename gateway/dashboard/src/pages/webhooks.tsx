@@ -294,10 +294,10 @@ function EndpointHealth({ webhook }: { webhook: WebhookDto }) {
   const { attempts24h, succeeded24h, lastFailureAt } = webhook.health;
   if (attempts24h === 0) return <span className="muted small">No attempts in 24 h</span>;
   return (
-    <span data-testid="endpoint-health">
+    <div data-testid="endpoint-health">
       <strong>{formatPercent(succeeded24h / attempts24h)}</strong> <span className="muted small">of {plural(attempts24h, 'attempt')}</span>
       {lastFailureAt && <p className="muted small">last failure {formatRelative(lastFailureAt)}</p>}
-    </span>
+    </div>
   );
 }
 
