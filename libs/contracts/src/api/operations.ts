@@ -52,6 +52,7 @@ import {
 import {
   createWebhookBody,
   updateWebhookBody,
+  listDeliveriesQuery,
   deliveryListSchema,
   deliverySchema,
   webhookCreatedSchema,
@@ -594,8 +595,9 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     path: '/webhooks/{id}/deliveries',
     service: 'webhooks',
     scope: 'webhooks:read',
-    summary: 'List the messages sent to a webhook endpoint, newest first, with every delivery attempt.',
-    query: listQuerySchema,
+    summary:
+      'List the messages sent to a webhook endpoint, newest first, with every delivery attempt; optionally only those in one status, of one event type, or whose event happened in [since, until).',
+    query: listDeliveriesQuery,
     success: { status: 200, schema: deliveryListSchema },
     errors: [404],
   },

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isoDate, listOf } from './common.ts';
+import { isoDate, listOf, listQuerySchema } from './common.ts';
 import { PUBLIC_EVENT_TYPES } from '../events.ts';
 import { webhookFilterSchema } from './webhook-filter.ts';
 
@@ -145,6 +145,24 @@ export const deliverySchema = z
   .meta({ id: 'Delivery' });
 export type DeliveryDto = z.infer<typeof deliverySchema>;
 export const deliveryListSchema = listOf(deliverySchema).meta({ id: 'DeliveryList' });
+
+const deliveryTime = (name: string) => z.iso.datetime({ offset: true, message: `${name} must be an ISO-8601 date-time, such as 2026-01-31T12:00:00Z` }).optional();
+
+/** The delivery log's filters, on top of paging; `since`/`until` are the event's time, like replay's `since`. */
+export const listDeliveriesQuery = listQuerySchema
+  .extend({
+    status: z.enum(DELIVERY_STATUSES).optional().describe('only deliveries in this status'),
+    eventType: z
+      .string()
+      .max(100)
+      .refine((t) => t === 'webhook.test' || (PUBLIC_EVENT_TYPES as readonly string[]).includes(t), { message: `must be webhook.test or one of ${PUBLIC_EVENT_TYPES.join(', ')}` })
+      .optional()
+      .describe('only deliveries of this event type'),
+    since: deliveryTime('since').describe('only events that happened at or after this time'),
+    until: deliveryTime('until').describe('only events that happened before this time'),
+  })
+  .refine((q) => !q.since || !q.until || Date.parse(q.since) < Date.parse(q.until), { message: 'until must be after since', path: ['until'] });
+export type ListDeliveriesQuery = z.infer<typeof listDeliveriesQuery>;
 
 /** At most this many messages are scheduled by one replay; the answer says where to go on from. */
 export const MAX_REPLAY_MESSAGES = 1000;

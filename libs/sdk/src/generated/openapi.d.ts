@@ -515,7 +515,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the messages sent to a webhook endpoint, newest first, with every delivery attempt. */
+        /** List the messages sent to a webhook endpoint, newest first, with every delivery attempt; optionally only those in one status, of one event type, or whose event happened in [since, until). */
         get: operations["listDeliveries"];
         put?: never;
         post?: never;
@@ -9315,6 +9315,14 @@ export interface operations {
                 limit?: number;
                 /** @description the nextCursor of the previous page of this same list, as it was given; any other value is refused with 400 (validation_failed) */
                 cursor?: string;
+                /** @description only deliveries in this status */
+                status?: "pending" | "succeeded" | "failed" | "cancelled" | "skipped";
+                /** @description only deliveries of this event type */
+                eventType?: string;
+                /** @description only events that happened at or after this time */
+                since?: string;
+                /** @description only events that happened before this time */
+                until?: string;
             };
             header?: never;
             path: {

@@ -11,6 +11,7 @@ import {
   type UpdateWebhookBody,
   type EventOf,
   type ListQuery,
+  type ListDeliveriesQuery,
   type Page,
 } from '@dap/contracts';
 import type { OutboundGuard } from '@dap/netguard';
@@ -132,12 +133,18 @@ export class WebhooksService {
     await this.d.deliveries.cancelForEndpoint(caller.accountId, id);
   }
 
-  async listDeliveries(accountId: string, id: string, query: ListQuery): Promise<Page<DeliveryDoc & { id: string }>> {
+  /** The endpoint's log, newest event first; the filters narrow it, the cursor pages through the narrowed log. */
+  async listDeliveries(accountId: string, id: string, query: ListDeliveriesQuery): Promise<Page<DeliveryDoc & { id: string }>> {
     await this.get(accountId, id);
     const before = decodeCursor(query.cursor, (v) => EVENT_ID.test(v));
     const rows = await this.d.deliveries.listForEndpoint(accountId, id, {
       limit: query.limit + 1,
       before: before ? deliveryIdOf(before, id) : undefined,
+      status: query.status,
+      eventType: query.eventType,
+      // Delivery ids start with the event's id, whose leading ULID time orders them by event time.
+      from: query.since ? idFloor('evt', new Date(query.since)) : undefined,
+      to: query.until ? idFloor('evt', new Date(query.until)) : undefined,
     });
     return toPage(
       rows.map((r) => ({ ...r, id: r.eventId })),

@@ -3,6 +3,7 @@ import {
   createWebhookBody,
   updateWebhookBody,
   listQuerySchema,
+  listDeliveriesQuery,
   replayWebhookBody,
   type WebhookReplayDto,
   type WebhookCreatedDto,
@@ -63,7 +64,7 @@ export function webhookRoutes(service: WebhooksService): Router {
   });
 
   r.get('/webhooks/:id/deliveries', async (req, res) => {
-    const query = parseOr400(listQuerySchema, req.query, 'query');
+    const query = parseOr400(listDeliveriesQuery, req.query, 'query');
     const page = await service.listDeliveries(callerOf(req).accountId, req.params.id, query);
     res.json({ ...page, data: page.data.map(toDeliveryDto) });
   });

@@ -482,10 +482,20 @@ export class DeliveryRepository {
     return new Map(rows.map((r) => [r._id, { attempts: r.attempts, succeeded: r.succeeded, lastFailureAt: r.lastFailureAt ?? null }]));
   }
 
-  /** Newest event first; `before` is a delivery id from the previous page. */
-  async listForEndpoint(accountId: string, endpointId: string, opts: { limit: number; before?: string }): Promise<DeliveryDoc[]> {
+  /**
+   * Newest event first; `before` is a delivery id from the previous page. `from`/`to` bound the delivery id
+   * (>= from, < to: event-time floors), so the time filters read through the (accountId, endpointId, _id) index.
+   */
+  async listForEndpoint(
+    accountId: string,
+    endpointId: string,
+    opts: { limit: number; before?: string | undefined; status?: DeliveryStatus | undefined; eventType?: string | undefined; from?: string | undefined; to?: string | undefined },
+  ): Promise<DeliveryDoc[]> {
     const filter: Filter<DeliveryDoc> = { accountId, endpointId };
-    if (opts.before) filter._id = { $lt: opts.before };
+    const upper = [opts.before, opts.to].filter((v): v is string => v !== undefined).sort()[0];
+    if (upper !== undefined || opts.from !== undefined) filter._id = { ...(upper !== undefined ? { $lt: upper } : {}), ...(opts.from !== undefined ? { $gte: opts.from } : {}) };
+    if (opts.status) filter.status = opts.status;
+    if (opts.eventType) filter.eventType = opts.eventType;
     return this.raw
       .find(filter, { projection: { _outbox: 0, body: 0 } })
       .sort({ _id: -1 })

@@ -1,16 +1,23 @@
-import { newId, webhookListSchema, webhookSchema } from '@dap/contracts';
+import { randomInt } from 'node:crypto';
+import { idFloor, webhookListSchema, webhookSchema } from '@dap/contracts';
 import type { RunningWebhooks } from '../src/index.ts';
 import type { AttemptDoc, DeliveryDoc } from '../src/persistence/delivery.repository.ts';
 import { UNLOCKED, deliveryIdOf } from '../src/persistence/delivery.repository.ts';
 import { clientFor, dropTestDatabase, silent, startWebhooks, testConfig } from './harness.ts';
 
-/** An endpoint's health in its DTO: the attempts of the last 24 h, how many got a 2xx, and the newest failure. */
-describe('endpoint health over 24 hours', () => {
+/**
+ * What the dashboard observes of an endpoint: its health in the DTO (the attempts of the last 24 h, how many
+ * got a 2xx, the newest failure) and its delivery log's filters.
+ */
+describe('endpoint health and delivery log filters', () => {
   const config = testConfig();
   let svc: RunningWebhooks;
   const alice = clientFor(() => svc);
   const bob = clientFor(() => svc);
   const HOUR = 3_600_000;
+  const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+  /** An event id made at `at` (its ULID's time), as the services make them. */
+  const eventIdAt = (at: Date) => idFloor('evt', at).slice(0, -16) + Array.from({ length: 16 }, () => CROCKFORD[randomInt(32)]).join('');
 
   beforeAll(async () => {
     svc = await startWebhooks(config, { logger: silent });
@@ -29,8 +36,8 @@ describe('endpoint health over 24 hours', () => {
   };
   const attempt = (at: Date, statusCode: number | null): AttemptDoc => ({ at, statusCode, latencyMs: 12, error: statusCode && statusCode < 300 ? null : 'failed' });
   /** A finished delivery as the dispatcher records it: updatedAt is its last attempt's time. */
-  const delivery = (accountId: string, endpointId: string, attempts: AttemptDoc[]): DeliveryDoc => {
-    const eventId = newId('evt');
+  const delivery = (accountId: string, endpointId: string, attempts: AttemptDoc[], eventType = 'source.ready', eventAt = attempts[0]!.at): DeliveryDoc => {
+    const eventId = eventIdAt(eventAt);
     const last = attempts[attempts.length - 1]!.at;
     const ok = (attempts[attempts.length - 1]!.statusCode ?? 0) < 300 && attempts[attempts.length - 1]!.statusCode !== null;
     return {
@@ -38,7 +45,7 @@ describe('endpoint health over 24 hours', () => {
       accountId,
       endpointId,
       eventId,
-      eventType: 'source.ready',
+      eventType,
       requestId: null,
       body: '{}',
       status: ok ? 'succeeded' : 'failed',
@@ -105,5 +112,59 @@ describe('endpoint health over 24 hours', () => {
   it('has the index the window query reads through (accountId, endpointId, updatedAt)', async () => {
     const indexes = await svc.deliveries.raw.indexes();
     expect(indexes.map((i) => i.key)).toContainEqual({ accountId: 1, endpointId: 1, updatedAt: -1 });
+  });
+
+  it('filters the delivery log by status, event type and event time, pages the filtered log, and names a bad filter field in a 400', async () => {
+    const id = await register(alice, '/filtered');
+    const t0 = Date.parse('2026-03-01T10:00:00Z');
+    const at = (min: number) => new Date(t0 + min * 60_000);
+    const docs = [
+      delivery(alice.accountId, id, [attempt(at(0), 200)], 'source.ready'),
+      delivery(alice.accountId, id, [attempt(at(10), 500)], 'report.completed'),
+      delivery(alice.accountId, id, [attempt(at(20), 200)], 'report.completed'),
+      delivery(alice.accountId, id, [attempt(at(30), 500)], 'source.ready'),
+      delivery(alice.accountId, id, [attempt(at(40), 500)], 'report.completed'),
+    ];
+    await svc.deliveries.raw.insertMany(docs);
+    const ids = (path: string) =>
+      alice.call('GET', `/webhooks/${id}/deliveries${path}`).then((r) => ({ status: r.status, ids: r.body.data?.map((d: { id: string }) => d.id), body: r.body }));
+    const ev = (i: number) => docs[i]!.eventId;
+
+    expect((await ids('')).ids).toEqual([ev(4), ev(3), ev(2), ev(1), ev(0)]); // the positive control: no filter
+    expect((await ids('?status=failed')).ids).toEqual([ev(4), ev(3), ev(1)]);
+    expect((await ids('?eventType=report.completed')).ids).toEqual([ev(4), ev(2), ev(1)]);
+    expect((await ids('?status=failed&eventType=report.completed')).ids).toEqual([ev(4), ev(1)]);
+    expect((await ids(`?since=${at(10).toISOString()}&until=${at(30).toISOString()}`)).ids).toEqual([ev(2), ev(1)]);
+    expect((await ids(`?since=${encodeURIComponent('2026-03-01T11:20:00+01:00')}`)).ids).toEqual([ev(4), ev(3), ev(2)]);
+
+    // Paging through a filtered log: each page holds only matches, and the cursor goes on after the last.
+    const first = await ids('?status=failed&limit=2');
+    expect(first.ids).toEqual([ev(4), ev(3)]);
+    expect(first.body.hasMore).toBe(true);
+    const second = await ids(`?status=failed&limit=2&cursor=${first.body.nextCursor}`);
+    expect(second.ids).toEqual([ev(1)]);
+    expect(second.body).toMatchObject({ hasMore: false, nextCursor: null });
+    // A cursor beyond `until`: the lower of the two bounds wins.
+    expect((await ids(`?until=${at(15).toISOString()}&cursor=${first.body.nextCursor}`)).ids).toEqual([ev(1), ev(0)]);
+
+    // Another account sees nothing of it, filters or not.
+    expect((await bob.call('GET', `/webhooks/${id}/deliveries?status=failed`)).status).toBe(404);
+
+    for (const [query, field] of [
+      ['status=broken', 'status'],
+      ['eventType=foo.bar', 'eventType'],
+      ['since=yesterday', 'since'],
+      ['until=2026-13-01T00:00:00Z', 'until'],
+      [`since=${at(30).toISOString()}&until=${at(10).toISOString()}`, 'until'],
+      ['colour=red', 'colour'],
+    ] as const) {
+      const res = await alice.call('GET', `/webhooks/${id}/deliveries?${query}`);
+      expect({ query, status: res.status, code: res.body.code, paths: res.body.errors?.map((e: { path: string }) => e.path) }).toEqual({
+        query,
+        status: 400,
+        code: 'validation_failed',
+        paths: [field],
+      });
+    }
   });
 });
