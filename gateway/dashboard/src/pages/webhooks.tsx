@@ -381,11 +381,74 @@ function lastAttempt(d: DeliveryDto) {
   return d.attempts[d.attempts.length - 1];
 }
 
+const DELIVERY_STATUSES: readonly DeliveryDto['status'][] = ['pending', 'succeeded', 'failed', 'cancelled', 'skipped'];
+
+/** The delivery log's filters as the form holds them: since/until in the browser's local time. */
+interface LogFilters {
+  status: DeliveryDto['status'] | '';
+  eventType: string;
+  since: string;
+  until: string;
+}
+const NO_FILTERS: LogFilters = { status: '', eventType: '', since: '', until: '' };
+
+/** datetime-local (local time, no zone) to the API's ISO form; '' when empty or not a date. */
+function localToIso(v: string): string | undefined {
+  const t = v ? new Date(v).getTime() : NaN;
+  return Number.isNaN(t) ? undefined : new Date(t).toISOString();
+}
+
+function DeliveryFilters({ value, onChange, error }: { value: LogFilters; onChange: (v: LogFilters) => void; error: ApiError | null }) {
+  return (
+    <div className="form-row" role="group" aria-label="Filter deliveries">
+      <Field label="Status" error={error?.fieldError('status')}>
+        {(p) => (
+          <select {...p} className="input" value={value.status} onChange={(e) => onChange({ ...value, status: e.target.value as LogFilters['status'] })}>
+            <option value="">Any status</option>
+            {DELIVERY_STATUSES.map((st) => (
+              <option key={st} value={st}>
+                {st}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      <Field label="Event type" error={error?.fieldError('eventType')}>
+        {(p) => (
+          <select {...p} className="input" value={value.eventType} onChange={(e) => onChange({ ...value, eventType: e.target.value })}>
+            <option value="">Any event</option>
+            {EVENT_TYPES.map((t) => (
+              <option key={t} value={t}>
+                {t}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      <Field label="From" error={error?.fieldError('since')}>
+        {(p) => <input {...p} className="input" type="datetime-local" value={value.since} onChange={(e) => onChange({ ...value, since: e.target.value })} />}
+      </Field>
+      <Field label="Until" error={error?.fieldError('until')}>
+        {(p) => <input {...p} className="input" type="datetime-local" value={value.until} onChange={(e) => onChange({ ...value, until: e.target.value })} />}
+      </Field>
+    </div>
+  );
+}
+
 function DeliveryLog({ webhookId, watchUntil }: { webhookId: string; watchUntil: number }) {
   const api = useApi();
   const notify = useNotify();
-  const deliveries = useResource<Page<DeliveryDto>>(`deliveries:${webhookId}`, (a, signal) =>
-    unwrap(a.openapi.GET('/webhooks/{id}/deliveries', { params: { path: { id: webhookId }, query: { limit: 50 } }, signal })),
+  const [filters, setFilters] = useState<LogFilters>(NO_FILTERS);
+  const query = {
+    limit: 50,
+    ...(filters.status ? { status: filters.status } : {}),
+    ...(filters.eventType ? { eventType: filters.eventType } : {}),
+    ...(localToIso(filters.since) ? { since: localToIso(filters.since)! } : {}),
+    ...(localToIso(filters.until) ? { until: localToIso(filters.until)! } : {}),
+  };
+  const filtered = Object.keys(query).length > 1;
+  const deliveries = useResource<Page<DeliveryDto>>(`deliveries:${webhookId}:${JSON.stringify(query)}`, (a, signal) =>
+    unwrap(a.openapi.GET('/webhooks/{id}/deliveries', { params: { path: { id: webhookId }, query }, signal })),
   );
   const [open, setOpen] = useState<Set<string>>(new Set());
   const list = deliveries.data?.data ?? [];
@@ -414,9 +477,23 @@ function DeliveryLog({ webhookId, watchUntil }: { webhookId: string; watchUntil:
         </Button>
       }
     >
-      <ErrorBanner error={deliveries.error ?? redeliver.error} onRetry={deliveries.error ? () => void deliveries.reload() : undefined} />
+      <DeliveryFilters value={filters} onChange={setFilters} error={deliveries.error} />
+      <ErrorBanner
+        error={deliveries.error && deliveries.error.fieldErrors.length === 0 ? deliveries.error : redeliver.error}
+        onRetry={deliveries.error ? () => void deliveries.reload() : undefined}
+      />
       {!deliveries.data && !deliveries.error ? (
         <Loading rows={3} />
+      ) : list.length === 0 && filtered ? (
+        <EmptyState
+          title="No deliveries match these filters"
+          icon="✉"
+          action={
+            <Button size="sm" onClick={() => setFilters(NO_FILTERS)}>
+              Clear filters
+            </Button>
+          }
+        />
       ) : list.length === 0 ? (
         <EmptyState title="No deliveries yet" icon="✉">
           Send a test event to see a delivery here.

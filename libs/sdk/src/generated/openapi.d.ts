@@ -9318,7 +9318,7 @@ export interface operations {
                 /** @description only deliveries in this status */
                 status?: "pending" | "succeeded" | "failed" | "cancelled" | "skipped";
                 /** @description only deliveries of this event type */
-                eventType?: string;
+                eventType?: "source.created" | "source.ready" | "source.failed" | "source.deleted" | "source.schema_changed" | "report.completed" | "report.failed" | "model.ready" | "model.failed" | "prediction.completed" | "webhook.test" | "endpoint.disabled";
                 /** @description only events that happened at or after this time */
                 since?: string;
                 /** @description only events that happened before this time */
