@@ -97,6 +97,29 @@ describe('the dashboard, webhook pages', () => {
     expect(receiver.received.filter((r) => r.path === '/broken')).toHaveLength(1);
     expect(receiver.received.filter((r) => r.path === '/ok')).toHaveLength(1);
 
+    // The delivery log's filters: by status, and a time range the API refuses names its field.
+    const log = page.getByTestId('deliveries');
+    await log.locator('tr[data-delivery-id]').nth(1).waitFor();
+    expect(await log.locator('tr[data-delivery-id]').count()).toBe(2);
+    const filters = page.getByRole('group', { name: 'Filter deliveries' });
+    await filters.getByLabel('Status').selectOption('succeeded');
+    await waitFor(async () => (await log.locator('tr[data-delivery-id]').count()) === 1, { what: 'the succeeded delivery alone' });
+    expect(await log.locator('tr[data-status="succeeded"]').count()).toBe(1);
+    await screenshot(page, 'webhook-deliveries-filtered');
+    await filters.getByLabel('Status').selectOption('cancelled');
+    await page.getByText('No deliveries match these filters').waitFor();
+    await filters.getByLabel('Status').selectOption('');
+    await filters.getByLabel('Event type').selectOption('webhook.test');
+    await filters.getByLabel('From').fill('2026-03-02T10:00');
+    await filters.getByLabel('Until').fill('2026-03-01T10:00');
+    await filters.getByText('until must be after since').waitFor();
+    expect(await filters.getByLabel('Until').getAttribute('aria-invalid')).toBe('true');
+    await screenshot(page, 'webhook-deliveries-bad-range');
+    await filters.getByLabel('From').fill('');
+    await filters.getByLabel('Until').fill('');
+    await log.locator('tr[data-delivery-id]').nth(1).waitFor();
+    expect(await log.locator('tr[data-delivery-id]').count()).toBe(2);
+
     // A second, healthy endpoint beside it: the positive control for the warning badge.
     await nav(page, 'Webhooks').click();
     await heading(page, 'Webhooks').waitFor();
@@ -119,7 +142,10 @@ describe('the dashboard, webhook pages', () => {
     expect(await fine.locator('[data-status="failing"]').count()).toBe(0);
     expect(((await fine.getByTestId('endpoint-health').textContent()) ?? '').replace(/\s+/g, ' ')).toBe('100% of 1 attempt');
     await screenshot(page, 'webhooks-health');
-    // The one refused PATCH above is the only failed request the browser saw.
-    expect(errors).toEqual(['Failed to load resource: the server responded with a status of 422 (Unprocessable Entity)']);
+    // The refused PATCH and the refused time range above are the only failed requests the browser saw.
+    expect(errors).toEqual([
+      'Failed to load resource: the server responded with a status of 422 (Unprocessable Entity)',
+      'Failed to load resource: the server responded with a status of 400 (Bad Request)',
+    ]);
   }, 120_000);
 });
