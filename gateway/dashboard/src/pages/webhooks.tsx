@@ -1,6 +1,15 @@
 import { Fragment, useState, type FormEvent } from 'react';
 import { ApiError, unwrap, type RequestBodyOf } from '../api/client.ts';
-import { EVENT_TYPES, type DeliveryDto, type Page, type UpdateWebhookBody, type WebhookCreated, type WebhookDto, type WebhookSecretRotated } from '../api/types.ts';
+import {
+  EVENT_TYPES,
+  type DeliveryDto,
+  type Page,
+  type PublicEventType,
+  type UpdateWebhookBody,
+  type WebhookCreated,
+  type WebhookDto,
+  type WebhookSecretRotated,
+} from '../api/types.ts';
 import {
   Alert,
   Badge,
@@ -386,7 +395,7 @@ const DELIVERY_STATUSES: readonly DeliveryDto['status'][] = ['pending', 'succeed
 /** The delivery log's filters as the form holds them: since/until in the browser's local time. */
 interface LogFilters {
   status: DeliveryDto['status'] | '';
-  eventType: string;
+  eventType: PublicEventType | '';
   since: string;
   until: string;
 }
@@ -415,7 +424,7 @@ function DeliveryFilters({ value, onChange, error }: { value: LogFilters; onChan
       </Field>
       <Field label="Event type" error={error?.fieldError('eventType')}>
         {(p) => (
-          <select {...p} className="input" value={value.eventType} onChange={(e) => onChange({ ...value, eventType: e.target.value })}>
+          <select {...p} className="input" value={value.eventType} onChange={(e) => onChange({ ...value, eventType: e.target.value as LogFilters['eventType'] })}>
             <option value="">Any event</option>
             {EVENT_TYPES.map((t) => (
               <option key={t} value={t}>
@@ -484,7 +493,7 @@ function DeliveryLog({ webhookId, watchUntil }: { webhookId: string; watchUntil:
       />
       {!deliveries.data && !deliveries.error ? (
         <Loading rows={3} />
-      ) : list.length === 0 && filtered ? (
+      ) : deliveries.error ? null : list.length === 0 && filtered ? (
         <EmptyState
           title="No deliveries match these filters"
           icon="✉"
