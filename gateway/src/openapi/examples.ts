@@ -128,6 +128,7 @@ const webhook = {
   ordering: 'unordered',
   stats: { filtered: 12 },
   pausedUntil: null,
+  health: { attempts24h: 412, succeeded24h: 409, lastFailureAt: '2026-11-20T09:12:03.118Z', failingSince: null },
   createdAt: '2026-11-19T14:05:27.611Z',
   updatedAt: '2026-11-19T14:05:27.611Z',
 };

@@ -289,6 +289,32 @@ describe('uploads', () => {
     expect(seen[0]!.body.endsWith('r999,999\n')).toBe(true);
   });
 
+  it('filters the delivery log, keeping the filters on every page of listAllDeliveries', async () => {
+    const delivery = (id: string) => ({
+      id,
+      type: 'report.completed',
+      status: 'failed',
+      attempts: [],
+      nextAttemptAt: null,
+      createdAt: '2026-03-01T10:00:00.000Z',
+      updatedAt: '2026-03-01T10:00:00.000Z',
+    });
+    handler = (req, res) =>
+      json(
+        res,
+        200,
+        req.url.includes('cursor=') ? { data: [delivery('evt_2')], hasMore: false, nextCursor: null } : { data: [delivery('evt_1')], hasMore: true, nextCursor: 'next' },
+      );
+    const all = [];
+    for await (const d of client().webhooks.listAllDeliveries('whk_1', { status: 'failed', eventType: 'report.completed', since: '2026-03-01T00:00:00Z', pageSize: 1 }))
+      all.push(d.id);
+    expect(all).toEqual(['evt_1', 'evt_2']);
+    expect(seen.map((r) => r.url)).toEqual([
+      '/v1/webhooks/whk_1/deliveries?status=failed&eventType=report.completed&since=2026-03-01T00%3A00%3A00Z&limit=1',
+      '/v1/webhooks/whk_1/deliveries?status=failed&eventType=report.completed&since=2026-03-01T00%3A00%3A00Z&limit=1&cursor=next',
+    ]);
+  });
+
   it('sets and removes a schedule with PATCH /sources/{id}', async () => {
     const scheduled = { ...source('src_1'), schedule: { cron: '0 6 * * *', timezone: 'Europe/Berlin' }, nextSyncAt: '2026-01-02T05:00:00.000Z' };
     handler = (_req, res) => json(res, 200, seen.length === 1 ? scheduled : source('src_1'));

@@ -6,6 +6,7 @@ import type {
   CreateSourceInput,
   CreateWebhookInput,
   UpdateWebhookInput,
+  DeliveryFilters,
   Delivery,
   FileFormat,
   ListParams,
@@ -224,12 +225,16 @@ export function createDapClient(options: DapClientOptions) {
       /** Registers an endpoint; the answer carries its signing secret, shown this once. */
       create: (body: CreateWebhookInput, opts?: RequestOptions): ApiPromise<WebhookCreated> => t.call('createWebhook', { body }, opts),
       get: (id: string, opts?: RequestOptions): ApiPromise<Webhook> => t.call('getWebhook', byId(id), opts),
-      /** Changes the events, description or rate limit named (`rateLimitPerSecond: null` lifts the limit). */
+      /** Changes the URL (checked as at registration), events, description or rate limit named (`rateLimitPerSecond: null` lifts the limit). */
       update: (id: string, body: UpdateWebhookInput, opts?: RequestOptions): ApiPromise<Webhook> => t.call('updateWebhook', { ...byId(id), body }, opts),
       delete: (id: string, opts?: RequestOptions): ApiPromise<void> => t.call('deleteWebhook', byId(id), opts),
-      listDeliveries: (id: string, query: ListParams = {}, opts?: RequestOptions): ApiPromise<Page<Delivery>> => t.call('listDeliveries', { ...byId(id), query }, opts),
-      listAllDeliveries: (id: string, params?: ListAllParams, opts?: RequestOptions) =>
-        paginate<Delivery>((query) => t.call('listDeliveries', { ...byId(id), query }, opts), params),
+      listDeliveries: (id: string, query: ListParams & DeliveryFilters = {}, opts?: RequestOptions): ApiPromise<Page<Delivery>> =>
+        t.call('listDeliveries', { ...byId(id), query }, opts),
+      /** Every delivery (or those the filters name), page by page. */
+      listAllDeliveries: (id: string, params: ListAllParams & DeliveryFilters = {}, opts?: RequestOptions) => {
+        const { pageSize, max, ...filters } = params;
+        return paginate<Delivery>((query) => t.call('listDeliveries', { ...byId(id), query: { ...filters, ...query } }, opts), { pageSize, max });
+      },
       sendTest: (id: string, opts?: RequestOptions): ApiPromise<WebhookTest> => t.call('sendTestEvent', byId(id), opts),
       /** A new signing secret, shown this once; the old one still signs until `previousSecretExpiresAt`. */
       rotateSecret: (id: string, opts?: RequestOptions): ApiPromise<WebhookSecretRotated> => t.call('rotateWebhookSecret', byId(id), opts),

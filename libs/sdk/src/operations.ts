@@ -49,6 +49,8 @@ export type Webhook = Schemas['Webhook'];
 export type WebhookCreated = Schemas['WebhookCreated'];
 export type CreateWebhookInput = Schemas['CreateWebhook'];
 export type UpdateWebhookInput = Schemas['UpdateWebhook'];
+/** The delivery log's filters: `status`, `eventType`, and `since`/`until` (the event's time, ISO-8601). */
+export type DeliveryFilters = Omit<QueryParams<'listDeliveries'>, 'limit' | 'cursor'>;
 export type Delivery = Schemas['Delivery'];
 export type WebhookTest = Schemas['WebhookTest'];
 export type WebhookSecretRotated = Schemas['WebhookSecretRotated'];

@@ -187,6 +187,57 @@ describe('webhooks API', () => {
     expect((await alice.call('POST', '/webhooks', { url: `http://127.0.0.1:${Number(mongo.port) + 1}/x` })).status).toBe(201);
   });
 
+  it('changes the URL with PATCH, checked exactly as at registration: 400 for a bad URL, 422 for a refused target, 404 for another account', async () => {
+    const created = await alice.call('POST', '/webhooks', { url: 'https://hooks.example.com/before', description: 'edit me' });
+    expect(created.status).toBe(201);
+    const id: string = created.body.id;
+
+    const ok = await alice.call('PATCH', `/webhooks/${id}`, { url: 'https://hooks.example.com/after' });
+    expect(ok.status).toBe(200);
+    expect(webhookSchema.strict().parse(ok.body)).toEqual(ok.body);
+    expect(ok.body).toMatchObject({ id, url: 'https://hooks.example.com/after', description: 'edit me', events: ['*'] });
+    expect((await alice.call('GET', `/webhooks/${id}`)).body.url).toBe('https://hooks.example.com/after');
+
+    // The same 400 as at registration for a URL the schema refuses.
+    for (const url of ['not a url', 'ftp://example.com/x', 'https://user:pw@example.com/x']) {
+      const res = await alice.call('PATCH', `/webhooks/${id}`, { url });
+      expect({ url, status: res.status, code: res.body.code, paths: res.body.errors?.map((e: { path: string }) => e.path) }).toEqual({
+        url,
+        status: 400,
+        code: 'validation_failed',
+        paths: expect.arrayContaining(['url']),
+      });
+    }
+
+    // The platform's own endpoint and cloud metadata: the same 422 problem as registration gives.
+    const ownUrl = `http://[::ffff:127.0.0.1]:${new URL(svc.url).port}/v1/webhooks`;
+    for (const url of [ownUrl, 'http://169.254.169.254/latest/meta-data']) {
+      const atRegistration = await alice.call('POST', '/webhooks', { url });
+      const onPatch = await alice.call('PATCH', `/webhooks/${id}`, { url });
+      expect(onPatch.status).toBe(422);
+      expect(onPatch.headers.get('content-type')).toMatch(/application\/problem\+json/);
+      const { instance: _a, requestId: _ra, ...patchProblem } = onPatch.body;
+      const { instance: _b, requestId: _rb, ...registrationProblem } = atRegistration.body;
+      expect(patchProblem).toEqual(registrationProblem);
+      expect(onPatch.body.errors[0].path).toBe('url');
+    }
+    // A private target where the operator does not allow them.
+    const strictOwn = await http('POST', `${strict.url}/v1/webhooks`, { body: { url: 'https://8.8.8.8/strict' }, headers: callerHeaders(alice.accountId) });
+    expect(strictOwn.status).toBe(201);
+    const privatePatch = await http('PATCH', `${strict.url}/v1/webhooks/${strictOwn.body.id}`, { body: { url: 'http://10.0.0.8/x' }, headers: callerHeaders(alice.accountId) });
+    expect(privatePatch.status).toBe(422);
+    expect(privatePatch.body.errors[0].path).toBe('url');
+
+    // Nothing refused was stored.
+    expect((await alice.call('GET', `/webhooks/${id}`)).body.url).toBe('https://hooks.example.com/after');
+    expect((await alice.call('GET', `/webhooks/${strictOwn.body.id}`)).body.url).toBe('https://8.8.8.8/strict');
+
+    // Another account's endpoint is not found, whether the URL is allowed or not, and stays as it was.
+    expect((await bob.call('PATCH', `/webhooks/${id}`, { url: 'https://hooks.example.com/bob' })).status).toBe(404);
+    expect((await bob.call('PATCH', `/webhooks/${id}`, { url: ownUrl })).status).toBe(404);
+    expect((await alice.call('GET', `/webhooks/${id}`)).body.url).toBe('https://hooks.example.com/after');
+  });
+
   it('answers 404 for another account’s id and for malformed or unknown ids, on every route', async () => {
     const mine = await alice.call('POST', '/webhooks', { url: 'https://hooks.example.com/private' });
     for (const id of [mine.body.id, 'whk_nope', newId('whk'), 'src_01JCQ3N6W4X8Z5Y7A9B2C4D6E8']) {

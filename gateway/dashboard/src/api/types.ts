@@ -25,6 +25,7 @@ export type {
   SourceDto,
   UsageDto,
   WebhookDto,
+  UpdateWebhookBody,
   AnalyticsQuery,
   Filter,
   SourceType,

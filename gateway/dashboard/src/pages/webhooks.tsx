@@ -1,6 +1,15 @@
 import { Fragment, useState, type FormEvent } from 'react';
 import { ApiError, unwrap, type RequestBodyOf } from '../api/client.ts';
-import { EVENT_TYPES, type DeliveryDto, type Page, type WebhookCreated, type WebhookDto, type WebhookSecretRotated } from '../api/types.ts';
+import {
+  EVENT_TYPES,
+  type DeliveryDto,
+  type Page,
+  type PublicEventType,
+  type UpdateWebhookBody,
+  type WebhookCreated,
+  type WebhookDto,
+  type WebhookSecretRotated,
+} from '../api/types.ts';
 import {
   Alert,
   Badge,
@@ -19,7 +28,7 @@ import {
   StatusBadge,
 } from '../components/ui.tsx';
 import { useApi, useNotify } from '../context.tsx';
-import { formatDate, formatMs, formatRelative } from '../format.ts';
+import { formatDate, formatMs, formatPercent, formatRelative, plural } from '../format.ts';
 import { useAction, useDocumentTitle, useInterval, useResource } from '../hooks.ts';
 import { Link, navigate } from '../router.tsx';
 
@@ -80,36 +89,103 @@ function EventPicker({ value, onChange, error }: { value: string[]; onChange: (v
   );
 }
 
+const urlProblem = (v: string) => (!/^https?:\/\/\S+$/i.test(v.trim()) ? 'Enter an http(s) URL, like https://example.com/hooks' : undefined);
+
+interface EndpointForm {
+  url: string;
+  events: string[];
+  description: string;
+}
+
+/** The form's own checks, as field errors shaped like the API's (so both show the same way). */
+function checkEndpointForm(f: EndpointForm): ApiError | null {
+  const local: { path: string; message: string }[] = [];
+  const badUrl = urlProblem(f.url);
+  if (badUrl) local.push({ path: 'url', message: badUrl });
+  if (f.events.length === 0) local.push({ path: 'events', message: 'Pick at least one event' });
+  return local.length ? new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: local }) : null;
+}
+
+/** URL, events and description: the fields adding and editing an endpoint share. */
+function EndpointFields({
+  value,
+  onChange,
+  action,
+}: {
+  value: EndpointForm;
+  onChange: (v: EndpointForm) => void;
+  action: { error: ApiError | null; fixField: (path: string, stillWrong?: string | null) => void };
+}) {
+  const err = action.error;
+  return (
+    <>
+      <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} />
+      <Field label="Endpoint URL" error={err?.fieldError('url')} required>
+        {(p) => (
+          <input
+            {...p}
+            className="input mono"
+            type="url"
+            inputMode="url"
+            placeholder="https://example.com/webhooks"
+            value={value.url}
+            onChange={(e) => {
+              onChange({ ...value, url: e.target.value });
+              action.fixField('url', urlProblem(e.target.value));
+            }}
+            autoFocus
+          />
+        )}
+      </Field>
+      <EventPicker
+        value={value.events}
+        onChange={(v) => {
+          onChange({ ...value, events: v });
+          action.fixField('events', v.length === 0 ? 'Pick at least one event' : undefined);
+        }}
+        error={err?.fieldError('events')}
+      />
+      <Field label="Description" hint="Optional, for your team." error={err?.fieldError('description')}>
+        {(p) => (
+          <input
+            {...p}
+            className="input"
+            maxLength={500}
+            value={value.description}
+            onChange={(e) => {
+              onChange({ ...value, description: e.target.value });
+              action.fixField('description');
+            }}
+          />
+        )}
+      </Field>
+    </>
+  );
+}
+
+const EMPTY_FORM: EndpointForm = { url: '', events: ['*'], description: '' };
+
 function CreateWebhookDialog({ open, onClose, onCreated }: { open: boolean; onClose: () => void; onCreated: (w: WebhookCreated) => void }) {
   const api = useApi();
-  const [url, setUrl] = useState('');
-  const [events, setEvents] = useState<string[]>(['*']);
-  const [description, setDescription] = useState('');
+  const [form, setForm] = useState<EndpointForm>(EMPTY_FORM);
   const [created, setCreated] = useState<WebhookCreated | null>(null);
   const create = useAction((body: RequestBodyOf<'/webhooks'>) => unwrap(api.openapi.POST('/webhooks', { body })));
   const close = () => {
-    setUrl('');
-    setEvents(['*']);
-    setDescription('');
+    setForm(EMPTY_FORM);
     setCreated(null);
     create.setError(null);
     onClose();
   };
-  const urlProblem = (v: string) => (!/^https?:\/\/\S+$/i.test(v.trim()) ? 'Enter an http(s) URL, like https://example.com/hooks' : undefined);
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    const local: { path: string; message: string }[] = [];
-    const badUrl = urlProblem(url);
-    if (badUrl) local.push({ path: 'url', message: badUrl });
-    if (events.length === 0) local.push({ path: 'events', message: 'Pick at least one event' });
-    if (local.length) return create.setError(new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: local }));
-    const w = await create.run({ url: url.trim(), events, description: description.trim() });
+    const local = checkEndpointForm(form);
+    if (local) return create.setError(local);
+    const w = await create.run({ url: form.url.trim(), events: form.events, description: form.description.trim() });
     if (w) {
       setCreated(w);
       onCreated(w);
     }
   };
-  const err = create.error;
   if (created) {
     return (
       <Dialog open={open} onClose={close} title="Endpoint added" dismissible={false}>
@@ -142,46 +218,7 @@ function CreateWebhookDialog({ open, onClose, onCreated }: { open: boolean; onCl
       wide
     >
       <form className="form" onSubmit={submit} noValidate>
-        <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} />
-        <Field label="Endpoint URL" error={err?.fieldError('url')} required>
-          {(p) => (
-            <input
-              {...p}
-              className="input mono"
-              type="url"
-              inputMode="url"
-              placeholder="https://example.com/webhooks"
-              value={url}
-              onChange={(e) => {
-                setUrl(e.target.value);
-                create.fixField('url', urlProblem(e.target.value));
-              }}
-              autoFocus
-            />
-          )}
-        </Field>
-        <EventPicker
-          value={events}
-          onChange={(v) => {
-            setEvents(v);
-            create.fixField('events', v.length === 0 ? 'Pick at least one event' : undefined);
-          }}
-          error={err?.fieldError('events')}
-        />
-        <Field label="Description" hint="Optional, for your team." error={err?.fieldError('description')}>
-          {(p) => (
-            <input
-              {...p}
-              className="input"
-              maxLength={500}
-              value={description}
-              onChange={(e) => {
-                setDescription(e.target.value);
-                create.fixField('description');
-              }}
-            />
-          )}
-        </Field>
+        <EndpointFields value={form} onChange={setForm} action={create} />
         <div className="dialog-footer">
           <Button onClick={close}>Cancel</Button>
           <Button type="submit" variant="primary" loading={create.pending}>
@@ -189,6 +226,51 @@ function CreateWebhookDialog({ open, onClose, onCreated }: { open: boolean; onCl
           </Button>
         </div>
       </form>
+    </Dialog>
+  );
+}
+
+/** Edits an endpoint's URL, events and description; the API checks a new URL as it does at registration. */
+function EditWebhookDialog({ webhook, open, onClose, onSaved }: { webhook: WebhookDto; open: boolean; onClose: () => void; onSaved: (w: WebhookDto) => void }) {
+  const api = useApi();
+  const notify = useNotify();
+  const initial = (): EndpointForm => ({ url: webhook.url, events: webhook.events, description: webhook.description });
+  const [form, setForm] = useState<EndpointForm>(initial);
+  const save = useAction((body: UpdateWebhookBody) => unwrap(api.openapi.PATCH('/webhooks/{id}', { params: { path: { id: webhook.id } }, body })));
+  const close = () => {
+    save.setError(null);
+    onClose();
+  };
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    const local = checkEndpointForm(form);
+    if (local) return save.setError(local);
+    // Only what changed is sent, so a concurrent edit of another setting is not overwritten.
+    const body: UpdateWebhookBody = {};
+    if (form.url.trim() !== webhook.url) body.url = form.url.trim();
+    if (form.events.join() !== webhook.events.join()) body.events = form.events;
+    if (form.description.trim() !== webhook.description) body.description = form.description.trim();
+    if (Object.keys(body).length === 0) return close();
+    const w = await save.run(body);
+    if (w) {
+      notify('Endpoint updated');
+      onSaved(w);
+      close();
+    }
+  };
+  return (
+    <Dialog open={open} onClose={close} title="Edit endpoint" description="Messages not yet sent go to the new URL." wide>
+      {open && (
+        <form className="form" onSubmit={submit} noValidate>
+          <EndpointFields value={form} onChange={setForm} action={save} />
+          <div className="dialog-footer">
+            <Button onClick={close}>Cancel</Button>
+            <Button type="submit" variant="primary" loading={save.pending}>
+              Save changes
+            </Button>
+          </div>
+        </form>
+      )}
     </Dialog>
   );
 }
@@ -201,6 +283,30 @@ function EventList({ events }: { events: string[] }) {
         <Badge key={e}>{e}</Badge>
       ))}
     </span>
+  );
+}
+
+/** Enabled, but its latest attempts fail: a warning in place of the plain green "Enabled". */
+function EndpointStatus({ webhook }: { webhook: WebhookDto }) {
+  if (webhook.status === 'enabled' && webhook.health.failingSince) {
+    return (
+      <span className="badge badge-warning" data-status="failing" title={`Failing since ${formatDate(webhook.health.failingSince)}`}>
+        <span aria-hidden="true">⚠</span> Failing
+      </span>
+    );
+  }
+  return <StatusBadge status={webhook.status} />;
+}
+
+/** The success rate of the last 24 h and the last failure in it. */
+function EndpointHealth({ webhook }: { webhook: WebhookDto }) {
+  const { attempts24h, succeeded24h, lastFailureAt } = webhook.health;
+  if (attempts24h === 0) return <span className="muted small">No attempts in 24 h</span>;
+  return (
+    <div data-testid="endpoint-health">
+      <strong>{formatPercent(succeeded24h / attempts24h)}</strong> <span className="muted small">of {plural(attempts24h, 'attempt')}</span>
+      {lastFailureAt && <p className="muted small">last failure {formatRelative(lastFailureAt)}</p>}
+    </div>
   );
 }
 
@@ -246,12 +352,13 @@ export function WebhooksPage() {
                 <th scope="col">URL</th>
                 <th scope="col">Events</th>
                 <th scope="col">Status</th>
+                <th scope="col">Success (24 h)</th>
                 <th scope="col">Created</th>
               </tr>
             </thead>
             <tbody>
               {list.map((w) => (
-                <tr key={w.id}>
+                <tr key={w.id} data-webhook-id={w.id}>
                   <td data-label="URL">
                     <Link to={`/webhooks/${w.id}`} className="strong-link mono break">
                       {w.url}
@@ -262,7 +369,10 @@ export function WebhooksPage() {
                     <EventList events={w.events} />
                   </td>
                   <td data-label="Status">
-                    <StatusBadge status={w.status} />
+                    <EndpointStatus webhook={w} />
+                  </td>
+                  <td data-label="Success (24 h)">
+                    <EndpointHealth webhook={w} />
                   </td>
                   <td data-label="Created">{formatRelative(w.createdAt)}</td>
                 </tr>
@@ -280,11 +390,74 @@ function lastAttempt(d: DeliveryDto) {
   return d.attempts[d.attempts.length - 1];
 }
 
+const DELIVERY_STATUSES: readonly DeliveryDto['status'][] = ['pending', 'succeeded', 'failed', 'cancelled', 'skipped'];
+
+/** The delivery log's filters as the form holds them: since/until in the browser's local time. */
+interface LogFilters {
+  status: DeliveryDto['status'] | '';
+  eventType: PublicEventType | '';
+  since: string;
+  until: string;
+}
+const NO_FILTERS: LogFilters = { status: '', eventType: '', since: '', until: '' };
+
+/** datetime-local (local time, no zone) to the API's ISO form; '' when empty or not a date. */
+function localToIso(v: string): string | undefined {
+  const t = v ? new Date(v).getTime() : NaN;
+  return Number.isNaN(t) ? undefined : new Date(t).toISOString();
+}
+
+function DeliveryFilters({ value, onChange, error }: { value: LogFilters; onChange: (v: LogFilters) => void; error: ApiError | null }) {
+  return (
+    <div className="form-row" role="group" aria-label="Filter deliveries">
+      <Field label="Status" error={error?.fieldError('status')}>
+        {(p) => (
+          <select {...p} className="input" value={value.status} onChange={(e) => onChange({ ...value, status: e.target.value as LogFilters['status'] })}>
+            <option value="">Any status</option>
+            {DELIVERY_STATUSES.map((st) => (
+              <option key={st} value={st}>
+                {st}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      <Field label="Event type" error={error?.fieldError('eventType')}>
+        {(p) => (
+          <select {...p} className="input" value={value.eventType} onChange={(e) => onChange({ ...value, eventType: e.target.value as LogFilters['eventType'] })}>
+            <option value="">Any event</option>
+            {EVENT_TYPES.map((t) => (
+              <option key={t} value={t}>
+                {t}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      <Field label="From" error={error?.fieldError('since')}>
+        {(p) => <input {...p} className="input" type="datetime-local" value={value.since} onChange={(e) => onChange({ ...value, since: e.target.value })} />}
+      </Field>
+      <Field label="Until" error={error?.fieldError('until')}>
+        {(p) => <input {...p} className="input" type="datetime-local" value={value.until} onChange={(e) => onChange({ ...value, until: e.target.value })} />}
+      </Field>
+    </div>
+  );
+}
+
 function DeliveryLog({ webhookId, watchUntil }: { webhookId: string; watchUntil: number }) {
   const api = useApi();
   const notify = useNotify();
-  const deliveries = useResource<Page<DeliveryDto>>(`deliveries:${webhookId}`, (a, signal) =>
-    unwrap(a.openapi.GET('/webhooks/{id}/deliveries', { params: { path: { id: webhookId }, query: { limit: 50 } }, signal })),
+  const [filters, setFilters] = useState<LogFilters>(NO_FILTERS);
+  const query = {
+    limit: 50,
+    ...(filters.status ? { status: filters.status } : {}),
+    ...(filters.eventType ? { eventType: filters.eventType } : {}),
+    ...(localToIso(filters.since) ? { since: localToIso(filters.since)! } : {}),
+    ...(localToIso(filters.until) ? { until: localToIso(filters.until)! } : {}),
+  };
+  const filtered = Object.keys(query).length > 1;
+  const deliveries = useResource<Page<DeliveryDto>>(`deliveries:${webhookId}:${JSON.stringify(query)}`, (a, signal) =>
+    unwrap(a.openapi.GET('/webhooks/{id}/deliveries', { params: { path: { id: webhookId }, query }, signal })),
   );
   const [open, setOpen] = useState<Set<string>>(new Set());
   const list = deliveries.data?.data ?? [];
@@ -313,9 +486,23 @@ function DeliveryLog({ webhookId, watchUntil }: { webhookId: string; watchUntil:
         </Button>
       }
     >
-      <ErrorBanner error={deliveries.error ?? redeliver.error} onRetry={deliveries.error ? () => void deliveries.reload() : undefined} />
+      <DeliveryFilters value={filters} onChange={setFilters} error={deliveries.error} />
+      <ErrorBanner
+        error={deliveries.error && deliveries.error.fieldErrors.length === 0 ? deliveries.error : redeliver.error}
+        onRetry={deliveries.error ? () => void deliveries.reload() : undefined}
+      />
       {!deliveries.data && !deliveries.error ? (
         <Loading rows={3} />
+      ) : deliveries.error ? null : list.length === 0 && filtered ? (
+        <EmptyState
+          title="No deliveries match these filters"
+          icon="✉"
+          action={
+            <Button size="sm" onClick={() => setFilters(NO_FILTERS)}>
+              Clear filters
+            </Button>
+          }
+        />
       ) : list.length === 0 ? (
         <EmptyState title="No deliveries yet" icon="✉">
           Send a test event to see a delivery here.
@@ -430,6 +617,7 @@ export function WebhookDetailPage({ id }: { id: string }) {
   const [rotated, setRotated] = useState<WebhookSecretRotated | null>(null);
   const [confirmRotate, setConfirmRotate] = useState(false);
   const [deleting, setDeleting] = useState(false);
+  const [editing, setEditing] = useState(false);
   const test = useAction(async () => {
     await unwrap(api.openapi.POST('/webhooks/{id}/test', { params: { path: { id } } }));
     notify('Test event sent; watch the deliveries below', 'info');
@@ -473,6 +661,7 @@ export function WebhookDetailPage({ id }: { id: string }) {
             <Button variant="primary" onClick={() => void test.run()} loading={test.pending} disabled={w.status !== 'enabled'}>
               Send test event
             </Button>
+            <Button onClick={() => setEditing(true)}>Edit</Button>
             <Button onClick={() => setConfirmRotate(true)}>Rotate secret</Button>
             <Button variant="danger" onClick={() => setDeleting(true)}>
               Delete
@@ -494,7 +683,8 @@ export function WebhookDetailPage({ id }: { id: string }) {
       <Card title="Endpoint">
         <KeyValue
           items={[
-            ['Status', <StatusBadge key="s" status={w.status} />],
+            ['Status', <EndpointStatus key="s" webhook={w} />],
+            ['Success (24 h)', <EndpointHealth key="h" webhook={w} />],
             ['Events', <EventList key="e" events={w.events} />],
             ['Description', w.description || '—'],
             ['Created', formatDate(w.createdAt)],
@@ -503,6 +693,7 @@ export function WebhookDetailPage({ id }: { id: string }) {
         />
       </Card>
       <DeliveryLog webhookId={w.id} watchUntil={watchUntil} />
+      {editing && <EditWebhookDialog webhook={w} open={editing} onClose={() => setEditing(false)} onSaved={() => void hook.reload()} />}
       <ConfirmDialog
         open={confirmRotate}
         title="Rotate the signing secret?"

@@ -54,6 +54,7 @@ import {
 import {
   createWebhookBody,
   updateWebhookBody,
+  listDeliveriesQuery,
   deliveryListSchema,
   deliverySchema,
   webhookCreatedSchema,
@@ -608,10 +609,12 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     path: '/webhooks/{id}',
     service: 'webhooks',
     scope: 'webhooks:write',
-    summary: "Change an endpoint's events, description or rate limit (rateLimitPerSecond, null to lift it); fields left out keep their value.",
+    summary:
+      "Change an endpoint's URL, events, description, filter, ordering or rate limit (rateLimitPerSecond, null to lift it); fields left out keep their value. A new URL is checked as at registration.",
     body: updateWebhookBody,
     success: { status: 200, schema: webhookSchema },
-    errors: [404],
+    errors: [404, 422],
+    errorNotes: { 422: "the new URL's target is not allowed (errors[] says why)" },
   },
   {
     operationId: 'deleteWebhook',
@@ -629,8 +632,9 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     path: '/webhooks/{id}/deliveries',
     service: 'webhooks',
     scope: 'webhooks:read',
-    summary: 'List the messages sent to a webhook endpoint, newest first, with every delivery attempt.',
-    query: listQuerySchema,
+    summary:
+      'List the messages sent to a webhook endpoint, newest first, with every delivery attempt; optionally only those in one status, of one event type, or whose event happened in [since, until).',
+    query: listDeliveriesQuery,
     success: { status: 200, schema: deliveryListSchema },
     errors: [404],
   },

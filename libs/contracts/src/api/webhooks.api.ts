@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isoDate, listOf } from './common.ts';
+import { isoDate, listOf, listQuerySchema } from './common.ts';
 import { PUBLIC_EVENT_TYPES } from '../events.ts';
 import { webhookFilterSchema } from './webhook-filter.ts';
 
@@ -60,13 +60,14 @@ export type CreateWebhookBody = z.infer<typeof createWebhookBody>;
 /** The settings a PATCH may change; fields left out keep their value. */
 export const updateWebhookBody = z
   .strictObject({
+    url: webhookUrlSchema.optional().describe('checked again as at registration: http(s), no credentials, a target the service may reach'),
     events: z.array(eventFilterSchema).min(1).max(50).optional(),
     description: z.string().max(500).optional(),
     rateLimitPerSecond: rateLimitSchema.optional(),
     filter: webhookFilterSchema.nullable().optional(),
     ordering: orderingSchema.optional(),
   })
-  .refine((b) => Object.keys(b).length > 0, { message: 'name at least one of events, description, rateLimitPerSecond, filter, ordering' })
+  .refine((b) => Object.keys(b).length > 0, { message: 'name at least one of url, events, description, rateLimitPerSecond, filter, ordering' })
   .meta({ id: 'UpdateWebhook', examples: [{ rateLimitPerSecond: 10 }] });
 export type UpdateWebhookBody = z.infer<typeof updateWebhookBody>;
 
@@ -85,6 +86,16 @@ export const webhookSchema = z
     ordering: orderingSchema,
     stats: z.object({ filtered: z.number().int().describe("events of the endpoint's types not sent because its filter did not match") }),
     pausedUntil: isoDate.nullable().describe('the endpoint answered 429 or 503 with Retry-After: nothing is sent to it before then'),
+    health: z
+      .object({
+        attempts24h: z.number().int().describe('delivery attempts made to the endpoint in the last 24 hours (each retry counts)'),
+        succeeded24h: z.number().int().describe('of those, the ones it answered with a 2xx status'),
+        lastFailureAt: isoDate.nullable().describe('the newest of those it did not answer with 2xx (an error status, a timeout, no connection); null when none failed'),
+        failingSince: isoDate
+          .nullable()
+          .describe('when the current run of failed attempts began (the endpoint is disabled once it lasts too long); null while the endpoint answers 2xx'),
+      })
+      .describe("the endpoint's delivery attempts over the last 24 hours; attempts24h - succeeded24h failed"),
     createdAt: isoDate,
     updatedAt: isoDate,
   })
@@ -134,6 +145,19 @@ export const deliverySchema = z
   .meta({ id: 'Delivery' });
 export type DeliveryDto = z.infer<typeof deliverySchema>;
 export const deliveryListSchema = listOf(deliverySchema).meta({ id: 'DeliveryList' });
+
+const deliveryTime = (name: string) => z.iso.datetime({ offset: true, message: `${name} must be an ISO-8601 date-time, such as 2026-01-31T12:00:00Z` }).optional();
+
+/** The delivery log's filters, on top of paging; `since`/`until` are the event's time, like replay's `since`. */
+export const listDeliveriesQuery = listQuerySchema
+  .extend({
+    status: z.enum(DELIVERY_STATUSES).optional().describe('only deliveries in this status'),
+    eventType: z.enum(PUBLIC_EVENT_TYPES).optional().describe('only deliveries of this event type'),
+    since: deliveryTime('since').describe('only events that happened at or after this time'),
+    until: deliveryTime('until').describe('only events that happened before this time'),
+  })
+  .refine((q) => !q.since || !q.until || Date.parse(q.since) < Date.parse(q.until), { message: 'until must be after since', path: ['until'] });
+export type ListDeliveriesQuery = z.infer<typeof listDeliveriesQuery>;
 
 /** At most this many messages are scheduled by one replay; the answer says where to go on from. */
 export const MAX_REPLAY_MESSAGES = 1000;

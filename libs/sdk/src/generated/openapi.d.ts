@@ -538,7 +538,7 @@ export interface paths {
         delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
-        /** Change an endpoint's events, description or rate limit (rateLimitPerSecond, null to lift it); fields left out keep their value. */
+        /** Change an endpoint's URL, events, description, filter, ordering or rate limit (rateLimitPerSecond, null to lift it); fields left out keep their value. A new URL is checked as at registration. */
         patch: operations["updateWebhook"];
         trace?: never;
     };
@@ -549,7 +549,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the messages sent to a webhook endpoint, newest first, with every delivery attempt. */
+        /** List the messages sent to a webhook endpoint, newest first, with every delivery attempt; optionally only those in one status, of one event type, or whose event happened in [since, until). */
         get: operations["listDeliveries"];
         put?: never;
         post?: never;
@@ -2222,6 +2222,17 @@ export interface components {
             };
             /** @description the endpoint answered 429 or 503 with Retry-After: nothing is sent to it before then */
             pausedUntil: string | null;
+            /** @description the endpoint's delivery attempts over the last 24 hours; attempts24h - succeeded24h failed */
+            health: {
+                /** @description delivery attempts made to the endpoint in the last 24 hours (each retry counts) */
+                attempts24h: number;
+                /** @description of those, the ones it answered with a 2xx status */
+                succeeded24h: number;
+                /** @description the newest of those it did not answer with 2xx (an error status, a timeout, no connection); null when none failed */
+                lastFailureAt: string | null;
+                /** @description when the current run of failed attempts began (the endpoint is disabled once it lasts too long); null while the endpoint answers 2xx */
+                failingSince: string | null;
+            };
             /** @description ISO-8601 UTC timestamp */
             createdAt: string;
             /** @description ISO-8601 UTC timestamp */
@@ -2279,6 +2290,17 @@ export interface components {
             };
             /** @description the endpoint answered 429 or 503 with Retry-After: nothing is sent to it before then */
             pausedUntil: string | null;
+            /** @description the endpoint's delivery attempts over the last 24 hours; attempts24h - succeeded24h failed */
+            health: {
+                /** @description delivery attempts made to the endpoint in the last 24 hours (each retry counts) */
+                attempts24h: number;
+                /** @description of those, the ones it answered with a 2xx status */
+                succeeded24h: number;
+                /** @description the newest of those it did not answer with 2xx (an error status, a timeout, no connection); null when none failed */
+                lastFailureAt: string | null;
+                /** @description when the current run of failed attempts began (the endpoint is disabled once it lasts too long); null while the endpoint answers 2xx */
+                failingSince: string | null;
+            };
             /** @description ISO-8601 UTC timestamp */
             createdAt: string;
             /** @description ISO-8601 UTC timestamp */
@@ -2326,6 +2348,11 @@ export interface components {
          *     }
          */
         UpdateWebhook: {
+            /**
+             * Format: uri
+             * @description checked again as at registration: http(s), no credentials, a target the service may reach
+             */
+            url?: string;
             events?: string[];
             description?: string;
             /** @description at most this many requests start within any second (deliveries beyond wait, pending); null: no limit */
@@ -2395,6 +2422,17 @@ export interface components {
             };
             /** @description the endpoint answered 429 or 503 with Retry-After: nothing is sent to it before then */
             pausedUntil: string | null;
+            /** @description the endpoint's delivery attempts over the last 24 hours; attempts24h - succeeded24h failed */
+            health: {
+                /** @description delivery attempts made to the endpoint in the last 24 hours (each retry counts) */
+                attempts24h: number;
+                /** @description of those, the ones it answered with a 2xx status */
+                succeeded24h: number;
+                /** @description the newest of those it did not answer with 2xx (an error status, a timeout, no connection); null when none failed */
+                lastFailureAt: string | null;
+                /** @description when the current run of failed attempts began (the endpoint is disabled once it lasts too long); null while the endpoint answers 2xx */
+                failingSince: string | null;
+            };
             /** @description ISO-8601 UTC timestamp */
             createdAt: string;
             /** @description ISO-8601 UTC timestamp */
@@ -8829,6 +8867,12 @@ export interface operations {
                      *             "filtered": 12
                      *           },
                      *           "pausedUntil": null,
+                     *           "health": {
+                     *             "attempts24h": 412,
+                     *             "succeeded24h": 409,
+                     *             "lastFailureAt": "2026-11-20T09:12:03.118Z",
+                     *             "failingSince": null
+                     *           },
                      *           "createdAt": "2026-11-19T14:05:27.611Z",
                      *           "updatedAt": "2026-11-19T14:05:27.611Z"
                      *         }
@@ -8982,6 +9026,12 @@ export interface operations {
                      *         "filtered": 12
                      *       },
                      *       "pausedUntil": null,
+                     *       "health": {
+                     *         "attempts24h": 412,
+                     *         "succeeded24h": 409,
+                     *         "lastFailureAt": "2026-11-20T09:12:03.118Z",
+                     *         "failingSince": null
+                     *       },
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -9134,6 +9184,12 @@ export interface operations {
                      *         "filtered": 12
                      *       },
                      *       "pausedUntil": null,
+                     *       "health": {
+                     *         "attempts24h": 412,
+                     *         "succeeded24h": 409,
+                     *         "lastFailureAt": "2026-11-20T09:12:03.118Z",
+                     *         "failingSince": null
+                     *       },
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z"
                      *     }
@@ -9399,6 +9455,12 @@ export interface operations {
                      *         "filtered": 12
                      *       },
                      *       "pausedUntil": null,
+                     *       "health": {
+                     *         "attempts24h": 412,
+                     *         "succeeded24h": 409,
+                     *         "lastFailureAt": "2026-11-20T09:12:03.118Z",
+                     *         "failingSince": null
+                     *       },
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z"
                      *     }
@@ -9451,6 +9513,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The new URL's target is not allowed (errors[] says why). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
             429: {
                 headers: {
@@ -9496,6 +9567,14 @@ export interface operations {
                 limit?: number;
                 /** @description the nextCursor of the previous page of this same list, as it was given; any other value is refused with 400 (validation_failed) */
                 cursor?: string;
+                /** @description only deliveries in this status */
+                status?: "pending" | "succeeded" | "failed" | "cancelled" | "skipped";
+                /** @description only deliveries of this event type */
+                eventType?: "source.created" | "source.ready" | "source.failed" | "source.deleted" | "source.schema_changed" | "report.completed" | "report.failed" | "model.ready" | "model.failed" | "prediction.completed" | "webhook.test" | "endpoint.disabled";
+                /** @description only events that happened at or after this time */
+                since?: string;
+                /** @description only events that happened before this time */
+                until?: string;
             };
             header?: never;
             path: {
@@ -9842,6 +9921,12 @@ export interface operations {
                      *         "filtered": 12
                      *       },
                      *       "pausedUntil": null,
+                     *       "health": {
+                     *         "attempts24h": 412,
+                     *         "succeeded24h": 409,
+                     *         "lastFailureAt": "2026-11-20T09:12:03.118Z",
+                     *         "failingSince": null
+                     *       },
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-20T10:00:00.000Z",
                      *       "secret": "whsec_Pq7Zk2vN9xR4mT6bW1cY8dF3gH5jL0sA",
@@ -10007,6 +10092,12 @@ export interface operations {
                      *         "filtered": 12
                      *       },
                      *       "pausedUntil": null,
+                     *       "health": {
+                     *         "attempts24h": 412,
+                     *         "succeeded24h": 409,
+                     *         "lastFailureAt": "2026-11-20T09:12:03.118Z",
+                     *         "failingSince": null
+                     *       },
                      *       "createdAt": "2026-11-19T14:05:27.611Z",
                      *       "updatedAt": "2026-11-19T14:05:27.611Z"
                      *     }

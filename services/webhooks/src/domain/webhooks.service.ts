@@ -11,10 +11,11 @@ import {
   type UpdateWebhookBody,
   type EventOf,
   type ListQuery,
+  type ListDeliveriesQuery,
   type Page,
 } from '@dap/contracts';
 import type { OutboundGuard } from '@dap/netguard';
-import { deliveryIdOf, type DeliveryDoc, type DeliveryRepository } from '../persistence/delivery.repository.ts';
+import { deliveryIdOf, type DeliveryDoc, type DeliveryRepository, type EndpointHealth } from '../persistence/delivery.repository.ts';
 import { MAX_ENDPOINTS_PER_ACCOUNT, type EndpointDoc, type EndpointRepository } from '../persistence/endpoint.repository.ts';
 import { webhookErrors } from './errors.ts';
 import { webhookEvents } from './events.ts';
@@ -35,6 +36,9 @@ export interface WebhooksServiceDeps {
 }
 
 const DEFAULT_OVERLAP_MS = 24 * 3_600_000;
+/** The window of an endpoint's health: attempts made in the last 24 hours. */
+export const HEALTH_WINDOW_MS = 24 * 3_600_000;
+const NO_ATTEMPTS: EndpointHealth = { attempts: 0, succeeded: 0, lastFailureAt: null };
 
 const EVENT_ID = /^evt_[0-9A-HJKMNP-TV-Z]{26}$/;
 
@@ -90,10 +94,25 @@ export class WebhooksService {
     return endpoint;
   }
 
-  /** Changes the settings named; a new rate limit applies from the endpoint's next request on. */
+  /** The attempts each endpoint got over the last HEALTH_WINDOW_MS, zero for those that got none. */
+  async health(accountId: string, endpointIds: string[], now: Date = new Date()): Promise<Map<string, EndpointHealth>> {
+    const found = await this.d.deliveries.health(accountId, endpointIds, new Date(now.getTime() - HEALTH_WINDOW_MS));
+    return new Map(endpointIds.map((id) => [id, found.get(id) ?? NO_ATTEMPTS]));
+  }
+
+  /**
+   * Changes the settings named; a new rate limit or URL applies from the endpoint's next request on. A new URL
+   * is checked as at registration, after the endpoint is known to be the caller's (so 404 wins over 422).
+   */
   async update(accountId: string, id: string, body: UpdateWebhookBody): Promise<EndpointDoc> {
     if (!isId('whk', id)) throw webhookErrors.endpointNotFound();
     const set: Partial<EndpointDoc> = { updatedAt: new Date() };
+    if (body.url !== undefined) {
+      await this.get(accountId, id);
+      const refused = await this.d.guard.checkUrl(body.url);
+      if (refused) throw webhookErrors.targetNotAllowed(refused);
+      set.url = body.url;
+    }
     if (body.events !== undefined) set.events = [...new Set(body.events)];
     if (body.description !== undefined) set.description = body.description;
     if (body.rateLimitPerSecond !== undefined) set.rateLimitPerSecond = body.rateLimitPerSecond;
@@ -114,12 +133,18 @@ export class WebhooksService {
     await this.d.deliveries.cancelForEndpoint(caller.accountId, id);
   }
 
-  async listDeliveries(accountId: string, id: string, query: ListQuery): Promise<Page<DeliveryDoc & { id: string }>> {
+  /** The endpoint's log, newest event first; the filters narrow it, the cursor pages through the narrowed log. */
+  async listDeliveries(accountId: string, id: string, query: ListDeliveriesQuery): Promise<Page<DeliveryDoc & { id: string }>> {
     await this.get(accountId, id);
     const before = decodeCursor(query.cursor, (v) => EVENT_ID.test(v));
     const rows = await this.d.deliveries.listForEndpoint(accountId, id, {
       limit: query.limit + 1,
       before: before ? deliveryIdOf(before, id) : undefined,
+      status: query.status,
+      eventType: query.eventType,
+      // Delivery ids start with the event's id, whose leading ULID time orders them by event time.
+      from: query.since ? idFloor('evt', new Date(query.since)) : undefined,
+      to: query.until ? idFloor('evt', new Date(query.until)) : undefined,
     });
     return toPage(
       rows.map((r) => ({ ...r, id: r.eventId })),

@@ -1,8 +1,9 @@
 import type { DeliveryDto, WebhookDto } from '@dap/contracts';
-import type { DeliveryDoc } from '../persistence/delivery.repository.ts';
+import type { DeliveryDoc, EndpointHealth } from '../persistence/delivery.repository.ts';
 import type { EndpointDoc } from '../persistence/endpoint.repository.ts';
 
-export function toWebhookDto(e: EndpointDoc): WebhookDto {
+/** `health`: the endpoint's attempts over the last 24 h (none for an endpoint just created). */
+export function toWebhookDto(e: EndpointDoc, health: EndpointHealth = { attempts: 0, succeeded: 0, lastFailureAt: null }): WebhookDto {
   return {
     id: e._id,
     url: e.url,
@@ -14,6 +15,12 @@ export function toWebhookDto(e: EndpointDoc): WebhookDto {
     filter: e.filter ?? null,
     ordering: e.ordering ?? 'unordered',
     stats: { filtered: e.stats?.filtered ?? 0 },
+    health: {
+      attempts24h: health.attempts,
+      succeeded24h: health.succeeded,
+      lastFailureAt: health.lastFailureAt?.toISOString() ?? null,
+      failingSince: e.failingSince?.toISOString() ?? null,
+    },
     pausedUntil: e.pausedUntil && e.pausedUntil.getTime() > Date.now() ? e.pausedUntil.toISOString() : null,
     createdAt: e.createdAt.toISOString(),
     updatedAt: e.updatedAt.toISOString(),

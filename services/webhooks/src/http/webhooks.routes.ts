@@ -3,15 +3,18 @@ import {
   createWebhookBody,
   updateWebhookBody,
   listQuerySchema,
+  listDeliveriesQuery,
   replayWebhookBody,
   type WebhookReplayDto,
   type WebhookCreatedDto,
   type WebhookSecretRotatedDto,
   type WebhookTestDto,
+  type WebhookDto,
   type CallerContext,
 } from '@dap/contracts';
 import { callerOf, parseOr400 } from '@dap/http';
 import type { WebhooksService } from '../domain/webhooks.service.ts';
+import type { EndpointDoc } from '../persistence/endpoint.repository.ts';
 import { toDeliveryDto, toWebhookDto } from './dto.ts';
 
 /** The caller, with the request id this response carries (it travels on into events and deliveries). */
@@ -21,6 +24,15 @@ function callerWithRequestId(req: Request): CallerContext {
 
 export function webhookRoutes(service: WebhooksService): Router {
   const r = Router();
+  /** The endpoints as the API shows them, each with its health over the last 24 h (one query for all). */
+  const withHealth = async (accountId: string, endpoints: EndpointDoc[]): Promise<WebhookDto[]> => {
+    const health = await service.health(
+      accountId,
+      endpoints.map((e) => e._id),
+    );
+    return endpoints.map((e) => toWebhookDto(e, health.get(e._id)));
+  };
+  const one = async (accountId: string, endpoint: EndpointDoc): Promise<WebhookDto> => (await withHealth(accountId, [endpoint]))[0]!;
 
   r.post('/webhooks', async (req, res) => {
     const body = parseOr400(createWebhookBody, req.body ?? {}, 'body');
@@ -32,16 +44,18 @@ export function webhookRoutes(service: WebhooksService): Router {
   r.get('/webhooks', async (req, res) => {
     const query = parseOr400(listQuerySchema, req.query, 'query');
     const page = await service.list(callerOf(req).accountId, query);
-    res.json({ ...page, data: page.data.map(toWebhookDto) });
+    res.json({ ...page, data: await withHealth(callerOf(req).accountId, page.data) });
   });
 
   r.get('/webhooks/:id', async (req, res) => {
-    res.json(toWebhookDto(await service.get(callerOf(req).accountId, req.params.id)));
+    const accountId = callerOf(req).accountId;
+    res.json(await one(accountId, await service.get(accountId, req.params.id)));
   });
 
   r.patch('/webhooks/:id', async (req, res) => {
     const body = parseOr400(updateWebhookBody, req.body ?? {}, 'body');
-    res.json(toWebhookDto(await service.update(callerOf(req).accountId, req.params.id, body)));
+    const accountId = callerOf(req).accountId;
+    res.json(await one(accountId, await service.update(accountId, req.params.id, body)));
   });
 
   r.delete('/webhooks/:id', async (req, res) => {
@@ -50,20 +64,21 @@ export function webhookRoutes(service: WebhooksService): Router {
   });
 
   r.get('/webhooks/:id/deliveries', async (req, res) => {
-    const query = parseOr400(listQuerySchema, req.query, 'query');
+    const query = parseOr400(listDeliveriesQuery, req.query, 'query');
     const page = await service.listDeliveries(callerOf(req).accountId, req.params.id, query);
     res.json({ ...page, data: page.data.map(toDeliveryDto) });
   });
 
   r.post('/webhooks/:id/rotate-secret', async (req, res) => {
     const { endpoint, secret, previousSecretExpiresAt } = await service.rotateSecret(callerOf(req).accountId, req.params.id);
-    const dto: WebhookSecretRotatedDto = { ...toWebhookDto(endpoint), secret, previousSecretExpiresAt: previousSecretExpiresAt.toISOString() };
+    const dto: WebhookSecretRotatedDto = { ...(await one(callerOf(req).accountId, endpoint)), secret, previousSecretExpiresAt: previousSecretExpiresAt.toISOString() };
     res.setHeader('cache-control', 'no-store');
     res.json(dto);
   });
 
   r.post('/webhooks/:id/enable', async (req, res) => {
-    res.json(toWebhookDto(await service.enable(callerOf(req).accountId, req.params.id)));
+    const accountId = callerOf(req).accountId;
+    res.json(await one(accountId, await service.enable(accountId, req.params.id)));
   });
 
   r.post('/webhooks/:id/deliveries/:messageId/redeliver', async (req, res) => {

@@ -52,6 +52,13 @@ export interface DeliveryDoc {
   _outboxPending?: boolean;
 }
 
+/** An endpoint's attempts over a window (see DeliveryRepository.health). */
+export interface EndpointHealth {
+  attempts: number;
+  succeeded: number;
+  lastFailureAt: Date | null;
+}
+
 /** Attempts made in the current series. */
 export const seriesAttempts = (d: Pick<DeliveryDoc, 'attempts' | 'seriesStart'>) => d.attempts.length - (d.seriesStart ?? 0);
 
@@ -197,6 +204,8 @@ export class DeliveryRepository {
     await this.raw.createIndex({ endpointId: 1, status: 1 });
     await this.raw.createIndex({ endpointId: 1, subject: 1, status: 1, eventId: 1 });
     await this.raw.createIndex({ accountId: 1, endpointId: 1, _id: -1 });
+    // An attempt's record sets updatedAt, so deliveries with an attempt since T have updatedAt >= T (health).
+    await this.raw.createIndex({ accountId: 1, endpointId: 1, updatedAt: -1 });
     await this.raw.createIndex({ finishedAt: 1 }, { expireAfterSeconds: RETENTION_SECONDS });
   }
 
@@ -445,10 +454,48 @@ export class DeliveryRepository {
     return res.modifiedCount;
   }
 
-  /** Newest event first; `before` is a delivery id from the previous page. */
-  async listForEndpoint(accountId: string, endpointId: string, opts: { limit: number; before?: string }): Promise<DeliveryDoc[]> {
+  /**
+   * Per endpoint, the attempts made since `since`, how many the receiver answered 2xx, and the newest one it
+   * did not. Only deliveries updated since then are read (the accountId, endpointId, updatedAt index); an
+   * endpoint with no attempt in the window is absent from the answer.
+   */
+  async health(accountId: string, endpointIds: string[], since: Date): Promise<Map<string, EndpointHealth>> {
+    if (!accountId) throw new Error('accountId is required');
+    if (!endpointIds.length) return new Map();
+    const ok = { $and: [{ $gte: ['$attempts.statusCode', 200] }, { $lt: ['$attempts.statusCode', 300] }] };
+    const rows = await this.raw
+      .aggregate<{ _id: string; attempts: number; succeeded: number; lastFailureAt: Date | null }>([
+        { $match: { accountId, endpointId: endpointIds.length === 1 ? endpointIds[0] : { $in: endpointIds }, updatedAt: { $gte: since } } },
+        { $project: { endpointId: 1, attempts: 1 } },
+        { $unwind: '$attempts' },
+        { $match: { 'attempts.at': { $gte: since } } },
+        {
+          $group: {
+            _id: '$endpointId',
+            attempts: { $sum: 1 },
+            succeeded: { $sum: { $cond: [ok, 1, 0] } },
+            lastFailureAt: { $max: { $cond: [ok, null, '$attempts.at'] } },
+          },
+        },
+      ])
+      .toArray();
+    return new Map(rows.map((r) => [r._id, { attempts: r.attempts, succeeded: r.succeeded, lastFailureAt: r.lastFailureAt ?? null }]));
+  }
+
+  /**
+   * Newest event first; `before` is a delivery id from the previous page. `from`/`to` bound the delivery id
+   * (>= from, < to: event-time floors), so the time filters read through the (accountId, endpointId, _id) index.
+   */
+  async listForEndpoint(
+    accountId: string,
+    endpointId: string,
+    opts: { limit: number; before?: string | undefined; status?: DeliveryStatus | undefined; eventType?: string | undefined; from?: string | undefined; to?: string | undefined },
+  ): Promise<DeliveryDoc[]> {
     const filter: Filter<DeliveryDoc> = { accountId, endpointId };
-    if (opts.before) filter._id = { $lt: opts.before };
+    const upper = [opts.before, opts.to].filter((v): v is string => v !== undefined).sort()[0];
+    if (upper !== undefined || opts.from !== undefined) filter._id = { ...(upper !== undefined ? { $lt: upper } : {}), ...(opts.from !== undefined ? { $gte: opts.from } : {}) };
+    if (opts.status) filter.status = opts.status;
+    if (opts.eventType) filter.eventType = opts.eventType;
     return this.raw
       .find(filter, { projection: { _outbox: 0, body: 0 } })
       .sort({ _id: -1 })
