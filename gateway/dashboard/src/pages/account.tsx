@@ -3,9 +3,7 @@ import { unwrap } from '../api/client.ts';
 import { Alert, Button, Card, ErrorBanner, Field, KeyValue, PageHeader } from '../components/ui.tsx';
 import { useApi, useNotify, useSession } from '../context.tsx';
 import { useAction, useDocumentTitle } from '../hooks.ts';
-import { localError, PasswordInput } from './auth.tsx';
-
-const NEW_PASSWORD_RULE = (v: string) => (v.length < 10 ? 'Use at least 10 characters' : undefined);
+import { localError, newPasswordProblems, NewPasswordFields, PasswordInput } from './auth.tsx';
 
 /** Settings > Account: who is signed in, and changing the password (which signs out every other session). */
 export function AccountPage() {
@@ -46,8 +44,7 @@ function ChangePasswordCard() {
     setDone(false);
     const local = localError({
       ...(!currentPassword ? { currentPassword: 'Enter your current password' } : {}),
-      ...(NEW_PASSWORD_RULE(newPassword) ? { newPassword: NEW_PASSWORD_RULE(newPassword)! } : {}),
-      ...(repeat !== newPassword ? { repeat: 'The two passwords differ' } : {}),
+      ...newPasswordProblems(newPassword, repeat),
     });
     if (local) return change.setError(local);
     if (await change.run()) {
@@ -78,32 +75,15 @@ function ChangePasswordCard() {
             />
           )}
         </Field>
-        <Field label="New password" hint="At least 10 characters. Other sessions are signed out." error={err?.fieldError('newPassword')}>
-          {(p) => (
-            <PasswordInput
-              {...p}
-              value={newPassword}
-              onChange={(v) => {
-                setNew(v);
-                change.fixField('newPassword', NEW_PASSWORD_RULE(v));
-              }}
-              autoComplete="new-password"
-            />
-          )}
-        </Field>
-        <Field label="Repeat the new password" error={err?.fieldError('repeat')}>
-          {(p) => (
-            <PasswordInput
-              {...p}
-              value={repeat}
-              onChange={(v) => {
-                setRepeat(v);
-                change.fixField('repeat', v === newPassword ? undefined : 'The two passwords differ');
-              }}
-              autoComplete="new-password"
-            />
-          )}
-        </Field>
+        <NewPasswordFields
+          password={newPassword}
+          repeat={repeat}
+          onPassword={setNew}
+          onRepeat={setRepeat}
+          error={err}
+          fixField={change.fixField}
+          hint="At least 10 characters. Other sessions are signed out."
+        />
         <Button type="submit" variant="primary" loading={change.pending}>
           Change password
         </Button>

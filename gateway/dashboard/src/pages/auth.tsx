@@ -59,11 +59,65 @@ export function localError(fields: Record<string, string>): ApiError | null {
   return errors.length ? new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors }) : null;
 }
 
+/** The password rule of sign-up, a reset and a change (the API's own check is the one that counts). */
+export const passwordRule = (v: string) => (v.length < 10 ? 'Use at least 10 characters' : undefined);
+
+/** A new password and its repetition, checked before anything is sent: field errors by path, or none. */
+export function newPasswordProblems(password: string, repeat: string): Record<string, string> {
+  const rule = passwordRule(password);
+  return { ...(rule ? { newPassword: rule } : {}), ...(repeat !== password ? { repeat: 'The two passwords differ' } : {}) };
+}
+
+/** "New password" and "Repeat the new password", each clearing its error as soon as it is fixed. */
+export function NewPasswordFields(props: {
+  password: string;
+  repeat: string;
+  onPassword: (v: string) => void;
+  onRepeat: (v: string) => void;
+  error: ApiError | null;
+  fixField: (path: string, stillWrong?: string | null) => void;
+  hint: string;
+  autoFocus?: boolean;
+}) {
+  const { password, repeat, error, fixField } = props;
+  return (
+    <>
+      <Field label="New password" hint={props.hint} error={error?.fieldError('newPassword')}>
+        {(p) => (
+          <PasswordInput
+            {...p}
+            value={password}
+            onChange={(v) => {
+              props.onPassword(v);
+              fixField('newPassword', passwordRule(v));
+            }}
+            autoComplete="new-password"
+            {...(props.autoFocus ? { autoFocus: true } : {})}
+          />
+        )}
+      </Field>
+      <Field label="Repeat the new password" error={error?.fieldError('repeat')}>
+        {(p) => (
+          <PasswordInput
+            {...p}
+            value={repeat}
+            onChange={(v) => {
+              props.onRepeat(v);
+              fixField('repeat', v === password ? undefined : 'The two passwords differ');
+            }}
+            autoComplete="new-password"
+          />
+        )}
+      </Field>
+    </>
+  );
+}
+
 /** The sign-up form's own checks, one per field: a message while the value is wrong, else undefined. */
 const SIGNUP_RULES = {
   accountName: (v: string) => (!v.trim() ? 'Name your account (your company or project)' : undefined),
   email: (v: string) => (!/^\S+@\S+\.\S+$/.test(v.trim()) ? 'Enter a valid email address' : undefined),
-  password: (v: string) => (v.length < 10 ? 'Use at least 10 characters' : undefined),
+  password: (v: string) => passwordRule(v),
 };
 const LOGIN_RULES = {
   email: (v: string) => (!v.trim() ? 'Enter your email address' : undefined),
@@ -246,10 +300,7 @@ export function ResetPasswordPage({ onDone }: { onDone: () => void }) {
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    const local = localError({
-      ...(SIGNUP_RULES.password(password) ? { newPassword: SIGNUP_RULES.password(password)! } : {}),
-      ...(repeat !== password ? { repeat: 'The two passwords differ' } : {}),
-    });
+    const local = localError(newPasswordProblems(password, repeat));
     if (local) return reset.setError(local);
     if (await reset.run()) onDone();
   };
@@ -274,33 +325,16 @@ export function ResetPasswordPage({ onDone }: { onDone: () => void }) {
       )}
       <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} />
       <form className="form" onSubmit={submit} noValidate>
-        <Field label="New password" hint="At least 10 characters. A passphrase of a few words is easy to remember." error={err?.fieldError('newPassword')}>
-          {(p) => (
-            <PasswordInput
-              {...p}
-              value={password}
-              onChange={(v) => {
-                setPassword(v);
-                reset.fixField('newPassword', SIGNUP_RULES.password(v));
-              }}
-              autoComplete="new-password"
-              autoFocus
-            />
-          )}
-        </Field>
-        <Field label="Repeat the new password" error={err?.fieldError('repeat')}>
-          {(p) => (
-            <PasswordInput
-              {...p}
-              value={repeat}
-              onChange={(v) => {
-                setRepeat(v);
-                reset.fixField('repeat', v === password ? undefined : 'The two passwords differ');
-              }}
-              autoComplete="new-password"
-            />
-          )}
-        </Field>
+        <NewPasswordFields
+          password={password}
+          repeat={repeat}
+          onPassword={setPassword}
+          onRepeat={setRepeat}
+          error={err}
+          fixField={reset.fixField}
+          hint="At least 10 characters. A passphrase of a few words is easy to remember."
+          autoFocus
+        />
         <Button type="submit" variant="primary" loading={reset.pending} disabled={!token} className="btn-block">
           Set new password
         </Button>
