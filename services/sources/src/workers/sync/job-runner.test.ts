@@ -10,6 +10,19 @@ function deferred() {
 }
 const tick = () => new Promise((r) => setImmediate(r));
 
+/** Jobs that record their start and then wait for their gate (`gates.get(key).resolve()`). */
+function gatedJobs() {
+  const gates = new Map<string, ReturnType<typeof deferred>>();
+  const started: string[] = [];
+  const job = (key: string) => async () => {
+    started.push(key);
+    const gate = deferred();
+    gates.set(key, gate);
+    await gate.promise;
+  };
+  return { gates, started, job };
+}
+
 describe('JobRunner', () => {
   it('runs at most `concurrency` jobs at once, in order', async () => {
     const runner = new JobRunner({ concurrency: 2, logger });
@@ -64,14 +77,7 @@ describe('JobRunner', () => {
 
   it('takes accounts in turn and caps each: a backlog in account A delays account B by no job at all', async () => {
     const runner = new JobRunner({ concurrency: 2, perGroup: 1, logger });
-    const gates = new Map<string, ReturnType<typeof deferred>>();
-    const started: string[] = [];
-    const job = (key: string) => async () => {
-      started.push(key);
-      const gate = deferred();
-      gates.set(key, gate);
-      await gate.promise;
-    };
+    const { gates, started, job } = gatedJobs();
     for (let i = 0; i < 5; i++) runner.enqueue('A', `A${i}`, job(`A${i}`));
     await tick();
     // A's cap keeps the second slot free (positive control: A0 did start).
@@ -94,14 +100,7 @@ describe('JobRunner', () => {
 
   it("without a cap, a waiting account gets the very next free slot, ahead of the busy account's backlog", async () => {
     const runner = new JobRunner({ concurrency: 2, perGroup: 2, logger });
-    const gates = new Map<string, ReturnType<typeof deferred>>();
-    const started: string[] = [];
-    const job = (key: string) => async () => {
-      started.push(key);
-      const gate = deferred();
-      gates.set(key, gate);
-      await gate.promise;
-    };
+    const { gates, started, job } = gatedJobs();
     for (let i = 0; i < 5; i++) runner.enqueue('A', `A${i}`, job(`A${i}`));
     runner.enqueue('B', 'B0', job('B0'));
     runner.enqueue('C', 'C0', job('C0'));
@@ -145,10 +144,9 @@ describe('JobRunner', () => {
     expect(idle.enqueue('g', 'a', async () => undefined)).toBe(false);
     const runner = new JobRunner({ concurrency: 1, logger });
     let finished = false;
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
+    const gate = deferred();
     runner.enqueue('g', 'slow', async () => {
-      await gate;
+      await gate.promise;
       finished = true;
     });
     await tick();
@@ -157,7 +155,7 @@ describe('JobRunner', () => {
     await tick();
     await tick();
     expect(stopped).toBe(false);
-    release();
+    gate.resolve();
     await stopping;
     expect(finished).toBe(true);
     expect(runner.enqueue('g', 'late', async () => undefined)).toBe(false);
