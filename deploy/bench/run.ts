@@ -8,8 +8,9 @@ import { cpus, hostname, loadavg, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { calibrate, stackAge, warmMongo, watchWindow, type Calibration, type MongoWarmup } from './lib/conditions.ts';
-import { SCENARIOS, type BenchContext, type BenchOptions, type ScenarioName, type ScenarioResult } from './lib/context.ts';
+import { EXTRA_SCENARIOS, SCENARIOS, type BenchContext, type BenchOptions, type ScenarioName, type ScenarioResult } from './lib/context.ts';
 import { hasTaskset, runLoadProcess, type Pinning } from './lib/procs.ts';
+import type { GrowthChart } from './lib/growth-chart.ts';
 import { summaryTable, writeReport, type BenchReport, type TargetRow } from './lib/report.ts';
 import { startSystem, type BenchSystem } from './lib/system.ts';
 
@@ -33,7 +34,8 @@ export function parseOptions(argv: string[]): BenchOptions {
   });
   const quick = values.quick ?? false;
   const only = (values.only ? values.only.split(',').map((s) => s.trim()) : [...SCENARIOS]) as ScenarioName[];
-  for (const s of only) if (s !== 'selftest' && !(SCENARIOS as readonly string[]).includes(s)) throw new Error(`unknown scenario "${s}"; known: ${SCENARIOS.join(', ')}, selftest`);
+  const known: readonly string[] = [...SCENARIOS, ...EXTRA_SCENARIOS];
+  for (const s of only) if (!known.includes(s)) throw new Error(`unknown scenario "${s}"; known: ${known.join(', ')}`);
   const num = (v: string | undefined, d: number, what: string) => {
     if (v === undefined) return d;
     const n = Number(v);
@@ -71,6 +73,8 @@ async function loadScenario(name: ScenarioName): Promise<(ctx: BenchContext) => 
       return (await import('./scenarios/models.ts')).modelsScenario;
     case 'selftest':
       return (await import('./scenarios/selftest.ts')).selftestScenario;
+    case 'growth':
+      return (await import('./scenarios/growth.ts')).growthScenario;
   }
 }
 
@@ -129,6 +133,7 @@ export async function runBench(argv: string[], root = process.cwd()): Promise<{ 
   const windowMs = limiterQuick ? 10_000 : 60_000;
   const loadStart = loadavg().map((v) => Math.round(v * 100) / 100);
   const targets: TargetRow[] = [];
+  const charts: GrowthChart[] = [];
   const scenarios: Record<string, unknown> = {};
   const conditions: BenchReport['conditions']['scenarios'] = {};
   let starting: Promise<BenchSystem> | null = null;
@@ -181,6 +186,7 @@ export async function runBench(argv: string[], root = process.cwd()): Promise<{ 
       try {
         const result = await (await loadScenario(name))(ctx);
         targets.push(...result.targets);
+        charts.push(...(result.charts ?? []));
         scenarios[name] = { ...result.data, wallClockSec: Math.round((Date.now() - t0) / 1000) };
       } catch (err) {
         const e = err as Error;
@@ -231,6 +237,7 @@ export async function runBench(argv: string[], root = process.cwd()): Promise<{ 
       wallClockSec: Math.round((Date.now() - started) / 1000),
     },
     targets,
+    charts,
     scenarios,
     profiles: ctx.profiles,
     notes,

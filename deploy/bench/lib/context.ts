@@ -1,4 +1,5 @@
 import type { ProfileSummary } from './cpuprofile.ts';
+import type { GrowthChart } from './growth-chart.ts';
 import type { LoadResult, LoadSpec } from './loadgen.ts';
 import type { Pinning } from './procs.ts';
 import type { TargetRow } from './report.ts';
@@ -9,7 +10,9 @@ import type { BenchSystem } from './system.ts';
  * them the event backlog last, as MongoDB's and Kafka's own work after 20,000 deliveries goes on for a while.
  */
 export const SCENARIOS = ['ingest', 'analytics', 'events', 'gateway', 'limiter', 'models'] as const;
-export type ScenarioName = (typeof SCENARIOS)[number] | 'selftest';
+/** Named with --only, never part of a full run: `growth` takes ~40 minutes, `selftest` needs no services. */
+export const EXTRA_SCENARIOS = ['growth', 'selftest'] as const;
+export type ScenarioName = (typeof SCENARIOS)[number] | (typeof EXTRA_SCENARIOS)[number];
 
 export interface BenchOptions {
   quick: boolean;
@@ -51,6 +54,8 @@ export interface BenchContext {
 export interface ScenarioResult {
   targets: TargetRow[];
   data: Record<string, unknown>;
+  /** How a cost grows with size (the growth scenario): drawn as SVG beside the report. */
+  charts?: GrowthChart[];
 }
 
 /**

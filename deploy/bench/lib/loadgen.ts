@@ -13,6 +13,7 @@
  *   second (lib/httpClient.js `reqsMadeThisSecond`), which measures burst latency, not latency at that rate.
  * - `overload` — autocannon with `overallRate` (bursty is fine there: it is an overload test).
  */
+import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -32,6 +33,13 @@ export interface LoadSpec {
   rate?: number;
   /** paced: requests allowed in flight before new ones count as errors (dropped). */
   maxInFlight?: number;
+  /**
+   * closed: a file of API keys, one per line; request i carries `Authorization: Bearer <key i mod n>`, so
+   * every key is active (a file, as 100,000 keys do not fit on a command line).
+   */
+  bearerKeysFile?: string;
+  /** closed: stop after this many requests instead of after `durationSec` (e.g. one pass over every key). */
+  amount?: number;
 }
 
 export interface LoadResult {
@@ -70,15 +78,25 @@ function runAutocannon(spec: LoadSpec, durationSec: number, record: boolean): Pr
   const autocannon = requireFromRoot('autocannon') as Autocannon;
   const latencies = new Samples();
   const statusCounts: Record<string, number> = {};
+  const keys = spec.bearerKeysFile ? readFileSync(spec.bearerKeysFile, 'utf8').split('\n').filter(Boolean) : null;
+  let next = 0;
+  const rotate = keys
+    ? {
+        requests: [
+          { setupRequest: (req: { headers?: Record<string, string> }) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${keys[next++ % keys.length]}` } }) },
+        ],
+      }
+    : {};
   return new Promise((resolve) => {
     const instance = autocannon({
+      ...rotate,
       url: spec.url,
       method: spec.method ?? 'GET',
       headers: spec.headers ?? {},
       ...(spec.body !== undefined ? { body: spec.body } : {}),
       connections: spec.connections ?? 50,
       pipelining: 1,
-      duration: durationSec,
+      ...(spec.amount && record ? { amount: spec.amount } : { duration: durationSec }),
       timeout: 10,
       ...(spec.mode === 'overload' && spec.rate ? { overallRate: spec.rate } : {}),
     });

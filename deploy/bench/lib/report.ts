@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Calibration, MongoWarmup, StackAge, Window } from './conditions.ts';
 import type { ProfileSummary } from './cpuprofile.ts';
+import { describeGrowth, growthExponents, renderGrowthSvg, type GrowthChart } from './growth-chart.ts';
 
 /** One target of deploy/bench/README.md, measured. `met` is null when the scenario could not produce the figure. */
 export interface TargetRow {
@@ -43,6 +44,8 @@ export interface BenchReport {
     scenarios: Record<string, Window>;
   };
   targets: TargetRow[];
+  /** How costs grow with size; each is written as `<report>-<id>.svg` beside the Markdown. */
+  charts: GrowthChart[];
   scenarios: Record<string, unknown>;
   profiles: ProfileSummary[];
   notes: string[];
@@ -65,7 +68,27 @@ function mdTable(rows: Record<string, unknown>[]): string {
   return [`| ${cols.join(' | ')} |`, `|${cols.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${cols.map((c) => cell(r[c])).join(' | ')} |`)].join('\n') + '\n';
 }
 
-export function toMarkdown(r: BenchReport): string {
+/** The Markdown of the growth charts: each image (a file beside the report), its points and exponents. */
+function growthSection(charts: GrowthChart[], svgName: (c: GrowthChart) => string): string[] {
+  if (!charts.length) return [];
+  const out = ['## How cost grows\n', 'Exponent between two sizes: log(value ratio) / log(size ratio); 1 is linear in size, 0 is flat.\n'];
+  for (const c of charts) {
+    out.push(`### ${c.title}\n`, `![${c.title}](${svgName(c)})\n`);
+    out.push(
+      mdTable(
+        c.series.flatMap((s) => {
+          const exps = growthExponents(s.points);
+          return s.points.map((p, i) => ({ series: s.name, size: p.label, [c.yLabel]: p.value, 'exponent from the previous size': i ? (exps[i - 1] ?? 'n/a') : '' }));
+        }),
+      ),
+    );
+    for (const line of describeGrowth(c)) out.push(`- ${line}`);
+    out.push('');
+  }
+  return out;
+}
+
+export function toMarkdown(r: BenchReport, svgName: (c: GrowthChart) => string = (c) => `${c.id}.svg`): string {
   const m = r.meta;
   const out: string[] = [];
   out.push(`# Benchmark report — ${m.date}\n`);
@@ -124,6 +147,7 @@ export function toMarkdown(r: BenchReport): string {
       }
     }
   }
+  out.push(...growthSection(r.charts ?? [], svgName));
   if (r.profiles.length) {
     out.push('## CPU profiles\n');
     for (const p of r.profiles) {
@@ -153,10 +177,21 @@ export function writeReport(dir: string, report: BenchReport): { json: string; m
   const json = join(dir, `bench-${stamp}.json`);
   const md = join(dir, `bench-${stamp}.md`);
   const text = JSON.stringify(report, null, 2);
-  const markdown = toMarkdown(report);
+  // The charts are written twice, so the dated report and latest.md each point at their own copy.
+  for (const c of report.charts ?? []) {
+    const svg = renderGrowthSvg(c);
+    writeFileSync(join(dir, `bench-${stamp}-${c.id}.svg`), svg);
+    writeFileSync(join(dir, `latest-${c.id}.svg`), svg);
+  }
   writeFileSync(json, text);
-  writeFileSync(md, markdown);
+  writeFileSync(
+    md,
+    toMarkdown(report, (c) => `bench-${stamp}-${c.id}.svg`),
+  );
   writeFileSync(join(dir, 'latest.json'), text);
-  writeFileSync(join(dir, 'latest.md'), markdown);
+  writeFileSync(
+    join(dir, 'latest.md'),
+    toMarkdown(report, (c) => `latest-${c.id}.svg`),
+  );
   return { json, md };
 }

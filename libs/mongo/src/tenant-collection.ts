@@ -11,6 +11,11 @@ export interface TenantDoc {
   _outboxPending?: boolean;
 }
 
+/** A document as stored: its tenant, not deleted, and the events waiting for the outbox relay. */
+function stored(accountId: string, doc: object, events: DomainEvent[]): Document {
+  return { ...doc, accountId, deletedAt: null, _outbox: events, _outboxPending: events.length > 0 };
+}
+
 type Fields<T> = Partial<Omit<T, '_id' | 'accountId' | '_outbox' | '_outboxPending'>>;
 
 /**
@@ -52,10 +57,15 @@ export class TenantCollection<T extends TenantDoc> {
   }
 
   async insert(accountId: string, doc: Omit<T, 'accountId'>, events: DomainEvent[] = []): Promise<T> {
-    const full = { ...doc, accountId, deletedAt: null, _outbox: events, _outboxPending: events.length > 0 } as Document;
+    const full = stored(accountId, doc, events);
     await this.raw.insertOne(full);
     if (events.length) this.onEvents({ collection: this.raw.collectionName, id: doc._id, events });
     return full as T;
+  }
+
+  /** Inserts documents of any tenants in one round trip, with no events (bulk seeding and imports). */
+  async insertMany(entries: Array<{ accountId: string; doc: Omit<T, 'accountId'> }>): Promise<void> {
+    if (entries.length) await this.raw.insertMany(entries.map((e) => stored(e.accountId, e.doc, [])));
   }
 
   /** Applies `set` (and records events) only when the document matches `where`; returns the new document. */

@@ -130,6 +130,8 @@ async function main(): Promise<number> {
           `[soak] ready: ${s.rowCount.toLocaleString('en')} rows from ${(bytes / 1024 ** 2).toFixed(0)} MiB in ${seconds.toFixed(1)} s ` +
             `(${Math.round(s.rowCount / seconds).toLocaleString('en')} rows/s); service RSS idle ${idle.rssMB} MB, sampled max ${maxRss} MB, kernel peak (VmHWM) ${peakMB} MB, budget ${budgetMB} MB\n`,
         );
+        // One line for other tools (the bench's growth scenario) to read.
+        process.stdout.write(`[soak] result ${JSON.stringify({ rows: s.rowCount, mib: Math.round(bytes / 1024 ** 2), seconds, idleMB: idle.rssMB, peakMB })}\n`);
         if (s.rowCount !== rows) throw new Error(`loaded ${s.rowCount} rows, expected ${rows}`);
         if (peakMB >= budgetMB) {
           process.stdout.write(`[soak] FAILED: peak RSS ${peakMB} MB is over the ${budgetMB} MB budget\n`);

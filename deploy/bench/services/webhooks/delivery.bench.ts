@@ -31,6 +31,8 @@ export interface DeliveryBenchOptions {
   throughputEvents?: number;
   /** Endpoints (one account each) the events are spread over (default 1). */
   endpoints?: number;
+  /** Of those, how many answer 500 to every attempt (their events retry and are not waited for; at most endpoints − 1). */
+  failingEndpoints?: number;
   /** Receiver think time per request (default 0). */
   receiverDelayMs?: number;
   /** Length of each plain-loop measurement (default 5). */
@@ -198,11 +200,47 @@ async function plainPostLoop(url: string, body: string, headers: Record<string, 
   return { perSec: done / elapsed, requests: done };
 }
 
-export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise<DeliveryBenchResult> {
-  const eventsPerSec = opts.eventsPerSec ?? 200;
-  const seconds = opts.seconds ?? 10;
-  const throughputEvents = opts.throughputEvents ?? 4_000;
+/** What the throughput phase alone gives (see `runDeliveryThroughput`). */
+export interface DeliveryThroughputResult {
+  deliveriesPerSec: number;
+  cpuPerDeliveryUs: DeliveryBenchResult['cpuPerDeliveryUs'];
+  concurrency: number;
+  endpoints: number;
+  failingEndpoints: number;
+  /** Events published in the backlog, and those to the failing endpoints among them (not waited for). */
+  events: number;
+  eventsToFailing: number;
+}
+
+/** The service, receiver and producer of one bench run, with its endpoints registered and warmed up. */
+interface DeliveryRig {
+  service: ChildWebhooks;
+  receiver: Awaited<ReturnType<typeof startBenchReceiver>>;
+  producer: EventProducer;
+  kafka: ReturnType<typeof createKafka>;
+  topicPrefix: string;
+  mongoUrl: string;
+  mongoDb: string;
+  concurrency: number;
+  /** The i-th event of a run; events go round-robin over the endpoints' accounts. */
+  eventFor(i: number): DomainEvent;
+  /** Whether an event goes to a failing endpoint (it is never waited for). */
+  failing(e: DomainEvent): boolean;
+  waitArrived(ids: string[], timeoutMs: number): Promise<Map<string, number>>;
+  pids: { service: number; mongodb: number | null; kafka: number | null; receiver: number };
+  /** Stops the service early (the lean pipeline runs without it); `close` then skips it. */
+  stopService(): Promise<void>;
+  log(line: string): void;
+}
+
+/**
+ * Starts the receiver and the service, registers `endpoints` endpoints (one account each; the first
+ * `failingEndpoints` of them at a path the receiver answers 500), warms up, runs `fn`, and removes
+ * everything the run made (database, topics).
+ */
+async function withDeliveryRig<T>(opts: DeliveryBenchOptions, fn: (rig: DeliveryRig) => Promise<T>): Promise<T> {
   const endpointCount = opts.endpoints ?? 1;
+  const failingCount = Math.min(opts.failingEndpoints ?? 0, endpointCount - 1);
   const log = opts.log ?? ((line: string) => process.stderr.write(`[webhooks bench] ${line}\n`));
   const stack = opts.stack ?? stackEnv();
   const suffix = uniqueSuffix();
@@ -239,11 +277,12 @@ export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise
       const res = await fetch(`${service.url}/v1/webhooks`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-dap-context': context, 'x-dap-signature': signature },
-        body: JSON.stringify({ url: `${receiver.url}/hooks/${i}`, events: ['report.*'] }),
+        body: JSON.stringify({ url: `${receiver.url}/${i < failingCount ? 'fail' : 'hooks'}/${i}`, events: ['report.*'] }),
       });
       if (res.status !== 201) throw new Error(`registering an endpoint answered ${res.status}: ${await res.text()}`);
       accounts.push(accountId);
     }
+    const failingAccounts = new Set(accounts.slice(0, failingCount));
     const eventFor = (i: number): DomainEvent =>
       makeEvent('report.completed', {
         accountId: accounts[i % accounts.length]!,
@@ -251,6 +290,7 @@ export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise
         requestId: null,
         data: { id: newId('rpt'), sourceId: 'src_bench', rowCount: i, durationMs: 1 },
       });
+    const failing = (e: DomainEvent) => failingAccounts.has(e.accountId);
     const waitArrived = async (ids: string[], timeoutMs: number) => {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
@@ -263,13 +303,105 @@ export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise
     };
 
     // Warm-up: connections, consumer assignment, JIT.
-    const warm = Array.from({ length: 50 }, (_, i) => eventFor(i));
+    const warm = Array.from({ length: Math.max(50, endpointCount) }, (_, i) => eventFor(i));
     await producer.publish(warm);
     await waitArrived(
-      warm.map((e) => e.id),
-      30_000,
+      warm.filter((e) => !failing(e)).map((e) => e.id),
+      60_000,
     );
+    const running = service;
+    return await fn({
+      service: running,
+      receiver,
+      producer,
+      kafka,
+      topicPrefix: settings.topicPrefix,
+      mongoUrl: stack.MONGO_URL,
+      mongoDb: env.MONGO_DB!,
+      concurrency,
+      eventFor,
+      failing,
+      waitArrived,
+      // The stack's pid files describe the test stack, the default; another stack's processes are not seen.
+      pids: { service: running.pid, mongodb: opts.stack ? null : stackPid('mongo'), kafka: opts.stack ? null : stackPid('kafka'), receiver: receiver.pid },
+      stopService: async () => {
+        await running.kill('SIGTERM');
+        service = null;
+      },
+      log,
+    });
+  } finally {
+    await producer.disconnect().catch(() => {});
+    await service?.kill('SIGTERM');
+    await receiver.stop();
+    const mongo = await connectMongo(stack.MONGO_URL, env.MONGO_DB!);
+    await mongo.db.dropDatabase().finally(() => mongo.close());
+    // Topics pile up on a shared broker and cost it CPU: leave none behind.
+    const admin = kafka.admin();
+    try {
+      await admin.connect();
+      const mine = (await admin.listTopics()).filter((t) => t.startsWith(settings.topicPrefix));
+      if (mine.length) await admin.deleteTopics({ topics: mine });
+    } catch (err) {
+      log(`could not delete the bench topics: ${(err as Error).message}`);
+    } finally {
+      await admin.disconnect();
+    }
+  }
+}
 
+const us = (v: number | null) => (v === null ? 'n/a' : `${v} µs`);
+
+/** Throughput with a backlog: `count` events published at once, timed from the first publish to the last arrival. */
+async function backlogPhase(
+  rig: DeliveryRig,
+  count: number,
+): Promise<{ deliveriesPerSec: number; cpuPerDeliveryUs: DeliveryBenchResult['cpuPerDeliveryUs']; ids: string[]; toFailing: number }> {
+  rig.log(`throughput: ${count} events at once`);
+  const backlog = Array.from({ length: count }, (_, i) => rig.eventFor(i));
+  const expected = backlog.filter((e) => !rig.failing(e));
+  const before = cpuSample(rig.pids);
+  const t0 = Date.now();
+  for (let i = 0; i < backlog.length; i += 500) await rig.producer.publish(backlog.slice(i, i + 500));
+  const got = await rig.waitArrived(
+    expected.map((e) => e.id),
+    180_000,
+  );
+  const last = Math.max(...expected.map((e) => got.get(e.id)!));
+  const after = cpuSample(rig.pids);
+  const cpuPerDeliveryUs = perUnitUs(before, after, expected.length);
+  const deliveriesPerSec = expected.length / ((last - t0) / 1000);
+  const busy = before.service !== null && after.service !== null ? `, service CPU ${Math.round(((after.service - before.service) / (Date.now() - t0)) * 100)}%` : '';
+  rig.log(
+    `throughput: ${deliveriesPerSec.toFixed(0)} deliveries/s${busy}; CPU per delivery: service ${us(cpuPerDeliveryUs.service)}, ` +
+      `MongoDB ${us(cpuPerDeliveryUs.mongodb)}, Kafka ${us(cpuPerDeliveryUs.kafka)}, receiver ${us(cpuPerDeliveryUs.receiver)}`,
+  );
+  return { deliveriesPerSec, cpuPerDeliveryUs, ids: expected.map((e) => e.id), toFailing: backlog.length - expected.length };
+}
+
+/** Deliveries/s with a backlog alone, over `endpoints` endpoints of which `failingEndpoints` answer 500 (how cost grows). */
+export async function runDeliveryThroughput(opts: DeliveryBenchOptions = {}): Promise<DeliveryThroughputResult> {
+  return withDeliveryRig(opts, async (rig) => {
+    const r = await backlogPhase(rig, opts.throughputEvents ?? 4_000);
+    return {
+      deliveriesPerSec: Math.round(r.deliveriesPerSec),
+      cpuPerDeliveryUs: r.cpuPerDeliveryUs,
+      concurrency: rig.concurrency,
+      endpoints: opts.endpoints ?? 1,
+      failingEndpoints: Math.min(opts.failingEndpoints ?? 0, (opts.endpoints ?? 1) - 1),
+      events: opts.throughputEvents ?? 4_000,
+      eventsToFailing: r.toFailing,
+    };
+  });
+}
+
+export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise<DeliveryBenchResult> {
+  const eventsPerSec = opts.eventsPerSec ?? 200;
+  const seconds = opts.seconds ?? 10;
+  const throughputEvents = opts.throughputEvents ?? 4_000;
+  const endpointCount = opts.endpoints ?? 1;
+  return withDeliveryRig(opts, async (rig) => {
+    const { log, eventFor, producer, receiver, concurrency } = rig;
     // Latency at a steady rate: each due event is sent as soon as it is due.
     log(`latency: ${eventsPerSec} events/s for ${seconds} s over ${endpointCount} endpoint(s)`);
     const total = Math.round(eventsPerSec * seconds);
@@ -281,49 +413,21 @@ export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise
       for (; i < due; i++) batch.push(eventFor(i));
       if (batch.length) {
         const now = Date.now();
-        for (const e of batch) sentAt.set(e.id, now);
+        for (const e of batch) if (!rig.failing(e)) sentAt.set(e.id, now);
         await producer.publish(batch);
       }
       await sleep(1);
     }
-    const arrived = await waitArrived([...sentAt.keys()], 60_000);
+    const arrived = await rig.waitArrived([...sentAt.keys()], 60_000);
     const latencies = [...sentAt].map(([id, at]) => arrived.get(id)! - at).sort((a, b) => a - b);
     const p50 = percentile(latencies, 50);
     const p99 = percentile(latencies, 99);
     const max = latencies[latencies.length - 1]!;
     log(`latency: p50 ${p50} ms, p99 ${p99} ms, max ${max} ms over ${latencies.length} events`);
 
-    // Throughput with a backlog: everything published at once, timed to the last arrival.
-    log(`throughput: ${throughputEvents} events at once`);
-    const backlog = Array.from({ length: throughputEvents }, (_, i) => eventFor(i));
-    // The stack's pid files describe the test stack, the default; another stack's processes are not seen.
-    const pids = { service: service.pid, mongodb: opts.stack ? null : stackPid('mongo'), kafka: opts.stack ? null : stackPid('kafka'), receiver: receiver.pid };
-    const before = cpuSample(pids);
-    const t0 = Date.now();
-    for (let i = 0; i < backlog.length; i += 500) await producer.publish(backlog.slice(i, i + 500));
-    const got = await waitArrived(
-      backlog.map((e) => e.id),
-      180_000,
-    );
-    const last = Math.max(...backlog.map((e) => got.get(e.id)!));
-    const after = cpuSample(pids);
-    const cpuPerDeliveryUs = perUnitUs(before, after, throughputEvents);
-    const deliveriesPerSec = throughputEvents / ((last - t0) / 1000);
-    const busy = before.service !== null && after.service !== null ? `, service CPU ${Math.round(((after.service - before.service) / (Date.now() - t0)) * 100)}%` : '';
-    const us = (v: number | null) => (v === null ? 'n/a' : `${v} µs`);
-    log(
-      `throughput: ${deliveriesPerSec.toFixed(0)} deliveries/s${busy}; CPU per delivery: service ${us(cpuPerDeliveryUs.service)}, ` +
-        `MongoDB ${us(cpuPerDeliveryUs.mongodb)}, Kafka ${us(cpuPerDeliveryUs.kafka)}, receiver ${us(cpuPerDeliveryUs.receiver)}`,
-    );
+    const { deliveriesPerSec, cpuPerDeliveryUs, ids } = await backlogPhase(rig, throughputEvents);
     // Read after the line above, so that whoever samples CPU at it leaves this read of every delivery out.
-    log(
-      `throughput: attempts${await attemptLatencies(
-        stack.MONGO_URL,
-        env.MONGO_DB!,
-        backlog.map((e) => e.id),
-      )}`,
-    );
-
+    log(`throughput: attempts${await attemptLatencies(rig.mongoUrl, rig.mongoDb, ids)}`);
     // The plain loops: the same receiver, a delivery-sized body and headers, no pipeline.
     const sample = eventFor(0);
     const body = JSON.stringify({ type: sample.type, timestamp: sample.occurredAt, data: sample.data });
@@ -341,12 +445,11 @@ export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise
     );
 
     // The ceiling, after the service has stopped: the same backlog through a pipeline that stores nothing.
-    await service.kill('SIGTERM');
-    service = null;
+    await rig.stopService();
     const lean = poster(`${receiver.url}/lean`, concurrency);
     const leanPerSec = await leanPipelinePerSec({
-      kafka,
-      topic: `${settings.topicPrefix}lean`,
+      kafka: rig.kafka,
+      topic: `${rig.topicPrefix}lean`,
       events: Array.from({ length: throughputEvents }, (_, i) => eventFor(i)),
       post: lean.post,
       concurrency,
@@ -369,22 +472,5 @@ export async function runDeliveryBench(opts: DeliveryBenchOptions = {}): Promise
       cpuPerDeliveryUs,
       cpuPerPlainPostUs,
     };
-  } finally {
-    await producer.disconnect().catch(() => {});
-    await service?.kill('SIGTERM');
-    await receiver.stop();
-    const mongo = await connectMongo(stack.MONGO_URL, env.MONGO_DB!);
-    await mongo.db.dropDatabase().finally(() => mongo.close());
-    // Topics pile up on a shared broker and cost it CPU: leave none behind.
-    const admin = kafka.admin();
-    try {
-      await admin.connect();
-      const mine = (await admin.listTopics()).filter((t) => t.startsWith(settings.topicPrefix));
-      if (mine.length) await admin.deleteTopics({ topics: mine });
-    } catch (err) {
-      log(`could not delete the bench topics: ${(err as Error).message}`);
-    } finally {
-      await admin.disconnect();
-    }
-  }
+  });
 }

@@ -5,7 +5,8 @@ import type { AddressInfo } from 'node:net';
  * A webhook receiver for benchmarks, run as its own process so it competes with neither the service nor
  * the load generator for an event loop. It answers 200 (after RECEIVER_DELAY_MS, default 0), records the
  * arrival time of each webhook-id, and serves them at GET /arrivals?from=<index> as [[id, ms], ...].
- * It prints its port on the first line of stdout.
+ * Paths under /fail answer 500 and are not recorded (a failing endpoint). It prints its port on the first
+ * line of stdout.
  */
 const delayMs = Number(process.env.RECEIVER_DELAY_MS ?? '0');
 const arrivals: Array<[string, number]> = [];
@@ -18,6 +19,7 @@ const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   }
   req.on('data', () => {});
   req.on('end', () => {
+    if (req.url?.startsWith('/fail')) return void res.writeHead(500, { 'content-type': 'text/plain' }).end('failing on purpose');
     const id = req.headers['webhook-id'];
     if (typeof id === 'string') arrivals.push([id, Date.now()]);
     const send = () => res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');

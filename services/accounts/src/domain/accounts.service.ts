@@ -9,6 +9,32 @@ export type VerifyOutcome = KeyVerifyOutcome;
 /** Only touch lastUsedAt once a minute per key, so verification stays a read. */
 const TOUCH_EVERY_MS = 60_000;
 
+/** A new account's document (its own tenant: the account id is its `_id`). */
+export function newAccountDoc(input: { name: string; plan: Plan; email?: string | null }): Omit<AccountDoc, 'accountId'> {
+  const id = newId('acct');
+  const now = new Date();
+  return { _id: id, name: input.name, ...(input.email ? { email: input.email } : {}), plan: input.plan, createdAt: now, updatedAt: now };
+}
+
+/** A new key's document and its secret; only the secret's hash and hint are stored. */
+export function newKeyDoc(input: { name: string; scopes?: Scope[]; expiresAt?: Date | null }): { secret: string; doc: Omit<ApiKeyDoc, 'accountId'> } {
+  const secret = generateApiKey();
+  return {
+    secret,
+    doc: {
+      _id: newId('key'),
+      name: input.name,
+      hash: hashApiKey(secret),
+      hint: keyHint(secret),
+      scopes: input.scopes ?? [...SCOPES],
+      createdAt: new Date(),
+      lastUsedAt: null,
+      expiresAt: input.expiresAt ?? null,
+      revokedAt: null,
+    },
+  };
+}
+
 export class AccountsService {
   private readonly accounts: AccountRepository;
   private readonly keys: ApiKeyRepository;
@@ -19,9 +45,8 @@ export class AccountsService {
   }
 
   async createAccount(input: { name: string; plan: Plan; email?: string | null }): Promise<AccountDoc> {
-    const id = newId('acct');
-    const now = new Date();
-    return this.accounts.coll.insert(id, { _id: id, name: input.name, ...(input.email ? { email: input.email } : {}), plan: input.plan, createdAt: now, updatedAt: now });
+    const doc = newAccountDoc(input);
+    return this.accounts.coll.insert(doc._id, doc);
   }
 
   /** The caller's own account: if it is gone, the credentials that named it are no longer valid (401). */
@@ -46,24 +71,8 @@ export class AccountsService {
   async createKey(accountId: string, input: { name: string; scopes?: Scope[]; expiresAt?: Date | null }): Promise<{ secret: string; key: ApiKeyDoc }> {
     await this.getAccount(accountId);
     if (input.expiresAt && input.expiresAt.getTime() <= Date.now()) throw expiryInPast();
-    const secret = generateApiKey();
-    const id = newId('key');
-    const event = apiKeyCreated(accountId, id);
-    const key = await this.keys.coll.insert(
-      accountId,
-      {
-        _id: id,
-        name: input.name,
-        hash: hashApiKey(secret),
-        hint: keyHint(secret),
-        scopes: input.scopes ?? [...SCOPES],
-        createdAt: new Date(),
-        lastUsedAt: null,
-        expiresAt: input.expiresAt ?? null,
-        revokedAt: null,
-      },
-      [event],
-    );
+    const { secret, doc } = newKeyDoc(input);
+    const key = await this.keys.coll.insert(accountId, doc, [apiKeyCreated(accountId, doc._id)]);
     return { secret, key };
   }
 
