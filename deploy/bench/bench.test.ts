@@ -30,6 +30,8 @@ describe('bench harness', () => {
     expect(parseOptions(['--quick'])).toMatchObject({ quick: true, reps: 1, durationSec: 3, pin: 'auto' });
     expect(parseOptions(['--reps', '5', '--no-pin', '--only', 'gateway,limiter'])).toMatchObject({ reps: 5, pin: 'off', only: ['gateway', 'limiter'] });
     expect(() => parseOptions(['--only', 'nope'])).toThrow(/unknown scenario/);
+    expect(parseOptions(['--only', 'growth', '--growth', 'redis, gateway'])).toMatchObject({ only: ['growth'], growthParts: ['redis', 'gateway'] });
+    expect(parseOptions([]).only).not.toContain('growth');
     expect(() => parseOptions(['--duration', '0'])).toThrow(/positive/);
   });
 

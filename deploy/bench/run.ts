@@ -30,6 +30,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       connections: { type: 'string' },
       'wait-quiet': { type: 'string' },
       'no-warmup': { type: 'boolean', default: false },
+      growth: { type: 'string' },
     },
   });
   const quick = values.quick ?? false;
@@ -54,6 +55,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     connections: Math.round(num(values.connections, 32, 'connections')),
     waitQuietMin: values['wait-quiet'] === undefined ? 0 : num(values['wait-quiet'], 0, 'wait-quiet'),
     warmup: !values['no-warmup'],
+    growthParts: values.growth ? values.growth.split(',').map((s) => s.trim()) : null,
   };
 }
 

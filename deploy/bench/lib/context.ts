@@ -31,6 +31,8 @@ export interface BenchOptions {
   waitQuietMin: number;
   /** Warm the MongoDB server before measuring (off with --no-warmup). */
   warmup: boolean;
+  /** The growth scenario's parts to run (--growth gateway,redis); null for all. */
+  growthParts: string[] | null;
 }
 
 export interface BenchContext {

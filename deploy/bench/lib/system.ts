@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, newId, SCOPES, signCallerContext, type Plan } from '@dap/contracts';
 import { DEPLOYABLES, freePort, nodeFlagsOf, platformEndpoints, type DeployableName } from '../../local/supervisor.ts';
 import { freshSecrets } from '../../local/env-file.ts';
+import { connectMongo } from '@dap/mongo';
 import { startNodeProcess, type BenchProcess, type Pinning } from './procs.ts';
 
 export interface SystemOptions {
@@ -32,6 +33,17 @@ export interface BenchSystem {
   /** Starts one more instance of a deployable (e.g. a profiled gateway) on a free port. */
   startExtra(name: DeployableName, as: string, opts?: { cpuProfDir?: string; pinned?: boolean; env?: Record<string, string> }): Promise<BenchProcess>;
   stop(): Promise<void>;
+}
+
+/** Drops the run's databases (the growth scenario alone seeds 100,000 accounts): the stack outlives the run. */
+async function dropDatabases(url: string, prefix: string): Promise<void> {
+  const mongo = await connectMongo(url, 'admin');
+  try {
+    const { databases } = await mongo.db.admin().listDatabases({ nameOnly: true });
+    for (const d of databases) if (d.name.startsWith(prefix)) await mongo.client.db(d.name).dropDatabase();
+  } finally {
+    await mongo.close();
+  }
 }
 
 /** Deployables that are "under test" in the latency scenarios and get the servers' CPU when pinning. */
@@ -92,6 +104,7 @@ export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
     const gateways = processes.filter((p) => p.name.startsWith('gateway'));
     await Promise.all(gateways.map((p) => p.stop()));
     await Promise.all(processes.filter((p) => !gateways.includes(p)).map((p) => p.stop()));
+    await dropDatabases(o.stack.MONGO_URL, dbPrefix);
   };
   try {
     // allSettled: when one fails, the others have finished starting (and are in `processes`) before stop().
