@@ -281,6 +281,7 @@ describe('the dashboard', () => {
     await go(page, 'Models');
     await page.getByRole('link', { name: 'forecast' }).click();
     await heading(page, /forecast/).waitFor();
+    await page.getByRole('button', { name: 'Form', exact: true }).click();
     await page.getByRole('button', { name: 'Predict' }).click();
     await page.locator('svg[data-chart="line"] path.chart-band').first().waitFor();
     await page.getByTestId('serving').getByText('Requests').waitFor();
@@ -408,7 +409,7 @@ describe('the dashboard', () => {
     await page.getByRole('region', { name: 'Confusion matrix' }).waitFor();
     await page.getByLabel('units').fill('3');
     await page.getByLabel('price').fill('4');
-    await page.getByLabel('plan').fill('pro');
+    await page.getByLabel('plan', { exact: true }).selectOption('pro');
     await page.getByRole('button', { name: 'Predict' }).click();
     expect(['yes', 'no']).toContain(((await page.getByTestId('prediction-value').textContent()) ?? '').trim());
     await screenshot(page, 'model-trained');

@@ -21,7 +21,8 @@ export function bucketEnd(start: Date, granularity: string | null): Date {
   }
 }
 
-const parseTime = (v: unknown): Date | null => {
+/** A time cell of a report (ISO, or DuckDB's `2025-03-09 00:00:00`, read as UTC when it names no offset). */
+export const parseTime = (v: unknown): Date | null => {
   if (v === null || v === undefined) return null;
   const d = new Date(String(v).replace(' ', 'T') + (/[zZ]|[+-]\d\d:?\d\d$/.test(String(v)) ? '' : 'Z'));
   return Number.isNaN(d.getTime()) ? null : d;

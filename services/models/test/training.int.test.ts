@@ -146,6 +146,25 @@ describe('training a model on a source', () => {
     expect(model.features[0].description).toMatch(/training range/);
   });
 
+  it('exposes each feature’s known categories and training range, so a client can offer exactly those', async () => {
+    const model = await ready(linearId);
+    const [x1, , , colour] = model.features;
+    // blue is half the rows; red and green a quarter each (their order is the training split's counts).
+    expect(colour.categories[0]).toBe('blue');
+    expect([...colour.categories].sort()).toEqual(['blue', 'green', 'red']);
+    expect(colour.range).toBeUndefined();
+    expect(x1.categories).toBeUndefined();
+    expect(x1.range.min).toBeLessThan(x1.range.mean);
+    expect(x1.range.mean).toBeLessThan(x1.range.max);
+    // x1 is uniform on [-5, 5).
+    expect(x1.range.min).toBeGreaterThanOrEqual(-5);
+    expect(x1.range.min).toBeLessThan(-4.5);
+    expect(x1.range.max).toBeGreaterThan(4.5);
+    expect(x1.range.max).toBeLessThan(5);
+    const listed = (await a.get('/models?limit=100')).body.data.find((m: { id: string }) => m.id === linearId);
+    expect(listed.features[3].categories).toEqual(colour.categories);
+  });
+
   it('publishes model.ready, in the same write as the status change', async () => {
     const event = await waitFor(() => seen.find((e) => e.type === 'model.ready' && e.subject === linearId), { what: 'model.ready' });
     expect(event).toMatchObject({ accountId: accountA, data: { id: linearId, name: 'price', type: 'linear_regression' } });
@@ -224,6 +243,28 @@ describe('training a model on a source', () => {
     expect(byName.colour).toMatchObject({ kind: 'categorical', status: 'significant' });
     expect(byName.colour.bins).toContain('blue');
     expect(res.body.serving.lastDay.count).toBeGreaterThanOrEqual(3);
+  });
+
+  it('flags a category the model never learned in that input’s prediction, and only there', async () => {
+    for (const explain of [false, true]) {
+      const res = await a.post(`/models/${linearId}/predict`, {
+        inputs: [
+          { x1: 1, x2: 2, x3: 0, colour: 'purple' },
+          { x1: 1, x2: 2, x3: 0, colour: 'red' },
+          { x1: 1, x2: 2, x3: 0, colour: null },
+        ],
+        explain,
+      });
+      expect(res.status).toBe(200);
+      expect(predictionSchema.strict().safeParse(res.body).success).toBe(true);
+      const [purple, red, missing] = res.body.predictions;
+      expect(purple.unknownCategories).toEqual({ colour: 'purple' });
+      expect(red).not.toHaveProperty('unknownCategories');
+      expect(missing).not.toHaveProperty('unknownCategories');
+      // Linear regression encodes an unseen level like its reference (blue, no effect): 3 + 2 − 3.
+      expect(purple.prediction).toBeCloseTo(2, 0);
+      expect(red.prediction).toBeCloseTo(6, 0);
+    }
   });
 
   it('trains a random forest classifier with probabilities and classification metrics', async () => {

@@ -296,6 +296,9 @@ export function LineChart({
   const y = (v: number) => margin.top + innerH - ((v - lo) / (hi - lo || 1)) * innerH;
   const labelPx = Math.max(40, Math.min(140, Math.max(0, ...labels.map((l) => labelFormat(l).length)) * CHAR_PX + 14));
   const labelEvery = Math.max(1, Math.ceil((n * labelPx) / innerW));
+  // The first and last labels are anchored at their start and end, so a centred neighbour needs 1.5 widths from them.
+  const lastShown = (n - 1) % labelEvery === 0;
+  const crowdsEdge = (i: number) => (i > 0 && i < n - 1 && x(i) - x(0) < labelPx * 1.5) || (lastShown && i > 0 && i < n - 1 && x(n - 1) - x(i) < labelPx * 1.5);
 
   const path = (values: (number | null)[]) => {
     let d = '';
@@ -439,7 +442,7 @@ export function LineChart({
             </circle>
           ))}
           {labels.map((l, i) =>
-            i % labelEvery === 0 ? (
+            i % labelEvery === 0 && !crowdsEdge(i) ? (
               <text key={i} className="chart-label" x={x(i)} y={height - margin.bottom + 18} textAnchor={n > 1 && i === 0 ? 'start' : n > 1 && i === n - 1 ? 'end' : 'middle'}>
                 {truncate(labelFormat(l), labelPx * labelEvery - 6)}
               </text>

@@ -18,6 +18,7 @@ import { useApi } from '../context.tsx';
 import { formatMs, formatNumber } from '../format.ts';
 import { useAction, useDocumentTitle, useResource } from '../hooks.ts';
 import { Link, navigate, useLocation } from '../router.tsx';
+import { runReport } from '../source-series.ts';
 import {
   buildQuery,
   builderProblems,
@@ -90,18 +91,7 @@ export function ExplorePage() {
     const problems = builderProblems(st);
     if (problems.length) throw new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: problems });
     setReport(null);
-    const answer = await api.openapi.POST('/analytics/query', { body: buildQuery(st, from.schema ?? []) });
-    const answered = await unwrap(Promise.resolve(answer));
-    // buildQuery never asks for a dry run, so the answer is a report.
-    if ('dryRun' in answered) throw new Error('the query was answered with an estimate instead of a report');
-    let body: ReportDto = answered;
-    let status = answer.response.status;
-    // A slow query answers 202 and finishes in the background: poll its report.
-    for (let i = 0; status === 202 || body.status === 'running'; i++) {
-      await new Promise((r) => setTimeout(r, Math.min(2_000, 400 + i * 200)));
-      body = await unwrap(api.openapi.GET('/analytics/reports/{id}', { params: { path: { id: body.id } } }));
-      status = 200;
-    }
+    const body = await runReport(api, buildQuery(st, from.schema ?? []));
     setReport(body);
     return body;
   });

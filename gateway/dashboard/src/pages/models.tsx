@@ -2,14 +2,14 @@ import type { ReactNode } from 'react';
 import { useState } from 'react';
 import { unwrap } from '../api/client.ts';
 import type { MetricsDto, ModelDto, ModelVersionDto, Page } from '../api/types.ts';
-import { useApi } from '../context.tsx';
+import { useApi, useNotify } from '../context.tsx';
 import { BarChart } from '../components/charts.tsx';
 import { PredictionForm } from '../components/prediction.tsx';
-import { Alert, Badge, Button, ButtonLink, Card, EmptyState, ErrorBanner, KeyValue, Loading, PageHeader, Stat, StatusBadge, TableWrap } from '../components/ui.tsx';
+import { Alert, Badge, Button, ButtonLink, Card, ConfirmDialog, EmptyState, ErrorBanner, KeyValue, Loading, PageHeader, Stat, StatusBadge, TableWrap } from '../components/ui.tsx';
 import { formatDate, formatInt, formatMs, formatNumber, formatPercent } from '../format.ts';
 import { useAction, useDocumentTitle, useInterval, useResource } from '../hooks.ts';
 import { NameOf, ReadableText, idsIn, useNames } from '../names.tsx';
-import { Link } from '../router.tsx';
+import { Link, navigate } from '../router.tsx';
 import { TRAINING_AVAILABLE } from './train-model.tsx';
 
 const KIND_LABELS: Record<string, string> = { builtin: 'Built-in', trained: 'Trained', onnx: 'ONNX' };
@@ -24,7 +24,7 @@ export function ModelsPage() {
     <>
       <PageHeader
         title="Models"
-        description="Built-in forecasting and anomaly detection work on any series you send. Train your own models on a source."
+        description="Built-in forecasting and anomaly detection run on any source with a time column. Train your own models on a source."
         actions={
           TRAINING_AVAILABLE && (
             <ButtonLink to="/models/new" variant="primary">
@@ -246,6 +246,14 @@ export function ModelDetailPage({ id }: { id: string }) {
   );
   useDocumentTitle(m?.name ?? 'Model');
   useInterval(() => void model.reload(), m?.status === 'training' ? 3_000 : null);
+  const api = useApi();
+  const notify = useNotify();
+  const [confirmDelete, setConfirmDelete] = useState(false);
+  const remove = useAction(async () => {
+    await unwrap(api.openapi.DELETE('/models/{id}', { params: { path: { id } } }));
+    notify(`Model “${m?.name ?? id}” deleted`);
+    navigate('/models');
+  });
 
   if (!m) {
     return (
@@ -265,7 +273,31 @@ export function ModelDetailPage({ id }: { id: string }) {
         }
         description={<ReadableText text={m.description} names={names} />}
         back={{ to: '/models', label: 'Models' }}
+        actions={
+          m.kind !== 'builtin' && (
+            <Button variant="danger" onClick={() => setConfirmDelete(true)}>
+              Delete model
+            </Button>
+          )
+        }
       />
+      <ConfirmDialog
+        open={confirmDelete}
+        title={`Delete “${m.name}”?`}
+        confirmLabel="Delete model"
+        pending={remove.pending}
+        error={remove.error}
+        onClose={() => {
+          remove.setError(null);
+          setConfirmDelete(false);
+        }}
+        onConfirm={() => void remove.run()}
+      >
+        <p>
+          All {m.version === 1 ? 'its version' : `its ${m.version} versions`}, their aliases and metrics go with it
+          {m.status === 'training' ? ', and the running training job stops' : ''}. Predictions against it will answer 404. This cannot be undone.
+        </p>
+      </ConfirmDialog>
       {m.status === 'failed' && (
         <Alert tone="error" title="Training failed">
           <p>{m.error ?? 'The model could not be trained.'}</p>

@@ -21,7 +21,23 @@ export const MAX_ONNX_MODEL_BASE64_CHARS = Math.ceil(MAX_ONNX_MODEL_BYTES / 3) *
 /** Tensor element types an ONNX model's inputs and outputs may have (as onnxruntime names them). */
 export const ONNX_ELEMENT_TYPES = ['float32', 'float64', 'int8', 'uint8', 'int16', 'uint16', 'int32', 'uint32', 'int64', 'uint64', 'bool'] as const;
 
-export const featureSchema = z.object({ name: z.string(), type: z.string(), description: z.string() });
+export const featureSchema = z
+  .object({
+    name: z.string(),
+    type: z.string(),
+    description: z.string(),
+    categories: z
+      .array(z.string())
+      .optional()
+      .describe(
+        'Ready trained models, string features: the categories the model learned, most frequent first. Any other value (and null) is encoded like an unseen one, and its prediction lists it in `unknownCategories`.',
+      ),
+    range: z
+      .object({ min: z.number().nullable(), max: z.number().nullable(), mean: z.number().nullable() })
+      .optional()
+      .describe('Ready trained models, numeric and boolean features: the training values’ minimum, maximum and mean (null without values; a missing input takes the mean).'),
+  })
+  .meta({ id: 'ModelFeature' });
 
 export const tensorSpecSchema = z
   .strictObject({
@@ -212,7 +228,8 @@ export const predictionSchema = z
       .array(z.record(z.string(), z.unknown()))
       .describe(
         "One output per input, in the inputs' order; its fields are the model's: regressors {prediction}, classifiers " +
-          '{prediction, probabilities: {label: p}}, k-means {cluster, distance}, ONNX models one field per output.',
+          '{prediction, probabilities: {label: p}}, k-means {cluster, distance}, ONNX models one field per output. ' +
+          'Trained models add `unknownCategories: {feature: value}` to an input whose string feature holds a value outside the feature’s `categories` (unseen in training, or too rare to be kept): the model answers as for any unseen value, so treat the answer with care.',
       ),
     latencyMs: z.number().describe('Time spent in the model itself, in milliseconds.'),
   })

@@ -1708,11 +1708,7 @@ export interface components {
             status: "training" | "ready" | "failed";
             version: number;
             description: string;
-            features: {
-                name: string;
-                type: string;
-                description: string;
-            }[];
+            features: components["schemas"]["ModelFeature"][];
             /** @description ISO-8601 UTC timestamp */
             createdAt: string;
             /** @description ISO-8601 UTC timestamp */
@@ -1733,6 +1729,19 @@ export interface components {
             };
             /** @description Own models: share of production predictions copied to the candidate version (0 = none). */
             shadowShare?: number;
+        };
+        ModelFeature: {
+            name: string;
+            type: string;
+            description: string;
+            /** @description Ready trained models, string features: the categories the model learned, most frequent first. Any other value (and null) is encoded like an unseen one, and its prediction lists it in `unknownCategories`. */
+            categories?: string[];
+            /** @description Ready trained models, numeric and boolean features: the training values’ minimum, maximum and mean (null without values; a missing input takes the mean). */
+            range?: {
+                min: number | null;
+                max: number | null;
+                mean: number | null;
+            };
         };
         ModelTraining: {
             sourceId: string;
@@ -1993,7 +2002,7 @@ export interface components {
             modelVersion: number;
             /** @description The alias that chose the version (production by default); null when the request named a version. */
             alias: string | null;
-            /** @description One output per input, in the inputs' order; its fields are the model's: regressors {prediction}, classifiers {prediction, probabilities: {label: p}}, k-means {cluster, distance}, ONNX models one field per output. */
+            /** @description One output per input, in the inputs' order; its fields are the model's: regressors {prediction}, classifiers {prediction, probabilities: {label: p}}, k-means {cluster, distance}, ONNX models one field per output. Trained models add `unknownCategories: {feature: value}` to an input whose string feature holds a value outside the feature’s `categories` (unseen in training, or too rare to be kept): the model answers as for any unseen value, so treat the answer with care. */
             predictions: {
                 [key: string]: unknown;
             }[];

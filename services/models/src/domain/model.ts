@@ -9,6 +9,10 @@ export interface ModelFeature {
   name: string;
   type: string;
   description: string;
+  /** Ready trained models, categorical features: the levels the encoder learned, most frequent first. */
+  categories?: string[];
+  /** Ready trained models, numeric and boolean features: the training values' spread. */
+  range?: { min: number | null; max: number | null; mean: number | null };
 }
 
 export interface TrainingInfo {

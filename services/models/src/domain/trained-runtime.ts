@@ -1,7 +1,7 @@
 import type { FieldError } from '@dap/errors';
 import type { ModelRecord } from './model.ts';
 import { MAX_FIELD_ERRORS, type ModelRuntime } from './runtime.ts';
-import { encodeRecord, type Scalar } from './training/encoding.ts';
+import { categoryValue, encodeRecord, type Encoder, type Scalar } from './training/encoding.ts';
 import { columnsPerFeature, estimate, explainForest, explainLinear, nodeExpectations, outputOf, type TrainedArtifact } from './training/trained-model.ts';
 
 export type FeatureRecord = Record<string, Scalar>;
@@ -56,16 +56,34 @@ export function trainedRuntime(model: ModelRecord, artifact: TrainedArtifact): M
     predict(inputs) {
       const row: number[] = [];
       return inputs.map((input) =>
-        outputOf(
-          artifact,
-          estimate(
+        flagUnknown(
+          artifact.encoder,
+          input,
+          outputOf(
             artifact,
-            encodeRecord(artifact.encoder, (n) => input[n], row),
+            estimate(
+              artifact,
+              encodeRecord(artifact.encoder, (n) => input[n], row),
+            ),
           ),
         ),
       );
     },
   };
+}
+
+/**
+ * Adds `unknownCategories` when a categorical feature holds a value the encoder did not keep: the model
+ * answers it as the pooled or reference level, which a caller should know rather than trust blindly.
+ */
+export function flagUnknown(encoder: Encoder, input: FeatureRecord, output: Record<string, unknown>): Record<string, unknown> {
+  let unknown: Record<string, string> | null = null;
+  for (const f of encoder.features) {
+    if (f.kind !== 'categorical') continue;
+    const c = categoryValue(input[f.name]);
+    if (c !== null && !f.categories.includes(c)) (unknown ??= {})[f.name] = c;
+  }
+  return unknown ? { ...output, unknownCategories: unknown } : output;
 }
 
 /** One input's answer with its exact additive explanation, encoded columns summed back into their features. */
@@ -90,7 +108,7 @@ function explainOne(
   }
   const classifier = e.task === 'classification';
   return {
-    ...outputOf(artifact, e),
+    ...flagUnknown(artifact.encoder, input, outputOf(artifact, e)),
     explanation: {
       method: p.kind === 'forest' ? 'tree_path' : 'exact_linear',
       space: p.kind === 'logistic' ? 'log_odds' : classifier ? 'probability' : 'prediction',

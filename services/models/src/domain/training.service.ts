@@ -26,7 +26,7 @@ import {
 import { modelFailed, modelReady } from './events.ts';
 import { DEFAULT_ALIASES, type ModelFeature, type ModelRecord } from './model.ts';
 import type { FeatureProfile } from './training/drift.ts';
-import type { FeatureColumn, FeatureKind } from './training/encoding.ts';
+import type { Encoder, FeatureColumn, FeatureKind } from './training/encoding.ts';
 import { TASK_OF } from './training/trained-model.ts';
 import { TrainingError, type TrainingSpec } from './training/train.ts';
 
@@ -101,6 +101,21 @@ function describeFeature(type: string, profile: FeatureProfile | undefined): str
   if (profile.min === null) return `${type}; no training values (null when missing)`;
   const range = profile.kind === 'boolean' ? '' : `; training range ${profile.min} to ${profile.max}, mean ${profile.mean}`;
   return `${type}${range}; null when missing (replaced by the training mean)`;
+}
+
+/**
+ * The features of a trained model as clients see them: described from the training profile, with the
+ * categories the encoder kept (so a client can offer exactly those) and the numbers' training range.
+ */
+export function trainedFeatures(features: readonly ModelFeature[], profile: readonly FeatureProfile[], encoder: Encoder): ModelFeature[] {
+  return features.map((f) => {
+    const p = profile.find((x) => x.name === f.name);
+    const enc = encoder.features.find((x) => x.name === f.name);
+    const out: ModelFeature = { name: f.name, type: f.type, description: describeFeature(f.type, p) };
+    if (enc?.kind === 'categorical') out.categories = enc.categories;
+    else if (p && p.kind !== 'categorical') out.range = { min: p.min, max: p.max, mean: p.mean };
+    return out;
+  });
 }
 
 /**
@@ -373,13 +388,7 @@ export class TrainingService {
       }
       await this.artifacts.put(accountId, modelId, { version: doc.version, format: 'trained-json-gzip', data: packed, summary: result.outcome.parameters });
       const profile = result.outcome.profile;
-      const features: ModelFeature[] = doc.features.map((f) => ({
-        ...f,
-        description: describeFeature(
-          f.type,
-          profile.find((p) => p.name === f.name),
-        ),
-      }));
+      const features = trainedFeatures(doc.features, profile, result.outcome.artifact.encoder);
       const durationMs = Math.round(performance.now() - started);
       const updated = await this.models.finishTraining(
         accountId,

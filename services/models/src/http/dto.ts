@@ -11,7 +11,13 @@ export function toModelDto(m: ModelRecord, parameters?: Record<string, unknown> 
     status: m.status,
     version: m.version,
     description: m.description,
-    features: m.features.map((f) => ({ name: f.name, type: f.type, description: f.description })),
+    features: m.features.map((f) => ({
+      name: f.name,
+      type: f.type,
+      description: f.description,
+      ...(f.categories ? { categories: f.categories } : {}),
+      ...(f.range ? { range: f.range } : {}),
+    })),
     createdAt: m.createdAt.toISOString(),
   };
   if (m.kind === 'builtin') return dto;

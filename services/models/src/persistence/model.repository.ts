@@ -2,7 +2,8 @@ import type { Document } from 'mongodb';
 import type { DomainEvent } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
 import type { TenantCollection, TenantDoc } from '@dap/mongo';
-import { DEFAULT_ALIASES, type ModelRecord } from '../domain/model.ts';
+import { DEFAULT_ALIASES, type ModelFeature, type ModelRecord } from '../domain/model.ts';
+import { PROFILE_CATEGORIES, type FeatureProfile } from '../domain/training/drift.ts';
 import type { TrainingSpec } from '../domain/training/train.ts';
 
 /**
@@ -42,7 +43,7 @@ export function recordOf(doc: ModelDoc): ModelRecord {
     status: doc.status,
     version: doc.version,
     description: doc.description,
-    features: doc.features,
+    features: doc.profile ? withKnownValues(doc.features, doc.profile, doc.training?.hyperparameters.maxCategories) : doc.features,
     createdAt: doc.createdAt,
     updatedAt: doc.updatedAt,
   };
@@ -54,6 +55,21 @@ export function recordOf(doc: ModelDoc): ModelRecord {
   record.aliases = { ...(doc.aliases ?? DEFAULT_ALIASES) };
   record.shadowShare = doc.shadowShare ?? 0;
   return record;
+}
+
+/**
+ * Models trained before features carried their categories and range: both read from the stored training
+ * profile. Its categories are the 20 most frequent training values in the encoder's order, so the first
+ * `maxCategories` of them are exactly the encoder's when that is at most 20 (the default), a prefix otherwise.
+ */
+export function withKnownValues(features: ModelFeature[], profile: readonly FeatureProfile[], maxCategories: unknown): ModelFeature[] {
+  if (features.every((f) => f.categories || f.range)) return features;
+  const cap = typeof maxCategories === 'number' ? maxCategories : PROFILE_CATEGORIES;
+  return features.map((f) => {
+    const p = profile.find((x) => x.name === f.name);
+    if (!p || f.categories || f.range) return f;
+    return p.kind === 'categorical' ? { ...f, categories: p.categories.slice(0, cap) } : { ...f, range: { min: p.min, max: p.max, mean: p.mean } };
+  });
 }
 
 /** Fields never needed to serve or show a model. */
