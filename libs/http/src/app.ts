@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import { isUtf8 } from 'node:buffer';
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { newId, verifyCallerContext, isInternalServiceToken, INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, INTERNAL_TOKEN_HEADER, type CallerContext } from '@dap/contracts';
@@ -5,6 +6,7 @@ import type { Logger } from '@dap/logger';
 import { DomainError } from '@dap/errors';
 import { problemHeaders, problemOf, statusOf } from './errors.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
+import { traceRequests } from './tracing.ts';
 import { checkJsonShape } from './validation.ts';
 
 declare module 'express-serve-static-core' {
@@ -92,16 +94,21 @@ export function jsonBody(limitBytes: number) {
     if (type !== 'application/json') {
       return next(new DomainError('unsupported_content_type', 'the request body must be application/json'));
     }
-    parse(req, res, (err?: unknown) => {
-      if (err) return next(err);
-      if (invalidUtf8.has(req)) return next(new DomainError('bad_request', 'the request body is not valid UTF-8'));
-      try {
-        checkJsonShape(req.body);
-        next();
-      } catch (e) {
-        next(e);
-      }
-    });
+    // Bound: the parser calls back from the socket's events, outside the request's async context (its trace).
+    parse(
+      req,
+      res,
+      AsyncResource.bind((err?: unknown) => {
+        if (err) return next(err);
+        if (invalidUtf8.has(req)) return next(new DomainError('bad_request', 'the request body is not valid UTF-8'));
+        try {
+          checkJsonShape(req.body);
+          next();
+        } catch (e) {
+          next(e);
+        }
+      }),
+    );
   };
 }
 
@@ -151,6 +158,7 @@ export function createHttpApp(opts: HttpAppOptions): Express {
       next(new DomainError('unavailable', 'a dependency is not ready', { cause: err, retryAfterSeconds: 5 }));
     }
   });
+  app.use('/v1', traceRequests());
   if (opts.internalSecret) app.use('/v1', requireGatewaySignature(opts.internalSecret));
   if (opts.streamRoutes) app.use(opts.streamRoutes.path, opts.streamRoutes.routes);
   app.use(jsonBody(opts.bodyLimitBytes));

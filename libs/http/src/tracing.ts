@@ -1,0 +1,48 @@
+import type { NextFunction, Request, Response } from 'express';
+import { carrierOf, context, extractContext, SpanKind, SpanStatusCode, startSpan, trace, type Context } from '@dap/tracing';
+import { routeLabel } from './metrics.ts';
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    /** The request's trace context (its server span), when it has one: what is passed on to the next hop. */
+    traceContext?: Context;
+  }
+}
+
+/**
+ * A server span per request, child of the caller's `traceparent` (an invalid one is ignored: a new trace).
+ * The span is named after the route template (`POST /v1/sources`), never the raw path, and carries no
+ * headers, bodies or credentials. Its context is active for the rest of the request, so events written while
+ * handling it carry the trace on. With tracing off and no `traceparent`, nothing at all is done.
+ * `traceResponse` adds the W3C `traceresponse` header (the gateway's answer to its clients).
+ */
+export function traceRequests(opts: { traceResponse?: boolean } = {}) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const parent = extractContext(req.headers);
+    const span = startSpan(req.method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method } }, parent);
+    if (!span) return next();
+    const ctx = trace.setSpan(parent, span);
+    req.traceContext = ctx;
+    if (opts.traceResponse) {
+      const carrier = carrierOf(ctx);
+      if (carrier) res.setHeader('traceresponse', carrier.traceparent);
+    }
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      const route = routeLabel(req, res);
+      span.updateName(`${req.method} ${route}`);
+      span.setAttribute('http.route', route);
+      span.setAttribute('http.response.status_code', res.statusCode);
+      if (req.requestId) span.setAttribute('dap.request_id', req.requestId);
+      const accountId = req.caller?.accountId ?? res.locals.accountId;
+      if (accountId) span.setAttribute('dap.account_id', accountId);
+      if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+    };
+    res.once('finish', end);
+    res.once('close', end);
+    context.with(ctx, next);
+  };
+}
