@@ -1,4 +1,3 @@
-import { AsyncResource } from 'node:async_hooks';
 import { isUtf8 } from 'node:buffer';
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { newId, verifyCallerContext, isInternalServiceToken, INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, INTERNAL_TOKEN_HEADER, type CallerContext } from '@dap/contracts';
@@ -94,21 +93,16 @@ export function jsonBody(limitBytes: number) {
     if (type !== 'application/json') {
       return next(new DomainError('unsupported_content_type', 'the request body must be application/json'));
     }
-    // Bound: the parser calls back from the socket's events, outside the request's async context (its trace).
-    parse(
-      req,
-      res,
-      AsyncResource.bind((err?: unknown) => {
-        if (err) return next(err);
-        if (invalidUtf8.has(req)) return next(new DomainError('bad_request', 'the request body is not valid UTF-8'));
-        try {
-          checkJsonShape(req.body);
-          next();
-        } catch (e) {
-          next(e);
-        }
-      }),
-    );
+    parse(req, res, (err?: unknown) => {
+      if (err) return next(err);
+      if (invalidUtf8.has(req)) return next(new DomainError('bad_request', 'the request body is not valid UTF-8'));
+      try {
+        checkJsonShape(req.body);
+        next();
+      } catch (e) {
+        next(e);
+      }
+    });
   };
 }
 
@@ -158,6 +152,7 @@ export function createHttpApp(opts: HttpAppOptions): Express {
       next(new DomainError('unavailable', 'a dependency is not ready', { cause: err, retryAfterSeconds: 5 }));
     }
   });
+  // Before the signature check, so a refused request is traced too.
   app.use('/v1', traceRequests());
   if (opts.internalSecret) app.use('/v1', requireGatewaySignature(opts.internalSecret));
   if (opts.streamRoutes) app.use(opts.streamRoutes.path, opts.streamRoutes.routes);
