@@ -325,6 +325,8 @@ export const tracingConfig = {
   OTEL_SERVICE_NAME: optional(z.string().min(1).max(200)),
   /** The share of new traces recorded (0 to 1); a request whose `traceparent` is sampled or not keeps that decision. */
   OTEL_TRACES_SAMPLER_ARG: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().min(0).max(1).default(1)),
+  /** How long finished spans wait to be exported in one batch (ms). */
+  OTEL_BSP_SCHEDULE_DELAY: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(10).max(600_000).default(5_000)),
 };
 
 /** The settings `startTracing` of @dap/tracing takes. */
@@ -335,6 +337,7 @@ export function tracingSettingsOf(
     OTEL_EXPORTER_OTLP_HEADERS?: Record<string, string> | undefined;
     OTEL_SERVICE_NAME?: string | undefined;
     OTEL_TRACES_SAMPLER_ARG: number;
+    OTEL_BSP_SCHEDULE_DELAY: number;
   },
   service: string,
 ) {
@@ -344,6 +347,7 @@ export function tracingSettingsOf(
     tracesEndpoint: c.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
     headers: c.OTEL_EXPORTER_OTLP_HEADERS,
     sampleRatio: c.OTEL_TRACES_SAMPLER_ARG,
+    exportDelayMs: c.OTEL_BSP_SCHEDULE_DELAY,
   };
 }
 

@@ -31,7 +31,9 @@ export function traceRequests(opts: { traceResponse?: boolean } = {}) {
     const end = () => {
       if (ended) return;
       ended = true;
-      const route = routeLabel(req, res);
+      // A router mounted at its collection's path labels that route `/v1/sources/`; the span says `/v1/sources`.
+      const label = routeLabel(req, res);
+      const route = label.length > 1 && label.endsWith('/') ? label.slice(0, -1) : label;
       span.updateName(`${req.method} ${route}`);
       span.setAttribute('http.route', route);
       span.setAttribute('http.response.status_code', res.statusCode);
