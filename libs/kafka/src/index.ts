@@ -302,13 +302,12 @@ export function messageCarrier(message: Pick<KafkaMessage, 'headers'>): TraceCar
 
 /**
  * A consumer span for one decoded event, child of the context its message carries; the event's `trace` becomes
- * the span's, so what the handler writes (deliveries, events) descends from it. Nothing when neither recording
- * nor given a context.
+ * the span's, so what the handler writes (deliveries, events) descends from it. Nothing for a message without one.
  */
 function consumeSpan(topic: string, groupId: string | undefined, message: KafkaMessage, event: DomainEvent): { span: Span; ctx: Context } | undefined {
   const carrier = messageCarrier(message);
   delete event.trace;
-  if (!carrier && !tracingEnabled()) return undefined;
+  if (!carrier) return undefined; // an event no traced work caused starts no trace of its own
   const parent = contextOf(carrier);
   const span = startSpan(
     `process ${topic}`,

@@ -2645,6 +2645,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -2767,6 +2769,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -2878,6 +2882,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -2980,6 +2986,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -3110,6 +3118,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -3222,6 +3232,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -3306,6 +3318,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -3410,6 +3424,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -3520,6 +3536,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -3663,6 +3681,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -3806,6 +3826,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -3938,6 +3960,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -4064,6 +4088,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -4218,6 +4244,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -4404,6 +4432,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -4603,6 +4633,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -4794,6 +4826,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -4983,6 +5017,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -5153,6 +5189,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -5278,6 +5316,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -5448,6 +5488,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -5572,6 +5614,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -5758,6 +5802,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -6056,6 +6102,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -6235,6 +6283,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -6434,6 +6484,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -6565,6 +6617,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -6727,6 +6781,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -6793,6 +6849,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -6898,6 +6956,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -7118,6 +7178,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -7298,6 +7360,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -7376,6 +7440,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -7567,6 +7633,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -7739,6 +7807,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -7883,6 +7953,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -8038,6 +8110,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -8268,6 +8342,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -8479,6 +8555,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -8685,6 +8763,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -8830,6 +8910,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -8990,6 +9072,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -9149,6 +9233,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -9297,6 +9383,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -9420,6 +9508,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -9590,6 +9680,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -9741,6 +9833,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -9886,6 +9980,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -10057,6 +10153,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -10228,6 +10326,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -10386,6 +10486,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -10523,6 +10625,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;
@@ -10570,6 +10676,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;
@@ -10640,6 +10750,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;
@@ -10687,6 +10801,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;
@@ -10732,6 +10850,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;
@@ -10794,6 +10916,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;
@@ -10842,6 +10968,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;
@@ -10889,6 +11019,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;
@@ -10936,6 +11070,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;
@@ -10983,6 +11121,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;
@@ -11031,6 +11173,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;
@@ -11077,6 +11223,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;

@@ -566,7 +566,7 @@ function humanDuration(ms: number): string {
  * event): the receiver gets its `traceparent`. Tracing off, the stored context is sent as it is.
  */
 function attemptSpan(d: DeliveryDoc, endpoint: EndpointDoc): { span: Span; ctx: Context } | undefined {
-  if (!tracingEnabled()) return undefined;
+  if (!tracingEnabled() || !d.trace) return undefined;
   const parent = contextOf(d.trace);
   const span = startSpan(
     'webhook delivery',
