@@ -3,6 +3,7 @@ import express, { type Express, type NextFunction, type Request, type RequestHan
 import { newId, verifyCallerContext, isInternalServiceToken, INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, INTERNAL_TOKEN_HEADER, type CallerContext } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
 import { DomainError } from '@dap/errors';
+import { context, withAccount } from '@dap/tracing';
 import { problemHeaders, problemOf, statusOf } from './errors.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { traceRequests } from './tracing.ts';
@@ -112,6 +113,8 @@ export function requireGatewaySignature(secret: string) {
     if (!caller) return next(new DomainError('unauthorized', 'requests must come through the API gateway'));
     req.caller = caller;
     if (!req.header('x-request-id')) req.requestId = caller.requestId;
+    // The request's trace is the caller account's: events of that account written now carry it.
+    if (req.traceContext) return context.with(withAccount(req.traceContext, caller.accountId), next);
     next();
   };
 }

@@ -3,7 +3,7 @@ import { DEFAULT_TOPIC_LAYOUTS, retryDuringStartup, type KafkaSaslMechanism, typ
 import { ALL_TOPICS, domainEventSchema, topicOf, type DomainEvent, type Topic } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
 import { backoff, type BackoffPolicy } from '@dap/retry';
-import { carrierOf, context, contextOf, endSpan, SpanKind, startSpan, trace, tracingEnabled, type Context, type Span, type TraceCarrier } from '@dap/tracing';
+import { carrierOf, context, contextOf, endSpan, SpanKind, startSpan, trace, tracingEnabled, withAccount, type Context, type Span, type TraceCarrier } from '@dap/tracing';
 
 /** What `kafkaSettingsOf(config)` of @dap/config gives; tests may build one by hand (no TLS, no SASL). */
 export interface KafkaSettings {
@@ -324,7 +324,7 @@ function consumeSpan(topic: string, groupId: string | undefined, message: KafkaM
     parent,
   );
   if (!span) return undefined;
-  const ctx = trace.setSpan(parent, span);
+  const ctx = withAccount(trace.setSpan(parent, span), event.accountId);
   const own = carrierOf(ctx);
   if (own) event.trace = own;
   return { span, ctx };

@@ -1,5 +1,5 @@
 import { startReceiver } from '@dap/testing';
-import { activeCarrier, carrierOf, context, contextOf, extractContext, SpanKind, stampActiveTrace, startSpan, startTracing, trace, tracingEnabled } from './index.ts';
+import { activeCarrier, carrierOf, context, contextOf, extractContext, SpanKind, stampActiveTrace, startSpan, startTracing, trace, tracingEnabled, withAccount } from './index.ts';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const PARENT_ID = '00f067aa0ba902b7';
@@ -56,13 +56,20 @@ describe('tracing off (no endpoint)', () => {
     expect(carrierOf(trace.setSpan(parent, span))).toEqual({ traceparent: SAMPLED });
   });
 
-  it('stamps events written inside a context with it, and leaves events outside one alone', () => {
-    const inside = context.with(extractContext({ traceparent: SAMPLED }), () => stampActiveTrace([{ id: 'a' } as { id: string; trace?: { traceparent: string } }]));
-    expect(inside[0]!.trace).toEqual({ traceparent: SAMPLED });
+  it("stamps an account's events written inside its context, and leaves the rest alone", () => {
+    type Ev = { accountId: string; trace?: { traceparent: string } };
+    const ctx = withAccount(extractContext({ traceparent: SAMPLED }), 'acct_a');
+    const [mine, other] = context.with(ctx, () => stampActiveTrace<Ev>([{ accountId: 'acct_a' }, { accountId: 'acct_b' }]));
+    expect(mine!.trace).toEqual({ traceparent: SAMPLED });
+    // Background work of another account that runs in this context must not get this account's trace id.
+    expect(other!.trace).toBeUndefined();
     // An event that has its trace already keeps it.
-    const kept = context.with(extractContext({ traceparent: SAMPLED }), () => stampActiveTrace([{ trace: { traceparent: NOT_SAMPLED } }]));
-    expect(kept[0]!.trace).toEqual({ traceparent: NOT_SAMPLED });
-    expect(stampActiveTrace([{ id: 'b' } as { id: string; trace?: { traceparent: string } }])[0]!.trace).toBeUndefined();
+    const [kept] = context.with(ctx, () => stampActiveTrace<Ev>([{ accountId: 'acct_a', trace: { traceparent: NOT_SAMPLED } }]));
+    expect(kept!.trace).toEqual({ traceparent: NOT_SAMPLED });
+    // A context that works for no account (not a request's, not an event's) stamps nothing.
+    const [loose] = context.with(extractContext({ traceparent: SAMPLED }), () => stampActiveTrace<Ev>([{ accountId: 'acct_a' }]));
+    expect(loose!.trace).toBeUndefined();
+    expect(stampActiveTrace<Ev>([{ accountId: 'acct_a' }])[0]!.trace).toBeUndefined();
     expect(activeCarrier()).toBeUndefined();
   });
 });

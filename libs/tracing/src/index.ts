@@ -1,4 +1,16 @@
-import { context, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode, type Attributes, type Context, type Span, type TextMapGetter, type Tracer } from '@opentelemetry/api';
+import {
+  context,
+  createContextKey,
+  trace,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  type Attributes,
+  type Context,
+  type Span,
+  type TextMapGetter,
+  type Tracer,
+} from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -151,10 +163,25 @@ export function endSpan(span: Span | undefined, err?: unknown): void {
   span.end();
 }
 
-/** Gives each event that has no trace yet the one active here (a request's, a consumed event's), to store with it. */
-export function stampActiveTrace<T extends { trace?: TraceCarrier | undefined }>(events: T[]): T[] {
+const ACCOUNT = createContextKey('dap.accountId');
+
+/** `ctx` as the work of one account (the caller of a request, the owner of a consumed event or a delivery). */
+export function withAccount(ctx: Context, accountId: string): Context {
+  return ctx.setValue(ACCOUNT, accountId);
+}
+
+/**
+ * Gives each event that has no trace yet the one active here (a request's, a consumed event's), to store with
+ * it; only an event of the account the context works for. Background work can end up running in a request's
+ * context (a queue or timer first started while handling it): its events then get no trace rather than a
+ * trace id that another account sent.
+ */
+export function stampActiveTrace<T extends { accountId: string; trace?: TraceCarrier | undefined }>(events: T[]): T[] {
   if (!events.length) return events;
+  const active = context.active();
+  const accountId = active.getValue(ACCOUNT);
+  if (accountId === undefined) return events;
   const carrier = activeCarrier();
-  if (carrier) for (const e of events) e.trace ??= carrier;
+  if (carrier) for (const e of events) if (e.accountId === accountId) e.trace ??= carrier;
   return events;
 }

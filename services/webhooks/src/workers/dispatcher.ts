@@ -3,7 +3,7 @@ import Denque from 'denque';
 import { makeEvent } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
 import { SerialPass } from '@dap/mongo';
-import { carrierOf, context, contextOf, endSpan, SpanKind, startSpan, trace, tracingEnabled, type Context, type Span } from '@dap/tracing';
+import { carrierOf, context, contextOf, endSpan, SpanKind, startSpan, trace, tracingEnabled, withAccount, type Context, type Span } from '@dap/tracing';
 import type { SecretBox } from '../domain/secret.ts';
 import { seriesAttempts, type DeliveryDoc, type DeliveryRepository, type DeliveryStatus } from '../persistence/delivery.repository.ts';
 import type { EndpointDoc, EndpointRepository } from '../persistence/endpoint.repository.ts';
@@ -417,8 +417,9 @@ export class Dispatcher {
       this.unrecorded++;
       free();
       try {
-        // In the attempt's context: its delivery.completed continues the trace.
-        await (traced ? context.with(traced.ctx, () => this.record(d, endpoint, at, result)) : this.record(d, endpoint, at, result));
+        // In the attempt's own context, whatever context started this pump: its delivery.completed continues the
+        // delivery's trace, and no other.
+        await context.with(withAccount(traced ? traced.ctx : contextOf(d.trace), d.accountId), () => this.record(d, endpoint, at, result));
       } finally {
         const wasCapped = this.unrecorded >= MAX_UNRECORDED;
         this.unrecorded--;
