@@ -654,7 +654,8 @@ export async function openConsumer(
     await producer.sendRaw(dlq, {
       key: message.key,
       value: message.value,
-      headers: { 'dlq-reason': reason.slice(0, 500), 'dlq-source-topic': topic, 'dlq-source-offset': message.offset },
+      // The trace goes with it, so an operator can find the request that caused the poison event.
+      headers: { 'dlq-reason': reason.slice(0, 500), 'dlq-source-topic': topic, 'dlq-source-offset': message.offset, ...messageCarrier(message) },
     });
   };
   return { consumer, toDeadLetter };
