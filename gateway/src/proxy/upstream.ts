@@ -1,7 +1,6 @@
 import { type Agent, request } from 'node:http';
 import type { Request } from 'express';
 import { INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, signCallerContext, type ServiceName } from '@dap/contracts';
-import { carrierOf } from '@dap/tracing';
 
 /**
  * Headers a client may not forge or pass through to a service. The client's trace context is replaced by the
@@ -31,8 +30,7 @@ export function signedHeaders(req: Request, internalSecret: string): Record<stri
     issuedAt: Date.now(),
   });
   const headers: Record<string, string> = { [INTERNAL_CONTEXT_HEADER]: context, [INTERNAL_SIGNATURE_HEADER]: signature, 'x-request-id': req.requestId };
-  const trace = req.traceContext && carrierOf(req.traceContext);
-  return trace ? Object.assign(headers, trace) : headers;
+  return req.traceCarrier ? Object.assign(headers, req.traceCarrier) : headers;
 }
 
 export interface BufferedResponse {

@@ -1,11 +1,13 @@
 import type { NextFunction, Request, Response } from 'express';
-import { carrierOf, context, extractContext, SpanKind, SpanStatusCode, startSpan, trace, type Context } from '@dap/tracing';
+import { carrierOf, context, extractContext, SpanKind, SpanStatusCode, startSpan, trace, tracingEnabled, type Context, type TraceCarrier } from '@dap/tracing';
 import { routeLabel } from './metrics.ts';
 
 declare module 'express-serve-static-core' {
   interface Request {
     /** The request's trace context (its server span), when it has one: what is passed on to the next hop. */
     traceContext?: Context;
+    /** That context as headers, for the next hop (made where `traceResponse` is asked for: the gateway). */
+    traceCarrier?: TraceCarrier;
   }
 }
 
@@ -17,16 +19,23 @@ declare module 'express-serve-static-core' {
  * `traceResponse` adds the W3C `traceresponse` header (the gateway's answer to its clients).
  */
 export function traceRequests(opts: { traceResponse?: boolean } = {}) {
+  const answer = (req: Request, res: Response, ctx: Context) => {
+    req.traceContext = ctx;
+    if (!opts.traceResponse) return;
+    req.traceCarrier = carrierOf(ctx);
+    if (req.traceCarrier) res.setHeader('traceresponse', req.traceCarrier.traceparent);
+  };
   return (req: Request, res: Response, next: NextFunction): void => {
     const parent = extractContext(req.headers);
-    const span = startSpan(req.method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method } }, parent);
-    if (!span) return next();
-    const ctx = trace.setSpan(parent, span);
-    req.traceContext = ctx;
-    if (opts.traceResponse) {
-      const carrier = carrierOf(ctx);
-      if (carrier) res.setHeader('traceresponse', carrier.traceparent);
+    if (!tracingEnabled()) {
+      // Nothing recorded: the caller's context (if valid) is passed on as it came, without a span of our own.
+      if (!trace.getSpan(parent)) return next();
+      answer(req, res, parent);
+      return context.with(parent, next);
     }
+    const span = startSpan(req.method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method } }, parent)!;
+    const ctx = trace.setSpan(parent, span);
+    answer(req, res, ctx);
     let ended = false;
     const end = () => {
       if (ended) return;
