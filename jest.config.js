@@ -3,9 +3,10 @@ const swc = ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es
 /**
  * Dependencies published as ES modules only. Jest runs tests as CommonJS and can require() an ES module only
  * under --experimental-vm-modules, so these are compiled to CommonJS like our own sources (Node runs them as
- * they are everywhere else).
+ * they are everywhere else). The OTLP exporter's CommonJS build loads node:http with import(), which fails the
+ * same way; compiled, it is a require().
  */
-const ESM_ONLY = ['http-proxy-middleware', 'httpxy', 'is-plain-obj'];
+const ESM_ONLY = ['http-proxy-middleware', 'httpxy', 'is-plain-obj', '@opentelemetry/otlp-exporter-base'];
 const swcJs = ['@swc/jest', { jsc: { parser: { syntax: 'ecmascript' }, target: 'es2023' }, module: { type: 'commonjs' } }];
 
 export default {

@@ -1,6 +1,6 @@
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { Plan } from '@dap/contracts';
-import { AppError, accessLog, finishApp, lingerAfterEarlyAnswer, requestId, type Metrics } from '@dap/http';
+import { AppError, accessLog, finishApp, lingerAfterEarlyAnswer, requestId, traceRequests, type Metrics } from '@dap/http';
 import type { Logger } from '@dap/logger';
 import { authenticate } from './auth/authenticate.ts';
 import type { AuthFailureLimiter } from './auth/auth-failure.limiter.ts';
@@ -61,10 +61,13 @@ function cors(origins: string[]) {
     res.setHeader('Access-Control-Allow-Origin', origin);
     res.setHeader('Access-Control-Allow-Credentials', 'true');
     res.setHeader('Vary', 'Origin');
-    res.setHeader('Access-Control-Expose-Headers', 'Location, Retry-After, RateLimit, RateLimit-Policy, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-Request-Id');
+    res.setHeader(
+      'Access-Control-Expose-Headers',
+      'Location, Retry-After, RateLimit, RateLimit-Policy, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-Request-Id, traceresponse',
+    );
     if (req.method === 'OPTIONS') {
       res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, PATCH, DELETE');
-      res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, Idempotency-Key, X-CSRF-Token, X-Request-Id');
+      res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, Idempotency-Key, X-CSRF-Token, X-Request-Id, traceparent, tracestate');
       res.setHeader('Access-Control-Max-Age', '600');
       return void res.status(204).end();
     }
@@ -192,6 +195,7 @@ export function createApp(deps: GatewayAppDeps): Express {
     req.url = req.originalUrl; // the services route on the full /v1 path
     deps.proxy(req, res, next);
   });
-  app.use('/v1', v1);
+  // A span per API request, child of the client's traceparent; its context goes to the service (signedHeaders).
+  app.use('/v1', traceRequests({ traceResponse: true }), v1);
   return finishApp(app, deps.logger);
 }

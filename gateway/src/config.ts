@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { httpConfig, internalAuthConfig, kafkaConfig, loadConfig, logConfig, redisConfig, uploadConfig } from '@dap/config';
+import { httpConfig, internalAuthConfig, kafkaConfig, loadConfig, logConfig, redisConfig, tracingConfig, uploadConfig } from '@dap/config';
 
 const url = z.string().url();
 
@@ -48,6 +48,7 @@ export const gatewayConfigShape = {
   ...redisConfig,
   ...internalAuthConfig,
   ...uploadConfig,
+  ...tracingConfig,
   /** A streamed upload that sends nothing for this long is cut. */
   UPLOAD_IDLE_TIMEOUT_MS: z.coerce.number().int().min(500).max(3_600_000).default(60_000),
   KAFKA_CLIENT_ID: z.string().default('gateway'),

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { Agent } from 'node:http';
 import type { Express } from 'express';
-import { redisTargetOf } from '@dap/config';
+import { redisTargetOf, tracingSettingsOf } from '@dap/config';
 import { Lifecycle } from '@dap/lifecycle';
+import { startTracing } from '@dap/tracing';
 import { PLAN_LIMITS, type Plan } from '@dap/contracts';
 import { createMetrics, DEFAULT_REQUEST_TIMEOUT_MS, listen } from '@dap/http';
 import { openEventing } from '@dap/kafka';
@@ -35,6 +36,12 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
   const instanceId = randomBytes(4).toString('hex');
   const life = new Lifecycle(logger);
   return life.start(async () => {
+    // First opened, last closed: spans of the shutdown itself are still sent.
+    await life.open(
+      'tracing',
+      () => startTracing(tracingSettingsOf(config, 'gateway')),
+      (t) => t.shutdown(),
+    );
     const redis = await life.open(
       'redis',
       () => createRedis(redisTargetOf(config), { autoPipelining: true }),

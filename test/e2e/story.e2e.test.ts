@@ -247,10 +247,23 @@ it('runs the whole story through the gateway', async () => {
   expect(await byCountry(uploaded.data.id)).toEqual(totals(second));
   expect((await api.sources.delete(uploaded.data.id).withResponse()).status).toBe(204);
 
-  // Delete the source: 204, then 404, and the webhook hears source.deleted.
-  expect((await api.sources.delete(sourceId).withResponse()).status).toBe(204);
+  // Delete the source: 204, then 404, and the webhook hears source.deleted. The client traces the call: its
+  // traceparent reaches the receiver with the callback (tracing is not exported here: passed on as it came).
+  const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+  const tracing = createDapClient({ baseUrl: gw, apiKey, headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } });
+  const deleted = await tracing.sources.delete(sourceId).withResponse();
+  expect(deleted.status).toBe(204);
+  expect(deleted.headers.get('traceresponse')).toBe(`00-${traceId}-00f067aa0ba902b7-01`);
   expect(await failureStatus(api.sources.get(sourceId))).toBe(404);
-  await waitFor(() => receiver.received.find((r) => JSON.parse(r.body).type === 'source.deleted'), { timeoutMs: 20_000, what: 'source.deleted webhook' });
+  const gone = await waitFor(
+    () =>
+      receiver.received.find((r) => {
+        const body = JSON.parse(r.body);
+        return body.type === 'source.deleted' && body.data.id === sourceId;
+      }),
+    { timeoutMs: 20_000, what: 'source.deleted webhook' },
+  );
+  expect(gone.headers.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
 
   // No secret leaked into any response header or callback.
   for (const r of receiver.received) expect(r.body).not.toContain(secret);

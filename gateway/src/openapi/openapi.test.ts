@@ -149,7 +149,7 @@ describe('examples and the webhook event catalog', () => {
       const m = post.requestBody.content['application/json'];
       expect({ type, sample: m.example.type, valid: check(m.schema, m.example) }).toEqual({ type, sample: type, valid: 'valid' });
       expect(webhookPayloadSchema.safeParse(m.example).success).toBe(true);
-      expect((post.parameters as Json[]).map((p) => p.name)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature']);
+      expect((post.parameters as Json[]).map((p) => p.name)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature', 'traceparent', 'tracestate']);
       // what the event means comes first (the dashboard's event catalog shows that paragraph)
       expect(String(post.description).split('\n\n')[0]).toBe(PUBLIC_EVENT_DESCRIPTIONS[type]);
       // the schema is the delivery's own: another event's sample does not fit it
@@ -157,6 +157,7 @@ describe('examples and the webhook event catalog', () => {
       expect(check(m.schema, doc.webhooks[other].post.requestBody.content['application/json'].example)).not.toBe('valid');
     }
     expect(doc.info.description).toMatch(/Standard Webhooks.*webhook-signature.*HMAC-SHA256.*verifyWebhook.*@dap\/sdk\/webhooks/s);
+    expect(doc.info.description).toMatch(/## Tracing.*traceparent.*traceresponse.*webhook delivery/s);
   });
 
   it('resolves every $ref of the document, the webhooks included, and names each webhook operation once', () => {

@@ -43,6 +43,11 @@ const problemResponse = (description: string) => ({
 
 const rateHeaders = {
   'X-Request-Id': { description: 'The request id, also in logs and error bodies.', schema: { type: 'string' } },
+  traceresponse: {
+    description:
+      'W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces.',
+    schema: { type: 'string' },
+  },
   RateLimit: { description: 'IETF draft RateLimit: remaining requests (r) and seconds to reset (t).', schema: { type: 'string' } },
   'RateLimit-Policy': { description: 'IETF draft RateLimit-Policy: quota (q) per window seconds (w).', schema: { type: 'string' } },
   'X-RateLimit-Limit': { description: 'Requests allowed per minute on the plan.', schema: { type: 'integer' } },
@@ -198,7 +203,9 @@ export function buildOpenApi(serverUrl: string): Json {
       version: '1.0.0',
       description:
         'Connect data sources, run analytics queries that produce reports, run predictions on models and receive signed webhooks. Every request carries `Authorization: Bearer <API_KEY>`; API keys are created in the dashboard under Settings > API Keys. Rate limits are per account and per minute: Starter 100, Professional 1,000, Enterprise 10,000. Errors are RFC 9457 problem documents (`application/problem+json`); their `type` is a relative reference to a page explaining the error, `/docs/problems/<slug>` on this host (all of them: [/docs/problems](/docs/problems)).\n\n## Webhooks\n\n' +
-        WEBHOOK_RECIPE,
+        WEBHOOK_RECIPE +
+        '\n\n## Tracing\n\n' +
+        TRACING_NOTE,
     },
     servers: [{ url: `${serverUrl}/v1` }],
     webhooks: webhooksOf(components),
@@ -229,6 +236,22 @@ const sigHeaders = {
   },
 };
 
+/** The W3C Trace Context headers of a delivery: not signed, and absent when the event has no trace. */
+const traceHeaders = {
+  traceparent: {
+    description:
+      'W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request.',
+    schema: { type: 'string' },
+    required: false,
+  },
+  tracestate: { description: 'W3C Trace Context `tracestate`, as your request sent it.', schema: { type: 'string' }, required: false },
+};
+
+/** How a client follows one call across the platform (W3C Trace Context), in the document and on /docs. */
+export const TRACING_NOTE = [
+  'Send a [W3C Trace Context](https://www.w3.org/TR/trace-context/) `traceparent` (and `tracestate`) header with any request to follow it through the platform: the answer names the trace and the gateway span in `traceresponse`, and every webhook delivery caused by that request (directly, or through the work it started) carries a `traceparent` in the same trace, so your receiver can continue it. An invalid `traceparent` is ignored (a new trace), never refused. The `X-Request-Id` of the request is sent on the deliveries too.',
+].join('\n');
+
 /** How a receiver checks a delivery (Standard Webhooks), in the document and on /docs. */
 export const WEBHOOK_RECIPE = [
   "Each registered endpoint receives `POST` requests whose JSON body is `{type, timestamp, data}` for the event types it subscribed to (the catalog below has a sample of each). Deliveries are signed as [Standard Webhooks](https://www.standardwebhooks.com/) specifies, with the endpoint's `whsec_…` secret:",
@@ -255,7 +278,7 @@ function webhooksOf(components: Json): Json {
         summary: type,
         description: `${PUBLIC_EVENT_DESCRIPTIONS[type]}\n\nSent to the endpoints subscribed to \`${type}\` (or a wildcard such as \`${type.split('.')[0]}.*\` or \`*\`). Verify the signature before trusting the body: see Webhooks in the introduction.`,
         tags: ['webhook events'],
-        parameters: Object.entries(sigHeaders).map(([hname, h]) => ({ name: hname, in: 'header', ...h })),
+        parameters: Object.entries({ ...sigHeaders, ...traceHeaders }).map(([hname, h]) => ({ name: hname, in: 'header', ...h })),
         requestBody: { required: true, content: { 'application/json': { schema: { $ref: `#/components/schemas/${name}` }, example: WEBHOOK_EXAMPLES[type] } } },
         responses: {
           '200': { description: 'Any 2xx acknowledges the delivery.' },

@@ -2,8 +2,12 @@ import { Agent, createServer, request, type IncomingHttpHeaders, type Server } f
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { verifyCallerContext } from '@dap/contracts';
+import { traceRequests } from '@dap/http';
 import { createLogger } from '@dap/logger';
+import { startReceiver } from '@dap/testing';
+import { startTracing } from '@dap/tracing';
 import { parsedTarget, serviceProxy } from './service-proxy.ts';
+import { forwardBuffered } from './upstream.ts';
 
 const SECRET = 'proxy-test-secret-0123456789abcdef0123456789';
 const port = (s: Server) => (s.address() as AddressInfo).port;
@@ -25,6 +29,17 @@ type Operation = NonNullable<express.Request['operation']>;
 async function gatewayFor(targets: Targets, agent: Agent, serviceOf: (req: express.Request) => Operation['service']): Promise<Server> {
   const proxy = serviceProxy({ targets, internalSecret: SECRET, timeoutMs: 5_000, agent, logger: createLogger({ name: 'test', level: 'silent' }) });
   const app = express();
+  app.use(traceRequests({ traceResponse: true })); // as the gateway's app does for /v1
+  // The idempotency path: the body in hand, sent upstream buffered.
+  app.post('/v1/buffered', express.raw({ type: () => true }), (req, res, next) => {
+    req.operation = { service: serviceOf(req) } as Operation;
+    req.principal = { kind: 'key', accountId: 'acct_01HZZZZZZZZZZZZZZZZZZZZZZZ', plan: 'starter', scopes: [] };
+    req.requestId = 'req_test';
+    forwardBuffered({ req, body: req.body as Buffer, target: targets[serviceOf(req) as keyof Targets], internalSecret: SECRET, agent, timeoutMs: 5_000 }).then(
+      (up) => void res.status(up.status).end(up.body),
+      next,
+    );
+  });
   app.use((req, res, next) => {
     req.operation = { service: serviceOf(req) } as Operation;
     req.principal = { kind: 'key', accountId: 'acct_01HZZZZZZZZZZZZZZZZZZZZZZZ', plan: 'starter', scopes: [] };
@@ -120,5 +135,74 @@ describe('serviceProxy', () => {
     } finally {
       shutDown(gateway, agent, upstream);
     }
+  });
+
+  describe('trace context', () => {
+    const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const CLIENT = `00-${TRACE_ID}-00f067aa0ba902b7-01`;
+
+    async function withGateway(run: (base: string, seen: IncomingHttpHeaders[]) => Promise<void>) {
+      const seen: IncomingHttpHeaders[] = [];
+      const upstream = createServer((req, res) => {
+        seen.push(req.headers);
+        req.resume();
+        req.on('end', () => res.end('ok'));
+      });
+      await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
+      const target = `http://127.0.0.1:${port(upstream)}`;
+      const agent = new Agent({ keepAlive: true });
+      const gateway = await gatewayFor({ accounts: target, sources: target, analytics: target, models: target, webhooks: target }, agent, () => 'sources');
+      try {
+        await run(`http://127.0.0.1:${port(gateway)}`, seen);
+      } finally {
+        shutDown(gateway, agent, upstream);
+      }
+    }
+    const both = (base: string, headers: Record<string, string>) =>
+      Promise.all([fetch(`${base}/v1/sources`, { headers }), fetch(`${base}/v1/buffered`, { method: 'POST', headers, body: '{}' })]);
+
+    it('tracing off: passes a valid client context on as it is, and drops an invalid one instead of forwarding it', async () => {
+      await withGateway(async (base, seen) => {
+        for (const res of await both(base, { traceparent: CLIENT, tracestate: 'vendor=1' })) {
+          expect(res.status).toBe(200);
+          expect(res.headers.get('traceresponse')).toBe(CLIENT);
+        }
+        expect(seen.map((h) => [h.traceparent, h.tracestate])).toEqual([
+          [CLIENT, 'vendor=1'],
+          [CLIENT, 'vendor=1'],
+        ]);
+        seen.length = 0;
+        for (const res of await both(base, { traceparent: `00-${TRACE_ID}-zz-01`, tracestate: 'vendor=1' })) {
+          expect(res.status).toBe(200);
+          expect(res.headers.get('traceresponse')).toBeNull();
+        }
+        for (const res of await both(base, {})) expect(res.headers.get('traceresponse')).toBeNull();
+        expect(seen).toHaveLength(4);
+        for (const h of seen) expect([h.traceparent, h.tracestate]).toEqual([undefined, undefined]);
+      });
+    });
+
+    it("tracing on: the service gets the gateway's span, a child of the client's, which traceresponse names", async () => {
+      const collector = await startReceiver();
+      const tracing = startTracing({ serviceName: 'gateway', endpoint: collector.url, sampleRatio: 1, exportDelayMs: 60_000 });
+      try {
+        await withGateway(async (base, seen) => {
+          const answers = await both(base, { traceparent: CLIENT });
+          expect(seen).toHaveLength(2);
+          seen.forEach((h, i) => {
+            expect(h.traceparent).toMatch(new RegExp(`^00-${TRACE_ID}-[0-9a-f]{16}-01$`));
+            expect(h.traceparent).not.toBe(CLIENT);
+            expect(answers[i]!.headers.get('traceresponse')).toBe(h.traceparent);
+          });
+          // A request without one starts a new trace (sampled at ratio 1).
+          await fetch(`${base}/v1/sources`);
+          expect(seen[2]!.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+          expect(seen[2]!.traceparent).not.toContain(TRACE_ID);
+        });
+      } finally {
+        await tracing.shutdown();
+        await collector.close();
+      }
+    });
   });
 });

@@ -2,8 +2,20 @@ import { type Agent, request } from 'node:http';
 import type { Request } from 'express';
 import { INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, signCallerContext, type ServiceName } from '@dap/contracts';
 
-/** Headers a client may not forge or pass through to a service. */
-export const STRIPPED_HEADERS = ['authorization', 'cookie', INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, 'x-dap-internal-token', 'idempotency-key'];
+/**
+ * Headers a client may not forge or pass through to a service. The client's trace context is replaced by the
+ * gateway's own span (or dropped, when it was invalid).
+ */
+export const STRIPPED_HEADERS = [
+  'authorization',
+  'cookie',
+  INTERNAL_CONTEXT_HEADER,
+  INTERNAL_SIGNATURE_HEADER,
+  'x-dap-internal-token',
+  'idempotency-key',
+  'traceparent',
+  'tracestate',
+];
 
 /** The gateway-signed identity of the caller, replacing the client's credentials. */
 export function signedHeaders(req: Request, internalSecret: string): Record<string, string> {
@@ -17,7 +29,8 @@ export function signedHeaders(req: Request, internalSecret: string): Record<stri
     requestId: req.requestId,
     issuedAt: Date.now(),
   });
-  return { [INTERNAL_CONTEXT_HEADER]: context, [INTERNAL_SIGNATURE_HEADER]: signature, 'x-request-id': req.requestId };
+  const headers: Record<string, string> = { [INTERNAL_CONTEXT_HEADER]: context, [INTERNAL_SIGNATURE_HEADER]: signature, 'x-request-id': req.requestId };
+  return req.traceCarrier ? Object.assign(headers, req.traceCarrier) : headers;
 }
 
 export interface BufferedResponse {

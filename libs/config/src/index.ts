@@ -281,6 +281,76 @@ export function loadConfig<S extends z.ZodRawShape>(shape: S, env: Record<string
   return result.data;
 }
 
+/** `k=v,k2=v2` (OTEL_EXPORTER_OTLP_HEADERS): values may be percent-encoded, as the OpenTelemetry spec has it. */
+const otlpHeaders = z.string().transform((raw, ctx) => {
+  const out: Record<string, string> = {};
+  for (const pair of commaList(raw)) {
+    const i = pair.indexOf('=');
+    const key = i > 0 ? pair.slice(0, i).trim() : '';
+    if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(key)) {
+      ctx.addIssue({ code: 'custom', message: `headers like key=value,key2=value2; not ${JSON.stringify(pair.slice(0, 40))}` });
+      return z.NEVER;
+    }
+    try {
+      out[key.toLowerCase()] = decodeURIComponent(pair.slice(i + 1).trim());
+    } catch {
+      ctx.addIssue({ code: 'custom', message: `the value of ${key} is not valid percent-encoding` });
+      return z.NEVER;
+    }
+  }
+  return out;
+});
+
+/**
+ * OpenTelemetry tracing, under the standard variable names. With no endpoint nothing is recorded or exported;
+ * a client's `traceparent` is still passed on to events and webhook deliveries (see docs/architecture.md).
+ */
+export const tracingConfig = {
+  /** An OTLP/HTTP (JSON) receiver's base URL, e.g. http://otel-collector:4318; spans go to `<url>/v1/traces`. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: optional(
+    z
+      .string()
+      .url()
+      .regex(/^https?:\/\//, 'an http(s) URL'),
+  ),
+  /** The full traces URL, when it is not `<endpoint>/v1/traces`. */
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optional(
+    z
+      .string()
+      .url()
+      .regex(/^https?:\/\//, 'an http(s) URL'),
+  ),
+  OTEL_EXPORTER_OTLP_HEADERS: optional(otlpHeaders),
+  /** The service name spans are reported under; default the process's own (gateway, sources…). */
+  OTEL_SERVICE_NAME: optional(z.string().min(1).max(200)),
+  /** The share of new traces recorded (0 to 1); a request whose `traceparent` is sampled or not keeps that decision. */
+  OTEL_TRACES_SAMPLER_ARG: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().min(0).max(1).default(1)),
+  /** How long finished spans wait to be exported in one batch (ms). */
+  OTEL_BSP_SCHEDULE_DELAY: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(10).max(600_000).default(5_000)),
+};
+
+/** The settings `startTracing` of @dap/tracing takes. */
+export function tracingSettingsOf(
+  c: {
+    OTEL_EXPORTER_OTLP_ENDPOINT?: string | undefined;
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string | undefined;
+    OTEL_EXPORTER_OTLP_HEADERS?: Record<string, string> | undefined;
+    OTEL_SERVICE_NAME?: string | undefined;
+    OTEL_TRACES_SAMPLER_ARG: number;
+    OTEL_BSP_SCHEDULE_DELAY: number;
+  },
+  service: string,
+) {
+  return {
+    serviceName: c.OTEL_SERVICE_NAME ?? service,
+    endpoint: c.OTEL_EXPORTER_OTLP_ENDPOINT,
+    tracesEndpoint: c.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+    headers: c.OTEL_EXPORTER_OTLP_HEADERS,
+    sampleRatio: c.OTEL_TRACES_SAMPLER_ARG,
+    exportDelayMs: c.OTEL_BSP_SCHEDULE_DELAY,
+  };
+}
+
 /** What every backend service reads: HTTP, logging, its MongoDB, Kafka and the gateway's signing secret. */
 export function serviceConfigShape(service: string) {
   return {
@@ -289,6 +359,7 @@ export function serviceConfigShape(service: string) {
     ...mongoConfig,
     ...kafkaConfig,
     ...internalAuthConfig,
+    ...tracingConfig,
     MONGO_DB: z.string().min(1).default(`dap_${service}`),
     KAFKA_CLIENT_ID: z.string().min(1).default(service),
   };

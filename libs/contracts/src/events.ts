@@ -22,6 +22,7 @@ export type Topic = (typeof TOPICS)[keyof typeof TOPICS];
 export const ALL_TOPICS: readonly Topic[] = Object.freeze(Object.values(TOPICS));
 
 const columnSchema = z.object({ name: z.string(), type: z.string() });
+const traceCarrierSchema = z.object({ traceparent: z.string().max(55), tracestate: z.string().max(512).optional() });
 
 const envelope = <T extends string, D extends z.ZodType>(type: T, data: D) =>
   z.object({
@@ -33,6 +34,11 @@ const envelope = <T extends string, D extends z.ZodType>(type: T, data: D) =>
     occurredAt: z.string(),
     requestId: z.string().nullable(),
     data,
+    /**
+     * The trace the event belongs to (W3C Trace Context), kept with it in the outbox. Not part of the message
+     * body: the producer sends it as the `traceparent`/`tracestate` headers, and consumers read it from there.
+     */
+    trace: traceCarrierSchema.optional(),
   });
 
 /** Version 1 of every event. A breaking change adds a new version beside these; an old one is never edited. */

@@ -3,8 +3,10 @@ import express, { type Express, type NextFunction, type Request, type RequestHan
 import { newId, verifyCallerContext, isInternalServiceToken, INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, INTERNAL_TOKEN_HEADER, type CallerContext } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
 import { DomainError } from '@dap/errors';
+import { context, withAccount } from '@dap/tracing';
 import { problemHeaders, problemOf, statusOf } from './errors.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
+import { traceRequests } from './tracing.ts';
 import { checkJsonShape } from './validation.ts';
 
 declare module 'express-serve-static-core' {
@@ -111,6 +113,8 @@ export function requireGatewaySignature(secret: string) {
     if (!caller) return next(new DomainError('unauthorized', 'requests must come through the API gateway'));
     req.caller = caller;
     if (!req.header('x-request-id')) req.requestId = caller.requestId;
+    // The request's trace is the caller account's: events of that account written now carry it.
+    if (req.traceContext) return context.with(withAccount(req.traceContext, caller.accountId), next);
     next();
   };
 }
@@ -151,6 +155,8 @@ export function createHttpApp(opts: HttpAppOptions): Express {
       next(new DomainError('unavailable', 'a dependency is not ready', { cause: err, retryAfterSeconds: 5 }));
     }
   });
+  // Before the signature check, so a refused request is traced too.
+  app.use('/v1', traceRequests());
   if (opts.internalSecret) app.use('/v1', requireGatewaySignature(opts.internalSecret));
   if (opts.streamRoutes) app.use(opts.streamRoutes.path, opts.streamRoutes.routes);
   app.use(jsonBody(opts.bodyLimitBytes));

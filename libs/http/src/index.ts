@@ -5,3 +5,4 @@ export * from './server.ts';
 export * from './lifecycle.ts';
 export * from './metrics.ts';
 export * from './linger.ts';
+export * from './tracing.ts';

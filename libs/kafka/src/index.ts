@@ -3,6 +3,7 @@ import { DEFAULT_TOPIC_LAYOUTS, retryDuringStartup, type KafkaSaslMechanism, typ
 import { ALL_TOPICS, domainEventSchema, topicOf, type DomainEvent, type Topic } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
 import { backoff, type BackoffPolicy } from '@dap/retry';
+import { carrierOf, context, contextOf, endSpan, SpanKind, startSpan, trace, tracingEnabled, withAccount, type Context, type Span, type TraceCarrier } from '@dap/tracing';
 
 /** What `kafkaSettingsOf(config)` of @dap/config gives; tests may build one by hand (no TLS, no SASL). */
 export interface KafkaSettings {
@@ -276,6 +277,59 @@ export function isProducerStateError(err: unknown): boolean {
   return false;
 }
 
+/** A producer span for one event under the trace stored with it; answers the headers to send (the stored ones when not recording). */
+function sendSpan(topic: string, e: DomainEvent, stored: TraceCarrier, spans: Span[]): TraceCarrier | undefined {
+  if (!tracingEnabled()) return stored;
+  const parent = contextOf(stored);
+  const span = startSpan(
+    `send ${topic}`,
+    { kind: SpanKind.PRODUCER, attributes: { 'messaging.system': 'kafka', 'messaging.operation.type': 'send', 'messaging.destination.name': topic, 'messaging.message.id': e.id } },
+    parent,
+  );
+  if (!span) return carrierOf(parent);
+  spans.push(span);
+  return carrierOf(trace.setSpan(parent, span));
+}
+
+/** The trace context a message's headers carry (traceparent, tracestate), if any. */
+export function messageCarrier(message: Pick<KafkaMessage, 'headers'>): TraceCarrier | undefined {
+  const h = message.headers;
+  const tp = h?.traceparent;
+  if (tp === undefined || Array.isArray(tp)) return undefined;
+  const ts = h?.tracestate;
+  return { traceparent: tp.toString(), ...(ts !== undefined && !Array.isArray(ts) ? { tracestate: ts.toString() } : {}) };
+}
+
+/**
+ * A consumer span for one decoded event, child of the context its message carries; the event's `trace` becomes
+ * the span's, so what the handler writes (deliveries, events) descends from it. Nothing for a message without one.
+ */
+function consumeSpan(topic: string, groupId: string | undefined, message: KafkaMessage, event: DomainEvent): { span: Span; ctx: Context } | undefined {
+  const carrier = messageCarrier(message);
+  delete event.trace;
+  if (!carrier) return undefined; // an event no traced work caused starts no trace of its own
+  const parent = contextOf(carrier);
+  const span = startSpan(
+    `process ${topic}`,
+    {
+      kind: SpanKind.CONSUMER,
+      attributes: {
+        'messaging.system': 'kafka',
+        'messaging.operation.type': 'process',
+        'messaging.destination.name': topic,
+        'messaging.message.id': event.id,
+        ...(groupId ? { 'messaging.consumer.group.name': groupId } : {}),
+      },
+    },
+    parent,
+  );
+  if (!span) return undefined;
+  const ctx = withAccount(trace.setSpan(parent, span), event.accountId);
+  const own = carrierOf(ctx);
+  if (own) event.trace = own;
+  return { span, ctx };
+}
+
 /**
  * An idempotent, acks=all producer that sends each event to its service's topic, keyed by account. After a
  * refusal of its producer id (`isProducerStateError`) it replaces its kafkajs producer and rethrows: the
@@ -336,19 +390,29 @@ export class EventProducer {
       if (list) list.push(e);
       else byTopic.set(t, [e]);
     }
-    await this.send((producer) =>
-      producer.sendBatch({
-        acks: -1,
-        topicMessages: [...byTopic].map(([topic, evts]) => ({
-          topic,
-          messages: evts.map((e) => ({
-            key: e.accountId,
-            value: JSON.stringify(e),
-            headers: { 'event-type': e.type, 'event-id': e.id, ...(e.requestId ? { 'x-request-id': e.requestId } : {}) },
-          })),
-        })),
-      }),
-    );
+    const spans: Span[] = [];
+    const message = (topic: string, e: DomainEvent) => {
+      const { trace: stored, ...body } = e;
+      const headers: Record<string, string> = { 'event-type': e.type, 'event-id': e.id, ...(e.requestId ? { 'x-request-id': e.requestId } : {}) };
+      // The trace stored with the event in the outbox goes on as headers, under a send span when recording.
+      const carrier = stored ? sendSpan(topic, e, stored, spans) : undefined;
+      if (carrier) Object.assign(headers, carrier);
+      return { key: e.accountId, value: JSON.stringify(body), headers };
+    };
+    let failure: unknown;
+    try {
+      await this.send((producer) =>
+        producer.sendBatch({
+          acks: -1,
+          topicMessages: [...byTopic].map(([topic, evts]) => ({ topic, messages: evts.map((e) => message(topic, e)) })),
+        }),
+      );
+    } catch (err) {
+      failure = err;
+      throw err;
+    } finally {
+      for (const span of spans) endSpan(span, failure);
+    }
   }
 
   /** Raw send, used for dead letters. */
@@ -419,6 +483,7 @@ export async function runEventConsumer(kafka: Kafka, settings: KafkaSettings, pr
     maxAttempts: opts.maxAttempts ?? 5,
     chunkSize,
     firstChunkSize: batched ? Math.min(chunkSize, opts.firstChunkSize ?? 25) : 1,
+    groupId,
   });
 
   // Registered before run(): the group may join and fetch before run() returns.
@@ -438,6 +503,8 @@ export interface EachBatchOptions {
   maxAttempts: number;
   chunkSize: number;
   firstChunkSize: number;
+  /** Named on the consumer spans. */
+  groupId?: string;
 }
 
 export type BatchContext = Pick<EachBatchPayload, 'batch' | 'resolveOffset' | 'heartbeat' | 'isRunning' | 'isStale' | 'commitOffsetsIfNecessary'>;
@@ -451,13 +518,17 @@ export type BatchContext = Pick<EachBatchPayload, 'batch' | 'resolveOffset' | 'h
  */
 export function eachBatchHandler(o: EachBatchOptions): (payload: BatchContext) => Promise<void> {
   /** One event on its own: retried, then dead-lettered (an outage is retried for as long as it lasts). */
-  const applyOne = async (topic: string, message: KafkaMessage, event: DomainEvent, heartbeat: () => Promise<void>) => {
+  const applyOne = async (topic: string, message: KafkaMessage, event: DomainEvent, heartbeat: () => Promise<void>, traced?: { span: Span; ctx: Context }) => {
     for (let attempt = 1; ; attempt++) {
       try {
-        await o.handleBatch([event]);
+        // Alone, the event's handler runs in its span: what it writes carries the trace on.
+        await (traced ? context.with(traced.ctx, () => o.handleBatch([event])) : o.handleBatch([event]));
         return;
       } catch (err) {
-        if (attempt >= o.maxAttempts && !isTransient(err)) return o.toDeadLetter(topic, message, (err as Error).message);
+        if (attempt >= o.maxAttempts && !isTransient(err)) {
+          traced?.span.recordException(err as Error);
+          return o.toDeadLetter(topic, message, (err as Error).message);
+        }
         o.logger.warn({ err, eventId: event.id, attempt }, 'event handler failed; retrying');
         await backoff(attempt, HANDLER_RETRY);
         await heartbeat();
@@ -466,16 +537,29 @@ export function eachBatchHandler(o: EachBatchOptions): (payload: BatchContext) =
   };
 
   const applyChunk = async (topic: string, messages: KafkaMessage[], heartbeat: () => Promise<void>) => {
-    const decoded: Array<{ message: KafkaMessage; event: DomainEvent }> = [];
+    const decoded: Array<{ message: KafkaMessage; event: DomainEvent; traced: { span: Span; ctx: Context } | undefined }> = [];
     for (const message of messages) {
       const type = message.headers?.['event-type']?.toString();
       if (type !== undefined && o.accepts && !o.accepts(type)) continue;
       try {
-        decoded.push({ message, event: domainEventSchema.parse(JSON.parse(message.value?.toString('utf8') ?? '')) });
+        const event = domainEventSchema.parse(JSON.parse(message.value?.toString('utf8') ?? ''));
+        decoded.push({ message, event, traced: consumeSpan(topic, o.groupId, message, event) });
       } catch (err) {
         await o.toDeadLetter(topic, message, `undecodable: ${(err as Error).message}`);
       }
     }
+    try {
+      await applyDecoded(topic, decoded, heartbeat);
+    } finally {
+      for (const d of decoded) d.traced?.span.end();
+    }
+  };
+
+  const applyDecoded = async (
+    topic: string,
+    decoded: Array<{ message: KafkaMessage; event: DomainEvent; traced: { span: Span; ctx: Context } | undefined }>,
+    heartbeat: () => Promise<void>,
+  ) => {
     if (decoded.length > 1) {
       for (let attempt = 1; ; attempt++) {
         try {
@@ -490,7 +574,7 @@ export function eachBatchHandler(o: EachBatchOptions): (payload: BatchContext) =
       }
     }
     // One event, or a chunk with something bad in it: one by one, so only the poison message is dead-lettered.
-    for (const d of decoded) await applyOne(topic, d.message, d.event, heartbeat);
+    for (const d of decoded) await applyOne(topic, d.message, d.event, heartbeat, d.traced);
   };
 
   return async ({ batch, resolveOffset, heartbeat, isRunning, isStale, commitOffsetsIfNecessary }) => {
@@ -570,7 +654,8 @@ export async function openConsumer(
     await producer.sendRaw(dlq, {
       key: message.key,
       value: message.value,
-      headers: { 'dlq-reason': reason.slice(0, 500), 'dlq-source-topic': topic, 'dlq-source-offset': message.offset },
+      // The trace goes with it, so an operator can find the request that caused the poison event.
+      headers: { 'dlq-reason': reason.slice(0, 500), 'dlq-source-topic': topic, 'dlq-source-offset': message.offset, ...messageCarrier(message) },
     });
   };
   return { consumer, toDeadLetter };

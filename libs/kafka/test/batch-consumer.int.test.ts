@@ -38,6 +38,7 @@ it('applies a partition in ordered chunks, dead-letters only the poison event, a
   try {
     const first = Array.from({ length: 60 }, deleted);
     const poison = first[40]!;
+    poison.trace = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' };
     // Published before the group starts (it reads from the beginning), so the first fetch holds them all.
     await eventing.producer.publish(first);
     consumer = await start(poison.id);
@@ -52,6 +53,7 @@ it('applies a partition in ordered chunks, dead-letters only the poison event, a
     expect(Math.max(...calls)).toBeGreaterThan(1); // applied in chunks, not one by one
     expect((JSON.parse(dead[0]!.value!.toString()) as DomainEvent).id).toBe(poison.id);
     expect(dead[0]!.headers!['dlq-reason']!.toString()).toBe('poison');
+    expect(dead[0]!.headers!.traceparent!.toString()).toBe(poison.trace.traceparent); // the trace goes with it
 
     await consumer.disconnect();
     consumer = undefined;

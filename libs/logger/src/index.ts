@@ -1,4 +1,5 @@
 import { pino, type Logger, type DestinationStream } from 'pino';
+import { activeTraceId } from '@dap/tracing';
 
 export type { Logger };
 
@@ -29,6 +30,11 @@ export function createLogger(opts: { name: string; level: string; destination?: 
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       base: { service: opts.name },
       timestamp: pino.stdTimeFunctions.isoTime,
+      // The trace of the request or event being handled, so a line can be found from a trace and back.
+      mixin: () => {
+        const traceId = activeTraceId();
+        return traceId ? { trace_id: traceId } : {};
+      },
     },
     opts.destination,
   );

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AnyBulkWriteOperation, Collection, Document } from 'mongodb';
 import type { DomainEvent } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
+import { stampActiveTrace } from '@dap/tracing';
 import { SerialPass } from './serial-pass.ts';
 
 export interface EventPublisher {
@@ -202,6 +203,7 @@ export class OutboxRelay<E extends StagedEntry = StagedEntry> {
   async stage(entries: E[]): Promise<string> {
     const staged = this.stagedOptions();
     const _id = `obx_${randomUUID()}`;
+    for (const e of entries) stampActiveTrace(e.events);
     this.open.add(_id);
     try {
       await staged.collection.insertOne({ _id, owner: this.owner, instance: staged.instance, createdAt: new Date(), entries });

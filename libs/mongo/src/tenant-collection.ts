@@ -1,5 +1,6 @@
 import type { Collection, Db, Document, Filter } from 'mongodb';
 import type { DomainEvent } from '@dap/contracts';
+import { stampActiveTrace } from '@dap/tracing';
 import type { WrittenEvents } from './outbox.ts';
 
 /** Every stored document names its tenant and may carry events waiting for the outbox relay. */
@@ -57,6 +58,7 @@ export class TenantCollection<T extends TenantDoc> {
   }
 
   async insert(accountId: string, doc: Omit<T, 'accountId'>, events: DomainEvent[] = []): Promise<T> {
+    stampActiveTrace(events); // the relay sends the request's trace context on with each event
     const full = stored(accountId, doc, events);
     await this.raw.insertOne(full);
     if (events.length) this.onEvents({ collection: this.raw.collectionName, id: doc._id, events });
@@ -76,6 +78,7 @@ export class TenantCollection<T extends TenantDoc> {
   private async write(accountId: string, id: string, set: Fields<T>, events: DomainEvent[], where: Filter<Document>, tombstone: boolean): Promise<T | null> {
     const update: Document = { $set: { ...set } };
     if (events.length) {
+      stampActiveTrace(events);
       update.$push = { _outbox: { $each: events } };
       update.$set._outboxPending = true;
     }

@@ -2654,6 +2654,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -2776,6 +2778,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -2887,6 +2891,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -2989,6 +2995,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -3119,6 +3127,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -3231,6 +3241,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -3315,6 +3327,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -3419,6 +3433,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -3529,6 +3545,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -3672,6 +3690,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -3815,6 +3835,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -3947,6 +3969,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -4073,6 +4097,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -4227,6 +4253,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -4413,6 +4441,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -4612,6 +4642,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -4803,6 +4835,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -4992,6 +5026,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -5162,6 +5198,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -5287,6 +5325,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -5457,6 +5497,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -5581,6 +5623,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -5767,6 +5811,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -6065,6 +6111,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -6244,6 +6292,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -6443,6 +6493,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -6574,6 +6626,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -6736,6 +6790,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -6802,6 +6858,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -6907,6 +6965,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -7127,6 +7187,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -7307,6 +7369,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -7385,6 +7449,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -7576,6 +7642,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -7748,6 +7816,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -7892,6 +7962,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -8047,6 +8119,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -8277,6 +8351,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -8488,6 +8564,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -8694,6 +8772,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -8839,6 +8919,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -8999,6 +9081,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -9158,6 +9242,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -9306,6 +9392,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -9429,6 +9517,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -9599,6 +9689,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -9750,6 +9842,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -9895,6 +9989,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -10066,6 +10162,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -10237,6 +10335,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -10395,6 +10495,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -10532,6 +10634,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;
@@ -10579,6 +10685,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;
@@ -10649,6 +10759,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;
@@ -10696,6 +10810,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;
@@ -10741,6 +10859,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;
@@ -10803,6 +10925,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;
@@ -10851,6 +10977,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;
@@ -10898,6 +11028,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;
@@ -10945,6 +11079,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;
@@ -10992,6 +11130,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;
@@ -11040,6 +11182,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;
@@ -11086,6 +11232,10 @@ export interface operations {
                 "webhook-timestamp": string;
                 /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures (two during a secret rotation); one must match. */
                 "webhook-signature": string;
+                /** @description W3C Trace Context: the delivery attempt, in the trace of the request that caused the event (the `traceparent` your request sent, or the trace the platform started for it). Absent when the event was not caused by a traced request. */
+                traceparent?: string;
+                /** @description W3C Trace Context `tracestate`, as your request sent it. */
+                tracestate?: string;
             };
             path?: never;
             cookie?: never;

@@ -2,6 +2,7 @@ import type { Db, Document, Filter } from 'mongodb';
 import type { Cell } from '@dap/datasets';
 import { TenantCollection, type TenantDoc, type WrittenEvents } from '@dap/mongo';
 import type { AnalyticsQuery, DomainEvent, QueryStatistics } from '@dap/contracts';
+import { stampActiveTrace } from '@dap/tracing';
 
 export type ReportStatus = 'running' | 'completed' | 'failed';
 
@@ -114,6 +115,7 @@ export class ReportRepository {
   async finish(accountId: string, id: string, outcome: ReportOutcome, event: DomainEvent): Promise<boolean> {
     if (!accountId) throw new Error('accountId is required');
     // TenantCollection.update's write, without its findOneAndUpdate read-back.
+    stampActiveTrace([event]);
     const res = await this.coll.raw.updateOne({ _id: id as unknown as Document['_id'], accountId, deletedAt: null, status: 'running' }, {
       $set: { ...outcome, _outboxPending: true },
       $push: { _outbox: event },

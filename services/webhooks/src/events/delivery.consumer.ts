@@ -68,7 +68,16 @@ export function deliveryFanOutBatch(deps: FanOutDeps) {
         const _id = deliveryIdOf(event.id, endpoint._id);
         if (seen.has(_id)) continue; // the same event twice in one batch
         seen.add(_id);
-        const fields = { accountId: event.accountId, endpointId: endpoint._id, eventId: event.id, eventType: event.type, requestId: event.requestId, body, subject: event.subject };
+        const fields = {
+          accountId: event.accountId,
+          endpointId: endpoint._id,
+          eventId: event.id,
+          eventType: event.type,
+          requestId: event.requestId,
+          body,
+          subject: event.subject,
+          ...(event.trace ? { trace: event.trace } : {}),
+        };
         if (endpoint.status !== 'enabled') {
           planned.push({ doc: skippedDelivery(fields, now), endpoint, plan: null });
           continue;

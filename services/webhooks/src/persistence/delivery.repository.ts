@@ -1,6 +1,7 @@
 import type { AnyBulkWriteOperation, Collection, Db, Filter, UpdateFilter } from 'mongodb';
 import { MongoBulkWriteError } from 'mongodb';
 import type { DomainEvent } from '@dap/contracts';
+import type { TraceCarrier } from '@dap/tracing';
 import { Batcher } from './batcher.ts';
 
 /** `skipped`: the event came while the endpoint was disabled; stored with its body, never attempted. */
@@ -26,6 +27,8 @@ export interface DeliveryDoc {
   eventId: string;
   eventType: string;
   requestId: string | null;
+  /** The trace of the event's consumption (W3C Trace Context): each attempt's span is its child. */
+  trace?: TraceCarrier;
   /** The exact body signed and sent on every attempt. */
   body: string;
   /** The event's subject (source, model, report id): what an ordered endpoint keeps in order. */
@@ -141,7 +144,7 @@ export interface Claim {
  * claim), or free for the claim query when it is null.
  */
 export function newDelivery(
-  d: Pick<DeliveryDoc, 'accountId' | 'endpointId' | 'eventId' | 'eventType' | 'requestId' | 'body' | 'subject'>,
+  d: Pick<DeliveryDoc, 'accountId' | 'endpointId' | 'eventId' | 'eventType' | 'requestId' | 'body' | 'subject' | 'trace'>,
   claim: Claim | null,
   now: Date = new Date(),
 ): DeliveryDoc {
@@ -162,7 +165,7 @@ export function newDelivery(
 
 /** An event that came while its endpoint was disabled: in the log with its body, not sent (a replay sends it). */
 export function skippedDelivery(
-  d: Pick<DeliveryDoc, 'accountId' | 'endpointId' | 'eventId' | 'eventType' | 'requestId' | 'body' | 'subject'>,
+  d: Pick<DeliveryDoc, 'accountId' | 'endpointId' | 'eventId' | 'eventType' | 'requestId' | 'body' | 'subject' | 'trace'>,
   now: Date = new Date(),
 ): DeliveryDoc {
   return { ...newDelivery(d, null, now), status: 'skipped', nextAttemptAt: null, finishedAt: now };

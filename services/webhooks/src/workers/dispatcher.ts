@@ -3,6 +3,7 @@ import Denque from 'denque';
 import { makeEvent } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
 import { SerialPass } from '@dap/mongo';
+import { carrierOf, context, contextOf, endSpan, SpanKind, startSpan, trace, tracingEnabled, withAccount, type Context, type Span } from '@dap/tracing';
 import type { SecretBox } from '../domain/secret.ts';
 import { seriesAttempts, type DeliveryDoc, type DeliveryRepository, type DeliveryStatus } from '../persistence/delivery.repository.ts';
 import type { EndpointDoc, EndpointRepository } from '../persistence/endpoint.repository.ts';
@@ -391,8 +392,21 @@ export class Dispatcher {
         'user-agent': this.o.userAgent,
         ...(d.requestId ? { 'x-request-id': d.requestId } : {}),
       };
+      const traced = attemptSpan(d, endpoint);
+      const carrier = traced ? carrierOf(traced.ctx) : d.trace;
+      if (carrier) Object.assign(headers, carrier);
       const at = new Date();
-      const result = await this.o.sender.send(endpoint.url, headers, d.body, this.abort.signal);
+      let result: AttemptResult;
+      try {
+        result = await this.o.sender.send(endpoint.url, headers, d.body, this.abort.signal);
+      } catch (err) {
+        endSpan(traced?.span, err);
+        throw err;
+      }
+      if (traced) {
+        if (result.statusCode) traced.span.setAttribute('http.response.status_code', result.statusCode);
+        endSpan(traced.span, result.ok ? undefined : (result.error ?? `status ${result.statusCode}`));
+      }
       if (result.aborted) {
         await this.o.deliveries.release(d._id, this.owner);
         return;
@@ -403,7 +417,9 @@ export class Dispatcher {
       this.unrecorded++;
       free();
       try {
-        await this.record(d, endpoint, at, result);
+        // In the attempt's own context, whatever context started this pump: its delivery.completed continues the
+        // delivery's trace, and no other.
+        await context.with(withAccount(traced ? traced.ctx : contextOf(d.trace), d.accountId), () => this.record(d, endpoint, at, result));
       } finally {
         const wasCapped = this.unrecorded >= MAX_UNRECORDED;
         this.unrecorded--;
@@ -544,4 +560,39 @@ function humanDuration(ms: number): string {
   const [size, unit] = ms >= 86_400_000 ? [86_400_000, 'day'] : ms >= 3_600_000 ? [3_600_000, 'hour'] : ms >= 60_000 ? [60_000, 'minute'] : [1_000, 'second'];
   const n = Math.round((ms / (size as number)) * 10) / 10;
   return `${n} ${unit}${n === 1 ? '' : 's'}`;
+}
+
+/**
+ * A client span for one delivery attempt, child of the trace stored with the delivery (the consumption of its
+ * event): the receiver gets its `traceparent`. Tracing off, the stored context is sent as it is.
+ */
+function attemptSpan(d: DeliveryDoc, endpoint: EndpointDoc): { span: Span; ctx: Context } | undefined {
+  if (!tracingEnabled() || !d.trace) return undefined;
+  const parent = contextOf(d.trace);
+  const span = startSpan(
+    'webhook delivery',
+    {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        'http.request.method': 'POST',
+        'server.address': hostOf(endpoint.url),
+        'dap.delivery_id': d._id,
+        'dap.endpoint_id': d.endpointId,
+        'dap.event_id': d.eventId,
+        'dap.event_type': d.eventType,
+        'dap.attempt': seriesAttempts(d) + 1,
+      },
+    },
+    parent,
+  );
+  return span && { span, ctx: trace.setSpan(parent, span) };
+}
+
+/** The endpoint's host only: its path and query may hold a customer's token. */
+function hostOf(url: string): string {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return '';
+  }
 }

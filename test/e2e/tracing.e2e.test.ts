@@ -1,0 +1,136 @@
+import { execFileSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { createDapClient } from '@dap/sdk';
+import { repoRoot, stackEnv, startReceiver, uniqueSuffix, waitFor } from '@dap/testing';
+import { DEPLOYABLES, freePort, startServices, type DeployableName, type Supervised } from '../../deploy/local/supervisor.ts';
+import { freshSecrets } from '../../deploy/local/env-file.ts';
+
+/**
+ * One call followed from the client to its webhook receiver, with every process exporting its spans over
+ * OTLP/HTTP to a collector in the test: the client's traceparent → gateway → sources (which writes
+ * source.created to its outbox) → Kafka → webhooks' consumer → the delivery attempt, whose traceparent the
+ * receiver gets. Each span must be the child of the one before, all in the client's trace.
+ * Only the processes on that path run (analytics and models are not needed for it).
+ */
+const root = repoRoot();
+const suffix = uniqueSuffix();
+const datasetDir = join(root, '.local', 'test', `datasets-trace-${suffix}`);
+const dbPrefix = `trc${suffix}_`;
+const stack = stackEnv();
+const ON_PATH: readonly DeployableName[] = ['accounts', 'sources', 'webhooks', 'gateway'];
+const TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
+const CLIENT_SPAN = 'b7ad6b7169203331';
+
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  service: string;
+}
+const SERVER = 2;
+const CLIENT = 3;
+const PRODUCER = 4;
+const CONSUMER = 5;
+
+let services: Supervised;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+let collector: Awaited<ReturnType<typeof startReceiver>>;
+let apiKey = '';
+
+/** Every span the collector got, with the service that sent it. */
+function exported(): OtlpSpan[] {
+  type Body = { resourceSpans: { resource: { attributes: { key: string; value: { stringValue?: string } }[] }; scopeSpans: { spans: Omit<OtlpSpan, 'service'>[] }[] }[] };
+  return collector.received
+    .filter((r) => r.path === '/v1/traces')
+    .flatMap((r) =>
+      (JSON.parse(r.body) as Body).resourceSpans.flatMap((rs) => {
+        const service = rs.resource.attributes.find((a) => a.key === 'service.name')?.value.stringValue ?? '';
+        return rs.scopeSpans.flatMap((ss) => ss.spans.map((s) => ({ ...s, service })));
+      }),
+    );
+}
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  collector = await startReceiver();
+  const ports = {} as Record<DeployableName, number>;
+  for (const d of DEPLOYABLES) ports[d.name] = await freePort();
+  services = await startServices({
+    root,
+    ports,
+    repickBusyPorts: true,
+    deployables: DEPLOYABLES.filter((d) => ON_PATH.includes(d.name)),
+    logDir: join(root, '.local', 'test', 'logs', `trace-${suffix}`),
+    mongoDbPrefix: dbPrefix,
+    env: {
+      ...stack,
+      KAFKA_TOPIC_PREFIX: `trc${suffix}.`,
+      ...freshSecrets(),
+      DATASET_DIR: datasetDir,
+      ALLOW_PRIVATE_TARGETS: '127.0.0.0/8,::1/128',
+      LOG_LEVEL: 'info',
+      // Not running: the gateway only needs their addresses.
+      ANALYTICS_URL: 'http://127.0.0.1:9',
+      MODELS_URL: 'http://127.0.0.1:9',
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    },
+  });
+  const out = execFileSync(process.execPath, ['--no-warnings', join(root, 'services/accounts/src/cli.ts'), 'create-account', '--name', 'Trace Corp', '--plan', 'starter'], {
+    env: { PATH: process.env.PATH ?? '', MONGO_URL: stack.MONGO_URL, MONGO_DB: `${dbPrefix}accounts` },
+    encoding: 'utf8',
+  });
+  apiKey = JSON.parse(out).apiKey;
+}, 120_000);
+
+afterAll(async () => {
+  await services?.stop();
+  await receiver?.close();
+  await collector?.close();
+  rmSync(datasetDir, { recursive: true, force: true });
+});
+
+it("follows a client's traceparent from its request to its webhook receiver, every hop exported as a child of the last", async () => {
+  const api = createDapClient({ baseUrl: services.urls.gateway, apiKey });
+  await api.webhooks.create({ url: `${receiver.url}/hooks`, events: ['source.created'] });
+
+  const traced = createDapClient({ baseUrl: services.urls.gateway, apiKey, headers: { traceparent: `00-${TRACE_ID}-${CLIENT_SPAN}-01`, tracestate: 'client=1' } });
+  const created = await traced.sources.create({ name: 'traced', type: 'inline', rows: [{ a: 1 }] }).withResponse();
+  expect(created.status).toBe(201);
+  const traceresponse = created.headers.get('traceresponse')!;
+  expect(traceresponse).toMatch(new RegExp(`^00-${TRACE_ID}-[0-9a-f]{16}-01$`));
+
+  const delivery = await waitFor(() => receiver.received.find((r) => JSON.parse(r.body).type === 'source.created'), { timeoutMs: 30_000, what: 'source.created webhook' });
+  const delivered = delivery.headers.traceparent as string;
+  expect(delivered).toMatch(new RegExp(`^00-${TRACE_ID}-[0-9a-f]{16}-01$`));
+  expect(delivery.headers.tracestate).toBe('client=1');
+
+  // The delivery's span is exported once its attempt ends; the chain is complete with it.
+  const spans = await waitFor(
+    () => {
+      const all = exported().filter((s) => s.traceId === TRACE_ID);
+      return all.some((s) => s.spanId === delivered.split('-')[2]) ? all : null;
+    },
+    { timeoutMs: 20_000, what: 'the delivery span at the collector' },
+  );
+  const byId = new Map(spans.map((s) => [s.spanId, s]));
+  // Walk up from the span the receiver was told about, to the client's span.
+  const chain: OtlpSpan[] = [];
+  for (let s = byId.get(delivered.split('-')[2]!); s; s = s.parentSpanId ? byId.get(s.parentSpanId) : undefined) chain.unshift(s);
+  expect(chain.map((s) => ({ service: s.service, kind: s.kind, name: s.name }))).toEqual([
+    { service: 'gateway', kind: SERVER, name: 'POST /v1/sources' },
+    { service: 'sources', kind: SERVER, name: 'POST /v1/sources' },
+    { service: 'sources', kind: PRODUCER, name: `send trc${suffix}.sources.events` },
+    { service: 'webhooks', kind: CONSUMER, name: `process trc${suffix}.sources.events` },
+    { service: 'webhooks', kind: CLIENT, name: 'webhook delivery' },
+  ]);
+  expect(chain[0]!.parentSpanId).toBe(CLIENT_SPAN);
+  expect(chain[0]!.spanId).toBe(traceresponse.split('-')[2]);
+  // Nothing secret went to the collector.
+  const everything = collector.received.map((r) => r.body).join('');
+  expect(everything).not.toContain(apiKey);
+  expect(everything).not.toContain('/hooks');
+}, 90_000);
