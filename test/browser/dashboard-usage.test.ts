@@ -75,7 +75,7 @@ it('shows calls per key and per operation with errors and 429s, the dashboard ap
       await page.getByTestId('usage-breakdown').waitFor();
       return false;
     },
-    { timeoutMs: 30_000, what: 'the usage table with both keys' },
+    { timeoutMs: 60_000, what: 'the usage table with both keys' },
   );
   expect(await page.getByRole('button', { name: '24 hours' }).getAttribute('aria-pressed')).toBe('true');
   // Name, hint, requests, 4xx, 5xx, error rate, 429s.
