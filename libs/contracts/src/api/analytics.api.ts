@@ -213,7 +213,9 @@ export const overviewSchema = z
             .string()
             .regex(/^\d{4}-\d{2}-\d{2}$/)
             .describe('The UTC day, YYYY-MM-DD.'),
-          requests: count('Authenticated requests the gateway received for the account that day, rejected ones included.'),
+          requests: count(
+            "Requests the gateway received with the account's API keys that day, rejected ones included; the dashboard's own calls are not counted (GET /v1/analytics/usage shows them apart).",
+          ),
           rejected: count('Of those, the requests refused with 429 (rate limit exceeded).'),
         }),
       )

@@ -1483,7 +1483,7 @@ export interface components {
             apiRequestsPerDay: {
                 /** @description The UTC day, YYYY-MM-DD. */
                 date: string;
-                /** @description Authenticated requests the gateway received for the account that day, rejected ones included. */
+                /** @description Requests the gateway received with the account's API keys that day, rejected ones included; the dashboard's own calls are not counted (GET /v1/analytics/usage shows them apart). */
                 requests: number;
                 /** @description Of those, the requests refused with 429 (rate limit exceeded). */
                 rejected: number;
