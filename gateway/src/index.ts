@@ -68,11 +68,16 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
       () => consumeKeyEvents(eventing, logger, keys),
       (k) => k.stop(),
     );
+    const usageOverflow = metrics.counter({
+      name: 'dap_usage_overflow_total',
+      help: "Calls counted on an account's `other` usage line because a flush held USAGE_MAX_LINES distinct lines.",
+    });
     const usage = new UsageRecorder({
       publish: (events) => eventing.producer.publish(events),
       logger,
       intervalMs: config.USAGE_FLUSH_MS,
       maxLines: config.USAGE_MAX_LINES,
+      onOverflow: () => usageOverflow.inc(),
     });
     usage.start();
     life.onStop('usage recorder', () => usage.stop());

@@ -55,15 +55,25 @@ export class UsageRecorder {
   private readonly intervalMs: number;
   private readonly maxLines: number;
   private readonly now: () => Date;
+  private readonly onOverflow: () => void;
   /** Calls folded into an `other` line since start (a sign the cap is too low for the traffic). */
   overflowed = 0;
 
-  constructor(opts: { publish: (events: DomainEvent[]) => Promise<void>; logger: Logger; intervalMs: number; maxLines: number; now?: () => Date }) {
+  constructor(opts: {
+    publish: (events: DomainEvent[]) => Promise<void>;
+    logger: Logger;
+    intervalMs: number;
+    maxLines: number;
+    now?: () => Date;
+    /** Told of each call counted on an `other` line (a metric: the cap is too low for the traffic). */
+    onOverflow?: () => void;
+  }) {
     this.publish = opts.publish;
     this.logger = opts.logger;
     this.intervalMs = opts.intervalMs;
     this.maxLines = opts.maxLines;
     this.now = opts.now ?? (() => new Date());
+    this.onOverflow = opts.onOverflow ?? (() => undefined);
     this.windowStart = this.now();
   }
 
@@ -92,6 +102,7 @@ export class UsageRecorder {
 
   private recordOverflow(call: UsageCall): void {
     this.overflowed++;
+    this.onOverflow();
     const id = `${call.accountId}\u0000${OVERFLOW}`;
     let line = this.lines.get(id);
     if (!line) {
