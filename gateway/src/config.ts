@@ -79,6 +79,11 @@ export const gatewayConfigShape = {
   /** Origins allowed by CORS (the dashboard's, when it is served from elsewhere); comma-separated. */
   DASHBOARD_ORIGINS: z.string().default(''),
   USAGE_FLUSH_MS: z.coerce.number().int().min(100).default(10_000),
+  /**
+   * Distinct usage counters (account, key or dashboard, operation) a gateway holds per flush; calls past it
+   * are counted on their account's `other` counter, never dropped.
+   */
+  USAGE_MAX_LINES: z.coerce.number().int().min(1).default(20_000),
   /** The built dashboard (vite build output), served at `/`; relative to the working directory. */
   DASHBOARD_DIR: z.string().min(1).default('gateway/dashboard/dist'),
 };

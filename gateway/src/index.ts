@@ -20,7 +20,7 @@ import { idempotency } from './idempotency/idempotency.ts';
 import { serviceProxy, upstreamError } from './proxy/service-proxy.ts';
 import { forwardBuffered, type Targets } from './proxy/upstream.ts';
 import { FailOpenLimiter, InMemoryLimiter, SlidingWindowLimiter } from './rate-limit/sliding-window.limiter.ts';
-import { UsageRecorder } from './usage/usage-recorder.ts';
+import { UsageRecorder, usageCallOf } from './usage/usage-recorder.ts';
 
 export function planLimits(override: string | undefined): Record<Plan, number> {
   const limits = { ...PLAN_LIMITS };
@@ -75,7 +75,17 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
       () => consumeKeyEvents(eventing, logger, keys),
       (k) => k.stop(),
     );
-    const usage = new UsageRecorder({ publish: (events) => eventing.producer.publish(events), logger, intervalMs: config.USAGE_FLUSH_MS });
+    const usageOverflow = metrics.counter({
+      name: 'dap_usage_overflow_total',
+      help: "Calls counted on an account's `other` usage line because a flush held USAGE_MAX_LINES distinct lines.",
+    });
+    const usage = new UsageRecorder({
+      publish: (events) => eventing.producer.publish(events),
+      logger,
+      intervalMs: config.USAGE_FLUSH_MS,
+      maxLines: config.USAGE_MAX_LINES,
+      onOverflow: () => usageOverflow.inc(),
+    });
     usage.start();
     life.onStop('usage recorder', () => usage.stop());
 
@@ -135,7 +145,7 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
       ready: async () => void (await redis.ping()),
       onResponse: (req, res) => {
         const p = req.principal;
-        if (p && p.kind !== 'anonymous') usage.record(p.accountId, res.statusCode === 429);
+        if (p && p.kind !== 'anonymous') usage.record(usageCallOf(p, req.operation, res.statusCode));
         // A wrong password at login, or a wrong current password with a valid session, counts like a wrong key.
         if (req.operation?.auth === 'public' && res.statusCode === 401) void failures.recordFailure(clientAddressOf(req));
         else if (req.operation?.checksPassword && p?.kind === 'session' && res.statusCode === 403) void failures.recordFailure(clientAddressOf(req));

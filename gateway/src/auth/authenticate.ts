@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
-import { CSRF_HEADER, SCOPES, SESSION_COOKIE, type ApiOperation, type Plan, type Scope } from '@dap/contracts';
+import { CSRF_HEADER, keyHint, SCOPES, SESSION_COOKIE, type ApiOperation, type Plan, type Scope } from '@dap/contracts';
 import { AppError } from '@dap/http';
 import type { Logger } from '@dap/logger';
 import type { AuthFailureLimiter } from './auth-failure.limiter.ts';
@@ -15,6 +15,8 @@ export interface Principal {
   plan: Plan;
   scopes: Scope[];
   keyId?: string;
+  /** The key prefix and its last four characters (as the key list shows them), for the usage counts. */
+  keyHint?: string;
   sessionId?: string;
   userId?: string;
 }
@@ -96,7 +98,7 @@ export function authenticate(deps: { keys: KeyVerifier; sessions: SessionVerifie
         if (!outcome.ok) return fail(unauthorized(REASONS[outcome.reason] ?? 'the API key is not valid', 'invalid_token'));
         if (req.operation?.auth === 'session') return next(new AppError('forbidden', 'this operation needs a dashboard session, not an API key'));
         const k = outcome.key;
-        req.principal = { kind: 'key', accountId: k.accountId, plan: k.plan, scopes: k.scopes, keyId: k.keyId };
+        req.principal = { kind: 'key', accountId: k.accountId, plan: k.plan, scopes: k.scopes, keyId: k.keyId, keyHint: keyHint(match[1]!) };
         return next();
       }
       const cookie = cookieValue(req, SESSION_COOKIE);

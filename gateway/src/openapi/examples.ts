@@ -203,6 +203,34 @@ export const RESPONSE_EXAMPLES: Record<string, unknown> = {
     ],
     generatedAt: '2026-11-20T09:31:00.000Z',
   },
+  UsageStats: (() => {
+    const hours = Array.from({ length: 24 }, (_, i) => new Date(Date.UTC(2026, 10, 19, 10 + i)).toISOString());
+    const point = (start: string, i: number, scale: number) => {
+      const requests = Math.round((40 + ((i * 37) % 60)) * scale);
+      return { start, requests, clientErrors: i % 7 === 0 ? 2 : 0, serverErrors: i === 20 ? 1 : 0, rateLimited: i === 15 ? 3 : 0 };
+    };
+    const sum = (pts: ReturnType<typeof point>[]) => {
+      const t = { requests: 0, clientErrors: 0, serverErrors: 0, rateLimited: 0 };
+      for (const p of pts) for (const k of Object.keys(t) as (keyof typeof t)[]) t[k] += p[k];
+      return { ...t, errorRate: t.requests ? (t.clientErrors + t.serverErrors) / t.requests : 0 };
+    };
+    const keySeries = hours.map((h, i) => point(h, i, 1));
+    const dashSeries = hours.map((h, i) => ({ start: h, requests: i > 20 ? 12 : 0, clientErrors: 0, serverErrors: 0, rateLimited: 0 }));
+    const series = keySeries.map((p, i) => ({ ...p, requests: p.requests + dashSeries[i]!.requests }));
+    return {
+      window: '24h',
+      groupBy: 'key',
+      from: hours[0],
+      to: '2026-11-20T09:31:00.000Z',
+      bucketSeconds: 3600,
+      totals: sum(series),
+      series,
+      groups: [
+        { group: KEY_ID, caller: 'key', keyId: KEY_ID, keyHint: 'dap_sk_…Q7xM', operationId: null, ...sum(keySeries), series: keySeries },
+        { group: 'dashboard', caller: 'dashboard', keyId: null, keyHint: null, operationId: null, ...sum(dashSeries), series: dashSeries },
+      ],
+    };
+  })(),
   ReportList: page([reportSummary]),
   Report: report,
   QueryEstimate: {

@@ -87,10 +87,40 @@ export const ApiKeyUpdated = envelope('apikey.updated', z.object({ keyId: z.stri
 export const AccountPlanChanged = envelope('account.plan_changed', z.object({ plan: z.string() }));
 export const WebhookCreated = envelope('webhook.created', z.object({ id: z.string(), url: z.string() }));
 export const WebhookDeleted = envelope('webhook.deleted', z.object({ id: z.string() }));
-/** The gateway's per-account request counts, aggregated over a short window (feeds usage per day). */
+const callCount = z.number().int().nonnegative();
+/** Who made the counted calls: an API key, the dashboard (a session), or the overflow of a full flush. */
+export const USAGE_CALLERS = ['key', 'dashboard', 'other'] as const;
+export type UsageCaller = (typeof USAGE_CALLERS)[number];
+/**
+ * One line of a usage window: the calls of one caller to one operation, by outcome. `other` (caller and
+ * operation) holds the account's calls past the gateway's cap on distinct lines per flush, so none is lost.
+ */
+export const usageCallsSchema = z.object({
+  caller: z.enum(USAGE_CALLERS),
+  /** The key's id and hint (prefix and last four characters, never the secret), when `caller` is `key`. */
+  keyId: z.string().optional(),
+  keyHint: z.string().optional(),
+  operationId: z.string(),
+  success: callCount,
+  clientErrors: callCount.describe('4xx answers other than 429'),
+  serverErrors: callCount,
+  rateLimited: callCount.describe('429 answers'),
+});
+export type UsageCalls = z.infer<typeof usageCallsSchema>;
+/**
+ * The gateway's per-account request counts, aggregated over a short window. `requests` and `rejected` (429s)
+ * count the API keys' calls (they feed usage per day); `calls`, added later and absent from older events,
+ * breaks every call down by caller (the dashboard included), operation and outcome.
+ */
 export const UsageRecorded = envelope(
   'usage.recorded',
-  z.object({ windowStart: z.string(), windowEnd: z.string(), requests: z.number().int().nonnegative(), rejected: z.number().int().nonnegative() }),
+  z.object({
+    windowStart: z.string(),
+    windowEnd: z.string(),
+    requests: z.number().int().nonnegative(),
+    rejected: z.number().int().nonnegative(),
+    calls: z.array(usageCallsSchema).optional(),
+  }),
 );
 /** One webhook message reached a final state (feeds the deliveries count). */
 export const DeliveryCompleted = envelope(

@@ -126,6 +126,13 @@ describe('requests and responses', () => {
     expect(seen[0]!.headers.authorization).toBeUndefined();
   });
 
+  it('asks for usage by window and grouping', async () => {
+    handler = (_req, res) => json(res, 200, { window: '1h', groupBy: 'operation' });
+    await createDapClient({ baseUrl: base }).analytics.usage({ window: '1h', groupBy: 'operation' });
+    await createDapClient({ baseUrl: base }).analytics.usage();
+    expect(seen.map((s) => s.url)).toEqual(['/v1/analytics/usage?window=1h&groupBy=operation', '/v1/analytics/usage']);
+  });
+
   it('returns a Parquet export as its exact bytes', async () => {
     const bytes = Buffer.from([0x50, 0x41, 0x52, 0x31, 0xff, 0xfe, 0x00, 0x80, 0x50, 0x41, 0x52, 0x31]); // not valid UTF-8
     handler = (_req, res) => res.writeHead(200, { 'content-type': 'application/vnd.apache.parquet' }).end(bytes);

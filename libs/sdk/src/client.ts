@@ -20,6 +20,8 @@ import type {
   UpdateSourceInput,
   OperationId,
   Overview,
+  UsageStats,
+  UsageStatsParams,
   Page,
   PredictInput,
   Prediction,
@@ -82,6 +84,7 @@ export const METHOD_OF_OPERATION = {
   uploadSource: 'sources.upload',
   replaceSourceData: 'sources.replaceData',
   getOverview: 'analytics.overview',
+  getUsageStats: 'analytics.usage',
   listReports: 'analytics.listReports',
   getReport: 'analytics.getReport',
   exportReportCsv: 'analytics.exportReportCsv',
@@ -180,6 +183,8 @@ export function createDapClient(options: DapClientOptions) {
 
     analytics: {
       overview: (opts?: RequestOptions): ApiPromise<Overview> => t.call('getOverview', {}, opts),
+      /** Calls per API key (the dashboard apart) or per operation over 1 h, 24 h or 30 d: requests, 4xx, 5xx, 429s, error rate, series. */
+      usage: (query: UsageStatsParams = {}, opts?: RequestOptions): ApiPromise<UsageStats> => t.call('getUsageStats', { query }, opts),
       listReports: (query: ListParams = {}, opts?: RequestOptions): ApiPromise<Page<ReportSummary>> => t.call('listReports', { query }, opts),
       listAllReports: (params?: ListAllParams, opts?: RequestOptions) => paginate<ReportSummary>((query) => t.call('listReports', { query }, opts), params),
       getReport: (id: string, opts?: RequestOptions): ApiPromise<Report> => t.call('getReport', byId(id), opts),

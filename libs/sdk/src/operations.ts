@@ -35,6 +35,9 @@ export type AnalyticsQueryInput = Schemas['AnalyticsQuery'];
 export type QueryEstimate = Schemas['QueryEstimate'];
 export type QueryStatistics = Schemas['QueryStatistics'];
 export type Overview = Schemas['AnalyticsOverview'];
+export type UsageStats = Schemas['UsageStats'];
+/** GET /analytics/usage: `window` 1h (per minute), 24h (per hour) or 30d (per day); `groupBy` key or operation. */
+export type UsageStatsParams = NonNullable<operations['getUsageStats']['parameters']['query']>;
 export type Model = Schemas['Model'];
 export type CreateModelInput = Schemas['CreateModel'];
 export type PredictInput = Schemas['PredictRequest'];

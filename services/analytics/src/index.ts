@@ -10,11 +10,13 @@ import { createApp } from './app.ts';
 import type { AnalyticsConfig } from './config.ts';
 import { OverviewService } from './domain/overview.service.ts';
 import { ReportsService } from './domain/reports.service.ts';
+import { UsageStatsService } from './domain/usage-stats.service.ts';
 import { runProjectionConsumer } from './events/projection.consumer.ts';
 import { runUsageConsumer } from './events/usage.consumer.ts';
 import { ActivityRepository } from './persistence/activity.repository.ts';
 import { QueryRunner } from './persistence/query.runner.ts';
 import { ReportRepository } from './persistence/report.repository.ts';
+import { UsageStatsRepository } from './persistence/usage-stats.repository.ts';
 import { UsageRepository } from './persistence/usage.repository.ts';
 
 /** MongoDB documents top out at 16 MiB; a stored result stays well below. */
@@ -39,7 +41,8 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
     const sourceRepo = new SourceProjectionRepository(mongo.db);
     const activityRepo = new ActivityRepository(mongo.db);
     const usageRepo = new UsageRepository(mongo.db);
-    await Promise.all([reportRepo.ensureIndexes(), sourceRepo.init(), activityRepo.ensureIndexes(), usageRepo.ensureIndexes()]);
+    const usageStatsRepo = new UsageStatsRepository(mongo.db);
+    await Promise.all([reportRepo.ensureIndexes(), sourceRepo.init(), activityRepo.ensureIndexes(), usageRepo.ensureIndexes(), usageStatsRepo.ensureIndexes()]);
 
     const store = new DatasetFiles(config.DATASET_DIR);
     const runner = await life.open(
@@ -80,7 +83,9 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
     life.onStop('running queries', () => reports.stop());
     const overview = new OverviewService({ sources: sourceRepo, activity: activityRepo, reports: reportRepo, usage: usageRepo });
 
-    const app = createApp({ logger, reports, overview, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: config.BODY_LIMIT_BYTES, ready: mongo.ping });
+    const usageStats = new UsageStatsService(usageStatsRepo);
+
+    const app = createApp({ logger, reports, overview, usageStats, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: config.BODY_LIMIT_BYTES, ready: mongo.ping });
     const server: RunningServer = await life.open(
       'http server',
       () => listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT }),
@@ -90,7 +95,7 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
     // Both groups join side by side (a join takes a moment); whichever started is stopped if the other failed.
     const consumers = await Promise.allSettled([
       runProjectionConsumer(eventing, logger, { sources: sourceRepo, activity: activityRepo }),
-      runUsageConsumer(eventing, logger, usageRepo),
+      runUsageConsumer(eventing, logger, usageRepo, usageStatsRepo),
     ]);
     for (const c of consumers) if (c.status === 'fulfilled') life.onStop('consumer', () => (c.value as Consumer).disconnect());
     for (const c of consumers) if (c.status === 'rejected') throw c.reason;

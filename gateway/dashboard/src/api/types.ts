@@ -24,6 +24,8 @@ export type {
   SessionDto,
   SourceDto,
   UsageDto,
+  UsageStatsDto,
+  UsageWindow,
   WebhookDto,
   UpdateWebhookBody,
   AnalyticsQuery,

@@ -1,7 +1,7 @@
 import { PLAN_LIMITS, type AccountDto, type Overview, type Plan } from '../api/types.ts';
 import { unwrap } from '../api/client.ts';
 import { Badge, Card, ErrorBanner, KeyValue, Loading, PageHeader } from '../components/ui.tsx';
-import { CurrentMinute, RequestsPerDay } from '../components/usage.tsx';
+import { CurrentMinute, RequestsPerDay, UsageBreakdown } from '../components/usage.tsx';
 import { formatDate, formatInt } from '../format.ts';
 import { useDocumentTitle, useResource } from '../hooks.ts';
 
@@ -19,7 +19,11 @@ export function PlanPage() {
 
   return (
     <>
-      <PageHeader eyebrow="Settings" title="Plan & usage" description="Your plan's rate limit, how much of it you are using right now, and your traffic over the last 30 days." />
+      <PageHeader
+        eyebrow="Settings"
+        title="Plan & usage"
+        description="Your plan's rate limit, how much of it you are using right now, your traffic over the last 30 days, and your calls by API key and by operation."
+      />
       <ErrorBanner error={account.error} onRetry={() => void account.reload()} />
       <div className="grid grid-2">
         <Card title="Your plan">
@@ -55,6 +59,10 @@ export function PlanPage() {
       <Card title="Requests per day">
         <ErrorBanner error={overview.error} onRetry={() => void overview.reload()} />
         <RequestsPerDay overview={overview.data} />
+        <p className="muted small">Calls made with your API keys; the dashboard&apos;s own calls are not counted here.</p>
+      </Card>
+      <Card title="Calls by key and operation">
+        <UsageBreakdown />
       </Card>
       <Card title="Plans">
         <div className="plans">

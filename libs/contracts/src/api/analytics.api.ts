@@ -213,7 +213,9 @@ export const overviewSchema = z
             .string()
             .regex(/^\d{4}-\d{2}-\d{2}$/)
             .describe('The UTC day, YYYY-MM-DD.'),
-          requests: count('Authenticated requests the gateway received for the account that day, rejected ones included.'),
+          requests: count(
+            "Requests the gateway received with the account's API keys that day, rejected ones included; the dashboard's own calls are not counted (GET /v1/analytics/usage shows them apart).",
+          ),
           rejected: count('Of those, the requests refused with 429 (rate limit exceeded).'),
         }),
       )
@@ -228,6 +230,58 @@ export const overviewSchema = z
   })
   .meta({ id: 'AnalyticsOverview' });
 export type OverviewDto = z.infer<typeof overviewSchema>;
+
+/** The windows GET /analytics/usage answers, each with the width of its time-series buckets. */
+export const USAGE_WINDOWS = { '1h': { bucketSeconds: 60, buckets: 60 }, '24h': { bucketSeconds: 3600, buckets: 24 }, '30d': { bucketSeconds: 86_400, buckets: 30 } } as const;
+export type UsageWindow = keyof typeof USAGE_WINDOWS;
+export const usageStatsQuery = z.strictObject({
+  window: z
+    .enum(Object.keys(USAGE_WINDOWS) as [UsageWindow, ...UsageWindow[]])
+    .default('24h')
+    .describe('1h: per minute over the last 60 minutes; 24h: per hour over the last 24 hours; 30d: per UTC day over the last 30 days. All end with the current bucket.'),
+  groupBy: z.enum(['key', 'operation']).default('key').describe('key: one group per API key, one for the dashboard; operation: one group per operation id.'),
+});
+export type UsageStatsQuery = z.infer<typeof usageStatsQuery>;
+
+const usagePoint = z.object({
+  start: isoDate.describe('The start of the bucket.'),
+  requests: count('Calls answered in the bucket.'),
+  clientErrors: count('Of those, 4xx answers other than 429.'),
+  serverErrors: count('Of those, 5xx answers.'),
+  rateLimited: count('Of those, 429 answers (rate limit exceeded).'),
+});
+const usageTotals = usagePoint.omit({ start: true }).extend({
+  errorRate: z.number().min(0).max(1).describe('(clientErrors + serverErrors) / requests, 0 without requests; 429s are counted apart, in rateLimited.'),
+});
+export const usageStatsSchema = z
+  .object({
+    window: z.enum(Object.keys(USAGE_WINDOWS) as [UsageWindow, ...UsageWindow[]]),
+    groupBy: z.enum(['key', 'operation']),
+    from: isoDate.describe('The start of the oldest bucket.'),
+    to: isoDate.describe('When the answer was computed (the end of the newest, current bucket).'),
+    bucketSeconds: z.number().int().describe('The width of a time-series bucket: 60, 3600 or 86400.'),
+    totals: usageTotals,
+    series: z.array(usagePoint).describe('Every bucket of the window, oldest first, empty ones with zeros.'),
+    groups: z
+      .array(
+        usageTotals.extend({
+          group: z.string().describe('The key id, `dashboard` or `other` (groupBy=key), or the operation id (groupBy=operation).'),
+          caller: z
+            .enum(['key', 'dashboard', 'other'])
+            .nullable()
+            .describe(
+              "groupBy=key: `key` for an API key, `dashboard` for the dashboard's own calls (never counted against a key), `other` for calls past the gateway's cap on distinct counters per flush; null for groupBy=operation.",
+            ),
+          keyId: z.string().nullable(),
+          keyHint: z.string().nullable().describe('The key prefix and its last four characters (never the secret), as in the key list.'),
+          operationId: z.string().nullable().describe('groupBy=operation: the operation id from the OpenAPI document (`other` for the overflow).'),
+          series: z.array(usagePoint),
+        }),
+      )
+      .describe('Groups with at least one call in the window, most requests first.'),
+  })
+  .meta({ id: 'UsageStats' });
+export type UsageStatsDto = z.infer<typeof usageStatsSchema>;
 
 /** GET /analytics/reports/{id}/export.csv answers `text/csv`: RFC 4180, a header row of column names, CRLF lines. */
 export const REPORT_CSV_MEDIA_TYPE = 'text/csv';

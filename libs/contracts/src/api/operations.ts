@@ -23,6 +23,8 @@ import {
   reportListSchema,
   reportParquetSchema,
   reportSchema,
+  usageStatsQuery,
+  usageStatsSchema,
 } from './analytics.api.ts';
 import {
   createModelBody,
@@ -397,6 +399,18 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     scope: 'analytics:read',
     summary: 'Get the analytics overview and summary.',
     success: { status: 200, schema: overviewSchema },
+    errors: [],
+  },
+  {
+    operationId: 'getUsageStats',
+    method: 'get',
+    path: '/analytics/usage',
+    service: 'analytics',
+    scope: 'analytics:read',
+    summary:
+      "The account's calls per API key (the dashboard apart) or per operation over the last hour, day or 30 days: requests, 4xx, 5xx, 429s, error rate and a time series. Counts arrive from the gateway every few seconds.",
+    query: usageStatsQuery,
+    success: { status: 200, schema: usageStatsSchema },
     errors: [],
   },
   {

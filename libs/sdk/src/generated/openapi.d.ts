@@ -315,6 +315,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/analytics/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's calls per API key (the dashboard apart) or per operation over the last hour, day or 30 days: requests, 4xx, 5xx, 429s, error rate and a time series. Counts arrive from the gateway every few seconds. */
+        get: operations["getUsageStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/analytics/reports": {
         parameters: {
             query?: never;
@@ -1466,7 +1483,7 @@ export interface components {
             apiRequestsPerDay: {
                 /** @description The UTC day, YYYY-MM-DD. */
                 date: string;
-                /** @description Authenticated requests the gateway received for the account that day, rejected ones included. */
+                /** @description Requests the gateway received with the account's API keys that day, rejected ones included; the dashboard's own calls are not counted (GET /v1/analytics/usage shows them apart). */
                 requests: number;
                 /** @description Of those, the requests refused with 429 (rate limit exceeded). */
                 rejected: number;
@@ -1481,6 +1498,77 @@ export interface components {
             }[];
             /** @description ISO-8601 UTC timestamp */
             generatedAt: string;
+        };
+        UsageStats: {
+            /** @enum {string} */
+            window: "1h" | "24h" | "30d";
+            /** @enum {string} */
+            groupBy: "key" | "operation";
+            /** @description The start of the oldest bucket. */
+            from: string;
+            /** @description When the answer was computed (the end of the newest, current bucket). */
+            to: string;
+            /** @description The width of a time-series bucket: 60, 3600 or 86400. */
+            bucketSeconds: number;
+            totals: {
+                /** @description Calls answered in the bucket. */
+                requests: number;
+                /** @description Of those, 4xx answers other than 429. */
+                clientErrors: number;
+                /** @description Of those, 5xx answers. */
+                serverErrors: number;
+                /** @description Of those, 429 answers (rate limit exceeded). */
+                rateLimited: number;
+                /** @description (clientErrors + serverErrors) / requests, 0 without requests; 429s are counted apart, in rateLimited. */
+                errorRate: number;
+            };
+            /** @description Every bucket of the window, oldest first, empty ones with zeros. */
+            series: {
+                /** @description The start of the bucket. */
+                start: string;
+                /** @description Calls answered in the bucket. */
+                requests: number;
+                /** @description Of those, 4xx answers other than 429. */
+                clientErrors: number;
+                /** @description Of those, 5xx answers. */
+                serverErrors: number;
+                /** @description Of those, 429 answers (rate limit exceeded). */
+                rateLimited: number;
+            }[];
+            /** @description Groups with at least one call in the window, most requests first. */
+            groups: {
+                /** @description Calls answered in the bucket. */
+                requests: number;
+                /** @description Of those, 4xx answers other than 429. */
+                clientErrors: number;
+                /** @description Of those, 5xx answers. */
+                serverErrors: number;
+                /** @description Of those, 429 answers (rate limit exceeded). */
+                rateLimited: number;
+                /** @description (clientErrors + serverErrors) / requests, 0 without requests; 429s are counted apart, in rateLimited. */
+                errorRate: number;
+                /** @description The key id, `dashboard` or `other` (groupBy=key), or the operation id (groupBy=operation). */
+                group: string;
+                /** @description groupBy=key: `key` for an API key, `dashboard` for the dashboard's own calls (never counted against a key), `other` for calls past the gateway's cap on distinct counters per flush; null for groupBy=operation. */
+                caller: ("key" | "dashboard" | "other") | null;
+                keyId: string | null;
+                /** @description The key prefix and its last four characters (never the secret), as in the key list. */
+                keyHint: string | null;
+                /** @description groupBy=operation: the operation id from the OpenAPI document (`other` for the overflow). */
+                operationId: string | null;
+                series: {
+                    /** @description The start of the bucket. */
+                    start: string;
+                    /** @description Calls answered in the bucket. */
+                    requests: number;
+                    /** @description Of those, 4xx answers other than 429. */
+                    clientErrors: number;
+                    /** @description Of those, 5xx answers. */
+                    serverErrors: number;
+                    /** @description Of those, 429 answers (rate limit exceeded). */
+                    rateLimited: number;
+                }[];
+            }[];
         };
         ReportList: {
             data: components["schemas"]["ReportSummary"][];
@@ -6016,6 +6104,667 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["AnalyticsOverview"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the analytics:read scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getUsageStats: {
+        parameters: {
+            query?: {
+                /** @description 1h: per minute over the last 60 minutes; 24h: per hour over the last 24 hours; 30d: per UTC day over the last 30 days. All end with the current bucket. */
+                window?: "1h" | "24h" | "30d";
+                /** @description key: one group per API key, one for the dashboard; operation: one group per operation id. */
+                groupBy?: "key" | "operation";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "window": "24h",
+                     *       "groupBy": "key",
+                     *       "from": "2026-11-19T10:00:00.000Z",
+                     *       "to": "2026-11-20T09:31:00.000Z",
+                     *       "bucketSeconds": 3600,
+                     *       "totals": {
+                     *         "requests": 1668,
+                     *         "clientErrors": 8,
+                     *         "serverErrors": 1,
+                     *         "rateLimited": 3,
+                     *         "errorRate": 0.00539568345323741
+                     *       },
+                     *       "series": [
+                     *         {
+                     *           "start": "2026-11-19T10:00:00.000Z",
+                     *           "requests": 40,
+                     *           "clientErrors": 2,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0
+                     *         },
+                     *         {
+                     *           "start": "2026-11-19T11:00:00.000Z",
+                     *           "requests": 77,
+                     *           "clientErrors": 0,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0
+                     *         },
+                     *         {
+                     *           "start": "2026-11-19T12:00:00.000Z",
+                     *           "requests": 54,
+                     *           "clientErrors": 0,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0
+                     *         },
+                     *         {
+                     *           "start": "2026-11-19T13:00:00.000Z",
+                     *           "requests": 91,
+                     *           "clientErrors": 0,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0
+                     *         },
+                     *         {
+                     *           "start": "2026-11-19T14:00:00.000Z",
+                     *           "requests": 68,
+                     *           "clientErrors": 0,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0
+                     *         },
+                     *         {
+                     *           "start": "2026-11-19T15:00:00.000Z",
+                     *           "requests": 45,
+                     *           "clientErrors": 0,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0
+                     *         },
+                     *         {
+                     *           "start": "2026-11-19T16:00:00.000Z",
+                     *           "requests": 82,
+                     *           "clientErrors": 0,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0
+                     *         },
+                     *         {
+                     *           "start": "2026-11-19T17:00:00.000Z",
+                     *           "requests": 59,
+                     *           "clientErrors": 2,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0
+                     *         },
+                     *         {
+                     *           "start": "2026-11-19T18:00:00.000Z",
+                     *           "requests": 96,
+                     *           "clientErrors": 0,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0
+                     *         },
+                     *         {
+                     *           "start": "2026-11-19T19:00:00.000Z",
+                     *           "requests": 73,
+                     *           "clientErrors": 0,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0
+                     *         },
+                     *         {
+                     *           "start": "2026-11-19T20:00:00.000Z",
+                     *           "requests": 50,
+                     *           "clientErrors": 0,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0
+                     *         },
+                     *         {
+                     *           "start": "2026-11-19T21:00:00.000Z",
+                     *           "requests": 87,
+                     *           "clientErrors": 0,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0
+                     *         },
+                     *         {
+                     *           "start": "2026-11-19T22:00:00.000Z",
+                     *           "requests": 64,
+                     *           "clientErrors": 0,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0
+                     *         },
+                     *         {
+                     *           "start": "2026-11-19T23:00:00.000Z",
+                     *           "requests": 41,
+                     *           "clientErrors": 0,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0
+                     *         },
+                     *         {
+                     *           "start": "2026-11-20T00:00:00.000Z",
+                     *           "requests": 78,
+                     *           "clientErrors": 2,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0
+                     *         },
+                     *         {
+                     *           "start": "2026-11-20T01:00:00.000Z",
+                     *           "requests": 55,
+                     *           "clientErrors": 0,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 3
+                     *         },
+                     *         {
+                     *           "start": "2026-11-20T02:00:00.000Z",
+                     *           "requests": 92,
+                     *           "clientErrors": 0,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0
+                     *         },
+                     *         {
+                     *           "start": "2026-11-20T03:00:00.000Z",
+                     *           "requests": 69,
+                     *           "clientErrors": 0,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0
+                     *         },
+                     *         {
+                     *           "start": "2026-11-20T04:00:00.000Z",
+                     *           "requests": 46,
+                     *           "clientErrors": 0,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0
+                     *         },
+                     *         {
+                     *           "start": "2026-11-20T05:00:00.000Z",
+                     *           "requests": 83,
+                     *           "clientErrors": 0,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0
+                     *         },
+                     *         {
+                     *           "start": "2026-11-20T06:00:00.000Z",
+                     *           "requests": 60,
+                     *           "clientErrors": 0,
+                     *           "serverErrors": 1,
+                     *           "rateLimited": 0
+                     *         },
+                     *         {
+                     *           "start": "2026-11-20T07:00:00.000Z",
+                     *           "requests": 109,
+                     *           "clientErrors": 2,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0
+                     *         },
+                     *         {
+                     *           "start": "2026-11-20T08:00:00.000Z",
+                     *           "requests": 86,
+                     *           "clientErrors": 0,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0
+                     *         },
+                     *         {
+                     *           "start": "2026-11-20T09:00:00.000Z",
+                     *           "requests": 63,
+                     *           "clientErrors": 0,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0
+                     *         }
+                     *       ],
+                     *       "groups": [
+                     *         {
+                     *           "group": "key_01JD2V9R1S3T5V7W9X1Y3Z5A7B",
+                     *           "caller": "key",
+                     *           "keyId": "key_01JD2V9R1S3T5V7W9X1Y3Z5A7B",
+                     *           "keyHint": "dap_sk_…Q7xM",
+                     *           "operationId": null,
+                     *           "requests": 1632,
+                     *           "clientErrors": 8,
+                     *           "serverErrors": 1,
+                     *           "rateLimited": 3,
+                     *           "errorRate": 0.0055147058823529415,
+                     *           "series": [
+                     *             {
+                     *               "start": "2026-11-19T10:00:00.000Z",
+                     *               "requests": 40,
+                     *               "clientErrors": 2,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T11:00:00.000Z",
+                     *               "requests": 77,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T12:00:00.000Z",
+                     *               "requests": 54,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T13:00:00.000Z",
+                     *               "requests": 91,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T14:00:00.000Z",
+                     *               "requests": 68,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T15:00:00.000Z",
+                     *               "requests": 45,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T16:00:00.000Z",
+                     *               "requests": 82,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T17:00:00.000Z",
+                     *               "requests": 59,
+                     *               "clientErrors": 2,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T18:00:00.000Z",
+                     *               "requests": 96,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T19:00:00.000Z",
+                     *               "requests": 73,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T20:00:00.000Z",
+                     *               "requests": 50,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T21:00:00.000Z",
+                     *               "requests": 87,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T22:00:00.000Z",
+                     *               "requests": 64,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T23:00:00.000Z",
+                     *               "requests": 41,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-20T00:00:00.000Z",
+                     *               "requests": 78,
+                     *               "clientErrors": 2,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-20T01:00:00.000Z",
+                     *               "requests": 55,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 3
+                     *             },
+                     *             {
+                     *               "start": "2026-11-20T02:00:00.000Z",
+                     *               "requests": 92,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-20T03:00:00.000Z",
+                     *               "requests": 69,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-20T04:00:00.000Z",
+                     *               "requests": 46,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-20T05:00:00.000Z",
+                     *               "requests": 83,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-20T06:00:00.000Z",
+                     *               "requests": 60,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 1,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-20T07:00:00.000Z",
+                     *               "requests": 97,
+                     *               "clientErrors": 2,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-20T08:00:00.000Z",
+                     *               "requests": 74,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-20T09:00:00.000Z",
+                     *               "requests": 51,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             }
+                     *           ]
+                     *         },
+                     *         {
+                     *           "group": "dashboard",
+                     *           "caller": "dashboard",
+                     *           "keyId": null,
+                     *           "keyHint": null,
+                     *           "operationId": null,
+                     *           "requests": 36,
+                     *           "clientErrors": 0,
+                     *           "serverErrors": 0,
+                     *           "rateLimited": 0,
+                     *           "errorRate": 0,
+                     *           "series": [
+                     *             {
+                     *               "start": "2026-11-19T10:00:00.000Z",
+                     *               "requests": 0,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T11:00:00.000Z",
+                     *               "requests": 0,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T12:00:00.000Z",
+                     *               "requests": 0,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T13:00:00.000Z",
+                     *               "requests": 0,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T14:00:00.000Z",
+                     *               "requests": 0,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T15:00:00.000Z",
+                     *               "requests": 0,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T16:00:00.000Z",
+                     *               "requests": 0,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T17:00:00.000Z",
+                     *               "requests": 0,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T18:00:00.000Z",
+                     *               "requests": 0,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T19:00:00.000Z",
+                     *               "requests": 0,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T20:00:00.000Z",
+                     *               "requests": 0,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T21:00:00.000Z",
+                     *               "requests": 0,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T22:00:00.000Z",
+                     *               "requests": 0,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-19T23:00:00.000Z",
+                     *               "requests": 0,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-20T00:00:00.000Z",
+                     *               "requests": 0,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-20T01:00:00.000Z",
+                     *               "requests": 0,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-20T02:00:00.000Z",
+                     *               "requests": 0,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-20T03:00:00.000Z",
+                     *               "requests": 0,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-20T04:00:00.000Z",
+                     *               "requests": 0,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-20T05:00:00.000Z",
+                     *               "requests": 0,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-20T06:00:00.000Z",
+                     *               "requests": 0,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-20T07:00:00.000Z",
+                     *               "requests": 12,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-20T08:00:00.000Z",
+                     *               "requests": 12,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             },
+                     *             {
+                     *               "start": "2026-11-20T09:00:00.000Z",
+                     *               "requests": 12,
+                     *               "clientErrors": 0,
+                     *               "serverErrors": 0,
+                     *               "rateLimited": 0
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UsageStats"];
                 };
             };
             /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
