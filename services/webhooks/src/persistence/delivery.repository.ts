@@ -1,6 +1,7 @@
 import type { AnyBulkWriteOperation, Collection, Db, Filter, UpdateFilter } from 'mongodb';
 import { MongoBulkWriteError } from 'mongodb';
 import type { DomainEvent } from '@dap/contracts';
+import type { ResponseRecord } from '../domain/response-record.ts';
 import { Batcher } from './batcher.ts';
 
 /** `skipped`: the event came while the endpoint was disabled; stored with its body, never attempted. */
@@ -16,6 +17,10 @@ export interface AttemptDoc {
   error: string | null;
   /** The receiver's Retry-After (429/503), bounded, in ms; absent when it sent none. */
   retryAfterMs?: number | null;
+  /** The headers sent (the signature is there, the endpoint's secret never); absent on attempts recorded before they were kept. */
+  requestHeaders?: Record<string, string> | null;
+  /** The answer, capped; null when none came, absent on attempts recorded before answers were kept. */
+  response?: ResponseRecord | null;
 }
 
 /** One event for one endpoint. `_id` is `${eventId}:${endpointId}`, so scheduling twice is a no-op. */
