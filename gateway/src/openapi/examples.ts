@@ -301,8 +301,8 @@ export const RESPONSE_EXAMPLES: Record<string, unknown> = {
         },
         response: {
           headers: [
-            ['content-type', 'text/plain'],
-            ['retry-after', '30'],
+            { name: 'content-type', value: 'text/plain' },
+            { name: 'retry-after', value: '30' },
           ],
           headersTruncated: false,
           body: 'busy, try later',
@@ -319,7 +319,12 @@ export const RESPONSE_EXAMPLES: Record<string, unknown> = {
           'user-agent': 'dap-webhooks/1.0',
           'content-length': '118',
         },
-        response: { headers: [['content-type', 'application/json']], headersTruncated: false, body: '{"ok":true}', bodyTruncated: false },
+        response: {
+          headers: [{ name: 'content-type', value: 'application/json' }],
+          headersTruncated: false,
+          body: '{"ok":true}',
+          bodyTruncated: false,
+        },
       },
     ],
   },

@@ -68,7 +68,7 @@ describe('delivery detail and retry now', () => {
     expect(attempt.response.bodyTruncated).toBe(true);
     expect(attempt.response.headers).toHaveLength(32);
     expect(attempt.response.headersTruncated).toBe(true);
-    expect(attempt.response.headers).toContainEqual(['x-debug-00', 'v0']);
+    expect(attempt.response.headers).toContainEqual({ name: 'x-debug-00', value: 'v0' });
     // The secret, whole or its key part, is nowhere in the answer.
     const text = JSON.stringify(res.body);
     expect(text).not.toContain(secret);
@@ -107,7 +107,7 @@ describe('delivery detail and retry now', () => {
     );
     expect(done.attempts.map((t: { statusCode: number }) => t.statusCode)).toEqual([500, 200]);
     expect(done.attempts[1].response).toEqual({
-      headers: expect.arrayContaining([['x-receiver', 'ok']]),
+      headers: expect.arrayContaining([{ name: 'x-receiver', value: 'ok' }]),
       headersTruncated: false,
       body: '{"received":true}',
       bodyTruncated: false,

@@ -156,8 +156,8 @@ export const deliveryAttemptDetailSchema = deliveryAttemptSchema
     response: z
       .object({
         headers: z
-          .array(z.tuple([z.string(), z.string()]))
-          .describe('the response headers as [name, value] pairs in the order received, names lower-cased: at most 32, each value cut at 512 characters'),
+          .array(z.object({ name: z.string(), value: z.string() }))
+          .describe('the response headers in the order received, names lower-cased: at most 32, each value cut at 512 characters'),
         headersTruncated: z.boolean().describe('true when headers were left out or cut'),
         body: z.string().describe('the start of the response body (at most 4 KiB, decoded as UTF-8)'),
         bodyTruncated: z.boolean().describe('true when the body was longer than what is shown'),

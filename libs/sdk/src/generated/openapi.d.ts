@@ -2458,11 +2458,11 @@ export interface components {
             } | null;
             /** @description what the endpoint answered; null when no answer came (timeout, connection error) or for attempts made before answers were recorded */
             response: {
-                /** @description the response headers as [name, value] pairs in the order received, names lower-cased: at most 32, each value cut at 512 characters */
-                headers: [
-                    string,
-                    string
-                ][];
+                /** @description the response headers in the order received, names lower-cased: at most 32, each value cut at 512 characters */
+                headers: {
+                    name: string;
+                    value: string;
+                }[];
                 /** @description true when headers were left out or cut */
                 headersTruncated: boolean;
                 /** @description the start of the response body (at most 4 KiB, decoded as UTF-8) */
@@ -9854,14 +9854,14 @@ export interface operations {
                      *           },
                      *           "response": {
                      *             "headers": [
-                     *               [
-                     *                 "content-type",
-                     *                 "text/plain"
-                     *               ],
-                     *               [
-                     *                 "retry-after",
-                     *                 "30"
-                     *               ]
+                     *               {
+                     *                 "name": "content-type",
+                     *                 "value": "text/plain"
+                     *               },
+                     *               {
+                     *                 "name": "retry-after",
+                     *                 "value": "30"
+                     *               }
                      *             ],
                      *             "headersTruncated": false,
                      *             "body": "busy, try later",
@@ -9884,10 +9884,10 @@ export interface operations {
                      *           },
                      *           "response": {
                      *             "headers": [
-                     *               [
-                     *                 "content-type",
-                     *                 "application/json"
-                     *               ]
+                     *               {
+                     *                 "name": "content-type",
+                     *                 "value": "application/json"
+                     *               }
                      *             ],
                      *             "headersTruncated": false,
                      *             "body": "{\"ok\":true}",

@@ -47,6 +47,10 @@ export function toDeliveryDetailDto(d: DeliveryDoc): DeliveryDetailDto {
     ...toDeliveryDto(d),
     webhookId: d.endpointId,
     payload: JSON.parse(d.body) as unknown,
-    attempts: d.attempts.map((a) => ({ ...attemptDto(a), requestHeaders: a.requestHeaders ?? null, response: a.response ?? null })),
+    attempts: d.attempts.map((a) => ({
+      ...attemptDto(a),
+      requestHeaders: a.requestHeaders ?? null,
+      response: a.response ? { ...a.response, headers: a.response.headers.map(([name, value]) => ({ name, value })) } : null,
+    })),
   };
 }
