@@ -191,7 +191,7 @@ describe('the dashboard, webhook pages', () => {
     await detail.waitFor();
     expect(JSON.parse((await drawer.getByTestId('payload').textContent()) ?? '')).toEqual(JSON.parse(at()[0]!.body));
     const first = drawer.getByTestId('attempts').locator('tr[data-attempt="1"]');
-    await first.getByText('500').waitFor();
+    await first.getByText('500', { exact: true }).waitFor();
     await first.getByText('HTTP 500').waitFor();
     // The latest attempt is open: the answer's header and body, and the headers sent with the signature.
     const exchange = drawer.getByTestId('attempt-1-detail');
@@ -208,7 +208,7 @@ describe('the dashboard, webhook pages', () => {
     flaky.delete('/flaky');
     await drawer.getByRole('button', { name: 'Retry now' }).click();
     await page.locator('[data-testid="delivery-detail"][data-status="succeeded"]').waitFor({ timeout: 20_000 });
-    await drawer.getByTestId('attempts').locator('tr[data-attempt="2"]').getByText('200').waitFor();
+    await drawer.getByTestId('attempts').locator('tr[data-attempt="2"]').getByText('200', { exact: true }).waitFor();
     expect(at().map((r) => r.headers['webhook-id'])).toEqual([messageId, messageId]);
     await screenshot(page, 'webhook-delivery-retried');
 
