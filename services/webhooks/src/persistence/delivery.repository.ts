@@ -413,7 +413,8 @@ export class DeliveryRepository {
     const found = await this.raw
       .find(
         { accountId, endpointId, _id: { $gte: floorId }, status: { $in: [...REPLAYABLE_STATUSES] }, _outboxPending: { $ne: true } },
-        { projection: { status: 1, eventId: 1, attempts: 1 } },
+        // Only the count of attempts is needed, not what each sent and received.
+        { projection: { status: 1, eventId: 1, 'attempts.at': 1 } },
       )
       .sort({ _id: 1 })
       .limit(limit + 1)
