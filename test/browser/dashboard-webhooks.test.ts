@@ -215,7 +215,8 @@ describe('the dashboard, webhook pages', () => {
     // The phone layout of the same panel.
     await page.setViewportSize(PHONE);
     await drawer.getByTestId('attempt-2-detail').waitFor();
-    await screenshot(page, 'webhook-delivery-detail-phone');
+    // The drawer covers the phone's screen; the page behind it is not what this shows.
+    await screenshot(page, 'webhook-delivery-detail-phone', { fullPage: false });
     await page.setViewportSize(WIDE);
     await drawer.getByRole('button', { name: 'Close' }).click();
     await log.locator(`tr[data-delivery-id="${messageId}"][data-status="succeeded"]`).waitFor();
@@ -259,7 +260,7 @@ describe('the dashboard, webhook pages', () => {
     expect(replayed).toContain(at()[2]!.headers['webhook-id']);
     expect(replayed).not.toContain(messageId);
     await page.setViewportSize(PHONE);
-    await screenshot(page, 'webhook-replay-phone');
+    await screenshot(page, 'webhook-replay-phone', { fullPage: false });
     await page.setViewportSize(WIDE);
     await replay.getByRole('button', { name: 'Done' }).click();
     await page.getByRole('button', { name: 'Replay since…' }).click();

@@ -627,7 +627,7 @@ function DeliveryDrawer({ webhookId, messageId, onClose, onChanged }: { webhookI
               ['Created', formatDate(d.createdAt)],
             ]}
           />
-          <div className="form-row">
+          <div className="delivery-actions">
             {d.status === 'pending' ? (
               <Button variant="primary" size="sm" onClick={() => void retry.run(d.id)} loading={retry.pending} disabled={!waitsForRetry(d)}>
                 Retry now
