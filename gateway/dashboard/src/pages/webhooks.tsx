@@ -766,7 +766,8 @@ function DeliveryLog({ webhookId, watchUntil, enabled }: { webhookId: string; wa
       setNow(Date.now());
       void deliveries.reload();
     },
-    pending || now < watching || Date.now() < watching ? 1_500 : null,
+    // A query the API refused (a bad filter) is not asked again until the filters change.
+    (pending || now < watching || Date.now() < watching) && !deliveries.error?.fieldErrors.length ? 1_500 : null,
   );
   const { retry, redeliver } = useDeliveryActions(webhookId, () => void deliveries.reload());
 
