@@ -1,6 +1,6 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { stackEnv, startReceiver, waitFor } from '@dap/testing';
-import { DESKTOP, launchBrowser, newContext, screenshot, startSystem, watchErrors } from './system.ts';
+import { DESKTOP, launchBrowser, newContext, PHONE, screenshot, startSystem, watchErrors } from './system.ts';
 
 /**
  * The dashboard's webhook observability, in a real browser against the whole system: editing an endpoint
@@ -14,9 +14,18 @@ let receiver: Awaited<ReturnType<typeof startReceiver>>;
 let gw = '';
 const contexts: BrowserContext[] = [];
 const PASSWORD = 'correct horse battery staple';
+/** Paths that answer 500 (with a body and a header of their own) or 410 until taken out. */
+const flaky = new Map<string, 500 | 410>();
+const WIDE = { width: 1440, height: 900 };
 
 beforeAll(async () => {
-  receiver = await startReceiver((r) => ({ status: r.path === '/broken' ? 500 : 200 }));
+  receiver = await startReceiver((r) => {
+    if (r.path === '/broken') return { status: 500 };
+    const answer = flaky.get(r.path);
+    if (answer === 500) return { status: 500, headers: { 'x-receiver-trace': 'trace-42' }, body: '{"error":"database locked","retryable":true}' };
+    if (answer === 410) return { status: 410 };
+    return { status: 200 };
+  });
   // One attempt per message while the test looks: the first retry waits ten minutes.
   [system, chromium] = await Promise.all([startSystem({ WEBHOOK_RETRY_SCHEDULE_MS: '0,600000' }), launchBrowser()]);
   browser = chromium.browser;
@@ -30,8 +39,8 @@ afterAll(async () => {
   await receiver?.close();
 }, 60_000);
 
-async function openPage(): Promise<{ page: Page; errors: string[] }> {
-  const context = await newContext(browser, gw, DESKTOP);
+async function openPage(viewport = DESKTOP): Promise<{ page: Page; errors: string[] }> {
+  const context = await newContext(browser, gw, viewport);
   contexts.push(context);
   const page = await context.newPage();
   return { page, errors: watchErrors(page) };
@@ -150,4 +159,119 @@ describe('the dashboard, webhook pages', () => {
       'Failed to load resource: the server responded with a status of 400 (Bad Request)',
     ]);
   }, 120_000);
+  it('opens a delivery to its payload, headers and answers, retries a waiting retry now, and replays what failed since a time', async () => {
+    const { page, errors } = await openPage(WIDE);
+    await signUp(page, 'Hook Detail');
+    await nav(page, 'Webhooks').click();
+    await heading(page, 'Webhooks').waitFor();
+    await page.getByRole('button', { name: '+ Add endpoint' }).first().click();
+    const add = page.getByRole('dialog', { name: 'Add a webhook endpoint' });
+    await add.getByLabel('Endpoint URL').fill(`${receiver.url}/flaky`);
+    await add.getByRole('button', { name: 'Add endpoint' }).click();
+    const created = page.getByRole('dialog', { name: 'Endpoint added' });
+    const secret = ((await created.getByTestId('secret').textContent()) ?? '').trim();
+    expect(secret).toMatch(/^whsec_/);
+    await created.getByRole('button', { name: 'I have saved it' }).click();
+    await page.getByText('No deliveries yet').waitFor();
+    const at = () => receiver.received.filter((r) => r.path === '/flaky');
+
+    // The receiver fails the first attempt; the next retry is ten minutes away.
+    flaky.set('/flaky', 500);
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    const log = page.getByTestId('deliveries');
+    const row = log.locator('tr[data-status="pending"]').first();
+    await row.getByRole('button', { name: 'Retry now' }).waitFor({ timeout: 20_000 });
+    expect(at()).toHaveLength(1);
+    const messageId = (await row.getAttribute('data-delivery-id'))!;
+    expect(at()[0]!.headers['webhook-id']).toBe(messageId);
+
+    await row.getByRole('button', { name: 'Details' }).click();
+    const drawer = page.getByRole('dialog', { name: 'Message' });
+    const detail = drawer.getByTestId('delivery-detail');
+    await detail.waitFor();
+    expect(JSON.parse((await drawer.getByTestId('payload').textContent()) ?? '')).toEqual(JSON.parse(at()[0]!.body));
+    const first = drawer.getByTestId('attempts').locator('tr[data-attempt="1"]');
+    await first.getByText('500', { exact: true }).waitFor();
+    await first.getByText('HTTP 500').waitFor();
+    // The latest attempt is open: the answer's header and body, and the headers sent with the signature.
+    const exchange = drawer.getByTestId('attempt-1-detail');
+    await exchange.getByText('trace-42').waitFor();
+    expect(JSON.parse((await exchange.getByTestId('attempt-1-body').textContent()) ?? '')).toEqual({ error: 'database locked', retryable: true });
+    const sent = exchange.getByRole('definition');
+    expect(await exchange.getByText(at()[0]!.headers['webhook-signature'] as string, { exact: true }).count()).toBe(1);
+    expect(await sent.count()).toBeGreaterThan(5);
+    // The signing secret is nowhere in the panel (the signature made with it is).
+    expect(await drawer.textContent()).not.toContain(secret.slice('whsec_'.length));
+    await screenshot(page, 'webhook-delivery-detail');
+
+    // Retry now: the waiting retry goes out at once, and succeeds.
+    flaky.delete('/flaky');
+    await drawer.getByRole('button', { name: 'Retry now' }).click();
+    await page.locator('[data-testid="delivery-detail"][data-status="succeeded"]').waitFor({ timeout: 20_000 });
+    await drawer.getByTestId('attempts').locator('tr[data-attempt="2"]').getByText('200', { exact: true }).waitFor();
+    expect(at().map((r) => r.headers['webhook-id'])).toEqual([messageId, messageId]);
+    await screenshot(page, 'webhook-delivery-retried');
+
+    // The phone layout of the same panel.
+    await page.setViewportSize(PHONE);
+    await drawer.getByTestId('attempt-2-detail').waitFor();
+    // The drawer covers the phone's screen; the page behind it is not what this shows.
+    await screenshot(page, 'webhook-delivery-detail-phone', { fullPage: false });
+    await page.setViewportSize(WIDE);
+    await drawer.getByRole('button', { name: 'Close' }).click();
+    await log.locator(`tr[data-delivery-id="${messageId}"][data-status="succeeded"]`).waitFor();
+
+    // A message answered 410 fails for good and disables the endpoint; once enabled, a replay since an hour ago
+    // queues that one message (the delivered one is left alone), and a second replay queues nothing.
+    flaky.set('/flaky', 410);
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    await waitFor(() => at().length === 3, { what: 'the 410 attempt', timeoutMs: 20_000 });
+    const alert = page.getByText('This endpoint is disabled');
+    await waitFor(
+      async () => {
+        await page.reload();
+        return alert.waitFor({ timeout: 2_000 }).then(
+          () => true,
+          () => false,
+        );
+      },
+      { what: 'the endpoint disabled after a 410', timeoutMs: 30_000 },
+    );
+    expect(await page.getByRole('button', { name: 'Replay since…' }).isDisabled()).toBe(true);
+    flaky.delete('/flaky');
+    await page.getByRole('button', { name: 'Enable endpoint' }).click();
+    await alert.waitFor({ state: 'detached' });
+    await page.getByRole('button', { name: 'Replay since…' }).click();
+    const replay = page.getByRole('dialog', { name: 'Replay messages' });
+    await replay.getByLabel('Since').fill(new Date(Date.now() - 3_600_000).toISOString().slice(0, 16)); // the browser runs in UTC
+    await replay.getByRole('button', { name: 'Replay', exact: true }).click();
+    const result = replay.getByTestId('replay-result');
+    await result.or(replay.getByRole('alert')).first().waitFor();
+    // The 410 message, and any other that came while the endpoint was disabled (recorded as skipped).
+    const queued = Number(/^(\d+) messages? will be sent again; watch the deliveries log\.$/.exec((await result.textContent()) ?? '')?.[1]);
+    expect(queued).toBeGreaterThanOrEqual(1);
+    await screenshot(page, 'webhook-replay');
+    await waitFor(() => at().length === 3 + queued, { what: 'the replayed messages', timeoutMs: 20_000 });
+    const replayed = at()
+      .slice(3)
+      .map((r) => r.headers['webhook-id']);
+    // Each queued message once; the failed one among them, the delivered one not.
+    expect(new Set(replayed).size).toBe(queued);
+    expect(replayed).toContain(at()[2]!.headers['webhook-id']);
+    expect(replayed).not.toContain(messageId);
+    await page.setViewportSize(PHONE);
+    await screenshot(page, 'webhook-replay-phone', { fullPage: false });
+    await page.setViewportSize(WIDE);
+    await replay.getByRole('button', { name: 'Done' }).click();
+    await page.getByRole('button', { name: 'Replay since…' }).click();
+    await replay.getByRole('button', { name: 'Replay', exact: true }).click();
+    await replay
+      .getByTestId('replay-result')
+      .getByText(/reached the endpoint or is still being sent/)
+      .waitFor();
+    await replay.getByRole('button', { name: 'Done' }).click();
+    await log.locator('tr[data-status="succeeded"]').nth(queued).waitFor({ timeout: 20_000 });
+    expect(at()).toHaveLength(3 + queued);
+    expect(errors).toEqual([]);
+  }, 180_000);
 });

@@ -321,9 +321,11 @@ describe('the dashboard', () => {
     const got = receiver.received.find((r) => r.headers['webhook-id'] === id);
     expect(got?.path).toBe('/hooks');
     expect(JSON.parse(got!.body).type).toBe('webhook.test');
-    await delivery.getByRole('button', { name: 'Attempts' }).click();
-    await page.locator('ol.attempts li').first().getByText('200').waitFor();
+    await delivery.getByRole('button', { name: 'Details' }).click();
+    const drawer = page.getByRole('dialog', { name: 'Message' });
+    await drawer.getByTestId('attempts').locator('tr[data-attempt="1"]').getByText('200').waitFor();
     await screenshot(page, 'webhook-detail');
+    await drawer.getByRole('button', { name: 'Close' }).click();
 
     await go(page, 'Webhooks');
     await page.getByRole('link', { name: `${receiver.url}/hooks` }).waitFor();

@@ -312,6 +312,50 @@ export const RESPONSE_EXAMPLES: Record<string, unknown> = {
     nextAttemptAt: '2026-11-20T11:02:00.000Z',
     updatedAt: '2026-11-20T11:02:00.000Z',
   },
+  DeliveryDetail: {
+    ...delivery,
+    webhookId: 'whk_01JD3B2F8H0J2K4M6N8P0Q2R4S',
+    payload: { type: 'report.completed', timestamp: '2026-11-20T09:20:12.300Z', data: { id: 'rpt_01JD3C7F5G7H9J1K3M5N7P9Q1R', status: 'completed' } },
+    attempts: [
+      {
+        ...delivery.attempts[0]!,
+        requestHeaders: {
+          'webhook-id': EVENT_ID,
+          'webhook-timestamp': '1795166412',
+          'webhook-signature': 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
+          'content-type': 'application/json',
+          'user-agent': 'dap-webhooks/1.0',
+          'content-length': '118',
+        },
+        response: {
+          headers: [
+            { name: 'content-type', value: 'text/plain' },
+            { name: 'retry-after', value: '30' },
+          ],
+          headersTruncated: false,
+          body: 'busy, try later',
+          bodyTruncated: false,
+        },
+      },
+      {
+        ...delivery.attempts[1]!,
+        requestHeaders: {
+          'webhook-id': EVENT_ID,
+          'webhook-timestamp': '1795166443',
+          'webhook-signature': 'v1,9rM0kq2Yx8bq4P1wUeNf1mJ2cQ3vTb6yHh1Zl0sW8aE=',
+          'content-type': 'application/json',
+          'user-agent': 'dap-webhooks/1.0',
+          'content-length': '118',
+        },
+        response: {
+          headers: [{ name: 'content-type', value: 'application/json' }],
+          headersTruncated: false,
+          body: '{"ok":true}',
+          bodyTruncated: false,
+        },
+      },
+    ],
+  },
   ModelVersionList: {
     data: [
       {

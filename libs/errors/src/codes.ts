@@ -110,6 +110,7 @@ const WEBHOOKS = {
   webhook_endpoint_limit: { kind: 'unprocessable', meaning: 'The account has as many webhook endpoints as it may; delete one first.' },
   webhook_disabled: { kind: 'conflict', meaning: 'The endpoint is disabled; enable it to receive events again.' },
   webhook_delivery_in_progress: { kind: 'conflict', meaning: 'The message is still being delivered; redeliver it once that has finished.' },
+  webhook_delivery_not_pending: { kind: 'conflict', meaning: 'The message has no retry waiting (it was delivered, failed for good or was cancelled); redeliver it instead.' },
   webhook_secret_rotation_conflict: { kind: 'conflict', meaning: 'Another request rotated the secret at the same time.' },
 } as const satisfies Record<string, CodeEntry>;
 

@@ -8,6 +8,7 @@ import type {
   UpdateWebhookInput,
   DeliveryFilters,
   Delivery,
+  DeliveryDetail,
   FileFormat,
   ListParams,
   Model,
@@ -105,6 +106,8 @@ export const METHOD_OF_OPERATION = {
   updateWebhook: 'webhooks.update',
   deleteWebhook: 'webhooks.delete',
   listDeliveries: 'webhooks.listDeliveries',
+  getDelivery: 'webhooks.getDelivery',
+  retryDelivery: 'webhooks.retryNow',
   sendTestEvent: 'webhooks.sendTest',
   rotateWebhookSecret: 'webhooks.rotateSecret',
   enableWebhook: 'webhooks.enable',
@@ -240,6 +243,10 @@ export function createDapClient(options: DapClientOptions) {
         const { pageSize, max, ...filters } = params;
         return paginate<Delivery>((query) => t.call('listDeliveries', { ...byId(id), query: { ...filters, ...query } }, opts), { pageSize, max });
       },
+      /** One message with its payload and, per attempt, the headers sent and the answer (headers and body capped). */
+      getDelivery: (id: string, messageId: string, opts?: RequestOptions): ApiPromise<DeliveryDetail> => t.call('getDelivery', { params: { id, messageId } }, opts),
+      /** Makes a pending message's waiting retry due now (409 `webhook_delivery_not_pending` once it has finished: use redeliver). */
+      retryNow: (id: string, messageId: string, opts?: RequestOptions): ApiPromise<Delivery> => t.call('retryDelivery', { params: { id, messageId } }, opts),
       sendTest: (id: string, opts?: RequestOptions): ApiPromise<WebhookTest> => t.call('sendTestEvent', byId(id), opts),
       /** A new signing secret, shown this once; the old one still signs until `previousSecretExpiresAt`. */
       rotateSecret: (id: string, opts?: RequestOptions): ApiPromise<WebhookSecretRotated> => t.call('rotateWebhookSecret', byId(id), opts),

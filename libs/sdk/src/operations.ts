@@ -55,6 +55,7 @@ export type UpdateWebhookInput = Schemas['UpdateWebhook'];
 /** The delivery log's filters: `status`, `eventType`, and `since`/`until` (the event's time, ISO-8601). */
 export type DeliveryFilters = Omit<QueryParams<'listDeliveries'>, 'limit' | 'cursor'>;
 export type Delivery = Schemas['Delivery'];
+export type DeliveryDetail = Schemas['DeliveryDetail'];
 export type WebhookTest = Schemas['WebhookTest'];
 export type WebhookSecretRotated = Schemas['WebhookSecretRotated'];
 export type ReplayWebhookInput = RequestBody<'replayWebhook'>;

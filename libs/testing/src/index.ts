@@ -95,7 +95,9 @@ export interface ReceivedRequest {
 }
 
 /** A real HTTP server on loopback that records every request; `respond` decides each answer. */
-export async function startReceiver(respond: (req: ReceivedRequest) => { status: number; delayMs?: number; headers?: Record<string, string> } = () => ({ status: 200 })) {
+export async function startReceiver(
+  respond: (req: ReceivedRequest) => { status: number; delayMs?: number; headers?: Record<string, string>; body?: string } = () => ({ status: 200 }),
+) {
   const received: ReceivedRequest[] = [];
   const timers = new Set<NodeJS.Timeout>();
   const server: Server = createServer((req, res) => {
@@ -104,8 +106,8 @@ export async function startReceiver(respond: (req: ReceivedRequest) => { status:
     req.on('end', () => {
       const r: ReceivedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
       received.push(r);
-      const { status, delayMs, headers } = respond(r);
-      const send = () => res.writeHead(status, { 'content-type': 'text/plain', ...headers }).end('ok');
+      const { status, delayMs, headers, body } = respond(r);
+      const send = () => res.writeHead(status, { 'content-type': 'text/plain', ...headers }).end(body ?? 'ok');
       if (delayMs) {
         const t = setTimeout(() => {
           timers.delete(t);

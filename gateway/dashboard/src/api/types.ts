@@ -13,6 +13,7 @@ export type {
   AccountDto,
   ApiKeyDto,
   DeliveryDto,
+  DeliveryDetailDto,
   MetricsDto,
   ModelDto,
   ModelVersionDto,

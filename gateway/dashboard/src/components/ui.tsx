@@ -376,6 +376,7 @@ export function Dialog({
   children,
   dismissible = true,
   wide = false,
+  drawer = false,
 }: {
   open: boolean;
   onClose: () => void;
@@ -384,6 +385,8 @@ export function Dialog({
   children: ReactNode;
   dismissible?: boolean;
   wide?: boolean;
+  /** A full-height panel at the right edge (the whole screen on a phone), for detail beside a list. */
+  drawer?: boolean;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
   const id = useId();
@@ -396,7 +399,7 @@ export function Dialog({
   return (
     <dialog
       ref={ref}
-      className={`dialog${wide ? ' dialog-wide' : ''}`}
+      className={`dialog${wide ? ' dialog-wide' : ''}${drawer ? ' dialog-drawer' : ''}`}
       aria-labelledby={`${id}-title`}
       aria-describedby={description ? `${id}-desc` : undefined}
       onCancel={(e) => {

@@ -2,6 +2,7 @@ import { Fragment, useState, type FormEvent } from 'react';
 import { ApiError, unwrap, type RequestBodyOf } from '../api/client.ts';
 import {
   EVENT_TYPES,
+  type DeliveryDetailDto,
   type DeliveryDto,
   type Page,
   type PublicEventType,
@@ -17,6 +18,7 @@ import {
   ButtonLink,
   Card,
   ConfirmDialog,
+  CopyButton,
   Dialog,
   EmptyState,
   ErrorBanner,
@@ -444,9 +446,302 @@ function DeliveryFilters({ value, onChange, error }: { value: LogFilters; onChan
   );
 }
 
-function DeliveryLog({ webhookId, watchUntil }: { webhookId: string; watchUntil: number }) {
+/** Retry now (a pending message's waiting retry) and redeliver (a finished one), each followed by `after`. */
+function useDeliveryActions(webhookId: string, after: () => void) {
   const api = useApi();
   const notify = useNotify();
+  const path = (messageId: string) => ({ params: { path: { id: webhookId, messageId } } });
+  const retry = useAction(async (messageId: string) => {
+    await unwrap(api.openapi.POST('/webhooks/{id}/deliveries/{messageId}/retry', path(messageId)));
+    notify('Retry queued: it goes out now', 'info');
+    after();
+    return true;
+  });
+  const redeliver = useAction(async (messageId: string) => {
+    await unwrap(api.openapi.POST('/webhooks/{id}/deliveries/{messageId}/redeliver', path(messageId)));
+    notify('Message queued for redelivery', 'info');
+    after();
+    return true;
+  });
+  return { retry, redeliver };
+}
+
+/** A pending message that has been tried and waits for its next retry. */
+const waitsForRetry = (d: DeliveryDto) => d.status === 'pending' && d.attempts.length > 0 && d.nextAttemptAt !== null;
+
+function HeaderList({ headers, label }: { headers: { name: string; value: string }[]; label: string }) {
+  if (headers.length === 0) return <p className="muted small">None.</p>;
+  return (
+    <dl className="header-list" aria-label={label}>
+      {headers.map(({ name, value }, i) => (
+        <Fragment key={`${name}-${i}`}>
+          <dt>{name}</dt>
+          <dd>{value}</dd>
+        </Fragment>
+      ))}
+    </dl>
+  );
+}
+
+/** A JSON body indented; anything else (or JSON cut at the cap) as it came. */
+function prettyBody(body: string): string {
+  try {
+    return JSON.stringify(JSON.parse(body), null, 2);
+  } catch {
+    return body;
+  }
+}
+
+type AttemptDetail = DeliveryDetailDto['attempts'][number];
+
+/** What one attempt sent and got back; `null` parts are attempts made before these were recorded. */
+function AttemptExchange({ attempt, n }: { attempt: AttemptDetail; n: number }) {
+  const r = attempt.response;
+  return (
+    <div className="delivery-detail" data-testid={`attempt-${n}-detail`}>
+      <section aria-label={`Attempt ${n} response`}>
+        <h3>Response</h3>
+        {!r ? (
+          <p className="muted small">{attempt.statusCode === null ? `No answer${attempt.error ? `: ${attempt.error}` : ''}.` : 'Not recorded for this attempt.'}</p>
+        ) : (
+          <>
+            <HeaderList headers={r.headers} label={`Attempt ${n} response headers`} />
+            {r.headersTruncated && <p className="truncated-note">More headers came; the first 32 are kept, each cut at 512 characters.</p>}
+            {r.body ? (
+              <pre className="code-block" data-testid={`attempt-${n}-body`}>
+                <code>{prettyBody(r.body)}</code>
+              </pre>
+            ) : (
+              <p className="muted small">Empty body.</p>
+            )}
+            {r.bodyTruncated && <p className="truncated-note">The body was longer; its first 4 KiB are shown.</p>}
+          </>
+        )}
+      </section>
+      <section aria-label={`Attempt ${n} request headers`}>
+        <h3>Request headers</h3>
+        {attempt.requestHeaders ? (
+          <HeaderList headers={Object.entries(attempt.requestHeaders).map(([name, value]) => ({ name, value }))} label={`Attempt ${n} request headers`} />
+        ) : (
+          <p className="muted small">Not recorded for this attempt.</p>
+        )}
+      </section>
+    </div>
+  );
+}
+
+function AttemptsTable({ attempts }: { attempts: AttemptDetail[] }) {
+  // The latest attempt is open: it is the one that says what happens next.
+  const [open, setOpen] = useState<Set<number>>(() => new Set([attempts.length]));
+  const toggle = (n: number) =>
+    setOpen((o) => {
+      const next = new Set(o);
+      if (next.has(n)) next.delete(n);
+      else next.add(n);
+      return next;
+    });
+  if (attempts.length === 0) return <p className="muted small">No attempt yet.</p>;
+  return (
+    <table className="table table-responsive" aria-label="Attempts" data-testid="attempts">
+      <thead>
+        <tr>
+          <th scope="col">#</th>
+          <th scope="col">Time</th>
+          <th scope="col">Status</th>
+          <th scope="col" className="num">
+            Latency
+          </th>
+          <th scope="col">
+            <span className="visually-hidden">Details</span>
+          </th>
+        </tr>
+      </thead>
+      <tbody>
+        {attempts.map((a, i) => {
+          const n = i + 1;
+          return (
+            <Fragment key={n}>
+              <tr data-attempt={n}>
+                <td data-label="#">{n}</td>
+                <td data-label="Time">
+                  <time dateTime={a.at}>{formatDate(a.at)}</time>
+                </td>
+                <td data-label="Status">
+                  <Badge tone={a.statusCode && a.statusCode < 300 ? 'success' : 'danger'}>{a.statusCode ?? 'no answer'}</Badge>
+                  {a.error && <p className="cell-error small">{a.error}</p>}
+                </td>
+                <td data-label="Latency" className="num">
+                  {formatMs(a.latencyMs)}
+                </td>
+                <td className="cell-actions">
+                  <Button size="sm" variant="ghost" aria-expanded={open.has(n)} aria-controls={`attempt-${n}`} onClick={() => toggle(n)}>
+                    {open.has(n) ? 'Hide' : 'Headers & body'}
+                  </Button>
+                </td>
+              </tr>
+              {open.has(n) && (
+                <tr id={`attempt-${n}`} className="subrow">
+                  <td colSpan={5}>
+                    <AttemptExchange attempt={a} n={n} />
+                  </td>
+                </tr>
+              )}
+            </Fragment>
+          );
+        })}
+      </tbody>
+    </table>
+  );
+}
+
+/** One message in a drawer: payload, headers sent and answers per attempt; retry now or redeliver from here. */
+function DeliveryDrawer({ webhookId, messageId, onClose, onChanged }: { webhookId: string; messageId: string | null; onClose: () => void; onChanged: () => void }) {
+  const detail = useResource<DeliveryDetailDto>(messageId ? `delivery:${webhookId}:${messageId}` : null, (a, signal) =>
+    unwrap(a.openapi.GET('/webhooks/{id}/deliveries/{messageId}', { params: { path: { id: webhookId, messageId: messageId! } }, signal })),
+  );
+  const d = detail.data;
+  useInterval(() => void detail.reload(), d?.status === 'pending' ? 1_500 : null);
+  const { retry, redeliver } = useDeliveryActions(webhookId, () => {
+    void detail.reload();
+    onChanged();
+  });
+  const payload = d ? JSON.stringify(d.payload, null, 2) : '';
+  return (
+    <Dialog open={messageId !== null} onClose={onClose} title="Message" drawer>
+      <ErrorBanner error={detail.error ?? retry.error ?? redeliver.error} onRetry={detail.error ? () => void detail.reload() : undefined} />
+      {!d ? (
+        !detail.error && <Loading rows={4} />
+      ) : (
+        <div className="delivery-detail" data-testid="delivery-detail" data-status={d.status}>
+          <KeyValue
+            items={[
+              ['Message ID', <code key="id">{d.id}</code>],
+              ['Event', <Badge key="t">{d.type}</Badge>],
+              [
+                'Status',
+                <span key="s">
+                  <StatusBadge status={d.status} />
+                  {d.status === 'pending' && d.nextAttemptAt && <span className="muted small"> next try {formatRelative(d.nextAttemptAt)}</span>}
+                </span>,
+              ],
+              ['Created', formatDate(d.createdAt)],
+            ]}
+          />
+          <div className="delivery-actions">
+            {d.status === 'pending' ? (
+              <Button variant="primary" size="sm" onClick={() => void retry.run(d.id)} loading={retry.pending} disabled={!waitsForRetry(d)}>
+                Retry now
+              </Button>
+            ) : (
+              <Button size="sm" onClick={() => void redeliver.run(d.id)} loading={redeliver.pending}>
+                Redeliver
+              </Button>
+            )}
+          </div>
+          <section aria-label="Payload">
+            <h3>Payload</h3>
+            <pre className="code-block" data-testid="payload">
+              <code>{payload}</code>
+            </pre>
+            <CopyButton size="sm" value={payload} label="Copy payload" />
+          </section>
+          <section aria-label="Attempts">
+            <h3>Attempts</h3>
+            <AttemptsTable key={d.attempts.length} attempts={d.attempts} />
+          </section>
+        </div>
+      )}
+    </Dialog>
+  );
+}
+
+/** The `datetime-local` value (local time, minutes) of a moment. */
+function toLocalInput(ms: number): string {
+  const d = new Date(ms);
+  return new Date(ms - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+}
+
+/**
+ * Replays the endpoint's messages since a time that did not reach it (failed, cancelled, skipped), showing how
+ * many were queued; the API queues at most 1,000 a call, so the rest is one more click away.
+ */
+function ReplayDialog({ webhookId, open, onClose, onReplayed }: { webhookId: string; open: boolean; onClose: () => void; onReplayed: () => void }) {
+  const api = useApi();
+  const [since, setSince] = useState(() => toLocalInput(Date.now() - 86_400_000));
+  const [result, setResult] = useState<{ queued: number; nextSince: string | null } | null>(null);
+  const replay = useAction(async (from: string) => {
+    const r = await unwrap(api.openapi.POST('/webhooks/{id}/replay', { params: { path: { id: webhookId } }, body: { since: from } }));
+    setResult((old) => ({ queued: (old?.queued ?? 0) + r.replayed, nextSince: r.hasMore ? r.nextSince : null }));
+    onReplayed();
+    return r;
+  });
+  const close = () => {
+    setResult(null);
+    replay.setError(null);
+    onClose();
+  };
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    const iso = localToIso(since);
+    if (!iso) {
+      return replay.setError(
+        new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: [{ path: 'since', message: 'Pick a date and time' }] }),
+      );
+    }
+    setResult(null);
+    await replay.run(iso);
+  };
+  return (
+    <Dialog
+      open={open}
+      onClose={close}
+      title="Replay messages"
+      description="Sends again every message since this time that did not reach the endpoint: failed, cancelled, or skipped while it was disabled. Delivered and pending messages are left alone."
+    >
+      <form className="form" onSubmit={submit} noValidate>
+        <ErrorBanner error={replay.error && replay.error.fieldErrors.length === 0 ? replay.error : null} />
+        <Field label="Since" hint="The event's time, in your time zone." error={replay.error?.fieldError('since')} required>
+          {(p) => (
+            <input
+              {...p}
+              className="input"
+              type="datetime-local"
+              value={since}
+              onChange={(e) => {
+                setSince(e.target.value);
+                replay.fixField('since');
+              }}
+            />
+          )}
+        </Field>
+        {result && (
+          <Alert tone={result.queued ? 'success' : 'info'} title={result.queued ? `${plural(result.queued, 'message')} queued` : 'Nothing to replay'}>
+            <p role="status" data-testid="replay-result">
+              {result.queued
+                ? `${plural(result.queued, 'message')} will be sent again; watch the deliveries log.`
+                : 'Every message since then reached the endpoint or is still being sent.'}
+            </p>
+            {result.nextSince && <p>More remain, from {formatDate(result.nextSince)}.</p>}
+          </Alert>
+        )}
+        <div className="dialog-footer">
+          <Button onClick={close}>{result ? 'Done' : 'Cancel'}</Button>
+          {result?.nextSince ? (
+            <Button variant="primary" loading={replay.pending} onClick={() => void replay.run(result.nextSince!)}>
+              Replay the next batch
+            </Button>
+          ) : (
+            <Button type="submit" variant="primary" loading={replay.pending}>
+              Replay
+            </Button>
+          )}
+        </div>
+      </form>
+    </Dialog>
+  );
+}
+
+function DeliveryLog({ webhookId, watchUntil, enabled }: { webhookId: string; watchUntil: number; enabled: boolean }) {
   const [filters, setFilters] = useState<LogFilters>(NO_FILTERS);
   const query = {
     limit: 50,
@@ -459,36 +754,40 @@ function DeliveryLog({ webhookId, watchUntil }: { webhookId: string; watchUntil:
   const deliveries = useResource<Page<DeliveryDto>>(`deliveries:${webhookId}:${JSON.stringify(query)}`, (a, signal) =>
     unwrap(a.openapi.GET('/webhooks/{id}/deliveries', { params: { path: { id: webhookId }, query }, signal })),
   );
-  const [open, setOpen] = useState<Set<string>>(new Set());
+  const [selected, setSelected] = useState<string | null>(null);
+  const [replaying, setReplaying] = useState(false);
+  const [replayedAt, setReplayedAt] = useState(0);
   const list = deliveries.data?.data ?? [];
   const pending = list.some((d) => d.status === 'pending');
   const [now, setNow] = useState(Date.now());
+  const watching = Math.max(watchUntil, replayedAt + 20_000);
   useInterval(
     () => {
       setNow(Date.now());
       void deliveries.reload();
     },
-    pending || now < watchUntil || Date.now() < watchUntil ? 1_500 : null,
+    // A query the API refused (a bad filter) is not asked again until the filters change.
+    (pending || now < watching || Date.now() < watching) && !deliveries.error?.fieldErrors.length ? 1_500 : null,
   );
-  const redeliver = useAction(async (d: DeliveryDto) => {
-    await unwrap(api.openapi.POST('/webhooks/{id}/deliveries/{messageId}/redeliver', { params: { path: { id: webhookId, messageId: d.id } } }));
-    notify('Message queued for redelivery', 'info');
-    void deliveries.reload();
-    return true;
-  });
+  const { retry, redeliver } = useDeliveryActions(webhookId, () => void deliveries.reload());
 
   return (
     <Card
       title="Deliveries"
       actions={
-        <Button size="sm" variant="ghost" onClick={() => void deliveries.reload()}>
-          Refresh
-        </Button>
+        <>
+          <Button size="sm" onClick={() => setReplaying(true)} disabled={!enabled}>
+            Replay since…
+          </Button>
+          <Button size="sm" variant="ghost" onClick={() => void deliveries.reload()}>
+            Refresh
+          </Button>
+        </>
       }
     >
       <DeliveryFilters value={filters} onChange={setFilters} error={deliveries.error} />
       <ErrorBanner
-        error={deliveries.error && deliveries.error.fieldErrors.length === 0 ? deliveries.error : redeliver.error}
+        error={deliveries.error && deliveries.error.fieldErrors.length === 0 ? deliveries.error : (redeliver.error ?? retry.error)}
         onRetry={deliveries.error ? () => void deliveries.reload() : undefined}
       />
       {!deliveries.data && !deliveries.error ? (
@@ -526,83 +825,53 @@ function DeliveryLog({ webhookId, watchUntil }: { webhookId: string; watchUntil:
           <tbody>
             {list.map((d) => {
               const last = lastAttempt(d);
-              const expanded = open.has(d.id);
               return (
-                <Fragment key={d.id}>
-                  <tr data-delivery-id={d.id} data-status={d.status}>
-                    <td data-label="Event">
-                      <Badge>{d.type}</Badge>
-                      <p className="mono small muted break">{d.id}</p>
-                    </td>
-                    <td data-label="Status">
-                      <StatusBadge status={d.status} />
-                      {d.nextAttemptAt && d.status === 'pending' && <p className="muted small">next try {formatRelative(d.nextAttemptAt)}</p>}
-                    </td>
-                    <td data-label="Attempts" className="num">
-                      {d.attempts.length}
-                    </td>
-                    <td data-label="Last response">
-                      {last ? (
-                        <>
-                          <Badge tone={last.statusCode && last.statusCode < 300 ? 'success' : 'danger'}>{last.statusCode ?? 'no answer'}</Badge>{' '}
-                          <span className="muted small">{formatMs(last.latencyMs)}</span>
-                        </>
-                      ) : (
-                        '—'
-                      )}
-                    </td>
-                    <td data-label="When">{formatRelative(d.createdAt)}</td>
-                    <td className="cell-actions">
-                      <Button
-                        size="sm"
-                        variant="ghost"
-                        aria-expanded={expanded}
-                        aria-controls={`attempts-${d.id}`}
-                        onClick={() =>
-                          setOpen((o) => {
-                            const n = new Set(o);
-                            if (n.has(d.id)) n.delete(d.id);
-                            else n.add(d.id);
-                            return n;
-                          })
-                        }
-                      >
-                        {expanded ? 'Hide attempts' : 'Attempts'}
+                <tr key={d.id} data-delivery-id={d.id} data-status={d.status}>
+                  <td data-label="Event">
+                    <Badge>{d.type}</Badge>
+                    <p className="mono small muted break">{d.id}</p>
+                  </td>
+                  <td data-label="Status">
+                    <StatusBadge status={d.status} />
+                    {d.nextAttemptAt && d.status === 'pending' && <p className="muted small">next try {formatRelative(d.nextAttemptAt)}</p>}
+                  </td>
+                  <td data-label="Attempts" className="num">
+                    {d.attempts.length}
+                  </td>
+                  <td data-label="Last response">
+                    {last ? (
+                      <>
+                        <Badge tone={last.statusCode && last.statusCode < 300 ? 'success' : 'danger'}>{last.statusCode ?? 'no answer'}</Badge>{' '}
+                        <span className="muted small">{formatMs(last.latencyMs)}</span>
+                      </>
+                    ) : (
+                      '—'
+                    )}
+                  </td>
+                  <td data-label="When">{formatRelative(d.createdAt)}</td>
+                  <td className="cell-actions">
+                    <Button size="sm" variant="ghost" aria-haspopup="dialog" onClick={() => setSelected(d.id)}>
+                      Details
+                    </Button>
+                    {waitsForRetry(d) && (
+                      <Button size="sm" variant="ghost" onClick={() => void retry.run(d.id)}>
+                        Retry now
                       </Button>
-                      {d.status !== 'pending' && (
-                        <Button size="sm" variant="ghost" onClick={() => void redeliver.run(d)}>
-                          Redeliver
-                        </Button>
-                      )}
-                    </td>
-                  </tr>
-                  {expanded && (
-                    <tr id={`attempts-${d.id}`} className="subrow">
-                      <td colSpan={6}>
-                        {d.attempts.length === 0 ? (
-                          <p className="muted small">No attempt yet.</p>
-                        ) : (
-                          <ol className="attempts">
-                            {d.attempts.map((a, i) => (
-                              <li key={i}>
-                                <span className="attempt-n">#{i + 1}</span>
-                                <time dateTime={a.at}>{formatDate(a.at)}</time>
-                                <Badge tone={a.statusCode && a.statusCode < 300 ? 'success' : 'danger'}>{a.statusCode ?? 'no answer'}</Badge>
-                                <span className="muted">{formatMs(a.latencyMs)}</span>
-                                {a.error && <span className="cell-error">{a.error}</span>}
-                              </li>
-                            ))}
-                          </ol>
-                        )}
-                      </td>
-                    </tr>
-                  )}
-                </Fragment>
+                    )}
+                    {d.status !== 'pending' && (
+                      <Button size="sm" variant="ghost" onClick={() => void redeliver.run(d.id)}>
+                        Redeliver
+                      </Button>
+                    )}
+                  </td>
+                </tr>
               );
             })}
           </tbody>
         </table>
       )}
+      <DeliveryDrawer webhookId={webhookId} messageId={selected} onClose={() => setSelected(null)} onChanged={() => void deliveries.reload()} />
+      <ReplayDialog webhookId={webhookId} open={replaying} onClose={() => setReplaying(false)} onReplayed={() => setReplayedAt(Date.now())} />
     </Card>
   );
 }
@@ -692,7 +961,7 @@ export function WebhookDetailPage({ id }: { id: string }) {
           ]}
         />
       </Card>
-      <DeliveryLog webhookId={w.id} watchUntil={watchUntil} />
+      <DeliveryLog webhookId={w.id} watchUntil={watchUntil} enabled={w.status === 'enabled'} />
       {editing && <EditWebhookDialog webhook={w} open={editing} onClose={() => setEditing(false)} onSaved={() => void hook.reload()} />}
       <ConfirmDialog
         open={confirmRotate}

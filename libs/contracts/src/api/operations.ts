@@ -59,6 +59,7 @@ import {
   listDeliveriesQuery,
   deliveryListSchema,
   deliverySchema,
+  deliveryDetailSchema,
   webhookCreatedSchema,
   webhookListSchema,
   webhookSchema,
@@ -653,6 +654,17 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     errors: [404],
   },
   {
+    operationId: 'getDelivery',
+    method: 'get',
+    path: '/webhooks/{id}/deliveries/{messageId}',
+    service: 'webhooks',
+    scope: 'webhooks:read',
+    summary:
+      'Get one message sent to a webhook endpoint (by its event id, the webhook-id): the payload, and for every attempt the request headers sent, the status, latency, response headers and the start of the response body.',
+    success: { status: 200, schema: deliveryDetailSchema },
+    errors: [404],
+  },
+  {
     operationId: 'sendTestEvent',
     method: 'post',
     path: '/webhooks/{id}/test',
@@ -692,6 +704,18 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     summary: 'Send a message (by its event id, the webhook-id) to this endpoint again, as a new series of attempts.',
     success: { status: 202, schema: deliverySchema },
     errors: [404, 409],
+  },
+  {
+    operationId: 'retryDelivery',
+    method: 'post',
+    path: '/webhooks/{id}/deliveries/{messageId}/retry',
+    service: 'webhooks',
+    scope: 'webhooks:write',
+    summary:
+      "Make a message's waiting retry due now instead of at nextAttemptAt; it stays in its current series of attempts. A receiver's Retry-After still holds the endpoint until it ends. Only for a pending message: a finished one is sent again with redeliver.",
+    success: { status: 202, schema: deliverySchema },
+    errors: [404, 409],
+    errorNotes: { 409: 'the message is not pending (webhook_delivery_not_pending), or the endpoint is disabled (webhook_disabled)' },
   },
   {
     operationId: 'replayWebhook',

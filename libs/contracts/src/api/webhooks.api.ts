@@ -146,6 +146,37 @@ export const deliverySchema = z
 export type DeliveryDto = z.infer<typeof deliverySchema>;
 export const deliveryListSchema = listOf(deliverySchema).meta({ id: 'DeliveryList' });
 
+/** One attempt with what was sent and what came back, as the delivery's detail shows it. */
+export const deliveryAttemptDetailSchema = deliveryAttemptSchema
+  .extend({
+    requestHeaders: z
+      .record(z.string(), z.string())
+      .nullable()
+      .describe('the HTTP headers sent, webhook-signature included (never the signing secret); null for attempts made before headers were recorded'),
+    response: z
+      .object({
+        headers: z
+          .array(z.object({ name: z.string(), value: z.string() }))
+          .describe('the response headers in the order received, names lower-cased: at most 32, each value cut at 512 characters'),
+        headersTruncated: z.boolean().describe('true when headers were left out or cut'),
+        body: z.string().describe('the start of the response body (at most 4 KiB, decoded as UTF-8)'),
+        bodyTruncated: z.boolean().describe('true when the body was longer than what is shown'),
+      })
+      .nullable()
+      .describe('what the endpoint answered; null when no answer came (timeout, connection error) or for attempts made before answers were recorded'),
+  })
+  .meta({ id: 'DeliveryAttemptDetail' });
+
+/** A message with its payload and every attempt in full (the log's list shows only each attempt's outcome). */
+export const deliveryDetailSchema = deliverySchema
+  .extend({
+    webhookId: z.string(),
+    payload: z.unknown().describe('the JSON body sent on every attempt: {type, timestamp, data}'),
+    attempts: z.array(deliveryAttemptDetailSchema),
+  })
+  .meta({ id: 'DeliveryDetail' });
+export type DeliveryDetailDto = z.infer<typeof deliveryDetailSchema>;
+
 const deliveryTime = (name: string) => z.iso.datetime({ offset: true, message: `${name} must be an ISO-8601 date-time, such as 2026-01-31T12:00:00Z` }).optional();
 
 /** The delivery log's filters, on top of paging; `since`/`until` are the event's time, like replay's `since`. */

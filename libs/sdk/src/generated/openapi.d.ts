@@ -576,6 +576,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks/{id}/deliveries/{messageId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get one message sent to a webhook endpoint (by its event id, the webhook-id): the payload, and for every attempt the request headers sent, the status, latency, response headers and the start of the response body. */
+        get: operations["getDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks/{id}/test": {
         parameters: {
             query?: never;
@@ -638,6 +655,23 @@ export interface paths {
         put?: never;
         /** Send a message (by its event id, the webhook-id) to this endpoint again, as a new series of attempts. */
         post: operations["redeliverMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/deliveries/{messageId}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make a message's waiting retry due now instead of at nextAttemptAt; it stays in its current series of attempts. A receiver's Retry-After still holds the endpoint until it ends. Only for a pending message: a finished one is sent again with redeliver. */
+        post: operations["retryDelivery"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1013,6 +1047,7 @@ export interface components {
              *     | `webhook_endpoint_limit` | 422 | webhooks | The account has as many webhook endpoints as it may; delete one first. |
              *     | `webhook_disabled` | 409 | webhooks | The endpoint is disabled; enable it to receive events again. |
              *     | `webhook_delivery_in_progress` | 409 | webhooks | The message is still being delivered; redeliver it once that has finished. |
+             *     | `webhook_delivery_not_pending` | 409 | webhooks | The message has no retry waiting (it was delivered, failed for good or was cancelled); redeliver it instead. |
              *     | `webhook_secret_rotation_conflict` | 409 | webhooks | Another request rotated the secret at the same time. |
              * @example source_not_found
              * @example validation_failed
@@ -2488,6 +2523,50 @@ export interface components {
             error: string | null;
             /** @description the receiver's Retry-After on a 429 or 503 answer, in ms, bounded by the service's maximum; the endpoint's next attempts waited that long. Null when none was sent */
             retryAfterMs: number | null;
+        };
+        DeliveryDetail: {
+            /** @description the event id, sent as the webhook-id header on every attempt */
+            id: string;
+            type: string;
+            /** @enum {string} */
+            status: "pending" | "succeeded" | "failed" | "cancelled" | "skipped";
+            attempts: components["schemas"]["DeliveryAttemptDetail"][];
+            nextAttemptAt: string | null;
+            /** @description ISO-8601 UTC timestamp */
+            createdAt: string;
+            /** @description ISO-8601 UTC timestamp */
+            updatedAt: string;
+            webhookId: string;
+            /** @description the JSON body sent on every attempt: {type, timestamp, data} */
+            payload: unknown;
+        };
+        DeliveryAttemptDetail: {
+            /** @description ISO-8601 UTC timestamp */
+            at: string;
+            /** @description the HTTP status answered, or null when no answer came */
+            statusCode: number | null;
+            latencyMs: number;
+            error: string | null;
+            /** @description the receiver's Retry-After on a 429 or 503 answer, in ms, bounded by the service's maximum; the endpoint's next attempts waited that long. Null when none was sent */
+            retryAfterMs: number | null;
+            /** @description the HTTP headers sent, webhook-signature included (never the signing secret); null for attempts made before headers were recorded */
+            requestHeaders: {
+                [key: string]: string;
+            } | null;
+            /** @description what the endpoint answered; null when no answer came (timeout, connection error) or for attempts made before answers were recorded */
+            response: {
+                /** @description the response headers in the order received, names lower-cased: at most 32, each value cut at 512 characters */
+                headers: {
+                    name: string;
+                    value: string;
+                }[];
+                /** @description true when headers were left out or cut */
+                headersTruncated: boolean;
+                /** @description the start of the response body (at most 4 KiB, decoded as UTF-8) */
+                body: string;
+                /** @description true when the body was longer than what is shown */
+                bodyTruncated: boolean;
+            } | null;
         };
         WebhookTest: {
             /** @description the id of the webhook.test event; its delivery appears in the deliveries log */
@@ -10573,6 +10652,201 @@ export interface operations {
             };
         };
     };
+    getDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+                /** @description Resource identifier. */
+                messageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "evt_01JD3A4C6D8E0F2G4H6J8K0M2N",
+                     *       "type": "report.completed",
+                     *       "status": "succeeded",
+                     *       "attempts": [
+                     *         {
+                     *           "at": "2026-11-20T09:20:12.902Z",
+                     *           "statusCode": 503,
+                     *           "latencyMs": 118.4,
+                     *           "error": "the endpoint answered 503",
+                     *           "retryAfterMs": 30000,
+                     *           "requestHeaders": {
+                     *             "webhook-id": "evt_01JD3A4C6D8E0F2G4H6J8K0M2N",
+                     *             "webhook-timestamp": "1795166412",
+                     *             "webhook-signature": "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
+                     *             "content-type": "application/json",
+                     *             "user-agent": "dap-webhooks/1.0",
+                     *             "content-length": "118"
+                     *           },
+                     *           "response": {
+                     *             "headers": [
+                     *               {
+                     *                 "name": "content-type",
+                     *                 "value": "text/plain"
+                     *               },
+                     *               {
+                     *                 "name": "retry-after",
+                     *                 "value": "30"
+                     *               }
+                     *             ],
+                     *             "headersTruncated": false,
+                     *             "body": "busy, try later",
+                     *             "bodyTruncated": false
+                     *           }
+                     *         },
+                     *         {
+                     *           "at": "2026-11-20T09:20:43.044Z",
+                     *           "statusCode": 200,
+                     *           "latencyMs": 84.1,
+                     *           "error": null,
+                     *           "retryAfterMs": null,
+                     *           "requestHeaders": {
+                     *             "webhook-id": "evt_01JD3A4C6D8E0F2G4H6J8K0M2N",
+                     *             "webhook-timestamp": "1795166443",
+                     *             "webhook-signature": "v1,9rM0kq2Yx8bq4P1wUeNf1mJ2cQ3vTb6yHh1Zl0sW8aE=",
+                     *             "content-type": "application/json",
+                     *             "user-agent": "dap-webhooks/1.0",
+                     *             "content-length": "118"
+                     *           },
+                     *           "response": {
+                     *             "headers": [
+                     *               {
+                     *                 "name": "content-type",
+                     *                 "value": "application/json"
+                     *               }
+                     *             ],
+                     *             "headersTruncated": false,
+                     *             "body": "{\"ok\":true}",
+                     *             "bodyTruncated": false
+                     *           }
+                     *         }
+                     *       ],
+                     *       "nextAttemptAt": null,
+                     *       "createdAt": "2026-11-20T09:20:12.400Z",
+                     *       "updatedAt": "2026-11-20T09:20:43.130Z",
+                     *       "webhookId": "whk_01JD3B2F8H0J2K4M6N8P0Q2R4S",
+                     *       "payload": {
+                     *         "type": "report.completed",
+                     *         "timestamp": "2026-11-20T09:20:12.300Z",
+                     *         "data": {
+                     *           "id": "rpt_01JD3C7F5G7H9J1K3M5N7P9Q1R",
+                     *           "status": "completed"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DeliveryDetail"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the webhooks:read scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource does not exist (or belongs to another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     sendTestEvent: {
         parameters: {
             query?: never;
@@ -11153,6 +11427,157 @@ export interface operations {
                 };
             };
             /** @description The request conflicts with the resource state. Or: A request with the same Idempotency-Key is still in progress; see Retry-After. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Idempotency-Key was used before with a different request body. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    retryDelivery: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 h and replayed for the same key and body; the same key with another body is a 422, and a retry while the first request runs is a 409. 1 to 255 visible ASCII characters; anything else is a 400. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+                /** @description Resource identifier. */
+                messageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            202: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "evt_01JD3C7H9J1K3M5N7P9Q1R3S5T",
+                     *       "type": "report.completed",
+                     *       "status": "pending",
+                     *       "attempts": [],
+                     *       "nextAttemptAt": "2026-11-20T11:02:00.000Z",
+                     *       "createdAt": "2026-11-20T09:20:12.400Z",
+                     *       "updatedAt": "2026-11-20T11:02:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Delivery"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the webhooks:write scope; or a dashboard request did not send its x-csrf-token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource does not exist (or belongs to another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The message is not pending (webhook_delivery_not_pending), or the endpoint is disabled (webhook_disabled). Or: A request with the same Idempotency-Key is still in progress; see Retry-After. */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -11,5 +11,7 @@ export const webhookErrors = {
   endpointDisabled: (reason: string | null) =>
     new DomainError('webhook_disabled', `the webhook endpoint is disabled${reason ? ` (${reason})` : ''}; enable it (POST /v1/webhooks/{id}/enable) to receive events again`),
   deliveryInProgress: () => new DomainError('webhook_delivery_in_progress', 'this message is still being delivered to the endpoint; redeliver it once its delivery has finished'),
+  deliveryNotPending: () =>
+    new DomainError('webhook_delivery_not_pending', 'this message has no retry waiting; redeliver it (POST /v1/webhooks/{id}/deliveries/{messageId}/redeliver) to send it again'),
   rotationConflict: () => new DomainError('webhook_secret_rotation_conflict', 'the secret was rotated by another request at the same time; rotate again if needed'),
 };

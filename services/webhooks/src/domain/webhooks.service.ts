@@ -206,6 +206,29 @@ export class WebhooksService {
     return result.delivery;
   }
 
+  /** One message of the endpoint with its body and every attempt in full. */
+  async getDelivery(accountId: string, id: string, messageId: string): Promise<DeliveryDoc> {
+    await this.get(accountId, id);
+    const found = EVENT_ID.test(messageId) ? await this.d.deliveries.findForEndpoint(accountId, id, messageId) : null;
+    if (!found) throw webhookErrors.messageNotFound();
+    return found;
+  }
+
+  /**
+   * Makes a pending message's waiting retry due now, in the same series of attempts (redeliver starts a new
+   * series for a finished one). The endpoint's pause after a Retry-After still holds.
+   */
+  async retryNow(accountId: string, id: string, messageId: string): Promise<DeliveryDoc> {
+    const endpoint = await this.get(accountId, id);
+    if (!EVENT_ID.test(messageId)) throw webhookErrors.messageNotFound();
+    if (endpoint.status !== 'enabled') throw webhookErrors.endpointDisabled(endpoint.disabledReason);
+    const result = await this.d.deliveries.retryNow(accountId, id, messageId);
+    if (result.outcome === 'not_found') throw webhookErrors.messageNotFound();
+    if (result.outcome === 'not_pending') throw webhookErrors.deliveryNotPending();
+    this.d.onDue?.();
+    return result.delivery;
+  }
+
   /**
    * Sends again the endpoint's messages since `since` (event time) that did not reach it: failed, cancelled, or
    * skipped while it was disabled. Bounded per call; when more remain, `nextSince` is where the next call starts

@@ -1,5 +1,5 @@
-import type { DeliveryDto, WebhookDto } from '@dap/contracts';
-import type { DeliveryDoc, EndpointHealth } from '../persistence/delivery.repository.ts';
+import type { DeliveryDetailDto, DeliveryDto, WebhookDto } from '@dap/contracts';
+import type { AttemptDoc, DeliveryDoc, EndpointHealth } from '../persistence/delivery.repository.ts';
 import type { EndpointDoc } from '../persistence/endpoint.repository.ts';
 
 /** `health`: the endpoint's attempts over the last 24 h (none for an endpoint just created). */
@@ -27,14 +27,30 @@ export function toWebhookDto(e: EndpointDoc, health: EndpointHealth = { attempts
   };
 }
 
+const attemptDto = (a: AttemptDoc) => ({ at: a.at.toISOString(), statusCode: a.statusCode, latencyMs: a.latencyMs, error: a.error, retryAfterMs: a.retryAfterMs ?? null });
+
 export function toDeliveryDto(d: DeliveryDoc): DeliveryDto {
   return {
     id: d.eventId,
     type: d.eventType,
     status: d.status,
-    attempts: d.attempts.map((a) => ({ at: a.at.toISOString(), statusCode: a.statusCode, latencyMs: a.latencyMs, error: a.error, retryAfterMs: a.retryAfterMs ?? null })),
+    attempts: d.attempts.map(attemptDto),
     nextAttemptAt: d.status === 'pending' && d.nextAttemptAt ? d.nextAttemptAt.toISOString() : null,
     createdAt: d.createdAt.toISOString(),
     updatedAt: d.updatedAt.toISOString(),
+  };
+}
+
+/** The delivery with its payload and, per attempt, the headers sent and the (capped) answer. */
+export function toDeliveryDetailDto(d: DeliveryDoc): DeliveryDetailDto {
+  return {
+    ...toDeliveryDto(d),
+    webhookId: d.endpointId,
+    payload: JSON.parse(d.body) as unknown,
+    attempts: d.attempts.map((a) => ({
+      ...attemptDto(a),
+      requestHeaders: a.requestHeaders ?? null,
+      response: a.response ? { ...a.response, headers: a.response.headers.map(([name, value]) => ({ name, value })) } : null,
+    })),
   };
 }

@@ -15,7 +15,7 @@ import {
 import { callerOf, parseOr400 } from '@dap/http';
 import type { WebhooksService } from '../domain/webhooks.service.ts';
 import type { EndpointDoc } from '../persistence/endpoint.repository.ts';
-import { toDeliveryDto, toWebhookDto } from './dto.ts';
+import { toDeliveryDetailDto, toDeliveryDto, toWebhookDto } from './dto.ts';
 
 /** The caller, with the request id this response carries (it travels on into events and deliveries). */
 function callerWithRequestId(req: Request): CallerContext {
@@ -67,6 +67,15 @@ export function webhookRoutes(service: WebhooksService): Router {
     const query = parseOr400(listDeliveriesQuery, req.query, 'query');
     const page = await service.listDeliveries(callerOf(req).accountId, req.params.id, query);
     res.json({ ...page, data: page.data.map(toDeliveryDto) });
+  });
+
+  r.get('/webhooks/:id/deliveries/:messageId', async (req, res) => {
+    res.json(toDeliveryDetailDto(await service.getDelivery(callerOf(req).accountId, req.params.id, req.params.messageId)));
+  });
+
+  r.post('/webhooks/:id/deliveries/:messageId/retry', async (req, res) => {
+    const delivery = await service.retryNow(callerOf(req).accountId, req.params.id, req.params.messageId);
+    res.status(202).location(`/v1/webhooks/${req.params.id}/deliveries/${delivery.eventId}`).json(toDeliveryDto(delivery));
   });
 
   r.post('/webhooks/:id/rotate-secret', async (req, res) => {

@@ -2,6 +2,7 @@ import type { AnyBulkWriteOperation, Collection, Db, Filter, UpdateFilter } from
 import { MongoBulkWriteError } from 'mongodb';
 import type { DomainEvent } from '@dap/contracts';
 import type { TraceCarrier } from '@dap/tracing';
+import type { ResponseRecord } from '../domain/response-record.ts';
 import { Batcher } from './batcher.ts';
 
 /** `skipped`: the event came while the endpoint was disabled; stored with its body, never attempted. */
@@ -17,6 +18,10 @@ export interface AttemptDoc {
   error: string | null;
   /** The receiver's Retry-After (429/503), bounded, in ms; absent when it sent none. */
   retryAfterMs?: number | null;
+  /** The headers sent (the signature is there, the endpoint's secret never); absent on attempts recorded before they were kept. */
+  requestHeaders?: Record<string, string> | null;
+  /** The answer, capped; null when none came, absent on attempts recorded before answers were kept. */
+  response?: ResponseRecord | null;
 }
 
 /** One event for one endpoint. `_id` is `${eventId}:${endpointId}`, so scheduling twice is a no-op. */
@@ -114,6 +119,8 @@ export type RedeliverResult =
    * Events staged in the delivery outbox do not hold a redelivery up: they are tied to their own attempt.
    */
   | { outcome: 'finishing' };
+
+export type RetryNowResult = { outcome: 'due'; delivery: DeliveryDoc } | { outcome: 'not_found' } | { outcome: 'not_pending' };
 
 export const UNLOCKED = new Date(0);
 /**
@@ -369,6 +376,37 @@ export class DeliveryRepository {
     return { outcome: 'in_progress' };
   }
 
+  /** One delivery of the account's endpoint with its body, or null (another account's answers null too). */
+  async findForEndpoint(accountId: string, endpointId: string, eventId: string): Promise<DeliveryDoc | null> {
+    if (!accountId) throw new Error('accountId is required');
+    // Read by _id alone (the local wire-compatible server indexes nothing else here), then checked.
+    const found = await this.raw.findOne({ _id: deliveryIdOf(eventId, endpointId) }, { projection: { _outbox: 0 } });
+    return found && found.accountId === accountId && found.endpointId === endpointId ? found : null;
+  }
+
+  /**
+   * Makes a pending delivery's next attempt due now (its series goes on; nothing else changes). One that is
+   * claimed is being attempted already and is answered as it is; one already due is left as it is.
+   */
+  async retryNow(accountId: string, endpointId: string, eventId: string, now: Date = new Date()): Promise<RetryNowResult> {
+    const _id = deliveryIdOf(eventId, endpointId);
+    for (let tries = 0; tries < 3; tries++) {
+      const current = await this.raw.findOne({ _id }, { projection: { _outbox: 0, body: 0 } });
+      if (!current || current.accountId !== accountId || current.endpointId !== endpointId) return { outcome: 'not_found' };
+      if (current.status !== 'pending') return { outcome: 'not_pending' };
+      if (current.lockedBy !== null || (current.nextAttemptAt && current.nextAttemptAt.getTime() <= now.getTime())) return { outcome: 'due', delivery: current };
+      // Compare-and-set: a claim taken meanwhile (the retry came due) or a finished attempt wins.
+      const updated = await this.raw.findOneAndUpdate(
+        { _id, status: 'pending', lockedBy: null, nextAttemptAt: current.nextAttemptAt },
+        { $set: { nextAttemptAt: now, updatedAt: now } },
+        { returnDocument: 'after', projection: { _outbox: 0, body: 0 } },
+      );
+      if (updated) return { outcome: 'due', delivery: updated };
+    }
+    const last = await this.raw.findOne({ _id }, { projection: { _outbox: 0, body: 0 } });
+    return last?.status === 'pending' ? { outcome: 'due', delivery: last } : { outcome: 'not_pending' };
+  }
+
   /**
    * Makes the endpoint's messages from the event id `floorId` on (ids sort by event time) that finished without reaching it
    * due again, oldest first, at most `limit`, each as a new attempt series like `redeliver`. Pending ones (being
@@ -378,7 +416,8 @@ export class DeliveryRepository {
     const found = await this.raw
       .find(
         { accountId, endpointId, _id: { $gte: floorId }, status: { $in: [...REPLAYABLE_STATUSES] }, _outboxPending: { $ne: true } },
-        { projection: { status: 1, eventId: 1, attempts: 1 } },
+        // Only the count of attempts is needed, not what each sent and received.
+        { projection: { status: 1, eventId: 1, 'attempts.at': 1 } },
       )
       .sort({ _id: 1 })
       .limit(limit + 1)
@@ -499,10 +538,13 @@ export class DeliveryRepository {
     if (upper !== undefined || opts.from !== undefined) filter._id = { ...(upper !== undefined ? { $lt: upper } : {}), ...(opts.from !== undefined ? { $gte: opts.from } : {}) };
     if (opts.status) filter.status = opts.status;
     if (opts.eventType) filter.eventType = opts.eventType;
-    return this.raw
-      .find(filter, { projection: { _outbox: 0, body: 0 } })
-      .sort({ _id: -1 })
-      .limit(opts.limit)
-      .toArray();
+    return (
+      this.raw
+        // The log's list shows each attempt's outcome; what was sent and received is in one delivery's detail.
+        .find(filter, { projection: { _outbox: 0, body: 0, 'attempts.requestHeaders': 0, 'attempts.response': 0 } })
+        .sort({ _id: -1 })
+        .limit(opts.limit)
+        .toArray()
+    );
   }
 }

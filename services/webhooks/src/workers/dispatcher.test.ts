@@ -81,7 +81,9 @@ function harness(opts: { concurrency?: number; renew?: boolean; maxRetryAfterMs?
         sent.push(headers['webhook-id']!);
         return new Promise<AttemptResult>((resolve) => {
           answers.push(resolve);
-          signal?.addEventListener('abort', () => resolve({ ok: false, statusCode: null, latencyMs: 1, error: 'aborted', aborted: true, retryAfterMs: null }));
+          signal?.addEventListener('abort', () =>
+            resolve({ ok: false, statusCode: null, latencyMs: 1, error: 'aborted', aborted: true, retryAfterMs: null, requestHeaders: headers, response: null }),
+          );
         });
       },
     },
@@ -102,7 +104,16 @@ function harness(opts: { concurrency?: number; renew?: boolean; maxRetryAfterMs?
   const dispatcher = new Dispatcher(options);
   const tick = () => new Promise((r) => setTimeout(r, 5));
   const answerNext = async (status = 200, retryAfterMs: number | null = null) => {
-    answers.shift()!({ ok: status < 300, statusCode: status, latencyMs: 1, error: status < 300 ? null : `HTTP ${status}`, aborted: false, retryAfterMs });
+    answers.shift()!({
+      ok: status < 300,
+      statusCode: status,
+      latencyMs: 1,
+      error: status < 300 ? null : `HTTP ${status}`,
+      aborted: false,
+      retryAfterMs,
+      requestHeaders: {},
+      response: null,
+    });
     await tick();
   };
   /** Plans and inserts a new delivery as the fan-out does. */

@@ -5,7 +5,7 @@ import type { Logger } from '@dap/logger';
 import { SerialPass } from '@dap/mongo';
 import { carrierOf, context, contextOf, endSpan, SpanKind, startSpan, trace, tracingEnabled, withAccount, type Context, type Span } from '@dap/tracing';
 import type { SecretBox } from '../domain/secret.ts';
-import { seriesAttempts, type DeliveryDoc, type DeliveryRepository, type DeliveryStatus } from '../persistence/delivery.repository.ts';
+import { seriesAttempts, type AttemptDoc, type DeliveryDoc, type DeliveryRepository, type DeliveryStatus } from '../persistence/delivery.repository.ts';
 import type { EndpointDoc, EndpointRepository } from '../persistence/endpoint.repository.ts';
 import type { AttemptResult, HttpSender } from './http-sender.ts';
 import { nextDelayMs, retryDelayWithPushback } from '../domain/retry-schedule.ts';
@@ -467,7 +467,15 @@ export class Dispatcher {
       if (regular !== null) nextAttemptAt = new Date(Date.now() + pushback.delayMs);
       if (retryAfterMs) await this.pause(endpoint, new Date(Date.now() + retryAfterMs));
     }
-    const attempt = { at, statusCode: result.statusCode, latencyMs: result.latencyMs, error: result.error, ...(retryAfterMs !== null ? { retryAfterMs } : {}) };
+    const attempt: AttemptDoc = {
+      at,
+      statusCode: result.statusCode,
+      latencyMs: result.latencyMs,
+      error: result.error,
+      ...(retryAfterMs !== null ? { retryAfterMs } : {}),
+      requestHeaders: result.requestHeaders,
+      response: result.response,
+    };
     // A final state emits exactly one delivery.completed (staged with its record write, see RecordOutbox),
     // so the count downstream is exact.
     const completed =

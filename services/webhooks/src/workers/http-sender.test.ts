@@ -1,5 +1,6 @@
 import { OutboundGuard } from '@dap/netguard';
 import { startReceiver } from '@dap/testing';
+import { MAX_HEADER_VALUE_CHARS, MAX_RECORDED_BODY_BYTES, MAX_RECORDED_HEADERS } from '../domain/response-record.ts';
 import { HttpSender } from './http-sender.ts';
 
 describe('HttpSender', () => {
@@ -7,14 +8,18 @@ describe('HttpSender', () => {
   let status = 200;
   let delayMs = 0;
   let headers: Record<string, string> = {};
+  let body: string | undefined;
   const open = new HttpSender({ timeoutMs: 300, guard: new OutboundGuard({ allowPrivate: true }), userAgent: 'test' });
+  // For the tests that read what came back: a loaded machine must not turn an answer into a timeout.
+  const patient = new HttpSender({ timeoutMs: 10_000, guard: new OutboundGuard({ allowPrivate: true }), userAgent: 'test' });
   const strict = new HttpSender({ timeoutMs: 300, guard: new OutboundGuard({ allowPrivate: false }), userAgent: 'test' });
 
   beforeAll(async () => {
-    receiver = await startReceiver(() => ({ status, delayMs, headers }));
+    receiver = await startReceiver(() => ({ status, delayMs, headers, ...(body !== undefined ? { body } : {}) }));
   });
   afterAll(async () => {
     open.close();
+    patient.close();
     strict.close();
     await receiver.close();
   });
@@ -22,6 +27,58 @@ describe('HttpSender', () => {
     status = 200;
     delayMs = 0;
     headers = {};
+    body = undefined;
+  });
+
+  it('answers the headers it sent and what came back: status, headers and body', async () => {
+    status = 422;
+    headers = { 'x-receiver': 'r1' };
+    body = '{"error":"bad signature"}';
+    const r = await patient.send(receiver.url, { 'webhook-id': 'evt_1', 'webhook-signature': 'v1,abc' }, '{"a":1}');
+    expect(r.requestHeaders).toEqual({ 'webhook-id': 'evt_1', 'webhook-signature': 'v1,abc', 'content-length': '7' });
+    expect(r.response).toMatchObject({ body: '{"error":"bad signature"}', bodyTruncated: false, headersTruncated: false });
+    expect(r.response!.headers).toEqual(
+      expect.arrayContaining([
+        ['x-receiver', 'r1'],
+        ['content-type', 'text/plain'],
+      ]),
+    );
+  });
+
+  it('keeps at most 4 KiB of the body, whole characters only, and says it cut it', async () => {
+    body = 'a'.repeat(MAX_RECORDED_BODY_BYTES);
+    const whole = await patient.send(receiver.url, {}, '{}');
+    expect(whole).toMatchObject({ error: null, response: { body, bodyTruncated: false } });
+    // 4095 ASCII bytes, then a 2-byte character across the cap: it is left out, not shown half.
+    body = `${'a'.repeat(MAX_RECORDED_BODY_BYTES - 1)}éé${'z'.repeat(10_000)}`;
+    const cut = (await patient.send(receiver.url, {}, '{}')).response!;
+    expect(cut.bodyTruncated).toBe(true);
+    expect(cut.body).toBe('a'.repeat(MAX_RECORDED_BODY_BYTES - 1));
+    // Past the 64 KiB the attempt reads at all, the start is still kept.
+    body = 'b'.repeat(100_000);
+    const big = await patient.send(receiver.url, {}, '{}');
+    expect(big).toMatchObject({ ok: true, statusCode: 200, error: null });
+    expect(big.response).toMatchObject({ body: 'b'.repeat(MAX_RECORDED_BODY_BYTES), bodyTruncated: true });
+  });
+
+  it('keeps at most 32 response headers, each value cut at 512 characters', async () => {
+    headers = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`x-h${i}`, String(i)]));
+    const many = (await patient.send(receiver.url, {}, '{}')).response!;
+    expect(many.headers).toHaveLength(MAX_RECORDED_HEADERS);
+    expect(many.headersTruncated).toBe(true);
+    headers = { 'x-long': 'v'.repeat(2_000) };
+    const long = (await patient.send(receiver.url, {}, '{}')).response!;
+    expect(long.headers).toContainEqual(['x-long', 'v'.repeat(MAX_HEADER_VALUE_CHARS)]);
+    expect(long.headersTruncated).toBe(true);
+    headers = { 'x-short': 'v' };
+    expect((await patient.send(receiver.url, {}, '{}')).response!.headersTruncated).toBe(false);
+  });
+
+  it('has no response to keep when none came', async () => {
+    delayMs = 1_000;
+    const r = await open.send(receiver.url, { 'webhook-id': 'evt_2' }, '{}');
+    expect(r).toMatchObject({ ok: false, statusCode: null, response: null });
+    expect(r.requestHeaders).toMatchObject({ 'webhook-id': 'evt_2' });
   });
 
   it("reads a 429 or 503 answer's Retry-After, in seconds or as an HTTP date, and ignores it on other statuses", async () => {

@@ -1,6 +1,7 @@
 import { Agent, type Dispatcher } from 'undici';
 import { guardedConnector, type OutboundGuard } from '@dap/netguard';
 import { parseRetryAfter, PUSHBACK_STATUSES } from '../domain/retry-schedule.ts';
+import { MAX_HEADER_VALUE_CHARS, MAX_RECORDED_BODY_BYTES, MAX_RECORDED_HEADERS, type ResponseRecord } from '../domain/response-record.ts';
 
 export interface AttemptResult {
   ok: boolean;
@@ -11,6 +12,10 @@ export interface AttemptResult {
   aborted: boolean;
   /** A 429 or 503 answer's `Retry-After`, in ms from the answer (unbounded), else null. */
   retryAfterMs: number | null;
+  /** The headers sent (content-length included); null when the URL could not be parsed and nothing was sent. */
+  requestHeaders: Record<string, string> | null;
+  /** What the receiver answered, capped (see ResponseRecord); null when no answer came. */
+  response: ResponseRecord | null;
 }
 
 export interface HttpSenderOptions {
@@ -79,44 +84,50 @@ export class HttpSender {
 
   async send(target: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<AttemptResult> {
     const started = performance.now();
-    const done = (r: Omit<AttemptResult, 'latencyMs' | 'aborted' | 'retryAfterMs'>, aborted = false, retryAfterMs: number | null = null): AttemptResult => ({
+    const payload = Buffer.from(body, 'utf8');
+    const sent = { ...headers, 'content-length': String(payload.length) };
+    const done = (
+      r: Pick<AttemptResult, 'ok' | 'statusCode' | 'error'>,
+      extra: { aborted?: boolean; retryAfterMs?: number | null; response?: ResponseRecord | null; requestHeaders?: Record<string, string> | null } = {},
+    ): AttemptResult => ({
       ...r,
-      retryAfterMs,
+      retryAfterMs: extra.retryAfterMs ?? null,
       latencyMs: Math.round((performance.now() - started) * 100) / 100,
-      aborted,
+      aborted: extra.aborted ?? false,
+      requestHeaders: extra.requestHeaders === undefined ? sent : extra.requestHeaders,
+      response: extra.response ?? null,
     });
     let url: URL;
     try {
       url = new URL(target);
     } catch {
-      return done({ ok: false, statusCode: null, error: 'invalid URL' });
+      return done({ ok: false, statusCode: null, error: 'invalid URL' }, { requestHeaders: null });
     }
     try {
-      const { status, retryAfter } = await this.post(url, headers, body, this.opts.timeoutMs, signal);
-      if (status >= 200 && status < 300) return done({ ok: true, statusCode: status, error: null });
+      const { status, retryAfter, response } = await this.post(url, sent, payload, this.opts.timeoutMs, signal);
+      if (status >= 200 && status < 300) return done({ ok: true, statusCode: status, error: null }, { response });
       const error = status >= 300 && status < 400 ? `redirect (${status}) not followed` : `HTTP ${status}`;
       const retryAfterMs = PUSHBACK_STATUSES.includes(status) ? parseRetryAfter(retryAfter, Date.now()) : null;
-      return done({ ok: false, statusCode: status, error }, false, retryAfterMs);
+      return done({ ok: false, statusCode: status, error }, { retryAfterMs, response });
     } catch (err) {
-      if (signal?.aborted) return done({ ok: false, statusCode: null, error: 'aborted by shutdown' }, true);
+      if (signal?.aborted) return done({ ok: false, statusCode: null, error: 'aborted by shutdown' }, { aborted: true });
       return done({ ok: false, statusCode: null, error: describe(err, this.opts.timeoutMs) });
     }
   }
 
   /** Answers the status (and any Retry-After); rejects on a network error, the deadline or the signal. */
-  private post(url: URL, headers: Record<string, string>, body: string, timeoutMs: number, signal?: AbortSignal): Promise<Answer> {
+  private post(url: URL, headers: Record<string, string>, payload: Buffer, timeoutMs: number, signal?: AbortSignal): Promise<Answer> {
     return new Promise<Answer>((resolve, reject) => {
       const attempt = new Attempt(resolve, reject, signal);
       attempt.arm(timeoutMs);
       if (attempt.settled) return;
-      const payload = Buffer.from(body, 'utf8');
       try {
         this.agent.dispatch(
           {
             origin: url.origin,
             path: `${url.pathname}${url.search}`,
             method: 'POST',
-            headers: { ...headers, 'content-length': String(payload.length) },
+            headers,
             body: payload,
           },
           attempt,
@@ -135,6 +146,22 @@ export class HttpSender {
 interface Answer {
   status: number;
   retryAfter: string | null;
+  response: ResponseRecord;
+}
+
+/** The answer's headers as the log keeps them (see ResponseRecord). */
+function recordHeaders(headers: Record<string, string | string[] | undefined>): Pick<ResponseRecord, 'headers' | 'headersTruncated'> {
+  const all: [string, string][] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    for (const v of Array.isArray(value) ? value : value === undefined ? [] : [value]) all.push([name.toLowerCase(), v]);
+  }
+  let truncated = all.length > MAX_RECORDED_HEADERS;
+  const kept = all.slice(0, MAX_RECORDED_HEADERS).map(([n, v]): [string, string] => {
+    if (n.length <= MAX_HEADER_VALUE_CHARS && v.length <= MAX_HEADER_VALUE_CHARS) return [n, v];
+    truncated = true;
+    return [n.slice(0, MAX_HEADER_VALUE_CHARS), v.slice(0, MAX_HEADER_VALUE_CHARS)];
+  });
+  return { headers: kept, headersTruncated: truncated };
 }
 
 /**
@@ -146,6 +173,9 @@ class Attempt implements Dispatcher.DispatchHandler {
   settled = false;
   private status = 0;
   private retryAfter: string | null = null;
+  private headers: Pick<ResponseRecord, 'headers' | 'headersTruncated'> = { headers: [], headersTruncated: false };
+  /** The start of the body, kept for the log (see ResponseRecord). */
+  private readonly kept: Buffer[] = [];
   private size = 0;
   private timer: NodeJS.Timeout | undefined;
   private controller: Dispatcher.DispatchController | null = null;
@@ -176,12 +206,15 @@ class Attempt implements Dispatcher.DispatchHandler {
     this.status = status;
     const ra = headers['retry-after'];
     this.retryAfter = (Array.isArray(ra) ? ra[0] : ra) ?? null;
+    this.headers = recordHeaders(headers);
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    const room = MAX_RECORDED_BODY_BYTES + 1 - Math.min(this.size, MAX_RECORDED_BODY_BYTES + 1);
+    if (room > 0) this.kept.push(chunk.subarray(0, room));
     this.size += chunk.length;
     if (this.size > MAX_RESPONSE_BYTES) {
-      const answer = { status: this.status, retryAfter: this.retryAfter };
+      const answer = this.answer();
       this.finish();
       this.resolve(answer);
       controller.abort(new Error('the response is larger than the attempt reads'));
@@ -191,7 +224,16 @@ class Attempt implements Dispatcher.DispatchHandler {
   onResponseEnd(): void {
     if (this.settled) return;
     this.finish();
-    this.resolve({ status: this.status, retryAfter: this.retryAfter });
+    this.resolve(this.answer());
+  }
+
+  private answer(): Answer {
+    // One byte past the cap is kept to tell a body of exactly the cap from a longer one.
+    const start = Buffer.concat(this.kept);
+    const bodyTruncated = start.length > MAX_RECORDED_BODY_BYTES;
+    // A streaming decode leaves out a character cut in half at the cap instead of showing U+FFFD.
+    const body = new TextDecoder('utf-8').decode(start.subarray(0, MAX_RECORDED_BODY_BYTES), { stream: bodyTruncated });
+    return { status: this.status, retryAfter: this.retryAfter, response: { ...this.headers, body, bodyTruncated } };
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | null, err: Error): void {
