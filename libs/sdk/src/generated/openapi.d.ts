@@ -10671,6 +10671,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -11513,6 +11515,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
