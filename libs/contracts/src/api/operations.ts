@@ -7,6 +7,7 @@ import {
   sourceListSchema,
   sourceSchema,
   updateSourceBody,
+  syncSourceBody,
   UPLOAD_MEDIA_TYPES,
   uploadFileSchema,
   uploadSourceQuery,
@@ -385,9 +386,11 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     path: '/sources/{id}/sync',
     service: 'sources',
     scope: 'sources:write',
-    summary: 'Sync a data source again (a URL or database source is pulled again from its origin); it goes back to pending and becomes ready or failed in the background.',
+    summary:
+      'Sync a data source again (a URL or database source is pulled again from its origin); it goes back to pending and becomes ready or failed in the background. An incremental source pulls only new and changed rows unless the body says { "mode": "full" }, which pulls everything and restarts its cursor (409 while a sync of it runs).',
+    body: syncSourceBody,
     success: { status: 202, schema: sourceSchema },
-    errors: [404],
+    errors: [404, 409],
   },
   {
     operationId: 'getOverview',
