@@ -290,7 +290,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Sync a data source again (a URL or database source is pulled again from its origin); it goes back to pending and becomes ready or failed in the background. */
+        /** Sync a data source again (a URL or database source is pulled again from its origin); it goes back to pending and becomes ready or failed in the background. An incremental source pulls only new and changed rows unless the body says { "mode": "full" }, which pulls everything and restarts its cursor (409 while a sync of it runs). */
         post: operations["syncSource"];
         delete?: never;
         options?: never;
@@ -1169,6 +1169,15 @@ export interface components {
                 /** @description ISO-8601 UTC timestamp */
                 at: string;
             } | null;
+            /** @description incremental sync settings and state (database sources); null when every sync pulls everything */
+            incremental: {
+                /** @description a column (or document field) that grows as rows are added or changed, such as updated_at or an increasing id */
+                cursorField: string;
+                /** @description the key pulled rows are merged by; null: they are appended */
+                primaryKey: string[] | null;
+                /** @description the last cursor value synced, as the origin printed it (the next sync pulls rows at or past it); null until a sync saw one */
+                cursor: string | null;
+            } | null;
             /** @description when the next scheduled sync (or the retry of a failed one) starts, give or take the sweep interval (ISO-8601 UTC); null without a schedule */
             nextSyncAt: string | null;
             /** @description ISO-8601 UTC timestamp */
@@ -1204,6 +1213,15 @@ export interface components {
             error: string | null;
             /** @description when the sync finished (ISO-8601 UTC) */
             at: string;
+            /**
+             * @description how the sync pulled: everything (full) or only rows past the last cursor value (incremental)
+             * @enum {string}
+             */
+            mode?: "full" | "incremental";
+            /** @description rows the sync read from the origin (a succeeded sync) */
+            rowsPulled?: number;
+            /** @description rows of the pull written into the data: all of them on a full sync; on an incremental one the new rows and new versions of rows (a succeeded sync) */
+            rowsMerged?: number;
         };
         /**
          * @description When the source syncs by itself: `{ "every": "15m" }`, or `{ "cron": "0 * * * *", "timezone": "Europe/Berlin" }`. A failed scheduled sync is retried with backoff before the next regular one.
@@ -1262,6 +1280,20 @@ export interface components {
          *         "password": "secret"
          *       },
          *       "table": "public.orders"
+         *     }
+         * @example {
+         *       "type": "mysql",
+         *       "name": "Orders (incremental)",
+         *       "connection": {
+         *         "url": "mysql://reader:secret@db.example.com:3306/shop"
+         *       },
+         *       "table": "orders",
+         *       "incremental": {
+         *         "cursorField": "updated_at",
+         *         "primaryKey": [
+         *           "id"
+         *         ]
+         *       }
          *     }
          * @example {
          *       "type": "mongodb",
@@ -1350,6 +1382,8 @@ export interface components {
              * @enum {string}
              */
             schemaPolicy?: "evolve" | "freeze" | "quarantine";
+            /** @description database sources only: pull only new and changed rows on each sync */
+            incremental?: components["schemas"]["IncrementalSync"];
         } | {
             /** @constant */
             type: "mysql";
@@ -1380,6 +1414,8 @@ export interface components {
              * @enum {string}
              */
             schemaPolicy?: "evolve" | "freeze" | "quarantine";
+            /** @description database sources only: pull only new and changed rows on each sync */
+            incremental?: components["schemas"]["IncrementalSync"];
         } | {
             /** @constant */
             type: "mongodb";
@@ -1410,6 +1446,15 @@ export interface components {
              * @enum {string}
              */
             schemaPolicy?: "evolve" | "freeze" | "quarantine";
+            /** @description database sources only: pull only new and changed rows on each sync */
+            incremental?: components["schemas"]["IncrementalSync"];
+        };
+        /** @description Database sources only: each sync pulls the rows whose cursorField is at or past the last value seen (rows that share that value are not lost), and merges them by primaryKey when given (else appends). A full re-sync (POST /v1/sources/{id}/sync with mode full) pulls everything again. */
+        IncrementalSync: {
+            /** @description a column (or document field) that grows as rows are added or changed, such as updated_at or an increasing id */
+            cursorField: string;
+            /** @description the columns that identify a row; pulled rows replace the stored row with the same key. Without it, pulled rows are appended */
+            primaryKey?: string[];
         };
         /**
          * Format: binary
@@ -1430,6 +1475,14 @@ export interface components {
          * @example {
          *       "schemaPolicy": "freeze"
          *     }
+         * @example {
+         *       "incremental": {
+         *         "cursorField": "updated_at",
+         *         "primaryKey": [
+         *           "id"
+         *         ]
+         *       }
+         *     }
          */
         UpdateSource: {
             /** @description a new schedule (url and database sources only), or null to stop syncing by itself */
@@ -1439,6 +1492,20 @@ export interface components {
              * @enum {string}
              */
             schemaPolicy?: "evolve" | "freeze" | "quarantine";
+            /** @description new incremental settings (database sources only; the next sync is full and the cursor restarts from it), or null to pull everything on every sync */
+            incremental?: components["schemas"]["IncrementalSync"] | null;
+        };
+        /**
+         * @example {
+         *       "mode": "full"
+         *     }
+         */
+        SyncSource: {
+            /**
+             * @description full: pull everything again and restart the incremental cursor from there; incremental (default): as the source's settings say
+             * @enum {string}
+             */
+            mode?: "full" | "incremental";
         };
         AnalyticsOverview: {
             counts: {
@@ -2485,6 +2552,12 @@ export interface components {
                     name: string;
                     type: string;
                 }[];
+                sync?: {
+                    /** @enum {string} */
+                    mode: "full" | "incremental";
+                    rowsPulled: number;
+                    rowsMerged: number;
+                };
             };
         };
         SourceFailedEvent: {
@@ -5565,7 +5638,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SyncSource"];
+            };
+        };
         responses: {
             /** @description Success. */
             202: {
@@ -5679,7 +5756,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A request with the same Idempotency-Key is still in progress; see Retry-After. */
+            /** @description The request conflicts with the resource state. Or: A request with the same Idempotency-Key is still in progress; see Retry-After. */
             409: {
                 headers: {
                     [name: string]: unknown;
