@@ -233,8 +233,8 @@ export const syncSourceBody = z
   .strictObject({
     mode: z.enum(SYNC_MODES).optional().describe("full: pull everything again and restart the incremental cursor from there; incremental (default): as the source's settings say"),
   })
-  .optional()
-  .meta({ id: 'SyncSource', examples: [{ mode: 'full' }] });
+  .meta({ id: 'SyncSource', examples: [{ mode: 'full' }] })
+  .optional();
 export type SyncSourceBody = z.infer<typeof syncSourceBody>;
 
 function sqlSource<T extends 'postgres' | 'mysql'>(type: T) {

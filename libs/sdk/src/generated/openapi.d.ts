@@ -4347,7 +4347,10 @@ export interface operations {
                      *           "lastSync": {
                      *             "status": "succeeded",
                      *             "error": null,
-                     *             "at": "2026-11-20T09:14:05.027Z"
+                     *             "at": "2026-11-20T09:14:05.027Z",
+                     *             "mode": "full",
+                     *             "rowsPulled": 48213,
+                     *             "rowsMerged": 48213
                      *           },
                      *           "schedule": {
                      *             "cron": "0 6 * * *",
@@ -4356,6 +4359,7 @@ export interface operations {
                      *           "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *           "schemaPolicy": "evolve",
                      *           "quarantine": null,
+                     *           "incremental": null,
                      *           "createdAt": "2026-11-20T09:14:03.512Z",
                      *           "updatedAt": "2026-11-20T09:14:05.027Z"
                      *         }
@@ -4532,7 +4536,10 @@ export interface operations {
                      *       "lastSync": {
                      *         "status": "succeeded",
                      *         "error": null,
-                     *         "at": "2026-11-20T09:14:05.027Z"
+                     *         "at": "2026-11-20T09:14:05.027Z",
+                     *         "mode": "full",
+                     *         "rowsPulled": 48213,
+                     *         "rowsMerged": 48213
                      *       },
                      *       "schedule": {
                      *         "cron": "0 6 * * *",
@@ -4541,6 +4548,7 @@ export interface operations {
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "schemaPolicy": "evolve",
                      *       "quarantine": null,
+                     *       "incremental": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -4731,7 +4739,10 @@ export interface operations {
                      *       "lastSync": {
                      *         "status": "succeeded",
                      *         "error": null,
-                     *         "at": "2026-11-20T09:14:05.027Z"
+                     *         "at": "2026-11-20T09:14:05.027Z",
+                     *         "mode": "full",
+                     *         "rowsPulled": 48213,
+                     *         "rowsMerged": 48213
                      *       },
                      *       "schedule": {
                      *         "cron": "0 6 * * *",
@@ -4740,6 +4751,7 @@ export interface operations {
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "schemaPolicy": "evolve",
                      *       "quarantine": null,
+                     *       "incremental": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -4922,7 +4934,10 @@ export interface operations {
                      *       "lastSync": {
                      *         "status": "succeeded",
                      *         "error": null,
-                     *         "at": "2026-11-20T09:14:05.027Z"
+                     *         "at": "2026-11-20T09:14:05.027Z",
+                     *         "mode": "full",
+                     *         "rowsPulled": 48213,
+                     *         "rowsMerged": 48213
                      *       },
                      *       "schedule": {
                      *         "cron": "0 6 * * *",
@@ -4931,6 +4946,7 @@ export interface operations {
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "schemaPolicy": "evolve",
                      *       "quarantine": null,
+                     *       "incremental": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -5110,7 +5126,10 @@ export interface operations {
                      *       "lastSync": {
                      *         "status": "succeeded",
                      *         "error": null,
-                     *         "at": "2026-11-20T09:14:05.027Z"
+                     *         "at": "2026-11-20T09:14:05.027Z",
+                     *         "mode": "full",
+                     *         "rowsPulled": 48213,
+                     *         "rowsMerged": 48213
                      *       },
                      *       "schedule": {
                      *         "cron": "0 6 * * *",
@@ -5119,6 +5138,7 @@ export interface operations {
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "schemaPolicy": "evolve",
                      *       "quarantine": null,
+                     *       "incremental": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -5405,7 +5425,10 @@ export interface operations {
                      *       "lastSync": {
                      *         "status": "succeeded",
                      *         "error": null,
-                     *         "at": "2026-11-20T09:14:05.027Z"
+                     *         "at": "2026-11-20T09:14:05.027Z",
+                     *         "mode": "full",
+                     *         "rowsPulled": 48213,
+                     *         "rowsMerged": 48213
                      *       },
                      *       "schedule": {
                      *         "cron": "0 6 * * *",
@@ -5414,6 +5437,7 @@ export interface operations {
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "schemaPolicy": "evolve",
                      *       "quarantine": null,
+                     *       "incremental": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -5640,6 +5664,11 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "mode": "full"
+                 *     }
+                 */
                 "application/json": components["schemas"]["SyncSource"];
             };
         };
@@ -5704,7 +5733,10 @@ export interface operations {
                      *       "lastSync": {
                      *         "status": "succeeded",
                      *         "error": null,
-                     *         "at": "2026-11-20T09:14:05.027Z"
+                     *         "at": "2026-11-20T09:14:05.027Z",
+                     *         "mode": "full",
+                     *         "rowsPulled": 48213,
+                     *         "rowsMerged": 48213
                      *       },
                      *       "schedule": {
                      *         "cron": "0 6 * * *",
@@ -5713,6 +5745,7 @@ export interface operations {
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "schemaPolicy": "evolve",
                      *       "quarantine": null,
+                     *       "incremental": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -10683,7 +10716,12 @@ export interface operations {
                  *             "name": "amount",
                  *             "type": "number"
                  *           }
-                 *         ]
+                 *         ],
+                 *         "sync": {
+                 *           "mode": "full",
+                 *           "rowsPulled": 48213,
+                 *           "rowsMerged": 48213
+                 *         }
                  *       }
                  *     }
                  */
