@@ -224,9 +224,26 @@ export function syncSettingFields(database: boolean): FieldSpec[] {
       ],
       apiPath: 'schedule',
     },
-    { name: 'every', label: 'Interval', kind: 'text', mono: true, placeholder: '15m', hint: 'A number and a unit: s, m, h or d; at least 1m.', showIf: (v) => v.scheduleKind === 'every', apiPath: 'schedule.every' },
+    {
+      name: 'every',
+      label: 'Interval',
+      kind: 'text',
+      mono: true,
+      placeholder: '15m',
+      hint: 'A number and a unit: s, m, h or d; at least 1m.',
+      showIf: (v) => v.scheduleKind === 'every',
+      apiPath: 'schedule.every',
+    },
     { name: 'cron', label: 'Cron expression', kind: 'text', mono: true, placeholder: '0 6 * * *', showIf: (v) => v.scheduleKind === 'cron', apiPath: 'schedule.cron', half: true },
-    { name: 'timezone', label: 'Time zone', kind: 'text', placeholder: browserZone(), hint: 'An IANA zone; empty is UTC.', showIf: (v) => v.scheduleKind === 'cron', apiPath: 'schedule.timezone' },
+    {
+      name: 'timezone',
+      label: 'Time zone',
+      kind: 'text',
+      placeholder: browserZone(),
+      hint: 'An IANA zone; empty is UTC.',
+      showIf: (v) => v.scheduleKind === 'cron',
+      apiPath: 'schedule.timezone',
+    },
     { name: 'schemaPolicy', label: 'When the columns change', kind: 'select', options: SCHEMA_POLICY_OPTIONS, apiPath: 'schemaPolicy' },
     ...(database
       ? [

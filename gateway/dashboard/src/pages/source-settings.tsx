@@ -105,7 +105,9 @@ export function SyncSettingsCard({ source: s, onSaved }: { source: SourceDto; on
       next = syncSettingsOf(values, database);
     } catch (problem) {
       const p = problem as { path?: string; message: string };
-      save.setError(new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: [{ path: p.path ?? '', message: p.message }] }));
+      save.setError(
+        new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: [{ path: p.path ?? '', message: p.message }] }),
+      );
       return;
     }
     const current = { cursorField: s.incremental?.cursorField, ...(s.incremental?.primaryKey ? { primaryKey: s.incremental.primaryKey } : {}) };
