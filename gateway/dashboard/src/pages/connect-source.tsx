@@ -222,7 +222,6 @@ export function syncSettingFields(database: boolean): FieldSpec[] {
         { value: 'every', label: 'Every …' },
         { value: 'cron', label: 'On a cron schedule' },
       ],
-      apiPath: 'schedule',
     },
     {
       name: 'every',

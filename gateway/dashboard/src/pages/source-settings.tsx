@@ -38,7 +38,7 @@ function summaryOf(s: SourceDto): [string, ReactNode][] {
     items.push([
       'Set aside',
       <span>
-        {formatInt(s.quarantine.rowCount)} rows ({formatDate(s.quarantine.at)}){' '}
+        {formatInt(s.quarantine.rowCount)} {s.quarantine.rowCount === 1 ? 'row' : 'rows'} ({formatDate(s.quarantine.at)}){' '}
         <a className="btn btn-sm btn-secondary" href={`/v1/sources/${encodeURIComponent(s.id)}/quarantine`} download data-testid="quarantine-link">
           Download CSV
         </a>
