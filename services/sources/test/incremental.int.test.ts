@@ -231,6 +231,29 @@ describe('incremental settings', () => {
     expect(await h.settled(fine, account)).toMatchObject({ status: 'ready', rowCount: 2 });
   });
 
+  it('refuses a full re-sync and new incremental settings while a sync runs (it would save its own cursor after), and takes them once it ends', async () => {
+    const account = newId('acct');
+    const table = await newTable(postgres, first.slice(0, 2));
+    const id = await createSource({ ...postgres.body(table), incremental: { cursorField: 'updated_at' } }, account);
+    expect(await h.settled(id, account)).toMatchObject({ status: 'ready', incremental: { cursor: postgres.cursorText(T[0]!) } });
+    // A worker holds the source's sync.
+    const lease = { token: newId('msg'), owner: 'another-instance', until: new Date(Date.now() + 60_000) };
+    expect(await h.svc.repo.claimForUpload(account, id, lease, new Date())).toMatchObject({ status: 'syncing' });
+    const full = await h.api('POST', `/v1/sources/${id}/sync`, { account, body: { mode: 'full' } });
+    expect({ status: full.status, code: full.body.code }).toEqual({ status: 409, code: 'source_sync_running' });
+    const patched = await h.api('PATCH', `/v1/sources/${id}`, { account, body: { incremental: { cursorField: 'id' } } });
+    expect({ status: patched.status, code: patched.body.code }).toEqual({ status: 409, code: 'source_sync_running' });
+    // The positive control: other settings change meanwhile, and the cursor stayed.
+    const policy = await h.api('PATCH', `/v1/sources/${id}`, { account, body: { schemaPolicy: 'freeze' } });
+    expect(policy.body).toMatchObject({ schemaPolicy: 'freeze', incremental: { cursorField: 'updated_at', cursor: postgres.cursorText(T[0]!) } });
+
+    await h.svc.repo.finish(account, id, lease.token, { status: 'ready', error: null, lastSync: { status: 'succeeded', error: null, at: new Date() } }, [], new Date());
+    const after = await h.api('PATCH', `/v1/sources/${id}`, { account, body: { incremental: { cursorField: 'id', primaryKey: ['id'] } } });
+    expect(after.body).toMatchObject({ incremental: { cursorField: 'id', primaryKey: ['id'], cursor: null } });
+    await syncNow(id, account);
+    expect(await h.settled(id, account)).toMatchObject({ rowCount: 2, lastSync: { mode: 'full', rowsPulled: 2 }, incremental: { cursor: '2' } });
+  });
+
   it('a crash after the merged data is published but before the cursor is saved loses nothing and appends nothing twice', async () => {
     const account = newId('acct');
     const table = await newTable(postgres, first.slice(0, 3));

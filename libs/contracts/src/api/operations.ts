@@ -365,10 +365,10 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     service: 'sources',
     scope: 'sources:write',
     summary:
-      "Change a source's settings: set its sync schedule (url and database sources), or remove it with null. A scheduled source syncs by itself when due; a failed scheduled sync is retried with backoff before the next regular one.",
+      "Change a source's settings: set its sync schedule (url and database sources), or remove it with null; its schema policy; or its incremental settings (database sources; 409 while a sync of it runs). A scheduled source syncs by itself when due; a failed scheduled sync is retried with backoff before the next regular one.",
     body: updateSourceBody,
     success: { status: 200, schema: sourceSchema },
-    errors: [404],
+    errors: [404, 409],
   },
   {
     operationId: 'deleteSource',

@@ -260,7 +260,7 @@ export interface paths {
         delete: operations["deleteSource"];
         options?: never;
         head?: never;
-        /** Change a source's settings: set its sync schedule (url and database sources), or remove it with null. A scheduled source syncs by itself when due; a failed scheduled sync is retried with backoff before the next regular one. */
+        /** Change a source's settings: set its sync schedule (url and database sources), or remove it with null; its schema policy; or its incremental settings (database sources; 409 while a sync of it runs). A scheduled source syncs by itself when due; a failed scheduled sync is retried with backoff before the next regular one. */
         patch: operations["updateSource"];
         trace?: never;
     };
@@ -5474,6 +5474,15 @@ export interface operations {
             };
             /** @description The resource does not exist (or belongs to another account). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the resource state. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

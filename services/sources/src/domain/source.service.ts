@@ -328,7 +328,7 @@ export class SourceService {
       { schedule, ...(body.schemaPolicy ? { schemaPolicy: body.schemaPolicy } : {}), ...(body.incremental !== undefined ? { incremental: body.incremental } : {}) },
       now,
     );
-    if (!updated) throw sourceNotFound();
+    if (!updated) throw (await this.deps.repo.findById(caller.accountId, id)) ? syncRunning('change the incremental settings again') : sourceNotFound();
     return updated;
   }
 

@@ -197,7 +197,8 @@ export class SourceRepository {
 
   /**
    * Sets (or with null removes) the source's schedule, its schema policy and its incremental settings (which
-   * restart the cursor: the next sync pulls everything); null when it is gone.
+   * restart the cursor: the next sync pulls everything); null when it is gone, or for new incremental settings
+   * while a sync runs (that sync would save a cursor read under the old ones).
    */
   updateSettings(
     accountId: string,
@@ -210,12 +211,18 @@ export class SourceRepository {
     now: Date,
   ): Promise<SourceDoc | null> {
     const s = set.schedule;
-    return this.coll.update(accountId, id, {
-      ...(s ? { schedule: s.schedule, scheduleRev: s.rev, nextRunAt: s.nextRunAt, retryAt: null, retryAttempt: 0 } : {}),
-      ...(set.schemaPolicy ? { schemaPolicy: set.schemaPolicy } : {}),
-      ...(set.incremental !== undefined ? { incremental: set.incremental, cursor: null } : {}),
-      updatedAt: now,
-    });
+    return this.coll.update(
+      accountId,
+      id,
+      {
+        ...(s ? { schedule: s.schedule, scheduleRev: s.rev, nextRunAt: s.nextRunAt, retryAt: null, retryAttempt: 0 } : {}),
+        ...(set.schemaPolicy ? { schemaPolicy: set.schemaPolicy } : {}),
+        ...(set.incremental !== undefined ? { incremental: set.incremental, cursor: null } : {}),
+        updatedAt: now,
+      },
+      [],
+      set.incremental !== undefined ? { status: { $ne: 'syncing' } } : {},
+    );
   }
 
   /**
