@@ -223,6 +223,9 @@ describe('incremental settings', () => {
 
     const missing = await createSource({ ...postgres.body(table), incremental: { cursorField: 'changed_at' } }, account);
     expect(await h.settled(missing, account)).toMatchObject({ status: 'failed', error: 'the PostgreSQL data has no column changed_at to sync incrementally by' });
+    const myTable = await newTable(mariadb, first.slice(0, 2));
+    const missingMy = await createSource({ ...mariadb.body(myTable), incremental: { cursorField: 'changed_at' } }, account);
+    expect(await h.settled(missingMy, account)).toMatchObject({ status: 'failed', error: 'the MySQL data has no column changed_at to sync incrementally by' });
     const mongoTable = await newTable(mongodb, first.slice(0, 2));
     const missingField = await createSource({ ...mongodb.body(mongoTable), incremental: { cursorField: 'changed_at' } }, account);
     expect(await h.settled(missingField, account)).toMatchObject({ status: 'failed', error: 'the MongoDB data has no field changed_at to sync incrementally by' });

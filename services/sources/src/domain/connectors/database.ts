@@ -24,7 +24,7 @@ export interface DatabaseDriver<S, C> {
    */
   read(client: C, spec: S, writer: StagingWriter, inc: IncrementalRead | null): Promise<DriverRead>;
   /** The engine refused the statement for naming a column it does not have (the incremental cursor). */
-  missingColumn?(err: unknown): boolean;
+  missingColumn?(err: unknown, column: string): boolean;
 }
 
 /** What a driver's read found. */
@@ -50,6 +50,11 @@ export function incrementalSql(base: string, inc: IncrementalRead | null, dialec
   const col = `dap_src.${dialect.quote(inc.cursorField)}`;
   const where = inc.since === null ? '' : ` WHERE ${col} >= ${dialect.literal(inc.since)}`;
   return `SELECT * FROM (${base}) AS dap_src${where} ORDER BY ${col} ASC${dialect.nullsFirst}`;
+}
+
+/** Whether an engine's error names this column (its message quotes it, qualified by the subquery or not). */
+export function namesColumn(err: unknown, column: string): boolean {
+  return String((err as { message?: string })?.message ?? '').includes(column);
 }
 
 /** The text of the cursor value in one row read as an array (null stays null). */
@@ -102,7 +107,7 @@ export function databaseConnection<T extends RemoteSourceType, S, C>(driver: Dat
           } catch (err) {
             await writer.abort();
             const inc = ctx.incremental;
-            if (inc && driver.missingColumn?.(err)) {
+            if (inc && driver.missingColumn?.(err, inc.cursorField)) {
               throw new ConnectorCheckError('incremental.cursorField', `the ${driver.label} data has no column ${inc.cursorField} to sync incrementally by`);
             }
             throw driver.failure(err, spec);

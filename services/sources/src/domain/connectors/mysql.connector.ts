@@ -3,7 +3,7 @@ import mysql, { type Connection, type FieldPacket } from 'mysql2';
 import { ndjsonEncoder, uniqueNames } from '../ingest/row-encoding.ts';
 import { ConnectorCheckError, type RemoteConnector, type RemoteContext, type StagedColumn, type StagedColumnType } from './connector.ts';
 import { closeQuietly, connectionOf, publicConnection } from './db-spec.ts';
-import { cursorText, databaseConnection, incrementalSql, writeRows } from './database.ts';
+import { cursorText, databaseConnection, incrementalSql, namesColumn, writeRows } from './database.ts';
 import { sqlOf, sqlSpecSchema, type SqlSpec } from './postgres.connector.ts';
 import { networkFailure, scrub, TooLargeError } from './remote-errors.ts';
 
@@ -117,7 +117,7 @@ export const mysqlConnector: RemoteConnector<'mysql', SqlSpec> = {
     connect,
     close,
     failure,
-    missingColumn: (err) => (err as { code?: string })?.code === 'ER_BAD_FIELD_ERROR',
+    missingColumn: (err, column) => (err as { code?: string })?.code === 'ER_BAD_FIELD_ERROR' && namesColumn(err, column),
     /** Prepares the statement (the server parses it and resolves its tables) without running it. */
     async probe(conn, spec) {
       const columns = await new Promise<number>((resolve, reject) =>

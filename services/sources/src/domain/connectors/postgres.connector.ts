@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { ndjsonEncoder, uniqueNames } from '../ingest/row-encoding.ts';
 import { ConnectorCheckError, type IncrementalRead, type RemoteConnector, type RemoteContext, type StagedColumn, type StagedColumnType } from './connector.ts';
 import { closeQuietly, connectionOf, dbConnectionSchema, publicConnection, type DbConnection } from './db-spec.ts';
-import { cursorText, databaseConnection, incrementalSql } from './database.ts';
+import { cursorText, databaseConnection, incrementalSql, namesColumn } from './database.ts';
 import { networkFailure, scrub, TooLargeError } from './remote-errors.ts';
 
 export interface SqlSpec extends DbConnection {
@@ -153,7 +153,7 @@ export const postgresConnector: RemoteConnector<'postgres', SqlSpec> = {
     connect,
     close,
     failure,
-    missingColumn: (err) => (err as { code?: string })?.code === '42703',
+    missingColumn: (err, column) => (err as { code?: string })?.code === '42703' && namesColumn(err, column),
     async probe(client, spec) {
       await openCursor(client, spec, 'dap_probe');
       await client.query('FETCH 1 FROM dap_probe');
