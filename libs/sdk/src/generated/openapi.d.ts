@@ -679,7 +679,7 @@ export interface webhooks {
         put?: never;
         /**
          * source.ready
-         * @description A source finished syncing: its rows and schema can be queried and trained on.
+         * @description A source finished syncing: its rows and schema can be queried and trained on. `sync` says how it pulled (full or incremental), the rows it read and the rows of those it wrote.
          *
          *     Sent to the endpoints subscribed to `source.ready` (or a wildcard such as `source.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
          */
