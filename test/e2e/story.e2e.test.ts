@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { createDapClient, DapApiError, type DapClient } from '@dap/sdk';
 import { repoRoot, stackEnv, startReceiver, uniqueSuffix, waitFor } from '@dap/testing';
@@ -11,7 +12,9 @@ import { freshSecrets } from '../../deploy/local/env-file.ts';
 /**
  * The customer's story, through the gateway, with every service running as its own process on the real
  * local stack: key → inline source → ready → query → report → predict → webhook → signed callback →
- * an uploaded CSV file (streamed) → ready → query → its data replaced → query.
+ * an uploaded CSV file (streamed) → ready → query → its data replaced → query → a PostgreSQL source on a
+ * schedule that syncs incrementally → queries in a time zone, against the previous period, dry-run, paged and
+ * exported → new and changed rows pulled incrementally → a new column quarantined.
  * Every call goes through the SDK (@dap/sdk), checking each answer against its contract schema.
  */
 const root = repoRoot();
@@ -247,6 +250,8 @@ it('runs the whole story through the gateway', async () => {
   expect(await byCountry(uploaded.data.id)).toEqual(totals(second));
   expect((await api.sources.delete(uploaded.data.id).withResponse()).status).toBe(204);
 
+  await databaseSteps(secret);
+
   // Delete the source: 204, then 404, and the webhook hears source.deleted. The client traces the call: its
   // traceparent reaches the receiver with the callback (tracing is not exported here: passed on as it came).
   const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
@@ -267,4 +272,138 @@ it('runs the whole story through the gateway', async () => {
 
   // No secret leaked into any response header or callback.
   for (const r of receiver.received) expect(r.body).not.toContain(secret);
-}, 120_000);
+}, 240_000);
+
+/** The next instant after `now` at which the wall clock in `zone` reads hh:00 (zones with whole-hour offsets). */
+function nextLocalHour(now: Date, hour: number, zone: string): string {
+  const fmt = new Intl.DateTimeFormat('en-GB', { timeZone: zone, hour: '2-digit', hourCycle: 'h23' });
+  for (let t = Math.floor(now.getTime() / 3_600_000 + 1) * 3_600_000; ; t += 3_600_000) {
+    if (Number(fmt.format(new Date(t))) === hour) return new Date(t).toISOString();
+  }
+}
+
+/**
+ * A customer's orders database: a source on a cron schedule in Berlin time that pulls only new and changed rows
+ * (cursor updated_at, key id) and quarantines rows that do not fit its columns; queried by Berlin days, against
+ * the previous period, as a dry run, and paged and exported.
+ */
+async function databaseSteps(secret: string): Promise<void> {
+  const table = `e2e_orders_${suffix}`;
+  const db = new pg.Client(stack.POSTGRES_URL);
+  await db.connect();
+  try {
+    await db.query(`CREATE TABLE ${table} (id bigint PRIMARY KEY, country text, amount numeric(10,2), updated_at timestamptz)`);
+    // Berlin: the clocks go forward on 29 March 2026 (01:00 UTC). 22:30 UTC on the 28th is still the 28th there,
+    // 23:30 UTC on the 29th is already the 30th; the 26th falls in the period before 28–31 March.
+    await db.query(
+      `INSERT INTO ${table} VALUES (1, 'FR', 10, '2026-03-28T22:30:00Z'), (2, 'DE', 20, '2026-03-29T08:00:00Z'), (3, 'FR', 5, '2026-03-29T23:30:00Z'), (4, 'US', 7, '2026-03-26T08:00:00Z')`,
+    );
+    const schedule = { cron: '0 6 * * *', timezone: 'Europe/Berlin' };
+    const before = new Date();
+    const created = await api.sources.create({
+      type: 'postgres',
+      name: 'orders-db',
+      connection: { url: stack.POSTGRES_URL },
+      table,
+      schedule,
+      schemaPolicy: 'quarantine',
+      incremental: { cursorField: 'updated_at', primaryKey: ['id'] },
+    });
+    // Scheduled: its next run is the next 06:00 in Berlin.
+    expect(created).toMatchObject({
+      schedule,
+      nextSyncAt: nextLocalHour(before, 6, 'Europe/Berlin'),
+      incremental: { cursorField: 'updated_at', primaryKey: ['id'], cursor: null },
+    });
+    const synced = (id: string, check: (s: Awaited<ReturnType<typeof api.sources.get>>) => boolean, what: string) =>
+      waitFor(
+        async () => {
+          const s = await api.sources.get(id);
+          if (s.lastSync?.status === 'failed') throw new Error(`the database source failed: ${s.lastSync.error}`);
+          return s.status === 'ready' && check(s) ? s : null;
+        },
+        { timeoutMs: 30_000, intervalMs: 200, what },
+      );
+    const first = await synced(created.id, (s) => s.lastSync?.mode === 'full', 'the first (full) sync');
+    expect(first).toMatchObject({ rowCount: 4, lastSync: { rowsPulled: 4, rowsMerged: 4 }, incremental: { cursor: '2026-03-29 23:30:00+00' } });
+
+    // Revenue by Berlin day for 28–31 March (local dates), beside the 3 days before.
+    const byDay = {
+      sourceId: created.id,
+      measures: [{ op: 'sum' as const, field: 'amount', as: 'revenue' }],
+      timeDimension: { field: 'updated_at', granularity: 'day' as const, from: '2026-03-28', to: '2026-03-31', timezone: 'Europe/Berlin' },
+      compareTo: 'previousPeriod' as const,
+      orderBy: [{ field: 'updated_at', direction: 'asc' as const }],
+    };
+    const days = await waitFor(
+      async () => {
+        const r = await api.analytics.query(byDay).withResponse();
+        return r.status === 201 ? r.data : null;
+      },
+      { timeoutMs: 20_000, intervalMs: 200, what: 'the by-day query accepted' },
+    );
+    // Buckets start at Berlin midnight (UTC+1, then UTC+2 from the 29th's change); the 26th lines up with the 29th.
+    expect(days.rows.map((r) => [r.updated_at, r.revenue, r.revenue_previous])).toEqual([
+      ['2026-03-27T23:00:00.000Z', 10, null],
+      ['2026-03-28T23:00:00.000Z', 20, 7],
+      ['2026-03-29T22:00:00.000Z', 5, null],
+    ]);
+    expect(days.statistics).toMatchObject({ rowsRead: 4 });
+    expect(days.statistics!.bytesRead).toBeGreaterThan(0);
+
+    // A dry run says what the query would read and runs nothing.
+    const estimate = await api.analytics.estimate(byDay);
+    expect(estimate).toMatchObject({ dryRun: true, estimate: { rowsRead: 4 }, limit: { withinLimit: true } });
+    expect(estimate.plan.reads.sort()).toEqual(['amount', 'updated_at']);
+
+    // A page of one row says the result goes on; the CSV export has every row.
+    const paged = await api.analytics.query({
+      sourceId: created.id,
+      measures: [{ op: 'count', as: 'orders' }],
+      dimensions: ['country'],
+      orderBy: [{ field: 'country' }],
+      limit: 1,
+    });
+    expect(paged).toMatchObject({ rows: [{ country: 'DE', orders: 1 }], rowCount: 1, totalRows: 3, truncated: true });
+    expect(await api.analytics.exportReportCsv(paged.id)).toBe('country,orders\r\nDE,1\r\nFR,2\r\nUS,1\r\n');
+
+    // A changed row and a new one: the next sync pulls the rows at or past the cursor only and merges them by id.
+    await db.query(`UPDATE ${table} SET amount = 12, updated_at = '2026-03-30T09:00:00Z' WHERE id = 1`);
+    await db.query(`INSERT INTO ${table} VALUES (5, 'DE', 3, '2026-03-30T10:00:00Z')`);
+    expect((await api.sources.sync(created.id).withResponse()).status).toBe(202);
+    const incremental = await synced(created.id, (s) => s.lastSync?.mode === 'incremental', 'the incremental sync');
+    expect(incremental).toMatchObject({ rowCount: 5, lastSync: { rowsPulled: 3, rowsMerged: 3 }, incremental: { cursor: '2026-03-30 10:00:00+00' } });
+    const ready = await waitFor(
+      () => receiver.received.map((r) => JSON.parse(r.body)).find((e) => e.type === 'source.ready' && e.data.id === created.id && e.data.sync?.mode === 'incremental'),
+      {
+        timeoutMs: 20_000,
+        what: 'source.ready of the incremental sync',
+      },
+    );
+    expect(ready.data).toMatchObject({ rowCount: 5, sync: { mode: 'incremental', rowsPulled: 3, rowsMerged: 3 } });
+
+    // A new column: the quarantine policy keeps the schema, loads the rows that fit and sets the other aside.
+    await db.query(`ALTER TABLE ${table} ADD COLUMN coupon text`);
+    await db.query(`INSERT INTO ${table} VALUES (6, 'FR', 9, '2026-03-30T11:00:00Z', 'SPRING')`);
+    await api.sources.sync(created.id);
+    const quarantined = await synced(created.id, (s) => s.quarantine !== null, 'the quarantining sync');
+    expect(quarantined).toMatchObject({ rowCount: 5, quarantine: { rowCount: 1 }, lastSync: { mode: 'incremental', rowsPulled: 2, rowsMerged: 1 } });
+    expect(quarantined.schema.map((c) => c.name)).toEqual(['id', 'country', 'amount', 'updated_at']);
+    expect(await api.sources.quarantine(created.id)).toMatch(/^id,country,amount,updated_at,coupon\n6,FR,9(\.0)?,2026-03-30 11:00:00,SPRING\n$/);
+    const changed = await waitFor(() => receiver.received.map((r) => JSON.parse(r.body)).find((e) => e.type === 'source.schema_changed' && e.data.id === created.id), {
+      timeoutMs: 20_000,
+      what: 'source.schema_changed webhook',
+    });
+    expect(changed.data).toMatchObject({ policy: 'quarantine', applied: false, added: [{ name: 'coupon', type: 'string' }], rows: { read: 2, loaded: 1, quarantined: 1 } });
+
+    // A full re-sync pulls everything again (the quarantined row once more) and restarts the cursor.
+    expect((await api.sources.sync(created.id, { mode: 'full' })).incremental?.cursor).toBeNull();
+    const full = await synced(created.id, (s) => s.lastSync?.mode === 'full', 'the full re-sync');
+    expect(full).toMatchObject({ rowCount: 5, lastSync: { rowsPulled: 6, rowsMerged: 5 }, incremental: { cursor: '2026-03-30 11:00:00+00' } });
+    for (const r of receiver.received) expect(r.body).not.toContain(secret);
+    expect((await api.sources.delete(created.id).withResponse()).status).toBe(204);
+  } finally {
+    await db.query(`DROP TABLE IF EXISTS ${table}`).catch(() => undefined);
+    await db.end();
+  }
+}

@@ -45,11 +45,12 @@ const source = {
   schema: columns,
   rowCount: 48213,
   lastSyncedAt: T1,
-  lastSync: { status: 'succeeded', error: null, at: T1 },
+  lastSync: { status: 'succeeded', error: null, at: T1, mode: 'full', rowsPulled: 48213, rowsMerged: 48213 },
   schedule: { cron: '0 6 * * *', timezone: 'Europe/Berlin' },
   nextSyncAt: '2026-11-21T05:00:00.000Z',
   schemaPolicy: 'evolve',
   quarantine: null,
+  incremental: null,
   createdAt: T0,
   updatedAt: T1,
 };
@@ -165,6 +166,7 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
     schedule: { cron: '0 6 * * *', timezone: 'Europe/Berlin' },
   },
   UpdateSource: { schedule: { every: '1h' } },
+  SyncSource: { mode: 'full' },
   AnalyticsQuery: query,
   CreateModel: { type: 'linear_regression', name: 'Order value', sourceId: SOURCE_ID, features: ['country', 'hour'], target: 'amount', hyperparameters: { seed: 42 } },
   PredictRequest: {
@@ -392,7 +394,11 @@ export const RESPONSE_EXAMPLES: Record<string, unknown> = {
 /** One delivery body per public event type, as a receiver gets it. */
 export const WEBHOOK_EXAMPLES: { [T in PublicEventType]: Extract<WebhookPayload, { type: T }> } = {
   'source.created': { type: 'source.created', timestamp: T0, data: { id: SOURCE_ID, name: 'Orders 2026', type: 'url' } },
-  'source.ready': { type: 'source.ready', timestamp: T1, data: { id: SOURCE_ID, name: 'Orders 2026', type: 'url', rowCount: 48213, schema: columns } },
+  'source.ready': {
+    type: 'source.ready',
+    timestamp: T1,
+    data: { id: SOURCE_ID, name: 'Orders 2026', type: 'url', rowCount: 48213, schema: columns, sync: { mode: 'full', rowsPulled: 48213, rowsMerged: 48213 } },
+  },
   'source.failed': { type: 'source.failed', timestamp: T1, data: { id: SOURCE_ID, name: 'Orders 2026', error: 'the URL answered 403 Forbidden' } },
   'source.deleted': { type: 'source.deleted', timestamp: '2026-11-25T17:45:09.220Z', data: { id: SOURCE_ID } },
   'source.schema_changed': {

@@ -191,7 +191,7 @@ export function buildOpenApi(serverUrl: string): Json {
       responses,
     };
     if (op.body) {
-      operation.requestBody = { required: true, content: { 'application/json': media(schemaOf(op.body, 'input', components), REQUEST_EXAMPLES) } };
+      operation.requestBody = { required: !op.body.safeParse(undefined).success, content: { 'application/json': media(schemaOf(op.body, 'input', components), REQUEST_EXAMPLES) } };
     }
     if (op.upload) operation.requestBody = uploadBody(op.upload, components);
     paths[op.path] = { ...(paths[op.path] ?? {}), [op.method]: operation };

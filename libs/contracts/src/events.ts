@@ -43,7 +43,22 @@ const envelope = <T extends string, D extends z.ZodType>(type: T, data: D) =>
 
 /** Version 1 of every event. A breaking change adds a new version beside these; an old one is never edited. */
 export const SourceCreated = envelope('source.created', z.object({ id: z.string(), name: z.string(), type: z.string() }));
-export const SourceReady = envelope('source.ready', z.object({ id: z.string(), name: z.string(), type: z.string(), rowCount: z.number(), schema: z.array(columnSchema) }));
+/**
+ * `sync` (added later, so optional): how the sync pulled (full or incremental), the rows it read from the
+ * origin and the rows of those written into the data (new rows and new versions of rows); `rowCount` is the
+ * data's total after it.
+ */
+export const SourceReady = envelope(
+  'source.ready',
+  z.object({
+    id: z.string(),
+    name: z.string(),
+    type: z.string(),
+    rowCount: z.number(),
+    schema: z.array(columnSchema),
+    sync: z.object({ mode: z.enum(['full', 'incremental']), rowsPulled: z.number(), rowsMerged: z.number() }).optional(),
+  }),
+);
 /**
  * `kept`: the last good data the source stays ready on after this failed re-sync (absent when it has none), so
  * a consumer's state does not depend on having seen the earlier `source.ready`.

@@ -35,7 +35,8 @@ export const PUBLIC_EVENT_TYPES = Object.freeze([
 /** What each public event means: the webhook event catalog (the OpenAPI document's `webhooks`, /docs and the dashboard). */
 export const PUBLIC_EVENT_DESCRIPTIONS: Readonly<Record<(typeof PUBLIC_EVENT_TYPES)[number], string>> = Object.freeze({
   'source.created': 'A data source was connected; its first sync starts now.',
-  'source.ready': 'A source finished syncing: its rows and schema can be queried and trained on.',
+  'source.ready':
+    'A source finished syncing: its rows and schema can be queried and trained on. `sync` says how it pulled (full or incremental), the rows it read and the rows of those it wrote.',
   'source.failed': 'A source could not be synced; `error` says why, and the previous data (if any) stays queryable.',
   'source.schema_changed':
     "A sync found added, removed or retyped columns (`added`, `removed`, `retyped`); `applied` says whether the source's `policy` let the new schema through, and under quarantine `rows` counts what was loaded and set aside.",

@@ -63,6 +63,7 @@ const source = (id: string): Source => ({
   nextSyncAt: null,
   schemaPolicy: 'evolve',
   quarantine: null,
+  incremental: null,
   createdAt: '2026-01-01T00:00:00.000Z',
   updatedAt: '2026-01-01T00:00:00.000Z',
 });

@@ -19,6 +19,7 @@ import type {
   RetrainModelInput,
   UpdateModelAliasesInput,
   UpdateSourceInput,
+  SyncSourceInput,
   OperationId,
   Overview,
   UsageStats,
@@ -163,11 +164,17 @@ export function createDapClient(options: DapClientOptions) {
       get: (id: string, opts?: RequestOptions): ApiPromise<Source> => t.call('getSource', byId(id), opts),
       /** The rows the source's last quarantining sync set aside (schema policy `quarantine`), as CSV text. */
       quarantine: (id: string, opts?: RequestOptions): ApiPromise<string> => t.call('getSourceQuarantine', byId(id), opts),
-      /** Sets the source's sync schedule (url and database sources), or removes it with `{ schedule: null }`. */
+      /**
+       * Sets the source's sync schedule (url and database sources), or removes it with `{ schedule: null }`; its
+       * schema policy; or its incremental settings (database sources; the next sync is then full).
+       */
       update: (id: string, body: UpdateSourceInput, opts?: RequestOptions): ApiPromise<Source> => t.call('updateSource', { ...byId(id), body }, opts),
       delete: (id: string, opts?: RequestOptions): ApiPromise<void> => t.call('deleteSource', byId(id), opts),
-      /** Syncs again: answers 202 with the source back in `pending`. */
-      sync: (id: string, opts?: RequestOptions): ApiPromise<Source> => t.call('syncSource', byId(id), opts),
+      /**
+       * Syncs again: answers 202 with the source back in `pending`. An incremental source pulls only new and
+       * changed rows; `{ mode: 'full' }` pulls everything and restarts its cursor (409 while a sync runs).
+       */
+      sync: (id: string, body: SyncSourceInput = {}, opts?: RequestOptions): ApiPromise<Source> => t.call('syncSource', { ...byId(id), body }, opts),
       /**
        * Creates a file source from a file, streamed as the request body (up to the API's upload limit, 2 GiB
        * by default): a Buffer, string, Blob/File, or a stream such as `fs.createReadStream(path)`. Answers 201

@@ -14,7 +14,7 @@ type SuccessStatus = 200 | 201 | 202 | 204;
 type ContentOf<R> = R extends { content: infer C } ? C[keyof C] : void;
 
 /** What a client sends: the JSON request body of the operation. */
-export type RequestBody<K extends OperationId> = operations[K] extends { requestBody: { content: { 'application/json': infer B } } } ? B : never;
+export type RequestBody<K extends OperationId> = NonNullable<operations[K]['requestBody' & keyof operations[K]]> extends { content: { 'application/json': infer B } } ? B : never;
 /** Query parameters as the document lists them, every one optional. */
 export type QueryParams<K extends OperationId> = operations[K]['parameters'] extends { query?: infer Q } ? Partial<NonNullable<Q>> : never;
 /** What the server answers: the success body (any of the operation's 2xx); void for an empty (204) body. */
@@ -24,6 +24,10 @@ export type ResultOf<K extends OperationId> = ContentOf<operations[K]['responses
 export type Source = Schemas['Source'];
 export type CreateSourceInput = Schemas['CreateSource'];
 export type UpdateSourceInput = Schemas['UpdateSource'];
+/** `{ mode: 'full' }` pulls everything again and restarts an incremental source's cursor. */
+export type SyncSourceInput = NonNullable<Schemas['SyncSource']>;
+/** Incremental sync settings of a database source: a cursor column, and the key rows are merged by. */
+export type IncrementalSettings = Schemas['IncrementalSync'];
 /** When a url or database source syncs by itself: `{ every: '15m' }` or `{ cron: '0 * * * *', timezone: 'Europe/Berlin' }`. */
 export type SyncSchedule = Schemas['SyncSchedule'];
 /** A file for `sources.upload` / `sources.replaceData`: bytes, text, a Blob or File, or a stream (a Node Readable is one). */

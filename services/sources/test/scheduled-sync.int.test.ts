@@ -4,6 +4,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { newId, type CallerContext, type CreateSourceBody, type DomainEvent } from '@dap/contracts';
 import { DatasetStore } from '@dap/datasets';
 import { createLogger } from '@dap/logger';
@@ -162,6 +163,39 @@ it('runs a source when its interval comes round, not before, and shows the next 
   await s.sweep();
   expect(toSourceDto(await ranAt(account, id, now)).nextSyncAt).toBe(at(5 * 60 * MIN + 15 * MIN).toISOString());
   expect(downloads(path)).toBe(3);
+});
+
+it('runs a scheduled incremental database source incrementally: only the rows past the cursor are pulled', async () => {
+  const account = newId('acct');
+  const s = syncer('incremental');
+  const table = `sched_inc_${uniqueSuffix()}`;
+  const db = new pg.Client(stackEnv().POSTGRES_URL);
+  await db.connect();
+  try {
+    await db.query(`CREATE TABLE ${table} (id bigint PRIMARY KEY, amount int, updated_at timestamptz)`);
+    await db.query(`INSERT INTO ${table} VALUES (1, 10, '2030-01-01T00:00:00Z'), (2, 20, '2030-01-02T00:00:00Z')`);
+    const body = {
+      type: 'postgres',
+      name: 'scheduled db',
+      connection: { url: stackEnv().POSTGRES_URL },
+      table,
+      schedule: { every: '15m' },
+      incremental: { cursorField: 'updated_at', primaryKey: ['id'] },
+    };
+    const { _id: id } = await service.create(caller(account), body as CreateSourceBody);
+    await s.syncOne(account, id); // the first sync, as at creation: full
+    expect(toSourceDto((await repo.findById(account, id))!).lastSync).toMatchObject({ mode: 'full', rowsPulled: 2 });
+
+    await db.query(`INSERT INTO ${table} VALUES (3, 30, '2030-01-03T00:00:00Z')`);
+    now = at(15 * MIN);
+    await s.sweep();
+    const done = toSourceDto(await ranAt(account, id, now));
+    // The row at the cursor value and the new one: not the first.
+    expect(done).toMatchObject({ rowCount: 3, lastSync: { mode: 'incremental', rowsPulled: 2, rowsMerged: 2 }, incremental: { cursor: '2030-01-03 00:00:00+00' } });
+  } finally {
+    await db.query(`DROP TABLE IF EXISTS ${table}`).catch(() => undefined);
+    await db.end();
+  }
 });
 
 it('runs a cron schedule at the times it names in its time zone', async () => {

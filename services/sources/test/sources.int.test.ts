@@ -108,7 +108,7 @@ describe('inline and CSV sources', () => {
       { name: 'at', type: 'timestamp' },
     ]);
     expect(new Date(ready.lastSyncedAt!).toISOString()).toBe(ready.lastSyncedAt);
-    expect(ready.lastSync).toEqual({ status: 'succeeded', error: null, at: ready.lastSyncedAt });
+    expect(ready.lastSync).toEqual({ status: 'succeeded', error: null, at: ready.lastSyncedAt, mode: 'full', rowsPulled: 3, rowsMerged: 3 });
     expect(ready.createdAt).toBe(created.createdAt);
 
     const file = await svc.store.currentFile(accountA, inlineId);
@@ -281,6 +281,7 @@ describe('inline and CSV sources', () => {
         { name: 'paid', type: 'boolean' },
         { name: 'at', type: 'timestamp' },
       ],
+      sync: { mode: 'full', rowsPulled: 3, rowsMerged: 3 },
     });
     expect(ready.requestId).toBe(mine[0]!.requestId);
   });

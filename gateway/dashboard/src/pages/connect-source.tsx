@@ -173,10 +173,12 @@ function sqlSpec(type: 'postgres' | 'mysql'): TypeSpec {
         placeholder: 'SELECT id, amount, created_at FROM orders WHERE amount > 0',
         hint: 'Runs in a read-only transaction; its rows are streamed in.',
       },
+      ...syncSettingFields(true),
     ],
     toBody: (v) => ({
       connection: connectionOf(v, type),
       ...((v.readWith ?? 'table') === 'table' ? { table: text(v, 'table', 'table name') } : { query: text(v, 'query', 'SELECT query') }),
+      ...createSettingsOf(v, true),
     }),
   };
 }
@@ -194,6 +196,116 @@ function headersOf(raw: string): Record<string, string> | undefined {
     headers[line.slice(0, i).trim()] = line.slice(i + 1).trim();
   }
   return headers;
+}
+
+/** The sources whose data lives elsewhere (they can sync on a schedule) and those that can sync incrementally. */
+export const REMOTE_TYPES: ReadonlySet<string> = new Set(['url', 'postgres', 'mysql', 'mongodb']);
+export const DATABASE_TYPES: ReadonlySet<string> = new Set(['postgres', 'mysql', 'mongodb']);
+
+export const SCHEMA_POLICY_OPTIONS = [
+  { value: 'evolve', label: 'Evolve: take the new columns' },
+  { value: 'freeze', label: 'Freeze: fail the sync, keep the data' },
+  { value: 'quarantine', label: 'Quarantine: load the rows that fit, set the rest aside' },
+] as const;
+
+const browserZone = () => Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+
+/** Schedule, schema policy and (databases) incremental settings: the same fields on every remote type's form. */
+export function syncSettingFields(database: boolean): FieldSpec[] {
+  return [
+    {
+      name: 'scheduleKind',
+      label: 'Sync by itself',
+      kind: 'select',
+      options: [
+        { value: 'none', label: 'No: only when asked' },
+        { value: 'every', label: 'Every …' },
+        { value: 'cron', label: 'On a cron schedule' },
+      ],
+    },
+    {
+      name: 'every',
+      label: 'Interval',
+      kind: 'text',
+      mono: true,
+      placeholder: '15m',
+      hint: 'A number and a unit: s, m, h or d; at least 1m.',
+      showIf: (v) => v.scheduleKind === 'every',
+      apiPath: 'schedule.every',
+    },
+    { name: 'cron', label: 'Cron expression', kind: 'text', mono: true, placeholder: '0 6 * * *', showIf: (v) => v.scheduleKind === 'cron', apiPath: 'schedule.cron', half: true },
+    {
+      name: 'timezone',
+      label: 'Time zone',
+      kind: 'text',
+      placeholder: browserZone(),
+      hint: 'An IANA zone; empty is UTC.',
+      showIf: (v) => v.scheduleKind === 'cron',
+      apiPath: 'schedule.timezone',
+    },
+    { name: 'schemaPolicy', label: 'When the columns change', kind: 'select', options: SCHEMA_POLICY_OPTIONS, apiPath: 'schemaPolicy' },
+    ...(database
+      ? [
+          {
+            name: 'cursorField',
+            label: 'Incremental cursor column (optional)',
+            kind: 'text' as const,
+            mono: true,
+            placeholder: 'updated_at',
+            hint: 'A column that grows when a row is added or changed: each sync then pulls only rows at or past the last value.',
+            apiPath: 'incremental.cursorField',
+            half: true,
+          },
+          {
+            name: 'primaryKey',
+            label: 'Primary key (optional)',
+            kind: 'text' as const,
+            mono: true,
+            placeholder: 'id',
+            hint: 'Comma-separated columns; pulled rows replace the row with the same key. Without it they are appended.',
+            showIf: (v: Record<string, string>) => Boolean(v.cursorField?.trim()),
+            apiPath: 'incremental.primaryKey',
+          },
+        ]
+      : []),
+  ];
+}
+
+export interface SyncSettings {
+  schedule: { every: string } | { cron: string; timezone?: string } | null;
+  schemaPolicy: 'evolve' | 'freeze' | 'quarantine';
+  incremental: { cursorField: string; primaryKey?: string[] } | null;
+}
+
+/** The settings the fields describe; a local mistake is a LocalProblem on its field's API path. */
+export function syncSettingsOf(v: Record<string, string>, database: boolean): SyncSettings {
+  const kind = v.scheduleKind ?? 'none';
+  const schedule =
+    kind === 'every'
+      ? { every: text(v, 'every', 'interval').trim() }
+      : kind === 'cron'
+        ? { cron: text(v, 'cron', 'cron expression').trim(), ...(optional(v, 'timezone') ? { timezone: optional(v, 'timezone')! } : {}) }
+        : null;
+  const cursorField = database ? optional(v, 'cursorField') : undefined;
+  const primaryKey = (v.primaryKey ?? '')
+    .split(',')
+    .map((k) => k.trim())
+    .filter(Boolean);
+  return {
+    schedule,
+    schemaPolicy: (optional(v, 'schemaPolicy') ?? 'evolve') as SyncSettings['schemaPolicy'],
+    incremental: cursorField ? { cursorField, ...(primaryKey.length ? { primaryKey } : {}) } : null,
+  };
+}
+
+/** The settings as a new source's body takes them (no nulls; the defaults left out). */
+function createSettingsOf(v: Record<string, string>, database: boolean): Record<string, unknown> {
+  const s = syncSettingsOf(v, database);
+  return {
+    ...(s.schedule ? { schedule: s.schedule } : {}),
+    ...(s.schemaPolicy !== 'evolve' ? { schemaPolicy: s.schemaPolicy } : {}),
+    ...(s.incremental ? { incremental: s.incremental } : {}),
+  };
 }
 
 /** One entry per source type the API accepts: the type check fails until a new type gets its form. */
@@ -313,10 +425,16 @@ const SPECS: Record<SourceType, TypeSpec> = {
         placeholder: 'Authorization: Bearer …',
         hint: 'One "Name: value" per line. Values are stored encrypted; only the names are shown.',
       },
+      ...syncSettingFields(false),
     ],
     toBody: (v) => {
       const headers = headersOf(v.headers ?? '');
-      return { url: text(v, 'url', 'file URL').trim(), ...(optional(v, 'format') ? { format: optional(v, 'format') } : {}), ...(headers ? { headers } : {}) };
+      return {
+        url: text(v, 'url', 'file URL').trim(),
+        ...(optional(v, 'format') ? { format: optional(v, 'format') } : {}),
+        ...(headers ? { headers } : {}),
+        ...createSettingsOf(v, false),
+      };
     },
   },
   postgres: sqlSpec('postgres'),
@@ -337,6 +455,7 @@ const SPECS: Record<SourceType, TypeSpec> = {
         placeholder: '{"kind": "click"}',
         hint: 'A query document as JSON; comparison and logical operators only.',
       },
+      ...syncSettingFields(true),
     ],
     toBody: (v) => {
       const filter = optional(v, 'filter');
@@ -347,7 +466,12 @@ const SPECS: Record<SourceType, TypeSpec> = {
           throw new LocalProblem('filter', `This is not valid JSON: ${(err as Error).message}`);
         }
       }
-      return { connection: connectionOf(v, 'mongodb'), collection: text(v, 'collection', 'collection name').trim(), ...(filter ? { filter } : {}) };
+      return {
+        connection: connectionOf(v, 'mongodb'),
+        collection: text(v, 'collection', 'collection name').trim(),
+        ...(filter ? { filter } : {}),
+        ...createSettingsOf(v, true),
+      };
     },
   },
 };

@@ -7,6 +7,7 @@ import { useDocumentTitle, useInterval, useResource } from '../hooks.ts';
 import { navigate } from '../router.tsx';
 import { SOURCE_TYPE_LABELS } from './connect-source.tsx';
 import { DeleteSourceDialog, isBusy, useSourceActions } from './sources.tsx';
+import { SyncSettingsCard } from './source-settings.tsx';
 
 const TYPE_TONES: Record<string, 'info' | 'success' | 'warning' | 'accent' | 'neutral'> = {
   string: 'neutral',
@@ -101,6 +102,11 @@ export function SourceDetailPage({ id }: { id: string }) {
             <Button onClick={() => void actions.sync.run(s)} loading={actions.sync.pending} disabled={isBusy(s)}>
               Re-sync
             </Button>
+            {s.incremental && (
+              <Button onClick={() => void actions.sync.run(s, 'full')} disabled={isBusy(s) || actions.sync.pending} title="Pull every row again and restart the cursor">
+                Full re-sync
+              </Button>
+            )}
             <Button variant="danger" onClick={() => setDeleting(true)}>
               Delete
             </Button>
@@ -176,6 +182,7 @@ export function SourceDetailPage({ id }: { id: string }) {
           )}
         </Card>
       </div>
+      <SyncSettingsCard key={s.updatedAt} source={s} onSaved={() => void source.reload()} />
       <DeleteSourceDialog target={deleting ? s : null} action={actions.remove} onClose={() => setDeleting(false)} onDeleted={() => navigate('/sources', { replace: true })} />
     </>
   );

@@ -14,9 +14,10 @@ export const isBusy = (s: SourceDto) => s.status === 'pending' || s.status === '
 export function useSourceActions(onChange: () => void) {
   const api = useApi();
   const notify = useNotify();
-  const sync = useAction(async (s: SourceDto) => {
-    await unwrap(api.openapi.POST('/sources/{id}/sync', { params: { path: { id: s.id } } }));
-    notify(`Syncing “${s.name}”`, 'info');
+  // `full` pulls an incremental source's data again from the start.
+  const sync = useAction(async (s: SourceDto, mode?: 'full') => {
+    await unwrap(api.openapi.POST('/sources/{id}/sync', { params: { path: { id: s.id } }, ...(mode ? { body: { mode } } : {}) }));
+    notify(mode === 'full' ? `Re-syncing “${s.name}” in full` : `Syncing “${s.name}”`, 'info');
     onChange();
     return true;
   });
@@ -110,6 +111,7 @@ export function SourcesPage() {
                   Columns
                 </th>
                 <th scope="col">Last synced</th>
+                <th scope="col">Next sync</th>
                 <th scope="col">
                   <span className="visually-hidden">Actions</span>
                 </th>
@@ -135,7 +137,11 @@ export function SourcesPage() {
                   <td data-label="Columns" className="num">
                     {s.schema.length}
                   </td>
-                  <td data-label="Last synced">{s.lastSyncedAt ? formatRelative(s.lastSyncedAt) : '—'}</td>
+                  <td data-label="Last synced">
+                    {s.lastSyncedAt ? formatRelative(s.lastSyncedAt) : '—'}
+                    {s.lastSync?.mode === 'incremental' && <p className="muted">incremental, {formatInt(s.lastSync.rowsPulled ?? 0)} rows pulled</p>}
+                  </td>
+                  <td data-label="Next sync">{s.nextSyncAt ? formatRelative(s.nextSyncAt) : '—'}</td>
                   <td className="cell-actions">
                     <Button size="sm" onClick={() => void actions.sync.run(s)} disabled={isBusy(s)} aria-label={`Re-sync ${s.name}`}>
                       Re-sync

@@ -7,6 +7,7 @@ import {
   sourceListSchema,
   sourceSchema,
   updateSourceBody,
+  syncSourceBody,
   UPLOAD_MEDIA_TYPES,
   uploadFileSchema,
   uploadSourceQuery,
@@ -367,10 +368,10 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     service: 'sources',
     scope: 'sources:write',
     summary:
-      "Change a source's settings: set its sync schedule (url and database sources), or remove it with null. A scheduled source syncs by itself when due; a failed scheduled sync is retried with backoff before the next regular one.",
+      "Change a source's settings: set its sync schedule (url and database sources), or remove it with null; its schema policy; or its incremental settings (database sources; 409 while a sync of it runs). A scheduled source syncs by itself when due; a failed scheduled sync is retried with backoff before the next regular one.",
     body: updateSourceBody,
     success: { status: 200, schema: sourceSchema },
-    errors: [404],
+    errors: [404, 409],
   },
   {
     operationId: 'deleteSource',
@@ -388,9 +389,11 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     path: '/sources/{id}/sync',
     service: 'sources',
     scope: 'sources:write',
-    summary: 'Sync a data source again (a URL or database source is pulled again from its origin); it goes back to pending and becomes ready or failed in the background.',
+    summary:
+      'Sync a data source again (a URL or database source is pulled again from its origin); it goes back to pending and becomes ready or failed in the background. An incremental source pulls only new and changed rows unless the body says { "mode": "full" }, which pulls everything and restarts its cursor (409 while a sync of it runs).',
+    body: syncSourceBody,
     success: { status: 202, schema: sourceSchema },
-    errors: [404],
+    errors: [404, 409],
   },
   {
     operationId: 'getOverview',

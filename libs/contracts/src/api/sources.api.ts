@@ -191,6 +191,52 @@ const schemaPolicy = z
     "what a sync does when the data's columns change: evolve (default) takes the new schema; freeze fails the sync and keeps the old data; quarantine keeps the old schema, loads the rows that fit it and sets the others aside as CSV",
   );
 
+/** A column name as the incremental settings take it: the name the data has (no quoting). */
+const fieldName = z
+  .string()
+  .min(1)
+  .max(255)
+  .refine((v) => !v.includes('\u0000'), 'must be a column name');
+
+/**
+ * Incremental syncs (database sources): each sync pulls only the rows whose `cursorField` is at or past the
+ * last value the previous sync saw. With `primaryKey` the pulled rows replace the stored ones with the same key
+ * (the newest version of a row wins); without it they are appended, and rows at the last cursor value that
+ * are already stored are not appended twice. `POST /v1/sources/{id}/sync` with `{ "mode": "full" }` pulls
+ * everything again and restarts from there.
+ */
+export const incrementalSchema = z
+  .strictObject({
+    cursorField: fieldName.describe('a column (or document field) that grows as rows are added or changed, such as updated_at or an increasing id'),
+    primaryKey: z
+      .array(fieldName)
+      .min(1)
+      .max(16)
+      .refine((k) => new Set(k).size === k.length, 'each column may appear once')
+      .optional()
+      .describe('the columns that identify a row; pulled rows replace the stored row with the same key. Without it, pulled rows are appended'),
+  })
+  .meta({
+    id: 'IncrementalSync',
+    description:
+      'Database sources only: each sync pulls the rows whose cursorField is at or past the last value seen (rows that share that value are not lost), and merges them by primaryKey when given (else appends). A full re-sync (POST /v1/sources/{id}/sync with mode full) pulls everything again.',
+  });
+export type IncrementalSettings = z.infer<typeof incrementalSchema>;
+const incrementalField = incrementalSchema.optional().describe('database sources only: pull only new and changed rows on each sync');
+
+/** How a sync pulls: `full` reads everything; `incremental` only rows past the last cursor value. */
+export const SYNC_MODES = ['full', 'incremental'] as const;
+export type SyncMode = (typeof SYNC_MODES)[number];
+
+/** POST /v1/sources/{id}/sync: `{ "mode": "full" }` pulls everything again and resets the incremental cursor. */
+export const syncSourceBody = z
+  .strictObject({
+    mode: z.enum(SYNC_MODES).optional().describe("full: pull everything again and restart the incremental cursor from there; incremental (default): as the source's settings say"),
+  })
+  .meta({ id: 'SyncSource', examples: [{ mode: 'full' }] })
+  .optional();
+export type SyncSourceBody = z.infer<typeof syncSourceBody>;
+
 function sqlSource<T extends 'postgres' | 'mysql'>(type: T) {
   return z
     .strictObject({
@@ -201,6 +247,7 @@ function sqlSource<T extends 'postgres' | 'mysql'>(type: T) {
       query: sqlQuery.optional(),
       schedule: scheduleField,
       schemaPolicy: schemaPolicy.optional(),
+      incremental: incrementalField,
     })
     .superRefine((b, ctx) => {
       if ((b.table === undefined) === (b.query === undefined)) ctx.addIssue({ code: 'custom', path: ['table'], message: 'give exactly one of table or query' });
@@ -248,6 +295,7 @@ export const createSourceBody = z
         ),
       schedule: scheduleField,
       schemaPolicy: schemaPolicy.optional(),
+      incremental: incrementalField,
     }),
   ])
   .meta({
@@ -257,6 +305,13 @@ export const createSourceBody = z
       { type: 'csv', name: 'Sales', csv: 'region,units\nnorth,3\nsouth,7\n' },
       { type: 'url', name: 'Daily export', url: 'https://example.com/exports/orders.csv', schedule: { cron: '0 6 * * *', timezone: 'Europe/Berlin' } },
       { type: 'postgres', name: 'Orders DB', connection: { host: 'db.example.com', database: 'shop', user: 'reader', password: 'secret' }, table: 'public.orders' },
+      {
+        type: 'mysql',
+        name: 'Orders (incremental)',
+        connection: { url: 'mysql://reader:secret@db.example.com:3306/shop' },
+        table: 'orders',
+        incremental: { cursorField: 'updated_at', primaryKey: ['id'] },
+      },
       { type: 'mongodb', name: 'Events', connection: { url: 'mongodb://reader:secret@mongo.example.com:27017/app' }, collection: 'events', filter: '{"kind": "click"}' },
     ],
   });
@@ -267,9 +322,16 @@ export const updateSourceBody = z
   .strictObject({
     schedule: syncScheduleSchema.nullable().optional().describe('a new schedule (url and database sources only), or null to stop syncing by itself'),
     schemaPolicy: schemaPolicy.optional(),
+    incremental: incrementalSchema
+      .nullable()
+      .optional()
+      .describe('new incremental settings (database sources only; the next sync is full and the cursor restarts from it), or null to pull everything on every sync'),
   })
-  .refine((b) => b.schedule !== undefined || b.schemaPolicy !== undefined, { message: 'give schedule or schemaPolicy' })
-  .meta({ id: 'UpdateSource', examples: [{ schedule: { every: '1h' } }, { schedule: null }, { schemaPolicy: 'freeze' }] });
+  .refine((b) => b.schedule !== undefined || b.schemaPolicy !== undefined || b.incremental !== undefined, { message: 'give schedule, schemaPolicy or incremental' })
+  .meta({
+    id: 'UpdateSource',
+    examples: [{ schedule: { every: '1h' } }, { schedule: null }, { schemaPolicy: 'freeze' }, { incremental: { cursorField: 'updated_at', primaryKey: ['id'] } }],
+  });
 export type UpdateSourceBody = z.infer<typeof updateSourceBody>;
 
 /**
@@ -331,6 +393,13 @@ export const sourceSyncSchema = z
     status: z.enum(SYNC_OUTCOMES),
     error: z.string().nullable().describe('why the sync failed; null when it succeeded'),
     at: isoDate.describe('when the sync finished (ISO-8601 UTC)'),
+    mode: z.enum(SYNC_MODES).optional().describe('how the sync pulled: everything (full) or only rows past the last cursor value (incremental)'),
+    rowsPulled: z.number().int().optional().describe('rows the sync read from the origin (a succeeded sync)'),
+    rowsMerged: z
+      .number()
+      .int()
+      .optional()
+      .describe('rows of the pull written into the data: all of them on a full sync; on an incremental one the new rows and new versions of rows (a succeeded sync)'),
   })
   .meta({ id: 'SourceSync' });
 export type SourceSyncDto = z.infer<typeof sourceSyncSchema>;
@@ -357,6 +426,13 @@ export const sourceSchema = z
       .object({ rowCount: z.number().int(), at: isoDate })
       .nullable()
       .describe('the rows the last quarantining sync set aside (GET /v1/sources/{id}/quarantine), and when; null when none were'),
+    incremental: incrementalSchema
+      .extend({
+        primaryKey: z.array(z.string()).nullable().describe('the key pulled rows are merged by; null: they are appended'),
+        cursor: z.string().nullable().describe('the last cursor value synced, as the origin printed it (the next sync pulls rows at or past it); null until a sync saw one'),
+      })
+      .nullable()
+      .describe('incremental sync settings and state (database sources); null when every sync pulls everything'),
     nextSyncAt: isoDate
       .nullable()
       .describe('when the next scheduled sync (or the retry of a failed one) starts, give or take the sweep interval (ISO-8601 UTC); null without a schedule'),

@@ -260,7 +260,7 @@ export interface paths {
         delete: operations["deleteSource"];
         options?: never;
         head?: never;
-        /** Change a source's settings: set its sync schedule (url and database sources), or remove it with null. A scheduled source syncs by itself when due; a failed scheduled sync is retried with backoff before the next regular one. */
+        /** Change a source's settings: set its sync schedule (url and database sources), or remove it with null; its schema policy; or its incremental settings (database sources; 409 while a sync of it runs). A scheduled source syncs by itself when due; a failed scheduled sync is retried with backoff before the next regular one. */
         patch: operations["updateSource"];
         trace?: never;
     };
@@ -290,7 +290,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Sync a data source again (a URL or database source is pulled again from its origin); it goes back to pending and becomes ready or failed in the background. */
+        /** Sync a data source again (a URL or database source is pulled again from its origin); it goes back to pending and becomes ready or failed in the background. An incremental source pulls only new and changed rows unless the body says { "mode": "full" }, which pulls everything and restarts its cursor (409 while a sync of it runs). */
         post: operations["syncSource"];
         delete?: never;
         options?: never;
@@ -730,7 +730,7 @@ export interface webhooks {
         put?: never;
         /**
          * source.ready
-         * @description A source finished syncing: its rows and schema can be queried and trained on.
+         * @description A source finished syncing: its rows and schema can be queried and trained on. `sync` says how it pulled (full or incremental), the rows it read and the rows of those it wrote.
          *
          *     Sent to the endpoints subscribed to `source.ready` (or a wildcard such as `source.*` or `*`). Verify the signature before trusting the body: see Webhooks in the introduction.
          */
@@ -1221,6 +1221,15 @@ export interface components {
                 /** @description ISO-8601 UTC timestamp */
                 at: string;
             } | null;
+            /** @description incremental sync settings and state (database sources); null when every sync pulls everything */
+            incremental: {
+                /** @description a column (or document field) that grows as rows are added or changed, such as updated_at or an increasing id */
+                cursorField: string;
+                /** @description the key pulled rows are merged by; null: they are appended */
+                primaryKey: string[] | null;
+                /** @description the last cursor value synced, as the origin printed it (the next sync pulls rows at or past it); null until a sync saw one */
+                cursor: string | null;
+            } | null;
             /** @description when the next scheduled sync (or the retry of a failed one) starts, give or take the sweep interval (ISO-8601 UTC); null without a schedule */
             nextSyncAt: string | null;
             /** @description ISO-8601 UTC timestamp */
@@ -1256,6 +1265,15 @@ export interface components {
             error: string | null;
             /** @description when the sync finished (ISO-8601 UTC) */
             at: string;
+            /**
+             * @description how the sync pulled: everything (full) or only rows past the last cursor value (incremental)
+             * @enum {string}
+             */
+            mode?: "full" | "incremental";
+            /** @description rows the sync read from the origin (a succeeded sync) */
+            rowsPulled?: number;
+            /** @description rows of the pull written into the data: all of them on a full sync; on an incremental one the new rows and new versions of rows (a succeeded sync) */
+            rowsMerged?: number;
         };
         /**
          * @description When the source syncs by itself: `{ "every": "15m" }`, or `{ "cron": "0 * * * *", "timezone": "Europe/Berlin" }`. A failed scheduled sync is retried with backoff before the next regular one.
@@ -1314,6 +1332,20 @@ export interface components {
          *         "password": "secret"
          *       },
          *       "table": "public.orders"
+         *     }
+         * @example {
+         *       "type": "mysql",
+         *       "name": "Orders (incremental)",
+         *       "connection": {
+         *         "url": "mysql://reader:secret@db.example.com:3306/shop"
+         *       },
+         *       "table": "orders",
+         *       "incremental": {
+         *         "cursorField": "updated_at",
+         *         "primaryKey": [
+         *           "id"
+         *         ]
+         *       }
          *     }
          * @example {
          *       "type": "mongodb",
@@ -1402,6 +1434,8 @@ export interface components {
              * @enum {string}
              */
             schemaPolicy?: "evolve" | "freeze" | "quarantine";
+            /** @description database sources only: pull only new and changed rows on each sync */
+            incremental?: components["schemas"]["IncrementalSync"];
         } | {
             /** @constant */
             type: "mysql";
@@ -1432,6 +1466,8 @@ export interface components {
              * @enum {string}
              */
             schemaPolicy?: "evolve" | "freeze" | "quarantine";
+            /** @description database sources only: pull only new and changed rows on each sync */
+            incremental?: components["schemas"]["IncrementalSync"];
         } | {
             /** @constant */
             type: "mongodb";
@@ -1462,6 +1498,15 @@ export interface components {
              * @enum {string}
              */
             schemaPolicy?: "evolve" | "freeze" | "quarantine";
+            /** @description database sources only: pull only new and changed rows on each sync */
+            incremental?: components["schemas"]["IncrementalSync"];
+        };
+        /** @description Database sources only: each sync pulls the rows whose cursorField is at or past the last value seen (rows that share that value are not lost), and merges them by primaryKey when given (else appends). A full re-sync (POST /v1/sources/{id}/sync with mode full) pulls everything again. */
+        IncrementalSync: {
+            /** @description a column (or document field) that grows as rows are added or changed, such as updated_at or an increasing id */
+            cursorField: string;
+            /** @description the columns that identify a row; pulled rows replace the stored row with the same key. Without it, pulled rows are appended */
+            primaryKey?: string[];
         };
         /**
          * Format: binary
@@ -1482,6 +1527,14 @@ export interface components {
          * @example {
          *       "schemaPolicy": "freeze"
          *     }
+         * @example {
+         *       "incremental": {
+         *         "cursorField": "updated_at",
+         *         "primaryKey": [
+         *           "id"
+         *         ]
+         *       }
+         *     }
          */
         UpdateSource: {
             /** @description a new schedule (url and database sources only), or null to stop syncing by itself */
@@ -1491,6 +1544,20 @@ export interface components {
              * @enum {string}
              */
             schemaPolicy?: "evolve" | "freeze" | "quarantine";
+            /** @description new incremental settings (database sources only; the next sync is full and the cursor restarts from it), or null to pull everything on every sync */
+            incremental?: components["schemas"]["IncrementalSync"] | null;
+        };
+        /**
+         * @example {
+         *       "mode": "full"
+         *     }
+         */
+        SyncSource: {
+            /**
+             * @description full: pull everything again and restart the incremental cursor from there; incremental (default): as the source's settings say
+             * @enum {string}
+             */
+            mode?: "full" | "incremental";
         };
         AnalyticsOverview: {
             counts: {
@@ -2661,6 +2728,12 @@ export interface components {
                     name: string;
                     type: string;
                 }[];
+                sync?: {
+                    /** @enum {string} */
+                    mode: "full" | "incremental";
+                    rowsPulled: number;
+                    rowsMerged: number;
+                };
             };
         };
         SourceFailedEvent: {
@@ -4478,7 +4551,10 @@ export interface operations {
                      *           "lastSync": {
                      *             "status": "succeeded",
                      *             "error": null,
-                     *             "at": "2026-11-20T09:14:05.027Z"
+                     *             "at": "2026-11-20T09:14:05.027Z",
+                     *             "mode": "full",
+                     *             "rowsPulled": 48213,
+                     *             "rowsMerged": 48213
                      *           },
                      *           "schedule": {
                      *             "cron": "0 6 * * *",
@@ -4487,6 +4563,7 @@ export interface operations {
                      *           "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *           "schemaPolicy": "evolve",
                      *           "quarantine": null,
+                     *           "incremental": null,
                      *           "createdAt": "2026-11-20T09:14:03.512Z",
                      *           "updatedAt": "2026-11-20T09:14:05.027Z"
                      *         }
@@ -4665,7 +4742,10 @@ export interface operations {
                      *       "lastSync": {
                      *         "status": "succeeded",
                      *         "error": null,
-                     *         "at": "2026-11-20T09:14:05.027Z"
+                     *         "at": "2026-11-20T09:14:05.027Z",
+                     *         "mode": "full",
+                     *         "rowsPulled": 48213,
+                     *         "rowsMerged": 48213
                      *       },
                      *       "schedule": {
                      *         "cron": "0 6 * * *",
@@ -4674,6 +4754,7 @@ export interface operations {
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "schemaPolicy": "evolve",
                      *       "quarantine": null,
+                     *       "incremental": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -4866,7 +4947,10 @@ export interface operations {
                      *       "lastSync": {
                      *         "status": "succeeded",
                      *         "error": null,
-                     *         "at": "2026-11-20T09:14:05.027Z"
+                     *         "at": "2026-11-20T09:14:05.027Z",
+                     *         "mode": "full",
+                     *         "rowsPulled": 48213,
+                     *         "rowsMerged": 48213
                      *       },
                      *       "schedule": {
                      *         "cron": "0 6 * * *",
@@ -4875,6 +4959,7 @@ export interface operations {
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "schemaPolicy": "evolve",
                      *       "quarantine": null,
+                     *       "incremental": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -5059,7 +5144,10 @@ export interface operations {
                      *       "lastSync": {
                      *         "status": "succeeded",
                      *         "error": null,
-                     *         "at": "2026-11-20T09:14:05.027Z"
+                     *         "at": "2026-11-20T09:14:05.027Z",
+                     *         "mode": "full",
+                     *         "rowsPulled": 48213,
+                     *         "rowsMerged": 48213
                      *       },
                      *       "schedule": {
                      *         "cron": "0 6 * * *",
@@ -5068,6 +5156,7 @@ export interface operations {
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "schemaPolicy": "evolve",
                      *       "quarantine": null,
+                     *       "incremental": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -5249,7 +5338,10 @@ export interface operations {
                      *       "lastSync": {
                      *         "status": "succeeded",
                      *         "error": null,
-                     *         "at": "2026-11-20T09:14:05.027Z"
+                     *         "at": "2026-11-20T09:14:05.027Z",
+                     *         "mode": "full",
+                     *         "rowsPulled": 48213,
+                     *         "rowsMerged": 48213
                      *       },
                      *       "schedule": {
                      *         "cron": "0 6 * * *",
@@ -5258,6 +5350,7 @@ export interface operations {
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "schemaPolicy": "evolve",
                      *       "quarantine": null,
+                     *       "incremental": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -5548,7 +5641,10 @@ export interface operations {
                      *       "lastSync": {
                      *         "status": "succeeded",
                      *         "error": null,
-                     *         "at": "2026-11-20T09:14:05.027Z"
+                     *         "at": "2026-11-20T09:14:05.027Z",
+                     *         "mode": "full",
+                     *         "rowsPulled": 48213,
+                     *         "rowsMerged": 48213
                      *       },
                      *       "schedule": {
                      *         "cron": "0 6 * * *",
@@ -5557,6 +5653,7 @@ export interface operations {
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "schemaPolicy": "evolve",
                      *       "quarantine": null,
+                     *       "incremental": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -5593,6 +5690,15 @@ export interface operations {
             };
             /** @description The resource does not exist (or belongs to another account). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the resource state. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5783,7 +5889,16 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "mode": "full"
+                 *     }
+                 */
+                "application/json": components["schemas"]["SyncSource"];
+            };
+        };
         responses: {
             /** @description Success. */
             202: {
@@ -5847,7 +5962,10 @@ export interface operations {
                      *       "lastSync": {
                      *         "status": "succeeded",
                      *         "error": null,
-                     *         "at": "2026-11-20T09:14:05.027Z"
+                     *         "at": "2026-11-20T09:14:05.027Z",
+                     *         "mode": "full",
+                     *         "rowsPulled": 48213,
+                     *         "rowsMerged": 48213
                      *       },
                      *       "schedule": {
                      *         "cron": "0 6 * * *",
@@ -5856,6 +5974,7 @@ export interface operations {
                      *       "nextSyncAt": "2026-11-21T05:00:00.000Z",
                      *       "schemaPolicy": "evolve",
                      *       "quarantine": null,
+                     *       "incremental": null,
                      *       "createdAt": "2026-11-20T09:14:03.512Z",
                      *       "updatedAt": "2026-11-20T09:14:05.027Z"
                      *     }
@@ -5899,7 +6018,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A request with the same Idempotency-Key is still in progress; see Retry-After. */
+            /** @description The request conflicts with the resource state. Or: A request with the same Idempotency-Key is still in progress; see Retry-After. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11905,7 +12024,12 @@ export interface operations {
                  *             "name": "amount",
                  *             "type": "number"
                  *           }
-                 *         ]
+                 *         ],
+                 *         "sync": {
+                 *           "mode": "full",
+                 *           "rowsPulled": 48213,
+                 *           "rowsMerged": 48213
+                 *         }
                  *       }
                  *     }
                  */

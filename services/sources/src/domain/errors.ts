@@ -21,13 +21,14 @@ export const notAFileSource = (type: string) =>
 export const wrongUploadFormat = (expected: string, got: string) =>
   new DomainError('upload_format_mismatch', `this source holds ${expected.toUpperCase()} data; the upload is ${got.toUpperCase()}: send the file in the source's format`);
 
-export const syncRunning = () => new DomainError('source_sync_running', 'a sync of this source is running; upload again when it has finished', { retryAfterSeconds: 5 });
+export const syncRunning = (retry = 'upload again') =>
+  new DomainError('source_sync_running', `a sync of this source is running; ${retry} when it has finished`, { retryAfterSeconds: 5 });
 
 export const uploadTooLarge = (maxBytes: number) => new DomainError('upload_too_large', `the file is larger than the upload limit of ${maxBytes} bytes`);
 export const uploadMalformed = (detail: string) => new DomainError('upload_malformed', detail);
 export const uploadUnsupported = (detail: string) => new DomainError('upload_unsupported', detail);
 
 /** A schedule that does not parse names its field (schedule, schedule.every, schedule.cron, schedule.timezone). */
-export const scheduleInvalid = (path: string, message: string) => new DomainError('validation_failed', `the body is invalid: ${path}: ${message}`, { errors: [{ path, message }] });
+export const fieldInvalid = (path: string, message: string) => new DomainError('validation_failed', `the body is invalid: ${path}: ${message}`, { errors: [{ path, message }] });
 
 export const quarantineNotFound = () => new DomainError('source_quarantine_not_found', 'no sync of this source has quarantined rows');

@@ -1,4 +1,4 @@
-import { makeEvent, type Column } from '@dap/contracts';
+import { makeEvent, type Column, type SyncMode } from '@dap/contracts';
 import type { SourceDoc } from '../persistence/source.repository.ts';
 import type { SchemaDiff } from './schema-drift.ts';
 
@@ -6,12 +6,13 @@ import type { SchemaDiff } from './schema-drift.ts';
 export const sourceCreated = (accountId: string, doc: Pick<SourceDoc, '_id' | 'name' | 'type'>, requestId: string | null) =>
   makeEvent('source.created', { accountId, subject: doc._id, requestId, data: { id: doc._id, name: doc.name, type: doc.type } });
 
-export const sourceReady = (doc: SourceDoc, result: { rowCount: number; schema: Column[] }) =>
+/** `sync`: how the sync pulled, the rows it read and the rows of those written into the data. */
+export const sourceReady = (doc: SourceDoc, result: { rowCount: number; schema: Column[] }, sync?: { mode: SyncMode; rowsPulled: number; rowsMerged: number }) =>
   makeEvent('source.ready', {
     accountId: doc.accountId,
     subject: doc._id,
     requestId: doc.requestId,
-    data: { id: doc._id, name: doc.name, type: doc.type, rowCount: result.rowCount, schema: result.schema },
+    data: { id: doc._id, name: doc.name, type: doc.type, rowCount: result.rowCount, schema: result.schema, ...(sync ? { sync } : {}) },
   });
 
 /** `keepsData`: the source stays ready on its last good data (`doc`'s schema and row count). */

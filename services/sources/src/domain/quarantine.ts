@@ -7,7 +7,8 @@ import type { SchemaDiff } from './schema-drift.ts';
 /** The rows the last quarantining sync set aside, beside the source's data (removed with it). */
 export const QUARANTINE_FILE = 'quarantine.csv';
 
-const DUCK_TYPE: Record<Column['type'], string> = { string: 'VARCHAR', integer: 'BIGINT', number: 'DOUBLE', boolean: 'BOOLEAN', timestamp: 'TIMESTAMP' };
+/** The DuckDB type each API column type is stored as. */
+export const DUCK_TYPE: Record<Column['type'], string> = { string: 'VARCHAR', integer: 'BIGINT', number: 'DOUBLE', boolean: 'BOOLEAN', timestamp: 'TIMESTAMP' };
 
 export interface QuarantineCounts {
   read: number;

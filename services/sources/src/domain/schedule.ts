@@ -1,7 +1,7 @@
 import { CronExpressionParser } from 'cron-parser';
 import { intervalMs, REMOTE_SOURCE_TYPES, type SourceType, type SyncSchedule } from '@dap/contracts';
 import { backoffDelay, type BackoffPolicy } from '@dap/retry';
-import { scheduleInvalid } from './errors.ts';
+import { fieldInvalid } from './errors.ts';
 
 /** How a failed run of a scheduled source is retried before its next regular run. */
 export interface ScheduleRetry {
@@ -32,14 +32,14 @@ const isRemote = (type: SourceType) => (REMOTE_SOURCE_TYPES as readonly string[]
 export function checkSchedule(type: SourceType, schedule: SyncSchedule, now: Date): void {
   if (!isRemote(type)) {
     const message = `a ${type} source has no origin to sync from; only ${REMOTE_SOURCE_TYPES.join(', ')} sources take a schedule`;
-    throw scheduleInvalid('schedule', message);
+    throw fieldInvalid('schedule', message);
   }
   if ('every' in schedule) return;
   try {
     cronNext(schedule, now);
   } catch (err) {
     const message = `not a usable cron expression: ${(err as Error).message}`;
-    throw scheduleInvalid('schedule.cron', message);
+    throw fieldInvalid('schedule.cron', message);
   }
 }
 

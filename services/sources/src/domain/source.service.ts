@@ -13,6 +13,7 @@ import {
   type Page,
   type RemoteSourceType,
   type SourceConfigDto,
+  type SyncMode,
   type UpdateSourceBody,
 } from '@dap/contracts';
 import type { DatasetStore, StagedFormat } from '@dap/datasets';
@@ -24,10 +25,23 @@ import type { SourceDoc, SourceRepository } from '../persistence/source.reposito
 import { credentialsContext, type CredentialCipher } from '../persistence/credentials.ts';
 import { checkFileHead, FILE_PROBE_BYTES } from './connectors/file-check.ts';
 import { stagingTemp } from './ingest/staging-file.ts';
-import { credentialsUnavailable, notAFileSource, quarantineNotFound, sourceNotFound, sourceRefused, targetNotAllowed, syncRunning, wrongUploadFormat } from './errors.ts';
+import {
+  credentialsUnavailable,
+  fieldInvalid,
+  notAFileSource,
+  quarantineNotFound,
+  sourceNotFound,
+  sourceRefused,
+  targetNotAllowed,
+  syncRunning,
+  wrongUploadFormat,
+} from './errors.ts';
 import { sourceCreated, sourceDeleted } from './events.ts';
 import { checkSchedule, nextRegularRun } from './schedule.ts';
 import { QUARANTINE_FILE } from './quarantine.ts';
+
+/** The sources that can pull only new and changed rows (a cursor column in a table or collection). */
+const DATABASE_TYPES: ReadonlySet<string> = new Set(['postgres', 'mysql', 'mongodb']);
 
 const isFileFormat = (type: string): type is FileFormat => (FILE_FORMATS as readonly string[]).includes(type);
 
@@ -152,6 +166,7 @@ export class SourceService {
           // The first sync starts now; the schedule takes over from its first regular run.
           ...(schedule ? { schedule, scheduleRev: newId('msg'), nextRunAt: nextRegularRun(schedule, now), retryAt: null, retryAttempt: 0, failStreak: 0 } : {}),
           ...('schemaPolicy' in body && body.schemaPolicy ? { schemaPolicy: body.schemaPolicy } : {}),
+          ...('incremental' in body && body.incremental ? { incremental: body.incremental, cursor: null } : {}),
         },
         [sourceCreated(accountId, { _id: id, name: body.name, type: body.type }, caller.requestId)],
       );
@@ -280,13 +295,18 @@ export class SourceService {
     }
   }
 
-  /** Asks for a fresh sync; a source already waiting for or in a sync is answered as it is. */
-  async requestSync(caller: CallerContext, id: string): Promise<SourceDoc> {
+  /**
+   * Asks for a fresh sync; a source already waiting for or in a sync is answered as it is. `full` also restarts
+   * an incremental source's cursor, so the sync pulls everything (409 while a sync of it runs: that sync would
+   * save its own cursor after the reset).
+   */
+  async requestSync(caller: CallerContext, id: string, mode: SyncMode = 'incremental'): Promise<SourceDoc> {
     if (!isId('src', id)) throw sourceNotFound();
     const { repo, syncer } = this.deps;
-    const updated = await repo.requestSync(caller.accountId, id, caller.requestId, new Date());
+    const updated = await repo.requestSync(caller.accountId, id, caller.requestId, new Date(), mode === 'full');
     const doc = updated ?? (await repo.findById(caller.accountId, id));
     if (!doc) throw sourceNotFound();
+    if (!updated && mode === 'full' && doc.status === 'syncing') throw syncRunning('ask for the full re-sync again');
     syncer.schedule(caller.accountId, id);
     return doc;
   }
@@ -299,9 +319,16 @@ export class SourceService {
     const doc = await this.get(caller.accountId, id);
     const now = this.now();
     if (body.schedule) checkSchedule(doc.type, body.schedule, now);
+    if (body.incremental && !DATABASE_TYPES.has(doc.type))
+      throw fieldInvalid('incremental', `a ${doc.type} source cannot sync incrementally; only postgres, mysql and mongodb sources can`);
     const schedule = body.schedule === undefined ? undefined : { schedule: body.schedule, nextRunAt: body.schedule ? nextRegularRun(body.schedule, now) : null, rev: newId('msg') };
-    const updated = await this.deps.repo.updateSettings(caller.accountId, id, { schedule, ...(body.schemaPolicy ? { schemaPolicy: body.schemaPolicy } : {}) }, now);
-    if (!updated) throw sourceNotFound();
+    const updated = await this.deps.repo.updateSettings(
+      caller.accountId,
+      id,
+      { schedule, ...(body.schemaPolicy ? { schemaPolicy: body.schemaPolicy } : {}), ...(body.incremental !== undefined ? { incremental: body.incremental } : {}) },
+      now,
+    );
+    if (!updated) throw (await this.deps.repo.findById(caller.accountId, id)) ? syncRunning('change the incremental settings again') : sourceNotFound();
     return updated;
   }
 

@@ -12,7 +12,17 @@ function publicConfig(config: unknown): SourceConfigDto {
 
 /** The last finished sync; a document from before `lastSync` was stored reads it from its settled status. */
 function lastSyncOf(doc: SourceDoc): SourceSyncDto | null {
-  if (doc.lastSync) return { status: doc.lastSync.status, error: doc.lastSync.error, at: iso(doc.lastSync.at) };
+  if (doc.lastSync) {
+    const { mode, rowsPulled, rowsMerged } = doc.lastSync;
+    return {
+      status: doc.lastSync.status,
+      error: doc.lastSync.error,
+      at: iso(doc.lastSync.at),
+      ...(mode ? { mode } : {}),
+      ...(rowsPulled !== undefined ? { rowsPulled } : {}),
+      ...(rowsMerged !== undefined ? { rowsMerged } : {}),
+    };
+  }
   if (doc.lastSync === undefined && doc.status === 'ready' && doc.lastSyncedAt) return { status: 'succeeded', error: null, at: iso(doc.lastSyncedAt) };
   if (doc.lastSync === undefined && doc.status === 'failed') return { status: 'failed', error: doc.error ?? 'the sync failed', at: iso(doc.updatedAt) };
   return null;
@@ -35,6 +45,7 @@ export function toSourceDto(doc: SourceDoc): SourceDto {
     schedule: doc.schedule ?? null,
     schemaPolicy: doc.schemaPolicy ?? 'evolve',
     quarantine: doc.quarantine ? { rowCount: doc.quarantine.rowCount, at: iso(doc.quarantine.at) } : null,
+    incremental: doc.incremental ? { cursorField: doc.incremental.cursorField, primaryKey: doc.incremental.primaryKey ?? null, cursor: doc.cursor ?? null } : null,
     nextSyncAt: next ? iso(next) : null,
     createdAt: iso(doc.createdAt),
     updatedAt: iso(doc.updatedAt),

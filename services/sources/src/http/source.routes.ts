@@ -1,14 +1,10 @@
 import { createReadStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { Router } from 'express';
-import { z } from 'zod';
-import { createSourceBody, listQuerySchema, updateSourceBody } from '@dap/contracts';
+import { createSourceBody, listQuerySchema, syncSourceBody, updateSourceBody } from '@dap/contracts';
 import { callerOf, parseOr400 } from '@dap/http';
 import type { SourceService } from '../domain/source.service.ts';
 import { toSourceDto } from './dto.ts';
-
-/** A sync request carries no options yet; an empty object (or no body) is accepted. */
-const syncBody = z.strictObject({}).optional();
 
 const location = (id: string) => `/v1/sources/${encodeURIComponent(id)}`;
 
@@ -48,8 +44,8 @@ export function sourceRoutes(service: SourceService): Router {
   });
 
   r.post('/:id/sync', async (req, res) => {
-    parseOr400(syncBody, req.body, 'body');
-    const doc = await service.requestSync(callerOf(req), req.params.id);
+    const body = parseOr400(syncSourceBody, req.body, 'body');
+    const doc = await service.requestSync(callerOf(req), req.params.id, body?.mode);
     res.status(202).location(location(doc._id)).json(toSourceDto(doc));
   });
 

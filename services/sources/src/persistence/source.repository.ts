@@ -1,4 +1,4 @@
-import type { Column, DomainEvent, SchemaPolicy, SourceConfigDto, SourceStatus, SourceType, SyncSchedule } from '@dap/contracts';
+import type { Column, DomainEvent, IncrementalSettings, SchemaPolicy, SourceConfigDto, SourceStatus, SourceType, SyncMode, SyncSchedule } from '@dap/contracts';
 import type { StagedFormat } from '@dap/datasets';
 import { TenantCollection, type TenantDoc } from '@dap/mongo';
 
@@ -46,12 +46,23 @@ export interface SourceDoc extends TenantDoc {
   quarantine?: { rowCount: number; at: Date } | null;
   /** Consecutive failed syncs; `source.failed` of a scheduled source is raised on the first only. */
   failStreak?: number;
+  /** Database sources that pull only new and changed rows; absent or null: every sync pulls everything. */
+  incremental?: IncrementalSettings | null;
+  /**
+   * The highest cursor value of the published data, as the origin printed it: the next incremental pull reads
+   * from it. Written with the outcome of the sync that published that data, never before; null: pull everything.
+   */
+  cursor?: string | null;
 }
 
 export interface LastSync {
   status: 'succeeded' | 'failed';
   error: string | null;
   at: Date;
+  /** A succeeded sync: how it pulled, the rows it read and the rows of those written into the data. */
+  mode?: SyncMode;
+  rowsPulled?: number;
+  rowsMerged?: number;
 }
 
 export const SOURCES_COLLECTION = 'sources';
@@ -87,9 +98,15 @@ export class SourceRepository {
     return this.coll.insert(accountId, doc, events);
   }
 
-  /** Puts a settled source (ready or failed) back to pending; null when it is missing or already queued. */
-  requestSync(accountId: string, id: string, requestId: string, now: Date): Promise<SourceDoc | null> {
-    return this.coll.update(accountId, id, { status: 'pending', error: null, requestId, updatedAt: now }, [], { status: { $in: ['ready', 'failed'] } });
+  /**
+   * Puts a settled source (ready or failed) back to pending; null when it is missing or already queued. A full
+   * re-sync also clears the incremental cursor, so the sync that claims it pulls everything: it applies to a
+   * pending source too, but not to one whose sync is running (that sync would write its own cursor after).
+   */
+  requestSync(accountId: string, id: string, requestId: string, now: Date, full = false): Promise<SourceDoc | null> {
+    return this.coll.update(accountId, id, { status: 'pending', error: null, requestId, updatedAt: now, ...(full ? { cursor: null } : {}) }, [], {
+      status: { $in: full ? ['ready', 'failed', 'pending'] : ['ready', 'failed'] },
+    });
   }
 
   /** Takes a pending source, or one whose sync lease has expired; null when another worker holds it. */
@@ -130,7 +147,7 @@ export class SourceRepository {
     id: string,
     token: string,
     outcome: Pick<SourceDoc, 'status' | 'error'> & { lastSync: LastSync } & Partial<
-        Pick<SourceDoc, 'schema' | 'rowCount' | 'lastSyncedAt' | 'failStreak' | 'nextRunAt' | 'retryAt' | 'retryAttempt' | 'quarantine'>
+        Pick<SourceDoc, 'schema' | 'rowCount' | 'lastSyncedAt' | 'failStreak' | 'nextRunAt' | 'retryAt' | 'retryAttempt' | 'quarantine' | 'cursor'>
       >,
     events: DomainEvent[],
     now: Date,
@@ -178,19 +195,34 @@ export class SourceRepository {
     return found;
   }
 
-  /** Sets (or with null removes) the source's schedule, and its schema policy; null when it is gone. */
+  /**
+   * Sets (or with null removes) the source's schedule, its schema policy and its incremental settings (which
+   * restart the cursor: the next sync pulls everything); null when it is gone, or for new incremental settings
+   * while a sync runs (that sync would save a cursor read under the old ones).
+   */
   updateSettings(
     accountId: string,
     id: string,
-    set: { schedule?: { schedule: SyncSchedule | null; nextRunAt: Date | null; rev: string } | undefined; schemaPolicy?: SchemaPolicy },
+    set: {
+      schedule?: { schedule: SyncSchedule | null; nextRunAt: Date | null; rev: string } | undefined;
+      schemaPolicy?: SchemaPolicy;
+      incremental?: IncrementalSettings | null;
+    },
     now: Date,
   ): Promise<SourceDoc | null> {
     const s = set.schedule;
-    return this.coll.update(accountId, id, {
-      ...(s ? { schedule: s.schedule, scheduleRev: s.rev, nextRunAt: s.nextRunAt, retryAt: null, retryAttempt: 0 } : {}),
-      ...(set.schemaPolicy ? { schemaPolicy: set.schemaPolicy } : {}),
-      updatedAt: now,
-    });
+    return this.coll.update(
+      accountId,
+      id,
+      {
+        ...(s ? { schedule: s.schedule, scheduleRev: s.rev, nextRunAt: s.nextRunAt, retryAt: null, retryAttempt: 0 } : {}),
+        ...(set.schemaPolicy ? { schemaPolicy: set.schemaPolicy } : {}),
+        ...(set.incremental !== undefined ? { incremental: set.incremental, cursor: null } : {}),
+        updatedAt: now,
+      },
+      [],
+      set.incremental !== undefined ? { status: { $ne: 'syncing' } } : {},
+    );
   }
 
   /**

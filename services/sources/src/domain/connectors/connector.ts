@@ -57,9 +57,21 @@ export interface RemoteContext {
   signal: AbortSignal;
 }
 
+/**
+ * An incremental pull (database sources): the rows whose `cursorField` is at or past `since` (every row when
+ * null), in cursor order, so the last row read carries the highest value.
+ */
+export interface IncrementalRead {
+  cursorField: string;
+  /** The last cursor value the previous sync saw, as the origin printed it; null for a full pull. */
+  since: string | null;
+}
+
 export interface PullContext extends RemoteContext {
   accountId: string;
   sourceId: string;
+  /** Set for a source that syncs incrementally: the pull reads in cursor order, past `since`. */
+  incremental?: IncrementalRead;
   /** Runs URL downloads off the main thread; without it they run in this thread. */
   downloads?: DownloadRunner;
 }
@@ -77,6 +89,10 @@ export interface PullResult {
   columns?: StagedColumn[];
   /** Field names come from documents (JSON, MongoDB) and follow the same rules as uploaded JSON. */
   checkFieldNames?: boolean;
+  /** Rows read, when the connector counts them (databases). */
+  rows?: number;
+  /** An incremental pull: the highest cursor value read, as the origin printed it (null: no row had one). */
+  cursor?: string | null;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { RemoteSourceType } from '@dap/contracts';
 import { StagingWriter } from '../ingest/staging-file.ts';
-import type { PullContext, PullResult, RemoteConnector, RemoteContext } from './connector.ts';
+import { ConnectorCheckError, type IncrementalRead, type PullContext, type PullResult, type RemoteConnector, type RemoteContext, type StagedColumn } from './connector.ts';
 import { withDeadline } from './deadline.ts';
 
 /**
@@ -18,8 +18,50 @@ export interface DatabaseDriver<S, C> {
   failure(err: unknown, spec: S): Error;
   /** Proves the source can be read (the statement parses, the collection exists) while reading little or nothing. */
   probe(client: C, spec: S): Promise<void>;
-  /** Reads every row into the staging file (NDJSON); the skeleton commits it, or aborts it on failure. */
-  read(client: C, spec: S, writer: StagingWriter): Promise<Omit<PullResult, 'format'>>;
+  /**
+   * Reads the rows into the staging file (NDJSON); the skeleton commits it, or aborts it on failure. With
+   * `inc`, only the rows at or past its cursor value, in cursor order (see incrementalSql).
+   */
+  read(client: C, spec: S, writer: StagingWriter, inc: IncrementalRead | null): Promise<DriverRead>;
+  /** The engine refused the statement for naming a column it does not have (the incremental cursor). */
+  missingColumn?(err: unknown, column: string): boolean;
+}
+
+/** What a driver's read found. */
+export interface DriverRead {
+  columns?: StagedColumn[];
+  checkFieldNames?: boolean;
+  rows: number;
+  /**
+   * An incremental read: the cursor value of the last row read (the highest), as the origin printed it; null
+   * when it had none, undefined when that row lacks the field altogether (a document).
+   */
+  lastCursor?: string | null | undefined;
+}
+
+/**
+ * The statement of an incremental SQL pull: the source's own statement as a subquery, only rows at or past the
+ * last cursor value (`>=`, so rows sharing that value are read again rather than lost; the merge drops the
+ * ones already stored), ordered by the cursor so the last row read carries the highest value. Rows without a
+ * cursor value come first, so they never stand for the highest.
+ */
+export function incrementalSql(base: string, inc: IncrementalRead | null, dialect: { quote(s: string): string; literal(s: string): string; nullsFirst: string }): string {
+  if (!inc) return base;
+  const col = `dap_src.${dialect.quote(inc.cursorField)}`;
+  const where = inc.since === null ? '' : ` WHERE ${col} >= ${dialect.literal(inc.since)}`;
+  return `SELECT * FROM (${base}) AS dap_src${where} ORDER BY ${col} ASC${dialect.nullsFirst}`;
+}
+
+/** Whether an engine's error names this column (its message quotes it, qualified by the subquery or not). */
+export function namesColumn(err: unknown, column: string): boolean {
+  return String((err as { message?: string })?.message ?? '').includes(column);
+}
+
+/** The text of the cursor value in one row read as an array (null stays null). */
+export function cursorText(row: readonly unknown[] | undefined, index: number): string | null | undefined {
+  if (!row || index < 0) return undefined;
+  const v = row[index];
+  return v === null || v === undefined ? null : String(v);
 }
 
 /** `check` and `pull` of a database connector, from its driver. */
@@ -55,11 +97,19 @@ export function databaseConnection<T extends RemoteSourceType, S, C>(driver: Dat
           const writer = await StagingWriter.open(ctx.store, ctx.accountId, ctx.sourceId, 'ndjson', ctx.limits.maxBytes);
           try {
             client = await driver.connect(spec, ctx, signal);
-            const read = await driver.read(client, spec, writer);
+            const inc = ctx.incremental ?? null;
+            const { lastCursor, ...read } = await driver.read(client, spec, writer, inc);
+            if (inc && read.rows > 0 && lastCursor === undefined) {
+              throw new ConnectorCheckError('incremental.cursorField', `the ${driver.label} data has no field ${inc.cursorField} to sync incrementally by`);
+            }
             await writer.commit();
-            return { format: 'ndjson', ...read };
+            return { format: 'ndjson', ...read, ...(inc ? { cursor: lastCursor ?? null } : {}) };
           } catch (err) {
             await writer.abort();
+            const inc = ctx.incremental;
+            if (inc && driver.missingColumn?.(err, inc.cursorField)) {
+              throw new ConnectorCheckError('incremental.cursorField', `the ${driver.label} data has no column ${inc.cursorField} to sync incrementally by`);
+            }
             throw driver.failure(err, spec);
           } finally {
             if (client !== null) await driver.close(client);

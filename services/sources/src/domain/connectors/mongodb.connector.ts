@@ -59,6 +59,20 @@ export function documentLine(doc: Document): string {
   return line ? `${line}}\n` : '{}\n';
 }
 
+/**
+ * A cursor value as canonical Extended JSON, so the next pull compares with the same BSON type (a date stays a
+ * date, an ObjectId an ObjectId); undefined when the document lacks the field.
+ */
+function cursorOf(doc: Document, field: string): string | null | undefined {
+  if (!(field in doc)) return undefined;
+  const v: unknown = doc[field];
+  return v === null || v === undefined ? null : EJSON.stringify({ v }, { relaxed: false }).slice('{"v":'.length, -1);
+}
+
+function parseCursor(text: string): unknown {
+  return (EJSON.parse(`{"v":${text}}`, { relaxed: false }) as { v: unknown }).v;
+}
+
 function failure(err: unknown, spec: MongoSpec): Error {
   if (err instanceof ConnectorCheckError || err instanceof TooLargeError) return err;
   const e = err as { name?: string; code?: number; codeName?: string; message?: string; cause?: unknown; reason?: { servers?: Map<string, { error?: unknown }> } };
@@ -148,13 +162,28 @@ export const mongodbConnector: RemoteConnector<'mongodb', MongoSpec> = {
       await assertCollection(client, spec);
       await client.db(spec.database).collection(spec.collection).findOne(parseMongoFilter(spec.filter));
     },
-    /** Iterates a cursor batch by batch; the next batch is fetched only after the last one is written. */
-    async read(client, spec, writer) {
+    /**
+     * Iterates a cursor batch by batch; the next batch is fetched only after the last one is written. An
+     * incremental read adds `field >= since` to the filter and sorts by the field (documents without it first).
+     */
+    async read(client, spec, writer, inc) {
       await assertCollection(client, spec);
-      const cursor = client.db(spec.database).collection(spec.collection).find(parseMongoFilter(spec.filter), { batchSize: 1_000, promoteLongs: false });
-      const rows = await writeRows(cursor, documentLine, writer);
-      if (!rows) throw new ConnectorCheckError(spec.filter ? 'filter' : 'collection', 'no documents match, so the source would have no columns');
-      return { checkFieldNames: true };
+      const filter = parseMongoFilter(spec.filter);
+      const query = inc?.since != null ? { $and: [filter, { [inc.cursorField]: { $gte: parseCursor(inc.since) } }] } : filter;
+      const found = client.db(spec.database).collection(spec.collection).find(query, { batchSize: 1_000, promoteLongs: false });
+      if (inc) found.sort({ [inc.cursorField]: 1 });
+      let last: Document | undefined;
+      const rows = await writeRows(
+        found,
+        (doc) => {
+          last = doc;
+          return documentLine(doc);
+        },
+        writer,
+      );
+      // A later incremental pull may find nothing new; the first one needs documents for the columns.
+      if (!rows && inc?.since == null) throw new ConnectorCheckError(spec.filter ? 'filter' : 'collection', 'no documents match, so the source would have no columns');
+      return { checkFieldNames: true, rows, ...(inc ? { lastCursor: last ? cursorOf(last, inc.cursorField) : null } : {}) };
     },
   }),
 };

@@ -3,7 +3,7 @@ import mysql, { type Connection, type FieldPacket } from 'mysql2';
 import { ndjsonEncoder, uniqueNames } from '../ingest/row-encoding.ts';
 import { ConnectorCheckError, type RemoteConnector, type RemoteContext, type StagedColumn, type StagedColumnType } from './connector.ts';
 import { closeQuietly, connectionOf, publicConnection } from './db-spec.ts';
-import { databaseConnection, writeRows } from './database.ts';
+import { cursorText, databaseConnection, incrementalSql, namesColumn, writeRows } from './database.ts';
 import { sqlOf, sqlSpecSchema, type SqlSpec } from './postgres.connector.ts';
 import { networkFailure, scrub, TooLargeError } from './remote-errors.ts';
 
@@ -117,6 +117,7 @@ export const mysqlConnector: RemoteConnector<'mysql', SqlSpec> = {
     connect,
     close,
     failure,
+    missingColumn: (err, column) => (err as { code?: string })?.code === 'ER_BAD_FIELD_ERROR' && namesColumn(err, column),
     /** Prepares the statement (the server parses it and resolves its tables) without running it. */
     async probe(conn, spec) {
       const columns = await new Promise<number>((resolve, reject) =>
@@ -131,16 +132,30 @@ export const mysqlConnector: RemoteConnector<'mysql', SqlSpec> = {
       if (columns === 0) throw new ConnectorCheckError('query', 'the query returns no columns; give a SELECT');
     },
     /** Streams the rows; the driver pauses the socket while the stream's buffer is full (backpressure). */
-    async read(conn, spec, writer) {
-      const rows = conn.query({ sql: sqlOf(spec, quoteIdent), rowsAsArray: true }).stream({ highWaterMark: 2_000 });
-      const seen: { columns: StagedColumn[]; encode: (values: readonly unknown[]) => string } = { columns: [], encode: () => '' };
+    async read(conn, spec, writer, inc) {
+      // MySQL sorts NULL first in ascending order.
+      const sql = incrementalSql(sqlOf(spec, quoteIdent), inc, { quote: quoteIdent, literal: (v) => conn.escape(v), nullsFirst: '' });
+      const rows = conn.query({ sql, rowsAsArray: true }).stream({ highWaterMark: 2_000 });
+      const seen: { columns: StagedColumn[]; encode: (values: readonly unknown[]) => string; cursorAt: number; last?: unknown[] } = {
+        columns: [],
+        encode: () => '',
+        cursorAt: -1,
+      };
       rows.on('fields', (fields: FieldPacket[]) => {
         seen.columns = columnsOf(fields);
         seen.encode = ndjsonEncoder(seen.columns);
+        if (inc) seen.cursorAt = fields.findIndex((f) => f.name === inc.cursorField);
       });
-      await writeRows(rows as AsyncIterable<unknown[]>, (row) => seen.encode(row), writer);
+      const count = await writeRows(
+        rows as AsyncIterable<unknown[]>,
+        (row) => {
+          seen.last = row;
+          return seen.encode(row);
+        },
+        writer,
+      );
       await run(conn, 'COMMIT');
-      return { columns: seen.columns };
+      return { columns: seen.columns, rows: count, lastCursor: cursorText(seen.last, seen.cursorAt) };
     },
   }),
 };

@@ -2,9 +2,9 @@ import { isIP } from 'node:net';
 import pg from 'pg';
 import { z } from 'zod';
 import { ndjsonEncoder, uniqueNames } from '../ingest/row-encoding.ts';
-import { ConnectorCheckError, type RemoteConnector, type RemoteContext, type StagedColumn, type StagedColumnType } from './connector.ts';
+import { ConnectorCheckError, type IncrementalRead, type RemoteConnector, type RemoteContext, type StagedColumn, type StagedColumnType } from './connector.ts';
 import { closeQuietly, connectionOf, dbConnectionSchema, publicConnection, type DbConnection } from './db-spec.ts';
-import { databaseConnection } from './database.ts';
+import { cursorText, databaseConnection, incrementalSql, namesColumn } from './database.ts';
 import { networkFailure, scrub, TooLargeError } from './remote-errors.ts';
 
 export interface SqlSpec extends DbConnection {
@@ -130,9 +130,10 @@ async function close(client: pg.Client): Promise<void> {
 }
 
 /** Opens a read-only transaction with a server-side cursor over the source's statement (extended protocol: one statement only). */
-async function openCursor(client: pg.Client, spec: SqlSpec, name: string): Promise<void> {
+async function openCursor(client: pg.Client, spec: SqlSpec, name: string, inc: IncrementalRead | null = null): Promise<void> {
   await client.query('BEGIN READ ONLY');
-  await client.query({ text: `DECLARE ${name} NO SCROLL CURSOR FOR ${sqlOf(spec, quoteIdent)}`, queryMode: 'extended' } as pg.QueryConfig);
+  const sql = incrementalSql(sqlOf(spec, quoteIdent), inc, { quote: quoteIdent, literal: (v) => client.escapeLiteral(v), nullsFirst: ' NULLS FIRST' });
+  await client.query({ text: `DECLARE ${name} NO SCROLL CURSOR FOR ${sql}`, queryMode: 'extended' } as pg.QueryConfig);
 }
 
 function columnsOf(fields: readonly pg.FieldDef[]): StagedColumn[] {
@@ -152,30 +153,37 @@ export const postgresConnector: RemoteConnector<'postgres', SqlSpec> = {
     connect,
     close,
     failure,
+    missingColumn: (err, column) => (err as { code?: string })?.code === '42703' && namesColumn(err, column),
     async probe(client, spec) {
       await openCursor(client, spec, 'dap_probe');
       await client.query('FETCH 1 FROM dap_probe');
       await client.query('ROLLBACK');
     },
-    async read(client, spec, writer) {
-      await openCursor(client, spec, 'dap_cursor');
+    async read(client, spec, writer, inc) {
+      await openCursor(client, spec, 'dap_cursor', inc);
       let columns: StagedColumn[] | null = null;
       let encode: ((values: readonly unknown[]) => string) | null = null;
+      let cursorAt = -1;
+      let last: unknown[] | undefined;
+      let rows = 0;
       for (let batch = 500; ;) {
         const res = await client.query({ text: `FETCH FORWARD ${batch} FROM dap_cursor`, rowMode: 'array' });
         if (!columns) {
           columns = columnsOf(res.fields);
           encode = ndjsonEncoder(columns);
+          if (inc) cursorAt = res.fields.findIndex((f) => f.name === inc.cursorField);
         }
         let text = '';
         for (const row of res.rows as unknown[][]) text += encode!(row);
         await writer.write(text);
+        rows += res.rows.length;
+        if (res.rows.length) last = res.rows[res.rows.length - 1] as unknown[];
         if (res.rows.length < batch) break;
         const bytesPerRow = Math.max(1, text.length / res.rows.length);
         batch = Math.min(BATCH_MAX, Math.max(BATCH_MIN, Math.floor(BATCH_TARGET_BYTES / bytesPerRow)));
       }
       await client.query('COMMIT');
-      return { columns: columns ?? [] };
+      return { columns: columns ?? [], rows, lastCursor: cursorText(last, cursorAt) };
     },
   }),
 };

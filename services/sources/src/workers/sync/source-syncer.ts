@@ -1,7 +1,7 @@
 import { access, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { newId, type Column, type DomainEvent } from '@dap/contracts';
-import type { DatasetStore, IngestResult } from '@dap/datasets';
+import { newId, type Column, type DomainEvent, type IncrementalSettings, type SyncMode } from '@dap/contracts';
+import { sqlLiteral, type DatasetStore, type IngestResult } from '@dap/datasets';
 import type { Logger } from '@dap/logger';
 import type { OutboundGuard } from '@dap/netguard';
 import { duckReason, isDuckError } from '../../domain/connectors/duck-errors.ts';
@@ -15,6 +15,7 @@ import { JobRunner } from './job-runner.ts';
 import { describeDiff, schemaDiff, type SchemaDiff } from '../../domain/schema-drift.ts';
 import { quarantineRows, type QuarantineCounts } from '../../domain/quarantine.ts';
 import { afterRun, nextRegularRun, type ScheduleRetry, type ScheduleState } from '../../domain/schedule.ts';
+import { mergeIncrement } from '../../domain/incremental.ts';
 
 /** A sync failure whose message is meant for the customer as is. */
 export class SyncFailure extends Error {}
@@ -47,6 +48,23 @@ export interface SyncerOptions {
 interface Drift {
   diff: SchemaDiff | null;
   rows: QuarantineCounts | null;
+}
+
+/**
+ * How a sync pulls and what it found. An incremental source's sync is incremental when it has a cursor and
+ * published data to merge into; otherwise it is full (the first sync, or after a full re-sync was asked for).
+ */
+interface SyncPlan {
+  settings: IncrementalSettings | null;
+  mode: SyncMode;
+  /** The cursor value the pull starts at (incremental mode). */
+  since: string | null;
+  /** The published data an incremental pull is merged into. */
+  current: string | null;
+  rowsPulled: number;
+  rowsMerged: number;
+  /** The highest cursor value the pull saw (incremental settings). */
+  cursor: string | null;
 }
 
 /** Sources of one account a sweep queues; the queue runs them a few at a time, and the next sweep finds more. */
@@ -159,8 +177,25 @@ export class SourceSyncer {
     let result: IngestResult;
     const timings = { pullMs: 0, loadMs: 0 };
     const drift: Drift = { diff: null, rows: null };
+    let plan: SyncPlan;
     try {
-      result = await this.load(doc, timings, (ctx) => this.checkDrift(doc, ctx, drift));
+      const p = (plan = await this.planOf(doc));
+      result = await this.load(doc, timings, p, async (ctx) => {
+        p.rowsPulled = await this.rowsIn(ctx.file);
+        const checked = (await this.checkDrift(doc, ctx, drift)) ?? ctx.file;
+        if (!p.current || !p.settings) return checked;
+        const out = ctx.newFile();
+        const merged = await mergeIncrement(store, {
+          current: p.current,
+          pulled: checked,
+          pulledSchema: checked === ctx.file ? ctx.schema : await store.describeFile(checked),
+          currentSchema: await store.describeFile(p.current),
+          out,
+          settings: p.settings,
+        });
+        p.rowsMerged = merged.merged;
+        return out;
+      });
     } catch (err) {
       clearInterval(heartbeat);
       await this.removeUnpublished(accountId, sourceId);
@@ -188,6 +223,9 @@ export class SourceSyncer {
     }
     clearInterval(heartbeat);
     const now = this.now();
+    // A full sync writes every row it publishes; an incremental one, what the merge wrote.
+    if (plan.mode === 'full') plan.rowsMerged = drift.rows ? drift.rows.loaded : plan.rowsPulled;
+    const sync = { mode: plan.mode, rowsPulled: plan.rowsPulled, rowsMerged: plan.rowsMerged };
     const done = await this.finishRun(
       doc,
       token,
@@ -198,15 +236,31 @@ export class SourceSyncer {
         rowCount: result.rowCount,
         schema: result.schema,
         lastSyncedAt: now,
-        lastSync: { status: 'succeeded', error: null, at: now },
+        lastSync: { status: 'succeeded', error: null, at: now, ...sync },
         failStreak: 0,
         ...(drift.rows?.quarantined ? { quarantine: { rowCount: drift.rows.quarantined, at: now } } : {}),
+        // Saved with the outcome, after the data is published: a crash before this write re-pulls from the old
+        // cursor, and the merge takes the rows it already has only once.
+        ...(plan.settings ? { cursor: plan.cursor ?? plan.since } : {}),
       },
-      [...(drift.diff ? [sourceSchemaChanged(doc, drift.diff, doc.schemaPolicy !== 'quarantine', drift.rows)] : []), sourceReady(doc, result)],
+      [...(drift.diff ? [sourceSchemaChanged(doc, drift.diff, doc.schemaPolicy !== 'quarantine', drift.rows)] : []), sourceReady(doc, result, sync)],
       now,
     );
     if (!done && !(await repo.findById(accountId, sourceId))) await store.remove(accountId, sourceId); // deleted mid-sync
-    logger.info({ accountId, sourceId, type: doc.type, rowCount: result.rowCount, ...timings, recorded: Boolean(done) }, 'source synced');
+    logger.info({ accountId, sourceId, type: doc.type, rowCount: result.rowCount, ...sync, ...timings, recorded: Boolean(done) }, 'source synced');
+  }
+
+  /** Whether the sync is incremental: the source says so, has a cursor, and has published data to merge into. */
+  private async planOf(doc: SourceDoc): Promise<SyncPlan> {
+    const settings = doc.incremental ?? null;
+    const hasCursor = settings !== null && doc.cursor != null && doc.lastSyncedAt !== null;
+    const current = hasCursor ? await this.opts.store.currentFile(doc.accountId, doc._id).catch(() => null) : null;
+    const since = current ? doc.cursor! : null;
+    return { settings, mode: current ? 'incremental' : 'full', since, current, rowsPulled: 0, rowsMerged: 0, cursor: null };
+  }
+
+  private async rowsIn(file: string): Promise<number> {
+    return Number((await this.opts.store.duck.run(`SELECT count(*) AS n FROM read_parquet(${sqlLiteral(file)})`)).rows[0]?.n ?? 0);
   }
 
   /**
@@ -254,7 +308,7 @@ export class SourceSyncer {
     return split.file;
   }
 
-  private async load(doc: SourceDoc, timings: { pullMs: number; loadMs: number }, beforePublish: LoadRequest['beforePublish']): Promise<IngestResult> {
+  private async load(doc: SourceDoc, timings: { pullMs: number; loadMs: number }, plan: SyncPlan, beforePublish: LoadRequest['beforePublish']): Promise<IngestResult> {
     const { store, loader } = this.opts;
     const signal = this.shutdown.signal;
     const base = { accountId: doc.accountId, sourceId: doc._id, signal, beforePublish };
@@ -283,9 +337,14 @@ export class SourceSyncer {
     }
     try {
       const t0 = performance.now();
-      const pulled = await connector.pull(spec, { ...base, guard, limits, store, logger, ...(downloads ? { downloads } : {}) });
+      const incremental = plan.settings ? { incremental: { cursorField: plan.settings.cursorField, since: plan.since } } : {};
+      const pulled = await connector.pull(spec, { ...base, guard, limits, store, logger, ...(downloads ? { downloads } : {}), ...incremental });
       const t1 = performance.now();
       timings.pullMs = Math.round(t1 - t0);
+      plan.cursor = pulled.cursor ?? null;
+      // An incremental pull of documents that found none has no columns to load: the published data stands.
+      if (plan.current && pulled.rows === 0 && !pulled.columns)
+        return { rowCount: await this.rowsIn(plan.current), schema: await store.describeFile(plan.current), file: plan.current };
       const loaded = await loader.load({
         ...base,
         format: pulled.format,
