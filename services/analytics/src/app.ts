@@ -1,8 +1,10 @@
 import type { Express } from 'express';
 import { createHttpApp, finishApp } from '@dap/http';
 import type { Logger } from '@dap/logger';
+import type { InsightsService } from './domain/insights.service.ts';
 import type { OverviewService } from './domain/overview.service.ts';
 import type { ReportsService } from './domain/reports.service.ts';
+import { insightsRoutes } from './http/insights.routes.ts';
 import { overviewRoutes } from './http/overview.routes.ts';
 import { reportsRoutes } from './http/reports.routes.ts';
 
@@ -10,6 +12,7 @@ export interface AnalyticsAppDeps {
   logger: Logger;
   reports: ReportsService;
   overview: OverviewService;
+  insights: InsightsService;
   internalSecret: string;
   bodyLimitBytes: number;
   ready: () => Promise<void>;
@@ -19,5 +22,6 @@ export function createApp(deps: AnalyticsAppDeps): Express {
   const app = createHttpApp({ logger: deps.logger, bodyLimitBytes: deps.bodyLimitBytes, internalSecret: deps.internalSecret, ready: deps.ready });
   app.use('/v1/analytics', reportsRoutes(deps.reports, deps.logger));
   app.use('/v1/analytics', overviewRoutes(deps.overview));
+  app.use('/v1/analytics', insightsRoutes(deps.insights));
   return finishApp(app, deps.logger);
 }

@@ -6,11 +6,14 @@ import { createLogger, type Logger } from '@dap/logger';
 import { openMongo, OutboxRelay, SourceProjectionRepository, type MongoHandle } from '@dap/mongo';
 import { createApp } from './app.ts';
 import type { AnalyticsConfig } from './config.ts';
+import { InsightsService } from './domain/insights.service.ts';
 import { OverviewService } from './domain/overview.service.ts';
 import { ReportsService } from './domain/reports.service.ts';
 import { runProjectionConsumer } from './events/projection.consumer.ts';
 import { runUsageConsumer } from './events/usage.consumer.ts';
 import { ActivityRepository } from './persistence/activity.repository.ts';
+import { DashboardRepository } from './persistence/dashboard.repository.ts';
+import { InsightRepository } from './persistence/insight.repository.ts';
 import { QueryRunner } from './persistence/query.runner.ts';
 import { ReportRepository } from './persistence/report.repository.ts';
 import { UsageRepository } from './persistence/usage.repository.ts';
@@ -31,7 +34,16 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
     const sourceRepo = new SourceProjectionRepository(mongo.db);
     const activityRepo = new ActivityRepository(mongo.db);
     const usageRepo = new UsageRepository(mongo.db);
-    await Promise.all([reportRepo.ensureIndexes(), sourceRepo.init(), activityRepo.ensureIndexes(), usageRepo.ensureIndexes()]);
+    const insightRepo = new InsightRepository(mongo.db);
+    const dashboardRepo = new DashboardRepository(mongo.db);
+    await Promise.all([
+      reportRepo.ensureIndexes(),
+      sourceRepo.init(),
+      activityRepo.ensureIndexes(),
+      usageRepo.ensureIndexes(),
+      insightRepo.ensureIndexes(),
+      dashboardRepo.ensureIndexes(),
+    ]);
 
     const store = new DatasetFiles(config.DATASET_DIR);
     const runner = await life.open(
@@ -72,7 +84,9 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
     life.onStop('running queries', () => reports.stop());
     const overview = new OverviewService({ sources: sourceRepo, activity: activityRepo, reports: reportRepo, usage: usageRepo });
 
-    const app = createApp({ logger, reports, overview, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: config.BODY_LIMIT_BYTES, ready: mongo.ping });
+    const insights = new InsightsService({ insights: insightRepo, dashboards: dashboardRepo, reports });
+
+    const app = createApp({ logger, reports, overview, insights, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: config.BODY_LIMIT_BYTES, ready: mongo.ping });
     const server: RunningServer = await life.open(
       'http server',
       () => listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT }),
