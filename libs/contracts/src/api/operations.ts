@@ -467,7 +467,7 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
         { status: 202, schema: reportSchema },
         {
           status: 200,
-          schema: z.union([queryEstimateSchema, queryResultSchema]),
+          schema: z.union([queryEstimateSchema, queryResultSchema]).meta({ id: 'UnsavedQueryAnswer' }),
           description:
             'A dry run (`dryRun: true`): the estimate and plan (QueryEstimate); nothing ran. A run without a report (`saveReport: false`): the result (QueryResult). Neither saves a report.',
         },
