@@ -134,17 +134,20 @@ describe('insights and dashboards', () => {
     await tiles.nth(0).locator('svg[data-chart="bar"] rect.chart-bar').nth(2).waitFor();
     await tiles.nth(1).locator('svg[data-chart="line"]').waitFor();
     expect(await tiles.evaluateAll((els) => els.map((e) => e.getAttribute('aria-label')))).toEqual(['Sales by country', 'Daily orders']);
-    // Side by side is a layout choice: widen the first to the full row, then put the second beside it.
+    // Pinned without a place, the second took the free half of the first row.
+    const boxesOf = () => tiles.evaluateAll((els) => els.map((e) => e.getBoundingClientRect()).map((r) => ({ top: r.top, left: r.left, width: r.width })));
+    const [first, second] = await boxesOf();
+    expect([second!.top, second!.left > first!.left + first!.width - 1]).toEqual([first!.top, true]);
     await screenshot(page, 'insights-dashboard-1440');
 
-    // Moving the second tile up puts it above the first, which moves down to make room.
-    await page.getByRole('button', { name: 'Move up: Daily orders' }).click();
-    await waitFor(async () => (await tiles.first().getAttribute('aria-label')) === 'Daily orders', { what: 'the moved tile first' });
+    // Moving the first tile down leaves the second first in reading order; then it is made narrower.
+    await page.getByRole('button', { name: 'Move down: Sales by country' }).click();
+    await waitFor(async () => (await tiles.first().getAttribute('aria-label')) === 'Daily orders', { what: 'the moved tile second' });
     await page.getByRole('button', { name: 'Narrower: Daily orders' }).click();
     await waitFor(async () => (await tiles.first().getAttribute('style'))?.includes('--tile-w: 5') ?? false, { what: 'the narrower tile' });
-    const boxes = await tiles.evaluateAll((els) => els.map((e) => e.getBoundingClientRect()).map((r) => ({ top: r.top, bottom: r.bottom, width: r.width })));
-    expect(boxes[0]!.bottom).toBeLessThanOrEqual(boxes[1]!.top);
-    expect(boxes[0]!.width).toBeLessThan(boxes[1]!.width);
+    const moved = await boxesOf();
+    expect(moved[0]!.top).toBeLessThan(moved[1]!.top);
+    expect(moved[0]!.width).toBeLessThan(moved[1]!.width);
 
     // Refreshed on open: a reload runs every tile's insight again.
     const runs: string[] = [];
@@ -164,6 +167,8 @@ describe('insights and dashboards', () => {
       },
       { what: 'stacked tiles' },
     );
+    await tiles.nth(0).locator('svg[data-chart="line"]').waitFor();
+    await tiles.nth(1).locator('svg[data-chart="bar"]').waitFor();
     const width = (await page.evaluate('document.documentElement.scrollWidth')) as number;
     expect(width).toBeLessThanOrEqual(PHONE.width);
     await screenshot(page, 'insights-dashboard-390');
@@ -175,7 +180,7 @@ describe('insights and dashboards', () => {
     await nav(page, 'Insights').click();
     await page.getByRole('button', { name: 'Delete Sales by country' }).click();
     await dialog.getByRole('button', { name: 'Delete insight' }).click();
-    await page.getByRole('heading', { name: 'Sales by country' }).waitFor({ state: 'detached' });
+    await page.getByRole('heading', { name: 'Sales by country', exact: true }).waitFor({ state: 'detached' });
     await page.goBack();
     await heading(page, 'Sales').waitFor();
     await page.getByText('No tiles yet').waitFor();

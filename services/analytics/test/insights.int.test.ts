@@ -194,7 +194,7 @@ describe('dashboards', () => {
     const renamed = await api('PATCH', `/analytics/dashboards/${id}`, accountA, { name: 'Sales weekly' });
     expect([renamed.status, renamed.body.name]).toEqual([200, 'Sales weekly']);
 
-    // Without a place, tiles go below the others.
+    // Without a place, a tile takes the first free place: below, when the row has no room for it.
     const t1 = await api('POST', `/analytics/dashboards/${id}/tiles`, accountA, { insightId: a, w: 6, h: 4 });
     expect(t1.status).toBe(201);
     const t2 = await api('POST', `/analytics/dashboards/${id}/tiles`, accountA, { insightId: b, w: 12, h: 3 });
@@ -203,6 +203,16 @@ describe('dashboards', () => {
       [a, 0, 0, 6, 4, 'A'],
       [b, 0, 4, 12, 3, 'B'],
     ]);
+
+    // A third, half as wide, goes beside A where the row has room.
+    const c = await newInsight('C');
+    const t3 = await api('POST', `/analytics/dashboards/${id}/tiles`, accountA, { insightId: c, w: 6, h: 2 });
+    expect(t3.body.tiles.map((t: { insightId: string; x: number; y: number }) => [t.insightId, t.x, t.y])).toEqual([
+      [a, 0, 0],
+      [c, 6, 0],
+      [b, 0, 4],
+    ]);
+    expect((await api('DELETE', `/analytics/dashboards/${id}/tiles/${t3.body.tiles[1].id}`, accountA)).status).toBe(200);
 
     // Moving B onto A's row pushes A down below it.
     const moved = await api('PATCH', `/analytics/dashboards/${id}/tiles/${tiles[1]!.id}`, accountA, { y: 0 });
@@ -283,7 +293,7 @@ describe('dashboards', () => {
     const full = await api('POST', `/analytics/dashboards/${id}/tiles`, accountA, { insightId: insight });
     expect([full.status, full.body.code]).toEqual([409, 'dashboard_full']);
     expect((await api('GET', `/analytics/dashboards/${id}`, accountA)).body.tiles).toHaveLength(30);
-  });
+  }, 180_000);
 
   it("are another account's 404, and cannot pin another account's insight", async () => {
     const insight = await newInsight('Mine');

@@ -92,7 +92,7 @@ export function PinDialog({ open, insightId, onClose, onPinned }: { open: boolea
       open={open}
       onClose={onClose}
       title="Add to dashboard"
-      description="The insight becomes a tile below the dashboard's others; its chart is run afresh each time the dashboard opens."
+      description="The insight becomes a tile in the dashboard's first free place; its chart is run afresh each time the dashboard opens."
     >
       <form onSubmit={submit} noValidate>
         <div className="dialog-body">

@@ -280,7 +280,7 @@ function AddInsightDialog({ open, onClose, onAdd }: { open: boolean; onClose: ()
   });
   const list = insights.data?.data ?? [];
   return (
-    <Dialog open={open} onClose={onClose} title="Add an insight" description="It goes below the other tiles; move it from there.">
+    <Dialog open={open} onClose={onClose} title="Add an insight" description="It takes the first free place on the grid; move it from there.">
       <div className="dialog-body">
         {!insights.data ? (
           insights.error ? (

@@ -329,7 +329,7 @@ export const addTileBody = z
     h: gridPlace.h.default(4),
   })
   .refine(fitsGrid, fitsGridIssue)
-  .refine((t) => (t.x === undefined) === (t.y === undefined), { message: 'give both x and y, or neither (the tile then goes below the others)', path: ['y'] })
+  .refine((t) => (t.x === undefined) === (t.y === undefined), { message: 'give both x and y, or neither (the tile then takes the first free place)', path: ['y'] })
   .meta({ id: 'AddDashboardTile' });
 export const moveTileBody = z
   .strictObject({ x: gridPlace.x.optional(), y: gridPlace.y.optional(), w: gridPlace.w.optional(), h: gridPlace.h.optional() })

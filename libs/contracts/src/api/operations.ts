@@ -607,7 +607,8 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     path: '/analytics/dashboards/{id}/tiles',
     service: 'analytics',
     scope: 'analytics:write',
-    summary: 'Pin an insight to a dashboard as a tile on its 12-column grid. Without x and y the tile goes below the others; tiles it would overlap move down to make room.',
+    summary:
+      'Pin an insight to a dashboard as a tile on its 12-column grid. Without x and y the tile takes the first free place in reading order (beside the last tile when its row has room, else below); tiles it would overlap move down to make room.',
     body: addTileBody,
     success: { status: 201, schema: dashboardSchema },
     errors: [404, 409],

@@ -500,7 +500,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Pin an insight to a dashboard as a tile on its 12-column grid. Without x and y the tile goes below the others; tiles it would overlap move down to make room. */
+        /** Pin an insight to a dashboard as a tile on its 12-column grid. Without x and y the tile takes the first free place in reading order (beside the last tile when its row has room, else below); tiles it would overlap move down to make room. */
         post: operations["addDashboardTile"];
         delete?: never;
         options?: never;

@@ -1,4 +1,4 @@
-import { MAX_GRID_ROW } from '@dap/contracts';
+import { GRID_COLUMNS, MAX_GRID_ROW } from '@dap/contracts';
 import type { TileDoc } from '../persistence/dashboard.repository.ts';
 import { bodyInvalid } from './errors.ts';
 
@@ -7,8 +7,23 @@ const overlaps = (a: TileDoc, b: TileDoc) => a.x < b.x + b.w && b.x < a.x + a.w 
 /** Reading order: by row, then column. */
 export const readingOrder = (tiles: TileDoc[]): TileDoc[] => [...tiles].sort((a, b) => a.y - b.y || a.x - b.x);
 
-/** The first row below every tile: where a tile without a place goes. */
+/** The first row below every tile. */
 export const bottomOf = (tiles: readonly TileDoc[]): number => tiles.reduce((max, t) => Math.max(max, t.y + t.h), 0);
+
+/**
+ * Where a tile without a place goes: the first place, in reading order, where it overlaps nothing (beside the
+ * last tile when the row has room, else below), so pinned insights fill the grid as people read it.
+ */
+export function firstFreePlace(tiles: readonly TileDoc[], w: number, h: number): { x: number; y: number } {
+  const bottom = bottomOf(tiles);
+  for (let y = 0; y < bottom; y++) {
+    for (let x = 0; x + w <= GRID_COLUMNS; x++) {
+      const spot = { id: '', insightId: '', x, y, w, h };
+      if (!tiles.some((t) => overlaps(spot, t))) return { x, y };
+    }
+  }
+  return { x: 0, y: bottom };
+}
 
 /**
  * The layout with `placed` where it was put and every tile it would overlap moved down just enough (and so on

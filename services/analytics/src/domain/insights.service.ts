@@ -2,7 +2,7 @@ import { GRID_COLUMNS, MAX_DASHBOARD_TILES, newId, type CallerContext, type Insi
 import type { DashboardDoc, DashboardRepository, TileDoc } from '../persistence/dashboard.repository.ts';
 import type { InsightChart, InsightDoc, InsightRepository } from '../persistence/insight.repository.ts';
 import { bodyInvalid, dashboardChanged, dashboardFull, dashboardNotFound, insightNotFound, tileNotFound } from './errors.ts';
-import { bottomOf, placeTile } from './grid.ts';
+import { firstFreePlace, placeTile } from './grid.ts';
 import type { ReportsService, UnsavedResult } from './reports.service.ts';
 
 /** A dashboard with each tile's insight; tiles of insights deleted meanwhile are left out. */
@@ -83,14 +83,13 @@ export class InsightsService {
     if (!(await this.deps.dashboards.delete(accountId, id))) throw dashboardNotFound();
   }
 
-  /** Pins an insight: at (x, y), or below every tile; the tiles it lands on move down. */
+  /** Pins an insight: at (x, y), or at the first free place in reading order; the tiles it lands on move down. */
   async addTile(accountId: string, id: string, tile: { insightId: string; x?: number; y?: number; w: number; h: number }): Promise<DashboardView> {
     await this.getInsight(accountId, tile.insightId);
     const tileId = newId('til');
     return this.editTiles(accountId, id, (tiles) => {
       if (tiles.length >= MAX_DASHBOARD_TILES) throw dashboardFull(MAX_DASHBOARD_TILES);
-      const x = tile.x ?? 0;
-      const y = tile.y ?? bottomOf(tiles);
+      const { x, y } = tile.x !== undefined && tile.y !== undefined ? { x: tile.x, y: tile.y } : firstFreePlace(tiles, tile.w, tile.h);
       return placeTile(tiles, { id: tileId, insightId: tile.insightId, x, y, w: tile.w, h: tile.h });
     });
   }
