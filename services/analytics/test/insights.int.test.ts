@@ -196,7 +196,7 @@ describe('dashboards', () => {
 
     // Without a place, a tile takes the first free place: below, when the row has no room for it.
     const t1 = await api('POST', `/analytics/dashboards/${id}/tiles`, accountA, { insightId: a, w: 6, h: 4 });
-    expect(t1.status).toBe(201);
+    expect([t1.status, t1.headers.get('location')]).toEqual([201, `/v1/analytics/dashboards/${id}`]);
     const t2 = await api('POST', `/analytics/dashboards/${id}/tiles`, accountA, { insightId: b, w: 12, h: 3 });
     const tiles = dashboardSchema.parse(t2.body).tiles;
     expect(tiles.map((t) => [t.insightId, t.x, t.y, t.w, t.h, t.insight.name])).toEqual([

@@ -116,7 +116,11 @@ export function insightsRoutes(insights: InsightsService): Router {
     const { accountId } = callerOf(req);
     const id = dashboardId(req.params.id);
     const body = parseOr400(addTileBody, req.body, 'body');
-    res.status(201).json(toDashboardDto(await insights.addTile(accountId, id, body)));
+    // The tile lives in its dashboard: the new state is at the dashboard's address.
+    res
+      .status(201)
+      .location(`/v1/analytics/dashboards/${id}`)
+      .json(toDashboardDto(await insights.addTile(accountId, id, body)));
   });
 
   router.patch('/dashboards/:id/tiles/:tileId', async (req, res) => {
