@@ -251,6 +251,13 @@ describe('the dashboard', () => {
     await page.getByLabel('Chart measure').selectOption('revenue');
     expect(await bars.evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-value'))))).toEqual([21, 15, 7, 3]);
     await screenshot(page, 'explore-grouped');
+    // Explore's runs store nothing; Save as report keeps this result as a report.
+    await page.getByRole('button', { name: 'Save as report' }).click();
+    await page.waitForURL(/\/analytics\/reports\/rpt_/);
+    await page.locator('svg[data-chart="bar"] rect.chart-bar').first().waitFor();
+    await page.goBack();
+    await heading(page, 'Explore').waitFor();
+    await bars.first().waitFor();
 
     // Over time: one point per day.
     await page.getByRole('checkbox', { name: /country/ }).uncheck();
@@ -266,6 +273,8 @@ describe('the dashboard', () => {
     await page.getByLabel('Chart measure').selectOption('revenue');
     expect(await points.evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-value'))))).toEqual([15, 7, 21, 3]);
     await screenshot(page, 'explore-time');
+    await page.getByRole('button', { name: 'Save as report' }).click();
+    await page.waitForURL(/\/analytics\/reports\/rpt_/);
 
     await go(page, 'Reports');
     await page.getByRole('table', { name: 'Reports' }).locator('tbody tr').nth(1).waitFor();

@@ -22,6 +22,10 @@ export interface Fixtures {
   message: string;
   /** True while the route table has no way to make an account's own model: `model` is then a shared built-in. */
   modelShared?: boolean;
+  /** A saved insight, a dashboard, and the dashboard's tile showing that insight. */
+  insight: string;
+  dashboard: string;
+  tile: string;
   /** A key of the session account (only for session callers). */
   key?: string;
   keySecret?: string;
@@ -69,7 +73,24 @@ export async function makeFixtures(rec: Recorder, gw: string, caller: Caller, re
     timeoutMs: 20_000,
     what: 'fixture delivery logged',
   });
-  const fixtures: Fixtures = { source, report, model, modelShared, webhook, webhookSecret: hook.json.secret, message };
+  const ins = await rec.call(gw, 'POST', '/v1/analytics/insights', { headers: h, body: { name: 'fixture', query: { sourceId: source, measures: [{ op: 'count' }] } } });
+  if (ins.status !== 201) throw new Error(`fixture insight: ${ins.status} ${ins.text}`);
+  const dash = await rec.call(gw, 'POST', '/v1/analytics/dashboards', { headers: h, body: { name: 'fixture' } });
+  if (dash.status !== 201) throw new Error(`fixture dashboard: ${dash.status} ${dash.text}`);
+  const tiled = await rec.call(gw, 'POST', `/v1/analytics/dashboards/${dash.json.id}/tiles`, { headers: h, body: { insightId: ins.json.id } });
+  if (tiled.status !== 201) throw new Error(`fixture tile: ${tiled.status} ${tiled.text}`);
+  const fixtures: Fixtures = {
+    source,
+    report,
+    model,
+    modelShared,
+    webhook,
+    webhookSecret: hook.json.secret,
+    message,
+    insight: ins.json.id,
+    dashboard: dash.json.id,
+    tile: tiled.json.tiles[0].id,
+  };
   if (opts.session) {
     const key = await rec.call(gw, 'POST', '/v1/keys', { headers: h, body: { name: 'fixture key', scopes: ['sources:read'] } });
     if (key.status !== 201) throw new Error(`fixture key: ${key.status} ${key.text}`);
@@ -82,16 +103,29 @@ export async function makeFixtures(rec: Recorder, gw: string, caller: Caller, re
 /** Which fixture a path parameter names, from the resource the path is under. */
 export function paramKind(o: Pick<ApiOperation, 'path'>, param: string): keyof Fixtures {
   if (param === 'messageId') return 'message';
+  if (param === 'tileId') return 'tile';
   if (param !== 'id') throw new Error(`no fixture for the {${param}} parameter of ${o.path}: add one to test/security/fixtures.ts`);
   const first = o.path.split('/')[1];
   const kinds: Record<string, keyof Fixtures> = { sources: 'source', models: 'model', webhooks: 'webhook', keys: 'key' };
   if (first === 'analytics' && o.path.startsWith('/analytics/reports/')) return 'report';
+  if (first === 'analytics' && o.path.startsWith('/analytics/insights/')) return 'insight';
+  if (first === 'analytics' && o.path.startsWith('/analytics/dashboards/')) return 'dashboard';
   const kind = first ? kinds[first] : undefined;
   if (!kind) throw new Error(`no fixture for the {id} of ${o.path}: add one to test/security/fixtures.ts`);
   return kind;
 }
 
-export const PREFIX_OF: Record<string, IdPrefix> = { source: 'src', report: 'rpt', model: 'mdl', webhook: 'whk', message: 'evt', key: 'key' };
+export const PREFIX_OF: Record<string, IdPrefix> = {
+  source: 'src',
+  report: 'rpt',
+  model: 'mdl',
+  webhook: 'whk',
+  message: 'evt',
+  key: 'key',
+  insight: 'ins',
+  dashboard: 'dsh',
+  tile: 'til',
+};
 
 /** The /v1 path of an operation with its parameters taken from `fixtures` (or fresh well-formed ids). */
 export function pathOf(o: Pick<ApiOperation, 'path'>, fixtures: Partial<Fixtures> | 'fresh'): string {
@@ -113,6 +147,16 @@ export function validBodyOf(o: ApiOperation, fixtures: Partial<Fixtures>): unkno
       return [{ a: 1 }]; // sent as application/json: a JSON file (an array of objects), which these take as it is
     case 'runQuery':
       return { sourceId: fixtures.source, measures: [{ op: 'count' }] };
+    case 'createInsight':
+      return { name: 'x', query: { sourceId: fixtures.source, measures: [{ op: 'count' }] } };
+    case 'updateInsight':
+    case 'createDashboard':
+    case 'updateDashboard':
+      return { name: 'x' };
+    case 'addDashboardTile':
+      return { insightId: fixtures.insight };
+    case 'moveDashboardTile':
+      return { x: 1 };
     case 'predict':
       return { inputs: [{ series: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], horizon: 2, x: 3 }] };
     case 'createWebhook':

@@ -42,6 +42,8 @@ async function snapshot(caller: Caller, f: Fixtures, session: boolean) {
     source: strip(await get(`/v1/sources/${f.source}`)),
     report: strip(await get(`/v1/analytics/reports/${f.report}`)),
     webhook: strip(await get(`/v1/webhooks/${f.webhook}`)),
+    insight: strip(await get(`/v1/analytics/insights/${f.insight}`)),
+    dashboard: strip(await get(`/v1/analytics/dashboards/${f.dashboard}`)),
     deliveries: (await get(`/v1/webhooks/${f.webhook}/deliveries`)).body?.data?.map((d: { id: string }) => d.id),
   };
   const m = await get(`/v1/models/${f.model}`);
@@ -106,7 +108,8 @@ describe("tenancy: another account's ids answer 404 and change nothing", () => {
     for (const o of API_OPERATIONS.filter((x) => x.method === 'get' && !x.path.includes('{') && (x.auth ?? 'any') === 'any')) {
       const res = await rec.call(sys.gw, 'GET', `/v1${o.path}`, { headers: keyCaller(b.apiKey).headers });
       expect([o.path, res.status]).toEqual([o.path, 200]);
-      for (const id of [fa.source, fa.report, fa.webhook, fa.message, ...(fa.modelShared ? [] : [fa.model])]) expect([o.path, res.text.includes(id)]).toEqual([o.path, false]);
+      for (const id of [fa.source, fa.report, fa.webhook, fa.message, fa.insight, fa.dashboard, ...(fa.modelShared ? [] : [fa.model])])
+        expect([o.path, res.text.includes(id)]).toEqual([o.path, false]);
     }
     const keys = await rec.call(sys.gw, 'GET', '/v1/keys', { headers: sb.headers });
     expect(keys.status).toBe(200);

@@ -1,3 +1,5 @@
+import { DashboardPage, DashboardsPage } from './pages/dashboards.tsx';
+import { InsightsPage } from './pages/insights.tsx';
 import { useCallback, useEffect, useMemo, useState, type ReactNode } from 'react';
 import { createApiClient, unwrap } from './api/client.ts';
 import type { SessionDto } from './api/types.ts';
@@ -31,6 +33,9 @@ const ROUTES: Route[] = [
   { pattern: '/analytics', render: () => <ExplorePage /> },
   { pattern: '/analytics/reports', render: () => <ReportsPage /> },
   { pattern: '/analytics/reports/:id', render: (p) => <ReportDetailPage id={p.id!} /> },
+  { pattern: '/analytics/insights', render: () => <InsightsPage /> },
+  { pattern: '/analytics/dashboards', render: () => <DashboardsPage /> },
+  { pattern: '/analytics/dashboards/:id', render: (p) => <DashboardPage id={p.id!} /> },
   { pattern: '/models', render: () => <ModelsPage /> },
   { pattern: '/models/new', render: () => <TrainModelPage /> },
   { pattern: '/models/:id', render: (p) => <ModelDetailPage id={p.id!} /> },

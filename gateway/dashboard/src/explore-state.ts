@@ -193,3 +193,35 @@ export function nextMeasure(existing: MeasureRow[], schema: Column[]): MeasureRo
   const field = numbers.find((c) => !taken.has(`sum_${c.name}`))?.name ?? numbers[0]?.name;
   return field ? { op: 'sum', field, as: '' } : { op: 'countDistinct', field: schema[0]?.name ?? '', as: '' };
 }
+
+/**
+ * The builder state of a query as the API stores it (an insight's): the inverse of `buildQuery`, through the
+ * same checks as a URL's. Null when it is not a query the builder can show.
+ */
+export function builderStateFromQuery(q: Record<string, unknown>): BuilderState | null {
+  const td = isObject(q.timeDimension) ? q.timeDimension : null;
+  const order = Array.isArray(q.orderBy) && isObject(q.orderBy[0]) ? q.orderBy[0] : null;
+  const shape = {
+    sourceId: q.sourceId,
+    measures: Array.isArray(q.measures) ? q.measures.filter(isObject).map((m) => ({ op: m.op, field: str(m.field), as: str(m.as) })) : [],
+    dimensions: q.dimensions,
+    time: td
+      ? {
+          field: td.field,
+          granularity: td.granularity,
+          from: str(td.from),
+          to: str(td.to),
+          timezone: str(td.timezone),
+          compareTo: typeof q.compareTo === 'string' ? q.compareTo : '',
+        }
+      : null,
+    filters: Array.isArray(q.filters)
+      ? q.filters
+          .filter(isObject)
+          .map((f) => ({ field: f.field, op: f.op, value: Array.isArray(f.value) ? f.value.map(String).join(', ') : f.value == null ? '' : String(f.value) }))
+      : [],
+    order: order ? { field: order.field, direction: order.direction } : null,
+    limit: q.limit,
+  };
+  return decodeBuilderState(JSON.stringify(shape));
+}

@@ -3,7 +3,7 @@
  * measure of one column per time bucket, in UTC), made regular (one value per bucket, gaps filled), with
  * the buckets' start dates for the chart and the dates of the periods a forecast covers.
  */
-import type { Column, Granularity, MeasureOp, ReportDto } from './api/types.ts';
+import type { Column, Granularity, MeasureOp, QueryResultDto } from './api/types.ts';
 import { ApiError, unwrap, type ApiClient, type RequestBodyOf } from './api/client.ts';
 import { bucketEnd, parseTime } from './periods.ts';
 
@@ -137,26 +137,17 @@ function toNumber(v: unknown): number | null {
   return Number.isFinite(n) ? n : null;
 }
 
-/** Runs an analytics query to its report, polling while a slow one finishes in the background (202). */
-export async function runReport(api: ApiClient, query: AnalyticsQuery): Promise<ReportDto> {
-  const answer = await api.openapi.POST('/analytics/query', { body: query });
-  const answered = await unwrap(Promise.resolve(answer));
-  if ('dryRun' in answered) throw new Error('the query was answered with an estimate instead of a report');
-  let body: ReportDto = answered;
-  let status = answer.response.status;
-  for (let i = 0; status === 202 || body.status === 'running'; i++) {
-    await new Promise((r) => setTimeout(r, Math.min(2_000, 400 + i * 200)));
-    body = await unwrap(api.openapi.GET('/analytics/reports/{id}', { params: { path: { id: body.id } } }));
-    status = 200;
-  }
-  return body;
+/** Runs a query without storing a report (Explore, series for models): the answer carries the rows. */
+export async function runUnsaved(api: ApiClient, query: AnalyticsQuery): Promise<QueryResultDto> {
+  const answered = await unwrap(api.openapi.POST('/analytics/query', { body: { ...query, saveReport: false } }));
+  if (!('saved' in answered)) throw new Error('a run without a report was answered with an estimate');
+  return answered;
 }
 
 /** The series of a spec, or a 400-style error the form shows when there is too little of it. */
-export async function loadSourceSeries(api: ApiClient, spec: SeriesSpec, minPoints: number): Promise<SourceSeries & { reportId: string }> {
-  const report = await runReport(api, seriesQuery(spec));
-  if (report.status === 'failed') throw new ApiError({ status: 422, code: 'query_failed', title: 'The series could not be read', detail: report.error ?? '' });
-  const series = toSeries(report.rows, spec);
+export async function loadSourceSeries(api: ApiClient, spec: SeriesSpec, minPoints: number): Promise<SourceSeries> {
+  const result = await runUnsaved(api, seriesQuery(spec));
+  const series = toSeries(result.rows, spec);
   if (series.values.length < minPoints) {
     throw new ApiError({
       status: 400,
@@ -166,5 +157,5 @@ export async function loadSourceSeries(api: ApiClient, spec: SeriesSpec, minPoin
       errors: [{ path: 'series.granularity', message: `Only ${series.values.length} whole period(s) at this granularity` }],
     });
   }
-  return { ...series, reportId: report.id };
+  return series;
 }

@@ -91,6 +91,35 @@ const report = {
     { country: 'GB', orders: 6391, revenue: 287410.9 },
   ],
 };
+const INSIGHT_ID = 'ins_01JD3B2D4E6F8G0H2J4K6M8N0P';
+const DASHBOARD_ID = 'dsh_01JD3B5G7H9J1K3M5N7P9Q1R3S';
+const queryResult = {
+  saved: false,
+  query: { ...query, timeDimension: null, offset: 0 },
+  columns: report.columns,
+  rows: report.rows,
+  rowCount: 3,
+  totalRows: 27,
+  truncated: true,
+  durationMs: 38.2,
+  statistics: { elapsedMs: 38.2, rowsRead: 48213, bytesRead: 731904 },
+  completedAt: '2026-11-20T09:22:40.118Z',
+};
+const insight = {
+  id: INSIGHT_ID,
+  name: 'Revenue by country',
+  query: { ...query, dimensions: ['country'], filters: [{ field: 'status', op: 'eq', value: 'paid' }], offset: 0 },
+  chart: 'bar',
+  createdAt: '2026-11-20T09:23:01.450Z',
+  updatedAt: '2026-11-20T09:23:01.450Z',
+};
+const dashboard = {
+  id: DASHBOARD_ID,
+  name: 'Sales',
+  tiles: [{ id: 'til_01JD3B8K0M2N4P6Q8R0S2T4V6W', insightId: INSIGHT_ID, x: 0, y: 0, w: 6, h: 4, insight }],
+  createdAt: '2026-11-20T09:24:10.002Z',
+  updatedAt: '2026-11-20T09:24:31.870Z',
+};
 const model = {
   id: MODEL_ID,
   name: 'Order value',
@@ -180,6 +209,12 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
   UpdateModelAliases: { aliases: { production: 2, candidate: null } },
   ReplayWebhook: { since: '2026-11-24T00:00:00Z' },
   UpdateWebhook: { rateLimitPerSecond: 20 },
+  CreateInsight: { name: 'Revenue by country', query, chart: 'bar' },
+  UpdateInsight: { name: 'Paid revenue by country' },
+  CreateDashboard: { name: 'Sales' },
+  UpdateDashboard: { name: 'Sales (weekly)' },
+  AddDashboardTile: { insightId: INSIGHT_ID, w: 6, h: 4 },
+  MoveDashboardTile: { x: 6, y: 0 },
 };
 
 /** 2xx response body examples, by the body's component name. */
@@ -235,6 +270,12 @@ export const RESPONSE_EXAMPLES: Record<string, unknown> = {
   })(),
   ReportList: page([reportSummary]),
   Report: report,
+  QueryResult: queryResult,
+  UnsavedQueryAnswer: queryResult,
+  Insight: insight,
+  InsightList: page([insight]),
+  Dashboard: dashboard,
+  DashboardList: page([{ id: DASHBOARD_ID, name: 'Sales', tileCount: 1, createdAt: dashboard.createdAt, updatedAt: dashboard.updatedAt }]),
   QueryEstimate: {
     dryRun: true,
     estimate: { rowsRead: 48213, bytesRead: 731904, rowGroups: 1, rowGroupsTotal: 1 },

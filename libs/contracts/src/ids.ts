@@ -2,7 +2,7 @@ import { decodeTime, encodeTime, monotonicFactory } from 'ulid';
 import { z } from 'zod';
 
 /** Every id is a known prefix plus a ULID, so ids are self-describing and sort by creation time. */
-export const ID_PREFIXES = ['acct', 'key', 'src', 'rpt', 'mdl', 'whk', 'evt', 'msg', 'req', 'usr', 'sess', 'prd', 'pwr'] as const;
+export const ID_PREFIXES = ['acct', 'key', 'src', 'rpt', 'mdl', 'whk', 'evt', 'msg', 'req', 'usr', 'sess', 'prd', 'pwr', 'ins', 'dsh', 'til'] as const;
 export type IdPrefix = (typeof ID_PREFIXES)[number];
 
 const ULID = '[0-9A-HJKMNP-TV-Z]{26}';

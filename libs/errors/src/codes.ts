@@ -81,6 +81,13 @@ const ANALYTICS = {
   report_data_replaced: { kind: 'conflict', meaning: 'A newer sync replaced the data the report was computed from; run the query again.' },
   report_format_unavailable: { kind: 'conflict', meaning: 'The report predates full exports and has only its CSV page; run the query again.' },
   export_interrupted: { kind: 'unavailable', meaning: 'The export could not be completed; retry after Retry-After.' },
+  query_failed: { kind: 'unprocessable', meaning: 'A query run without saving a report (saveReport: false, or an insight run) failed; detail says why.' },
+  query_interrupted: { kind: 'unavailable', meaning: 'A query run without saving a report was cut short by a service restart; retry after Retry-After.' },
+  insight_not_found: { kind: 'not_found', meaning: 'The insight does not exist or belongs to another account.' },
+  dashboard_not_found: { kind: 'not_found', meaning: 'The dashboard does not exist or belongs to another account.' },
+  dashboard_tile_not_found: { kind: 'not_found', meaning: 'The dashboard has no tile with this id.' },
+  dashboard_full: { kind: 'conflict', meaning: 'The dashboard already holds as many tiles as a dashboard may; remove one first.' },
+  dashboard_changed: { kind: 'conflict', meaning: 'The dashboard changed while the request ran (another edit of its tiles); read it again and retry.' },
 } as const satisfies Record<string, CodeEntry>;
 
 const MODELS = {

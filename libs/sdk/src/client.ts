@@ -29,6 +29,14 @@ import type {
   Prediction,
   Report,
   ReportSummary,
+  QueryResult,
+  Insight,
+  CreateInsightInput,
+  UpdateInsightInput,
+  Dashboard,
+  DashboardSummary,
+  AddDashboardTileInput,
+  MoveDashboardTileInput,
   ResultOf,
   Source,
   UploadFile,
@@ -92,6 +100,20 @@ export const METHOD_OF_OPERATION = {
   exportReportCsv: 'analytics.exportReportCsv',
   exportReportParquet: 'analytics.exportReportParquet',
   runQuery: 'analytics.query',
+  listInsights: 'analytics.listInsights',
+  createInsight: 'analytics.createInsight',
+  getInsight: 'analytics.getInsight',
+  updateInsight: 'analytics.updateInsight',
+  deleteInsight: 'analytics.deleteInsight',
+  runInsight: 'analytics.runInsight',
+  listDashboards: 'analytics.listDashboards',
+  createDashboard: 'analytics.createDashboard',
+  getDashboard: 'analytics.getDashboard',
+  updateDashboard: 'analytics.renameDashboard',
+  deleteDashboard: 'analytics.deleteDashboard',
+  addDashboardTile: 'analytics.addTile',
+  moveDashboardTile: 'analytics.moveTile',
+  removeDashboardTile: 'analytics.removeTile',
   listModels: 'models.list',
   createModel: 'models.create',
   getModel: 'models.get',
@@ -203,11 +225,38 @@ export function createDapClient(options: DapClientOptions) {
       /** Every row of a completed report's result as the bytes of a Parquet file. */
       exportReportParquet: (id: string, opts?: RequestOptions): ApiPromise<Uint8Array> => t.call('exportReportParquet', byId(id), opts) as unknown as ApiPromise<Uint8Array>,
       /** Runs a query; 201 with a completed (or failed) report, or 202 with a running one (see `.withResponse().status`). */
-      query: (body: Omit<AnalyticsQueryInput, 'dryRun'>, opts?: RequestOptions): ApiPromise<Report> =>
-        t.call('runQuery', { body: { ...body, dryRun: false } }, opts) as ApiPromise<Report>,
+      query: (body: Omit<AnalyticsQueryInput, 'dryRun' | 'saveReport'>, opts?: RequestOptions): ApiPromise<Report> =>
+        t.call('runQuery', { body: { ...body, dryRun: false, saveReport: true } }, opts) as ApiPromise<Report>,
+      /** Runs a query and answers its result (200) without saving a report: nothing to fetch or export later. */
+      queryUnsaved: (body: Omit<AnalyticsQueryInput, 'dryRun' | 'saveReport' | 'async'>, opts?: RequestOptions): ApiPromise<QueryResult> =>
+        t.call('runQuery', { body: { ...body, dryRun: false, saveReport: false } }, opts) as ApiPromise<QueryResult>,
       /** Validates a query and estimates what it would read (a dry run): nothing runs and no report is saved. */
       estimate: (body: Omit<AnalyticsQueryInput, 'dryRun'>, opts?: RequestOptions): ApiPromise<QueryEstimate> =>
         t.call('runQuery', { body: { ...body, dryRun: true } }, opts) as ApiPromise<QueryEstimate>,
+      listInsights: (query: ListParams = {}, opts?: RequestOptions): ApiPromise<Page<Insight>> => t.call('listInsights', { query }, opts),
+      listAllInsights: (params?: ListAllParams, opts?: RequestOptions) => paginate<Insight>((query) => t.call('listInsights', { query }, opts), params),
+      /** Saves a query as a named insight (checked against its source when it runs). */
+      createInsight: (body: CreateInsightInput, opts?: RequestOptions): ApiPromise<Insight> => t.call('createInsight', { body }, opts),
+      getInsight: (id: string, opts?: RequestOptions): ApiPromise<Insight> => t.call('getInsight', byId(id), opts),
+      /** Renames an insight, or replaces its query or chart. */
+      updateInsight: (id: string, body: UpdateInsightInput, opts?: RequestOptions): ApiPromise<Insight> => t.call('updateInsight', { ...byId(id), body }, opts),
+      /** Deletes an insight and its tiles on every dashboard. */
+      deleteInsight: (id: string, opts?: RequestOptions): ApiPromise<void> => t.call('deleteInsight', byId(id), opts),
+      /** Runs an insight's query on the current data; no report is saved. */
+      runInsight: (id: string, opts?: RequestOptions): ApiPromise<QueryResult> => t.call('runInsight', byId(id), opts),
+      listDashboards: (query: ListParams = {}, opts?: RequestOptions): ApiPromise<Page<DashboardSummary>> => t.call('listDashboards', { query }, opts),
+      listAllDashboards: (params?: ListAllParams, opts?: RequestOptions) => paginate<DashboardSummary>((query) => t.call('listDashboards', { query }, opts), params),
+      createDashboard: (name: string, opts?: RequestOptions): ApiPromise<Dashboard> => t.call('createDashboard', { body: { name } }, opts),
+      /** A dashboard with its tiles and their insights; run each tile's insight for its result. */
+      getDashboard: (id: string, opts?: RequestOptions): ApiPromise<Dashboard> => t.call('getDashboard', byId(id), opts),
+      renameDashboard: (id: string, name: string, opts?: RequestOptions): ApiPromise<Dashboard> => t.call('updateDashboard', { ...byId(id), body: { name } }, opts),
+      deleteDashboard: (id: string, opts?: RequestOptions): ApiPromise<void> => t.call('deleteDashboard', byId(id), opts),
+      /** Pins an insight to a dashboard: at `x`, `y`, or below the other tiles; tiles in the way move down. */
+      addTile: (id: string, body: AddDashboardTileInput, opts?: RequestOptions): ApiPromise<Dashboard> => t.call('addDashboardTile', { ...byId(id), body }, opts),
+      /** Moves or resizes a tile; tiles in the way move down. */
+      moveTile: (id: string, tileId: string, body: MoveDashboardTileInput, opts?: RequestOptions): ApiPromise<Dashboard> =>
+        t.call('moveDashboardTile', { params: { id, tileId }, body }, opts),
+      removeTile: (id: string, tileId: string, opts?: RequestOptions): ApiPromise<Dashboard> => t.call('removeDashboardTile', { params: { id, tileId } }, opts),
     },
 
     models: {

@@ -38,6 +38,17 @@ export type ReportSummary = Schemas['ReportSummary'];
 export type AnalyticsQueryInput = Schemas['AnalyticsQuery'];
 export type QueryEstimate = Schemas['QueryEstimate'];
 export type QueryStatistics = Schemas['QueryStatistics'];
+/** The result of a query run without a report (`saveReport: false`, or an insight run). */
+export type QueryResult = Schemas['QueryResult'];
+export type Insight = Schemas['Insight'];
+export type InsightQueryInput = Schemas['InsightQuery'];
+export type CreateInsightInput = RequestBody<'createInsight'>;
+export type UpdateInsightInput = RequestBody<'updateInsight'>;
+export type Dashboard = Schemas['Dashboard'];
+export type DashboardSummary = Schemas['DashboardSummary'];
+export type DashboardTile = Schemas['DashboardTile'];
+export type AddDashboardTileInput = RequestBody<'addDashboardTile'>;
+export type MoveDashboardTileInput = RequestBody<'moveDashboardTile'>;
 export type Overview = Schemas['AnalyticsOverview'];
 export type UsageStats = Schemas['UsageStats'];
 /** GET /analytics/usage: `window` 1h (per minute), 24h (per hour) or 30d (per day); `groupBy` key or operation. */

@@ -8,12 +8,15 @@ import { createLogger, type Logger } from '@dap/logger';
 import { openMongo, OutboxRelay, SourceProjectionRepository, type MongoHandle } from '@dap/mongo';
 import { createApp } from './app.ts';
 import type { AnalyticsConfig } from './config.ts';
+import { InsightsService } from './domain/insights.service.ts';
 import { OverviewService } from './domain/overview.service.ts';
 import { ReportsService } from './domain/reports.service.ts';
 import { UsageStatsService } from './domain/usage-stats.service.ts';
 import { runProjectionConsumer } from './events/projection.consumer.ts';
 import { runUsageConsumer } from './events/usage.consumer.ts';
 import { ActivityRepository } from './persistence/activity.repository.ts';
+import { DashboardRepository } from './persistence/dashboard.repository.ts';
+import { InsightRepository } from './persistence/insight.repository.ts';
 import { QueryRunner } from './persistence/query.runner.ts';
 import { ReportRepository } from './persistence/report.repository.ts';
 import { UsageStatsRepository } from './persistence/usage-stats.repository.ts';
@@ -42,7 +45,17 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
     const activityRepo = new ActivityRepository(mongo.db);
     const usageRepo = new UsageRepository(mongo.db);
     const usageStatsRepo = new UsageStatsRepository(mongo.db);
-    await Promise.all([reportRepo.ensureIndexes(), sourceRepo.init(), activityRepo.ensureIndexes(), usageRepo.ensureIndexes(), usageStatsRepo.ensureIndexes()]);
+    const insightRepo = new InsightRepository(mongo.db);
+    const dashboardRepo = new DashboardRepository(mongo.db);
+    await Promise.all([
+      reportRepo.ensureIndexes(),
+      sourceRepo.init(),
+      activityRepo.ensureIndexes(),
+      usageRepo.ensureIndexes(),
+      usageStatsRepo.ensureIndexes(),
+      insightRepo.ensureIndexes(),
+      dashboardRepo.ensureIndexes(),
+    ]);
 
     const store = new DatasetFiles(config.DATASET_DIR);
     const runner = await life.open(
@@ -84,8 +97,9 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
     const overview = new OverviewService({ sources: sourceRepo, activity: activityRepo, reports: reportRepo, usage: usageRepo });
 
     const usageStats = new UsageStatsService(usageStatsRepo);
+    const insights = new InsightsService({ insights: insightRepo, dashboards: dashboardRepo, reports });
 
-    const app = createApp({ logger, reports, overview, usageStats, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: config.BODY_LIMIT_BYTES, ready: mongo.ping });
+    const app = createApp({ logger, reports, overview, usageStats, insights, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: config.BODY_LIMIT_BYTES, ready: mongo.ping });
     const server: RunningServer = await life.open(
       'http server',
       () => listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT }),

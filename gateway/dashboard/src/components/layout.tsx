@@ -29,6 +29,8 @@ const NAV: { heading?: string; items: NavItem[] }[] = [
     heading: 'Analytics',
     items: [
       { to: '/analytics', label: 'Explore', icon: icon('M4 20V10M10 20V4M16 20v-7M22 20H2'), exact: true },
+      { to: '/analytics/insights', label: 'Insights', icon: icon('M9 18h6M10 21h4M12 3a6 6 0 0 0-3.5 10.9c.6.5 1 1.2 1 2.1h5c0-.9.4-1.6 1-2.1A6 6 0 0 0 12 3z') },
+      { to: '/analytics/dashboards', label: 'Dashboards', icon: icon('M3 3h8v10H3zM13 3h8v6h-8zM13 11h8v10h-8zM3 15h8v6H3z') },
       { to: '/analytics/reports', label: 'Reports', icon: icon('M7 3h8l4 4v14H7zM15 3v4h4M10 12h6M10 16h6') },
     ],
   },

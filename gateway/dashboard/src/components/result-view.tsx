@@ -75,7 +75,23 @@ function opOf(query: Record<string, unknown>, name: string): string | null {
  * A completed report as a chart of the customer's choice (line, bar, area, table only or a big number) and a
  * table. `chartType`/`onChartType` let a page keep the choice (Explore keeps it in the URL).
  */
-export function ResultView({ report, chartType, onChartType, now }: { report: ReportDto; chartType?: ChartType | null; onChartType?: (t: ChartType) => void; now?: number }) {
+/** What a chart needs of a result: a stored report's, or one run without a report (an insight's). */
+export type ResultLike = Pick<ReportDto, 'query' | 'columns' | 'rows' | 'truncated' | 'totalRows'>;
+
+export function ResultView({
+  report,
+  chartType,
+  onChartType,
+  now,
+  compact = false,
+}: {
+  report: ResultLike;
+  chartType?: ChartType | null;
+  onChartType?: (t: ChartType) => void;
+  now?: number;
+  /** A dashboard tile: the chart alone, without the chart picker and the table. */
+  compact?: boolean;
+}) {
   const shape = shapeOf(report.query);
   const keyCols = new Set([...shape.dimensions, ...(shape.timeField ? [shape.timeField] : [])]);
   const measures = report.columns.filter((c) => !keyCols.has(c.name)).map((c) => c.name);
@@ -177,32 +193,34 @@ export function ResultView({ report, chartType, onChartType, now }: { report: Re
       ) : null}
       {canChart && (
         <div className="result-chart">
-          <div className="chart-type-picker">
-            <Field label="Chart type" className="field-inline">
-              {(p) => (
-                <select {...p} className="input input-sm" value={type} onChange={(e) => setType(e.target.value as ChartType)}>
-                  {CHART_TYPES.map((t) => (
-                    <option key={t} value={t}>
-                      {CHART_LABELS[t]}
-                    </option>
-                  ))}
-                </select>
-              )}
-            </Field>
-            {measures.length > 1 && type !== 'table' && (
-              <Field label="Chart measure" className="field-inline">
+          {!compact && (
+            <div className="chart-type-picker">
+              <Field label="Chart type" className="field-inline">
                 {(p) => (
-                  <select {...p} className="input input-sm" value={m} onChange={(e) => setMeasure(e.target.value)}>
-                    {measures.map((name) => (
-                      <option key={name} value={name}>
-                        {name}
+                  <select {...p} className="input input-sm" value={type} onChange={(e) => setType(e.target.value as ChartType)}>
+                    {CHART_TYPES.map((t) => (
+                      <option key={t} value={t}>
+                        {CHART_LABELS[t]}
                       </option>
                     ))}
                   </select>
                 )}
               </Field>
-            )}
-          </div>
+              {measures.length > 1 && type !== 'table' && (
+                <Field label="Chart measure" className="field-inline">
+                  {(p) => (
+                    <select {...p} className="input input-sm" value={m} onChange={(e) => setMeasure(e.target.value)}>
+                      {measures.map((name) => (
+                        <option key={name} value={name}>
+                          {name}
+                        </option>
+                      ))}
+                    </select>
+                  )}
+                </Field>
+              )}
+            </div>
+          )}
           {numbers.length > 0 && (
             <div className="stats big-numbers" data-testid="big-numbers">
               {numbers.map((n) => (
@@ -215,7 +233,7 @@ export function ResultView({ report, chartType, onChartType, now }: { report: Re
       )}
       {rows.length === 0 ? (
         <p className="muted">The query matched no rows.</p>
-      ) : (
+      ) : compact && canChart && type !== 'table' ? null : (
         <TableWrap label="Query result">
           <table className="table table-compact" data-testid="result-table">
             <thead>
@@ -241,7 +259,7 @@ export function ResultView({ report, chartType, onChartType, now }: { report: Re
           </table>
         </TableWrap>
       )}
-      {report.truncated && (
+      {!compact && report.truncated && (
         <p className="muted small" data-testid="result-truncated">
           {report.totalRows === null
             ? `This page holds ${formatNumber(rows.length)} rows and the result may have more (the query's limit); `
@@ -249,7 +267,7 @@ export function ResultView({ report, chartType, onChartType, now }: { report: Re
           the CSV and Parquet downloads carry all of them.
         </p>
       )}
-      {rows.length > MAX_TABLE_ROWS && (
+      {!compact && rows.length > MAX_TABLE_ROWS && (
         <p className="muted small">
           Showing {formatNumber(MAX_TABLE_ROWS)} of {formatNumber(rows.length)} rows; download the CSV for all of them.
         </p>

@@ -8,17 +8,20 @@ import {
   type Granularity,
   type MeasureOp,
   type Page,
+  type InsightDto,
   type QueryEstimateDto,
-  type ReportDto,
+  type QueryResultDto,
   type SourceDto,
 } from '../api/types.ts';
+import { NameDialog, PinDialog } from '../components/insight-dialogs.tsx';
 import { CHART_TYPES, ResultView, type ChartType } from '../components/result-view.tsx';
-import { Badge, Button, ButtonLink, Card, CopyButton, EmptyState, ErrorBanner, Field, Loading, PageHeader, StatusBadge } from '../components/ui.tsx';
+import { Badge, Button, ButtonLink, Card, CopyButton, EmptyState, ErrorBanner, Field, Loading, PageHeader } from '../components/ui.tsx';
 import { useApi } from '../context.tsx';
 import { formatMs, formatNumber } from '../format.ts';
 import { useAction, useDocumentTitle, useResource } from '../hooks.ts';
 import { Link, navigate, useLocation } from '../router.tsx';
-import { runReport } from '../source-series.ts';
+import { runUnsaved } from '../source-series.ts';
+import { insightExploreUrl } from './insights.tsx';
 import {
   buildQuery,
   builderProblems,
@@ -42,6 +45,12 @@ export function ExplorePage() {
   const urlQuery = search.get('q');
   const urlChart = search.get('chart');
   const chartType = (CHART_TYPES as readonly string[]).includes(urlChart ?? '') ? (urlChart as ChartType) : null;
+  // An insight opened from the Insights page or a dashboard: Save updates it.
+  const urlInsight = search.get('insight');
+  const insight = useResource<InsightDto>(urlInsight ? `insight:${urlInsight}` : null, (a, signal) =>
+    unwrap(a.openapi.GET('/analytics/insights/{id}', { params: { path: { id: urlInsight! } }, signal })),
+  );
+  const openInsight = urlInsight && insight.data?.id === urlInsight ? insight.data : null;
   const sources = useResource<Page<SourceDto>>('sources', (a, signal) => unwrap(a.openapi.GET('/sources', { params: { query: { limit: 100 } }, signal })));
   const ready = useMemo(() => (sources.data?.data ?? []).filter((s) => s.status === 'ready'), [sources.data]);
 
@@ -52,7 +61,7 @@ export function ExplorePage() {
   const [filters, setFilters] = useState<FilterRow[]>([]);
   const [order, setOrder] = useState<{ field: string; direction: 'asc' | 'desc' } | null>(null);
   const [limit, setLimit] = useState(1000);
-  const [report, setReport] = useState<ReportDto | null>(null);
+  const [report, setReport] = useState<QueryResultDto | null>(null);
   const resultsRef = useRef<HTMLElement>(null);
 
   // On a narrow screen the results sit below the builder: bring them into view when they arrive.
@@ -91,9 +100,10 @@ export function ExplorePage() {
     const problems = builderProblems(st);
     if (problems.length) throw new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: problems });
     setReport(null);
-    const body = await runReport(api, buildQuery(st, from.schema ?? []));
-    setReport(body);
-    return body;
+    // Exploring stores nothing: a report is saved only when asked (Save as report), an insight when named.
+    const answered = await runUnsaved(api, buildQuery(st, from.schema ?? []));
+    setReport(answered);
+    return answered;
   });
 
   // The URL holds the last query run: opening it (a shared link, Back, Forward) puts that query in the
@@ -123,7 +133,8 @@ export function ExplorePage() {
     e.preventDefault();
     const problems = builderProblems(current);
     if (problems.length) return run.setError(new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: problems }));
-    const url = exploreUrl(current, urlChart);
+    // An open insight stays open across runs, so Save still updates it.
+    const url = exploreUrl(current, urlChart) + (urlInsight ? `&insight=${encodeURIComponent(urlInsight)}` : '');
     // The same query again (a retry) stays on this history entry; a new one is a new entry, so Back returns to the last.
     if (url === href) void run.run(current);
     else navigate(url, { keepScroll: true });
@@ -144,7 +155,25 @@ export function ExplorePage() {
     setEstimate(answered);
   });
 
-  const err = run.error ?? estimateRun.error;
+  // What Save stores as the insight's chart: the one chosen, else the one the result view picks by itself.
+  const chartToSave: ChartType = chartType ?? (time ? 'line' : dimensions.length > 0 ? 'bar' : 'number');
+  const [naming, setNaming] = useState(false);
+  const [pinning, setPinning] = useState(false);
+  const [notice, setNotice] = useState<{ text: string; to?: string; link?: string } | null>(null);
+  const saveInsight = useAction(async () => {
+    if (!openInsight || !query) return;
+    const updated = await unwrap(api.openapi.PATCH('/analytics/insights/{id}', { params: { path: { id: openInsight.id } }, body: { query, chart: chartToSave } }));
+    insight.setData(() => updated);
+    setNotice({ text: `Saved “${updated.name}”.` });
+  });
+  const saveReport = useAction(async () => {
+    if (!query) return;
+    const answered = await unwrap(api.openapi.POST('/analytics/query', { body: { ...query, saveReport: true } }));
+    if (!('id' in answered)) throw new Error('a saved run was answered without a report');
+    navigate(`/analytics/reports/${answered.id}`);
+  });
+
+  const err = run.error ?? estimateRun.error ?? saveInsight.error ?? saveReport.error;
   const outputs = [...(time ? [time.field] : []), ...dimensions, ...names];
   const curl = query
     ? `curl -X POST ${window.location.origin}/v1/analytics/query \\\n  -H "Authorization: Bearer $API_KEY" \\\n  -H "Content-Type: application/json" \\\n  -d '${JSON.stringify(query)}'`
@@ -174,10 +203,24 @@ export function ExplorePage() {
   return (
     <>
       <PageHeader
-        title="Explore"
-        description="Build a query, see it as a chart and a table. Every query is saved as a report."
-        actions={<ButtonLink to="/analytics/reports">All reports</ButtonLink>}
+        title={openInsight ? `Explore: ${openInsight.name}` : 'Explore'}
+        description={
+          openInsight
+            ? 'Change the query and press Save to update this insight; its dashboard tiles show the change.'
+            : 'Build a query, see it as a chart and a table. Runs here are not stored: save the query as an insight, or as a report to download.'
+        }
+        actions={
+          <>
+            <ButtonLink to="/analytics/insights">Insights</ButtonLink>
+            <ButtonLink to="/analytics/reports">Reports</ButtonLink>
+          </>
+        }
       />
+      {notice && (
+        <p className="muted" role="status">
+          {notice.text} {notice.to && <Link to={notice.to}>{notice.link}</Link>}
+        </p>
+      )}
       <ErrorBanner error={sources.error} onRetry={() => void sources.reload()} />
       <div className="explore">
         <form className="builder card" onSubmit={submit} noValidate aria-label="Query builder">
@@ -525,17 +568,24 @@ export function ExplorePage() {
           <Card
             title="Result"
             actions={
-              report && (
+              query && (
                 <>
-                  <StatusBadge status={report.status} />
-                  {report.status === 'completed' && (
-                    <a className="btn btn-sm btn-secondary" href={`/v1/analytics/reports/${encodeURIComponent(report.id)}/export.csv`} download>
-                      Download CSV
-                    </a>
+                  {openInsight && (
+                    <Button size="sm" variant="primary" loading={saveInsight.pending} onClick={() => void saveInsight.run()}>
+                      Save
+                    </Button>
                   )}
-                  <Link to={`/analytics/reports/${report.id}`} className="btn btn-sm btn-ghost">
-                    Open report
-                  </Link>
+                  <Button size="sm" variant={openInsight ? 'secondary' : 'primary'} onClick={() => setNaming(true)}>
+                    {openInsight ? 'Save as new insight' : 'Save as insight'}
+                  </Button>
+                  {openInsight && (
+                    <Button size="sm" onClick={() => setPinning(true)}>
+                      Add to dashboard
+                    </Button>
+                  )}
+                  <Button size="sm" variant="ghost" loading={saveReport.pending} onClick={() => void saveReport.run()}>
+                    Save as report
+                  </Button>
                 </>
               )
             }
@@ -544,18 +594,13 @@ export function ExplorePage() {
             {run.pending ? (
               <Loading label="Running the query…" rows={5} />
             ) : report ? (
-              report.status === 'failed' ? (
-                <ErrorBanner error={new ApiError({ status: 422, code: 'report_failed', title: 'The query failed', detail: report.error ?? 'unknown error' })} />
-              ) : (
-                <>
-                  <p className="result-meta">
-                    <Badge>{formatNumber(report.rowCount)} rows</Badge>
-                    <Badge>{formatMs(report.durationMs)}</Badge>
-                    <span className="mono small muted">{report.id}</span>
-                  </p>
-                  <ResultView report={report} chartType={chartType} onChartType={setChartType} />
-                </>
-              )
+              <>
+                <p className="result-meta">
+                  <Badge>{formatNumber(report.rowCount)} rows</Badge>
+                  <Badge>{formatMs(report.durationMs)}</Badge>
+                </p>
+                <ResultView report={report} chartType={chartType} onChartType={setChartType} />
+              </>
             ) : (
               !err && (
                 <EmptyState title="Run a query to see results" icon="▦">
@@ -566,6 +611,28 @@ export function ExplorePage() {
           </Card>
         </section>
       </div>
+      <NameDialog
+        open={naming}
+        title={openInsight ? 'Save as a new insight' : 'Save as insight'}
+        label="Name"
+        initial={openInsight ? `${openInsight.name} (copy)` : ''}
+        confirmLabel="Save insight"
+        onClose={() => setNaming(false)}
+        onSubmit={async (name) => {
+          if (!query) return;
+          const created = await unwrap(api.openapi.POST('/analytics/insights', { body: { name, query, chart: chartToSave } }));
+          insight.setData(() => created);
+          // The insight is open now: Save updates it, and Add to dashboard pins it.
+          navigate(insightExploreUrl(created), { replace: true, keepScroll: true });
+          setNotice({ text: `Saved “${created.name}”.`, to: '/analytics/insights', link: 'All insights' });
+        }}
+      />
+      <PinDialog
+        open={pinning}
+        insightId={openInsight?.id ?? null}
+        onClose={() => setPinning(false)}
+        onPinned={(d) => setNotice({ text: `Added to “${d.name}”.`, to: `/analytics/dashboards/${d.id}`, link: 'Open the dashboard' })}
+      />
     </>
   );
 }

@@ -87,6 +87,12 @@ export const querySchema = z
       .boolean()
       .default(false)
       .describe('Validate and estimate only: answers 200 with the rows and bytes the query would read (from the Parquet metadata) and its plan, runs nothing and saves no report.'),
+    saveReport: z
+      .boolean()
+      .default(true)
+      .describe(
+        'Whether the run is saved as a report (the default). With false the query runs to its end within the time limit and answers 200 with the result itself (a QueryResult, which has no id and cannot be exported); nothing is stored and no report event is sent. Cannot be combined with `async: true`.',
+      ),
   })
   .meta({
     id: 'AnalyticsQuery',
@@ -105,6 +111,10 @@ export const querySchema = z
     ],
   });
 export type AnalyticsQuery = z.infer<typeof querySchema>;
+
+/** What an insight stores: the query, without the options of one run. */
+export const insightQuerySchema = querySchema.omit({ async: true, dryRun: true, saveReport: true }).meta({ id: 'InsightQuery' });
+export type InsightQuery = z.infer<typeof insightQuerySchema>;
 
 const scanFields = {
   rowsRead: z
@@ -179,6 +189,17 @@ export const reportSchema = z
   })
   .meta({ id: 'Report' });
 export type ReportDto = z.infer<typeof reportSchema>;
+/** A query's result as answered without saving a report (`saveReport: false`, or an insight run). */
+export const queryResultSchema = reportSchema
+  .pick({ query: true, columns: true, rows: true, rowCount: true, truncated: true, durationMs: true, statistics: true })
+  .extend({
+    saved: z.literal(false).describe('Always false: no report was saved, so there is no id to fetch or export.'),
+    totalRows: z.number().int().describe('Rows in the whole result, before `limit` and `offset`.'),
+    completedAt: isoDate,
+  })
+  .meta({ id: 'QueryResult' });
+export type QueryResultDto = z.infer<typeof queryResultSchema>;
+
 /** A list carries reports without their rows (up to MAX_RESULT_ROWS each); GET the report for them. */
 export const reportSummarySchema = reportSchema.omit({ rows: true }).meta({ id: 'ReportSummary' });
 export type ReportSummaryDto = z.infer<typeof reportSummarySchema>;
@@ -299,3 +320,101 @@ export const reportParquetSchema = z.string().meta({
   description:
     "Every row of the report's result as one Parquet file (zstd), without the 10,000-row cap and ignoring the query's limit and offset, in the query's order. Columns keep their types: times are TIMESTAMP (UTC), decimals DECIMAL, computed doubles rounded to 15 significant digits, and integers wider than 64 bits (sums of integer columns) DECIMAL(38, 0), exact.",
 });
+
+/** Names people give insights and dashboards: trimmed, 1 to 100 characters. */
+const displayName = (what: string) =>
+  z
+    .string()
+    .trim()
+    .min(1, `the ${what} needs a name`)
+    .max(100, `a ${what} name is at most 100 characters`)
+    .describe(`The ${what}'s name, 1 to 100 characters (leading and trailing spaces are removed).`);
+
+/** How the dashboard draws an insight; the API only keeps it. */
+export const INSIGHT_CHARTS = ['line', 'bar', 'area', 'table', 'number'] as const;
+const insightChart = z.enum(INSIGHT_CHARTS).describe('How the dashboard draws the result: a line, bar or area chart, a table, or one big number.');
+
+export const createInsightBody = z.strictObject({ name: displayName('insight'), query: insightQuerySchema, chart: insightChart.default('line') }).meta({ id: 'CreateInsight' });
+export const updateInsightBody = z
+  .strictObject({ name: displayName('insight').optional(), query: insightQuerySchema.optional(), chart: insightChart.optional() })
+  .refine((b) => b.name !== undefined || b.query !== undefined || b.chart !== undefined, { message: 'send a name, a query or a chart to change' })
+  .meta({ id: 'UpdateInsight' });
+
+export const insightSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    query: z.record(z.string(), z.unknown()).describe('The saved query (an InsightQuery).'),
+    chart: z.enum(INSIGHT_CHARTS),
+    createdAt: isoDate,
+    updatedAt: isoDate,
+  })
+  .meta({ id: 'Insight' });
+export type InsightDto = z.infer<typeof insightSchema>;
+export const insightListSchema = listOf(insightSchema).meta({ id: 'InsightList' });
+
+/** Dashboards lay tiles out on a grid 12 columns wide; rows go down as far as MAX_GRID_ROW. */
+export const GRID_COLUMNS = 12;
+export const MAX_GRID_ROW = 200;
+export const MAX_TILE_HEIGHT = 12;
+export const MAX_DASHBOARD_TILES = 30;
+
+const gridPlace = {
+  x: z
+    .number()
+    .int()
+    .min(0)
+    .max(GRID_COLUMNS - 1)
+    .describe(`The first grid column the tile covers, 0 to ${GRID_COLUMNS - 1}.`),
+  y: z.number().int().min(0).max(MAX_GRID_ROW).describe(`The first grid row the tile covers, 0 to ${MAX_GRID_ROW}.`),
+  w: z.number().int().min(1).max(GRID_COLUMNS).describe(`Columns wide, 1 to ${GRID_COLUMNS}; x + w is at most ${GRID_COLUMNS}.`),
+  h: z.number().int().min(1).max(MAX_TILE_HEIGHT).describe(`Rows high, 1 to ${MAX_TILE_HEIGHT}.`),
+};
+/** x + w within the grid; an x or w out of its own range is already reported on its own. */
+const fitsGrid = (t: { x?: number; w?: number }) => t.x === undefined || t.w === undefined || t.x >= GRID_COLUMNS || t.w > GRID_COLUMNS || t.x + t.w <= GRID_COLUMNS;
+const fitsGridIssue = { message: `the tile runs past the grid's ${GRID_COLUMNS} columns: x + w must be at most ${GRID_COLUMNS}`, path: ['w'] };
+
+export const addTileBody = z
+  .strictObject({
+    insightId: idSchema('ins'),
+    x: gridPlace.x.optional(),
+    y: gridPlace.y.optional(),
+    w: gridPlace.w.default(6),
+    h: gridPlace.h.default(4),
+  })
+  .refine(fitsGrid, fitsGridIssue)
+  .refine((t) => (t.x === undefined) === (t.y === undefined), { message: 'give both x and y, or neither (the tile then takes the first free place)', path: ['y'] })
+  .meta({ id: 'AddDashboardTile' });
+export const moveTileBody = z
+  .strictObject({ x: gridPlace.x.optional(), y: gridPlace.y.optional(), w: gridPlace.w.optional(), h: gridPlace.h.optional() })
+  .refine((b) => Object.keys(b).length > 0, { message: 'send x, y, w or h to change' })
+  .meta({ id: 'MoveDashboardTile' });
+
+export const createDashboardBody = z.strictObject({ name: displayName('dashboard') }).meta({ id: 'CreateDashboard' });
+export const updateDashboardBody = z.strictObject({ name: displayName('dashboard') }).meta({ id: 'UpdateDashboard' });
+
+export const dashboardTileSchema = z
+  .object({
+    id: z.string(),
+    insightId: z.string(),
+    ...gridPlace,
+    insight: insightSchema.describe('The insight the tile shows, as it is now.'),
+  })
+  .meta({ id: 'DashboardTile' });
+export const dashboardSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    tiles: z
+      .array(dashboardTileSchema)
+      .describe(
+        `The tiles in reading order (by row, then column), at most ${MAX_DASHBOARD_TILES}. Tiles never overlap; deleting an insight removes its tiles from every dashboard.`,
+      ),
+    createdAt: isoDate,
+    updatedAt: isoDate,
+  })
+  .meta({ id: 'Dashboard' });
+export type DashboardDto = z.infer<typeof dashboardSchema>;
+export const dashboardSummarySchema = dashboardSchema.omit({ tiles: true }).extend({ tileCount: z.number().int() }).meta({ id: 'DashboardSummary' });
+export type DashboardSummaryDto = z.infer<typeof dashboardSummarySchema>;
+export const dashboardListSchema = listOf(dashboardSummarySchema).meta({ id: 'DashboardList' });

@@ -409,12 +409,138 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Execute a custom analytics query; the result is saved as a report. With `dryRun: true`, only validate it and estimate what it would read. */
+        /** Execute a custom analytics query; the result is saved as a report. With `saveReport: false`, answer the result itself and save nothing; with `dryRun: true`, only validate it and estimate what it would read. */
         post: operations["runQuery"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/analytics/insights": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List saved insights (named queries), newest first. */
+        get: operations["listInsights"];
+        put?: never;
+        /** Save a query as a named insight, to run again and pin to dashboards. The query is checked against its source when it runs, not when it is saved. */
+        post: operations["createInsight"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/analytics/insights/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Retrieve one insight. */
+        get: operations["getInsight"];
+        put?: never;
+        post?: never;
+        /** Delete an insight; its tiles are removed from every dashboard it was pinned to. */
+        delete: operations["deleteInsight"];
+        options?: never;
+        head?: never;
+        /** Rename an insight, or replace its query or chart; the dashboards it is pinned to show the change. */
+        patch: operations["updateInsight"];
+        trace?: never;
+    };
+    "/analytics/insights/{id}/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run an insight's query on its source's current data and answer the result; no report is saved. */
+        post: operations["runInsight"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/analytics/dashboards": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List dashboards, newest first, without their tiles. */
+        get: operations["listDashboards"];
+        put?: never;
+        /** Create an empty named dashboard; pin insights to it with addDashboardTile. */
+        post: operations["createDashboard"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/analytics/dashboards/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Retrieve a dashboard with its tiles and the insight each shows; run each tile's insight (runInsight) for its current result. */
+        get: operations["getDashboard"];
+        put?: never;
+        post?: never;
+        /** Delete a dashboard; its insights stay. */
+        delete: operations["deleteDashboard"];
+        options?: never;
+        head?: never;
+        /** Rename a dashboard. */
+        patch: operations["updateDashboard"];
+        trace?: never;
+    };
+    "/analytics/dashboards/{id}/tiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pin an insight to a dashboard as a tile on its 12-column grid. Without x and y the tile takes the first free place in reading order (beside the last tile when its row has room, else below); tiles it would overlap move down to make room. */
+        post: operations["addDashboardTile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/analytics/dashboards/{id}/tiles/{tileId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove a tile from a dashboard; its insight stays. */
+        delete: operations["removeDashboardTile"];
+        options?: never;
+        head?: never;
+        /** Move or resize a tile; tiles it would overlap move down to make room. */
+        patch: operations["moveDashboardTile"];
         trace?: never;
     };
     "/models": {
@@ -1027,6 +1153,13 @@ export interface components {
              *     | `report_data_replaced` | 409 | analytics | A newer sync replaced the data the report was computed from; run the query again. |
              *     | `report_format_unavailable` | 409 | analytics | The report predates full exports and has only its CSV page; run the query again. |
              *     | `export_interrupted` | 503 | analytics | The export could not be completed; retry after Retry-After. |
+             *     | `query_failed` | 422 | analytics | A query run without saving a report (saveReport: false, or an insight run) failed; detail says why. |
+             *     | `query_interrupted` | 503 | analytics | A query run without saving a report was cut short by a service restart; retry after Retry-After. |
+             *     | `insight_not_found` | 404 | analytics | The insight does not exist or belongs to another account. |
+             *     | `dashboard_not_found` | 404 | analytics | The dashboard does not exist or belongs to another account. |
+             *     | `dashboard_tile_not_found` | 404 | analytics | The dashboard has no tile with this id. |
+             *     | `dashboard_full` | 409 | analytics | The dashboard already holds as many tiles as a dashboard may; remove one first. |
+             *     | `dashboard_changed` | 409 | analytics | The dashboard changed while the request ran (another edit of its tiles); read it again and retry. |
              *     | `model_not_found` | 404 | models | The model does not exist or belongs to another account. |
              *     | `model_version_not_found` | 404 | models | The model has no such version. |
              *     | `model_alias_not_found` | 404 | models | The model has no such alias. |
@@ -1746,6 +1879,7 @@ export interface components {
          * @description Every row of the report's result as one Parquet file (zstd), without the 10,000-row cap and ignoring the query's limit and offset, in the query's order. Columns keep their types: times are TIMESTAMP (UTC), decimals DECIMAL, computed doubles rounded to 15 significant digits, and integers wider than 64 bits (sums of integer columns) DECIMAL(38, 0), exact.
          */
         ReportParquet: string;
+        UnsavedQueryAnswer: components["schemas"]["QueryEstimate"] | components["schemas"]["QueryResult"];
         QueryEstimate: {
             /** @constant */
             dryRun: true;
@@ -1779,6 +1913,35 @@ export interface components {
                 /** @description DuckDB's physical plan, one operator per entry from the top, children indented by two spaces. */
                 operators: string[];
             };
+        };
+        QueryResult: {
+            query: {
+                [key: string]: unknown;
+            };
+            columns: {
+                name: string;
+                type: string;
+            }[];
+            /** @description One object per result row, by column name (at most `limit`, itself at most 10,000; the exports carry every row). Integers beyond ±(2^53 − 1), which a JSON number cannot carry exactly in most clients, come as strings of their exact digits; so do decimals that a double cannot hold exactly. Measures computed in floating point (sums, averages and quantiles of double columns, averages of integers) are rounded to 15 significant digits, the most a double always holds: `318.34`, not `318.34000000000003`. Values read from the data (dimensions, min, max) come as stored, single-precision floats as their shortest decimal. */
+            rows: {
+                [key: string]: string | number | boolean | null;
+            }[];
+            /** @description Rows in `rows`. */
+            rowCount: number;
+            /** @description True when the result has rows past this page (offset + rowCount < totalRows): raise `limit`, page with `offset`, or export the report for every row. Reports made before totals were recorded say true when their page filled its limit. */
+            truncated: boolean;
+            durationMs: number | null;
+            /** @description What the run cost; null while running, when failed, and for reports made before statistics were recorded. */
+            statistics: components["schemas"]["QueryStatistics"] | null;
+            /**
+             * @description Always false: no report was saved, so there is no id to fetch or export.
+             * @constant
+             */
+            saved: false;
+            /** @description Rows in the whole result, before `limit` and `offset`. */
+            totalRows: number;
+            /** @description ISO-8601 UTC timestamp */
+            completedAt: string;
         };
         /**
          * @example {
@@ -1872,6 +2035,11 @@ export interface components {
              * @default false
              */
             dryRun?: boolean;
+            /**
+             * @description Whether the run is saved as a report (the default). With false the query runs to its end within the time limit and answers 200 with the result itself (a QueryResult, which has no id and cannot be exported); nothing is stored and no report event is sent. Cannot be combined with `async: true`.
+             * @default true
+             */
+            saveReport?: boolean;
         };
         __schema0: {
             field: string;
@@ -1882,6 +2050,172 @@ export interface components {
             and: components["schemas"]["__schema0"][];
         } | {
             or: components["schemas"]["__schema0"][];
+        };
+        InsightList: {
+            data: components["schemas"]["Insight"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        Insight: {
+            id: string;
+            name: string;
+            /** @description The saved query (an InsightQuery). */
+            query: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            chart: "line" | "bar" | "area" | "table" | "number";
+            /** @description ISO-8601 UTC timestamp */
+            createdAt: string;
+            /** @description ISO-8601 UTC timestamp */
+            updatedAt: string;
+        };
+        CreateInsight: {
+            /** @description The insight's name, 1 to 100 characters (leading and trailing spaces are removed). */
+            name: string;
+            query: components["schemas"]["InsightQuery"];
+            /**
+             * @description How the dashboard draws the result: a line, bar or area chart, a table, or one big number.
+             * @default line
+             * @enum {string}
+             */
+            chart?: "line" | "bar" | "area" | "table" | "number";
+        };
+        InsightQuery: {
+            sourceId: string;
+            measures: {
+                /** @enum {string} */
+                op: "count" | "countDistinct" | "sum" | "avg" | "min" | "max" | "median" | "p90" | "p99";
+                field?: string;
+                as?: string;
+            }[];
+            /** @default [] */
+            dimensions?: string[];
+            timeDimension?: {
+                /** @description A timestamp column of the source. Other columns are refused with 400, strings included: ingestion types a text column as timestamp when every value in it is a time, so a string column holds values that are not times. */
+                field: string;
+                /** @enum {string} */
+                granularity: "hour" | "day" | "week" | "month" | "year";
+                /** @description The first instant included. An ISO-8601 time; without an offset (`2024-03-01` or `2024-03-01T08:00:00`) it is a local time in `timezone`. */
+                from?: string;
+                /** @description The first instant excluded; read like `from`. */
+                to?: string;
+                /**
+                 * @description The IANA time zone buckets follow: a day, week, month or year starts at local midnight there (23 or 25 hours long on a daylight-saving change), an hour at the local hour. Bucket times in results are the instants those buckets start, in UTC.
+                 * @default UTC
+                 */
+                timezone?: string;
+                /**
+                 * @description The day a week bucket starts on: 0 Sunday, 1 Monday (the default, as ISO-8601), … 6 Saturday.
+                 * @default 1
+                 */
+                weekStartsOn?: number;
+            };
+            /** @description Compare with another period in the same request: `previousPeriod` (as long as from..to, just before it), `previousYear` (the same local dates a year earlier) or an explicit `{from, to}` that does not overlap the range. Needs `timeDimension.from` and `to`. Each measure gets `<name>_previous`, `<name>_change` (current − previous) and `<name>_relativeChange` ((current − previous) / |previous|, null when the previous is 0 or missing); rows are the current period's buckets, the previous period's data shifted onto them. */
+            compareTo?: ("previousPeriod" | "previousYear") | {
+                /** @description ISO-8601 UTC timestamp */
+                from: string;
+                /** @description ISO-8601 UTC timestamp */
+                to: string;
+            };
+            /** @default [] */
+            filters?: components["schemas"]["__schema0"][];
+            /** @default [] */
+            orderBy?: {
+                field: string;
+                /**
+                 * @default asc
+                 * @enum {string}
+                 */
+                direction?: "asc" | "desc";
+            }[];
+            /** @default 1000 */
+            limit?: number;
+            /** @default 0 */
+            offset?: number;
+        };
+        UpdateInsight: {
+            /** @description The insight's name, 1 to 100 characters (leading and trailing spaces are removed). */
+            name?: string;
+            query?: components["schemas"]["InsightQuery"];
+            /**
+             * @description How the dashboard draws the result: a line, bar or area chart, a table, or one big number.
+             * @enum {string}
+             */
+            chart?: "line" | "bar" | "area" | "table" | "number";
+        };
+        DashboardList: {
+            data: components["schemas"]["DashboardSummary"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        DashboardSummary: {
+            id: string;
+            name: string;
+            /** @description ISO-8601 UTC timestamp */
+            createdAt: string;
+            /** @description ISO-8601 UTC timestamp */
+            updatedAt: string;
+            tileCount: number;
+        };
+        Dashboard: {
+            id: string;
+            name: string;
+            /** @description The tiles in reading order (by row, then column), at most 30. Tiles never overlap; deleting an insight removes its tiles from every dashboard. */
+            tiles: components["schemas"]["DashboardTile"][];
+            /** @description ISO-8601 UTC timestamp */
+            createdAt: string;
+            /** @description ISO-8601 UTC timestamp */
+            updatedAt: string;
+        };
+        DashboardTile: {
+            id: string;
+            insightId: string;
+            /** @description The first grid column the tile covers, 0 to 11. */
+            x: number;
+            /** @description The first grid row the tile covers, 0 to 200. */
+            y: number;
+            /** @description Columns wide, 1 to 12; x + w is at most 12. */
+            w: number;
+            /** @description Rows high, 1 to 12. */
+            h: number;
+            /** @description The insight the tile shows, as it is now. */
+            insight: components["schemas"]["Insight"];
+        };
+        CreateDashboard: {
+            /** @description The dashboard's name, 1 to 100 characters (leading and trailing spaces are removed). */
+            name: string;
+        };
+        UpdateDashboard: {
+            /** @description The dashboard's name, 1 to 100 characters (leading and trailing spaces are removed). */
+            name: string;
+        };
+        AddDashboardTile: {
+            insightId: string;
+            /** @description The first grid column the tile covers, 0 to 11. */
+            x?: number;
+            /** @description The first grid row the tile covers, 0 to 200. */
+            y?: number;
+            /**
+             * @description Columns wide, 1 to 12; x + w is at most 12.
+             * @default 6
+             */
+            w?: number;
+            /**
+             * @description Rows high, 1 to 12.
+             * @default 4
+             */
+            h?: number;
+        };
+        MoveDashboardTile: {
+            /** @description The first grid column the tile covers, 0 to 11. */
+            x?: number;
+            /** @description The first grid row the tile covers, 0 to 200. */
+            y?: number;
+            /** @description Columns wide, 1 to 12; x + w is at most 12. */
+            w?: number;
+            /** @description Rows high, 1 to 12. */
+            h?: number;
         };
         ModelList: {
             data: components["schemas"]["Model"][];
@@ -7734,7 +8068,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description A dry run (`dryRun: true`): the estimate and plan; nothing ran and no report was saved. */
+            /** @description A dry run (`dryRun: true`): the estimate and plan (QueryEstimate); nothing ran. A run without a report (`saveReport: false`): the result (QueryResult). Neither saves a report. */
             200: {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
@@ -7756,50 +8090,84 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "dryRun": true,
-                     *       "estimate": {
-                     *         "rowsRead": 48213,
-                     *         "bytesRead": 731904,
-                     *         "rowGroups": 1,
-                     *         "rowGroupsTotal": 1
-                     *       },
-                     *       "limit": {
-                     *         "plan": "professional",
-                     *         "maxBytesRead": 21474836480,
-                     *         "withinLimit": true
-                     *       },
-                     *       "plan": {
-                     *         "columns": [
+                     *       "saved": false,
+                     *       "query": {
+                     *         "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *         "measures": [
                      *           {
-                     *             "name": "country",
-                     *             "role": "dimension"
+                     *             "op": "count",
+                     *             "as": "orders"
                      *           },
                      *           {
-                     *             "name": "orders",
-                     *             "role": "measure"
-                     *           },
-                     *           {
-                     *             "name": "revenue",
-                     *             "role": "measure"
+                     *             "op": "sum",
+                     *             "field": "amount",
+                     *             "as": "revenue"
                      *           }
                      *         ],
-                     *         "reads": [
-                     *           "country",
-                     *           "amount",
-                     *           "status"
+                     *         "dimensions": [
+                     *           "country"
                      *         ],
-                     *         "operators": [
-                     *           "TOP_N",
-                     *           "  PROJECTION",
-                     *           "    WINDOW",
-                     *           "      HASH_GROUP_BY",
-                     *           "        PROJECTION",
-                     *           "          READ_PARQUET"
-                     *         ]
-                     *       }
+                     *         "filters": [
+                     *           {
+                     *             "field": "status",
+                     *             "op": "eq",
+                     *             "value": "paid"
+                     *           }
+                     *         ],
+                     *         "orderBy": [
+                     *           {
+                     *             "field": "revenue",
+                     *             "direction": "desc"
+                     *           }
+                     *         ],
+                     *         "limit": 3,
+                     *         "timeDimension": null,
+                     *         "offset": 0
+                     *       },
+                     *       "columns": [
+                     *         {
+                     *           "name": "country",
+                     *           "type": "string"
+                     *         },
+                     *         {
+                     *           "name": "orders",
+                     *           "type": "integer"
+                     *         },
+                     *         {
+                     *           "name": "revenue",
+                     *           "type": "number"
+                     *         }
+                     *       ],
+                     *       "rows": [
+                     *         {
+                     *           "country": "DE",
+                     *           "orders": 9120,
+                     *           "revenue": 418233.5
+                     *         },
+                     *         {
+                     *           "country": "FR",
+                     *           "orders": 7044,
+                     *           "revenue": 301877.25
+                     *         },
+                     *         {
+                     *           "country": "GB",
+                     *           "orders": 6391,
+                     *           "revenue": 287410.9
+                     *         }
+                     *       ],
+                     *       "rowCount": 3,
+                     *       "totalRows": 27,
+                     *       "truncated": true,
+                     *       "durationMs": 38.2,
+                     *       "statistics": {
+                     *         "elapsedMs": 38.2,
+                     *         "rowsRead": 48213,
+                     *         "bytesRead": 731904
+                     *       },
+                     *       "completedAt": "2026-11-20T09:22:40.118Z"
                      *     }
                      */
-                    "application/json": components["schemas"]["QueryEstimate"];
+                    "application/json": components["schemas"]["UnsavedQueryAnswer"];
                 };
             };
             /** @description Success. */
@@ -8070,8 +8438,2394 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The query would read more bytes than one query may on the account's plan (the detail names the limit). Or: The Idempotency-Key was used before with a different request body. */
+            /** @description The query would read more bytes than one query may on the account's plan (the detail names the limit), or, with `saveReport: false`, it failed (query_failed). Or: The Idempotency-Key was used before with a different request body. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listInsights: {
+        parameters: {
+            query?: {
+                /** @description page size, given once */
+                limit?: number;
+                /** @description the nextCursor of the previous page of this same list, as it was given; any other value is refused with 400 (validation_failed) */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "ins_01JD3B2D4E6F8G0H2J4K6M8N0P",
+                     *           "name": "Revenue by country",
+                     *           "query": {
+                     *             "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *             "measures": [
+                     *               {
+                     *                 "op": "count",
+                     *                 "as": "orders"
+                     *               },
+                     *               {
+                     *                 "op": "sum",
+                     *                 "field": "amount",
+                     *                 "as": "revenue"
+                     *               }
+                     *             ],
+                     *             "dimensions": [
+                     *               "country"
+                     *             ],
+                     *             "filters": [
+                     *               {
+                     *                 "field": "status",
+                     *                 "op": "eq",
+                     *                 "value": "paid"
+                     *               }
+                     *             ],
+                     *             "orderBy": [
+                     *               {
+                     *                 "field": "revenue",
+                     *                 "direction": "desc"
+                     *               }
+                     *             ],
+                     *             "limit": 3,
+                     *             "offset": 0
+                     *           },
+                     *           "chart": "bar",
+                     *           "createdAt": "2026-11-20T09:23:01.450Z",
+                     *           "updatedAt": "2026-11-20T09:23:01.450Z"
+                     *         }
+                     *       ],
+                     *       "hasMore": false,
+                     *       "nextCursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["InsightList"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the analytics:read scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createInsight: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 h and replayed for the same key and body; the same key with another body is a 422, and a retry while the first request runs is a 409. 1 to 255 visible ASCII characters; anything else is a 400. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Revenue by country",
+                 *       "query": {
+                 *         "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                 *         "measures": [
+                 *           {
+                 *             "op": "count",
+                 *             "as": "orders"
+                 *           },
+                 *           {
+                 *             "op": "sum",
+                 *             "field": "amount",
+                 *             "as": "revenue"
+                 *           }
+                 *         ],
+                 *         "dimensions": [
+                 *           "country"
+                 *         ],
+                 *         "filters": [
+                 *           {
+                 *             "field": "status",
+                 *             "op": "eq",
+                 *             "value": "paid"
+                 *           }
+                 *         ],
+                 *         "orderBy": [
+                 *           {
+                 *             "field": "revenue",
+                 *             "direction": "desc"
+                 *           }
+                 *         ],
+                 *         "limit": 3
+                 *       },
+                 *       "chart": "bar"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateInsight"];
+            };
+        };
+        responses: {
+            /** @description Success. */
+            201: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "ins_01JD3B2D4E6F8G0H2J4K6M8N0P",
+                     *       "name": "Revenue by country",
+                     *       "query": {
+                     *         "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *         "measures": [
+                     *           {
+                     *             "op": "count",
+                     *             "as": "orders"
+                     *           },
+                     *           {
+                     *             "op": "sum",
+                     *             "field": "amount",
+                     *             "as": "revenue"
+                     *           }
+                     *         ],
+                     *         "dimensions": [
+                     *           "country"
+                     *         ],
+                     *         "filters": [
+                     *           {
+                     *             "field": "status",
+                     *             "op": "eq",
+                     *             "value": "paid"
+                     *           }
+                     *         ],
+                     *         "orderBy": [
+                     *           {
+                     *             "field": "revenue",
+                     *             "direction": "desc"
+                     *           }
+                     *         ],
+                     *         "limit": 3,
+                     *         "offset": 0
+                     *       },
+                     *       "chart": "bar",
+                     *       "createdAt": "2026-11-20T09:23:01.450Z",
+                     *       "updatedAt": "2026-11-20T09:23:01.450Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Insight"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the analytics:write scope; or a dashboard request did not send its x-csrf-token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A request with the same Idempotency-Key is still in progress; see Retry-After. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Idempotency-Key was used before with a different request body. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getInsight: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "ins_01JD3B2D4E6F8G0H2J4K6M8N0P",
+                     *       "name": "Revenue by country",
+                     *       "query": {
+                     *         "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *         "measures": [
+                     *           {
+                     *             "op": "count",
+                     *             "as": "orders"
+                     *           },
+                     *           {
+                     *             "op": "sum",
+                     *             "field": "amount",
+                     *             "as": "revenue"
+                     *           }
+                     *         ],
+                     *         "dimensions": [
+                     *           "country"
+                     *         ],
+                     *         "filters": [
+                     *           {
+                     *             "field": "status",
+                     *             "op": "eq",
+                     *             "value": "paid"
+                     *           }
+                     *         ],
+                     *         "orderBy": [
+                     *           {
+                     *             "field": "revenue",
+                     *             "direction": "desc"
+                     *           }
+                     *         ],
+                     *         "limit": 3,
+                     *         "offset": 0
+                     *       },
+                     *       "chart": "bar",
+                     *       "createdAt": "2026-11-20T09:23:01.450Z",
+                     *       "updatedAt": "2026-11-20T09:23:01.450Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Insight"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the analytics:read scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource does not exist (or belongs to another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteInsight: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done; no content. */
+            204: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the analytics:write scope; or a dashboard request did not send its x-csrf-token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource does not exist (or belongs to another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateInsight: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Paid revenue by country"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateInsight"];
+            };
+        };
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "ins_01JD3B2D4E6F8G0H2J4K6M8N0P",
+                     *       "name": "Revenue by country",
+                     *       "query": {
+                     *         "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *         "measures": [
+                     *           {
+                     *             "op": "count",
+                     *             "as": "orders"
+                     *           },
+                     *           {
+                     *             "op": "sum",
+                     *             "field": "amount",
+                     *             "as": "revenue"
+                     *           }
+                     *         ],
+                     *         "dimensions": [
+                     *           "country"
+                     *         ],
+                     *         "filters": [
+                     *           {
+                     *             "field": "status",
+                     *             "op": "eq",
+                     *             "value": "paid"
+                     *           }
+                     *         ],
+                     *         "orderBy": [
+                     *           {
+                     *             "field": "revenue",
+                     *             "direction": "desc"
+                     *           }
+                     *         ],
+                     *         "limit": 3,
+                     *         "offset": 0
+                     *       },
+                     *       "chart": "bar",
+                     *       "createdAt": "2026-11-20T09:23:01.450Z",
+                     *       "updatedAt": "2026-11-20T09:23:01.450Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Insight"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the analytics:write scope; or a dashboard request did not send its x-csrf-token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource does not exist (or belongs to another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    runInsight: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 h and replayed for the same key and body; the same key with another body is a 422, and a retry while the first request runs is a 409. 1 to 255 visible ASCII characters; anything else is a 400. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "saved": false,
+                     *       "query": {
+                     *         "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *         "measures": [
+                     *           {
+                     *             "op": "count",
+                     *             "as": "orders"
+                     *           },
+                     *           {
+                     *             "op": "sum",
+                     *             "field": "amount",
+                     *             "as": "revenue"
+                     *           }
+                     *         ],
+                     *         "dimensions": [
+                     *           "country"
+                     *         ],
+                     *         "filters": [
+                     *           {
+                     *             "field": "status",
+                     *             "op": "eq",
+                     *             "value": "paid"
+                     *           }
+                     *         ],
+                     *         "orderBy": [
+                     *           {
+                     *             "field": "revenue",
+                     *             "direction": "desc"
+                     *           }
+                     *         ],
+                     *         "limit": 3,
+                     *         "timeDimension": null,
+                     *         "offset": 0
+                     *       },
+                     *       "columns": [
+                     *         {
+                     *           "name": "country",
+                     *           "type": "string"
+                     *         },
+                     *         {
+                     *           "name": "orders",
+                     *           "type": "integer"
+                     *         },
+                     *         {
+                     *           "name": "revenue",
+                     *           "type": "number"
+                     *         }
+                     *       ],
+                     *       "rows": [
+                     *         {
+                     *           "country": "DE",
+                     *           "orders": 9120,
+                     *           "revenue": 418233.5
+                     *         },
+                     *         {
+                     *           "country": "FR",
+                     *           "orders": 7044,
+                     *           "revenue": 301877.25
+                     *         },
+                     *         {
+                     *           "country": "GB",
+                     *           "orders": 6391,
+                     *           "revenue": 287410.9
+                     *         }
+                     *       ],
+                     *       "rowCount": 3,
+                     *       "totalRows": 27,
+                     *       "truncated": true,
+                     *       "durationMs": 38.2,
+                     *       "statistics": {
+                     *         "elapsedMs": 38.2,
+                     *         "rowsRead": 48213,
+                     *         "bytesRead": 731904
+                     *       },
+                     *       "completedAt": "2026-11-20T09:22:40.118Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["QueryResult"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the analytics:read scope; or a dashboard request did not send its x-csrf-token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The insight, or its source, does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The source is not ready or has no data yet, or the account already runs as many queries as it may at once. Or: A request with the same Idempotency-Key is still in progress; see Retry-After. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The query would read more than the plan allows per query, or it failed (query_failed; the detail says why, e.g. a field the source no longer has). Or: The Idempotency-Key was used before with a different request body. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listDashboards: {
+        parameters: {
+            query?: {
+                /** @description page size, given once */
+                limit?: number;
+                /** @description the nextCursor of the previous page of this same list, as it was given; any other value is refused with 400 (validation_failed) */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "dsh_01JD3B5G7H9J1K3M5N7P9Q1R3S",
+                     *           "name": "Sales",
+                     *           "tileCount": 1,
+                     *           "createdAt": "2026-11-20T09:24:10.002Z",
+                     *           "updatedAt": "2026-11-20T09:24:31.870Z"
+                     *         }
+                     *       ],
+                     *       "hasMore": false,
+                     *       "nextCursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DashboardList"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the analytics:read scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createDashboard: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 h and replayed for the same key and body; the same key with another body is a 422, and a retry while the first request runs is a 409. 1 to 255 visible ASCII characters; anything else is a 400. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Sales"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateDashboard"];
+            };
+        };
+        responses: {
+            /** @description Success. */
+            201: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "dsh_01JD3B5G7H9J1K3M5N7P9Q1R3S",
+                     *       "name": "Sales",
+                     *       "tiles": [
+                     *         {
+                     *           "id": "til_01JD3B8K0M2N4P6Q8R0S2T4V6W",
+                     *           "insightId": "ins_01JD3B2D4E6F8G0H2J4K6M8N0P",
+                     *           "x": 0,
+                     *           "y": 0,
+                     *           "w": 6,
+                     *           "h": 4,
+                     *           "insight": {
+                     *             "id": "ins_01JD3B2D4E6F8G0H2J4K6M8N0P",
+                     *             "name": "Revenue by country",
+                     *             "query": {
+                     *               "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *               "measures": [
+                     *                 {
+                     *                   "op": "count",
+                     *                   "as": "orders"
+                     *                 },
+                     *                 {
+                     *                   "op": "sum",
+                     *                   "field": "amount",
+                     *                   "as": "revenue"
+                     *                 }
+                     *               ],
+                     *               "dimensions": [
+                     *                 "country"
+                     *               ],
+                     *               "filters": [
+                     *                 {
+                     *                   "field": "status",
+                     *                   "op": "eq",
+                     *                   "value": "paid"
+                     *                 }
+                     *               ],
+                     *               "orderBy": [
+                     *                 {
+                     *                   "field": "revenue",
+                     *                   "direction": "desc"
+                     *                 }
+                     *               ],
+                     *               "limit": 3,
+                     *               "offset": 0
+                     *             },
+                     *             "chart": "bar",
+                     *             "createdAt": "2026-11-20T09:23:01.450Z",
+                     *             "updatedAt": "2026-11-20T09:23:01.450Z"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "createdAt": "2026-11-20T09:24:10.002Z",
+                     *       "updatedAt": "2026-11-20T09:24:31.870Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Dashboard"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the analytics:write scope; or a dashboard request did not send its x-csrf-token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A request with the same Idempotency-Key is still in progress; see Retry-After. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Idempotency-Key was used before with a different request body. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getDashboard: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "dsh_01JD3B5G7H9J1K3M5N7P9Q1R3S",
+                     *       "name": "Sales",
+                     *       "tiles": [
+                     *         {
+                     *           "id": "til_01JD3B8K0M2N4P6Q8R0S2T4V6W",
+                     *           "insightId": "ins_01JD3B2D4E6F8G0H2J4K6M8N0P",
+                     *           "x": 0,
+                     *           "y": 0,
+                     *           "w": 6,
+                     *           "h": 4,
+                     *           "insight": {
+                     *             "id": "ins_01JD3B2D4E6F8G0H2J4K6M8N0P",
+                     *             "name": "Revenue by country",
+                     *             "query": {
+                     *               "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *               "measures": [
+                     *                 {
+                     *                   "op": "count",
+                     *                   "as": "orders"
+                     *                 },
+                     *                 {
+                     *                   "op": "sum",
+                     *                   "field": "amount",
+                     *                   "as": "revenue"
+                     *                 }
+                     *               ],
+                     *               "dimensions": [
+                     *                 "country"
+                     *               ],
+                     *               "filters": [
+                     *                 {
+                     *                   "field": "status",
+                     *                   "op": "eq",
+                     *                   "value": "paid"
+                     *                 }
+                     *               ],
+                     *               "orderBy": [
+                     *                 {
+                     *                   "field": "revenue",
+                     *                   "direction": "desc"
+                     *                 }
+                     *               ],
+                     *               "limit": 3,
+                     *               "offset": 0
+                     *             },
+                     *             "chart": "bar",
+                     *             "createdAt": "2026-11-20T09:23:01.450Z",
+                     *             "updatedAt": "2026-11-20T09:23:01.450Z"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "createdAt": "2026-11-20T09:24:10.002Z",
+                     *       "updatedAt": "2026-11-20T09:24:31.870Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Dashboard"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the analytics:read scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource does not exist (or belongs to another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteDashboard: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done; no content. */
+            204: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the analytics:write scope; or a dashboard request did not send its x-csrf-token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource does not exist (or belongs to another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateDashboard: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Sales (weekly)"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateDashboard"];
+            };
+        };
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "dsh_01JD3B5G7H9J1K3M5N7P9Q1R3S",
+                     *       "name": "Sales",
+                     *       "tiles": [
+                     *         {
+                     *           "id": "til_01JD3B8K0M2N4P6Q8R0S2T4V6W",
+                     *           "insightId": "ins_01JD3B2D4E6F8G0H2J4K6M8N0P",
+                     *           "x": 0,
+                     *           "y": 0,
+                     *           "w": 6,
+                     *           "h": 4,
+                     *           "insight": {
+                     *             "id": "ins_01JD3B2D4E6F8G0H2J4K6M8N0P",
+                     *             "name": "Revenue by country",
+                     *             "query": {
+                     *               "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *               "measures": [
+                     *                 {
+                     *                   "op": "count",
+                     *                   "as": "orders"
+                     *                 },
+                     *                 {
+                     *                   "op": "sum",
+                     *                   "field": "amount",
+                     *                   "as": "revenue"
+                     *                 }
+                     *               ],
+                     *               "dimensions": [
+                     *                 "country"
+                     *               ],
+                     *               "filters": [
+                     *                 {
+                     *                   "field": "status",
+                     *                   "op": "eq",
+                     *                   "value": "paid"
+                     *                 }
+                     *               ],
+                     *               "orderBy": [
+                     *                 {
+                     *                   "field": "revenue",
+                     *                   "direction": "desc"
+                     *                 }
+                     *               ],
+                     *               "limit": 3,
+                     *               "offset": 0
+                     *             },
+                     *             "chart": "bar",
+                     *             "createdAt": "2026-11-20T09:23:01.450Z",
+                     *             "updatedAt": "2026-11-20T09:23:01.450Z"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "createdAt": "2026-11-20T09:24:10.002Z",
+                     *       "updatedAt": "2026-11-20T09:24:31.870Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Dashboard"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the analytics:write scope; or a dashboard request did not send its x-csrf-token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource does not exist (or belongs to another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    addDashboardTile: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 h and replayed for the same key and body; the same key with another body is a 422, and a retry while the first request runs is a 409. 1 to 255 visible ASCII characters; anything else is a 400. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "insightId": "ins_01JD3B2D4E6F8G0H2J4K6M8N0P",
+                 *       "w": 6,
+                 *       "h": 4
+                 *     }
+                 */
+                "application/json": components["schemas"]["AddDashboardTile"];
+            };
+        };
+        responses: {
+            /** @description Success. */
+            201: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "dsh_01JD3B5G7H9J1K3M5N7P9Q1R3S",
+                     *       "name": "Sales",
+                     *       "tiles": [
+                     *         {
+                     *           "id": "til_01JD3B8K0M2N4P6Q8R0S2T4V6W",
+                     *           "insightId": "ins_01JD3B2D4E6F8G0H2J4K6M8N0P",
+                     *           "x": 0,
+                     *           "y": 0,
+                     *           "w": 6,
+                     *           "h": 4,
+                     *           "insight": {
+                     *             "id": "ins_01JD3B2D4E6F8G0H2J4K6M8N0P",
+                     *             "name": "Revenue by country",
+                     *             "query": {
+                     *               "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *               "measures": [
+                     *                 {
+                     *                   "op": "count",
+                     *                   "as": "orders"
+                     *                 },
+                     *                 {
+                     *                   "op": "sum",
+                     *                   "field": "amount",
+                     *                   "as": "revenue"
+                     *                 }
+                     *               ],
+                     *               "dimensions": [
+                     *                 "country"
+                     *               ],
+                     *               "filters": [
+                     *                 {
+                     *                   "field": "status",
+                     *                   "op": "eq",
+                     *                   "value": "paid"
+                     *                 }
+                     *               ],
+                     *               "orderBy": [
+                     *                 {
+                     *                   "field": "revenue",
+                     *                   "direction": "desc"
+                     *                 }
+                     *               ],
+                     *               "limit": 3,
+                     *               "offset": 0
+                     *             },
+                     *             "chart": "bar",
+                     *             "createdAt": "2026-11-20T09:23:01.450Z",
+                     *             "updatedAt": "2026-11-20T09:23:01.450Z"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "createdAt": "2026-11-20T09:24:10.002Z",
+                     *       "updatedAt": "2026-11-20T09:24:31.870Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Dashboard"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the analytics:write scope; or a dashboard request did not send its x-csrf-token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The dashboard or the insight does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The dashboard already holds the most tiles it may (dashboard_full), or changed meanwhile (dashboard_changed). Or: A request with the same Idempotency-Key is still in progress; see Retry-After. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Idempotency-Key was used before with a different request body. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    removeDashboardTile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+                /** @description Resource identifier. */
+                tileId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "dsh_01JD3B5G7H9J1K3M5N7P9Q1R3S",
+                     *       "name": "Sales",
+                     *       "tiles": [
+                     *         {
+                     *           "id": "til_01JD3B8K0M2N4P6Q8R0S2T4V6W",
+                     *           "insightId": "ins_01JD3B2D4E6F8G0H2J4K6M8N0P",
+                     *           "x": 0,
+                     *           "y": 0,
+                     *           "w": 6,
+                     *           "h": 4,
+                     *           "insight": {
+                     *             "id": "ins_01JD3B2D4E6F8G0H2J4K6M8N0P",
+                     *             "name": "Revenue by country",
+                     *             "query": {
+                     *               "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *               "measures": [
+                     *                 {
+                     *                   "op": "count",
+                     *                   "as": "orders"
+                     *                 },
+                     *                 {
+                     *                   "op": "sum",
+                     *                   "field": "amount",
+                     *                   "as": "revenue"
+                     *                 }
+                     *               ],
+                     *               "dimensions": [
+                     *                 "country"
+                     *               ],
+                     *               "filters": [
+                     *                 {
+                     *                   "field": "status",
+                     *                   "op": "eq",
+                     *                   "value": "paid"
+                     *                 }
+                     *               ],
+                     *               "orderBy": [
+                     *                 {
+                     *                   "field": "revenue",
+                     *                   "direction": "desc"
+                     *                 }
+                     *               ],
+                     *               "limit": 3,
+                     *               "offset": 0
+                     *             },
+                     *             "chart": "bar",
+                     *             "createdAt": "2026-11-20T09:23:01.450Z",
+                     *             "updatedAt": "2026-11-20T09:23:01.450Z"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "createdAt": "2026-11-20T09:24:10.002Z",
+                     *       "updatedAt": "2026-11-20T09:24:31.870Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Dashboard"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the analytics:write scope; or a dashboard request did not send its x-csrf-token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The dashboard or the tile does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The dashboard changed meanwhile (dashboard_changed). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service behind the gateway failed to answer. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service or one of its dependencies is temporarily unavailable; see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    moveDashboardTile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource identifier. */
+                id: string;
+                /** @description Resource identifier. */
+                tileId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "x": 6,
+                 *       "y": 0
+                 *     }
+                 */
+                "application/json": components["schemas"]["MoveDashboardTile"];
+            };
+        };
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    /** @description The request id, also in logs and error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
+                    RateLimit?: string;
+                    /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Requests allowed per minute on the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current sliding window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time (seconds) when a request slot frees up. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "dsh_01JD3B5G7H9J1K3M5N7P9Q1R3S",
+                     *       "name": "Sales",
+                     *       "tiles": [
+                     *         {
+                     *           "id": "til_01JD3B8K0M2N4P6Q8R0S2T4V6W",
+                     *           "insightId": "ins_01JD3B2D4E6F8G0H2J4K6M8N0P",
+                     *           "x": 0,
+                     *           "y": 0,
+                     *           "w": 6,
+                     *           "h": 4,
+                     *           "insight": {
+                     *             "id": "ins_01JD3B2D4E6F8G0H2J4K6M8N0P",
+                     *             "name": "Revenue by country",
+                     *             "query": {
+                     *               "sourceId": "src_01JD2W0A4B6C8D0E2F4G6H8J0K",
+                     *               "measures": [
+                     *                 {
+                     *                   "op": "count",
+                     *                   "as": "orders"
+                     *                 },
+                     *                 {
+                     *                   "op": "sum",
+                     *                   "field": "amount",
+                     *                   "as": "revenue"
+                     *                 }
+                     *               ],
+                     *               "dimensions": [
+                     *                 "country"
+                     *               ],
+                     *               "filters": [
+                     *                 {
+                     *                   "field": "status",
+                     *                   "op": "eq",
+                     *                   "value": "paid"
+                     *                 }
+                     *               ],
+                     *               "orderBy": [
+                     *                 {
+                     *                   "field": "revenue",
+                     *                   "direction": "desc"
+                     *                 }
+                     *               ],
+                     *               "limit": 3,
+                     *               "offset": 0
+                     *             },
+                     *             "chart": "bar",
+                     *             "createdAt": "2026-11-20T09:23:01.450Z",
+                     *             "updatedAt": "2026-11-20T09:23:01.450Z"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "createdAt": "2026-11-20T09:24:10.002Z",
+                     *       "updatedAt": "2026-11-20T09:24:31.870Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Dashboard"];
+                };
+            };
+            /** @description The request is malformed or fails validation; errors[] names each invalid field (at most 100, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than 32 levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key or session is missing or invalid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden: the API key lacks the analytics:write scope; or a dashboard request did not send its x-csrf-token. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The dashboard or the tile does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The dashboard changed meanwhile (dashboard_changed). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -3,6 +3,19 @@ import { DomainError, notFound, type FieldError } from '@dap/errors';
 /** The analytics domain's errors, by their codes in @dap/errors; statuses are chosen at the edge. */
 export const sourceNotFound = () => notFound('source_not_found', 'source');
 export const reportNotFound = () => notFound('report_not_found', 'report');
+export const insightNotFound = () => notFound('insight_not_found', 'insight');
+export const dashboardNotFound = () => notFound('dashboard_not_found', 'dashboard');
+export const tileNotFound = () => notFound('dashboard_tile_not_found', 'tile');
+
+/** A body that passed its schema but does not fit the resource: errors[] names the fields. */
+export const bodyInvalid = (errors: FieldError[]) =>
+  new DomainError('validation_failed', `the body is invalid: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, { errors });
+
+export const dashboardFull = (max: number) =>
+  new DomainError('dashboard_full', `the dashboard already holds ${max} tiles, the most a dashboard may; remove a tile first, or pin the insight to another dashboard`);
+
+export const dashboardChanged = () =>
+  new DomainError('dashboard_changed', 'the dashboard changed while the request ran (another edit of its tiles); read it again and retry', { retryAfterSeconds: 1 });
 
 /** The query does not fit the source: every part that does not is in errors[]. */
 export const queryInvalid = (errors: FieldError[]) =>
@@ -28,6 +41,10 @@ export const reportDataReplaced = (id: string) =>
     'report_data_replaced',
     `report ${id} cannot be exported in full: the data it was computed from has been replaced by a newer sync of its source; run the query again to export the current data`,
   );
+
+/** A run without a report has nowhere to record its failure: it is the answer. */
+export const queryFailed = (reason: string) => new DomainError('query_failed', reason);
+export const queryInterrupted = (reason: string) => new DomainError('query_interrupted', reason, { retryAfterSeconds: 1 });
 
 export const exportInterrupted = (cause: Error) => new DomainError('export_interrupted', cause.message, { retryAfterSeconds: 1, cause });
 

@@ -11,6 +11,8 @@ import { estimateScan, timeSpan, type ScanEstimate } from './scan-estimate.ts';
 import {
   FAILURE,
   exportInterrupted,
+  queryFailed,
+  queryInterrupted,
   reportDataReplaced,
   reportMadeBeforeExports,
   reportNotExportable,
@@ -73,6 +75,23 @@ interface QueryRun {
   recompile: (file: string) => Promise<{ compiled: CompiledQuery; read: ScanEstimate }>;
 }
 
+type Outcome =
+  | { ok: true; result: TableResult; total: number; rowsJson: string; read: ScanEstimate; durationMs: number }
+  | { ok: false; error: string; interrupted: boolean; durationMs: number };
+
+/** The result of a run that stored no report. */
+export interface UnsavedResult {
+  query: Omit<AnalyticsQuery, 'async' | 'dryRun' | 'saveReport'>;
+  columns: TableResult['columns'];
+  rows: TableResult['rows'];
+  rowCount: number;
+  totalRows: number;
+  truncated: boolean;
+  durationMs: number;
+  statistics: QueryStatistics;
+  completedAt: Date;
+}
+
 /** A stale report is one older than any query can run, plus this much for the final write. */
 const STALE_GRACE_MS = 60_000;
 
@@ -93,6 +112,76 @@ export class ReportsService {
 
   /** Returns the report, and whether it is still running (202) or already finished (201). */
   async run(caller: CallerContext, query: AnalyticsQuery): Promise<{ report: ReportDoc; accepted: boolean }> {
+    const { accountId } = caller;
+    const { source, runOn, running } = await this.plan(caller, query);
+
+    this.admit(accountId, running);
+    let report: ReportDoc;
+    try {
+      report = await this.deps.reports.insert(accountId, {
+        _id: newId('rpt'),
+        sourceId: source._id,
+        query,
+        status: 'running',
+        error: null,
+        columns: [],
+        rows: [],
+        rowCount: 0,
+        totalRows: null,
+        truncated: false,
+        dataFile: runOn.file,
+        durationMs: null,
+        statistics: null,
+        createdAt: new Date(),
+        completedAt: null,
+      });
+    } catch (err) {
+      this.release(accountId);
+      throw err;
+    }
+    const outcome = this.execute(report, runOn, caller.requestId).finally(() => this.release(accountId));
+    this.track(outcome);
+    if (query.async) return { report, accepted: true };
+    const settled = await settleWithin(outcome, this.deps.limits.budgetMs);
+    return settled.done ? { report: settled.value, accepted: false } : { report, accepted: true };
+  }
+
+  /**
+   * Runs a query to its end (within the time limit) and answers its result, storing nothing: Explore's runs and
+   * insights' runs, which would otherwise leave a report behind each time. Holds one of the account's query slots.
+   */
+  async runUnsaved(caller: CallerContext, query: Omit<AnalyticsQuery, 'async' | 'dryRun' | 'saveReport'>): Promise<UnsavedResult> {
+    const full: AnalyticsQuery = { ...query, async: false, dryRun: false, saveReport: false };
+    const { runOn, running } = await this.plan(caller, full);
+    this.admit(caller.accountId, running);
+    const done = this.compute(full, runOn).finally(() => this.release(caller.accountId));
+    this.track(done);
+    const outcome = await done;
+    if (!outcome.ok) {
+      if (outcome.interrupted) throw queryInterrupted(outcome.error);
+      throw queryFailed(outcome.error);
+    }
+    const { result, total, read, durationMs } = outcome;
+    return {
+      query,
+      columns: result.columns,
+      rows: result.rows,
+      rowCount: result.rows.length,
+      totalRows: total,
+      truncated: query.offset + result.rows.length < total,
+      durationMs,
+      statistics: { elapsedMs: durationMs, rowsRead: read.rowsRead, bytesRead: read.bytesRead },
+      completedAt: new Date(),
+    };
+  }
+
+  private track(work: Promise<unknown>): void {
+    this.inflight.add(work);
+    void work.finally(() => this.inflight.delete(work));
+  }
+
+  /** Checks the source and the plan's read limit and compiles the query for the current file; reserves nothing. */
+  private async plan(caller: CallerContext, query: AnalyticsQuery) {
     const { accountId } = caller;
     // Independent lookups, side by side: one round trip of latency instead of three. The file path is
     // under this account's own directory, so looking before the source is known to be ours reveals nothing.
@@ -122,37 +211,7 @@ export class ReportsService {
     const max = this.deps.limits.maxBytesRead[caller.plan] ?? 0;
     if (max > 0 && estimate.bytesRead > max) throw tooMuchToRead(estimate.bytesRead, max, caller.plan);
     const runOn: QueryRun = { file, compiled, read: estimate, current: currentFile, recompile: (other) => this.prepare(query, source.schema, other) };
-
-    this.admit(accountId, running);
-    let report: ReportDoc;
-    try {
-      report = await this.deps.reports.insert(accountId, {
-        _id: newId('rpt'),
-        sourceId: source._id,
-        query,
-        status: 'running',
-        error: null,
-        columns: [],
-        rows: [],
-        rowCount: 0,
-        totalRows: null,
-        truncated: false,
-        dataFile: file,
-        durationMs: null,
-        statistics: null,
-        createdAt: new Date(),
-        completedAt: null,
-      });
-    } catch (err) {
-      this.release(accountId);
-      throw err;
-    }
-    const outcome = this.execute(report, runOn, caller.requestId).finally(() => this.release(accountId));
-    this.inflight.add(outcome);
-    void outcome.finally(() => this.inflight.delete(outcome));
-    if (query.async) return { report, accepted: true };
-    const settled = await settleWithin(outcome, this.deps.limits.budgetMs);
-    return settled.done ? { report: settled.value, accepted: false } : { report, accepted: true };
+    return { source, runOn, running };
   }
 
   /**
@@ -222,36 +281,9 @@ export class ReportsService {
 
   /** Runs the query and stores its outcome with its event; never rejects. */
   private async execute(report: ReportDoc, run: QueryRun, requestId: string): Promise<ReportDoc> {
-    const { logger, limits } = this.deps;
-    const started = performance.now();
-    const elapsed = () => Math.round((performance.now() - started) * 100) / 100;
-    let outcome: { ok: true; result: TableResult; total: number; rowsJson: string; read: ScanEstimate } | { ok: false; error: string };
-    try {
-      // A newer sync may have replaced and removed the file meanwhile: then the page is read once more from the current one.
-      const { result, total, read } = await readCurrentFile(run.file, run.current, async (file) => {
-        const { compiled, read } = file === run.file ? run : await run.recompile(file);
-        const opts = { timeoutMs: limits.timeoutMs, signal: this.shutdown.signal, computed: computedOf(compiled) };
-        const page = await this.deps.runner.run(compiled.sql, compiled.params, opts);
-        // The page's last column is the count of all result rows (the same on every row); it is not an output.
-        const width = compiled.columns.length;
-        let count: number | null = null;
-        for (const row of page.rows) {
-          count ??= Number(row[width]);
-          row.length = width;
-        }
-        // A page past the end has no row to carry the count; only then is it a query of its own.
-        if (count === null) count = report.query.offset === 0 ? 0 : Number((await this.deps.runner.run(compiled.countSql, compiled.fullParams, opts)).rows[0]?.[0] ?? 0);
-        return { result: { columns: page.columns.slice(0, width), rows: page.rows }, total: count, read };
-      });
-      // Serialised once: the size limit is measured on the very string that is stored.
-      const rowsJson = encodeRows(result.rows);
-      const bytes = Buffer.byteLength(rowsJson);
-      outcome = bytes > limits.maxResultBytes ? { ok: false, error: FAILURE.tooLarge(bytes, limits.maxResultBytes) } : { ok: true, result, total, rowsJson, read };
-    } catch (err) {
-      outcome = { ok: false, error: this.describe(err) };
-      if (!(err instanceof Error && err.name === 'QueryInterruptedError')) logger.warn({ err, reportId: report._id }, 'analytics query failed');
-    }
-    const durationMs = elapsed();
+    const { logger } = this.deps;
+    const outcome = await this.compute(report.query, run, report._id);
+    const { durationMs } = outcome;
     const completedAt = new Date();
     let fields: Omit<ReportOutcome, 'rowsJson'>;
     let rows: ReportDoc['rows'];
@@ -288,6 +320,40 @@ export class ReportsService {
       // The sweeper marks the report failed later; nothing is lost but this query's result.
       logger.error({ err, reportId: report._id }, 'could not store a report outcome');
       return report;
+    }
+  }
+
+  /** Runs the query for its page and total; never rejects (a failure is an outcome, in words a customer can act on). */
+  private async compute(query: AnalyticsQuery, run: QueryRun, reportId?: string): Promise<Outcome> {
+    const { logger, limits } = this.deps;
+    const started = performance.now();
+    const elapsed = () => Math.round((performance.now() - started) * 100) / 100;
+    try {
+      // A newer sync may have replaced and removed the file meanwhile: then the page is read once more from the current one.
+      const { result, total, read } = await readCurrentFile(run.file, run.current, async (file) => {
+        const { compiled, read } = file === run.file ? run : await run.recompile(file);
+        const opts = { timeoutMs: limits.timeoutMs, signal: this.shutdown.signal, computed: computedOf(compiled) };
+        const page = await this.deps.runner.run(compiled.sql, compiled.params, opts);
+        // The page's last column is the count of all result rows (the same on every row); it is not an output.
+        const width = compiled.columns.length;
+        let count: number | null = null;
+        for (const row of page.rows) {
+          count ??= Number(row[width]);
+          row.length = width;
+        }
+        // A page past the end has no row to carry the count; only then is it a query of its own.
+        if (count === null) count = query.offset === 0 ? 0 : Number((await this.deps.runner.run(compiled.countSql, compiled.fullParams, opts)).rows[0]?.[0] ?? 0);
+        return { result: { columns: page.columns.slice(0, width), rows: page.rows }, total: count, read };
+      });
+      // Serialised once: the size limit is measured on the very string that is stored.
+      const rowsJson = encodeRows(result.rows);
+      const bytes = Buffer.byteLength(rowsJson);
+      if (bytes > limits.maxResultBytes) return { ok: false, error: FAILURE.tooLarge(bytes, limits.maxResultBytes), interrupted: false, durationMs: elapsed() };
+      return { ok: true, result, total, rowsJson, read, durationMs: elapsed() };
+    } catch (err) {
+      const interrupted = err instanceof Error && err.name === 'QueryInterruptedError' && (err as Error & { reason?: string }).reason === 'aborted';
+      if (!(err instanceof Error && err.name === 'QueryInterruptedError')) logger.warn({ err, reportId }, 'analytics query failed');
+      return { ok: false, error: this.describe(err), interrupted, durationMs: elapsed() };
     }
   }
 

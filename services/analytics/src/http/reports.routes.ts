@@ -6,10 +6,10 @@ import { Router, type Request, type Response } from 'express';
 import { decodeCursor, isId, listQuerySchema, querySchema, REPORT_PARQUET_MEDIA_TYPE, toPage } from '@dap/contracts';
 import { callerOf, parseOr400 } from '@dap/http';
 import type { Logger } from '@dap/logger';
-import { reportNotFound } from '../domain/errors.ts';
+import { bodyInvalid, reportNotFound } from '../domain/errors.ts';
 import type { ReportsService } from '../domain/reports.service.ts';
 import { csvHeader, csvRows } from './csv.ts';
-import { toReportDto, toReportSummaryDto } from './dto.ts';
+import { toQueryResultDto, toReportDto, toReportSummaryDto } from './dto.ts';
 
 const location = (id: string) => `/v1/analytics/reports/${id}`;
 
@@ -21,6 +21,13 @@ export function reportsRoutes(reports: ReportsService, logger: Logger): Router {
     const query = parseOr400(querySchema, req.body, 'body');
     if (query.dryRun) {
       res.status(200).json(await reports.dryRun(caller, query));
+      return;
+    }
+    if (!query.saveReport) {
+      // An unsaved result is the answer itself, so it cannot be left to finish in the background.
+      if (query.async) throw bodyInvalid([{ path: 'async', message: 'a query run with saveReport: false answers its result, so it cannot be async' }]);
+      const { async: _a, dryRun: _d, saveReport: _s, ...rest } = query;
+      res.status(200).json(toQueryResultDto(await reports.runUnsaved(caller, rest)));
       return;
     }
     const { report, accepted } = await reports.run(caller, query);
