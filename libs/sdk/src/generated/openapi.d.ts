@@ -8504,6 +8504,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -8699,6 +8701,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -8866,6 +8870,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -9023,6 +9029,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -9146,6 +9154,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -9306,6 +9316,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -9521,6 +9533,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -9652,6 +9666,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -9835,6 +9851,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -10008,6 +10026,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -10131,6 +10151,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -10318,6 +10340,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -10512,6 +10536,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
@@ -10706,6 +10732,8 @@ export interface operations {
                 headers: {
                     /** @description The request id, also in logs and error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context `traceresponse`: the trace id and the gateway span of this request, when the request sent a valid `traceparent` or the platform records traces. */
+                    traceresponse?: string;
                     /** @description IETF draft RateLimit: remaining requests (r) and seconds to reset (t). */
                     RateLimit?: string;
                     /** @description IETF draft RateLimit-Policy: quota (q) per window seconds (w). */
