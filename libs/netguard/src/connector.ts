@@ -16,33 +16,59 @@ export interface GuardedConnectorOptions {
    * read: for connections that take in large bodies. Unset: Node's own reads.
    */
   readSlabBytes?: number;
+  /**
+   * With `readSlabBytes`: whether the connection's reader still holds a view of this slab's bytes. Given, a
+   * full slab is followed by an earlier one that is free again (see `slabReads`): a few slabs for the whole
+   * connection, read into over and over while they are in the CPU's cache, and no garbage to collect.
+   */
+  slabInUse?: (slab: ArrayBufferLike) => boolean;
 }
 
 /** The least room a slab keeps for one read; a slab with less left is replaced by a new one. */
 export const MIN_READ_BYTES = 64 * 1024;
+
+/** Full slabs kept for reuse (see `slabReads`): with the one being read into, three per connection at most. */
+export const SPARE_SLABS = 2;
 
 /**
  * A socket's `onread` that reads into large slabs, one after another at rising offsets, and hands each read
  * to the socket's stream as a view of its slab (no copy). A large body then arrives in reads as large as the
  * kernel has ready (up to a slab) and costs one allocation per slab, not one per 64 KiB (or per 16 KiB TLS
  * record); a slab is freed once every view of it is. One per socket: each slab region is read into once.
+ *
+ * With `inUse`, a full slab is kept as a spare, and the next read goes into a spare that nothing can still
+ * see: all of its bytes have left the socket's buffer (which is always the latest part of what was read:
+ * readers take the stream in order and put back only what they did not take), and `inUse` says the reader
+ * kept no view of it. Only when no spare is free is a new slab made.
  */
-export function slabReads(slabBytes: number): OnReadOpts {
+export function slabReads(slabBytes: number, inUse?: (slab: ArrayBufferLike) => boolean): OnReadOpts {
   if (!Number.isInteger(slabBytes) || slabBytes < 2 * MIN_READ_BYTES) throw new RangeError(`readSlabBytes must be an integer of at least ${2 * MIN_READ_BYTES}`);
   let slab = Buffer.allocUnsafeSlow(slabBytes);
   let used = 0;
+  /** Bytes read on this socket, and the full slabs with that count when their last read ended. */
+  let total = 0;
+  const spares: { slab: Buffer<ArrayBuffer>; end: number }[] = [];
   return {
     // Called for the first read and after each one: where the next read goes.
     buffer: () => slab.subarray(used),
     // `this` is the socket (Node calls the callback on it); pushing as Node's own reads do keeps its backpressure.
     callback(this: Socket, n: number, buf: Uint8Array): boolean {
-      const chunk = Buffer.from(buf.buffer, buf.byteOffset, n);
       used += n;
-      if (slabBytes - used < MIN_READ_BYTES) {
+      total += n;
+      const more = this.push(Buffer.from(buf.buffer, buf.byteOffset, n));
+      if (slabBytes - used >= MIN_READ_BYTES) return more;
+      used = 0;
+      if (!inUse) {
         slab = Buffer.allocUnsafeSlow(slabBytes);
-        used = 0;
+        return more;
       }
-      return this.push(chunk);
+      const taken = total - this.readableLength;
+      const free = spares.findIndex((s) => s.end <= taken && !inUse(s.slab.buffer));
+      const next = free >= 0 ? spares.splice(free, 1)[0]!.slab : Buffer.allocUnsafeSlow(slabBytes);
+      spares.push({ slab, end: total });
+      if (spares.length > SPARE_SLABS) spares.shift();
+      slab = next;
+      return more;
     },
   };
 }
@@ -57,12 +83,12 @@ export function slabReads(slabBytes: number): OnReadOpts {
  */
 export function guardedConnector(dial: Dial, opts: GuardedConnectorOptions = {}): buildConnector.connector {
   const base = { allowH2: false, ...(opts.timeoutMs ? { timeout: opts.timeoutMs } : {}) };
-  const slabBytes = opts.readSlabBytes;
+  const { readSlabBytes: slabBytes, slabInUse } = opts;
   if (slabBytes !== undefined) slabReads(slabBytes); // refuses a bad size now, not at the first connection
   /** undici's connector with `extra`; with slab reads, a new one per connection, as each socket needs its own `onread`. */
   const connector = (extra: Partial<buildConnector.BuildOptions>): buildConnector.connector => {
     if (slabBytes === undefined) return buildConnector({ ...base, ...extra });
-    return (options, callback) => buildConnector({ ...base, ...extra, onread: slabReads(slabBytes) })(options, callback);
+    return (options, callback) => buildConnector({ ...base, ...extra, onread: slabReads(slabBytes, slabInUse) })(options, callback);
   };
   if ('pinned' in dial) {
     const connect = connector({});
