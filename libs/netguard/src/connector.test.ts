@@ -1,8 +1,9 @@
+import { EventEmitter } from 'node:events';
 import http, { type IncomingMessage } from 'node:http';
 import type { AddressInfo, OnReadOpts, Socket } from 'node:net';
 import { Client } from 'undici';
 import { tableResolver } from './dns-table.ts';
-import { guardedConnector, MIN_READ_BYTES, slabReads, SPARE_SLABS, type Dial } from './connector.ts';
+import { freeSlabCount, guardedConnector, MIN_READ_BYTES, slabReads, SPARE_SLABS, type Dial } from './connector.ts';
 import { DisallowedTargetError, OutboundGuard } from './guard.ts';
 
 /** undici through the guard's connector, against a loopback server standing in for hosts of every kind. */
@@ -84,13 +85,14 @@ describe('guardedConnector', () => {
 describe('slabReads', () => {
   const SLAB = 2 * MIN_READ_BYTES;
   /** A stand-in for the socket: what it was pushed, and how many bytes its reader has not taken yet. */
-  const socket = () => ({
-    readableLength: 0,
-    push(chunk: Buffer) {
-      this.readableLength += chunk.length;
-      return true;
-    },
-  });
+  const socket = () =>
+    Object.assign(new EventEmitter(), {
+      readableLength: 0,
+      push(chunk: Buffer) {
+        this.readableLength += chunk.length;
+        return true;
+      },
+    });
   /** Where the next read goes (the slab's buffer). */
   const where = (reads: OnReadOpts) => (reads.buffer as () => Uint8Array)().buffer;
   /** One read of `n` bytes into where `reads` says, as Node makes it; then where the next one goes. */
@@ -132,5 +134,31 @@ describe('slabReads', () => {
     expect(read(reads, s, SLAB / 2)).toBe(b);
     expect(read(reads, s, SLAB / 2)).toBe(c);
     expect(SPARE_SLABS).toBe(2);
+  });
+
+  it('leaves a closed connection’s slabs that the reader does not hold to the next connection in the thread', () => {
+    const size = 3 * MIN_READ_BYTES; // a size no other test uses
+    const held = new Set<ArrayBufferLike>();
+    const first = slabReads(size, (slab) => held.has(slab));
+    const s = socket();
+    const a = where(first);
+    const b = read(first, s, size);
+    s.readableLength = 0;
+    const c = read(first, s, size); // a again
+    expect(c).toBe(a);
+    held.add(a);
+    expect(freeSlabCount(size)).toBe(0);
+    s.emit('close');
+    // b is free, a is still held: only b is left.
+    expect(freeSlabCount(size)).toBe(1);
+    const next = slabReads(size, () => false);
+    expect(where(next)).toBe(b);
+    expect(freeSlabCount(size)).toBe(0);
+    // Without a reader to ask, nothing is taken from or left to the free slabs.
+    const plain = slabReads(size);
+    const t = socket();
+    read(plain, t, size);
+    t.emit('close');
+    expect(freeSlabCount(size)).toBe(0);
   });
 });
