@@ -1,8 +1,9 @@
+import { EventEmitter } from 'node:events';
 import http, { type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, OnReadOpts, Socket } from 'node:net';
 import { Client } from 'undici';
 import { tableResolver } from './dns-table.ts';
-import { guardedConnector, MIN_READ_BYTES, type Dial } from './connector.ts';
+import { freeSlabCount, guardedConnector, MIN_READ_BYTES, slabReads, SPARE_SLABS, type Dial } from './connector.ts';
 import { DisallowedTargetError, OutboundGuard } from './guard.ts';
 
 /** undici through the guard's connector, against a loopback server standing in for hosts of every kind. */
@@ -78,5 +79,86 @@ describe('guardedConnector', () => {
     } finally {
       await client.destroy();
     }
+  });
+});
+
+describe('slabReads', () => {
+  const SLAB = 2 * MIN_READ_BYTES;
+  /** A stand-in for the socket: what it was pushed, and how many bytes its reader has not taken yet. */
+  const socket = () =>
+    Object.assign(new EventEmitter(), {
+      readableLength: 0,
+      push(chunk: Buffer) {
+        this.readableLength += chunk.length;
+        return true;
+      },
+    });
+  /** Where the next read goes (the slab's buffer). */
+  const where = (reads: OnReadOpts) => (reads.buffer as () => Uint8Array)().buffer;
+  /** One read of `n` bytes into where `reads` says, as Node makes it; then where the next one goes. */
+  function read(reads: OnReadOpts, s: ReturnType<typeof socket>, n: number): ArrayBufferLike {
+    const into = (reads.buffer as () => Uint8Array)();
+    expect(into.length).toBeGreaterThanOrEqual(n);
+    (reads.callback as (this: Socket, n: number, buf: Uint8Array) => boolean).call(s as unknown as Socket, n, into);
+    return where(reads);
+  }
+
+  it('without a reader to ask, makes a new slab for each full one', () => {
+    const reads = slabReads(SLAB);
+    const s = socket();
+    const used = new Set([where(reads), ...Array.from({ length: 4 }, () => read(reads, s, SLAB))]);
+    expect(used.size).toBe(5);
+  });
+
+  it('reads into a full slab again once its bytes have left the socket’s buffer and the reader holds none of them', () => {
+    const held = new Set<ArrayBufferLike>();
+    const reads = slabReads(SLAB, (slab) => held.has(slab));
+    const s = socket();
+    const a = where(reads);
+    const b = read(reads, s, SLAB);
+    expect(b).not.toBe(a);
+    // The reader took a's bytes: b, once full, is followed by a.
+    s.readableLength = 0;
+    expect(read(reads, s, SLAB)).toBe(a);
+    // b's bytes are still in the socket's buffer: a new slab.
+    const c = read(reads, s, SLAB);
+    expect([a, b]).not.toContain(c);
+    // All taken, but the reader still holds a view of b: a, the other spare.
+    s.readableLength = 0;
+    held.add(b);
+    expect(read(reads, s, SLAB)).toBe(a);
+    held.clear();
+    expect(read(reads, s, SLAB)).toBe(b);
+    // A slab with room left takes the next read too; full, it is followed by the free spare.
+    s.readableLength = 0;
+    expect(read(reads, s, SLAB / 2)).toBe(b);
+    expect(read(reads, s, SLAB / 2)).toBe(c);
+    expect(SPARE_SLABS).toBe(2);
+  });
+
+  it('leaves a closed connection’s slabs that the reader does not hold to the next connection in the thread', () => {
+    const size = 3 * MIN_READ_BYTES; // a size no other test uses
+    const held = new Set<ArrayBufferLike>();
+    const first = slabReads(size, (slab) => held.has(slab));
+    const s = socket();
+    const a = where(first);
+    const b = read(first, s, size);
+    s.readableLength = 0;
+    const c = read(first, s, size); // a again
+    expect(c).toBe(a);
+    held.add(a);
+    expect(freeSlabCount(size)).toBe(0);
+    s.emit('close');
+    // b is free, a is still held: only b is left.
+    expect(freeSlabCount(size)).toBe(1);
+    const next = slabReads(size, () => false);
+    expect(where(next)).toBe(b);
+    expect(freeSlabCount(size)).toBe(0);
+    // Without a reader to ask, nothing is taken from or left to the free slabs.
+    const plain = slabReads(size);
+    const t = socket();
+    read(plain, t, size);
+    t.emit('close');
+    expect(freeSlabCount(size)).toBe(0);
   });
 });

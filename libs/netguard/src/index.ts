@@ -12,4 +12,4 @@ export {
 } from './address-class.ts';
 export { bareHost, DisallowedTargetError, hostOf, HostNotFoundError, OutboundGuard, portOf, systemResolver, type GuardOptions, type Resolver } from './guard.ts';
 export { interfaceAddresses, PlatformEndpoints, type Endpoint } from './platform-endpoints.ts';
-export { guardedConnector, type Dial, type GuardedConnectorOptions } from './connector.ts';
+export { guardedConnector, SPARE_SLABS, type Dial, type GuardedConnectorOptions } from './connector.ts';

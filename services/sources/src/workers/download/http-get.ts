@@ -50,14 +50,16 @@ const ACCEPT = 'text/csv, application/x-ndjson, application/json;q=0.9, text/pla
 
 /**
  * The socket reads into slabs of this size (netguard's `slabReads`): a body arrives in reads as large as the
- * kernel has ready, not 64 KiB (16 KiB TLS records) each in a buffer of its own.
+ * kernel has ready, not 64 KiB (16 KiB TLS records) each in a buffer of its own. Three slabs take turns while
+ * the sink keeps up (see `Exchange.holds`).
  */
 export const READ_SLAB_BYTES = 1024 * 1024;
 /**
  * Body bytes gathered before the sink is called. undici hands over each socket read, which a slow sender
- * or a TLS connection keeps small; a download written read by read made many times the write calls.
+ * or a TLS connection keeps small; a download written read by read made many times the write calls. Half a
+ * slab: when a slab is full, the batch being gathered lies in it, and the slab before it is free again.
  */
-export const SINK_BATCH_BYTES = 1024 * 1024;
+export const SINK_BATCH_BYTES = READ_SLAB_BYTES / 2;
 /** Status line and headers together, like Node's own limit for a response. */
 export const MAX_HEADER_BYTES = 64 * 1024;
 /** Set by this client; a caller's own value would break the request or its framing. */
@@ -179,6 +181,10 @@ class Exchange implements Dispatcher.DispatchHandler {
   private expected: number | null = null;
   /** The sink's promise is pending. */
   private waiting = false;
+  /** The chunks that sink holds until its promise settles. */
+  private handed: Buffer[] = [];
+  /** The body goes through zlib, which keeps the chunks it is given past the sink's return. */
+  private decoding = false;
   private sink: BodySink | null = null;
   private settleBody: { resolve: (v: { complete: boolean }) => void; reject: (err: unknown) => void } | null = null;
   private error: Error | null = null;
@@ -189,7 +195,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.resolveHead = resolve;
     this.rejectHead = reject;
     this.client = new Client(url.origin, {
-      connect: guardedConnector(opts.dial, { timeoutMs: opts.connectTimeoutMs, readSlabBytes: READ_SLAB_BYTES }),
+      connect: guardedConnector(opts.dial, { timeoutMs: opts.connectTimeoutMs, readSlabBytes: READ_SLAB_BYTES, slabInUse: (slab) => this.holds(slab) }),
       // The head has one deadline of ours (connect included); the body, undici's time between reads.
       headersTimeout: 0,
       bodyTimeout: opts.idleTimeoutMs,
@@ -270,16 +276,19 @@ class Exchange implements Dispatcher.DispatchHandler {
       if (answer === 'stop') return this.finish(false);
       if (answer) {
         this.waiting = true;
+        this.handed = chunks;
         this.pause();
         answer.then(
           () => {
             this.waiting = false;
+            this.handed = [];
             if (this.phase !== 'body') return;
             this.controller?.resume();
             this.drain();
           },
           (err: unknown) => {
             this.waiting = false;
+            this.handed = [];
             this.fail(err as Error);
           },
         );
@@ -287,6 +296,17 @@ class Exchange implements Dispatcher.DispatchHandler {
       }
     }
     if (this.phase === 'body' && this.sink && !this.waiting && this.ended) this.finish(true);
+  }
+
+  /**
+   * Whether a body chunk given out or waiting may still be a view of `slab` (the socket reader asks before it
+   * reads into a slab again). A sink's chunks are its own only until it returns or its promise settles.
+   */
+  private holds(slab: ArrayBufferLike): boolean {
+    if (this.decoding) return true;
+    for (const c of this.pending) if (c.buffer === slab) return true;
+    for (const c of this.handed) if (c.buffer === slab) return true;
+    return false;
   }
 
   /**
@@ -316,6 +336,7 @@ class Exchange implements Dispatcher.DispatchHandler {
    * gives: the last compressed bytes may still decode to much.
    */
   private async readDecoded(decoder: Decoder, sink: BodySink): Promise<{ complete: boolean }> {
+    this.decoding = true;
     let stopped = false;
     const feeding = this.readRaw(async (chunks) => {
       for (const c of chunks) if (!decoder.write(c)) await once(decoder, 'drain');
