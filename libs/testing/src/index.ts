@@ -1,4 +1,4 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
@@ -94,39 +94,63 @@ export interface ReceivedRequest {
   at: number;
 }
 
-/** A real HTTP server on loopback that records every request; `respond` decides each answer. */
-export async function startReceiver(respond: (req: ReceivedRequest) => { status: number; delayMs?: number; headers?: Record<string, string> } = () => ({ status: 200 })) {
+/**
+ * A real HTTP server on loopback that records every request, body read whole, in `received` (`path` is the
+ * request target, query included), and hands it with the response to `handle` to answer.
+ */
+export async function startRecordingServer(handle: (req: ReceivedRequest, res: ServerResponse) => void) {
   const received: ReceivedRequest[] = [];
-  const timers = new Set<NodeJS.Timeout>();
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const r: ReceivedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
       received.push(r);
-      const { status, delayMs, headers } = respond(r);
-      const send = () => res.writeHead(status, { 'content-type': 'text/plain', ...headers }).end('ok');
-      if (delayMs) {
-        const t = setTimeout(() => {
-          timers.delete(t);
-          send();
-        }, delayMs);
-        timers.add(t);
-      } else send();
+      handle(r, res);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const port = (server.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     received,
     close: () =>
       new Promise<void>((resolve) => {
-        for (const t of timers) clearTimeout(t);
-        timers.clear();
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+  };
+}
+
+/** A loopback URL nothing listens on (a port just taken and let go), to see how a client fails to connect. */
+export async function unreachableUrl(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}`;
+}
+
+/** A recording server (see startRecordingServer) answering in plain text; `respond` decides each answer. */
+export async function startReceiver(respond: (req: ReceivedRequest) => { status: number; delayMs?: number; headers?: Record<string, string> } = () => ({ status: 200 })) {
+  const timers = new Set<NodeJS.Timeout>();
+  const server = await startRecordingServer((r, res) => {
+    const { status, delayMs, headers } = respond(r);
+    const send = () => res.writeHead(status, { 'content-type': 'text/plain', ...headers }).end('ok');
+    if (delayMs) {
+      const t = setTimeout(() => {
+        timers.delete(t);
+        send();
+      }, delayMs);
+      timers.add(t);
+    } else send();
+  });
+  return {
+    ...server,
+    close: () => {
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+      return server.close();
+    },
   };
 }
 
