@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, newId, SCOPES, signCallerContext, type Plan } from '@dap/contracts';
+import { INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, newId, SCOPES, signCallerContext, type Column, type Plan } from '@dap/contracts';
 
 /** The test stack's addresses: the shared infrastructure and the connector test databases. */
 export interface StackEnv {
@@ -184,4 +184,9 @@ export function serviceClient(base: () => string, accountId: string) {
     post: (path: string, body: unknown) => call('POST', path, body),
     del: (path: string) => call('DELETE', path),
   };
+}
+
+/** A dataset schema written as `{ name: type }` in column order, to compare with a source's or a result's columns. */
+export function columns(spec: Record<string, Column['type']>): Column[] {
+  return Object.entries(spec).map(([name, type]) => ({ name, type }));
 }

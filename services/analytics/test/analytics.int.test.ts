@@ -5,7 +5,7 @@ import { domainEventSchema, makeEvent, newId, reportListSchema, reportSchema, ov
 import { DatasetStore, type IngestResult } from '@dap/datasets';
 import { createKafka, EventProducer, type Consumer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
-import { callerHeaders, http, serviceTestEnv, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { callerHeaders, columns, http, serviceTestEnv, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
 import { loadAnalyticsConfig } from '../src/config.ts';
 import { startAnalytics } from '../src/index.ts';
 import { FILTER_CASES, goldenRows, groupRows, measureRow, MEASURE_DSL, truncate, type Cell, type Granularity } from './golden.ts';
@@ -108,15 +108,7 @@ beforeAll(async () => {
 
   // Play the sources service: write the Parquet file, then announce it.
   const result = await ingest(accountA, sourceA, ROWS);
-  expect(result.schema).toEqual([
-    { name: 'id', type: 'integer' },
-    { name: 'country', type: 'string' },
-    { name: 'status', type: 'string' },
-    { name: 'amount', type: 'number' },
-    { name: 'qty', type: 'integer' },
-    { name: 'paid', type: 'boolean' },
-    { name: 'ts', type: 'timestamp' },
-  ]);
+  expect(result.schema).toEqual(columns({ id: 'integer', country: 'string', status: 'string', amount: 'number', qty: 'integer', paid: 'boolean', ts: 'timestamp' }));
   await publish('source.created', accountA, sourceA, { id: sourceA, name: 'orders', type: 'inline' });
   await announceReady(accountA, sourceA, 'orders', 'inline', result);
   await waitFor(async () => (await query(accountA, { measures: [{ op: 'count' }] })).status === 201, { what: 'the source projection', timeoutMs: 30_000 });

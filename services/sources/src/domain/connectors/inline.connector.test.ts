@@ -6,6 +6,7 @@ import { DatasetStore, sqlLiteral } from '@dap/datasets';
 import { ConnectorCheckError } from './connector.ts';
 import { MAX_COLUMNS } from './rows.ts';
 import { inlineConnector, normalizeTimestamps, parseIsoTimestamp, toNdjson } from './inline.connector.ts';
+import { columns } from '@dap/testing';
 
 describe('parseIsoTimestamp', () => {
   it('reads date-times without an offset as UTC', () => {
@@ -90,13 +91,7 @@ describe('inlineConnector', () => {
     expect(staged.trim().split('\n')).toHaveLength(3);
     const result = await store.ingest(ctx.accountId, ctx.sourceId, 'ndjson');
     expect(result.rowCount).toBe(3);
-    expect(result.schema).toEqual([
-      { name: 'id', type: 'integer' },
-      { name: 'price', type: 'number' },
-      { name: 'city', type: 'string' },
-      { name: 'paid', type: 'boolean' },
-      { name: 'at', type: 'timestamp' },
-    ]);
+    expect(result.schema).toEqual(columns({ id: 'integer', price: 'number', city: 'string', paid: 'boolean', at: 'timestamp' }));
     const sum = await store.duck.run(`SELECT sum(price) AS s, strftime(max("at"), '%Y-%m-%dT%H:%M:%S.%g') AS last FROM read_parquet(${sqlLiteral(result.file)})`);
     expect(sum.rows[0]).toEqual({ s: 5.5, last: '2024-01-03T12:00:00.000' });
   });

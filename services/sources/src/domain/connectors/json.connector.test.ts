@@ -5,6 +5,7 @@ import { newId } from '@dap/contracts';
 import { DatasetStore } from '@dap/datasets';
 import { ConnectorCheckError } from './connector.ts';
 import { jsonConnector, ndjsonConnector, rowsFromJson, rowsFromNdjson } from './json.connector.ts';
+import { columns } from '@dap/testing';
 
 function reason(fn: () => unknown): { field: string; message: string } {
   try {
@@ -64,13 +65,7 @@ describe('json and ndjson connectors', () => {
 
   it('stage uploads that ingest with the same types as inline rows', async () => {
     const text = '{"n":1,"x":1.5,"s":"a","b":true,"t":"2024-01-01T00:00:00Z"}\n{"n":2,"x":2,"s":"b","b":false,"t":"2024-01-02T00:00:00.5Z"}\n';
-    const expected = [
-      { name: 'n', type: 'integer' },
-      { name: 'x', type: 'number' },
-      { name: 's', type: 'string' },
-      { name: 'b', type: 'boolean' },
-      { name: 't', type: 'timestamp' },
-    ];
+    const expected = columns({ n: 'integer', x: 'number', s: 'string', b: 'boolean', t: 'timestamp' });
     const nd = { store, accountId: newId('acct'), sourceId: newId('src') };
     const ndBody = { type: 'ndjson' as const, name: 'n', ndjson: text };
     await ndjsonConnector.check(ndBody, nd);
