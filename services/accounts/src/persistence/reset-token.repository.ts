@@ -1,5 +1,5 @@
 import type { Db } from 'mongodb';
-import { TenantCollection, type TenantDoc } from '@dap/mongo';
+import { TenantRepository, type TenantDoc } from '@dap/mongo';
 
 /** An operator-issued password reset link; only the token's hash is stored. */
 export interface ResetTokenDoc extends TenantDoc {
@@ -9,16 +9,12 @@ export interface ResetTokenDoc extends TenantDoc {
   expiresAt: Date;
 }
 
-export class ResetTokenRepository {
-  readonly coll: TenantCollection<ResetTokenDoc>;
-
+export class ResetTokenRepository extends TenantRepository<ResetTokenDoc> {
   constructor(db: Db) {
-    this.coll = new TenantCollection<ResetTokenDoc>(db, 'password_resets');
-  }
-
-  async ensureIndexes(): Promise<void> {
-    await this.coll.raw.createIndex({ tokenHash: 1 }, { unique: true });
-    await this.coll.raw.createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0 });
+    super(db, 'password_resets', [
+      [{ tokenHash: 1 }, { unique: true }],
+      [{ expiresAt: 1 }, { expireAfterSeconds: 0 }],
+    ]);
   }
 
   async removeForUser(accountId: string, userId: string): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Db } from 'mongodb';
-import { TenantCollection, type TenantDoc } from '@dap/mongo';
+import { TenantRepository, type TenantDoc } from '@dap/mongo';
 
 export interface SessionDoc extends TenantDoc {
   userId: string;
@@ -9,16 +9,12 @@ export interface SessionDoc extends TenantDoc {
   expiresAt: Date;
 }
 
-export class SessionRepository {
-  readonly coll: TenantCollection<SessionDoc>;
-
+export class SessionRepository extends TenantRepository<SessionDoc> {
   constructor(db: Db) {
-    this.coll = new TenantCollection<SessionDoc>(db, 'sessions');
-  }
-
-  async ensureIndexes(): Promise<void> {
-    await this.coll.raw.createIndex({ tokenHash: 1 }, { unique: true });
-    await this.coll.raw.createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0 });
+    super(db, 'sessions', [
+      [{ tokenHash: 1 }, { unique: true }],
+      [{ expiresAt: 1 }, { expireAfterSeconds: 0 }],
+    ]);
   }
 
   /** The cookie's hash is what tells us the account; only the gateway asks, through the internal route. */
