@@ -190,3 +190,17 @@ export function serviceClient(base: () => string, accountId: string) {
 export function columns(spec: Record<string, Column['type']>): Column[] {
   return Object.entries(spec).map(([name, type]) => ({ name, type }));
 }
+
+/**
+ * A clock for the code under test that runs with real time but can be moved forward, to pass an expiry or a
+ * grace period without waiting for it: give `now` to the code, call `advance(ms)` in the test.
+ */
+export function testClock() {
+  let offset = 0;
+  return {
+    now: () => Date.now() + offset,
+    advance(ms: number) {
+      offset += ms;
+    },
+  };
+}

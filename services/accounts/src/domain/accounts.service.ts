@@ -12,10 +12,13 @@ const TOUCH_EVERY_MS = 60_000;
 export class AccountsService {
   private readonly accounts: AccountRepository;
   private readonly keys: ApiKeyRepository;
+  /** The clock of key expiry and grace periods (tests pass their own). */
+  private readonly now: () => number;
 
-  constructor(accounts: AccountRepository, keys: ApiKeyRepository) {
+  constructor(accounts: AccountRepository, keys: ApiKeyRepository, now: () => number = Date.now) {
     this.accounts = accounts;
     this.keys = keys;
+    this.now = now;
   }
 
   async createAccount(input: { name: string; plan: Plan; email?: string | null }): Promise<AccountDoc> {
@@ -45,7 +48,7 @@ export class AccountsService {
   /** Creates a key; the returned secret is the only copy that will ever exist. */
   async createKey(accountId: string, input: { name: string; scopes?: Scope[]; expiresAt?: Date | null }): Promise<{ secret: string; key: ApiKeyDoc }> {
     await this.getAccount(accountId);
-    if (input.expiresAt && input.expiresAt.getTime() <= Date.now()) throw expiryInPast();
+    if (input.expiresAt && input.expiresAt.getTime() <= this.now()) throw expiryInPast();
     const secret = generateApiKey();
     const id = newId('key');
     const event = apiKeyCreated(accountId, id);
@@ -83,7 +86,7 @@ export class AccountsService {
    */
   async rollKey(accountId: string, keyId: string, graceSeconds: number): Promise<{ secret: string; key: ApiKeyDoc }> {
     const old = await this.getKey(accountId, keyId);
-    const now = Date.now();
+    const now = this.now();
     if (old.revokedAt || (old.expiresAt && old.expiresAt.getTime() <= now)) throw keyNotRollable();
     // A second roll would leave two live successors of one key; roll the key that replaced it instead.
     if (old.replacedBy) throw keyAlreadyRolled(old.replacedBy);
@@ -107,7 +110,7 @@ export class AccountsService {
   }
 
   /** Verifies a key by its hash (the gateway never sends the key itself). */
-  async verifyHash(hash: string, now = new Date()): Promise<VerifyOutcome> {
+  async verifyHash(hash: string, now = new Date(this.now())): Promise<VerifyOutcome> {
     const key = await this.keys.findByHash(hash);
     if (!key) return { ok: false, reason: 'unknown' };
     if (key.revokedAt) return { ok: false, reason: 'revoked' };
