@@ -467,10 +467,7 @@ describe('reports', () => {
       query: { sourceId: sourceA },
       status: 'completed',
       error: null,
-      columns: [
-        { name: 'k', type: 'string' },
-        { name: 'n', type: 'integer' },
-      ],
+      columns: columns({ k: 'string', n: 'integer' }),
       rows: [
         ['a', 1],
         [null, 2],

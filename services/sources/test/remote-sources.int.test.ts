@@ -178,10 +178,7 @@ describe('URL sources', () => {
     expect(nd.settled).toMatchObject({
       status: 'ready',
       rowCount: 2,
-      schema: [
-        { name: 'kind', type: 'string' },
-        { name: 'at', type: 'timestamp' },
-      ],
+      schema: columns({ kind: 'string', at: 'timestamp' }),
     });
     expect(nd.created.config).toEqual({ url: `${filesUrl}/events.ndjson`, format: 'ndjson' });
   });
@@ -342,10 +339,7 @@ describe('MySQL/MariaDB sources', () => {
     expect(q.settled).toMatchObject({
       status: 'ready',
       rowCount: 3,
-      schema: [
-        { name: 'country', type: 'string' },
-        { name: 'total', type: 'number' },
-      ],
+      schema: columns({ country: 'string', total: 'number' }),
     });
   });
 

@@ -351,10 +351,7 @@ describe('schema drift', () => {
       status: 'ready',
       rowCount: 3,
       schemaPolicy: 'freeze',
-      schema: [
-        { name: 'id', type: 'integer' },
-        { name: 'amount', type: 'number' },
-      ],
+      schema: columns({ id: 'integer', amount: 'number' }),
     });
     expect(after.lastSync).toMatchObject({
       status: 'failed',
@@ -385,10 +382,7 @@ describe('schema drift', () => {
       status: 'ready',
       rowCount: 2,
       schemaPolicy: 'quarantine',
-      schema: [
-        { name: 'id', type: 'integer' },
-        { name: 'amount', type: 'number' },
-      ],
+      schema: columns({ id: 'integer', amount: 'number' }),
       quarantine: { rowCount: 3, at: now.toISOString() },
       lastSync: { status: 'succeeded' },
     });
