@@ -39,6 +39,26 @@ function envFor(extra: Record<string, string> = {}) {
 const api = (method: string, path: string, accountId: string, body?: unknown) =>
   http(method, `${svc.url}/v1${path}`, { headers: callerHeaders(accountId), ...(body === undefined ? {} : { body }) });
 
+/** Stores a report of account A's source directly, as an older version of the service (or a dead one) left it. */
+async function insertReport(fields: Record<string, unknown>): Promise<string> {
+  const id = newId('rpt');
+  const base = {
+    accountId: accountA,
+    sourceId: sourceA,
+    query: { sourceId: sourceA },
+    error: null,
+    columns: [],
+    rows: [],
+    rowCount: 0,
+    durationMs: null,
+    createdAt: new Date(),
+    completedAt: null,
+    deletedAt: null,
+  };
+  await svc.mongo.db.collection('reports').insertOne({ _id: id as never, ...base, ...fields });
+  return id;
+}
+
 const query = (accountId: string, q: Record<string, unknown>) => api('POST', '/analytics/query', accountId, { sourceId: sourceA, ...q });
 
 /** Publishes events as the other services would; `at` pins occurredAt so ordering is checkable. */
@@ -459,14 +479,8 @@ describe('reports', () => {
     expect(JSON.parse(stored!.rowsJson)).toEqual(res.body.rows.map((r: { paid: boolean; count: number }) => [r.paid, r.count]));
     expect(stored).not.toHaveProperty('rows');
 
-    const id = newId('rpt');
-    await svc.mongo.db.collection('reports').insertOne({
-      _id: id as never,
-      accountId: accountA,
-      sourceId: sourceA,
-      query: { sourceId: sourceA },
+    const id = await insertReport({
       status: 'completed',
-      error: null,
       columns: columns({ k: 'string', n: 'integer' }),
       rows: [
         ['a', 1],
@@ -474,9 +488,7 @@ describe('reports', () => {
       ],
       rowCount: 2,
       durationMs: 1,
-      createdAt: new Date(),
       completedAt: new Date(),
-      deletedAt: null,
     });
     expect((await api('GET', `/analytics/reports/${id}`, accountA)).body.rows).toEqual([
       { k: 'a', n: 1 },
@@ -501,22 +513,7 @@ describe('reports', () => {
   });
 
   it('marks a report left running by a dead process as failed, with report.failed', async () => {
-    const id = newId('rpt');
-    await svc.mongo.db.collection('reports').insertOne({
-      _id: id as never,
-      accountId: accountA,
-      sourceId: sourceA,
-      query: { sourceId: sourceA },
-      status: 'running',
-      error: null,
-      columns: [],
-      rows: [],
-      rowCount: 0,
-      durationMs: null,
-      createdAt: new Date(Date.now() - 3_600_000),
-      completedAt: null,
-      deletedAt: null,
-    });
+    const id = await insertReport({ status: 'running', createdAt: new Date(Date.now() - 3_600_000) });
     expect(await svc.reports.sweepStale()).toBe(1);
     const r = await api('GET', `/analytics/reports/${id}`, accountA);
     expect(r.body).toMatchObject({ status: 'failed', error: 'the query was interrupted by a service restart; run it again' });
