@@ -186,8 +186,11 @@ export function serviceClient(base: () => string, accountId: string) {
   };
 }
 
-/** A dataset schema written as `{ name: type }` in column order, to compare with a source's or a result's columns. */
-export function columns(spec: Record<string, Column['type']>): Column[] {
+/**
+ * A dataset schema written as `{ name: type }` in column order, to compare with a source's or a result's
+ * columns (or, with other type names, a database's columns).
+ */
+export function columns<T extends string = Column['type']>(spec: Record<string, T>): { name: string; type: T }[] {
   return Object.entries(spec).map(([name, type]) => ({ name, type }));
 }
 
