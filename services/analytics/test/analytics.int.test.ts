@@ -378,24 +378,8 @@ describe('validation, tenancy and states', () => {
   it('answers 409 when the account already has MAX_CONCURRENT_QUERIES queries running', async () => {
     // Queries running on other instances are known by their reports; four of them fill the account's slots.
     const raw = svc.mongo.db.collection('reports');
-    const ids = [1, 2, 3, 4].map(() => newId('rpt'));
-    await raw.insertMany(
-      ids.map((id) => ({
-        _id: id as never,
-        accountId: accountA,
-        sourceId: sourceA,
-        query: {},
-        status: 'running',
-        error: null,
-        columns: [],
-        rows: [],
-        rowCount: 0,
-        durationMs: null,
-        createdAt: new Date(),
-        completedAt: null,
-        deletedAt: null,
-      })),
-    );
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push(await insertReport({ status: 'running' }));
     try {
       const res = await query(accountA, { measures: [{ op: 'count' }] });
       expect(res.status).toBe(409);
