@@ -31,7 +31,8 @@ export function planLimits(override: string | undefined): Record<Plan, number> {
   return limits;
 }
 
-export async function startGateway(config: GatewayConfig, deps: { logger?: Logger; extraRoutes?: (app: Express) => void } = {}) {
+/** `now`: the clock of key expiry, for tests that move it; the system clock otherwise. */
+export async function startGateway(config: GatewayConfig, deps: { logger?: Logger; extraRoutes?: (app: Express) => void; now?: () => number } = {}) {
   const logger = deps.logger ?? createLogger({ name: 'gateway', level: config.LOG_LEVEL });
   const instanceId = randomBytes(4).toString('hex');
   const life = new Lifecycle(logger);
@@ -66,6 +67,7 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
       ttlMs: config.KEY_CACHE_TTL_MS,
       maxEntries: config.KEY_CACHE_MAX_ENTRIES,
       redis,
+      now: deps.now,
     });
     const sessions = new SessionVerifier({ accountsUrl: config.ACCOUNTS_URL, internalSecret: config.INTERNAL_SECRET });
     const failures = new AuthFailureLimiter(redis, config.AUTH_FAILURES_PER_MINUTE);

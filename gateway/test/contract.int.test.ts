@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { API_OPERATIONS, newId, type ApiOperation } from '@dap/contracts';
-import { http } from '@dap/testing';
+import { http, waitFor } from '@dap/testing';
 import { bearer, startHarness } from './harness.ts';
 
 /**
@@ -137,8 +137,9 @@ describe('every status the gateway answers is documented for the operation', () 
   it('answers a retry while the first request runs with a documented 409', async () => {
     const op = API_OPERATIONS.find((o) => o.operationId === 'createSource')!;
     const idem = `contract-${newId('req')}`;
+    const before = h.upstream.seen.length;
     const slow = http('POST', `${gw}/v1/sources?delay=400`, { headers: { ...bearer(key), 'idempotency-key': idem }, body: { name: 'slow' } });
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor(() => h.upstream.seen.length > before, { what: 'the first request at the service' }); // it runs there now
     const res = await http('POST', `${gw}/v1/sources?delay=400`, { headers: { ...bearer(key), 'idempotency-key': idem }, body: { name: 'slow' } });
     observed.push({ op: op.operationId, status: res.status, why: 'a retry while the first runs' });
     expect(res.status).toBe(409);

@@ -1,33 +1,19 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
+import { startRecordingServer, unreachableUrl, type ReceivedRequest } from '@dap/testing';
 import { ApiError, createApiClient, unwrap } from '../dashboard/src/api/client.ts';
 
 /** The dashboard's client (the generated openapi-fetch client with the session's CSRF token) against a local server. */
-interface Seen {
-  method: string;
-  url: string;
-  headers: IncomingMessage['headers'];
-  body: string;
-}
-let server: Server;
+let server: Awaited<ReturnType<typeof startRecordingServer>>;
 let origin = '';
-let handler: (req: Seen, res: ServerResponse) => void;
-const seen: Seen[] = [];
+let handler: (req: ReceivedRequest, res: ServerResponse) => void;
+let seen: ReceivedRequest[] = [];
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const s = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
-      seen.push(s);
-      handler(s, res);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server = await startRecordingServer((req, res) => handler(req, res));
+  origin = server.url;
+  seen = server.received;
 });
-afterAll(() => new Promise<void>((r) => server.close(() => r())));
+afterAll(() => server.close());
 beforeEach(() => {
   seen.length = 0;
 });
@@ -45,7 +31,7 @@ describe('the dashboard API client', () => {
     await unwrap(api.openapi.GET('/sources', { params: { query: { limit: 100, cursor: 'c_1' } } }));
     await unwrap(api.openapi.POST('/sources', { body: { type: 'inline', name: 'orders', rows: [{ a: 1 }] } }));
     await expect(unwrap(api.openapi.DELETE('/sources/{id}', { params: { path: { id: 'src_1' } } }))).resolves.toBeUndefined();
-    expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual(['GET /v1/sources/a%2Fb', 'GET /v1/sources?limit=100&cursor=c_1', 'POST /v1/sources', 'DELETE /v1/sources/src_1']);
+    expect(seen.map((s) => `${s.method} ${s.path}`)).toEqual(['GET /v1/sources/a%2Fb', 'GET /v1/sources?limit=100&cursor=c_1', 'POST /v1/sources', 'DELETE /v1/sources/src_1']);
     expect(seen.map((s) => s.headers['x-csrf-token'])).toEqual([undefined, undefined, 'csrf_1', 'csrf_1']);
     expect(seen[0]!.headers.accept).toBe('application/json');
     expect(seen[2]!.headers['content-type']).toBe('application/json');
@@ -94,11 +80,7 @@ describe('the dashboard API client', () => {
   });
 
   it('reports a lost connection as a network error, and lets an abort through', async () => {
-    const closed = createServer();
-    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
-    const port = (closed.address() as AddressInfo).port;
-    await new Promise<void>((r) => closed.close(() => r()));
-    const offline = createApiClient({ onSessionEnded: () => undefined, origin: `http://127.0.0.1:${port}` });
+    const offline = createApiClient({ onSessionEnded: () => undefined, origin: await unreachableUrl() });
     await expect(unwrap(offline.openapi.GET('/account'))).rejects.toMatchObject({ status: 0, code: 'network_error' });
 
     handler = () => undefined; // never answers

@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLogger } from '@dap/logger';
-import { stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix } from '@dap/testing';
+import { stackEnv, TEST_INTERNAL_SECRET, testClock, uniqueSuffix } from '@dap/testing';
 import { startAccounts } from '../../services/accounts/src/index.ts';
 import { loadAccountsConfig } from '../../services/accounts/src/config.ts';
 import { startGateway } from '../src/index.ts';
@@ -62,7 +62,9 @@ export async function startHarness() {
   const stack = stackEnv();
   const common = { ...stack, KAFKA_TOPIC_PREFIX: `t${suffix}.`, INTERNAL_SECRET: TEST_INTERNAL_SECRET, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'silent' };
   const upstream = await startEchoUpstream();
-  const accounts = await startAccounts(loadAccountsConfig({ ...common, MONGO_DB: `acc_${suffix}` }), { logger: quietLogger });
+  // Accounts and every gateway share one clock, so a test can move past a key's expiry without waiting.
+  const clock = testClock();
+  const accounts = await startAccounts(loadAccountsConfig({ ...common, MONGO_DB: `acc_${suffix}` }), { logger: quietLogger, now: clock.now });
   const gateways: Awaited<ReturnType<typeof startGateway>>[] = [];
   const gatewayConfig = (overrides: Record<string, string> = {}) =>
     loadGatewayConfig({
@@ -82,9 +84,10 @@ export async function startHarness() {
     suffix,
     upstream,
     accounts,
+    clock,
     gatewayConfig,
     async gateway(overrides: Record<string, string> = {}) {
-      const g = await startGateway(gatewayConfig(overrides), { logger: quietLogger });
+      const g = await startGateway(gatewayConfig(overrides), { logger: quietLogger, now: clock.now });
       gateways.push(g);
       return g;
     },

@@ -1,5 +1,5 @@
 import { createRedis } from '@dap/redis';
-import { http } from '@dap/testing';
+import { http, waitFor } from '@dap/testing';
 import { bearer, startHarness } from './harness.ts';
 
 let h: Awaited<ReturnType<typeof startHarness>>;
@@ -46,8 +46,9 @@ describe('Idempotency-Key', () => {
 
   it('answers 409 while the first request is still in flight', async () => {
     const key = `k-${Math.random()}`;
+    const before = h.upstream.seen.length;
     const slow = post(key, { name: 'slow' }, '/v1/sources?delay=600');
-    await new Promise((r) => setTimeout(r, 150));
+    await waitFor(() => h.upstream.seen.length > before, { what: 'the first request at the service' }); // it runs there now
     const concurrent = await post(key, { name: 'slow' }, '/v1/sources?delay=600');
     expect([concurrent.status, concurrent.body.code]).toEqual([409, 'idempotency_key_in_use']);
     expect(concurrent.headers.get('retry-after')).toBe('1');

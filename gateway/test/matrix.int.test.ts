@@ -27,9 +27,9 @@ beforeAll(async () => {
   const revoked = await make('revoked');
   await h.accounts.accounts.revokeKey(account._id, revoked.key._id);
   creds.revoked = revoked.secret;
-  creds.expired = (await make('expired', undefined, new Date(Date.now() + 500))).secret;
+  creds.expired = (await make('expired', undefined, new Date(h.clock.now() + 60_000))).secret;
   for (const scope of SCOPES) creds[`only:${scope}`] = (await make(scope, [scope])).secret;
-  await new Promise((r) => setTimeout(r, 600));
+  h.clock.advance(60_000); // past the expired key's expiry, on the clock accounts and the gateway share
 });
 afterAll(() => h?.stop());
 

@@ -34,16 +34,19 @@ describe('SlidingWindowLimiter on Redis', () => {
     await redis.del(`rl:{${account}}`, `rl:{${account}}:seq`);
   });
 
-  it('lets requests older than the window go', async () => {
-    const limiter = new SlidingWindowLimiter(redis, 50);
+  it('lets a request go exactly when it is a window old, on the clock it is given', async () => {
+    const clock = { t: Date.now() };
+    const limiter = new SlidingWindowLimiter(redis, 60_000, () => clock.t);
     const account = newId('acct');
     expect(await limiter.check(account, 1)).toMatchObject({ allowed: true });
+    clock.t += 30_000;
+    expect(await limiter.check(account, 1)).toMatchObject({ allowed: false, resetMs: 30_000 });
+    clock.t += 29_999;
+    expect(await limiter.peek(account, 1)).toMatchObject({ allowed: false, remaining: 0, resetMs: 1 });
     expect(await limiter.check(account, 1)).toMatchObject({ allowed: false });
-    // The scripts read Redis's own clock, so the window can only pass in real time here.
-    const until = Date.now() + 2_000;
-    let d = await limiter.peek(account, 1);
-    while (!d.allowed && Date.now() < until) d = await limiter.peek(account, 1);
-    expect(d).toMatchObject({ allowed: true, remaining: 1 });
-    expect(await limiter.check(account, 1)).toMatchObject({ allowed: true });
+    clock.t += 1;
+    expect(await limiter.peek(account, 1)).toMatchObject({ allowed: true, remaining: 1, resetMs: 60_000 });
+    expect(await limiter.check(account, 1)).toMatchObject({ allowed: true, remaining: 0, resetMs: 60_000 });
+    await redis.del(`rl:{${account}}`, `rl:{${account}}:seq`);
   });
 });

@@ -24,13 +24,15 @@ async function fakeAccounts(answer: { current: KeyVerifyOutcome }) {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls: () => calls, close: () => new Promise((r) => server.close(r)) };
 }
 
-/** Just the Redis calls the verifier makes, over a map; `get` can be held to order a race. */
+/** Just the Redis calls the verifier makes, over a map; `get` can be held, and awaited, to order a race. */
 function fakeRedis() {
   const data = new Map<string, string>();
   let hold: Promise<void> | null = null;
   let holdMget: Promise<void> | null = null;
+  const getWaiters: (() => void)[] = [];
   const redis = {
     get: async (k: string) => {
+      for (const reached of getWaiters.splice(0)) reached();
       const value = data.get(k) ?? null; // read now, answered later: a reply already on its way
       if (hold) await hold;
       return value;
@@ -52,7 +54,14 @@ function fakeRedis() {
       return chain;
     },
   };
-  return { redis: redis as unknown as Redis, data, holdGets: (p: Promise<void> | null) => void (hold = p), holdMgets: (p: Promise<void> | null) => void (holdMget = p) };
+  return {
+    redis: redis as unknown as Redis,
+    data,
+    /** Resolves when the next `get` has read its value. */
+    nextGet: () => new Promise<void>((r) => getWaiters.push(r)),
+    holdGets: (p: Promise<void> | null) => void (hold = p),
+    holdMgets: (p: Promise<void> | null) => void (holdMget = p),
+  };
 }
 
 describe('KeyVerifier', () => {
@@ -77,7 +86,7 @@ describe('KeyVerifier', () => {
   it('does not keep an answer read before the key was revoked (eviction racing a lookup)', async () => {
     const answer = { current: { ok: true, key } as KeyVerifyOutcome };
     const accounts = await fakeAccounts(answer);
-    const { redis, data, holdGets } = fakeRedis();
+    const { redis, data, holdGets, nextGet } = fakeRedis();
     const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 1_000, redis });
     const secret = generateApiKey();
     try {
@@ -86,8 +95,9 @@ describe('KeyVerifier', () => {
       data.set(`kc:id:${key.keyId}`, hashApiKey(secret));
       let release!: () => void;
       holdGets(new Promise<void>((r) => (release = r)));
+      const reached = nextGet();
       const inFlight = verifier.verify(secret);
-      await new Promise((r) => setTimeout(r, 20));
+      await reached;
       // The key is revoked and the eviction event arrives while the Redis read is on its way back.
       answer.current = { ok: false, reason: 'revoked' };
       await verifier.evictKey(key.keyId);
@@ -104,7 +114,7 @@ describe('KeyVerifier', () => {
   it('does not keep the shared answer read while the eviction was still removing it', async () => {
     const answer = { current: { ok: true, key } as KeyVerifyOutcome };
     const accounts = await fakeAccounts(answer);
-    const { redis, holdMgets } = fakeRedis();
+    const { redis, holdMgets, nextGet } = fakeRedis();
     const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 1_000, redis });
     const secret = generateApiKey();
     try {
@@ -113,8 +123,9 @@ describe('KeyVerifier', () => {
       let release!: () => void;
       holdMgets(new Promise<void>((r) => (release = r)));
       const eviction = verifier.evictKey(key.keyId); // memory dropped; Redis not yet
+      const reached = nextGet();
       const during = verifier.verify(secret); // reads Redis's old entry
-      await new Promise((r) => setTimeout(r, 20));
+      await reached;
       release();
       holdMgets(null);
       await eviction;

@@ -25,6 +25,8 @@ export class KeyVerifier {
   private readonly token: string;
   private readonly ttlMs: number;
   private readonly redis: Redis | null;
+  /** The clock of key expiry and of the cache (tests pass their own). */
+  private readonly now: () => number;
   /**
    * Evictions by key id and by account (`acct:<id>`), each with its place in the sequence of evictions. A
    * lookup that began before an eviction of its key may come back with the old answer (read from Redis, or
@@ -39,6 +41,7 @@ export class KeyVerifier {
     this.token = internalServiceToken(opts.internalSecret);
     this.ttlMs = opts.ttlMs;
     this.redis = opts.redis ?? null;
+    this.now = opts.now ?? Date.now;
     // Expired entries are dropped when read or pushed out, never served: no timer per entry.
     this.cache = new LRUCache({ max: opts.maxEntries, ttlAutopurge: false, ttlResolution: 0, ...(opts.now ? { perf: { now: opts.now } } : {}) });
   }
@@ -48,7 +51,7 @@ export class KeyVerifier {
     return this.cache.size;
   }
 
-  async verify(secret: string, now = Date.now()): Promise<VerifyOutcome> {
+  async verify(secret: string, now = this.now()): Promise<VerifyOutcome> {
     if (!isWellFormedApiKey(secret)) return { ok: false, reason: 'malformed' };
     const hash = hashApiKey(secret);
     const hit = this.cache.get(hash);
@@ -87,7 +90,7 @@ export class KeyVerifier {
     drop();
   }
 
-  private remember(what: string, now = Date.now()): void {
+  private remember(what: string, now = this.now()): void {
     this.evicted.set(what, { seq: ++this.evictions, at: now });
     if (this.evicted.size > 1_000) for (const [k, e] of this.evicted) if (e.at < now - EVICTION_MEMORY_MS) this.evicted.delete(k);
   }

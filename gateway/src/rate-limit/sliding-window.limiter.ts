@@ -22,11 +22,15 @@ export interface Limiter {
  */
 /**
  * The window as both scripts see it, its length in milliseconds in ARGV[`windowArg`]: requests older than it
- * trimmed, `count` admitted within it, `reset` ms until its oldest one leaves it.
+ * trimmed, `count` admitted within it, `reset` ms until its oldest one leaves it. The time is Redis's own
+ * unless ARGV[`nowArg`] gives one (a test's clock; the gateway always leaves it empty).
  */
-const windowState = (windowArg: number) => `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+const windowState = (windowArg: number, nowArg: number) => `
+local now = tonumber(ARGV[${nowArg}])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 local window = tonumber(ARGV[${windowArg}])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 local count = redis.call('ZCARD', KEYS[1])
@@ -35,7 +39,7 @@ local reset = window
 if oldest[2] then reset = tonumber(oldest[2]) + window - now end
 `;
 
-const SCRIPT = `${windowState(2)}
+const SCRIPT = `${windowState(2, 3)}
 local limit = tonumber(ARGV[1])
 if count < limit then
   local seq = redis.call('INCR', KEYS[2])
@@ -47,22 +51,25 @@ end
 return {0, 0, reset}
 `;
 
-const PEEK_SCRIPT = `${windowState(1)}
+const PEEK_SCRIPT = `${windowState(1, 2)}
 return {count, reset}
 `;
 
 type ScriptedRedis = {
-  dapSlidingWindow(k1: string, k2: string, limit: number, window: number): Promise<[number, number, number]>;
-  dapSlidingPeek(k1: string, window: number): Promise<[number, number]>;
+  dapSlidingWindow(k1: string, k2: string, limit: number, window: number, now: number | ''): Promise<[number, number, number]>;
+  dapSlidingPeek(k1: string, window: number, now: number | ''): Promise<[number, number]>;
 };
 
 export class SlidingWindowLimiter implements Limiter {
   private readonly redis: Redis;
   private readonly windowMs: number;
+  private readonly now: (() => number) | null;
 
-  constructor(redis: Redis, windowMs: number) {
+  /** `now` replaces Redis's clock, for tests only: gateways sharing Redis must share its one clock. */
+  constructor(redis: Redis, windowMs: number, now?: () => number) {
     this.redis = redis;
     this.windowMs = windowMs;
+    this.now = now ?? null;
     redis.defineCommand('dapSlidingWindow', { numberOfKeys: 2, lua: SCRIPT });
     redis.defineCommand('dapSlidingPeek', { numberOfKeys: 1, lua: PEEK_SCRIPT });
   }
@@ -73,12 +80,12 @@ export class SlidingWindowLimiter implements Limiter {
 
   async check(accountId: string, limit: number): Promise<LimitDecision> {
     const key = `rl:{${accountId}}`;
-    const [allowed, remaining, resetMs] = await this.scripts.dapSlidingWindow(key, `${key}:seq`, limit, this.windowMs);
+    const [allowed, remaining, resetMs] = await this.scripts.dapSlidingWindow(key, `${key}:seq`, limit, this.windowMs, this.now?.() ?? '');
     return { allowed: allowed === 1, limit, remaining, resetMs, source: 'redis' };
   }
 
   async peek(accountId: string, limit: number): Promise<LimitDecision> {
-    const [used, resetMs] = await this.scripts.dapSlidingPeek(`rl:{${accountId}}`, this.windowMs);
+    const [used, resetMs] = await this.scripts.dapSlidingPeek(`rl:{${accountId}}`, this.windowMs, this.now?.() ?? '');
     return { allowed: used < limit, limit, remaining: Math.max(0, limit - used), resetMs, source: 'redis' };
   }
 }

@@ -4,3 +4,4 @@ export * from './outbox.ts';
 export * from './serial-pass.ts';
 export * from './source-projection.ts';
 export * from './resource.ts';
+export * from './repository.ts';

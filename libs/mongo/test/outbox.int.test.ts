@@ -65,12 +65,16 @@ describe('OutboxRelay (on the test stack MongoDB)', () => {
   it('keeps events when publishing fails and publishes them, in order, once the broker is back', async () => {
     const raw = mongo.db.collection('failing');
     let down = true;
+    let refused = 0;
     const published: DomainEvent[] = [];
     const relay = new OutboxRelay({
       collections: [raw],
       publisher: {
         publish: async (e) => {
-          if (down) throw new Error('broker down');
+          if (down) {
+            refused++;
+            throw new Error('broker down');
+          }
           published.push(...e);
         },
       },
@@ -83,7 +87,7 @@ describe('OutboxRelay (on the test stack MongoDB)', () => {
     const first = event(1);
     const second = event(2);
     await coll.insert(accountId, { _id: 'a', n: 1 }, [first]);
-    await new Promise((r) => setTimeout(r, 150)); // a few failed attempts
+    await waitFor(() => refused >= 3, { what: 'a few failed attempts' });
     await coll.update(accountId, 'a', { n: 2 }, [second]);
     expect(published).toEqual([]);
     expect((await raw.findOne({ _id: 'a' as never }))?._outboxPending).toBe(true);

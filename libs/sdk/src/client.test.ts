@@ -1,37 +1,23 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { API_OPERATIONS } from '@dap/contracts';
+import { startRecordingServer, unreachableUrl, type ReceivedRequest } from '@dap/testing';
 import { createDapClient, METHOD_OF_OPERATION, type DapClient } from './client.ts';
 import { DapApiError, DapConnectionError, parseRetryAfter, RateLimitedError } from './errors.ts';
 import type { Source } from './operations.ts';
 
-interface Seen {
-  method: string;
-  url: string;
-  headers: IncomingMessage['headers'];
-  body: string;
-}
-type Handler = (req: Seen, res: ServerResponse) => void;
+type Handler = (req: ReceivedRequest, res: ServerResponse) => void;
 
-let server: Server;
+let server: Awaited<ReturnType<typeof startRecordingServer>>;
 let base = '';
 let handler: Handler;
-const seen: Seen[] = [];
+let seen: ReceivedRequest[] = [];
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const s = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
-      seen.push(s);
-      handler(s, res);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server = await startRecordingServer((req, res) => handler(req, res));
+  base = server.url;
+  seen = server.received;
 });
-afterAll(() => new Promise<void>((r) => server.close(() => r())));
+afterAll(() => server.close());
 beforeEach(() => {
   seen.length = 0;
 });
@@ -90,7 +76,7 @@ describe('the SDK covers the contracts table', () => {
     await fn(...args);
     expect(seen).toHaveLength(1);
     expect(seen[0]!.method).toBe(op.method.toUpperCase());
-    expect(seen[0]!.url.split('?')[0]).toBe(`/v1${op.path.replace(/\{(\w+)\}/g, '$1_1%2F2')}`);
+    expect(seen[0]!.path.split('?')[0]).toBe(`/v1${op.path.replace(/\{(\w+)\}/g, '$1_1%2F2')}`);
     expect(seen[0]!.headers.authorization).toBe('Bearer dap_test_key');
   });
 });
@@ -123,7 +109,7 @@ describe('requests and responses', () => {
   it('sends list parameters, accepts a base URL ending in /v1, and leaves out an absent key', async () => {
     handler = (_req, res) => json(res, 200, { data: [], hasMore: false, nextCursor: null });
     await createDapClient({ baseUrl: `${base}/v1/` }).models.list({ limit: 5, cursor: 'abc' });
-    expect(seen[0]!.url).toBe('/v1/models?limit=5&cursor=abc');
+    expect(seen[0]!.path).toBe('/v1/models?limit=5&cursor=abc');
     expect(seen[0]!.headers.authorization).toBeUndefined();
   });
 
@@ -131,7 +117,7 @@ describe('requests and responses', () => {
     handler = (_req, res) => json(res, 200, { window: '1h', groupBy: 'operation' });
     await createDapClient({ baseUrl: base }).analytics.usage({ window: '1h', groupBy: 'operation' });
     await createDapClient({ baseUrl: base }).analytics.usage();
-    expect(seen.map((s) => s.url)).toEqual(['/v1/analytics/usage?window=1h&groupBy=operation', '/v1/analytics/usage']);
+    expect(seen.map((s) => s.path)).toEqual(['/v1/analytics/usage?window=1h&groupBy=operation', '/v1/analytics/usage']);
   });
 
   it('returns a Parquet export as its exact bytes', async () => {
@@ -140,7 +126,7 @@ describe('requests and responses', () => {
     const got = await client({ validateResponses: true }).analytics.exportReportParquet('rpt_1');
     expect(got).toBeInstanceOf(Uint8Array);
     expect(Buffer.from(got).equals(bytes)).toBe(true);
-    expect(seen[0]!.url).toBe('/v1/analytics/reports/rpt_1/export.parquet');
+    expect(seen[0]!.path).toBe('/v1/analytics/reports/rpt_1/export.parquet');
   });
 
   it('returns CSV exports as text and 204s as undefined', async () => {
@@ -194,11 +180,7 @@ describe('errors', () => {
   });
 
   it('throws a DapConnectionError when nothing answers', async () => {
-    const closed = createServer();
-    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
-    const port = (closed.address() as AddressInfo).port;
-    await new Promise<void>((r) => closed.close(() => r()));
-    await expect(createDapClient({ baseUrl: `http://127.0.0.1:${port}`, maxRetries: 0 }).sources.list()).rejects.toBeInstanceOf(DapConnectionError);
+    await expect(createDapClient({ baseUrl: await unreachableUrl(), maxRetries: 0 }).sources.list()).rejects.toBeInstanceOf(DapConnectionError);
   });
 
   it('reads Retry-After as seconds or as an HTTP date', () => {
@@ -289,7 +271,7 @@ describe('uploads', () => {
     expect(created.status).toBe(201);
     expect(created.data.id).toBe('src_up');
     // The generated client encodes a space as %20 (the server reads + and %20 alike).
-    expect(seen[0]).toMatchObject({ method: 'POST', url: '/v1/sources/upload?name=Big%20one&format=csv' });
+    expect(seen[0]).toMatchObject({ method: 'POST', path: '/v1/sources/upload?name=Big%20one&format=csv' });
     expect(seen[0]!.headers['content-type']).toBe('text/csv');
     expect(seen[0]!.headers['transfer-encoding']).toBe('chunked');
     expect(seen[0]!.headers['idempotency-key']).toBeUndefined();
@@ -311,13 +293,13 @@ describe('uploads', () => {
       json(
         res,
         200,
-        req.url.includes('cursor=') ? { data: [delivery('evt_2')], hasMore: false, nextCursor: null } : { data: [delivery('evt_1')], hasMore: true, nextCursor: 'next' },
+        req.path.includes('cursor=') ? { data: [delivery('evt_2')], hasMore: false, nextCursor: null } : { data: [delivery('evt_1')], hasMore: true, nextCursor: 'next' },
       );
     const all = [];
     for await (const d of client().webhooks.listAllDeliveries('whk_1', { status: 'failed', eventType: 'report.completed', since: '2026-03-01T00:00:00Z', pageSize: 1 }))
       all.push(d.id);
     expect(all).toEqual(['evt_1', 'evt_2']);
-    expect(seen.map((r) => r.url)).toEqual([
+    expect(seen.map((r) => r.path)).toEqual([
       '/v1/webhooks/whk_1/deliveries?status=failed&eventType=report.completed&since=2026-03-01T00%3A00%3A00Z&limit=1',
       '/v1/webhooks/whk_1/deliveries?status=failed&eventType=report.completed&since=2026-03-01T00%3A00%3A00Z&limit=1&cursor=next',
     ]);
@@ -328,7 +310,7 @@ describe('uploads', () => {
     handler = (_req, res) => json(res, 200, seen.length === 1 ? scheduled : source('src_1'));
     expect(await client().sources.update('src_1', { schedule: { cron: '0 6 * * *', timezone: 'Europe/Berlin' } })).toEqual(scheduled);
     expect((await client().sources.update('src_1', { schedule: null })).schedule).toBeNull();
-    expect(seen.map((r) => [r.method, r.url, JSON.parse(r.body)])).toEqual([
+    expect(seen.map((r) => [r.method, r.path, JSON.parse(r.body)])).toEqual([
       ['PATCH', '/v1/sources/src_1', { schedule: { cron: '0 6 * * *', timezone: 'Europe/Berlin' } }],
       ['PATCH', '/v1/sources/src_1', { schedule: null }],
     ]);
@@ -337,7 +319,7 @@ describe('uploads', () => {
   it('takes the format from a Blob or File, sends bytes with their length, and refuses a file that does not say', async () => {
     handler = (_req, res) => json(res, 202, source('src_1'));
     await client().sources.replaceData('src_1', new File(['{"a":1}\n'], 'events.ndjson'));
-    expect(seen[0]).toMatchObject({ method: 'PUT', url: '/v1/sources/src_1/data?format=ndjson', body: '{"a":1}\n' });
+    expect(seen[0]).toMatchObject({ method: 'PUT', path: '/v1/sources/src_1/data?format=ndjson', body: '{"a":1}\n' });
     expect(seen[0]!.headers['content-type']).toBe('application/x-ndjson');
     await client().sources.upload(new Blob(['[{"a":1}]'], { type: 'application/json' }), { name: 'j' });
     expect(seen[1]!.headers['content-type']).toBe('application/json');
@@ -365,7 +347,7 @@ describe('pagination', () => {
   it('walks every page with for await, following nextCursor', async () => {
     const ids = ['s5', 's4', 's3', 's2', 's1'];
     handler = (req, res) => {
-      const q = new URL(req.url, 'http://x').searchParams;
+      const q = new URL(req.path, 'http://x').searchParams;
       const start = q.get('cursor') ? ids.indexOf(q.get('cursor')!) + 1 : 0;
       const limit = Number(q.get('limit'));
       const data = ids.slice(start, start + limit).map(source);
@@ -375,7 +357,7 @@ describe('pagination', () => {
     const got: string[] = [];
     for await (const s of client().sources.listAll({ pageSize: 2 })) got.push(s.id);
     expect(got).toEqual(ids);
-    expect(seen.map((s) => s.url)).toEqual(['/v1/sources?limit=2', '/v1/sources?limit=2&cursor=s4', '/v1/sources?limit=2&cursor=s2']);
+    expect(seen.map((s) => s.path)).toEqual(['/v1/sources?limit=2', '/v1/sources?limit=2&cursor=s4', '/v1/sources?limit=2&cursor=s2']);
 
     seen.length = 0;
     const firstThree: string[] = [];

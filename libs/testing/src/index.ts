@@ -1,9 +1,9 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, newId, SCOPES, signCallerContext, type Plan } from '@dap/contracts';
+import { INTERNAL_CONTEXT_HEADER, INTERNAL_SIGNATURE_HEADER, newId, SCOPES, signCallerContext, type Column, type Plan } from '@dap/contracts';
 
 /** The test stack's addresses: the shared infrastructure and the connector test databases. */
 export interface StackEnv {
@@ -94,41 +94,65 @@ export interface ReceivedRequest {
   at: number;
 }
 
-/** A real HTTP server on loopback that records every request; `respond` decides each answer. */
-export async function startReceiver(
-  respond: (req: ReceivedRequest) => { status: number; delayMs?: number; headers?: Record<string, string>; body?: string } = () => ({ status: 200 }),
-) {
+/**
+ * A real HTTP server on loopback that records every request, body read whole, in `received` (`path` is the
+ * request target, query included), and hands it with the response to `handle` to answer.
+ */
+export async function startRecordingServer(handle: (req: ReceivedRequest, res: ServerResponse) => void) {
   const received: ReceivedRequest[] = [];
-  const timers = new Set<NodeJS.Timeout>();
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const r: ReceivedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
       received.push(r);
-      const { status, delayMs, headers, body } = respond(r);
-      const send = () => res.writeHead(status, { 'content-type': 'text/plain', ...headers }).end(body ?? 'ok');
-      if (delayMs) {
-        const t = setTimeout(() => {
-          timers.delete(t);
-          send();
-        }, delayMs);
-        timers.add(t);
-      } else send();
+      handle(r, res);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const port = (server.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     received,
     close: () =>
       new Promise<void>((resolve) => {
-        for (const t of timers) clearTimeout(t);
-        timers.clear();
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+  };
+}
+
+/** A loopback URL nothing listens on (a port just taken and let go), to see how a client fails to connect. */
+export async function unreachableUrl(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}`;
+}
+
+/** A recording server (see startRecordingServer) answering in plain text; `respond` decides each answer. */
+export async function startReceiver(
+  respond: (req: ReceivedRequest) => { status: number; delayMs?: number; headers?: Record<string, string>; body?: string } = () => ({ status: 200 }),
+) {
+  const timers = new Set<NodeJS.Timeout>();
+  const server = await startRecordingServer((r, res) => {
+    const { status, delayMs, headers, body } = respond(r);
+    const send = () => res.writeHead(status, { 'content-type': 'text/plain', ...headers }).end(body ?? 'ok');
+    if (delayMs) {
+      const t = setTimeout(() => {
+        timers.delete(t);
+        send();
+      }, delayMs);
+      timers.add(t);
+    } else send();
+  });
+  return {
+    ...server,
+    close: () => {
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+      return server.close();
+    },
   };
 }
 
@@ -161,5 +185,27 @@ export function serviceClient(base: () => string, accountId: string) {
     get: (path: string) => call('GET', path),
     post: (path: string, body: unknown) => call('POST', path, body),
     del: (path: string) => call('DELETE', path),
+  };
+}
+
+/**
+ * A dataset schema written as `{ name: type }` in column order, to compare with a source's or a result's
+ * columns (or, with other type names, a database's columns).
+ */
+export function columns<T extends string = Column['type']>(spec: Record<string, T>): { name: string; type: T }[] {
+  return Object.entries(spec).map(([name, type]) => ({ name, type }));
+}
+
+/**
+ * A clock for the code under test that runs with real time but can be moved forward, to pass an expiry or a
+ * grace period without waiting for it: give `now` to the code, call `advance(ms)` in the test.
+ */
+export function testClock() {
+  let offset = 0;
+  return {
+    now: () => Date.now() + offset,
+    advance(ms: number) {
+      offset += ms;
+    },
   };
 }

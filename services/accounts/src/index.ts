@@ -28,6 +28,7 @@ export async function openAccountsDomain(
   config: Pick<AccountsConfig, 'MONGO_URL' | 'MONGO_DB'> & { STARTUP_TIMEOUT_MS?: number },
   onEvents: (written: WrittenEvents) => void = () => {},
   logger?: Logger,
+  now?: () => number,
 ): Promise<AccountsDomain> {
   const mongo = await connectMongo(config.MONGO_URL, config.MONGO_DB, { logger, startupTimeoutMs: config.STARTUP_TIMEOUT_MS });
   const accountRepo = new AccountRepository(mongo.db, onEvents);
@@ -36,11 +37,12 @@ export async function openAccountsDomain(
   const sessions = new SessionRepository(mongo.db);
   const resets = new ResetTokenRepository(mongo.db);
   await Promise.all([accountRepo.ensureIndexes(), keyRepo.ensureIndexes(), users.ensureIndexes(), sessions.ensureIndexes(), resets.ensureIndexes()]);
-  const accounts = new AccountsService(accountRepo, keyRepo);
+  const accounts = new AccountsService(accountRepo, keyRepo, now);
   return { mongo, accounts, identity: new IdentityService(accounts, users, sessions, resets), accountRepo, keyRepo };
 }
 
-export async function startAccounts(config: AccountsConfig, deps: { logger?: Logger } = {}) {
+/** `now`: the clock of key expiry and grace periods, for tests that move it; the system clock otherwise. */
+export async function startAccounts(config: AccountsConfig, deps: { logger?: Logger; now?: () => number } = {}) {
   const logger = deps.logger ?? createLogger({ name: 'accounts', level: config.LOG_LEVEL });
   const life = new Lifecycle(logger);
   return life.start(async () => {
@@ -53,7 +55,7 @@ export async function startAccounts(config: AccountsConfig, deps: { logger?: Log
     let relay: OutboxRelay | null = null;
     const domain = await life.open(
       'mongodb',
-      () => openAccountsDomain(config, (w) => relay?.written(w), logger),
+      () => openAccountsDomain(config, (w) => relay?.written(w), logger, deps.now),
       (d) => d.mongo.close(),
     );
     const eventing = await openEventing(life, config, logger);

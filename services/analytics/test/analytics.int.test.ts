@@ -5,7 +5,7 @@ import { domainEventSchema, makeEvent, newId, reportListSchema, reportSchema, ov
 import { DatasetStore, type IngestResult } from '@dap/datasets';
 import { createKafka, EventProducer, type Consumer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
-import { callerHeaders, http, serviceTestEnv, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { callerHeaders, columns, http, serviceTestEnv, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
 import { loadAnalyticsConfig } from '../src/config.ts';
 import { startAnalytics } from '../src/index.ts';
 import { FILTER_CASES, goldenRows, groupRows, measureRow, MEASURE_DSL, truncate, type Cell, type Granularity } from './golden.ts';
@@ -38,6 +38,26 @@ function envFor(extra: Record<string, string> = {}) {
 
 const api = (method: string, path: string, accountId: string, body?: unknown) =>
   http(method, `${svc.url}/v1${path}`, { headers: callerHeaders(accountId), ...(body === undefined ? {} : { body }) });
+
+/** Stores a report of account A's source directly, as an older version of the service (or a dead one) left it. */
+async function insertReport(fields: Record<string, unknown>): Promise<string> {
+  const id = newId('rpt');
+  const base = {
+    accountId: accountA,
+    sourceId: sourceA,
+    query: { sourceId: sourceA },
+    error: null,
+    columns: [],
+    rows: [],
+    rowCount: 0,
+    durationMs: null,
+    createdAt: new Date(),
+    completedAt: null,
+    deletedAt: null,
+  };
+  await svc.mongo.db.collection('reports').insertOne({ _id: id as never, ...base, ...fields });
+  return id;
+}
 
 const query = (accountId: string, q: Record<string, unknown>) => api('POST', '/analytics/query', accountId, { sourceId: sourceA, ...q });
 
@@ -108,15 +128,7 @@ beforeAll(async () => {
 
   // Play the sources service: write the Parquet file, then announce it.
   const result = await ingest(accountA, sourceA, ROWS);
-  expect(result.schema).toEqual([
-    { name: 'id', type: 'integer' },
-    { name: 'country', type: 'string' },
-    { name: 'status', type: 'string' },
-    { name: 'amount', type: 'number' },
-    { name: 'qty', type: 'integer' },
-    { name: 'paid', type: 'boolean' },
-    { name: 'ts', type: 'timestamp' },
-  ]);
+  expect(result.schema).toEqual(columns({ id: 'integer', country: 'string', status: 'string', amount: 'number', qty: 'integer', paid: 'boolean', ts: 'timestamp' }));
   await publish('source.created', accountA, sourceA, { id: sourceA, name: 'orders', type: 'inline' });
   await announceReady(accountA, sourceA, 'orders', 'inline', result);
   await waitFor(async () => (await query(accountA, { measures: [{ op: 'count' }] })).status === 201, { what: 'the source projection', timeoutMs: 30_000 });
@@ -366,24 +378,8 @@ describe('validation, tenancy and states', () => {
   it('answers 409 when the account already has MAX_CONCURRENT_QUERIES queries running', async () => {
     // Queries running on other instances are known by their reports; four of them fill the account's slots.
     const raw = svc.mongo.db.collection('reports');
-    const ids = [1, 2, 3, 4].map(() => newId('rpt'));
-    await raw.insertMany(
-      ids.map((id) => ({
-        _id: id as never,
-        accountId: accountA,
-        sourceId: sourceA,
-        query: {},
-        status: 'running',
-        error: null,
-        columns: [],
-        rows: [],
-        rowCount: 0,
-        durationMs: null,
-        createdAt: new Date(),
-        completedAt: null,
-        deletedAt: null,
-      })),
-    );
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push(await insertReport({ status: 'running' }));
     try {
       const res = await query(accountA, { measures: [{ op: 'count' }] });
       expect(res.status).toBe(409);
@@ -467,27 +463,16 @@ describe('reports', () => {
     expect(JSON.parse(stored!.rowsJson)).toEqual(res.body.rows.map((r: { paid: boolean; count: number }) => [r.paid, r.count]));
     expect(stored).not.toHaveProperty('rows');
 
-    const id = newId('rpt');
-    await svc.mongo.db.collection('reports').insertOne({
-      _id: id as never,
-      accountId: accountA,
-      sourceId: sourceA,
-      query: { sourceId: sourceA },
+    const id = await insertReport({
       status: 'completed',
-      error: null,
-      columns: [
-        { name: 'k', type: 'string' },
-        { name: 'n', type: 'integer' },
-      ],
+      columns: columns({ k: 'string', n: 'integer' }),
       rows: [
         ['a', 1],
         [null, 2],
       ],
       rowCount: 2,
       durationMs: 1,
-      createdAt: new Date(),
       completedAt: new Date(),
-      deletedAt: null,
     });
     expect((await api('GET', `/analytics/reports/${id}`, accountA)).body.rows).toEqual([
       { k: 'a', n: 1 },
@@ -512,22 +497,7 @@ describe('reports', () => {
   });
 
   it('marks a report left running by a dead process as failed, with report.failed', async () => {
-    const id = newId('rpt');
-    await svc.mongo.db.collection('reports').insertOne({
-      _id: id as never,
-      accountId: accountA,
-      sourceId: sourceA,
-      query: { sourceId: sourceA },
-      status: 'running',
-      error: null,
-      columns: [],
-      rows: [],
-      rowCount: 0,
-      durationMs: null,
-      createdAt: new Date(Date.now() - 3_600_000),
-      completedAt: null,
-      deletedAt: null,
-    });
+    const id = await insertReport({ status: 'running', createdAt: new Date(Date.now() - 3_600_000) });
     expect(await svc.reports.sweepStale()).toBe(1);
     const r = await api('GET', `/analytics/reports/${id}`, accountA);
     expect(r.body).toMatchObject({ status: 'failed', error: 'the query was interrupted by a service restart; run it again' });

@@ -5,7 +5,7 @@ import { makeEvent, newId, queryEstimateSchema, reportSchema, signCallerContext,
 import { DatasetStore } from '@dap/datasets';
 import { createKafka, EventProducer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
-import { http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
+import { columns, http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
 import { loadAnalyticsConfig } from '../src/config.ts';
 import { startAnalytics } from '../src/index.ts';
 
@@ -185,11 +185,7 @@ beforeAll(async () => {
     ROWS.map((r) => `${JSON.stringify(r)}\n`),
   );
   const result = await store.ingest(account, source, 'ndjson');
-  expect(result.schema).toEqual([
-    { name: 'id', type: 'integer' },
-    { name: 'v', type: 'integer' },
-    { name: 'ts', type: 'timestamp' },
-  ]);
+  expect(result.schema).toEqual(columns({ id: 'integer', v: 'integer', ts: 'timestamp' }));
   await publish('source.created', source, { id: source, name: 'ticks', type: 'inline' });
   await publish('source.ready', source, { id: source, name: 'ticks', type: 'inline', rowCount: result.rowCount, schema: result.schema });
   await waitFor(async () => (await query({ measures: [{ op: 'count' }] })).status === 201, { what: 'the source projection', timeoutMs: 30_000 });

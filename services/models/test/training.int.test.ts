@@ -17,7 +17,7 @@ import {
 import { DatasetStore } from '@dap/datasets';
 import { createKafka, EventProducer, topicName, type Consumer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
-import { http, serviceClient, serviceTestEnv, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { columns, http, serviceClient, serviceTestEnv, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
 import { ANOMALY_MODEL_ID, FORECAST_MODEL_ID, loadModelsConfig, startModels, type RunningModels } from '../src/index.ts';
 import { LINEAR_TRUTH, linearRows, separableRows } from '../src/domain/training/synthetic-data.ts';
 
@@ -96,14 +96,7 @@ beforeAll(async () => {
     ROWS.map((r) => `${JSON.stringify(r)}\n`),
   );
   const ingested = await store.ingest(accountA, source, 'ndjson');
-  expect(ingested.schema).toEqual(
-    expect.arrayContaining([
-      { name: 'x1', type: 'number' },
-      { name: 'colour', type: 'string' },
-      { name: 'label', type: 'string' },
-      { name: 'at', type: 'timestamp' },
-    ]),
-  );
+  expect(ingested.schema).toEqual(expect.arrayContaining(columns({ x1: 'number', colour: 'string', label: 'string', at: 'timestamp' })));
   await publish(producer, 'source.created', accountA, source, { id: source, name: 'synthetic', type: 'ndjson' });
   await publish(producer, 'source.ready', accountA, source, { id: source, name: 'synthetic', type: 'ndjson', rowCount: ingested.rowCount, schema: ingested.schema });
 }, 60_000);

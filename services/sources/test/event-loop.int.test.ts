@@ -1,6 +1,6 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pg from 'pg';
-import { http, stackEnv, uniqueSuffix } from '@dap/testing';
+import { columns, http, stackEnv, uniqueSuffix } from '@dap/testing';
 import { startHarness, type Harness } from './harness.ts';
 
 /**
@@ -59,13 +59,7 @@ it(`syncs ${ROWS.toLocaleString('en')} rows from PostgreSQL without blocking the
     `[event-loop] ${ROWS} rows in ${seconds.toFixed(1)} s (${Math.round(ROWS / seconds)} rows/s); loop delay p50 ${ms(histogram.percentile(50))} ms, p99 ${p99} ms, max ${max} ms; ${latencies.length} pings, slowest ${slowestPing} ms\n`,
   );
   expect(ready).toMatchObject({ status: 'ready', rowCount: ROWS });
-  expect(ready.schema).toEqual([
-    { name: 'id', type: 'integer' },
-    { name: 'label', type: 'string' },
-    { name: 'amount', type: 'number' },
-    { name: 'flag', type: 'boolean' },
-    { name: 'at', type: 'timestamp' },
-  ]);
+  expect(ready.schema).toEqual(columns({ id: 'integer', label: 'string', amount: 'number', flag: 'boolean', at: 'timestamp' }));
   expect(latencies.length).toBeGreaterThan(10);
   // Encoding the rows in one go would stall the loop for the whole pull (seconds of CPU: see the rows/s
   // above); batches of at most 2,000 rows keep each stall to a few ms. Run alone this file measured p99 68 ms

@@ -6,7 +6,7 @@ import mysql from 'mysql2/promise';
 import { MongoClient } from 'mongodb';
 import { newId, sourceSchema } from '@dap/contracts';
 import { sqlLiteral } from '@dap/datasets';
-import { stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { columns, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
 import { forwardTo, startHarness, type Harness } from './harness.ts';
 
 /**
@@ -148,12 +148,7 @@ describe('URL sources', () => {
     const { created: dto, settled } = await created(body, account);
     expect(dto.config).toEqual({ url: `${filesUrl}/private/orders.csv?[redacted]`, headers: ['Authorization'] });
     expect(settled).toMatchObject({ status: 'ready', rowCount: 30, error: null });
-    expect(settled.schema).toEqual([
-      { name: 'id', type: 'integer' },
-      { name: 'country', type: 'string' },
-      { name: 'amount', type: 'number' },
-      { name: 'at', type: 'timestamp' },
-    ]);
+    expect(settled.schema).toEqual(columns({ id: 'integer', country: 'string', amount: 'number', at: 'timestamp' }));
     const file = await h.svc.store.currentFile(account, dto.id);
     const sum = await h.svc.store.duck.run(`SELECT sum(amount) AS s, count(DISTINCT country) AS c FROM read_parquet(${sqlLiteral(file!)})`);
     expect(sum.rows[0]).toEqual({ s: (1.5 * (30 * 31)) / 2, c: 3 });
@@ -177,20 +172,13 @@ describe('URL sources', () => {
     expect(json.settled).toMatchObject({
       status: 'ready',
       rowCount: 2,
-      schema: [
-        { name: 'kind', type: 'string' },
-        { name: 'n', type: 'number' },
-        { name: 'meta', type: 'string' },
-      ],
+      schema: columns({ kind: 'string', n: 'number', meta: 'string' }),
     });
     const nd = await created({ type: 'url', name: 'N', url: `${filesUrl}/events.ndjson`, format: 'ndjson' });
     expect(nd.settled).toMatchObject({
       status: 'ready',
       rowCount: 2,
-      schema: [
-        { name: 'kind', type: 'string' },
-        { name: 'at', type: 'timestamp' },
-      ],
+      schema: columns({ kind: 'string', at: 'timestamp' }),
     });
     expect(nd.created.config).toEqual({ url: `${filesUrl}/events.ndjson`, format: 'ndjson' });
   });
@@ -231,15 +219,7 @@ describe('PostgreSQL sources', () => {
     const u = new URL(POSTGRES_URL);
     expect(dto.config).toEqual({ host: '127.0.0.1', port: Number(u.port), database: 'dap', user: u.username, ssl: 'disable', hasPassword: true, table });
     expect(settled).toMatchObject({ status: 'ready', rowCount: 500, error: null });
-    expect(settled.schema).toEqual([
-      { name: 'id', type: 'integer' },
-      { name: 'country', type: 'string' },
-      { name: 'amount', type: 'number' },
-      { name: 'paid', type: 'boolean' },
-      { name: 'at', type: 'timestamp' },
-      { name: 'on_day', type: 'timestamp' },
-      { name: 'meta', type: 'string' },
-    ]);
+    expect(settled.schema).toEqual(columns({ id: 'integer', country: 'string', amount: 'number', paid: 'boolean', at: 'timestamp', on_day: 'timestamp', meta: 'string' }));
     const file = await h.svc.store.currentFile(account, dto.id);
     const q = await h.svc.store.duck.run(`SELECT sum(amount) AS s, max("at") AS latest, min(on_day) AS first_day FROM read_parquet(${sqlLiteral(file!)})`);
     expect(q.rows[0]).toEqual({ s: (1.25 * 500 * 501) / 2, latest: '2024-01-21 20:00:00', first_day: '2024-01-02' });
@@ -343,16 +323,9 @@ describe('MySQL/MariaDB sources', () => {
     expect(dto.config).toMatchObject({ host: '127.0.0.1', database: 'dap', hasPassword: true, table });
     expect(JSON.stringify(dto)).not.toContain(new URL(MYSQL_URL).password);
     expect(settled).toMatchObject({ status: 'ready', rowCount: 200 });
-    expect(settled.schema).toEqual([
-      { name: 'id', type: 'integer' },
-      { name: 'country', type: 'string' },
-      { name: 'amount', type: 'number' },
-      { name: 'at', type: 'timestamp' },
-      { name: 'note', type: 'string' },
-      { name: 'paid', type: 'boolean' },
-      { name: 'flag', type: 'boolean' },
-      { name: 'level', type: 'integer' },
-    ]);
+    expect(settled.schema).toEqual(
+      columns({ id: 'integer', country: 'string', amount: 'number', at: 'timestamp', note: 'string', paid: 'boolean', flag: 'boolean', level: 'integer' }),
+    );
     // BOOLEAN and TINYINT(1) hold true/false (any value but 0 is true, as in MySQL); a wider TINYINT stays a number.
     const file = await h.svc.store.currentFile(account, dto.id);
     const flags = await h.svc.store.duck.run(`SELECT id, paid, flag, level FROM read_parquet(${sqlLiteral(file!)}) WHERE id <= 4 ORDER BY id`);
@@ -366,10 +339,7 @@ describe('MySQL/MariaDB sources', () => {
     expect(q.settled).toMatchObject({
       status: 'ready',
       rowCount: 3,
-      schema: [
-        { name: 'country', type: 'string' },
-        { name: 'total', type: 'number' },
-      ],
+      schema: columns({ country: 'string', total: 'number' }),
     });
   });
 

@@ -10,7 +10,7 @@ import { DatasetStore } from '@dap/datasets';
 import { createLogger } from '@dap/logger';
 import { connectMongo, type MongoHandle } from '@dap/mongo';
 import { OutboundGuard } from '@dap/netguard';
-import { stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { columns, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
 import { SourceService } from '../src/domain/source.service.ts';
 import { toSourceDto } from '../src/http/dto.ts';
 import { DatasetLoader } from '../src/domain/ingest/loader.ts';
@@ -363,11 +363,7 @@ describe('schema drift', () => {
     content.set(path, CHANGED);
     const after = await resync(account, id, s);
     expect(toSourceDto(after)).toMatchObject({ status: 'ready', rowCount: 3, schemaPolicy: 'evolve', lastSync: { status: 'succeeded' } });
-    expect(after.schema).toEqual([
-      { name: 'id', type: 'integer' },
-      { name: 'amount', type: 'string' },
-      { name: 'coupon', type: 'string' },
-    ]);
+    expect(after.schema).toEqual(columns({ id: 'integer', amount: 'string', coupon: 'string' }));
     const changed = (await outbox(account, id)).filter((e) => e.type === 'source.schema_changed');
     expect(changed.map((e) => e.data)).toEqual([
       { id, name: 'drift', policy: 'evolve', applied: true, added: [{ name: 'coupon', type: 'string' }], removed: [], retyped: [{ name: 'amount', from: 'number', to: 'string' }] },
@@ -389,10 +385,7 @@ describe('schema drift', () => {
       status: 'ready',
       rowCount: 3,
       schemaPolicy: 'freeze',
-      schema: [
-        { name: 'id', type: 'integer' },
-        { name: 'amount', type: 'number' },
-      ],
+      schema: columns({ id: 'integer', amount: 'number' }),
     });
     expect(after.lastSync).toMatchObject({
       status: 'failed',
@@ -423,10 +416,7 @@ describe('schema drift', () => {
       status: 'ready',
       rowCount: 2,
       schemaPolicy: 'quarantine',
-      schema: [
-        { name: 'id', type: 'integer' },
-        { name: 'amount', type: 'number' },
-      ],
+      schema: columns({ id: 'integer', amount: 'number' }),
       quarantine: { rowCount: 3, at: now.toISOString() },
       lastSync: { status: 'succeeded' },
     });

@@ -7,7 +7,7 @@ import { newId, sourceSchema, type DomainEvent } from '@dap/contracts';
 import { sqlLiteral } from '@dap/datasets';
 import { createKafka, topicName, type Consumer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
-import { callerHeaders, http, serviceTestEnv, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { callerHeaders, columns, http, serviceTestEnv, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
 import { loadSourcesConfig } from '../src/config.ts';
 import { startSources, type RunningSources } from '../src/index.ts';
 
@@ -100,13 +100,7 @@ describe('inline and CSV sources', () => {
     expect(ready.status).toBe('ready');
     expect(ready.error).toBeNull();
     expect(ready.rowCount).toBe(3);
-    expect(ready.schema).toEqual([
-      { name: 'id', type: 'integer' },
-      { name: 'amount', type: 'number' },
-      { name: 'city', type: 'string' },
-      { name: 'paid', type: 'boolean' },
-      { name: 'at', type: 'timestamp' },
-    ]);
+    expect(ready.schema).toEqual(columns({ id: 'integer', amount: 'number', city: 'string', paid: 'boolean', at: 'timestamp' }));
     expect(new Date(ready.lastSyncedAt!).toISOString()).toBe(ready.lastSyncedAt);
     expect(ready.lastSync).toEqual({ status: 'succeeded', error: null, at: ready.lastSyncedAt, mode: 'full', rowsPulled: 3, rowsMerged: 3 });
     expect(ready.createdAt).toBe(created.createdAt);
@@ -124,11 +118,7 @@ describe('inline and CSV sources', () => {
     expect(res.body.status).toBe('pending');
     const ready = strictSource.parse(await settled(res.body.id));
     expect(ready).toMatchObject({ status: 'ready', rowCount: 3, type: 'csv', error: null });
-    expect(ready.schema).toEqual([
-      { name: 'region', type: 'string' },
-      { name: 'units', type: 'integer' },
-      { name: 'price', type: 'number' },
-    ]);
+    expect(ready.schema).toEqual(columns({ region: 'string', units: 'integer', price: 'number' }));
     const file = await svc.store.currentFile(accountA, ready.id);
     expect(file).toMatch(/\.parquet$/);
     expect(existsSync(file!)).toBe(true);
@@ -171,11 +161,7 @@ describe('inline and CSV sources', () => {
     ] as const) {
       const ready = strictSource.parse(await settled(id));
       expect(ready).toMatchObject({ status: 'ready', type, rowCount: 2 });
-      expect(ready.schema).toEqual([
-        { name: 'sku', type: 'string' },
-        { name: 'qty', type: 'integer' },
-        { name: 'meta', type: 'string' },
-      ]);
+      expect(ready.schema).toEqual(columns({ sku: 'string', qty: 'integer', meta: 'string' }));
       const file = await svc.store.currentFile(accountA, id);
       const q = await svc.store.duck.run(`SELECT sum(qty) AS q FROM read_parquet(${sqlLiteral(file!)})`);
       expect(q.rows[0]).toEqual({ q: 7 });
@@ -274,13 +260,7 @@ describe('inline and CSV sources', () => {
       name: 'Orders',
       type: 'inline',
       rowCount: 3,
-      schema: [
-        { name: 'id', type: 'integer' },
-        { name: 'amount', type: 'number' },
-        { name: 'city', type: 'string' },
-        { name: 'paid', type: 'boolean' },
-        { name: 'at', type: 'timestamp' },
-      ],
+      schema: columns({ id: 'integer', amount: 'number', city: 'string', paid: 'boolean', at: 'timestamp' }),
       sync: { mode: 'full', rowsPulled: 3, rowsMerged: 3 },
     });
     expect(ready.requestId).toBe(mine[0]!.requestId);

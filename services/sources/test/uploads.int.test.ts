@@ -3,7 +3,7 @@ import { Agent, request } from 'node:http';
 import { dirname } from 'node:path';
 import { newId } from '@dap/contracts';
 import { sqlLiteral } from '@dap/datasets';
-import { callerHeaders } from '@dap/testing';
+import { callerHeaders, columns } from '@dap/testing';
 import { startHarness, type Harness } from './harness.ts';
 
 const LIMIT = 256 * 1024;
@@ -59,11 +59,7 @@ describe('POST /v1/sources/upload', () => {
     expect(res.headers.get('location')).toBe(`/v1/sources/${res.body.id}`);
     const ready = await h.settled(res.body.id, account);
     expect(ready).toMatchObject({ status: 'ready', rowCount: 2, error: null });
-    expect(ready.schema).toEqual([
-      { name: 'region', type: 'string' },
-      { name: 'units', type: 'integer' },
-      { name: 'price', type: 'number' },
-    ]);
+    expect(ready.schema).toEqual(columns({ region: 'string', units: 'integer', price: 'number' }));
     expect(await rowsOf(res.body.id)).toEqual([
       { region: 'north', units: 3, price: 2.5 },
       { region: 'south', units: 7, price: 1.25 },

@@ -1,10 +1,9 @@
 import type { Consumer, KafkaMessage } from 'kafkajs';
 import { makeEvent, newId } from '@dap/contracts';
 import { createKafka, deadLetterTopic, EventProducer, topicName } from '@dap/kafka';
-import { startReceiver, waitFor } from '@dap/testing';
+import { waitFor } from '@dap/testing';
 import { DELIVERY_GROUP_ID } from '../src/events/delivery.consumer.ts';
-import type { RunningWebhooks } from '../src/index.ts';
-import { clientFor, dropTestDatabase, eventPublisher, silent, sleep, startWebhooks, testConfig } from './harness.ts';
+import { deliveryStack, silent, sleep, testConfig } from './harness.ts';
 
 /**
  * Poison messages: one that cannot be decoded and one whose handler always fails go to the consumer
@@ -13,17 +12,12 @@ import { clientFor, dropTestDatabase, eventPublisher, silent, sleep, startWebhoo
 describe('webhook delivery consumer dead-letters poison messages', () => {
   const config = testConfig({ WEBHOOK_CONSUMER_MAX_ATTEMPTS: '2' });
   const settings = { brokers: config.KAFKA_BROKERS, clientId: 'dlq-test', topicPrefix: config.KAFKA_TOPIC_PREFIX };
-  let svc: RunningWebhooks;
-  let events: Awaited<ReturnType<typeof eventPublisher>>;
+  const h = deliveryStack(config);
   let raw: EventProducer;
   let dlqWatcher: Consumer;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
   const dead: KafkaMessage[] = [];
 
   beforeAll(async () => {
-    receiver = await startReceiver();
-    svc = await startWebhooks(config, { logger: silent });
-    events = await eventPublisher(config);
     const kafka = createKafka(settings, silent);
     raw = new EventProducer(kafka, settings);
     await raw.connect();
@@ -36,18 +30,14 @@ describe('webhook delivery consumer dead-letters poison messages', () => {
   afterAll(async () => {
     await dlqWatcher?.disconnect();
     await raw?.disconnect();
-    await events?.close();
-    await svc?.stop();
-    await dropTestDatabase(config);
-    await receiver?.close();
   });
 
   it('moves an undecodable and an always-failing message to <prefix>dlq.webhooks-delivery and keeps delivering', async () => {
-    const a = clientFor(() => svc);
-    const res = await a.call('POST', '/webhooks', { url: `${receiver.url}/hooks`, events: ['report.*'] });
+    const a = h.client();
+    const res = await a.call('POST', '/webhooks', { url: `${h.receiver.url}/hooks`, events: ['report.*'] });
     expect(res.status).toBe(201);
-    const before = await events.publish('report.completed', a.accountId, { id: newId('rpt'), sourceId: 's', rowCount: 1, durationMs: 1 });
-    await waitFor(() => receiver.received.length >= 1, { what: 'the first delivery' });
+    const before = await h.events.publish('report.completed', a.accountId, { id: newId('rpt'), sourceId: 's', rowCount: 1, durationMs: 1 });
+    await waitFor(() => h.receiver.received.length >= 1, { what: 'the first delivery' });
 
     // Both poison messages share the good events' topic and key, so they sit on the same partition.
     const topic = topicName(settings, 'analytics.events');
@@ -56,7 +46,7 @@ describe('webhook delivery consumer dead-letters poison messages', () => {
     const invalidJson = JSON.stringify(invalid);
     await raw.sendRaw(topic, { key: a.accountId, value: invalidJson });
     const after = [];
-    for (let i = 0; i < 3; i++) after.push(await events.publish('report.completed', a.accountId, { id: newId('rpt'), sourceId: 's', rowCount: i, durationMs: 1 }));
+    for (let i = 0; i < 3; i++) after.push(await h.events.publish('report.completed', a.accountId, { id: newId('rpt'), sourceId: 's', rowCount: i, durationMs: 1 }));
 
     await waitFor(() => dead.length >= 2, { what: 'two dead letters', timeoutMs: 15_000 });
     const [undecodable, failing] = dead as [KafkaMessage, KafkaMessage];
@@ -67,11 +57,11 @@ describe('webhook delivery consumer dead-letters poison messages', () => {
     expect(failing.value!.toString()).toBe(invalidJson);
     expect(failing.headers!['dlq-reason']!.toString()).toContain('has no valid account id');
 
-    await waitFor(() => receiver.received.length >= 4, { what: 'the later events' });
-    const ids = receiver.received.map((r) => r.headers['webhook-id']);
+    await waitFor(() => h.receiver.received.length >= 4, { what: 'the later events' });
+    const ids = h.receiver.received.map((r) => r.headers['webhook-id']);
     expect(ids).toEqual([before.id, ...after.map((e) => e.id)]);
     await sleep(300);
     expect(dead).toHaveLength(2);
-    expect(receiver.received).toHaveLength(4);
+    expect(h.receiver.received).toHaveLength(4);
   });
 });

@@ -1,8 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { newId, webhookSchema } from '@dap/contracts';
-import { startReceiver, waitFor, type ReceivedRequest } from '@dap/testing';
-import type { RunningWebhooks } from '../src/index.ts';
-import { clientFor, dropTestDatabase, eventPublisher, percentile, silent, sleep, startWebhooks, testConfig } from './harness.ts';
+import { waitFor, type ReceivedRequest } from '@dap/testing';
+import { deliveryStack, percentile, sleep, fastDeliveryConfig } from './harness.ts';
 
 /**
  * Delivery end to end: events published on Kafka → consumer → stored deliveries → signed POSTs to a real
@@ -11,16 +10,7 @@ import { clientFor, dropTestDatabase, eventPublisher, percentile, silent, sleep,
 const SLOW_MS = 1_500;
 
 describe('webhook delivery', () => {
-  const config = testConfig({
-    WEBHOOK_RETRY_SCHEDULE_MS: '0,200,400',
-    WEBHOOK_TIMEOUT_MS: '1000',
-    WEBHOOK_POLL_MS: '200',
-    WEBHOOK_ENDPOINT_CONCURRENCY: '2',
-  });
-  let svc: RunningWebhooks;
-  let events: Awaited<ReturnType<typeof eventPublisher>>;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
-  const seen = new Map<string, number>(); // path → requests so far
+  const config = fastDeliveryConfig('0,200,400', { WEBHOOK_ENDPOINT_CONCURRENCY: '2' });
   /** Per path behaviour: status by attempt number (1-based), optional delay. */
   const behaviour: Record<string, (n: number) => { status: number; delayMs?: number }> = {
     '/flaky': (n) => ({ status: n === 1 ? 500 : 200 }),
@@ -28,53 +18,30 @@ describe('webhook delivery', () => {
     '/slow': () => ({ status: 200, delayMs: SLOW_MS }),
     '/gone': () => ({ status: 410 }),
   };
-  const at = (path: string) => receiver.received.filter((r) => r.path === path);
-  const typesAt = (path: string) => at(path).map((r) => JSON.parse(r.body).type as string);
-
-  beforeAll(async () => {
-    receiver = await startReceiver((req) => {
-      const n = (seen.get(req.path) ?? 0) + 1;
-      seen.set(req.path, n);
-      return behaviour[req.path]?.(n) ?? { status: 200 };
-    });
-    svc = await startWebhooks(config, { logger: silent });
-    events = await eventPublisher(config);
-  });
-
-  afterAll(async () => {
-    await events?.close();
-    await svc?.stop();
-    await dropTestDatabase(config);
-    await receiver?.close(); // also clears the timers of answers still being held back
-  });
-
-  const register = async (client: ReturnType<typeof clientFor>, path: string, filters?: string[]) => {
-    const res = await client.call('POST', '/webhooks', { url: `${receiver.url}${path}`, ...(filters ? { events: filters } : {}) });
-    expect(res.status).toBe(201);
-    return { id: res.body.id as string, secret: res.body.secret as string };
-  };
+  const h = deliveryStack(config, (req, n) => behaviour[req.path]?.(n) ?? { status: 200 });
+  const typesAt = (path: string) => h.at(path).map((r) => JSON.parse(r.body).type as string);
 
   const verify = (secret: string, r: ReceivedRequest) =>
     new Webhook(secret).verify(r.body, r.headers as Record<string, string>) as { type: string; timestamp: string; data: Record<string, unknown> };
 
   it('delivers by filter, signed so standardwebhooks verifies it, and only to the event’s account', async () => {
-    const a = clientFor(() => svc);
-    const reports = await register(a, '/reports', ['report.*']);
-    const all = await register(a, '/all');
-    const other = clientFor(() => svc);
-    await register(other, '/other');
+    const a = h.client();
+    const reports = await h.register(a, '/reports', ['report.*']);
+    const all = await h.register(a, '/all');
+    const other = h.client();
+    await h.register(other, '/other');
 
-    const src = await events.publish('source.created', a.accountId, { id: newId('src'), name: 'orders', type: 'csv' });
-    const rpt = await events.publish('report.completed', a.accountId, { id: newId('rpt'), sourceId: src.data.id, rowCount: 3, durationMs: 12 }, 'req_trace-1');
-    await events.publish('report.completed', newId('acct'), { id: newId('rpt'), sourceId: 'src_x', rowCount: 1, durationMs: 1 });
+    const src = await h.events.publish('source.created', a.accountId, { id: newId('src'), name: 'orders', type: 'csv' });
+    const rpt = await h.events.publish('report.completed', a.accountId, { id: newId('rpt'), sourceId: src.data.id, rowCount: 3, durationMs: 12 }, 'req_trace-1');
+    await h.events.publish('report.completed', newId('acct'), { id: newId('rpt'), sourceId: 'src_x', rowCount: 1, durationMs: 1 });
 
-    await waitFor(() => at('/all').length >= 2 && at('/reports').length >= 1, { what: 'first deliveries' });
+    await waitFor(() => h.at('/all').length >= 2 && h.at('/reports').length >= 1, { what: 'first deliveries' });
     await sleep(300);
     expect(typesAt('/reports')).toEqual(['report.completed']);
     expect(typesAt('/all').sort()).toEqual(['report.completed', 'source.created']);
-    expect(at('/other')).toHaveLength(0);
+    expect(h.at('/other')).toHaveLength(0);
 
-    const got = at('/reports')[0]!;
+    const got = h.at('/reports')[0]!;
     expect(verify(reports.secret, got)).toEqual({ type: 'report.completed', timestamp: rpt.occurredAt, data: rpt.data });
     expect(got.headers).toMatchObject({
       'webhook-id': rpt.id,
@@ -85,37 +52,37 @@ describe('webhook delivery', () => {
     expect(Number(got.headers['webhook-timestamp'])).toBeGreaterThan(Date.now() / 1000 - 60);
     expect(got.headers['webhook-signature']).toMatch(/^v1,/);
     // The same event to another endpoint is signed with that endpoint's secret only.
-    const toAll = at('/all').find((r) => r.headers['webhook-id'] === rpt.id)!;
+    const toAll = h.at('/all').find((r) => r.headers['webhook-id'] === rpt.id)!;
     expect(() => verify(reports.secret, toAll)).toThrow();
     expect(verify(all.secret, toAll).data).toEqual(rpt.data);
-    expect(at('/all').find((r) => r.headers['webhook-id'] === src.id)!.headers['x-request-id']).toBeUndefined();
+    expect(h.at('/all').find((r) => r.headers['webhook-id'] === src.id)!.headers['x-request-id']).toBeUndefined();
   });
 
   it('delivers an event published twice only once (deliveries are keyed by event and endpoint)', async () => {
-    const a = clientFor(() => svc);
-    const once = await register(a, '/once', ['source.deleted']);
-    const ev = await events.publish('source.deleted', a.accountId, { id: newId('src') });
+    const a = h.client();
+    const once = await h.register(a, '/once', ['source.deleted']);
+    const ev = await h.events.publish('source.deleted', a.accountId, { id: newId('src') });
     const { publishedAt: _p, ...event } = ev;
-    await events.republish(event);
+    await h.events.republish(event);
     // Same topic and key, so once this later event arrives the duplicate has been consumed too.
-    const later = await events.publish('source.deleted', a.accountId, { id: newId('src') });
-    await waitFor(() => at('/once').some((r) => r.headers['webhook-id'] === later.id), { what: 'a later event' });
+    const later = await h.events.publish('source.deleted', a.accountId, { id: newId('src') });
+    await waitFor(() => h.at('/once').some((r) => r.headers['webhook-id'] === later.id), { what: 'a later event' });
     await sleep(100);
-    expect(at('/once').filter((r) => r.headers['webhook-id'] === ev.id)).toHaveLength(1);
+    expect(h.at('/once').filter((r) => r.headers['webhook-id'] === ev.id)).toHaveLength(1);
     const log = await a.call('GET', `/webhooks/${once.id}/deliveries`);
     expect(log.body.data.filter((d: { id: string }) => d.id === ev.id)).toHaveLength(1);
   });
 
   it('measures event → delivery latency (published-at to received-at)', async () => {
-    const a = clientFor(() => svc);
-    await register(a, '/latency', ['report.completed']);
+    const a = h.client();
+    await h.register(a, '/latency', ['report.completed']);
     const sent: Array<{ id: string; publishedAt: number }> = [];
     for (let i = 0; i < 40; i++) {
-      sent.push(await events.publish('report.completed', a.accountId, { id: newId('rpt'), sourceId: 'src_l', rowCount: i, durationMs: 1 }));
+      sent.push(await h.events.publish('report.completed', a.accountId, { id: newId('rpt'), sourceId: 'src_l', rowCount: i, durationMs: 1 }));
       await sleep(10);
     }
-    await waitFor(() => at('/latency').length >= 40, { what: '40 deliveries' });
-    const latencies = sent.map((s) => at('/latency').find((r) => r.headers['webhook-id'] === s.id)!.at - s.publishedAt);
+    await waitFor(() => h.at('/latency').length >= 40, { what: '40 deliveries' });
+    const latencies = sent.map((s) => h.at('/latency').find((r) => r.headers['webhook-id'] === s.id)!.at - s.publishedAt);
     const p50 = percentile(latencies, 50);
     const p99 = percentile(latencies, 99);
     // eslint-disable-next-line no-console -- the measured latency goes to the test log
@@ -124,11 +91,11 @@ describe('webhook delivery', () => {
   });
 
   it('retries a failed attempt on the schedule with the same webhook-id, and logs every attempt', async () => {
-    const c = clientFor(() => svc);
-    const flaky = await register(c, '/flaky', ['model.ready']);
-    const ev = await events.publish('model.ready', c.accountId, { id: newId('mdl'), name: 'churn', type: 'logistic' });
-    await waitFor(() => at('/flaky').length >= 2, { what: 'the retry' });
-    const [first, second] = at('/flaky') as [ReceivedRequest, ReceivedRequest];
+    const c = h.client();
+    const flaky = await h.register(c, '/flaky', ['model.ready']);
+    const ev = await h.events.publish('model.ready', c.accountId, { id: newId('mdl'), name: 'churn', type: 'logistic' });
+    await waitFor(() => h.at('/flaky').length >= 2, { what: 'the retry' });
+    const [first, second] = h.at('/flaky') as [ReceivedRequest, ReceivedRequest];
     expect(first.headers['webhook-id']).toBe(ev.id);
     expect(second.headers['webhook-id']).toBe(ev.id);
     expect(second.at - first.at).toBeGreaterThanOrEqual(170); // 200 ms − 10% jitter, less timer slack
@@ -153,13 +120,13 @@ describe('webhook delivery', () => {
       expect(typeof x.latencyMs).toBe('number');
       expect(Number.isNaN(Date.parse(x.at))).toBe(false);
     }
-    expect(at('/flaky')).toHaveLength(2);
+    expect(h.at('/flaky')).toHaveLength(2);
   });
 
   it('marks a delivery failed after the last attempt', async () => {
-    const c = clientFor(() => svc);
-    const dead = await register(c, '/dead', ['model.failed']);
-    await events.publish('model.failed', c.accountId, { id: newId('mdl'), name: 'x', error: 'bad data' });
+    const c = h.client();
+    const dead = await h.register(c, '/dead', ['model.failed']);
+    await h.events.publish('model.failed', c.accountId, { id: newId('mdl'), name: 'x', error: 'bad data' });
     const log = await waitFor(
       async () => {
         const res = await c.call('GET', `/webhooks/${dead.id}/deliveries`);
@@ -170,20 +137,20 @@ describe('webhook delivery', () => {
     expect(log.body.data[0].attempts.map((x: { statusCode: number }) => x.statusCode)).toEqual([500, 500, 500]);
     expect(log.body.data[0].nextAttemptAt).toBeNull();
     await sleep(500);
-    expect(at('/dead')).toHaveLength(3);
-    expect(new Set(at('/dead').map((r) => r.headers['webhook-id'])).size).toBe(1);
+    expect(h.at('/dead')).toHaveLength(3);
+    expect(new Set(h.at('/dead').map((r) => r.headers['webhook-id'])).size).toBe(1);
   });
 
   it('keeps a healthy endpoint fast while another endpoint of the same account hangs', async () => {
-    const d = clientFor(() => svc);
-    const slow = await register(d, '/slow', ['prediction.completed']);
-    await register(d, '/fast', ['prediction.completed']);
+    const d = h.client();
+    const slow = await h.register(d, '/slow', ['prediction.completed']);
+    await h.register(d, '/fast', ['prediction.completed']);
     const sent = [];
-    for (let i = 0; i < 6; i++) sent.push(await events.publish('prediction.completed', d.accountId, { id: newId('prd'), modelId: 'mdl_x', count: 1, latencyMs: 1 }));
-    await waitFor(() => at('/fast').length >= 6, { what: 'fast deliveries', timeoutMs: 5_000 });
-    const latencies = sent.map((s) => at('/fast').find((r) => r.headers['webhook-id'] === s.id)!.at - s.publishedAt);
+    for (let i = 0; i < 6; i++) sent.push(await h.events.publish('prediction.completed', d.accountId, { id: newId('prd'), modelId: 'mdl_x', count: 1, latencyMs: 1 }));
+    await waitFor(() => h.at('/fast').length >= 6, { what: 'fast deliveries', timeoutMs: 5_000 });
+    const latencies = sent.map((s) => h.at('/fast').find((r) => r.headers['webhook-id'] === s.id)!.at - s.publishedAt);
     expect(Math.max(...latencies)).toBeLessThan(900); // well under one 1 s timeout of the hanging endpoint
-    expect(at('/slow').length).toBeLessThanOrEqual(2); // its own concurrency limit
+    expect(h.at('/slow').length).toBeLessThanOrEqual(2); // its own concurrency limit
     const log = await waitFor(
       async () => {
         const res = await d.call('GET', `/webhooks/${slow.id}/deliveries?limit=100`);
@@ -196,12 +163,12 @@ describe('webhook delivery', () => {
   });
 
   it('disables an endpoint that answers 410 and tells the account’s other endpoints', async () => {
-    const e = clientFor(() => svc);
-    const gone = await register(e, '/gone', ['model.*']);
-    const watch = await register(e, '/watch', ['endpoint.disabled']);
-    await events.publish('model.ready', e.accountId, { id: newId('mdl'), name: 'm', type: 'kmeans' });
-    await waitFor(() => at('/watch').length >= 1, { what: 'endpoint.disabled' });
-    const notice = verify(watch.secret, at('/watch')[0]!);
+    const e = h.client();
+    const gone = await h.register(e, '/gone', ['model.*']);
+    const watch = await h.register(e, '/watch', ['endpoint.disabled']);
+    await h.events.publish('model.ready', e.accountId, { id: newId('mdl'), name: 'm', type: 'kmeans' });
+    await waitFor(() => h.at('/watch').length >= 1, { what: 'endpoint.disabled' });
+    const notice = verify(watch.secret, h.at('/watch')[0]!);
     expect(notice.type).toBe('endpoint.disabled');
     expect(notice.data).toEqual({ endpointId: gone.id, reason: 'the endpoint answered 410 Gone' });
 
@@ -213,55 +180,56 @@ describe('webhook delivery', () => {
 
     const test = await e.call('POST', `/webhooks/${gone.id}/test`);
     expect(test.status).toBe(409);
-    await events.publish('model.ready', e.accountId, { id: newId('mdl'), name: 'm2', type: 'kmeans' });
+    await h.events.publish('model.ready', e.accountId, { id: newId('mdl'), name: 'm2', type: 'kmeans' });
     const sync = await e.call('POST', `/webhooks/${watch.id}/test`);
-    await waitFor(() => at('/watch').some((r) => r.headers['webhook-id'] === sync.body.eventId), { what: 'sync test event' });
+    await waitFor(() => h.at('/watch').some((r) => r.headers['webhook-id'] === sync.body.eventId), { what: 'sync test event' });
     await sleep(200);
-    expect(at('/gone')).toHaveLength(1);
+    expect(h.at('/gone')).toHaveLength(1);
     expect(test.body.detail).toMatch(/enable it \(POST \/v1\/webhooks\/\{id\}\/enable\)/);
 
     // The receiver is fixed: enabling the endpoint again sends it new events (and changes nothing a second time).
     behaviour['/gone'] = () => ({ status: 200 });
-    expect((await clientFor(() => svc).call('POST', `/webhooks/${gone.id}/enable`)).status).toBe(404);
+    expect((await h.client().call('POST', `/webhooks/${gone.id}/enable`)).status).toBe(404);
     const enabled = await e.call('POST', `/webhooks/${gone.id}/enable`);
     expect([enabled.status, enabled.body.status, enabled.body.disabledReason]).toEqual([200, 'enabled', null]);
     expect(webhookSchema.parse(enabled.body).id).toBe(gone.id);
     const again = await e.call('POST', `/webhooks/${gone.id}/enable`);
     expect([again.status, again.body.status, again.body.updatedAt]).toEqual([200, 'enabled', enabled.body.updatedAt]);
-    const after = await events.publish('model.ready', e.accountId, { id: newId('mdl'), name: 'm3', type: 'kmeans' });
-    await waitFor(() => at('/gone').some((r) => r.headers['webhook-id'] === after.id), { what: 'an event after enabling' });
+    const after = await h.events.publish('model.ready', e.accountId, { id: newId('mdl'), name: 'm3', type: 'kmeans' });
+    await waitFor(() => h.at('/gone').some((r) => r.headers['webhook-id'] === after.id), { what: 'an event after enabling' });
     expect(
       verify(
         gone.secret,
-        at('/gone').find((r) => r.headers['webhook-id'] === after.id)!,
+        h.at('/gone').find((r) => r.headers['webhook-id'] === after.id)!,
       ).type,
     ).toBe('model.ready');
   });
 
   it('sends a test event to the one endpoint through the normal path, and pages the deliveries log', async () => {
-    const f = clientFor(() => svc);
-    const t1 = await register(f, '/t1', ['report.completed']);
-    const t2 = await register(f, '/t2');
+    const f = h.client();
+    const t1 = await h.register(f, '/t1', ['report.completed']);
+    const t2 = await h.register(f, '/t2');
     const res = await f.call('POST', `/webhooks/${t1.id}/test`, undefined, { 'x-request-id': 'req_test-42' });
     expect(res.status).toBe(202);
     expect(res.headers.get('location')).toBe(`/v1/webhooks/${t1.id}/deliveries`);
     expect(res.body).toEqual({ eventId: expect.stringMatching(/^evt_/), webhookId: t1.id, type: 'webhook.test' });
-    await waitFor(() => at('/t1').length >= 1, { what: 'the test event' });
-    const got = at('/t1')[0]!;
+    await waitFor(() => h.at('/t1').length >= 1, { what: 'the test event' });
+    const got = h.at('/t1')[0]!;
     expect(got.headers['webhook-id']).toBe(res.body.eventId);
     expect(got.headers['x-request-id']).toBe('req_test-42');
     expect(verify(t1.secret, got)).toMatchObject({ type: 'webhook.test', data: { endpointId: t1.id } });
 
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push((await f.call('POST', `/webhooks/${t2.id}/test`)).body.eventId);
-    await waitFor(() => at('/t2').length >= 3, { what: 'three test events' });
+    await waitFor(() => h.at('/t2').length >= 3, { what: 'three test events' });
     await sleep(200);
     expect(
-      at('/t2')
+      h
+        .at('/t2')
         .map((r) => r.headers['webhook-id'])
         .sort(),
     ).toEqual([...ids].sort()); // t1's test never reached t2
-    expect(at('/t1')).toHaveLength(1);
+    expect(h.at('/t1')).toHaveLength(1);
 
     const page1 = await waitFor(
       async () => {

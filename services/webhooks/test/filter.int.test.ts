@@ -1,15 +1,11 @@
 import { newId } from '@dap/contracts';
-import { startReceiver, waitFor } from '@dap/testing';
-import type { RunningWebhooks } from '../src/index.ts';
-import { clientFor, dropTestDatabase, eventPublisher, silent, sleep, startWebhooks, testConfig } from './harness.ts';
+import { waitFor } from '@dap/testing';
+import { deliveryStack, sleep, fastDeliveryConfig } from './harness.ts';
 
 /** Content filters end to end: registration checks, events delivered or held back and counted. */
 describe('webhook content filters', () => {
-  const config = testConfig({ WEBHOOK_RETRY_SCHEDULE_MS: '0,200', WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_POLL_MS: '200' });
-  let svc: RunningWebhooks;
-  let events: Awaited<ReturnType<typeof eventPublisher>>;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
-  const at = (path: string) => receiver.received.filter((r) => r.path === path);
+  const config = fastDeliveryConfig('0,200');
+  const h = deliveryStack(config);
   const big = {
     and: [
       { path: '$.type', op: 'eq', value: 'report.completed' },
@@ -17,26 +13,13 @@ describe('webhook content filters', () => {
     ],
   };
 
-  beforeAll(async () => {
-    receiver = await startReceiver(() => ({ status: 200 }));
-    svc = await startWebhooks(config, { logger: silent });
-    events = await eventPublisher(config);
-  });
-
-  afterAll(async () => {
-    await events?.close();
-    await svc?.stop();
-    await dropTestDatabase(config);
-    await receiver?.close();
-  });
-
   it('refuses a bad filter at registration and on PATCH with a 400 naming the field and the fault', async () => {
-    const client = clientFor(() => svc);
-    const bad = await client.call('POST', '/webhooks', { url: `${receiver.url}/x`, filter: { and: [{ path: 'data.rowCount', op: 'gt', value: 1 }] } });
+    const client = h.client();
+    const bad = await client.call('POST', '/webhooks', { url: `${h.receiver.url}/x`, filter: { and: [{ path: 'data.rowCount', op: 'gt', value: 1 }] } });
     expect(bad.status).toBe(400);
     const errors = bad.body.errors as Array<{ path: string; message: string }>;
     expect(errors).toEqual([expect.objectContaining({ path: expect.stringMatching(/filter\.and\.0\.path$/), message: expect.stringContaining('must be a JSONPath') })]);
-    const ok = await client.call('POST', '/webhooks', { url: `${receiver.url}/x`, filter: big });
+    const ok = await client.call('POST', '/webhooks', { url: `${h.receiver.url}/x`, filter: big });
     expect(ok.status).toBe(201);
     expect(ok.body).toMatchObject({ filter: big, stats: { filtered: 0 } });
     const patched = await client.call('PATCH', `/webhooks/${ok.body.id}`, { filter: { path: '$.data.rowCount', op: 'between', value: 1 } });
@@ -46,17 +29,17 @@ describe('webhook content filters', () => {
   });
 
   it('delivers matching events, holds back and counts the others, and leaves an unfiltered endpoint alone', async () => {
-    const client = clientFor(() => svc);
-    const filtered = (await client.call('POST', '/webhooks', { url: `${receiver.url}/big`, filter: big })).body.id as string;
-    await client.call('POST', '/webhooks', { url: `${receiver.url}/all` }); // the positive control
-    const report = (rowCount: number) => events.publish('report.completed', client.accountId, { id: newId('rpt'), sourceId: newId('src'), rowCount, durationMs: 5 });
+    const client = h.client();
+    const filtered = (await client.call('POST', '/webhooks', { url: `${h.receiver.url}/big`, filter: big })).body.id as string;
+    await client.call('POST', '/webhooks', { url: `${h.receiver.url}/all` }); // the positive control
+    const report = (rowCount: number) => h.events.publish('report.completed', client.accountId, { id: newId('rpt'), sourceId: newId('src'), rowCount, durationMs: 5 });
     const large = await report(5000);
     await report(10);
-    await events.publish('source.created', client.accountId, { id: newId('src'), name: 's', type: 'csv' });
-    await waitFor(() => at('/all').length >= 3, { what: 'the unfiltered deliveries' });
-    await waitFor(() => at('/big').length >= 1, { what: 'the matching delivery' });
+    await h.events.publish('source.created', client.accountId, { id: newId('src'), name: 's', type: 'csv' });
+    await waitFor(() => h.at('/all').length >= 3, { what: 'the unfiltered deliveries' });
+    await waitFor(() => h.at('/big').length >= 1, { what: 'the matching delivery' });
     await sleep(500);
-    expect(at('/big').map((r) => r.headers['webhook-id'])).toEqual([large.id]);
+    expect(h.at('/big').map((r) => r.headers['webhook-id'])).toEqual([large.id]);
     const got = await client.call('GET', `/webhooks/${filtered}`);
     expect(got.body.stats).toEqual({ filtered: 2 });
     const log = await client.call('GET', `/webhooks/${filtered}/deliveries`);
@@ -64,7 +47,7 @@ describe('webhook content filters', () => {
     // Lifting the filter sends what comes next.
     await client.call('PATCH', `/webhooks/${filtered}`, { filter: null });
     const small = await report(1);
-    await waitFor(() => at('/big').length >= 2, { what: 'the delivery after lifting the filter' });
-    expect(at('/big').at(-1)!.headers['webhook-id']).toBe(small.id);
+    await waitFor(() => h.at('/big').length >= 2, { what: 'the delivery after lifting the filter' });
+    expect(h.at('/big').at(-1)!.headers['webhook-id']).toBe(small.id);
   });
 });

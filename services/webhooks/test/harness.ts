@@ -3,7 +3,7 @@ import { makeEvent, newId, type DomainEvent, type EventOf, type EventType } from
 import { createKafka, EventProducer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
 import { connectMongo } from '@dap/mongo';
-import { callerHeaders, http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix } from '@dap/testing';
+import { callerHeaders, http, stackEnv, startReceiver, TEST_INTERNAL_SECRET, uniqueSuffix, type ReceivedRequest } from '@dap/testing';
 import { loadWebhooksConfig } from '../src/config.ts';
 import { startWebhooks, type RunningWebhooks } from '../src/index.ts';
 
@@ -34,6 +34,11 @@ export function testConfig(overrides: Record<string, string> = {}) {
   return loadWebhooksConfig(testEnv(overrides));
 }
 export type TestConfig = ReturnType<typeof testConfig>;
+
+/** Config with delivery compressed for tests: the given retry schedule, 1-s attempts, a 200-ms poll. */
+export function fastDeliveryConfig(retryScheduleMs: string, overrides: Record<string, string> = {}) {
+  return testConfig({ WEBHOOK_RETRY_SCHEDULE_MS: retryScheduleMs, WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_POLL_MS: '200', ...overrides });
+}
 export { callerHeaders };
 
 /** A caller bound to one account and one running service. */
@@ -82,6 +87,74 @@ export async function dropTestDatabase(config: TestConfig): Promise<void> {
   } finally {
     await mongo.close();
   }
+}
+
+type Answer = { status: number; delayMs?: number; headers?: Record<string, string> };
+
+/**
+ * One describe block's delivery set-up: a receiver answering with `answer` (given the request and which
+ * request to its path this is, from 1), the service, an event publisher and, with `watch`, a watcher on one of
+ * the file's topics. Started in beforeAll and stopped, with the database dropped, in afterAll.
+ */
+export function deliveryStack(config: TestConfig, answer: (req: ReceivedRequest, nth: number) => Answer = () => ({ status: 200 }), opts: { watch?: string } = {}) {
+  const tries = new Map<string, number>();
+  let svc: RunningWebhooks | undefined;
+  let events: Awaited<ReturnType<typeof eventPublisher>> | undefined;
+  let receiver: Awaited<ReturnType<typeof startReceiver>> | undefined;
+  let watcher: Awaited<ReturnType<typeof topicWatcher>> | undefined;
+  const started = <T>(value: T | undefined, what: string): T => {
+    if (!value) throw new Error(`${what} is not started: use the stack inside a test`);
+    return value;
+  };
+
+  beforeAll(async () => {
+    receiver = await startReceiver((req) => {
+      const n = (tries.get(req.path) ?? 0) + 1;
+      tries.set(req.path, n);
+      return answer(req, n);
+    });
+    svc = await startWebhooks(config, { logger: silent });
+    events = await eventPublisher(config);
+    if (opts.watch) watcher = await topicWatcher(config, opts.watch);
+  });
+
+  afterAll(async () => {
+    await watcher?.close();
+    await events?.close();
+    await svc?.stop();
+    await dropTestDatabase(config);
+    await receiver?.close(); // also clears the timers of answers still being held back
+  });
+
+  const stack = {
+    get svc() {
+      return started(svc, 'the service');
+    },
+    get events() {
+      return started(events, 'the event publisher');
+    },
+    get receiver() {
+      return started(receiver, 'the receiver');
+    },
+    get watcher() {
+      return started(watcher, 'the topic watcher');
+    },
+    /** The requests the receiver got on one path, in order of arrival. */
+    at: (path: string) => stack.receiver.received.filter((r) => r.path === path),
+    /** A caller for a new account (or the one given) on this service. */
+    client: (accountId?: Parameters<typeof clientFor>[1]) => clientFor(() => stack.svc, accountId),
+    /** Starts the service again on the same database and topics, after a test stopped it. */
+    restart: async () => {
+      svc = await startWebhooks(config, { logger: silent });
+    },
+    /** Registers an endpoint at `path` on the receiver: event filters as a list, or any other fields. */
+    register: async (client: ReturnType<typeof clientFor>, path: string, fields: string[] | Record<string, unknown> = {}) => {
+      const res = await client.call('POST', '/webhooks', { url: `${stack.receiver.url}${path}`, ...(Array.isArray(fields) ? { events: fields } : fields) });
+      expect(res.status).toBe(201);
+      return { id: res.body.id as string, secret: res.body.secret as string };
+    },
+  };
+  return stack;
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

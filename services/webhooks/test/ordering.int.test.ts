@@ -1,55 +1,38 @@
 import { newId } from '@dap/contracts';
-import { startReceiver, waitFor } from '@dap/testing';
-import type { RunningWebhooks } from '../src/index.ts';
-import { clientFor, dropTestDatabase, eventPublisher, silent, sleep, startWebhooks, testConfig } from './harness.ts';
+import { waitFor } from '@dap/testing';
+import { deliveryStack, sleep, fastDeliveryConfig } from './harness.ts';
 
 /**
  * Ordered endpoints: a receiver fails a subject's first event for its first two attempts (retries 300 ms
  * apart); that subject's second event waits for it, another subject's event does not.
  */
 describe('ordered webhook delivery', () => {
-  const config = testConfig({ WEBHOOK_RETRY_SCHEDULE_MS: '0,300,300,300', WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_POLL_MS: '200' });
-  let svc: RunningWebhooks;
-  let events: Awaited<ReturnType<typeof eventPublisher>>;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  const config = fastDeliveryConfig('0,300,300,300');
   /** Event ids the receivers fail, with attempts so far per path and event. */
   const failFirst = new Set<string>();
   const tries = new Map<string, number>();
-  const at = (path: string) => receiver.received.filter((r) => r.path === path);
-
-  beforeAll(async () => {
-    receiver = await startReceiver((req) => {
-      const id = req.headers['webhook-id'] as string;
-      const key = `${req.path} ${id}`;
-      const n = (tries.get(key) ?? 0) + 1;
-      tries.set(key, n);
-      return { status: failFirst.has(id) && n <= 2 ? 500 : 200 };
-    });
-    svc = await startWebhooks(config, { logger: silent });
-    events = await eventPublisher(config);
-  });
-
-  afterAll(async () => {
-    await events?.close();
-    await svc?.stop();
-    await dropTestDatabase(config);
-    await receiver?.close();
+  const h = deliveryStack(config, (req) => {
+    const id = req.headers['webhook-id'] as string;
+    const key = `${req.path} ${id}`;
+    const n = (tries.get(key) ?? 0) + 1;
+    tries.set(key, n);
+    return { status: failFirst.has(id) && n <= 2 ? 500 : 200 };
   });
 
   it("holds a subject's later event until the earlier one succeeded, and does not hold other subjects", async () => {
-    const client = clientFor(() => svc);
-    const created = await client.call('POST', '/webhooks', { url: `${receiver.url}/ordered`, ordering: 'ordered' });
+    const client = h.client();
+    const created = await client.call('POST', '/webhooks', { url: `${h.receiver.url}/ordered`, ordering: 'ordered' });
     expect(created.body.ordering).toBe('ordered');
-    await client.call('POST', '/webhooks', { url: `${receiver.url}/unordered` }); // the positive control
+    await client.call('POST', '/webhooks', { url: `${h.receiver.url}/unordered` }); // the positive control
     const a = newId('src');
     const b = newId('src');
-    const a1 = await events.publish('source.created', client.accountId, { id: a, name: 'a', type: 'csv' });
+    const a1 = await h.events.publish('source.created', client.accountId, { id: a, name: 'a', type: 'csv' });
     failFirst.add(a1.id);
-    const a2 = await events.publish('source.deleted', client.accountId, { id: a });
-    const b1 = await events.publish('source.created', client.accountId, { id: b, name: 'b', type: 'csv' });
-    await waitFor(() => at('/ordered').filter((r) => r.headers['webhook-id'] === a2.id).length >= 1, { what: 'the second event of a', timeoutMs: 15_000 });
+    const a2 = await h.events.publish('source.deleted', client.accountId, { id: a });
+    const b1 = await h.events.publish('source.created', client.accountId, { id: b, name: 'b', type: 'csv' });
+    await waitFor(() => h.at('/ordered').filter((r) => r.headers['webhook-id'] === a2.id).length >= 1, { what: 'the second event of a', timeoutMs: 15_000 });
     await sleep(200);
-    const ids = (path: string) => at(path).map((r) => r.headers['webhook-id'] as string);
+    const ids = (path: string) => h.at(path).map((r) => r.headers['webhook-id'] as string);
     const ordered = ids('/ordered');
     // a1 failed twice then succeeded; a2 went only after that success; b1 did not wait for a1.
     expect(ordered.filter((id) => id === a1.id)).toHaveLength(3);

@@ -1,52 +1,24 @@
 import { newId } from '@dap/contracts';
 import { connectMongo } from '@dap/mongo';
-import { startReceiver, waitFor } from '@dap/testing';
-import type { RunningWebhooks } from '../src/index.ts';
+import { waitFor } from '@dap/testing';
 import { RateSlots } from '../src/persistence/rate-slots.ts';
-import { clientFor, dropTestDatabase, eventPublisher, silent, sleep, startWebhooks, testConfig } from './harness.ts';
+import { deliveryStack, sleep, fastDeliveryConfig } from './harness.ts';
 
 /**
  * Receivers that push back: Retry-After on 429/503, and a per-endpoint rate limit. The retry schedule is
  * compressed to 0, 200, 400 ms, so a Retry-After of 1 s is visibly later than the schedule.
  */
 describe('webhook push-back and rate limits', () => {
-  const config = testConfig({ WEBHOOK_RETRY_SCHEDULE_MS: '0,200,400', WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_POLL_MS: '200', WEBHOOK_ENDPOINT_CONCURRENCY: '4' });
-  let svc: RunningWebhooks;
-  let events: Awaited<ReturnType<typeof eventPublisher>>;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
-  const seen = new Map<string, number>();
-  const at = (path: string) => receiver.received.filter((r) => r.path === path);
-
-  beforeAll(async () => {
-    receiver = await startReceiver((req) => {
-      const n = (seen.get(req.path) ?? 0) + 1;
-      seen.set(req.path, n);
-      if (req.path === '/busy' && n === 1) return { status: 429, headers: { 'retry-after': '1' } };
-      return { status: 200 };
-    });
-    svc = await startWebhooks(config, { logger: silent });
-    events = await eventPublisher(config);
-  });
-
-  afterAll(async () => {
-    await events?.close();
-    await svc?.stop();
-    await dropTestDatabase(config);
-    await receiver?.close();
-  });
-
-  const register = async (client: ReturnType<typeof clientFor>, path: string, extra: Record<string, unknown> = {}) => {
-    const res = await client.call('POST', '/webhooks', { url: `${receiver.url}${path}`, ...extra });
-    expect(res.status).toBe(201);
-    return res.body.id as string;
-  };
+  const config = fastDeliveryConfig('0,200,400', { WEBHOOK_ENDPOINT_CONCURRENCY: '4' });
+  const h = deliveryStack(config, (req, n) => (req.path === '/busy' && n === 1 ? { status: 429, headers: { 'retry-after': '1' } } : { status: 200 }));
+  const register = async (client: ReturnType<typeof h.client>, path: string, fields: Record<string, unknown> = {}) => (await h.register(client, path, fields)).id;
 
   it('waits as long as a 429 Retry-After asks, rather than the 200 ms the schedule says, and shows it on the attempt', async () => {
-    const client = clientFor(() => svc);
+    const client = h.client();
     const id = await register(client, '/busy');
-    await events.publish('source.created', client.accountId, { id: newId('src'), name: 'a', type: 'csv' });
-    await waitFor(() => at('/busy').length >= 2, { what: 'the retry after Retry-After', timeoutMs: 10_000 });
-    const [first, second] = at('/busy');
+    await h.events.publish('source.created', client.accountId, { id: newId('src'), name: 'a', type: 'csv' });
+    await waitFor(() => h.at('/busy').length >= 2, { what: 'the retry after Retry-After', timeoutMs: 10_000 });
+    const [first, second] = h.at('/busy');
     expect(second!.at - first!.at).toBeGreaterThanOrEqual(1_000);
     const log = await waitFor(
       async () => {
@@ -62,29 +34,29 @@ describe('webhook push-back and rate limits', () => {
   });
 
   it('never starts more than rateLimitPerSecond requests in a second for a burst, and loses none', async () => {
-    const client = clientFor(() => svc);
+    const client = h.client();
     const limited = await register(client, '/limited', { rateLimitPerSecond: 5 });
     await register(client, '/unlimited'); // the positive control: the same burst, no limit
     const got = await client.call('GET', `/webhooks/${limited}`);
     expect(got.body).toMatchObject({ rateLimitPerSecond: 5, pausedUntil: null });
     const ids: string[] = [];
-    for (let i = 0; i < 15; i++) ids.push((await events.publish('source.created', client.accountId, { id: newId('src'), name: `s${i}`, type: 'csv' })).id);
-    await waitFor(() => at('/limited').length >= 15 && at('/unlimited').length >= 15, { what: 'every delivery', timeoutMs: 20_000 });
+    for (let i = 0; i < 15; i++) ids.push((await h.events.publish('source.created', client.accountId, { id: newId('src'), name: `s${i}`, type: 'csv' })).id);
+    await waitFor(() => h.at('/limited').length >= 15 && h.at('/unlimited').length >= 15, { what: 'every delivery', timeoutMs: 20_000 });
     await sleep(300);
-    const limitedAt = at('/limited').map((r) => r.at);
-    const unlimitedAt = at('/unlimited').map((r) => r.at);
+    const limitedAt = h.at('/limited').map((r) => r.at);
+    const unlimitedAt = h.at('/unlimited').map((r) => r.at);
     // Request i and i + 5 start at least 1 s apart at the sender. The receiver runs in this process beside the
     // service on busy shared cores, so a request's arrival can lag its start (up to 220 ms seen under a full
     // test run): 400 ms are allowed per window, and the 15 starts (0, 200, … 2,800 ms) must still span 2.4 s.
     for (let i = 0; i + 5 < limitedAt.length; i++) expect(limitedAt[i + 5]! - limitedAt[i]!).toBeGreaterThanOrEqual(600);
     expect(limitedAt[14]! - limitedAt[0]!).toBeGreaterThanOrEqual(2_400);
     expect(unlimitedAt[5]! - unlimitedAt[0]!).toBeLessThan(900); // without a limit the burst goes faster
-    expect(new Set(at('/limited').map((r) => r.headers['webhook-id'])).size).toBe(15);
-    expect([...new Set(at('/limited').map((r) => r.headers['webhook-id'] as string))].sort()).toEqual([...ids].sort());
+    expect(new Set(h.at('/limited').map((r) => r.headers['webhook-id'])).size).toBe(15);
+    expect([...new Set(h.at('/limited').map((r) => r.headers['webhook-id'] as string))].sort()).toEqual([...ids].sort());
   });
 
   it('changes the rate limit with PATCH, and refuses a bad one with a 400 naming the field', async () => {
-    const client = clientFor(() => svc);
+    const client = h.client();
     const id = await register(client, '/patched');
     const ok = await client.call('PATCH', `/webhooks/${id}`, { rateLimitPerSecond: 2 });
     expect(ok.status).toBe(200);
@@ -94,7 +66,7 @@ describe('webhook push-back and rate limits', () => {
     const bad = await client.call('PATCH', `/webhooks/${id}`, { rateLimitPerSecond: 0 });
     expect(bad.status).toBe(400);
     expect(JSON.stringify(bad.body)).toContain('rateLimitPerSecond');
-    const other = clientFor(() => svc);
+    const other = h.client();
     expect((await other.call('PATCH', `/webhooks/${id}`, { rateLimitPerSecond: 3 })).status).toBe(404); // another tenant's
     expect((await client.call('GET', `/webhooks/${id}`)).body.rateLimitPerSecond).toBeNull();
   });

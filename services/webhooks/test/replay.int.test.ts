@@ -1,63 +1,41 @@
 import { Webhook } from 'standardwebhooks';
 import { deliverySchema, makeEvent, newId, webhookReplaySchema } from '@dap/contracts';
-import { http, startReceiver, waitFor } from '@dap/testing';
-import type { RunningWebhooks } from '../src/index.ts';
+import { http, waitFor } from '@dap/testing';
 import { skippedDelivery } from '../src/persistence/delivery.repository.ts';
-import { callerHeaders, clientFor, dropTestDatabase, eventPublisher, silent, sleep, startWebhooks, testConfig } from './harness.ts';
+import { callerHeaders, deliveryStack, sleep, fastDeliveryConfig } from './harness.ts';
 
 /**
  * Events that come while an endpoint is disabled are recorded as skipped (not lost to it), and a replay after
  * enabling sends what did not reach it: skipped, cancelled and failed messages since a time, once each.
  */
 describe('skipped messages and replay', () => {
-  const config = testConfig({ WEBHOOK_RETRY_SCHEDULE_MS: '0,100', WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_POLL_MS: '200' });
-  let svc: RunningWebhooks;
-  let events: Awaited<ReturnType<typeof eventPublisher>>;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  const config = fastDeliveryConfig('0,100');
   const failing = new Set<string>(['/broken']);
-  const at = (path: string) => receiver.received.filter((r) => r.path === path);
-
-  beforeAll(async () => {
-    receiver = await startReceiver((req) => ({ status: failing.has(req.path) ? 500 : 200 }));
-    svc = await startWebhooks(config, { logger: silent });
-    events = await eventPublisher(config);
-  });
-  afterAll(async () => {
-    await events?.close();
-    await svc?.stop();
-    await dropTestDatabase(config);
-    await receiver?.close();
-  });
-
-  const register = async (client: ReturnType<typeof clientFor>, path: string, filters: string[]) => {
-    const res = await client.call('POST', '/webhooks', { url: `${receiver.url}${path}`, events: filters });
-    expect(res.status).toBe(201);
-    return { id: res.body.id as string, secret: res.body.secret as string };
-  };
+  const h = deliveryStack(config, (req) => ({ status: failing.has(req.path) ? 500 : 200 }));
   const disable = async (accountId: string, id: string) => {
     const notice = makeEvent('endpoint.disabled', { accountId, subject: id, data: { endpointId: id, reason: 'the endpoint answered 410 Gone' } });
-    expect((await svc.endpoints.disable(accountId, id, 'the endpoint answered 410 Gone', notice))?.status).toBe('disabled');
+    expect((await h.svc.endpoints.disable(accountId, id, 'the endpoint answered 410 Gone', notice))?.status).toBe('disabled');
   };
-  const log = async (client: ReturnType<typeof clientFor>, id: string) => {
+  const log = async (client: ReturnType<typeof h.client>, id: string) => {
     const res = await client.call('GET', `/webhooks/${id}/deliveries?limit=100`);
     expect(res.status).toBe(200);
     return res.body.data as Array<{ id: string; status: string; attempts: Array<{ statusCode: number | null }>; nextAttemptAt: string | null }>;
   };
 
   it('records events for a disabled endpoint as skipped, and replays those since a time once it is enabled, once each', async () => {
-    const a = clientFor(() => svc);
-    const ep = await register(a, '/was-off', ['model.*']);
-    await register(a, '/control', ['model.*']); // the positive control: an enabled endpoint of the same account
+    const a = h.client();
+    const ep = await h.register(a, '/was-off', ['model.*']);
+    await h.register(a, '/control', ['model.*']); // the positive control: an enabled endpoint of the same account
     await disable(a.accountId, ep.id);
 
     const mdl = (name: string) => ({ id: newId('mdl'), name, type: 'kmeans' as const });
-    const before = await events.publish('model.ready', a.accountId, mdl('before'));
-    await waitFor(() => at('/control').some((r) => r.headers['webhook-id'] === before.id), { what: 'the first event at the control' });
+    const before = await h.events.publish('model.ready', a.accountId, mdl('before'));
+    await waitFor(() => h.at('/control').some((r) => r.headers['webhook-id'] === before.id), { what: 'the first event at the control' });
     await sleep(5);
     const since = new Date();
-    const missed = [await events.publish('model.ready', a.accountId, mdl('m1')), await events.publish('model.ready', a.accountId, mdl('m2'))];
+    const missed = [await h.events.publish('model.ready', a.accountId, mdl('m1')), await h.events.publish('model.ready', a.accountId, mdl('m2'))];
     // The enabled endpoint got every event (so they were consumed); the disabled one got none of them.
-    await waitFor(() => missed.every((m) => at('/control').some((r) => r.headers['webhook-id'] === m.id)), { what: 'the events at the control' });
+    await waitFor(() => missed.every((m) => h.at('/control').some((r) => r.headers['webhook-id'] === m.id)), { what: 'the events at the control' });
     const skipped = await waitFor(
       async () => {
         const rows = await log(a, ep.id);
@@ -70,7 +48,7 @@ describe('skipped messages and replay', () => {
       expect(row).toMatchObject({ status: 'skipped', attempts: [], nextAttemptAt: null });
     }
     expect(new Set(skipped.map((r) => r.id))).toEqual(new Set([before.id, ...missed.map((m) => m.id)]));
-    expect(at('/was-off')).toHaveLength(0);
+    expect(h.at('/was-off')).toHaveLength(0);
 
     // Not while it is disabled.
     const refused = await a.call('POST', `/webhooks/${ep.id}/replay`, { since: since.toISOString() });
@@ -81,8 +59,8 @@ describe('skipped messages and replay', () => {
     expect(res.status).toBe(202);
     expect(res.headers.get('location')).toBe(`/v1/webhooks/${ep.id}/deliveries`);
     expect(webhookReplaySchema.strict().parse(res.body)).toEqual({ webhookId: ep.id, since: since.toISOString(), replayed: 2, hasMore: false, nextSince: null });
-    await waitFor(() => at('/was-off').length >= 2, { what: 'the replayed messages' });
-    const got = at('/was-off');
+    await waitFor(() => h.at('/was-off').length >= 2, { what: 'the replayed messages' });
+    const got = h.at('/was-off');
     expect(new Set(got.map((r) => r.headers['webhook-id']))).toEqual(new Set(missed.map((m) => m.id)));
     for (const r of got) expect(new Webhook(ep.secret).verify(r.body, r.headers as Record<string, string>)).toMatchObject({ type: 'model.ready' });
 
@@ -91,26 +69,26 @@ describe('skipped messages and replay', () => {
     const again = await a.call('POST', `/webhooks/${ep.id}/replay`, { since: since.toISOString() });
     expect([again.status, again.body.replayed, again.body.hasMore]).toEqual([202, 0, false]);
     await sleep(400);
-    expect(at('/was-off')).toHaveLength(2);
+    expect(h.at('/was-off')).toHaveLength(2);
     const rows = await log(a, ep.id);
     expect(rows.find((r) => r.id === before.id)).toMatchObject({ status: 'skipped', attempts: [] });
     for (const m of missed) expect(rows.find((r) => r.id === m.id)?.attempts.map((x) => x.statusCode)).toEqual([200]);
-    expect(at('/control')).toHaveLength(3);
+    expect(h.at('/control')).toHaveLength(3);
   });
 
   it('replays a failed message once the receiver is fixed, and leaves delivered ones alone', async () => {
-    const a = clientFor(() => svc);
+    const a = h.client();
     const since = new Date(Date.now() - 1000);
-    const ep = await register(a, '/broken', ['report.failed']);
-    const ev = await events.publish('report.failed', a.accountId, { id: newId('rpt'), sourceId: 's', error: 'e' });
+    const ep = await h.register(a, '/broken', ['report.failed']);
+    const ev = await h.events.publish('report.failed', a.accountId, { id: newId('rpt'), sourceId: 's', error: 'e' });
     await waitFor(async () => (await log(a, ep.id))[0]?.status === 'failed', { what: 'the message failed' });
-    expect(at('/broken')).toHaveLength(2);
+    expect(h.at('/broken')).toHaveLength(2);
     failing.delete('/broken');
     const res = await a.call('POST', `/webhooks/${ep.id}/replay`, { since: since.toISOString() });
     expect([res.status, res.body.replayed]).toEqual([202, 1]);
     await waitFor(async () => (await log(a, ep.id))[0]?.status === 'succeeded', { what: 'the replay delivered' });
     expect((await log(a, ep.id))[0]!.attempts.map((x) => x.statusCode)).toEqual([500, 500, 200]);
-    expect(at('/broken').map((r) => r.headers['webhook-id'])).toEqual([ev.id, ev.id, ev.id]);
+    expect(h.at('/broken').map((r) => r.headers['webhook-id'])).toEqual([ev.id, ev.id, ev.id]);
   });
 
   it('goes through at most the limit per call, oldest first, and says where to go on', async () => {
@@ -123,22 +101,22 @@ describe('skipped messages and replay', () => {
       skippedDelivery({ accountId, endpointId: newId('whk'), eventId: newId('evt'), eventType: 'model.ready', requestId: null, body: '{}' }),
       skippedDelivery({ accountId: newId('acct'), endpointId, eventId: newId('evt'), eventType: 'model.ready', requestId: null, body: '{}' }),
     ];
-    await svc.deliveries.insertMany([...docs, ...foreign]);
+    await h.svc.deliveries.insertMany([...docs, ...foreign]);
     // Claimed by nobody's dispatcher: these endpoints do not exist, so a claim would cancel them; the status is what counts.
-    const first = await svc.deliveries.replay(accountId, endpointId, 'evt_00000000000000000000000000', 2);
+    const first = await h.svc.deliveries.replay(accountId, endpointId, 'evt_00000000000000000000000000', 2);
     expect(first).toEqual({ replayed: 2, lastEventId: ids[1] });
-    const second = await svc.deliveries.replay(accountId, endpointId, ids[1]!, 2);
+    const second = await h.svc.deliveries.replay(accountId, endpointId, ids[1]!, 2);
     expect(second).toEqual({ replayed: 1, lastEventId: null });
-    const stored = await svc.deliveries.raw.find({ _id: { $in: [...docs, ...foreign].map((d) => d._id) } }).toArray();
+    const stored = await h.svc.deliveries.raw.find({ _id: { $in: [...docs, ...foreign].map((d) => d._id) } }).toArray();
     const statusOf = (id: string) => stored.find((d) => d._id === id)?.status;
     expect(foreign.map((d) => statusOf(d._id))).toEqual(['skipped', 'skipped']);
     expect(docs.map((d) => statusOf(d._id)).every((s) => s !== 'skipped')).toBe(true);
   });
 
   it('answers 400 to a bad since, and 404 for another account’s or an unknown endpoint', async () => {
-    const a = clientFor(() => svc);
-    const b = clientFor(() => svc);
-    const ep = await register(a, '/mine', ['source.created']);
+    const a = h.client();
+    const b = h.client();
+    const ep = await h.register(a, '/mine', ['source.created']);
     for (const body of [{}, { since: 'yesterday' }, { since: '2026-01-01' }, { since: new Date(Date.now() + 60_000).toISOString() }, { since: '2026-01-01T00:00:00Z', extra: 1 }]) {
       const res = await a.call('POST', `/webhooks/${ep.id}/replay`, body);
       expect({ body, status: res.status, code: res.body.code }).toEqual({ body, status: 400, code: 'validation_failed' });
@@ -152,8 +130,8 @@ describe('skipped messages and replay', () => {
       const res = await who.call('POST', `/webhooks/${id}/replay`, ok);
       expect({ id, status: res.status }).toEqual({ id, status: 404 });
     }
-    expect((await http('POST', `${svc.url}/v1/webhooks/${ep.id}/replay`, { body: ok })).status).toBe(401);
-    const mine = await http('POST', `${svc.url}/v1/webhooks/${ep.id}/replay`, { body: ok, headers: callerHeaders(a.accountId) });
+    expect((await http('POST', `${h.svc.url}/v1/webhooks/${ep.id}/replay`, { body: ok })).status).toBe(401);
+    const mine = await http('POST', `${h.svc.url}/v1/webhooks/${ep.id}/replay`, { body: ok, headers: callerHeaders(a.accountId) });
     expect([mine.status, mine.body.replayed]).toEqual([202, 0]);
   });
 });

@@ -1,58 +1,27 @@
 import { Webhook } from 'standardwebhooks';
 import { newId } from '@dap/contracts';
-import { startReceiver, waitFor, type ReceivedRequest } from '@dap/testing';
-import type { RunningWebhooks } from '../src/index.ts';
+import { waitFor, type ReceivedRequest } from '@dap/testing';
 import { deliveryBody } from '../src/domain/signing.ts';
 import { deliveryIdOf } from '../src/persistence/delivery.repository.ts';
-import { clientFor, dropTestDatabase, eventPublisher, silent, sleep, startWebhooks, testConfig } from './harness.ts';
+import { deliveryStack, sleep, fastDeliveryConfig } from './harness.ts';
 
 /**
  * Durability: retries live in MongoDB, so stopping the service mid-retry loses nothing; deleting an
  * endpoint cancels what waits for it; days of failure (compressed to 1 s here) disable an endpoint.
  */
 describe('webhook delivery across restarts', () => {
-  const config = testConfig({
-    WEBHOOK_RETRY_SCHEDULE_MS: '0,1500,1500',
-    WEBHOOK_TIMEOUT_MS: '1000',
-    WEBHOOK_POLL_MS: '200',
-    WEBHOOK_DISABLE_AFTER_MS: '1000',
-  });
-  let svc: RunningWebhooks;
-  let events: Awaited<ReturnType<typeof eventPublisher>>;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  const config = fastDeliveryConfig('0,1500,1500', { WEBHOOK_DISABLE_AFTER_MS: '1000' });
   const failFirst = new Set<string>(['/restart']);
-  const seen = new Map<string, number>();
-  const at = (path: string) => receiver.received.filter((r) => r.path === path);
-
-  beforeAll(async () => {
-    receiver = await startReceiver((req) => {
-      const n = (seen.get(req.path) ?? 0) + 1;
-      seen.set(req.path, n);
-      if (req.path === '/doomed' || req.path === '/failing') return { status: 503 };
-      if (failFirst.has(req.path) && n === 1) return { status: 500 };
-      return { status: 200 };
-    });
-    svc = await startWebhooks(config, { logger: silent });
-    events = await eventPublisher(config);
+  const h = deliveryStack(config, (req, n) => {
+    if (req.path === '/doomed' || req.path === '/failing') return { status: 503 };
+    if (failFirst.has(req.path) && n === 1) return { status: 500 };
+    return { status: 200 };
   });
-
-  afterAll(async () => {
-    await events?.close();
-    await svc?.stop();
-    await dropTestDatabase(config);
-    await receiver?.close();
-  });
-
-  const register = async (client: ReturnType<typeof clientFor>, path: string, filters: string[]) => {
-    const res = await client.call('POST', '/webhooks', { url: `${receiver.url}${path}`, events: filters });
-    expect(res.status).toBe(201);
-    return { id: res.body.id as string, secret: res.body.secret as string };
-  };
 
   const pendingAfter = (endpointId: string, attempts: number) =>
     waitFor(
       () =>
-        svc.deliveries.raw
+        h.svc.deliveries.raw
           .findOne({ endpointId, status: 'pending', 'attempts.0': { $exists: true }, lockedBy: null })
           .then((d) => (d && d.attempts.length === attempts ? d : null)),
       {
@@ -61,29 +30,29 @@ describe('webhook delivery across restarts', () => {
     );
 
   it('cancels pending deliveries when their endpoint is deleted', async () => {
-    const a = clientFor(() => svc);
-    const doomed = await register(a, '/doomed', ['source.*']);
-    await events.publish('source.ready', a.accountId, { id: newId('src'), name: 's', type: 'csv', rowCount: 1, schema: [] });
+    const a = h.client();
+    const doomed = await h.register(a, '/doomed', ['source.*']);
+    await h.events.publish('source.ready', a.accountId, { id: newId('src'), name: 's', type: 'csv', rowCount: 1, schema: [] });
     const pending = await pendingAfter(doomed.id, 1);
     expect((await a.call('DELETE', `/webhooks/${doomed.id}`)).status).toBe(204);
-    const doc = await svc.deliveries.raw.findOne({ _id: pending._id });
+    const doc = await h.svc.deliveries.raw.findOne({ _id: pending._id });
     expect(doc).toMatchObject({ status: 'cancelled', nextAttemptAt: null });
     await sleep(2_000); // past the 1.5 s retry that would have come
-    expect(at('/doomed')).toHaveLength(1);
+    expect(h.at('/doomed')).toHaveLength(1);
   });
 
   it('disables an endpoint that keeps failing past the limit and emits endpoint.disabled', async () => {
-    const a = clientFor(() => svc);
-    const failing = await register(a, '/failing', ['model.ready']);
-    const watch = await register(a, '/watch-disabled', ['endpoint.disabled']);
-    await events.publish('model.ready', a.accountId, { id: newId('mdl'), name: 'm', type: 'linear' });
-    await waitFor(() => at('/watch-disabled').length >= 1, { what: 'endpoint.disabled', timeoutMs: 10_000 });
-    const notice = new Webhook(watch.secret).verify(at('/watch-disabled')[0]!.body, at('/watch-disabled')[0]!.headers as Record<string, string>) as {
+    const a = h.client();
+    const failing = await h.register(a, '/failing', ['model.ready']);
+    const watch = await h.register(a, '/watch-disabled', ['endpoint.disabled']);
+    await h.events.publish('model.ready', a.accountId, { id: newId('mdl'), name: 'm', type: 'linear' });
+    await waitFor(() => h.at('/watch-disabled').length >= 1, { what: 'endpoint.disabled', timeoutMs: 10_000 });
+    const notice = new Webhook(watch.secret).verify(h.at('/watch-disabled')[0]!.body, h.at('/watch-disabled')[0]!.headers as Record<string, string>) as {
       type: string;
       data: unknown;
     };
     expect(notice).toMatchObject({ type: 'endpoint.disabled', data: { endpointId: failing.id, reason: 'every attempt failed for 1 second' } });
-    expect(at('/failing')).toHaveLength(2); // attempt 1 opened the failure run, attempt 2 (1.5 s later) passed the limit
+    expect(h.at('/failing')).toHaveLength(2); // attempt 1 opened the failure run, attempt 2 (1.5 s later) passed the limit
     const got = await a.call('GET', `/webhooks/${failing.id}`);
     expect(got.body).toMatchObject({ status: 'disabled', disabledReason: 'every attempt failed for 1 second' });
     const log = await a.call('GET', `/webhooks/${failing.id}/deliveries`);
@@ -92,12 +61,12 @@ describe('webhook delivery across restarts', () => {
   });
 
   it('takes over a claim left by a crashed instance once it expires', async () => {
-    const a = clientFor(() => svc);
-    const ep = await register(a, '/orphan', ['source.*']);
+    const a = h.client();
+    const ep = await h.register(a, '/orphan', ['source.*']);
     const eventId = newId('evt');
     const body = deliveryBody({ type: 'source.deleted', occurredAt: new Date().toISOString(), data: { id: 'src_gone' } });
     const now = Date.now();
-    await svc.deliveries.raw.insertOne({
+    await h.svc.deliveries.raw.insertOne({
       _id: deliveryIdOf(eventId, ep.id),
       accountId: a.accountId,
       endpointId: ep.id,
@@ -115,31 +84,31 @@ describe('webhook delivery across restarts', () => {
       finishedAt: null,
     });
     await sleep(300);
-    expect(at('/orphan')).toHaveLength(0); // not while the claim holds
-    await waitFor(() => at('/orphan').length >= 1, { what: 'the orphaned delivery' });
-    const r = at('/orphan')[0]!;
+    expect(h.at('/orphan')).toHaveLength(0); // not while the claim holds
+    await waitFor(() => h.at('/orphan').length >= 1, { what: 'the orphaned delivery' });
+    const r = h.at('/orphan')[0]!;
     expect(r.headers['webhook-id']).toBe(eventId);
     expect(new Webhook(ep.secret).verify(r.body, r.headers as Record<string, string>)).toEqual(JSON.parse(body));
   });
 
   it('still delivers an event whose retry was due while the service was down, and events published meanwhile', async () => {
-    const a = clientFor(() => svc);
-    const ep = await register(a, '/restart', ['report.*']);
-    const first = await events.publish('report.failed', a.accountId, { id: newId('rpt'), sourceId: 'src_r', error: 'boom' });
+    const a = h.client();
+    const ep = await h.register(a, '/restart', ['report.*']);
+    const first = await h.events.publish('report.failed', a.accountId, { id: newId('rpt'), sourceId: 'src_r', error: 'boom' });
     await pendingAfter(ep.id, 1);
-    expect(at('/restart')).toHaveLength(1);
+    expect(h.at('/restart')).toHaveLength(1);
 
-    await svc.stop();
-    const whileDown = await events.publish('report.completed', a.accountId, { id: newId('rpt'), sourceId: 'src_r', rowCount: 2, durationMs: 3 });
+    await h.svc.stop();
+    const whileDown = await h.events.publish('report.completed', a.accountId, { id: newId('rpt'), sourceId: 'src_r', rowCount: 2, durationMs: 3 });
     await sleep(1_600); // the retry falls due while nothing runs
-    expect(at('/restart')).toHaveLength(1);
+    expect(h.at('/restart')).toHaveLength(1);
 
-    svc = await startWebhooks(config, { logger: silent });
-    await waitFor(() => at('/restart').length >= 3, { what: 'the retry and the new event', timeoutMs: 20_000 });
-    const byId = (id: string) => at('/restart').filter((r) => r.headers['webhook-id'] === id);
+    await h.restart();
+    await waitFor(() => h.at('/restart').length >= 3, { what: 'the retry and the new event', timeoutMs: 20_000 });
+    const byId = (id: string) => h.at('/restart').filter((r) => r.headers['webhook-id'] === id);
     expect(byId(first.id)).toHaveLength(2);
     expect(byId(whileDown.id)).toHaveLength(1);
-    for (const r of at('/restart') as ReceivedRequest[]) {
+    for (const r of h.at('/restart') as ReceivedRequest[]) {
       expect(() => new Webhook(ep.secret).verify(r.body, r.headers as Record<string, string>)).not.toThrow();
     }
     const log = await waitFor(

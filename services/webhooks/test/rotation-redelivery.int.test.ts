@@ -1,9 +1,8 @@
 import { Webhook } from 'standardwebhooks';
 import { deliverySchema, newId, webhookSecretRotatedSchema, webhookSchema, type EventOf } from '@dap/contracts';
-import { http, startReceiver, waitFor, type ReceivedRequest } from '@dap/testing';
-import type { RunningWebhooks } from '../src/index.ts';
+import { http, waitFor, type ReceivedRequest } from '@dap/testing';
 import { DELIVERY_OUTBOX } from '../src/persistence/delivery.repository.ts';
-import { clientFor, dropTestDatabase, eventPublisher, silent, sleep, startWebhooks, testConfig, topicWatcher } from './harness.ts';
+import { deliveryStack, sleep, fastDeliveryConfig } from './harness.ts';
 
 /**
  * Secret rotation (both signatures during the overlap, compressed to 1.5 s here), manual redelivery, and
@@ -12,45 +11,19 @@ import { clientFor, dropTestDatabase, eventPublisher, silent, sleep, startWebhoo
 const OVERLAP_MS = 1_500;
 
 describe('secret rotation, redelivery and delivery.completed', () => {
-  const config = testConfig({
-    WEBHOOK_RETRY_SCHEDULE_MS: '0,200',
-    WEBHOOK_TIMEOUT_MS: '1000',
-    WEBHOOK_POLL_MS: '200',
-    WEBHOOK_SECRET_OVERLAP_MS: String(OVERLAP_MS),
-  });
-  let svc: RunningWebhooks;
-  let events: Awaited<ReturnType<typeof eventPublisher>>;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
-  let watcher: Awaited<ReturnType<typeof topicWatcher>>;
+  const config = fastDeliveryConfig('0,200', { WEBHOOK_SECRET_OVERLAP_MS: String(OVERLAP_MS) });
   /** Paths answering 500 until removed from this set. */
   const failing = new Set<string>(['/later']);
-  const at = (path: string) => receiver.received.filter((r) => r.path === path);
-  const completed = () => watcher.seen.filter((e): e is EventOf<'delivery.completed'> => e.type === 'delivery.completed');
-
-  beforeAll(async () => {
-    receiver = await startReceiver((req) => {
+  const h = deliveryStack(
+    config,
+    (req) => {
       if (req.path === '/hang') return { status: 200, delayMs: 1_500 };
       if (req.path === '/gone') return { status: 410 };
       return { status: failing.has(req.path) ? 500 : 200 };
-    });
-    svc = await startWebhooks(config, { logger: silent });
-    events = await eventPublisher(config);
-    watcher = await topicWatcher(config, 'webhooks.deliveries');
-  });
-
-  afterAll(async () => {
-    await watcher?.close();
-    await events?.close();
-    await svc?.stop();
-    await dropTestDatabase(config);
-    await receiver?.close();
-  });
-
-  const register = async (client: ReturnType<typeof clientFor>, path: string, filters: string[]) => {
-    const res = await client.call('POST', '/webhooks', { url: `${receiver.url}${path}`, events: filters });
-    expect(res.status).toBe(201);
-    return { id: res.body.id as string, secret: res.body.secret as string };
-  };
+    },
+    { watch: 'webhooks.deliveries' },
+  );
+  const completed = () => h.watcher.seen.filter((e): e is EventOf<'delivery.completed'> => e.type === 'delivery.completed');
   const verifies = (secret: string, r: ReceivedRequest) => {
     try {
       new Webhook(secret).verify(r.body, r.headers as Record<string, string>);
@@ -60,7 +33,7 @@ describe('secret rotation, redelivery and delivery.completed', () => {
     }
   };
   const signatures = (r: ReceivedRequest) => String(r.headers['webhook-signature']).split(' ');
-  const deliveryOf = async (client: ReturnType<typeof clientFor>, endpointId: string, eventId: string, status: string) =>
+  const deliveryOf = async (client: ReturnType<typeof h.client>, endpointId: string, eventId: string, status: string) =>
     waitFor(
       async () => {
         const res = await client.call('GET', `/webhooks/${endpointId}/deliveries?limit=100`);
@@ -71,8 +44,8 @@ describe('secret rotation, redelivery and delivery.completed', () => {
     );
 
   it('rotates the secret: the new one is shown once, and both sign until the overlap ends', async () => {
-    const a = clientFor(() => svc);
-    const ep = await register(a, '/rotate', ['report.*']);
+    const a = h.client();
+    const ep = await h.register(a, '/rotate', ['report.*']);
     const rotated = await a.call('POST', `/webhooks/${ep.id}/rotate-secret`);
     expect(rotated.status).toBe(200);
     expect(rotated.headers.get('cache-control')).toBe('no-store');
@@ -89,13 +62,13 @@ describe('secret rotation, redelivery and delivery.completed', () => {
     const got = await a.call('GET', `/webhooks/${ep.id}`);
     expect(webhookSchema.strict().parse(got.body)).toEqual(got.body);
     expect(got.text).not.toContain(next.slice(6, 20));
-    const stored = JSON.stringify(await svc.endpoints.coll.raw.findOne({ _id: ep.id as never }));
+    const stored = JSON.stringify(await h.svc.endpoints.coll.raw.findOne({ _id: ep.id as never }));
     expect(stored).not.toContain(next.slice(6));
     expect(stored).not.toContain(ep.secret.slice(6));
 
-    const during = await events.publish('report.completed', a.accountId, { id: newId('rpt'), sourceId: 'src_r', rowCount: 1, durationMs: 2 });
-    await waitFor(() => at('/rotate').length >= 1, { what: 'the delivery during the overlap' });
-    const first = at('/rotate')[0]!;
+    const during = await h.events.publish('report.completed', a.accountId, { id: newId('rpt'), sourceId: 'src_r', rowCount: 1, durationMs: 2 });
+    await waitFor(() => h.at('/rotate').length >= 1, { what: 'the delivery during the overlap' });
+    const first = h.at('/rotate')[0]!;
     expect(first.headers['webhook-id']).toBe(during.id);
     expect(signatures(first)).toHaveLength(2);
     for (const sig of signatures(first)) expect(sig).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
@@ -103,9 +76,9 @@ describe('secret rotation, redelivery and delivery.completed', () => {
     expect(verifies(ep.secret, first)).toBe(true);
 
     await sleep(Math.max(0, Date.parse(rotated.body.previousSecretExpiresAt) - Date.now() + 50));
-    const after = await events.publish('report.completed', a.accountId, { id: newId('rpt'), sourceId: 'src_r', rowCount: 2, durationMs: 2 });
-    await waitFor(() => at('/rotate').length >= 2, { what: 'the delivery after the overlap' });
-    const second = at('/rotate')[1]!;
+    const after = await h.events.publish('report.completed', a.accountId, { id: newId('rpt'), sourceId: 'src_r', rowCount: 2, durationMs: 2 });
+    await waitFor(() => h.at('/rotate').length >= 2, { what: 'the delivery after the overlap' });
+    const second = h.at('/rotate')[1]!;
     expect(second.headers['webhook-id']).toBe(after.id);
     expect(signatures(second)).toHaveLength(1);
     expect(verifies(next, second)).toBe(true);
@@ -113,25 +86,25 @@ describe('secret rotation, redelivery and delivery.completed', () => {
   });
 
   it('keeps only the two newest secrets when rotating again during an overlap', async () => {
-    const a = clientFor(() => svc);
-    const ep = await register(a, '/twice', ['webhook.test']);
+    const a = h.client();
+    const ep = await h.register(a, '/twice', ['webhook.test']);
     const s2 = (await a.call('POST', `/webhooks/${ep.id}/rotate-secret`)).body.secret as string;
     const s3 = (await a.call('POST', `/webhooks/${ep.id}/rotate-secret`)).body.secret as string;
     expect(new Set([ep.secret, s2, s3]).size).toBe(3);
     const test = await a.call('POST', `/webhooks/${ep.id}/test`);
     expect(test.status).toBe(202);
-    await waitFor(() => at('/twice').length >= 1, { what: 'the test event' });
-    const r = at('/twice')[0]!;
+    await waitFor(() => h.at('/twice').length >= 1, { what: 'the test event' });
+    const r = h.at('/twice')[0]!;
     expect(signatures(r)).toHaveLength(2);
     expect([verifies(s3, r), verifies(s2, r), verifies(ep.secret, r)]).toEqual([true, true, false]);
   });
 
   it('redelivers a delivered message with the same webhook-id and body as a new attempt series', async () => {
-    const a = clientFor(() => svc);
-    const ep = await register(a, '/again', ['model.ready']);
-    const ev = await events.publish('model.ready', a.accountId, { id: newId('mdl'), name: 'm', type: 'linear' }, 'req_original');
+    const a = h.client();
+    const ep = await h.register(a, '/again', ['model.ready']);
+    const ev = await h.events.publish('model.ready', a.accountId, { id: newId('mdl'), name: 'm', type: 'linear' }, 'req_original');
     await deliveryOf(a, ep.id, ev.id, 'succeeded');
-    expect(at('/again')).toHaveLength(1);
+    expect(h.at('/again')).toHaveLength(1);
 
     const res = await a.call('POST', `/webhooks/${ep.id}/deliveries/${ev.id}/redeliver`);
     expect(res.status).toBe(202);
@@ -140,8 +113,8 @@ describe('secret rotation, redelivery and delivery.completed', () => {
     expect(res.body).toMatchObject({ id: ev.id, type: 'model.ready', status: 'pending' });
     expect(res.body.attempts).toHaveLength(1);
 
-    await waitFor(() => at('/again').length >= 2, { what: 'the redelivery' });
-    const [original, again] = at('/again') as [ReceivedRequest, ReceivedRequest];
+    await waitFor(() => h.at('/again').length >= 2, { what: 'the redelivery' });
+    const [original, again] = h.at('/again') as [ReceivedRequest, ReceivedRequest];
     expect(again.headers['webhook-id']).toBe(ev.id);
     expect(again.body).toBe(original.body);
     expect(again.headers['x-request-id']).toBe('req_original');
@@ -149,13 +122,13 @@ describe('secret rotation, redelivery and delivery.completed', () => {
     const d = await deliveryOf(a, ep.id, ev.id, 'succeeded');
     expect(d.attempts.map((x: { statusCode: number }) => x.statusCode)).toEqual([200, 200]);
     await sleep(300);
-    expect(at('/again')).toHaveLength(2);
+    expect(h.at('/again')).toHaveLength(2);
   });
 
   it('redelivers a failed message after the endpoint recovers, and emits delivery.completed for each final state', async () => {
-    const a = clientFor(() => svc);
-    const ep = await register(a, '/later', ['source.failed']);
-    const ev = await events.publish('source.failed', a.accountId, { id: newId('src'), name: 's', error: 'x' }, 'req_fail');
+    const a = h.client();
+    const ep = await h.register(a, '/later', ['source.failed']);
+    const ev = await h.events.publish('source.failed', a.accountId, { id: newId('src'), name: 's', error: 'x' }, 'req_fail');
     await deliveryOf(a, ep.id, ev.id, 'failed');
     const failedEvent = await waitFor(() => completed().find((e) => e.data.eventId === ev.id), { what: 'delivery.completed (failed)' });
     expect(failedEvent).toMatchObject({
@@ -179,11 +152,11 @@ describe('secret rotation, redelivery and delivery.completed', () => {
     );
     expect(both[1]!.data).toEqual({ endpointId: ep.id, eventId: ev.id, outcome: 'succeeded', attempts: 1 });
     expect(both[1]!.id).not.toBe(both[0]!.id);
-    expect(new Set(at('/later').map((r) => r.headers['webhook-id']))).toEqual(new Set([ev.id]));
+    expect(new Set(h.at('/later').map((r) => r.headers['webhook-id']))).toEqual(new Set([ev.id]));
 
     // The relay has published and deleted the outbox batches the final writes staged.
-    await waitFor(async () => (await svc.mongo.db.collection(DELIVERY_OUTBOX).countDocuments({})) === 0, { what: 'the outbox drained' });
-    const doc = await svc.deliveries.raw.findOne({ eventId: ev.id });
+    await waitFor(async () => (await h.svc.mongo.db.collection(DELIVERY_OUTBOX).countDocuments({})) === 0, { what: 'the outbox drained' });
+    const doc = await h.svc.deliveries.raw.findOne({ eventId: ev.id });
     expect(doc).toMatchObject({ status: 'succeeded' });
     expect(doc!._outbox).toBeUndefined();
     await sleep(200);
@@ -191,10 +164,10 @@ describe('secret rotation, redelivery and delivery.completed', () => {
   });
 
   it('emits exactly one delivery.completed per successful delivery, none while retries are pending', async () => {
-    const a = clientFor(() => svc);
-    const ep = await register(a, '/count', ['report.failed']);
+    const a = h.client();
+    const ep = await h.register(a, '/count', ['report.failed']);
     const sent = [];
-    for (let i = 0; i < 5; i++) sent.push(await events.publish('report.failed', a.accountId, { id: newId('rpt'), sourceId: 's', error: 'e' }));
+    for (let i = 0; i < 5; i++) sent.push(await h.events.publish('report.failed', a.accountId, { id: newId('rpt'), sourceId: 's', error: 'e' }));
     await waitFor(() => completed().filter((e) => e.data.endpointId === ep.id).length >= 5, { what: 'five delivery.completed' });
     await sleep(300);
     const mine = completed().filter((e) => e.data.endpointId === ep.id);
@@ -203,32 +176,32 @@ describe('secret rotation, redelivery and delivery.completed', () => {
   });
 
   it('answers 409 to redeliver a message still in flight, or to a disabled endpoint', async () => {
-    const a = clientFor(() => svc);
-    const hang = await register(a, '/hang', ['model.failed']);
-    const ev = await events.publish('model.failed', a.accountId, { id: newId('mdl'), name: 'm', error: 'e' });
-    await waitFor(() => at('/hang').length >= 1, { what: 'the hanging attempt' });
+    const a = h.client();
+    const hang = await h.register(a, '/hang', ['model.failed']);
+    const ev = await h.events.publish('model.failed', a.accountId, { id: newId('mdl'), name: 'm', error: 'e' });
+    await waitFor(() => h.at('/hang').length >= 1, { what: 'the hanging attempt' });
     const busy = await a.call('POST', `/webhooks/${hang.id}/deliveries/${ev.id}/redeliver`);
     expect(busy.status).toBe(409);
     expect(busy.body.code).toBe('webhook_delivery_in_progress');
 
-    const gone = await register(a, '/gone', ['model.ready']);
-    const ev2 = await events.publish('model.ready', a.accountId, { id: newId('mdl'), name: 'g', type: 'kmeans' });
+    const gone = await h.register(a, '/gone', ['model.ready']);
+    const ev2 = await h.events.publish('model.ready', a.accountId, { id: newId('mdl'), name: 'g', type: 'kmeans' });
     await waitFor(async () => (await a.call('GET', `/webhooks/${gone.id}`)).body.status === 'disabled', { what: 'the endpoint disabled' });
     const res = await a.call('POST', `/webhooks/${gone.id}/deliveries/${ev2.id}/redeliver`);
     expect(res.status).toBe(409);
-    expect(at('/gone')).toHaveLength(1);
+    expect(h.at('/gone')).toHaveLength(1);
   });
 
   it('answers 404 for unknown, malformed, another endpoint’s and another account’s messages, and 401 without the signature', async () => {
-    const a = clientFor(() => svc);
-    const b = clientFor(() => svc);
-    const ep = await register(a, '/mine', ['source.created']);
-    const other = await register(a, '/other', ['report.completed']);
-    const ev = await events.publish('source.created', a.accountId, { id: newId('src'), name: 'n', type: 'csv' });
+    const a = h.client();
+    const b = h.client();
+    const ep = await h.register(a, '/mine', ['source.created']);
+    const other = await h.register(a, '/other', ['report.completed']);
+    const ev = await h.events.publish('source.created', a.accountId, { id: newId('src'), name: 'n', type: 'csv' });
     await deliveryOf(a, ep.id, ev.id, 'succeeded');
 
     // Another account's endpoint is unknown to the caller (webhook_not_found, never a hint that it exists).
-    const cases: Array<[ReturnType<typeof clientFor>, string, string]> = [
+    const cases: Array<[ReturnType<typeof h.client>, string, string]> = [
       [b, `/webhooks/${ep.id}/deliveries/${ev.id}/redeliver`, 'webhook_not_found'], // another account
       [a, `/webhooks/${other.id}/deliveries/${ev.id}/redeliver`, 'webhook_message_not_found'], // never sent to that endpoint
       [a, `/webhooks/${ep.id}/deliveries/${newId('evt')}/redeliver`, 'webhook_message_not_found'], // unknown message
@@ -244,14 +217,14 @@ describe('secret rotation, redelivery and delivery.completed', () => {
       expect({ path, status: res.status, code: res.body.code }).toEqual({ path, status: 404, code });
     }
     for (const path of [`/webhooks/${ep.id}/deliveries/${ev.id}/redeliver`, `/webhooks/${ep.id}/rotate-secret`]) {
-      expect((await http('POST', `${svc.url}/v1${path}`)).status).toBe(401);
+      expect((await http('POST', `${h.svc.url}/v1${path}`)).status).toBe(401);
     }
     // None of it changed anything: one delivery, the original secret still signs alone.
     await sleep(300);
-    expect(at('/mine')).toHaveLength(1);
+    expect(h.at('/mine')).toHaveLength(1);
     const test = await a.call('POST', `/webhooks/${ep.id}/test`);
-    await waitFor(() => at('/mine').some((r) => r.headers['webhook-id'] === test.body.eventId), { what: 'the test event' });
-    const r = at('/mine').find((x) => x.headers['webhook-id'] === test.body.eventId)!;
+    await waitFor(() => h.at('/mine').some((r) => r.headers['webhook-id'] === test.body.eventId), { what: 'the test event' });
+    const r = h.at('/mine').find((x) => x.headers['webhook-id'] === test.body.eventId)!;
     expect(signatures(r)).toHaveLength(1);
     expect(verifies(ep.secret, r)).toBe(true);
   });

@@ -1,9 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { newId } from '@dap/contracts';
 import { verifyWebhook, WebhookVerificationError } from '@dap/sdk/webhooks';
-import { startReceiver, waitFor, type ReceivedRequest } from '@dap/testing';
-import type { RunningWebhooks } from '../src/index.ts';
-import { clientFor, dropTestDatabase, eventPublisher, silent, startWebhooks, testConfig } from './harness.ts';
+import { waitFor, type ReceivedRequest } from '@dap/testing';
+import { deliveryStack, testConfig } from './harness.ts';
 
 /**
  * Deliveries from the real service verify with the SDK's receiver-side verifier, typed by the event
@@ -12,43 +11,34 @@ import { clientFor, dropTestDatabase, eventPublisher, silent, startWebhooks, tes
  */
 describe('the SDK webhook verifier on deliveries from the service', () => {
   const config = testConfig({ WEBHOOK_POLL_MS: '200', WEBHOOK_SECRET_OVERLAP_MS: '600000' });
-  let svc: RunningWebhooks;
-  let events: Awaited<ReturnType<typeof eventPublisher>>;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
-
-  beforeAll(async () => {
-    receiver = await startReceiver();
-    svc = await startWebhooks(config, { logger: silent });
-    events = await eventPublisher(config);
-  });
-
-  afterAll(async () => {
-    await events?.close();
-    await svc?.stop();
-    await dropTestDatabase(config);
-    await receiver?.close();
-  });
+  const h = deliveryStack(config);
 
   it('verifies and types every delivered event, with the old and the new secret during a rotation', async () => {
-    const client = clientFor(() => svc);
-    const created = await client.call('POST', '/webhooks', { url: `${receiver.url}/hook` });
+    const client = h.client();
+    const created = await client.call('POST', '/webhooks', { url: `${h.receiver.url}/hook` });
     expect(created.status).toBe(201);
     const id = created.body.id as string;
     const first: string = created.body.secret;
 
     const sourceId = newId('src');
-    const ready = await events.publish('source.ready', client.accountId, { id: sourceId, name: 'orders', type: 'csv', rowCount: 3, schema: [{ name: 'amount', type: 'number' }] });
-    await waitFor(() => receiver.received.some((r) => r.headers['webhook-id'] === ready.id), { what: 'source.ready delivered' });
+    const ready = await h.events.publish('source.ready', client.accountId, {
+      id: sourceId,
+      name: 'orders',
+      type: 'csv',
+      rowCount: 3,
+      schema: [{ name: 'amount', type: 'number' }],
+    });
+    await waitFor(() => h.receiver.received.some((r) => r.headers['webhook-id'] === ready.id), { what: 'source.ready delivered' });
 
     const rotated = await client.call('POST', `/webhooks/${id}/rotate-secret`);
     expect(rotated.status).toBe(200);
     const second: string = rotated.body.secret;
-    const report = await events.publish('report.completed', client.accountId, { id: newId('rpt'), sourceId, rowCount: 2, durationMs: 7 });
+    const report = await h.events.publish('report.completed', client.accountId, { id: newId('rpt'), sourceId, rowCount: 2, durationMs: 7 });
     const test = await client.call('POST', `/webhooks/${id}/test`);
     expect(test.status).toBe(202);
-    await waitFor(() => receiver.received.length >= 3, { what: 'three deliveries' });
+    await waitFor(() => h.receiver.received.length >= 3, { what: 'three deliveries' });
 
-    const byId = (eventId: string) => receiver.received.find((r) => r.headers['webhook-id'] === eventId)!;
+    const byId = (eventId: string) => h.receiver.received.find((r) => r.headers['webhook-id'] === eventId)!;
     const verify = (r: ReceivedRequest, secrets: string[]) => verifyWebhook(r.body, r.headers as Record<string, string>, { secrets });
 
     const readyEvent = verify(byId(ready.id), [first]);
@@ -61,12 +51,12 @@ describe('the SDK webhook verifier on deliveries from the service', () => {
     expect(verify(afterRotation, [first])).toMatchObject({ type: 'report.completed', data: report.data });
     expect(verify(afterRotation, [second])).toMatchObject({ type: 'report.completed', data: report.data });
     expect(() => verify(byId(ready.id), [second])).toThrow(WebhookVerificationError);
-    const testDelivery = receiver.received.find((r) => JSON.parse(r.body).type === 'webhook.test')!;
+    const testDelivery = h.receiver.received.find((r) => JSON.parse(r.body).type === 'webhook.test')!;
     expect(verify(testDelivery, [second, first])).toMatchObject({ type: 'webhook.test', data: { endpointId: id } });
 
     if (process.env.CAPTURE_DELIVERIES) {
-      const captured = receiver.received.map((r) => ({
-        headers: Object.fromEntries(['webhook-id', 'webhook-timestamp', 'webhook-signature', 'content-type'].map((h) => [h, r.headers[h]])),
+      const captured = h.receiver.received.map((r) => ({
+        headers: Object.fromEntries(['webhook-id', 'webhook-timestamp', 'webhook-signature', 'content-type'].map((name) => [name, r.headers[name]])),
         body: r.body,
       }));
       writeFileSync(process.env.CAPTURE_DELIVERIES, `${JSON.stringify({ secrets: { first, second }, deliveries: captured }, null, 2)}\n`);

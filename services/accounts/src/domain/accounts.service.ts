@@ -38,10 +38,13 @@ export function newKeyDoc(input: { name: string; scopes?: Scope[]; expiresAt?: D
 export class AccountsService {
   private readonly accounts: AccountRepository;
   private readonly keys: ApiKeyRepository;
+  /** The clock of key expiry and grace periods (tests pass their own). */
+  private readonly now: () => number;
 
-  constructor(accounts: AccountRepository, keys: ApiKeyRepository) {
+  constructor(accounts: AccountRepository, keys: ApiKeyRepository, now: () => number = Date.now) {
     this.accounts = accounts;
     this.keys = keys;
+    this.now = now;
   }
 
   async createAccount(input: { name: string; plan: Plan; email?: string | null }): Promise<AccountDoc> {
@@ -70,7 +73,7 @@ export class AccountsService {
   /** Creates a key; the returned secret is the only copy that will ever exist. */
   async createKey(accountId: string, input: { name: string; scopes?: Scope[]; expiresAt?: Date | null }): Promise<{ secret: string; key: ApiKeyDoc }> {
     await this.getAccount(accountId);
-    if (input.expiresAt && input.expiresAt.getTime() <= Date.now()) throw expiryInPast();
+    if (input.expiresAt && input.expiresAt.getTime() <= this.now()) throw expiryInPast();
     const { secret, doc } = newKeyDoc(input);
     const key = await this.keys.coll.insert(accountId, doc, [apiKeyCreated(accountId, doc._id)]);
     return { secret, key };
@@ -92,7 +95,7 @@ export class AccountsService {
    */
   async rollKey(accountId: string, keyId: string, graceSeconds: number): Promise<{ secret: string; key: ApiKeyDoc }> {
     const old = await this.getKey(accountId, keyId);
-    const now = Date.now();
+    const now = this.now();
     if (old.revokedAt || (old.expiresAt && old.expiresAt.getTime() <= now)) throw keyNotRollable();
     // A second roll would leave two live successors of one key; roll the key that replaced it instead.
     if (old.replacedBy) throw keyAlreadyRolled(old.replacedBy);
@@ -116,7 +119,7 @@ export class AccountsService {
   }
 
   /** Verifies a key by its hash (the gateway never sends the key itself). */
-  async verifyHash(hash: string, now = new Date()): Promise<VerifyOutcome> {
+  async verifyHash(hash: string, now = new Date(this.now())): Promise<VerifyOutcome> {
     const key = await this.keys.findByHash(hash);
     if (!key) return { ok: false, reason: 'unknown' };
     if (key.revokedAt) return { ok: false, reason: 'revoked' };

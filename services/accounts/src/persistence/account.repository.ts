@@ -1,5 +1,5 @@
 import type { Db } from 'mongodb';
-import { TenantCollection, type TenantDoc, type WrittenEvents } from '@dap/mongo';
+import { TenantRepository, type TenantDoc, type WrittenEvents } from '@dap/mongo';
 import type { Plan } from '@dap/contracts';
 
 export interface AccountDoc extends TenantDoc {
@@ -12,16 +12,17 @@ export interface AccountDoc extends TenantDoc {
 }
 
 /** An account is its own tenant: `_id` and `accountId` are the same id. */
-export class AccountRepository {
-  readonly coll: TenantCollection<AccountDoc>;
-
+export class AccountRepository extends TenantRepository<AccountDoc> {
   constructor(db: Db, onEvents: (written: WrittenEvents) => void) {
-    this.coll = new TenantCollection<AccountDoc>(db, 'accounts', onEvents);
-  }
-
-  async ensureIndexes(): Promise<void> {
-    // Sparse (not partial): the wire-compatible local server supports only sparse unique indexes.
-    await this.coll.raw.createIndex({ email: 1 }, { unique: true, sparse: true });
+    super(
+      db,
+      'accounts',
+      [
+        // Sparse (not partial): the wire-compatible local server supports only sparse unique indexes.
+        [{ email: 1 }, { unique: true, sparse: true }],
+      ],
+      onEvents,
+    );
   }
 
   get(accountId: string) {

@@ -1,5 +1,5 @@
 import type { Db } from 'mongodb';
-import { TenantCollection, type TenantDoc, type WrittenEvents } from '@dap/mongo';
+import { TenantRepository, type TenantDoc, type WrittenEvents } from '@dap/mongo';
 import type { Scope } from '@dap/contracts';
 
 export interface ApiKeyDoc extends TenantDoc {
@@ -15,16 +15,9 @@ export interface ApiKeyDoc extends TenantDoc {
   replacedBy?: string | null;
 }
 
-export class ApiKeyRepository {
-  readonly coll: TenantCollection<ApiKeyDoc>;
-
+export class ApiKeyRepository extends TenantRepository<ApiKeyDoc> {
   constructor(db: Db, onEvents: (written: WrittenEvents) => void) {
-    this.coll = new TenantCollection<ApiKeyDoc>(db, 'api_keys', onEvents);
-  }
-
-  async ensureIndexes(): Promise<void> {
-    await this.coll.raw.createIndex({ hash: 1 }, { unique: true });
-    await this.coll.raw.createIndex({ accountId: 1, _id: -1 });
+    super(db, 'api_keys', [[{ hash: 1 }, { unique: true }], [{ accountId: 1, _id: -1 }]], onEvents);
   }
 
   /**

@@ -1,24 +1,26 @@
 import type { Db } from 'mongodb';
-import { TenantCollection, type TenantDoc } from '@dap/mongo';
+import { TenantRepository, type IndexOf, type TenantDoc } from '@dap/mongo';
 
-/** An operator-issued password reset link; only the token's hash is stored. */
-export interface ResetTokenDoc extends TenantDoc {
+/** A token issued to a user (a session, a reset link): only its hash is stored, and it expires. */
+export interface UserTokenDoc extends TenantDoc {
   userId: string;
   tokenHash: string;
   createdAt: Date;
   expiresAt: Date;
 }
 
-export class ResetTokenRepository {
-  readonly coll: TenantCollection<ResetTokenDoc>;
+/** Looked up by the token's hash; MongoDB removes a token once it has expired. */
+export const USER_TOKEN_INDEXES: readonly IndexOf[] = [
+  [{ tokenHash: 1 }, { unique: true }],
+  [{ expiresAt: 1 }, { expireAfterSeconds: 0 }],
+];
 
+/** An operator-issued password reset link. */
+export type ResetTokenDoc = UserTokenDoc;
+
+export class ResetTokenRepository extends TenantRepository<ResetTokenDoc> {
   constructor(db: Db) {
-    this.coll = new TenantCollection<ResetTokenDoc>(db, 'password_resets');
-  }
-
-  async ensureIndexes(): Promise<void> {
-    await this.coll.raw.createIndex({ tokenHash: 1 }, { unique: true });
-    await this.coll.raw.createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0 });
+    super(db, 'password_resets', USER_TOKEN_INDEXES);
   }
 
   async removeForUser(accountId: string, userId: string): Promise<void> {

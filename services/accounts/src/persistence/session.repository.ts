@@ -1,24 +1,15 @@
 import type { Db } from 'mongodb';
-import { TenantCollection, type TenantDoc } from '@dap/mongo';
+import { TenantRepository } from '@dap/mongo';
+import { USER_TOKEN_INDEXES, type UserTokenDoc } from './reset-token.repository.ts';
 
-export interface SessionDoc extends TenantDoc {
-  userId: string;
-  tokenHash: string;
+/** A dashboard session: the cookie's token, hashed, and the CSRF token that goes with it. */
+export interface SessionDoc extends UserTokenDoc {
   csrfToken: string;
-  createdAt: Date;
-  expiresAt: Date;
 }
 
-export class SessionRepository {
-  readonly coll: TenantCollection<SessionDoc>;
-
+export class SessionRepository extends TenantRepository<SessionDoc> {
   constructor(db: Db) {
-    this.coll = new TenantCollection<SessionDoc>(db, 'sessions');
-  }
-
-  async ensureIndexes(): Promise<void> {
-    await this.coll.raw.createIndex({ tokenHash: 1 }, { unique: true });
-    await this.coll.raw.createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0 });
+    super(db, 'sessions', USER_TOKEN_INDEXES);
   }
 
   /** The cookie's hash is what tells us the account; only the gateway asks, through the internal route. */

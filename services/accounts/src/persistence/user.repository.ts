@@ -1,5 +1,5 @@
 import type { Db } from 'mongodb';
-import { TenantCollection, type TenantDoc } from '@dap/mongo';
+import { TenantRepository, type TenantDoc } from '@dap/mongo';
 
 export interface UserDoc extends TenantDoc {
   email: string;
@@ -7,15 +7,9 @@ export interface UserDoc extends TenantDoc {
   createdAt: Date;
 }
 
-export class UserRepository {
-  readonly coll: TenantCollection<UserDoc>;
-
+export class UserRepository extends TenantRepository<UserDoc> {
   constructor(db: Db) {
-    this.coll = new TenantCollection<UserDoc>(db, 'users');
-  }
-
-  async ensureIndexes(): Promise<void> {
-    await this.coll.raw.createIndex({ email: 1 }, { unique: true });
+    super(db, 'users', [[{ email: 1 }, { unique: true }]]);
   }
 
   /** Login's lookup: the e-mail is what tells us the account. */

@@ -2,16 +2,9 @@ import { querySchema, type AnalyticsQuery } from '@dap/contracts';
 import type { DatasetColumn } from '@dap/datasets';
 import { DomainError } from '@dap/errors';
 import { compileQuery, toUtcTimestamp } from './query-compiler.ts';
+import { columns } from '@dap/testing';
 
-const SCHEMA: DatasetColumn[] = [
-  { name: 'country', type: 'string' },
-  { name: 'amount', type: 'number' },
-  { name: 'qty', type: 'integer' },
-  { name: 'paid', type: 'boolean' },
-  { name: 'ts', type: 'timestamp' },
-  { name: 'when_text', type: 'string' },
-  { name: 'odd "name"', type: 'string' },
-];
+const SCHEMA: DatasetColumn[] = columns({ country: 'string', amount: 'number', qty: 'integer', paid: 'boolean', ts: 'timestamp', when_text: 'string', 'odd "name"': 'string' });
 const FILE = '/data/acct_X/src_Y/file.parquet';
 const SRC = 'src_01JCQ3N6W4X8Z5Y7A9B2C4D6E8';
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { newId } from '@dap/contracts';
 import { DatasetStore, isVanishedFileError } from '@dap/datasets';
 import { QueryInterruptedError, QueryRunner } from './query.runner.ts';
+import { columns } from '@dap/testing';
 
 describe('QueryRunner', () => {
   let dir: string;
@@ -45,13 +46,7 @@ describe('QueryRunner', () => {
       [file, 'a'],
       { timeoutMs: 5_000 },
     );
-    expect(r.columns).toEqual([
-      { name: 'total', type: 'integer' },
-      { name: 'c', type: 'integer' },
-      { name: 'first', type: 'timestamp' },
-      { name: 'last_day', type: 'timestamp' },
-      { name: 'ax', type: 'number' },
-    ]);
+    expect(r.columns).toEqual(columns({ total: 'integer', c: 'integer', first: 'timestamp', last_day: 'timestamp', ax: 'number' }));
     expect(r.rows).toEqual([[3, 2, '2024-01-05T10:00:00.000Z', '2024-03-01T00:00:00.000Z', 1.5]]);
   });
 

@@ -12,6 +12,14 @@ const common = { seed: 3, testFraction: 0.2, maxCategories: 20 };
 /** |a − b| within 1e-9 of the larger magnitude (and of 1, for values near 0). */
 const close = (a: number, b: number) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b));
 
+type Kind = 'numeric' | 'categorical';
+
+/** A training spec written as `{ name: kind }`: the one target, then the features in order. */
+function specOf<T extends string, H>(type: T, target: Record<string, Kind>, features: Record<string, Kind>, hyperparameters: H) {
+  const [[name, kind]] = Object.entries(target) as [[string, Kind]];
+  return { type, target: { name, kind }, features: Object.entries(features).map(([name, kind]) => ({ name, kind })), hyperparameters };
+}
+
 /** A trained model's record whose input features are the training spec's: numeric ones numbers, categorical ones strings. */
 function record(features: readonly { name: string; kind: 'numeric' | 'categorical' }[]): ModelRecord {
   return {
@@ -36,16 +44,7 @@ interface Explained {
 describe('exact explanations', () => {
   it('linear regression: base + contributions = the prediction, per feature, measured from the training mean and the reference category', async () => {
     const rows = linearRows(400, 8);
-    const spec = {
-      type: 'linear_regression' as const,
-      target: { name: 'y', kind: 'numeric' as const },
-      features: [
-        { name: 'x1', kind: 'numeric' as const },
-        { name: 'x2', kind: 'numeric' as const },
-        { name: 'colour', kind: 'categorical' as const },
-      ],
-      hyperparameters: common,
-    };
+    const spec = specOf('linear_regression', { y: 'numeric' }, { x1: 'numeric', x2: 'numeric', colour: 'categorical' }, common);
     const out = await trainModel(spec, tableOf(rows), limits);
     const runtime = trainedRuntime(record(spec.features), out.artifact);
     const inputs: FeatureRecord[] = rows.slice(0, 50).map((r) => ({ x1: r.x1!, x2: r.x2!, colour: r.colour! }));
@@ -80,16 +79,7 @@ describe('exact explanations', () => {
       cls: (r.a as number) < -0.7 ? 'low' : (r.a as number) < 0.7 ? 'mid' : 'high',
       tag: ['p', 'q', 'q'][i % 3]!,
     }));
-    const spec = {
-      type: 'logistic_regression' as const,
-      target: { name: 'cls', kind: 'categorical' as const },
-      features: [
-        { name: 'a', kind: 'numeric' as const },
-        { name: 'b', kind: 'numeric' as const },
-        { name: 'tag', kind: 'categorical' as const },
-      ],
-      hyperparameters: { ...common, learningRate: 1, maxIterations: 500 },
-    };
+    const spec = specOf('logistic_regression', { cls: 'categorical' }, { a: 'numeric', b: 'numeric', tag: 'categorical' }, { ...common, learningRate: 1, maxIterations: 500 });
     const out = await trainModel(spec, tableOf(rows), limits);
     const runtime = trainedRuntime(record(spec.features), out.artifact);
     const inputs: FeatureRecord[] = rows.slice(0, 60).map((r) => ({ a: r.a!, b: r.b!, tag: r.tag }));

@@ -1,26 +1,14 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { newId } from '@dap/contracts';
-import { DatasetStore } from '@dap/datasets';
 import { ConnectorCheckError } from './connector.ts';
 import { checkCsv, csvConnector, scanCsv } from './csv.connector.ts';
+import { useTempStore } from '../../../test/temp-store.ts';
 
-let root: string;
-let store: DatasetStore;
-
-beforeAll(async () => {
-  root = await mkdtemp(join(tmpdir(), 'dap-csv-test-'));
-  store = await DatasetStore.open(root);
-});
-afterAll(async () => {
-  store.duck.close();
-  await rm(root, { recursive: true, force: true });
-});
+const temp = useTempStore('csv');
 
 async function refusal(csv: string): Promise<ConnectorCheckError> {
   try {
-    await checkCsv(csv, { store });
+    await checkCsv(csv, { store: temp.store });
   } catch (err) {
     if (err instanceof ConnectorCheckError) return err;
     throw err;
@@ -48,11 +36,11 @@ describe('scanCsv', () => {
 
 describe('checkCsv', () => {
   it('accepts a well-formed CSV', async () => {
-    await expect(checkCsv('id,amount,city\n1,9.5,Oslo\n2,3,"Rio, BR"\n', { store })).resolves.toBeUndefined();
+    await expect(checkCsv('id,amount,city\n1,9.5,Oslo\n2,3,"Rio, BR"\n', { store: temp.store })).resolves.toBeUndefined();
   });
 
   it('accepts semicolon-delimited and CRLF files', async () => {
-    await expect(checkCsv('a;b\r\n1;2\r\n', { store })).resolves.toBeUndefined();
+    await expect(checkCsv('a;b\r\n1;2\r\n', { store: temp.store })).resolves.toBeUndefined();
   });
 
   it('refuses an empty or blank CSV', async () => {
@@ -88,11 +76,11 @@ describe('checkCsv', () => {
 
   it('refuses a quoted value that is never closed, naming its line, and accepts a quote inside an unquoted value', async () => {
     expect((await refusal('a,b\n1,"x"\n2,"never closed\n3,4\n')).message).toBe('the CSV could not be parsed: line 3: a quoted value is never closed');
-    await expect(checkCsv('a,b\n1,12" pizza\n2,ok\n', { store })).resolves.toBeUndefined();
+    await expect(checkCsv('a,b\n1,12" pizza\n2,ok\n', { store: temp.store })).resolves.toBeUndefined();
   });
 
   it('accepts a single-column CSV', async () => {
-    await expect(checkCsv('name\nada\ngrace\n', { store })).resolves.toBeUndefined();
+    await expect(checkCsv('name\nada\ngrace\n', { store: temp.store })).resolves.toBeUndefined();
   });
 });
 
@@ -101,9 +89,9 @@ describe('csvConnector.stage', () => {
     const accountId = newId('acct');
     const sourceId = newId('src');
     const csv = 'a,b\n1,"x\ny"\n';
-    expect(await csvConnector.stage({ type: 'csv', name: 'n', csv }, { store, accountId, sourceId })).toBe('csv');
-    expect(await readFile(store.stagingFile(accountId, sourceId, 'csv'), 'utf8')).toBe(csv);
-    const result = await store.ingest(accountId, sourceId, 'csv');
+    expect(await csvConnector.stage({ type: 'csv', name: 'n', csv }, { store: temp.store, accountId, sourceId })).toBe('csv');
+    expect(await readFile(temp.store.stagingFile(accountId, sourceId, 'csv'), 'utf8')).toBe(csv);
+    const result = await temp.store.ingest(accountId, sourceId, 'csv');
     expect(result.rowCount).toBe(1);
     expect(result.schema).toEqual([
       { name: 'a', type: 'integer' },

@@ -1,11 +1,11 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { newId } from '@dap/contracts';
-import { DatasetStore, sqlLiteral } from '@dap/datasets';
+import { sqlLiteral } from '@dap/datasets';
 import { ConnectorCheckError } from './connector.ts';
 import { MAX_COLUMNS } from './rows.ts';
 import { inlineConnector, normalizeTimestamps, parseIsoTimestamp, toNdjson } from './inline.connector.ts';
+import { columns } from '@dap/testing';
+import { useTempStore } from '../../../test/temp-store.ts';
 
 describe('parseIsoTimestamp', () => {
   it('reads date-times without an offset as UTC', () => {
@@ -59,26 +59,17 @@ describe('toNdjson', () => {
 });
 
 describe('inlineConnector', () => {
-  let root: string;
-  let store: DatasetStore;
-  beforeAll(async () => {
-    root = await mkdtemp(join(tmpdir(), 'dap-inline-test-'));
-    store = await DatasetStore.open(root);
-  });
-  afterAll(async () => {
-    store.duck.close();
-    await rm(root, { recursive: true, force: true });
-  });
+  const temp = useTempStore('inline');
 
   it('refuses rows with too many distinct fields', async () => {
     const rows = Array.from({ length: 3 }, (_, r) => Object.fromEntries(Array.from({ length: 400 }, (_, i) => [`f${r}_${i}`, i] as const)));
-    const ctx = { store, accountId: newId('acct'), sourceId: newId('src') };
+    const ctx = { store: temp.store, accountId: newId('acct'), sourceId: newId('src') };
     await expect(inlineConnector.check({ type: 'inline', name: 'n', rows }, ctx)).rejects.toBeInstanceOf(ConnectorCheckError);
     expect(MAX_COLUMNS).toBeLessThan(1200);
   });
 
   it('stages NDJSON that ingests with integer, number, string, boolean and timestamp columns', async () => {
-    const ctx = { store, accountId: newId('acct'), sourceId: newId('src') };
+    const ctx = { store: temp.store, accountId: newId('acct'), sourceId: newId('src') };
     const rows = [
       { id: 1, price: 2.5, city: 'Oslo', paid: true, at: '2024-01-01T10:00:00Z' },
       { id: 2, price: 3, city: 'Rio', paid: false, at: '2024-01-02T11:00:00.5Z' },
@@ -86,18 +77,12 @@ describe('inlineConnector', () => {
     ];
     await inlineConnector.check({ type: 'inline', name: 'n', rows }, ctx);
     expect(await inlineConnector.stage({ type: 'inline', name: 'n', rows }, ctx)).toBe('ndjson');
-    const staged = await readFile(store.stagingFile(ctx.accountId, ctx.sourceId, 'ndjson'), 'utf8');
+    const staged = await readFile(temp.store.stagingFile(ctx.accountId, ctx.sourceId, 'ndjson'), 'utf8');
     expect(staged.trim().split('\n')).toHaveLength(3);
-    const result = await store.ingest(ctx.accountId, ctx.sourceId, 'ndjson');
+    const result = await temp.store.ingest(ctx.accountId, ctx.sourceId, 'ndjson');
     expect(result.rowCount).toBe(3);
-    expect(result.schema).toEqual([
-      { name: 'id', type: 'integer' },
-      { name: 'price', type: 'number' },
-      { name: 'city', type: 'string' },
-      { name: 'paid', type: 'boolean' },
-      { name: 'at', type: 'timestamp' },
-    ]);
-    const sum = await store.duck.run(`SELECT sum(price) AS s, strftime(max("at"), '%Y-%m-%dT%H:%M:%S.%g') AS last FROM read_parquet(${sqlLiteral(result.file)})`);
+    expect(result.schema).toEqual(columns({ id: 'integer', price: 'number', city: 'string', paid: 'boolean', at: 'timestamp' }));
+    const sum = await temp.store.duck.run(`SELECT sum(price) AS s, strftime(max("at"), '%Y-%m-%dT%H:%M:%S.%g') AS last FROM read_parquet(${sqlLiteral(result.file)})`);
     expect(sum.rows[0]).toEqual({ s: 5.5, last: '2024-01-03T12:00:00.000' });
   });
 });

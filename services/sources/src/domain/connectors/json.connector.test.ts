@@ -1,10 +1,8 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { newId } from '@dap/contracts';
-import { DatasetStore } from '@dap/datasets';
 import { ConnectorCheckError } from './connector.ts';
 import { jsonConnector, ndjsonConnector, rowsFromJson, rowsFromNdjson } from './json.connector.ts';
+import { columns } from '@dap/testing';
+import { useTempStore } from '../../../test/temp-store.ts';
 
 function reason(fn: () => unknown): { field: string; message: string } {
   try {
@@ -51,36 +49,21 @@ describe('rowsFromNdjson', () => {
 });
 
 describe('json and ndjson connectors', () => {
-  let root: string;
-  let store: DatasetStore;
-  beforeAll(async () => {
-    root = await mkdtemp(join(tmpdir(), 'dap-json-test-'));
-    store = await DatasetStore.open(root);
-  });
-  afterAll(async () => {
-    store.duck.close();
-    await rm(root, { recursive: true, force: true });
-  });
+  const temp = useTempStore('json');
 
   it('stage uploads that ingest with the same types as inline rows', async () => {
     const text = '{"n":1,"x":1.5,"s":"a","b":true,"t":"2024-01-01T00:00:00Z"}\n{"n":2,"x":2,"s":"b","b":false,"t":"2024-01-02T00:00:00.5Z"}\n';
-    const expected = [
-      { name: 'n', type: 'integer' },
-      { name: 'x', type: 'number' },
-      { name: 's', type: 'string' },
-      { name: 'b', type: 'boolean' },
-      { name: 't', type: 'timestamp' },
-    ];
-    const nd = { store, accountId: newId('acct'), sourceId: newId('src') };
+    const expected = columns({ n: 'integer', x: 'number', s: 'string', b: 'boolean', t: 'timestamp' });
+    const nd = { store: temp.store, accountId: newId('acct'), sourceId: newId('src') };
     const ndBody = { type: 'ndjson' as const, name: 'n', ndjson: text };
     await ndjsonConnector.check(ndBody, nd);
     expect(await ndjsonConnector.stage(ndBody, nd)).toBe('ndjson');
-    expect(await store.ingest(nd.accountId, nd.sourceId, 'ndjson')).toMatchObject({ rowCount: 2, schema: expected });
+    expect(await temp.store.ingest(nd.accountId, nd.sourceId, 'ndjson')).toMatchObject({ rowCount: 2, schema: expected });
 
-    const js = { store, accountId: newId('acct'), sourceId: newId('src') };
+    const js = { store: temp.store, accountId: newId('acct'), sourceId: newId('src') };
     const jsBody = { type: 'json' as const, name: 'j', json: `[${text.trim().split('\n').join(',')}]` };
     await jsonConnector.check(jsBody, js);
     expect(await jsonConnector.stage(jsBody, js)).toBe('ndjson');
-    expect(await store.ingest(js.accountId, js.sourceId, 'ndjson')).toMatchObject({ rowCount: 2, schema: expected });
+    expect(await temp.store.ingest(js.accountId, js.sourceId, 'ndjson')).toMatchObject({ rowCount: 2, schema: expected });
   });
 });

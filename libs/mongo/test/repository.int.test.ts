@@ -1,0 +1,48 @@
+import type { Db } from 'mongodb';
+import { connectMongo, TenantRepository, type MongoHandle, type TenantDoc } from '@dap/mongo';
+import { stackEnv, uniqueSuffix } from '@dap/testing';
+
+interface TokenDoc extends TenantDoc {
+  tokenHash: string;
+  expiresAt: Date;
+}
+
+class TokenRepository extends TenantRepository<TokenDoc> {
+  constructor(db: Db) {
+    super(db, 'tokens', [
+      [{ tokenHash: 1 }, { unique: true }],
+      [{ expiresAt: 1 }, { expireAfterSeconds: 0 }],
+    ]);
+  }
+}
+
+describe('TenantRepository (on the test stack MongoDB)', () => {
+  let mongo: MongoHandle;
+
+  beforeAll(async () => {
+    mongo = await connectMongo(stackEnv().MONGO_URL, `repository_${uniqueSuffix()}`);
+  });
+
+  afterAll(async () => {
+    await mongo?.db.dropDatabase();
+    await mongo?.close();
+  });
+
+  it('creates the declared indexes with their options, and a second call changes nothing', async () => {
+    const repo = new TokenRepository(mongo.db);
+    await repo.ensureIndexes();
+    await repo.ensureIndexes();
+    const indexes = (await repo.coll.raw.listIndexes().toArray()).filter((i) => i.name !== '_id_');
+    // In any order: the local wire-compatible server does not list them in creation order.
+    const seen = indexes.map((i) => ({ key: i.key, unique: i.unique ?? false, ttl: i.expireAfterSeconds ?? null }));
+    expect(seen.sort((a, b) => JSON.stringify(a.key).localeCompare(JSON.stringify(b.key)))).toEqual([
+      { key: { expiresAt: 1 }, unique: false, ttl: 0 },
+      { key: { tokenHash: 1 }, unique: true, ttl: null },
+    ]);
+    // The unique index is really there: a second document with the same hash is refused, another hash is not.
+    await repo.coll.raw.insertOne({ _id: 'tok_1' as never, accountId: 'acct_1', tokenHash: 'h1', expiresAt: new Date(Date.now() + 60_000) });
+    await expect(repo.coll.raw.insertOne({ _id: 'tok_2' as never, accountId: 'acct_1', tokenHash: 'h1', expiresAt: new Date() })).rejects.toThrow(/duplicate key/i);
+    await repo.coll.raw.insertOne({ _id: 'tok_3' as never, accountId: 'acct_1', tokenHash: 'h2', expiresAt: new Date(Date.now() + 60_000) });
+    expect(await repo.coll.raw.countDocuments({})).toBe(2);
+  });
+});
