@@ -3,7 +3,7 @@ import { Agent } from 'node:http';
 import type { Express } from 'express';
 import { redisTargetOf, tracingSettingsOf } from '@dap/config';
 import { Lifecycle } from '@dap/lifecycle';
-import { startTracing } from '@dap/tracing';
+import { tracingResource } from '@dap/tracing';
 import { PLAN_LIMITS, type Plan } from '@dap/contracts';
 import { createMetrics, DEFAULT_REQUEST_TIMEOUT_MS, listen } from '@dap/http';
 import { openEventing } from '@dap/kafka';
@@ -37,12 +37,7 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
   const instanceId = randomBytes(4).toString('hex');
   const life = new Lifecycle(logger);
   return life.start(async () => {
-    // First opened, last closed: spans of the shutdown itself are still sent.
-    await life.open(
-      'tracing',
-      () => startTracing(tracingSettingsOf(config, 'gateway')),
-      (t) => t.shutdown(),
-    );
+    await life.open(...tracingResource(tracingSettingsOf(config, 'gateway')));
     const redis = await life.open(
       'redis',
       () => createRedis(redisTargetOf(config), { autoPipelining: true }),

@@ -1,8 +1,8 @@
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLogger } from '@dap/logger';
-import { startReceiver } from '@dap/testing';
 import { activeCarrier, carrierOf, startTracing } from '@dap/tracing';
+import { startTracingCollector, type TracingCollector } from '@dap/tracing/testing';
 import { createHttpApp, createMetrics, finishApp, traceRequests } from './index.ts';
 import express from 'express';
 
@@ -66,16 +66,9 @@ describe('traceRequests', () => {
   });
 
   describe('tracing on', () => {
-    let collector: Awaited<ReturnType<typeof startReceiver>>;
-    let tracing: ReturnType<typeof startTracing>;
-    beforeAll(async () => {
-      collector = await startReceiver();
-      tracing = startTracing({ serviceName: 'test', endpoint: collector.url, sampleRatio: 1, exportDelayMs: 60_000 });
-    });
-    afterAll(async () => {
-      await tracing.shutdown();
-      await collector.close();
-    });
+    let otel: TracingCollector;
+    beforeAll(async () => void (otel = await startTracingCollector()));
+    afterAll(() => otel.close());
 
     it('records a server span named by route template, child of the caller, and answers traceresponse where asked', async () => {
       const app = express();
@@ -90,8 +83,8 @@ describe('traceRequests', () => {
         expect(ours).toMatch(new RegExp(`^00-${TRACE_ID}-[0-9a-f]{16}-01$`));
         expect(ours).not.toContain(CLIENT_SPAN);
         expect(res.headers.get('traceresponse')).toBe(ours);
-        await tracing.flush();
-        const bodies = collector.received.filter((r) => r.path === '/v1/traces').map((r) => r.body);
+        await otel.tracing.flush();
+        const bodies = otel.collector.received.filter((r) => r.path === '/v1/traces').map((r) => r.body);
         const spans = bodies.flatMap((b) => JSON.parse(b).resourceSpans[0].scopeSpans[0].spans);
         expect(spans).toHaveLength(1);
         expect(spans[0]).toMatchObject({ name: 'GET /v1/keys/:id', traceId: TRACE_ID, parentSpanId: CLIENT_SPAN, spanId: ours.split('-')[2] });

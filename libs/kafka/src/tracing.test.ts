@@ -1,8 +1,8 @@
 import type { Kafka, KafkaMessage, Producer, ProducerBatch } from 'kafkajs';
 import { makeEvent, type DomainEvent } from '@dap/contracts';
 import { createLogger } from '@dap/logger';
-import { startReceiver } from '@dap/testing';
 import { activeCarrier, startTracing, type TraceCarrier } from '@dap/tracing';
+import { startTracingCollector, type TracingCollector } from '@dap/tracing/testing';
 import { eachBatchHandler, EventProducer, type BatchContext } from './index.ts';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
@@ -89,16 +89,9 @@ describe('trace context over Kafka, tracing off', () => {
 });
 
 describe('trace context over Kafka, tracing on', () => {
-  let collector: Awaited<ReturnType<typeof startReceiver>>;
-  let tracing: ReturnType<typeof startTracing>;
-  beforeAll(async () => {
-    collector = await startReceiver();
-    tracing = startTracing({ serviceName: 'test', endpoint: collector.url, sampleRatio: 1, exportDelayMs: 60_000 });
-  });
-  afterAll(async () => {
-    await tracing.shutdown();
-    await collector.close();
-  });
+  let otel: TracingCollector;
+  beforeAll(async () => void (otel = await startTracingCollector()));
+  afterAll(() => otel.close());
 
   it('sends under a producer span and consumes under a consumer span, each a child of the one before', async () => {
     const { producer, messages } = recordingProducer();
@@ -111,8 +104,8 @@ describe('trace context over Kafka, tracing on', () => {
     expect(seen[0]!.trace!.traceparent).not.toBe(sent);
     expect(seen[0]!.active).toEqual(seen[0]!.trace);
 
-    await tracing.flush();
-    const spans = collector.received
+    await otel.tracing.flush();
+    const spans = otel.collector.received
       .filter((r) => r.path === '/v1/traces')
       .flatMap((r) => JSON.parse(r.body).resourceSpans[0].scopeSpans[0].spans as Array<{ name: string; spanId: string; parentSpanId: string; kind: number }>);
     const send = spans.find((s) => s.name === 'send t.sources.events')!;

@@ -111,6 +111,14 @@ export interface Tracing {
 }
 
 /**
+ * A service's tracing as a lifecycle resource (`life.open(...tracingResource(settings))`): opened first and
+ * closed last, so spans of the shutdown itself are still sent.
+ */
+export function tracingResource(s: TracingSettings) {
+  return ['tracing', () => startTracing(s), (t: Tracing) => t.shutdown()] as const;
+}
+
+/**
  * Sets up tracing for this process: the context manager (so the context of a request follows its async work,
  * and events written there carry it) always, since a client's `traceparent` is passed on even when nothing is
  * exported; a recording tracer and an OTLP/HTTP exporter only when an endpoint is configured. One process runs

@@ -1,6 +1,6 @@
 import { tracingSettingsOf } from '@dap/config';
 import { Lifecycle } from '@dap/lifecycle';
-import { startTracing } from '@dap/tracing';
+import { tracingResource } from '@dap/tracing';
 import { listen } from '@dap/http';
 import { openEventing } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
@@ -46,12 +46,7 @@ export async function startAccounts(config: AccountsConfig, deps: { logger?: Log
   const logger = deps.logger ?? createLogger({ name: 'accounts', level: config.LOG_LEVEL });
   const life = new Lifecycle(logger);
   return life.start(async () => {
-    // First opened, last closed: spans of the shutdown itself are still sent.
-    await life.open(
-      'tracing',
-      () => startTracing(tracingSettingsOf(config, 'accounts')),
-      (t) => t.shutdown(),
-    );
+    await life.open(...tracingResource(tracingSettingsOf(config, 'accounts')));
     let relay: OutboxRelay | null = null;
     const domain = await life.open(
       'mongodb',

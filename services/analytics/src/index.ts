@@ -1,6 +1,6 @@
 import { tracingSettingsOf } from '@dap/config';
 import { Lifecycle } from '@dap/lifecycle';
-import { startTracing } from '@dap/tracing';
+import { tracingResource } from '@dap/tracing';
 import { DatasetFiles } from '@dap/datasets';
 import { listen, type RunningServer } from '@dap/http';
 import { openEventing, type Consumer, type Eventing } from '@dap/kafka';
@@ -30,12 +30,7 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
   const logger = deps.logger ?? createLogger({ name: 'analytics', level: config.LOG_LEVEL });
   const life = new Lifecycle(logger);
   return life.start(async () => {
-    // First opened, last closed: spans of the shutdown itself are still sent.
-    await life.open(
-      'tracing',
-      () => startTracing(tracingSettingsOf(config, 'analytics')),
-      (t) => t.shutdown(),
-    );
+    await life.open(...tracingResource(tracingSettingsOf(config, 'analytics')));
     const mongo: MongoHandle = await openMongo(life, config, logger);
     const eventing: Eventing = await openEventing(life, config, logger);
 

@@ -1,6 +1,6 @@
 import { tracingSettingsOf } from '@dap/config';
 import { Lifecycle } from '@dap/lifecycle';
-import { startTracing } from '@dap/tracing';
+import { tracingResource } from '@dap/tracing';
 import { DatasetFiles } from '@dap/datasets';
 import { listen } from '@dap/http';
 import { openEventing, type Consumer, type Eventing } from '@dap/kafka';
@@ -53,12 +53,7 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
   const logger = deps.logger ?? createLogger({ name: 'models', level: config.LOG_LEVEL });
   const life = new Lifecycle(logger);
   return life.start(async () => {
-    // First opened, last closed: spans of the shutdown itself are still sent.
-    await life.open(
-      'tracing',
-      () => startTracing(tracingSettingsOf(config, 'models')),
-      (t) => t.shutdown(),
-    );
+    await life.open(...tracingResource(tracingSettingsOf(config, 'models')));
     const mongo = await openMongo(life, config, logger);
     const eventing = await openEventing(life, config, logger);
     const producer = eventing.producer;

@@ -1,6 +1,6 @@
 import { platformEndpointsOf, tracingSettingsOf } from '@dap/config';
 import { Lifecycle } from '@dap/lifecycle';
-import { startTracing } from '@dap/tracing';
+import { tracingResource } from '@dap/tracing';
 import { DatasetStore } from '@dap/datasets';
 import { listen } from '@dap/http';
 import { openEventing } from '@dap/kafka';
@@ -49,12 +49,7 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
   const logger = deps.logger ?? createLogger({ name: 'sources', level: config.LOG_LEVEL });
   const life = new Lifecycle(logger);
   return life.start(async () => {
-    // First opened, last closed: spans of the shutdown itself are still sent.
-    await life.open(
-      'tracing',
-      () => startTracing(tracingSettingsOf(config, 'sources')),
-      (t) => t.shutdown(),
-    );
+    await life.open(...tracingResource(tracingSettingsOf(config, 'sources')));
     const mongo = await openMongo(life, config, logger);
     const eventing = await openEventing(life, config, logger);
     const store = await life.open(

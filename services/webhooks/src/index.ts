@@ -1,7 +1,7 @@
 import { isPublicEventType, PUBLIC_EVENT_TYPES, topicOf } from '@dap/contracts';
 import { platformEndpointsOf, tracingSettingsOf } from '@dap/config';
 import { Lifecycle } from '@dap/lifecycle';
-import { startTracing } from '@dap/tracing';
+import { tracingResource } from '@dap/tracing';
 import { listen } from '@dap/http';
 import { openEventing, runEventConsumer } from '@dap/kafka';
 import { createLogger, type Logger } from '@dap/logger';
@@ -24,12 +24,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
   const logger = deps.logger ?? createLogger({ name: 'webhooks', level: config.LOG_LEVEL });
   const life = new Lifecycle(logger);
   return life.start(async () => {
-    // First opened, last closed: spans of the shutdown itself are still sent.
-    await life.open(
-      'tracing',
-      () => startTracing(tracingSettingsOf(config, 'webhooks')),
-      (t) => t.shutdown(),
-    );
+    await life.open(...tracingResource(tracingSettingsOf(config, 'webhooks')));
     const mongo = await openMongo(life, config, logger);
     const eventing = await openEventing(life, config, logger);
     let relay: OutboxRelay<OutboxEntry> | null = null;

@@ -95,6 +95,24 @@ async function headOf(file: string): Promise<{ data: Buffer; complete: boolean }
   }
 }
 
+/** A new source's state before its first sync: pending, empty, with no sync holding it. */
+function awaitingFirstSync(now: Date, requestId: string | null) {
+  return {
+    status: 'pending' as const,
+    error: null,
+    schema: [],
+    rowCount: 0,
+    lastSyncedAt: null,
+    lastSync: null,
+    createdAt: now,
+    updatedAt: now,
+    requestId,
+    syncToken: null,
+    syncOwner: null,
+    syncLeaseUntil: null,
+  };
+}
+
 export class SourceService {
   private readonly deps: SourceServiceDeps;
 
@@ -151,18 +169,7 @@ export class SourceService {
           config: prepared.config,
           credentials: prepared.credentials,
           staged: prepared.staged,
-          status: 'pending',
-          error: null,
-          schema: [],
-          rowCount: 0,
-          lastSyncedAt: null,
-          lastSync: null,
-          createdAt: now,
-          updatedAt: now,
-          requestId: caller.requestId,
-          syncToken: null,
-          syncOwner: null,
-          syncLeaseUntil: null,
+          ...awaitingFirstSync(now, caller.requestId),
           // The first sync starts now; the schedule takes over from its first regular run.
           ...(schedule ? { schedule, scheduleRev: newId('msg'), nextRunAt: nextRegularRun(schedule, now), retryAt: null, retryAttempt: 0, failStreak: 0 } : {}),
           ...('schemaPolicy' in body && body.schemaPolicy ? { schemaPolicy: body.schemaPolicy } : {}),
@@ -247,17 +254,7 @@ export class SourceService {
           config: {},
           credentials: null,
           staged: upload.format,
-          status: 'pending',
-          error: null,
-          schema: [],
-          rowCount: 0,
-          lastSyncedAt: null,
-          createdAt: now,
-          updatedAt: now,
-          requestId: caller.requestId,
-          syncToken: null,
-          syncOwner: null,
-          syncLeaseUntil: null,
+          ...awaitingFirstSync(now, caller.requestId),
         },
         [sourceCreated(accountId, { _id: id, name: upload.name, type: upload.format }, caller.requestId)],
       );
