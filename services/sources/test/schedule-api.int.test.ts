@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
@@ -9,14 +8,12 @@ import { DatasetStore } from '@dap/datasets';
 import { listen, type RunningServer } from '@dap/http';
 import { createLogger } from '@dap/logger';
 import { connectMongo, type MongoHandle } from '@dap/mongo';
-import { OutboundGuard } from '@dap/netguard';
 import { callerHeaders, http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
 import { createApp } from '../src/app.ts';
 import { SourceService } from '../src/domain/source.service.ts';
-import { DatasetLoader } from '../src/domain/ingest/loader.ts';
 import { SourceRepository } from '../src/persistence/source.repository.ts';
-import { CredentialCipher } from '../src/persistence/credentials.ts';
-import { SourceSyncer } from '../src/workers/sync/source-syncer.ts';
+import type { SourceSyncer } from '../src/workers/sync/source-syncer.ts';
+import { testSecurity, testSyncer, TEST_LIMITS } from './syncer.ts';
 
 /**
  * The schedule over HTTP: set at creation or with PATCH, removed with null, and every bad one a 400 naming the
@@ -43,26 +40,9 @@ beforeAll(async () => {
   await repo.ensureIndexes();
   datasetDir = await mkdtemp(join(tmpdir(), 'dap-schedapi-'));
   store = await DatasetStore.open(datasetDir);
-  const cipher = new CredentialCipher(randomBytes(32));
-  const guard = new OutboundGuard({ allowPrivate: true });
-  const limits = { maxBytes: 1024 ** 2, connectTimeoutMs: 3_000, checkTimeoutMs: 10_000, urlTimeoutMs: 10_000, idleTimeoutMs: 5_000, dbTimeoutMs: 10_000 };
-  const loader = new DatasetLoader(store, { parallelMaxBytes: 32 * 1024 ** 2, logger });
-  const retry = { backoff: { baseMs: 60_000, capMs: 600_000 }, maxRetries: 3 };
-  syncer = new SourceSyncer({
-    repo,
-    store,
-    loader,
-    cipher,
-    guard,
-    limits,
-    logger,
-    concurrency: 2,
-    leaseMs: 60_000,
-    sweepMs: 3_600_000,
-    instanceId: `api-${uniqueSuffix()}`,
-    retry,
-  });
-  const service = new SourceService({ repo, store, syncer, logger, cipher, guard, limits, shutdown: new AbortController().signal });
+  const { cipher, guard } = testSecurity();
+  syncer = testSyncer({ repo, store, logger, cipher, guard, retry: { backoff: { baseMs: 60_000, capMs: 600_000 }, maxRetries: 3 } });
+  const service = new SourceService({ repo, store, syncer, logger, cipher, guard, limits: TEST_LIMITS, shutdown: new AbortController().signal });
   const app = createApp({
     logger,
     bodyLimitBytes: 1024 ** 2,

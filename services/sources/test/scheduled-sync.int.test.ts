@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
@@ -9,14 +8,12 @@ import { newId, type CallerContext, type CreateSourceBody, type DomainEvent } fr
 import { DatasetStore } from '@dap/datasets';
 import { createLogger } from '@dap/logger';
 import { connectMongo, type MongoHandle } from '@dap/mongo';
-import { OutboundGuard } from '@dap/netguard';
 import { columns, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
 import { SourceService } from '../src/domain/source.service.ts';
 import { toSourceDto } from '../src/http/dto.ts';
-import { DatasetLoader } from '../src/domain/ingest/loader.ts';
 import { SourceRepository } from '../src/persistence/source.repository.ts';
-import { CredentialCipher } from '../src/persistence/credentials.ts';
-import { SourceSyncer } from '../src/workers/sync/source-syncer.ts';
+import type { SourceSyncer } from '../src/workers/sync/source-syncer.ts';
+import { testSecurity, testSyncer, TEST_LIMITS } from './syncer.ts';
 
 /**
  * Scheduled syncs on the real sync path (MongoDB, the dataset store, a URL source on a local file server),
@@ -58,27 +55,11 @@ let datasetDir: string;
 let service: SourceService;
 const syncers: SourceSyncer[] = [];
 const logger = createLogger({ name: 'sources', level: 'silent' });
-const cipher = new CredentialCipher(randomBytes(32));
-const guard = new OutboundGuard({ allowPrivate: true });
-const limits = { maxBytes: 1024 ** 2, connectTimeoutMs: 3_000, checkTimeoutMs: 10_000, urlTimeoutMs: 10_000, idleTimeoutMs: 5_000, dbTimeoutMs: 10_000 };
+const { cipher, guard } = testSecurity();
 
 function syncer(name: string): SourceSyncer {
-  const s = new SourceSyncer({
-    repo,
-    store,
-    loader: new DatasetLoader(store, { parallelMaxBytes: 32 * 1024 ** 2, logger }),
-    cipher,
-    guard,
-    limits,
-    logger,
-    concurrency: 2,
-    leaseMs: 60_000,
-    sweepMs: 3_600_000,
-    instanceId: `${name}-${uniqueSuffix()}`,
-    retry: RETRY,
-    clock,
-    random: () => 0.5, // a jitter factor of exactly 1
-  });
+  // A jitter factor of exactly 1.
+  const s = testSyncer({ repo, store, logger, cipher, guard, retry: RETRY }, { instanceId: `${name}-${uniqueSuffix()}`, clock, random: () => 0.5 });
   syncers.push(s);
   return s;
 }
@@ -93,7 +74,7 @@ beforeAll(async () => {
   datasetDir = await mkdtemp(join(tmpdir(), 'dap-sched-'));
   store = await DatasetStore.open(datasetDir);
   // Sources are created without a first sync: each test runs (or sweeps) exactly the syncs it counts.
-  service = new SourceService({ repo, store, syncer: { schedule: () => undefined }, logger, cipher, guard, limits, shutdown: new AbortController().signal, clock });
+  service = new SourceService({ repo, store, syncer: { schedule: () => undefined }, logger, cipher, guard, limits: TEST_LIMITS, shutdown: new AbortController().signal, clock });
 });
 
 afterAll(async () => {

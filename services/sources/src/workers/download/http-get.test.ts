@@ -80,6 +80,16 @@ const opts = (extra: Partial<HttpGetOptions> = {}): HttpGetOptions => ({
 });
 const url = (path = '/f.csv') => `http://files.example.test:${plainPort}${path}`;
 
+/** Runs `fn` against the plain and the TLS server, trusting the test certificate meanwhile. */
+async function overPlainAndTls(fn: (target: string) => Promise<void>): Promise<void> {
+  tls.setDefaultCACertificates([...defaultCAs, TEST_CERT]);
+  try {
+    for (const target of [url(), `https://files.example.test:${securePort}/f.csv`]) await fn(target);
+  } finally {
+    tls.setDefaultCACertificates(defaultCAs);
+  }
+}
+
 /** The whole body as the sink received it (copied, as the chunks are views of the read buffer). */
 async function body(res: HttpGetResponse, sink?: (chunks: Buffer[]) => Promise<void>): Promise<{ text: string; complete: boolean }> {
   const parts: Buffer[] = [];
@@ -103,6 +113,14 @@ async function failure(p: Promise<unknown>): Promise<Error> {
 
 /** A body of `n` bytes that is not one repeated byte (so a misplaced slice shows). */
 const pattern = (n: number) => Buffer.from(Array.from({ length: n }, (_, i) => 97 + ((i * 7 + (i >> 10)) % 26)));
+
+/** A responder that answers `data` with its length. */
+const serving =
+  (data: Buffer) =>
+  (s: net.Socket): void => {
+    s.write(`HTTP/1.1 200 OK\r\nContent-Length: ${data.length}\r\n\r\n`);
+    s.end(data);
+  };
 
 describe('httpGet', () => {
   it('sends one GET with the URL’s host to the pinned address, with the caller’s headers', async () => {
@@ -133,68 +151,52 @@ describe('httpGet', () => {
 
   it('reads a large body into three slabs taken in turn, not a buffer per socket read, in plain HTTP and TLS', async () => {
     const data = pattern(8 * READ_BUFFER_BYTES);
-    responder = (s) => {
-      s.write(`HTTP/1.1 200 OK\r\nContent-Length: ${data.length}\r\n\r\n`);
-      s.end(data);
-    };
-    tls.setDefaultCACertificates([...defaultCAs, TEST_CERT]);
-    try {
-      for (const target of [url(), `https://files.example.test:${securePort}/f.csv`]) {
-        const parts: Buffer[] = [];
-        const slabs = new Set<ArrayBufferLike>();
-        const res = await httpGet(target, opts());
-        const { complete } = await res.readBody((chunks) => {
-          for (const c of chunks) {
-            slabs.add(c.buffer);
-            parts.push(Buffer.from(c));
-          }
-        });
-        expect(complete).toBe(true);
-        expect(Buffer.concat(parts).equals(data)).toBe(true);
-        // Node's own reads give every 64 KiB (every 16 KiB TLS record) a buffer: 128 (512) here; a new slab
-        // for each full one made 8 or 9.
-        expect(slabs.size).toBeGreaterThanOrEqual(2);
-        expect(slabs.size).toBeLessThanOrEqual(1 + SPARE_SLABS);
-      }
-    } finally {
-      tls.setDefaultCACertificates(defaultCAs);
-    }
+    responder = serving(data);
+    await overPlainAndTls(async (target) => {
+      const parts: Buffer[] = [];
+      const slabs = new Set<ArrayBufferLike>();
+      const res = await httpGet(target, opts());
+      const { complete } = await res.readBody((chunks) => {
+        for (const c of chunks) {
+          slabs.add(c.buffer);
+          parts.push(Buffer.from(c));
+        }
+      });
+      expect(complete).toBe(true);
+      expect(Buffer.concat(parts).equals(data)).toBe(true);
+      // Node's own reads give every 64 KiB (every 16 KiB TLS record) a buffer: 128 (512) here; a new slab
+      // for each full one made 8 or 9.
+      expect(slabs.size).toBeGreaterThanOrEqual(2);
+      expect(slabs.size).toBeLessThanOrEqual(1 + SPARE_SLABS);
+    });
   });
 
   it('keeps every byte when a sink that holds its chunks for a while alternates with one that does not, in plain HTTP and TLS', async () => {
     const data = pattern(6 * READ_BUFFER_BYTES + 4321);
-    responder = (s) => {
-      s.write(`HTTP/1.1 200 OK\r\nContent-Length: ${data.length}\r\n\r\n`);
-      s.end(data);
-    };
-    tls.setDefaultCACertificates([...defaultCAs, TEST_CERT]);
-    try {
-      for (const target of [url(), `https://files.example.test:${securePort}/f.csv`]) {
-        const parts: Buffer[] = [];
-        const slabs = new Set<ArrayBufferLike>();
-        let calls = 0;
-        const res = await httpGet(target, opts());
-        const { complete } = await res.readBody((chunks) => {
-          for (const c of chunks) slabs.add(c.buffer);
-          // Every third batch is read only after a pause, while the socket goes on filling slabs.
-          if (++calls % 3 !== 0) {
+    responder = serving(data);
+    await overPlainAndTls(async (target) => {
+      const parts: Buffer[] = [];
+      const slabs = new Set<ArrayBufferLike>();
+      let calls = 0;
+      const res = await httpGet(target, opts());
+      const { complete } = await res.readBody((chunks) => {
+        for (const c of chunks) slabs.add(c.buffer);
+        // Every third batch is read only after a pause, while the socket goes on filling slabs.
+        if (++calls % 3 !== 0) {
+          for (const c of chunks) parts.push(Buffer.from(c));
+          return;
+        }
+        return new Promise<void>((r) =>
+          setTimeout(() => {
             for (const c of chunks) parts.push(Buffer.from(c));
-            return;
-          }
-          return new Promise<void>((r) =>
-            setTimeout(() => {
-              for (const c of chunks) parts.push(Buffer.from(c));
-              r();
-            }, 5),
-          );
-        });
-        expect(complete).toBe(true);
-        expect(Buffer.concat(parts).equals(data)).toBe(true);
-        expect(calls).toBeGreaterThan(3);
-      }
-    } finally {
-      tls.setDefaultCACertificates(defaultCAs);
-    }
+            r();
+          }, 5),
+        );
+      });
+      expect(complete).toBe(true);
+      expect(Buffer.concat(parts).equals(data)).toBe(true);
+      expect(calls).toBeGreaterThan(3);
+    });
   });
 
   it('reads a chunked body whose chunks and framing are split across writes, and one that ends with the connection', async () => {
@@ -279,10 +281,7 @@ describe('httpGet', () => {
 
   it('stops when the sink has enough, and closes the connection', async () => {
     const data = pattern(8 * READ_BUFFER_BYTES);
-    responder = (s) => {
-      s.write(`HTTP/1.1 200 OK\r\nContent-Length: ${data.length}\r\n\r\n`);
-      s.end(data);
-    };
+    responder = serving(data);
     const closedBefore = closed;
     const res = await httpGet(url(), opts());
     let seen = 0;
@@ -298,10 +297,7 @@ describe('httpGet', () => {
 
   it('waits for a slow sink without losing or reordering bytes, and passes on its error', async () => {
     const data = pattern(2 * READ_BUFFER_BYTES + 777);
-    responder = (s) => {
-      s.write(`HTTP/1.1 200 OK\r\nContent-Length: ${data.length}\r\n\r\n`);
-      s.end(data);
-    };
+    responder = serving(data);
     // The sink reads its chunks only after a pause of its own: they must still hold their bytes.
     const parts: Buffer[] = [];
     const slow = await httpGet(url(), opts());
@@ -383,10 +379,7 @@ describe('httpGet', () => {
   it('runs no idle time while its own sink is slow, and stops decoding at the signal after the last byte', async () => {
     // Small, so that it takes a read or two: each waits 300 ms for the sink, past the 100-ms idle limit.
     const data = pattern(64 * 1024);
-    responder = (s) => {
-      s.write(`HTTP/1.1 200 OK\r\nContent-Length: ${data.length}\r\n\r\n`);
-      s.end(data);
-    };
+    responder = serving(data);
     const slow = await body(await httpGet(url(), opts({ idleTimeoutMs: 100 })), () => new Promise((r) => setTimeout(r, 300)));
     expect(slow.complete).toBe(true);
     // A small gzip body that decodes to 40 MB: all of it has arrived when the signal aborts.
