@@ -108,18 +108,21 @@ it("follows a client's traceparent from its request to its webhook receiver, eve
   expect(delivered).toMatch(new RegExp(`^00-${TRACE_ID}-[0-9a-f]{16}-01$`));
   expect(delivery.headers.tracestate).toBe('client=1');
 
-  // The delivery's span is exported once its attempt ends; the chain is complete with it.
-  const spans = await waitFor(
+  // Each process exports its spans in its own batches, so the delivery's span may reach the collector before
+  // the producer's: wait for the whole chain, from the span the receiver was told about up to the client's.
+  const chainOf = (spans: OtlpSpan[]) => {
+    const byId = new Map(spans.map((s) => [s.spanId, s]));
+    const chain: OtlpSpan[] = [];
+    for (let s = byId.get(delivered.split('-')[2]!); s; s = s.parentSpanId ? byId.get(s.parentSpanId) : undefined) chain.unshift(s);
+    return chain;
+  };
+  const chain = await waitFor(
     () => {
-      const all = exported().filter((s) => s.traceId === TRACE_ID);
-      return all.some((s) => s.spanId === delivered.split('-')[2]) ? all : null;
+      const found = chainOf(exported().filter((s) => s.traceId === TRACE_ID));
+      return found[0]?.parentSpanId === CLIENT_SPAN ? found : null;
     },
-    { timeoutMs: 20_000, what: 'the delivery span at the collector' },
+    { timeoutMs: 20_000, what: 'every span from the client to the delivery at the collector' },
   );
-  const byId = new Map(spans.map((s) => [s.spanId, s]));
-  // Walk up from the span the receiver was told about, to the client's span.
-  const chain: OtlpSpan[] = [];
-  for (let s = byId.get(delivered.split('-')[2]!); s; s = s.parentSpanId ? byId.get(s.parentSpanId) : undefined) chain.unshift(s);
   expect(chain.map((s) => ({ service: s.service, kind: s.kind, name: s.name }))).toEqual([
     { service: 'gateway', kind: SERVER, name: 'POST /v1/sources' },
     { service: 'sources', kind: SERVER, name: 'POST /v1/sources' },

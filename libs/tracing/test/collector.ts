@@ -1,5 +1,5 @@
 import { startReceiver } from '@dap/testing';
-import { startTracing } from './index.ts';
+import { startTracing } from '../src/index.ts';
 
 export type TracingCollector = Awaited<ReturnType<typeof startTracingCollector>>;
 
