@@ -366,6 +366,7 @@ describe('the dashboard, webhook pages', () => {
     expect(await editFilter.getAttribute('aria-invalid')).toBe('true');
     await screenshot(page, 'webhook-edit-filter-refused');
     await page.setViewportSize(PHONE);
+    await edit.getByText(/filter\.and\.0\.path: must be a JSONPath/).scrollIntoViewIfNeeded();
     await screenshot(page, 'webhook-edit-filter-refused-phone', { fullPage: false });
     await page.setViewportSize(WIDE);
 
