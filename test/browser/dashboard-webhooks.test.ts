@@ -19,7 +19,7 @@ const flaky = new Map<string, 500 | 410 | 429>();
 const WIDE = { width: 1440, height: 900 };
 
 beforeAll(async () => {
-  receiver = await startReceiver((r) => {
+  receiver = await startReceiver((r): { status: number; headers?: Record<string, string>; body?: string } => {
     if (r.path === '/broken') return { status: 500 };
     const answer = flaky.get(r.path);
     if (answer === 500) return { status: 500, headers: { 'x-receiver-trace': 'trace-42' }, body: '{"error":"database locked","retryable":true}' };
