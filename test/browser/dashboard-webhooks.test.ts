@@ -14,16 +14,17 @@ let receiver: Awaited<ReturnType<typeof startReceiver>>;
 let gw = '';
 const contexts: BrowserContext[] = [];
 const PASSWORD = 'correct horse battery staple';
-/** Paths that answer 500 (with a body and a header of their own) or 410 until taken out. */
-const flaky = new Map<string, 500 | 410>();
+/** Paths that answer 500 (with a body and a header of their own), 410, or 429 with Retry-After until taken out. */
+const flaky = new Map<string, 500 | 410 | 429>();
 const WIDE = { width: 1440, height: 900 };
 
 beforeAll(async () => {
-  receiver = await startReceiver((r) => {
+  receiver = await startReceiver((r): { status: number; headers?: Record<string, string>; body?: string } => {
     if (r.path === '/broken') return { status: 500 };
     const answer = flaky.get(r.path);
     if (answer === 500) return { status: 500, headers: { 'x-receiver-trace': 'trace-42' }, body: '{"error":"database locked","retryable":true}' };
     if (answer === 410) return { status: 410 };
+    if (answer === 429) return { status: 429, headers: { 'retry-after': '120' } };
     return { status: 200 };
   });
   // One attempt per message while the test looks: the first retry waits ten minutes.
@@ -273,5 +274,140 @@ describe('the dashboard, webhook pages', () => {
     await log.locator('tr[data-status="succeeded"]').nth(queued).waitFor({ timeout: 20_000 });
     expect(at()).toHaveLength(3 + queued);
     expect(errors).toEqual([]);
+  }, 180_000);
+
+  it('sends only the events an endpoint’s filter matches, in order and rate-limited, shows what it filtered out, names a bad filter’s fault on the field, and shows a receiver’s Retry-After and the pause it causes', async () => {
+    const { page, errors } = await openPage(WIDE);
+    await signUp(page, 'Hook Filters');
+    await nav(page, 'Webhooks').click();
+    await heading(page, 'Webhooks').waitFor();
+    await page.getByRole('button', { name: '+ Add endpoint' }).first().click();
+    const add = page.getByRole('dialog', { name: 'Add a webhook endpoint' });
+    await add.getByLabel('Endpoint URL').fill(`${receiver.url}/picky`);
+    await add.getByRole('checkbox', { name: 'Ordered delivery' }).check();
+    await add.getByLabel('Max deliveries per second').fill('5');
+    // Not JSON: refused by the form before any request, on the field.
+    const filterField = add.getByLabel('Content filter');
+    await filterField.fill('{"path": "$.type"');
+    await add.getByRole('button', { name: 'Add endpoint' }).click();
+    await add.getByText(/Not valid JSON/).waitFor();
+    expect(await filterField.getAttribute('aria-invalid')).toBe('true');
+    const wanted = {
+      and: [
+        { path: '$.type', op: 'eq', value: 'source.created' },
+        { path: '$.data.name', op: 'in', value: ['wanted ledger'] },
+      ],
+    };
+    await filterField.fill(JSON.stringify(wanted));
+    expect(await filterField.getAttribute('aria-invalid')).toBeNull();
+    await screenshot(page, 'webhook-create-filter');
+    await add.getByRole('button', { name: 'Add endpoint' }).click();
+    await page.getByRole('dialog', { name: 'Endpoint added' }).getByRole('button', { name: 'I have saved it' }).click();
+    await page.getByText('No deliveries yet').waitFor();
+    const webhookId = page.url().split('/').pop()!;
+    const at = () => receiver.received.filter((r) => r.path === '/picky');
+
+    // Two sources through the API with the session: one event the filter matches, the rest it does not.
+    const createSource = (name: string) =>
+      page.evaluate(async (sourceName) => {
+        const session = (await (await fetch('/v1/auth/session')).json()) as { csrfToken: string };
+        const r = await fetch('/v1/sources', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-csrf-token': session.csrfToken },
+          body: JSON.stringify({ type: 'inline', name: sourceName, rows: [{ n: 1 }, { n: 2 }] }),
+        });
+        return { status: r.status, id: ((await r.json()) as { id: string }).id };
+      }, name);
+    const other = await createSource('other ledger');
+    const kept = await createSource('wanted ledger');
+    expect([other.status, kept.status]).toEqual([201, 201]);
+    await waitFor(() => at().length === 1, { what: 'the matching event', timeoutMs: 20_000 });
+    // The other source's events (its source.created at least) are counted as filtered out.
+    const filteredCount = page.getByTestId('filtered-count');
+    await waitFor(
+      async () => {
+        await page.reload();
+        return Number((await filteredCount.textContent({ timeout: 5_000 })) ?? 0) >= 1;
+      },
+      { what: 'the filtered events counted', timeoutMs: 30_000 },
+    );
+    const sent = at().map((r) => JSON.parse(r.body) as { type: string; data: { id: string; name: string } });
+    expect(sent).toEqual([expect.objectContaining({ type: 'source.created', data: expect.objectContaining({ id: kept.id, name: 'wanted ledger' }) })]);
+    const endpoint = page.getByRole('region', { name: 'Endpoint', exact: true });
+    expect(JSON.parse((await page.getByTestId('endpoint-filter').textContent()) ?? '')).toEqual(wanted);
+    await endpoint.getByText('Ordered: per source, model or report').waitFor();
+    expect(await endpoint.getByText('Max deliveries per second').locator('xpath=following-sibling::*[1]').textContent()).toBe('5');
+    await screenshot(page, 'webhook-filtered');
+
+    // The list shows the same at a glance.
+    await nav(page, 'Webhooks').click();
+    const row = page.locator(`tr[data-webhook-id="${webhookId}"]`);
+    const settings = row.getByTestId('delivery-settings');
+    await settings.waitFor();
+    expect(Number(/Filter: (\d+) filtered out/.exec((await settings.textContent()) ?? '')?.[1])).toBeGreaterThanOrEqual(1);
+    await settings.getByText('Ordered', { exact: true }).waitFor();
+    await settings.getByText('≤ 5/s', { exact: true }).waitFor();
+    await screenshot(page, 'webhooks-settings');
+    await page.setViewportSize(PHONE);
+    await screenshot(page, 'webhooks-settings-phone');
+    await page.setViewportSize(WIDE);
+
+    // Edit: a filter the API refuses is named at its exact spot, on the field; nothing changes.
+    await row.getByRole('link').first().click();
+    await page.getByRole('button', { name: 'Edit', exact: true }).click();
+    const edit = page.getByRole('dialog', { name: 'Edit endpoint' });
+    const editFilter = edit.getByLabel('Content filter');
+    expect(JSON.parse(await editFilter.inputValue())).toEqual(wanted);
+    expect(await edit.getByRole('checkbox', { name: 'Ordered delivery' }).isChecked()).toBe(true);
+    expect(await edit.getByLabel('Max deliveries per second').inputValue()).toBe('5');
+    await editFilter.fill(JSON.stringify({ and: [{ path: 'data.rowCount', op: 'gt', value: 1 }] }));
+    await edit.getByRole('button', { name: 'Save changes' }).click();
+    await edit.getByText(/filter\.and\.0\.path: must be a JSONPath/).waitFor();
+    expect(await editFilter.getAttribute('aria-invalid')).toBe('true');
+    await screenshot(page, 'webhook-edit-filter-refused');
+    await page.setViewportSize(PHONE);
+    await edit.getByText(/filter\.and\.0\.path: must be a JSONPath/).scrollIntoViewIfNeeded();
+    await screenshot(page, 'webhook-edit-filter-refused-phone', { fullPage: false });
+    await page.setViewportSize(WIDE);
+
+    // A filter that lets the test event through, no rate limit: saved.
+    await editFilter.fill(JSON.stringify({ path: '$.type', op: 'in', value: ['webhook.test', 'source.created'] }));
+    await edit.getByLabel('Max deliveries per second').fill('');
+    await edit.getByRole('button', { name: 'Save changes' }).click();
+    await edit.waitFor({ state: 'detached' });
+    await page.getByText('Unlimited', { exact: true }).waitFor();
+    expect(JSON.parse((await page.getByTestId('endpoint-filter').textContent()) ?? '')).toEqual({ path: '$.type', op: 'in', value: ['webhook.test', 'source.created'] });
+    // Not paused yet: the positive control for the badge below.
+    expect(await page.getByTestId('paused-until').count()).toBe(0);
+
+    // The receiver pushes back: 429 with Retry-After: 120.
+    flaky.set('/picky', 429);
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    await waitFor(() => at().length === 2, { what: 'the 429 attempt', timeoutMs: 20_000 });
+    const log = page.getByTestId('deliveries');
+    const pending = log.locator('tr[data-status="pending"]').first();
+    await pending.getByRole('button', { name: 'Retry now' }).waitFor({ timeout: 20_000 });
+    await pending.getByRole('button', { name: 'Details' }).click();
+    const drawer = page.getByRole('dialog', { name: 'Message' });
+    const first = drawer.getByTestId('attempts').locator('tr[data-attempt="1"]');
+    await first.getByText('429', { exact: true }).waitFor();
+    await first.getByText('Retry-After 120 s', { exact: true }).waitFor();
+    await screenshot(page, 'webhook-retry-after');
+    await drawer.getByRole('button', { name: 'Close' }).click();
+    await page.reload();
+    const paused = page.getByTestId('paused-until');
+    await paused.waitFor();
+    const until = /^Paused until (.+)$/.exec(((await paused.textContent()) ?? '').trim())?.[1];
+    expect(until).toBeDefined();
+    await screenshot(page, 'webhook-paused');
+    await page.setViewportSize(PHONE);
+    await screenshot(page, 'webhook-paused-phone');
+    await page.setViewportSize(WIDE);
+    await nav(page, 'Webhooks').click();
+    await row.getByTestId('paused-until').waitFor();
+    flaky.delete('/picky');
+    // Still only the one source event reached the receiver; the rest were filtered out.
+    expect(at().filter((r) => (JSON.parse(r.body) as { type: string }).type !== 'webhook.test')).toHaveLength(1);
+    expect(errors).toEqual(['Failed to load resource: the server responded with a status of 400 (Bad Request)']);
   }, 180_000);
 });

@@ -49,3 +49,11 @@ export const PUBLIC_EVENT_DESCRIPTIONS: Readonly<Record<(typeof PUBLIC_EVENT_TYP
   'webhook.test': 'A test event, sent by "Send test event" in the dashboard or POST /webhooks/{id}/test.',
   'endpoint.disabled': "One of the account's endpoints was disabled (it answered 410 Gone, or kept failing); sent to the other endpoints subscribed to it.",
 });
+
+/** A webhook endpoint's content filter: its comparison operators, and nesting of and/or/not and comparisons allowed. */
+export const WEBHOOK_FILTER_OPERATORS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'exists'] as const;
+export const MAX_WEBHOOK_FILTER_DEPTH = 5;
+export const MAX_WEBHOOK_FILTER_CONDITIONS = 50;
+
+/** Requests per second a webhook endpoint may be limited to, across every instance of the service. */
+export const MAX_WEBHOOK_RATE_LIMIT_PER_SECOND = 1000;

@@ -40,7 +40,15 @@ export type {
 } from '../../../../libs/contracts/src/api/index.ts';
 export type { Plan, Scope } from '../../../../libs/contracts/src/plans.ts';
 export type { PublicEventType } from '../../../../libs/contracts/src/events.ts';
-export { PLAN_LIMITS, SCOPES, PUBLIC_EVENT_TYPES as EVENT_TYPES } from '../../../../libs/contracts/src/lists.ts';
+export {
+  PLAN_LIMITS,
+  SCOPES,
+  PUBLIC_EVENT_TYPES as EVENT_TYPES,
+  WEBHOOK_FILTER_OPERATORS,
+  MAX_WEBHOOK_FILTER_DEPTH,
+  MAX_WEBHOOK_FILTER_CONDITIONS,
+  MAX_WEBHOOK_RATE_LIMIT_PER_SECOND,
+} from '../../../../libs/contracts/src/lists.ts';
 
 export type ColumnType = Column['type'];
 export type MeasureOp = (typeof MEASURE_OPS)[number];

@@ -2,6 +2,10 @@ import { Fragment, useState, type FormEvent } from 'react';
 import { ApiError, unwrap, type RequestBodyOf } from '../api/client.ts';
 import {
   EVENT_TYPES,
+  MAX_WEBHOOK_FILTER_CONDITIONS as MAX_FILTER_CONDITIONS,
+  MAX_WEBHOOK_FILTER_DEPTH as MAX_FILTER_DEPTH,
+  MAX_WEBHOOK_RATE_LIMIT_PER_SECOND as MAX_RATE_LIMIT_PER_SECOND,
+  WEBHOOK_FILTER_OPERATORS as FILTER_OPERATORS,
   type DeliveryDetailDto,
   type DeliveryDto,
   type Page,
@@ -97,7 +101,31 @@ interface EndpointForm {
   url: string;
   events: string[];
   description: string;
+  ordered: boolean;
+  /** Max deliveries per second as typed; empty: no limit. */
+  rateLimit: string;
+  /** The content filter as JSON text; empty: every event of the chosen types. */
+  filter: string;
 }
+
+const rateLimitProblem = (v: string) =>
+  v.trim() && !(/^\d+$/.test(v.trim()) && Number(v) >= 1 && Number(v) <= MAX_RATE_LIMIT_PER_SECOND)
+    ? `Enter a whole number from 1 to ${MAX_RATE_LIMIT_PER_SECOND}, or leave it empty for no limit`
+    : undefined;
+
+/** The filter's JSON, or why it is not JSON; its shape is the API's to check (its errors name the exact spot). */
+function parseFilter(text: string): { value: unknown } | { problem: string } {
+  if (!text.trim()) return { value: null };
+  try {
+    return { value: JSON.parse(text) as unknown };
+  } catch (e) {
+    return { problem: `Not valid JSON: ${(e as Error).message}` };
+  }
+}
+const filterProblem = (text: string) => {
+  const f = parseFilter(text);
+  return 'problem' in f ? f.problem : undefined;
+};
 
 /** The form's own checks, as field errors shaped like the API's (so both show the same way). */
 function checkEndpointForm(f: EndpointForm): ApiError | null {
@@ -105,8 +133,43 @@ function checkEndpointForm(f: EndpointForm): ApiError | null {
   const badUrl = urlProblem(f.url);
   if (badUrl) local.push({ path: 'url', message: badUrl });
   if (f.events.length === 0) local.push({ path: 'events', message: 'Pick at least one event' });
+  const badRate = rateLimitProblem(f.rateLimit);
+  if (badRate) local.push({ path: 'rateLimitPerSecond', message: badRate });
+  const badFilter = filterProblem(f.filter);
+  if (badFilter) local.push({ path: 'filter', message: badFilter });
   return local.length ? new ApiError({ status: 400, code: 'validation_failed', title: 'Check the highlighted fields', detail: '', errors: local }) : null;
 }
+
+/** The delivery settings of a checked form, as the API takes them. */
+function deliverySettings(f: EndpointForm): { rateLimitPerSecond: number | null; ordering: WebhookDto['ordering']; filter: WebhookDto['filter'] } {
+  const parsed = parseFilter(f.filter);
+  return {
+    rateLimitPerSecond: f.rateLimit.trim() ? Number(f.rateLimit) : null,
+    ordering: f.ordered ? 'ordered' : 'unordered',
+    filter: 'value' in parsed ? (parsed.value as WebhookDto['filter']) : null,
+  };
+}
+
+/**
+ * Every error the API gave beneath `filter` (a nested one names its spot, like `filter.and.0.path`), so a
+ * filter with several faults shows them all on the one field.
+ */
+function filterErrors(err: ApiError | null): string | undefined {
+  const errors = err?.fieldErrors.filter((e) => e.path === 'filter' || e.path.startsWith('filter.')) ?? [];
+  if (errors.length === 0) return undefined;
+  return errors.map((e) => (e.path === 'filter' ? e.message : `${e.path}: ${e.message}`)).join('; ');
+}
+
+const FILTER_EXAMPLE = JSON.stringify(
+  {
+    and: [
+      { path: '$.type', op: 'eq', value: 'report.completed' },
+      { path: '$.data.rowCount', op: 'gt', value: 1000 },
+    ],
+  },
+  null,
+  2,
+);
 
 /** URL, events and description: the fields adding and editing an endpoint share. */
 function EndpointFields({
@@ -161,11 +224,85 @@ function EndpointFields({
           />
         )}
       </Field>
+      <div className="field">
+        <label className="check">
+          <input
+            type="checkbox"
+            checked={value.ordered}
+            aria-describedby="ordered-hint"
+            onChange={(e) => {
+              onChange({ ...value, ordered: e.target.checked });
+              action.fixField('ordering');
+            }}
+          />
+          Ordered delivery
+        </label>
+        <p id="ordered-hint" className="field-hint">
+          Events of one source, model or report arrive in the order they happened: each waits until the one before it succeeded or ran out of retries.
+        </p>
+        {err?.fieldError('ordering') && <p className="field-error">⚠ {err.fieldError('ordering')}</p>}
+      </div>
+      <Field label="Max deliveries per second" hint="Empty: no limit. Deliveries beyond it wait their turn." error={err?.fieldError('rateLimitPerSecond')}>
+        {(p) => (
+          <input
+            {...p}
+            className="input input-narrow"
+            type="number"
+            inputMode="numeric"
+            min={1}
+            max={MAX_RATE_LIMIT_PER_SECOND}
+            step={1}
+            placeholder="Unlimited"
+            value={value.rateLimit}
+            onChange={(e) => {
+              onChange({ ...value, rateLimit: e.target.value });
+              action.fixField('rateLimitPerSecond', rateLimitProblem(e.target.value) ?? null);
+            }}
+          />
+        )}
+      </Field>
+      <Field
+        label="Content filter"
+        hint={
+          <>
+            Optional JSON: only events whose payload matches are sent; the others count as filtered out. A comparison is <code>{'{"path", "op", "value"}'}</code> with a path like{' '}
+            <code>$.type</code> or <code>$.data.rowCount</code> and an op among{' '}
+            {FILTER_OPERATORS.map((op, i) => (
+              <Fragment key={op}>
+                {i > 0 && ', '}
+                <code>{op}</code>
+              </Fragment>
+            ))}{' '}
+            (<code>in</code> takes an array); combine them with <code>and</code>, <code>or</code>, <code>not</code>, up to {MAX_FILTER_DEPTH} levels and {MAX_FILTER_CONDITIONS}{' '}
+            comparisons. See <code>WebhookFilter</code> in the{' '}
+            <a href="/docs" target="_blank" rel="noopener">
+              API reference
+            </a>
+            .
+          </>
+        }
+        error={filterErrors(err)}
+      >
+        {(p) => (
+          <textarea
+            {...p}
+            className="input textarea mono"
+            rows={6}
+            spellCheck={false}
+            placeholder={FILTER_EXAMPLE}
+            value={value.filter}
+            onChange={(e) => {
+              onChange({ ...value, filter: e.target.value });
+              action.fixField('filter', filterProblem(e.target.value) ?? null);
+            }}
+          />
+        )}
+      </Field>
     </>
   );
 }
 
-const EMPTY_FORM: EndpointForm = { url: '', events: ['*'], description: '' };
+const EMPTY_FORM: EndpointForm = { url: '', events: ['*'], description: '', ordered: false, rateLimit: '', filter: '' };
 
 function CreateWebhookDialog({ open, onClose, onCreated }: { open: boolean; onClose: () => void; onCreated: (w: WebhookCreated) => void }) {
   const api = useApi();
@@ -182,7 +319,7 @@ function CreateWebhookDialog({ open, onClose, onCreated }: { open: boolean; onCl
     e.preventDefault();
     const local = checkEndpointForm(form);
     if (local) return create.setError(local);
-    const w = await create.run({ url: form.url.trim(), events: form.events, description: form.description.trim() });
+    const w = await create.run({ url: form.url.trim(), events: form.events, description: form.description.trim(), ...deliverySettings(form) });
     if (w) {
       setCreated(w);
       onCreated(w);
@@ -236,7 +373,14 @@ function CreateWebhookDialog({ open, onClose, onCreated }: { open: boolean; onCl
 function EditWebhookDialog({ webhook, open, onClose, onSaved }: { webhook: WebhookDto; open: boolean; onClose: () => void; onSaved: (w: WebhookDto) => void }) {
   const api = useApi();
   const notify = useNotify();
-  const initial = (): EndpointForm => ({ url: webhook.url, events: webhook.events, description: webhook.description });
+  const initial = (): EndpointForm => ({
+    url: webhook.url,
+    events: webhook.events,
+    description: webhook.description,
+    ordered: webhook.ordering === 'ordered',
+    rateLimit: webhook.rateLimitPerSecond === null ? '' : String(webhook.rateLimitPerSecond),
+    filter: webhook.filter ? JSON.stringify(webhook.filter, null, 2) : '',
+  });
   const [form, setForm] = useState<EndpointForm>(initial);
   const save = useAction((body: UpdateWebhookBody) => unwrap(api.openapi.PATCH('/webhooks/{id}', { params: { path: { id: webhook.id } }, body })));
   const close = () => {
@@ -252,6 +396,10 @@ function EditWebhookDialog({ webhook, open, onClose, onSaved }: { webhook: Webho
     if (form.url.trim() !== webhook.url) body.url = form.url.trim();
     if (form.events.join() !== webhook.events.join()) body.events = form.events;
     if (form.description.trim() !== webhook.description) body.description = form.description.trim();
+    const settings = deliverySettings(form);
+    if (settings.rateLimitPerSecond !== webhook.rateLimitPerSecond) body.rateLimitPerSecond = settings.rateLimitPerSecond;
+    if (settings.ordering !== webhook.ordering) body.ordering = settings.ordering;
+    if (JSON.stringify(settings.filter) !== JSON.stringify(webhook.filter)) body.filter = settings.filter;
     if (Object.keys(body).length === 0) return close();
     const w = await save.run(body);
     if (w) {
@@ -298,6 +446,29 @@ function EndpointStatus({ webhook }: { webhook: WebhookDto }) {
     );
   }
   return <StatusBadge status={webhook.status} />;
+}
+
+/** The endpoint's Retry-After hold, while it lasts. */
+function PausedUntil({ webhook, now = Date.now() }: { webhook: WebhookDto; now?: number }) {
+  if (!webhook.pausedUntil || new Date(webhook.pausedUntil).getTime() <= now) return null;
+  return (
+    <span className="badge badge-warning" data-testid="paused-until" title="The receiver answered 429 or 503 with Retry-After: nothing is sent to it before then">
+      Paused until {formatDate(webhook.pausedUntil)}
+    </span>
+  );
+}
+
+/** The delivery settings that differ from the defaults (a filter and what it kept back, ordering, a rate limit). */
+function DeliverySettings({ webhook }: { webhook: WebhookDto }) {
+  const { filter, ordering, rateLimitPerSecond, stats } = webhook;
+  if (!filter && ordering === 'unordered' && rateLimitPerSecond === null && stats.filtered === 0) return <span className="muted small">Defaults</span>;
+  return (
+    <span className="badge-list" data-testid="delivery-settings">
+      {(filter || stats.filtered > 0) && <Badge tone="info">{`Filter: ${stats.filtered.toLocaleString('en')} filtered out`}</Badge>}
+      {ordering === 'ordered' && <Badge>Ordered</Badge>}
+      {rateLimitPerSecond !== null && <Badge>{`≤ ${rateLimitPerSecond}/s`}</Badge>}
+    </span>
+  );
 }
 
 /** The success rate of the last 24 h and the last failure in it. */
@@ -355,6 +526,7 @@ export function WebhooksPage() {
                 <th scope="col">Events</th>
                 <th scope="col">Status</th>
                 <th scope="col">Success (24 h)</th>
+                <th scope="col">Delivery</th>
                 <th scope="col">Created</th>
               </tr>
             </thead>
@@ -371,10 +543,13 @@ export function WebhooksPage() {
                     <EventList events={w.events} />
                   </td>
                   <td data-label="Status">
-                    <EndpointStatus webhook={w} />
+                    <EndpointStatus webhook={w} /> <PausedUntil webhook={w} />
                   </td>
                   <td data-label="Success (24 h)">
                     <EndpointHealth webhook={w} />
+                  </td>
+                  <td data-label="Delivery">
+                    <DeliverySettings webhook={w} />
                   </td>
                   <td data-label="Created">{formatRelative(w.createdAt)}</td>
                 </tr>
@@ -551,6 +726,7 @@ function AttemptsTable({ attempts }: { attempts: AttemptDetail[] }) {
           <th scope="col" className="num">
             Latency
           </th>
+          <th scope="col">Retry-After</th>
           <th scope="col">
             <span className="visually-hidden">Details</span>
           </th>
@@ -573,6 +749,15 @@ function AttemptsTable({ attempts }: { attempts: AttemptDetail[] }) {
                 <td data-label="Latency" className="num">
                   {formatMs(a.latencyMs)}
                 </td>
+                <td data-label="Retry-After">
+                  {a.retryAfterMs === null ? (
+                    <span className="muted">—</span>
+                  ) : (
+                    <span title="The receiver asked to wait this long; the endpoint's next attempts waited">
+                      <Badge tone="warning">{`Retry-After ${formatMs(a.retryAfterMs)}`}</Badge>
+                    </span>
+                  )}
+                </td>
                 <td className="cell-actions">
                   <Button size="sm" variant="ghost" aria-expanded={open.has(n)} aria-controls={`attempt-${n}`} onClick={() => toggle(n)}>
                     {open.has(n) ? 'Hide' : 'Headers & body'}
@@ -581,7 +766,7 @@ function AttemptsTable({ attempts }: { attempts: AttemptDetail[] }) {
               </tr>
               {open.has(n) && (
                 <tr id={`attempt-${n}`} className="subrow">
-                  <td colSpan={5}>
+                  <td colSpan={6}>
                     <AttemptExchange attempt={a} n={n} />
                   </td>
                 </tr>
@@ -952,9 +1137,32 @@ export function WebhookDetailPage({ id }: { id: string }) {
       <Card title="Endpoint">
         <KeyValue
           items={[
-            ['Status', <EndpointStatus key="s" webhook={w} />],
+            [
+              'Status',
+              <span key="s">
+                <EndpointStatus webhook={w} /> <PausedUntil webhook={w} />
+              </span>,
+            ],
             ['Success (24 h)', <EndpointHealth key="h" webhook={w} />],
             ['Events', <EventList key="e" events={w.events} />],
+            [
+              'Content filter',
+              w.filter ? (
+                <pre key="f" className="code-block" data-testid="endpoint-filter">
+                  <code>{JSON.stringify(w.filter, null, 2)}</code>
+                </pre>
+              ) : (
+                'None: every event of these types is sent'
+              ),
+            ],
+            [
+              'Filtered out',
+              <span key="fo" data-testid="filtered-count">
+                {w.stats.filtered.toLocaleString('en')}
+              </span>,
+            ],
+            ['Ordering', w.ordering === 'ordered' ? 'Ordered: per source, model or report, in the order events happened' : 'Unordered'],
+            ['Max deliveries per second', w.rateLimitPerSecond === null ? 'Unlimited' : w.rateLimitPerSecond.toLocaleString('en')],
             ['Description', w.description || '—'],
             ['Created', formatDate(w.createdAt)],
             ['ID', <code key="id">{w.id}</code>],

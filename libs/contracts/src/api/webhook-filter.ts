@@ -1,19 +1,20 @@
 import { z } from 'zod';
+import { MAX_WEBHOOK_FILTER_CONDITIONS, MAX_WEBHOOK_FILTER_DEPTH, WEBHOOK_FILTER_OPERATORS } from '../lists.ts';
 
 /**
  * A content filter on a webhook endpoint: field comparisons on the delivery's payload (`{type, timestamp,
  * data}`), combined with and/or/not. Paths are a subset of JSONPath: `$`, then `.name` or `[index]` steps
  * (`$.data.rowCount`, `$.data.columns[0].name`); no wildcards, filters or recursive descent.
  */
-export const FILTER_OPERATORS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'exists'] as const;
+export const FILTER_OPERATORS = WEBHOOK_FILTER_OPERATORS;
 export type FilterOperator = (typeof FILTER_OPERATORS)[number];
 export type FilterScalar = string | number | boolean | null;
 export type WebhookFilter =
   { path: string; op: FilterOperator; value?: FilterScalar | FilterScalar[] } | { and: WebhookFilter[] } | { or: WebhookFilter[] } | { not: WebhookFilter };
 
 /** Nesting of and/or/not, and comparisons in all, a filter may have. */
-export const MAX_FILTER_DEPTH = 5;
-export const MAX_FILTER_CONDITIONS = 50;
+export const MAX_FILTER_DEPTH = MAX_WEBHOOK_FILTER_DEPTH;
+export const MAX_FILTER_CONDITIONS = MAX_WEBHOOK_FILTER_CONDITIONS;
 const MAX_PATH_LENGTH = 200;
 const MAX_IN_VALUES = 100;
 const MAX_STRING = 1000;

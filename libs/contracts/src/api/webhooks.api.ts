@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { isoDate, listOf, listQuerySchema } from './common.ts';
 import { PUBLIC_EVENT_TYPES } from '../events.ts';
 import { webhookFilterSchema } from './webhook-filter.ts';
+import { MAX_WEBHOOK_RATE_LIMIT_PER_SECOND } from '../lists.ts';
 
 /** An exact public event type, a family wildcard such as `report.*`, or `*`. */
 export const eventFilterSchema = z
@@ -29,7 +30,7 @@ export const webhookUrlSchema = z
   });
 
 /** Requests per second an endpoint accepts, across every instance of the service. */
-export const MAX_RATE_LIMIT_PER_SECOND = 1000;
+export const MAX_RATE_LIMIT_PER_SECOND = MAX_WEBHOOK_RATE_LIMIT_PER_SECOND;
 const rateLimitSchema = z
   .number()
   .int()
