@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { repoRoot, stackEnv, waitFor } from '@dap/testing';
-import { DESKTOP, launchBrowser, newContext, screenshot, startSystem, watchErrors } from './system.ts';
+import { DESKTOP, launchBrowser, newContext, screenshot, startSystem, watchErrors, heading } from './system.ts';
 
 /**
  * Settings > Account's Change password form, and the /reset-password page of a link the operator CLI
@@ -36,7 +36,6 @@ async function openPage(): Promise<{ page: Page; errors: string[] }> {
 
 /** Console errors but the refusals this test provokes on purpose (a wrong current password, a used link). */
 const unexpected = (errors: string[]) => errors.filter((e) => !/status of (400|403)/.test(e));
-const heading = (page: Page, name: string | RegExp) => page.getByRole('heading', { level: 1, name });
 
 async function login(page: Page, email: string, password: string): Promise<void> {
   await page.goto('/login');

@@ -1,6 +1,6 @@
 import type { APIRequestContext, Browser, BrowserContext, Page } from 'playwright-core';
 import { waitFor } from '@dap/testing';
-import { launchBrowser, screenshot, startSystem, watchErrors } from './system.ts';
+import { launchBrowser, screenshot, startSystem, watchErrors, heading } from './system.ts';
 
 /**
  * Models connected to the data, in a real browser against the whole system: forecast and anomaly detection
@@ -86,8 +86,6 @@ async function signedIn(context: BrowserContext, name: string) {
   };
   return call;
 }
-
-const heading = (page: Page, name: string | RegExp) => page.getByRole('heading', { level: 1, name });
 
 /** Clicks Predict until `done` shows, clicking again after an error the busy shared machine may cause (a 503). */
 async function predict(page: Page, done: string): Promise<void> {

@@ -1,7 +1,7 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { PUBLIC_EVENT_TYPES } from '@dap/contracts';
 import { waitFor } from '@dap/testing';
-import { DESKTOP, launchBrowser, newContext, screenshot, startSystem, watchErrors } from './system.ts';
+import { DESKTOP, launchBrowser, newContext, screenshot, startSystem, watchErrors, PASSWORD, heading, nav, signUp } from './system.ts';
 
 /**
  * The dashboard's second round, in a real browser against the whole system: names instead of ids, field
@@ -13,7 +13,6 @@ let chromium: Awaited<ReturnType<typeof launchBrowser>>;
 let browser: Browser;
 let gw = '';
 const contexts: BrowserContext[] = [];
-const PASSWORD = 'correct horse battery staple';
 const RAW_ID = /\b(?:src|mdl|rpt|whk)_[A-Za-z0-9]{6,}/;
 
 beforeAll(async () => {
@@ -35,8 +34,6 @@ async function openPage(): Promise<{ page: Page; errors: string[]; context: Brow
   return { page, errors: watchErrors(page), context };
 }
 
-const nav = (page: Page, name: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true });
-const heading = (page: Page, name: string | RegExp) => page.getByRole('heading', { level: 1, name });
 const bearer = (key: string) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' });
 
 async function go(page: Page, link: string, title: string | RegExp = link): Promise<void> {
@@ -190,12 +187,7 @@ describe('the dashboard, second round', () => {
 
   it('keeps the Explore query in the URL, charts it as chosen, flags a filter without a value, and names new measures', async () => {
     const { page, errors, context } = await openPage();
-    await page.goto('/signup');
-    await page.getByLabel('Account name').fill('Explorers');
-    await page.getByLabel('Work email').fill(`explorers-${Date.now()}@example.com`);
-    await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
-    await page.getByRole('button', { name: 'Create account' }).click();
-    await heading(page, 'Welcome, Explorers').waitFor();
+    await signUp(page, 'Explorers');
     // Today's row makes the last day a period still in progress.
     const now = Date.now();
     const rows = Array.from({ length: 12 }, (_, i) => ({
@@ -324,12 +316,7 @@ describe('the dashboard, second round', () => {
 
   it('lists every webhook event type with what it means and a sample payload, from the API reference catalog', async () => {
     const { page, errors } = await openPage();
-    await page.goto('/signup');
-    await page.getByLabel('Account name').fill('Catalog Readers');
-    await page.getByLabel('Work email').fill(`catalog-${Date.now()}@example.com`);
-    await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
-    await page.getByRole('button', { name: 'Create account' }).click();
-    await heading(page, 'Welcome, Catalog Readers').waitFor();
+    await signUp(page, 'Catalog Readers');
     await go(page, 'Webhooks');
     await page.getByRole('link', { name: 'Event catalog' }).click();
     await heading(page, 'Event catalog').waitFor();

@@ -1,7 +1,7 @@
 import type { Browser, BrowserContext } from 'playwright-core';
 import { newId } from '@dap/contracts';
 import { waitFor } from '@dap/testing';
-import { launchBrowser, newContext, PHONE, screenshot, startSystem, watchErrors } from './system.ts';
+import { launchBrowser, newContext, PHONE, screenshot, startSystem, watchErrors, signUp } from './system.ts';
 
 /**
  * Settings > Plan & usage, calls by key and by operation, in a real browser against the whole system: two
@@ -35,12 +35,7 @@ it('shows calls per key and per operation with errors and 429s, the dashboard ap
   const errors = watchErrors(page);
 
   // Sign up in the page, and create two keys with its session (cookie and CSRF token), as the dashboard does.
-  await page.goto('/signup');
-  await page.getByLabel('Account name').fill('Usage Ltd');
-  await page.getByLabel('Work email').fill(`usage-${Date.now()}@example.com`);
-  await page.getByLabel('Password', { exact: true }).fill('correct horse battery staple');
-  await page.getByRole('button', { name: 'Create account' }).click();
-  await page.getByRole('heading', { level: 1, name: 'Welcome, Usage Ltd' }).waitFor();
+  await signUp(page, 'Usage Ltd');
   const createKey = (name: string) =>
     page.evaluate(async (keyName) => {
       const session = (await (await fetch('/v1/auth/session')).json()) as { csrfToken: string };

@@ -1,6 +1,6 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { stackEnv, startReceiver, waitFor } from '@dap/testing';
-import { DESKTOP, launchBrowser, newContext, PHONE, screenshot, startSystem, watchErrors } from './system.ts';
+import { DESKTOP, launchBrowser, newContext, PHONE, screenshot, startSystem, watchErrors, heading, nav, signUp } from './system.ts';
 
 /**
  * The dashboard's webhook observability, in a real browser against the whole system: editing an endpoint
@@ -13,7 +13,6 @@ let browser: Browser;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 let gw = '';
 const contexts: BrowserContext[] = [];
-const PASSWORD = 'correct horse battery staple';
 /** Paths that answer 500 (with a body and a header of their own), 410, or 429 with Retry-After until taken out. */
 const flaky = new Map<string, 500 | 410 | 429>();
 const WIDE = { width: 1440, height: 900 };
@@ -45,18 +44,6 @@ async function openPage(viewport = DESKTOP): Promise<{ page: Page; errors: strin
   contexts.push(context);
   const page = await context.newPage();
   return { page, errors: watchErrors(page) };
-}
-
-const nav = (page: Page, name: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true });
-const heading = (page: Page, name: string | RegExp) => page.getByRole('heading', { level: 1, name });
-
-async function signUp(page: Page, accountName: string): Promise<void> {
-  await page.goto('/signup');
-  await page.getByLabel('Account name').fill(accountName);
-  await page.getByLabel('Work email').fill(`${accountName.toLowerCase().replace(/\W+/g, '-')}-${Date.now()}@example.com`);
-  await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
-  await page.getByRole('button', { name: 'Create account' }).click();
-  await heading(page, `Welcome, ${accountName}`).waitFor();
 }
 
 describe('the dashboard, webhook pages', () => {

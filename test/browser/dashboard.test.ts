@@ -1,6 +1,6 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startReceiver, waitFor } from '@dap/testing';
-import { DESKTOP, PHONE, launchBrowser, newContext, screenshot, startSystem, watchErrors } from './system.ts';
+import { DESKTOP, PHONE, launchBrowser, newContext, screenshot, startSystem, watchErrors, PASSWORD, heading, nav, signUp } from './system.ts';
 
 /**
  * The dashboard in a real browser (Debian's Chromium, headless) against the whole system, every service
@@ -14,7 +14,6 @@ let receiver: Awaited<ReturnType<typeof startReceiver>>;
 const gonePaths = new Set<string>();
 let gw = '';
 const contexts: BrowserContext[] = [];
-const PASSWORD = 'correct horse battery staple';
 
 beforeAll(async () => {
   receiver = await startReceiver((r) => ({ status: gonePaths.has(r.path) ? 410 : 200 }));
@@ -37,9 +36,6 @@ async function openPage(viewport = DESKTOP): Promise<{ page: Page; errors: strin
   return { page, errors: watchErrors(page) };
 }
 
-const nav = (page: Page, name: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true });
-const heading = (page: Page, name: string | RegExp) => page.getByRole('heading', { level: 1, name });
-
 async function go(page: Page, link: string, title: string | RegExp = link): Promise<void> {
   await nav(page, link).click();
   await heading(page, title).waitFor();
@@ -54,17 +50,6 @@ async function expectAccessibleBasics(page: Page): Promise<void> {
     .map((el) => el.outerHTML.slice(0, 120))`)) as string[];
   expect(unlabelled).toEqual([]);
   expect(await page.locator('h1').count()).toBe(1);
-}
-
-async function signUp(page: Page, accountName: string): Promise<string> {
-  const email = `${accountName.toLowerCase().replace(/\W+/g, '-')}-${Date.now()}@example.com`;
-  await page.goto('/signup');
-  await page.getByLabel('Account name').fill(accountName);
-  await page.getByLabel('Work email').fill(email);
-  await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
-  await page.getByRole('button', { name: 'Create account' }).click();
-  await heading(page, `Welcome, ${accountName}`).waitFor();
-  return email;
 }
 
 const bearer = (key: string) => ({ headers: { authorization: `Bearer ${key}` } });

@@ -1,6 +1,6 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { waitFor } from '@dap/testing';
-import { launchBrowser, newContext, screenshot, startSystem, watchErrors } from './system.ts';
+import { launchBrowser, newContext, screenshot, startSystem, watchErrors, heading, nav, signUp } from './system.ts';
 
 /**
  * Saved insights and dashboards in a real browser against the whole system: Explore runs without storing a
@@ -11,7 +11,6 @@ let system: Awaited<ReturnType<typeof startSystem>>;
 let chromium: Awaited<ReturnType<typeof launchBrowser>>;
 let browser: Browser;
 const contexts: BrowserContext[] = [];
-const PASSWORD = 'correct horse battery staple';
 const WIDE = { width: 1440, height: 900 };
 const PHONE = { width: 390, height: 844 };
 
@@ -25,9 +24,6 @@ afterAll(async () => {
   await chromium?.close();
   await system?.stop();
 }, 60_000);
-
-const nav = (page: Page, name: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true });
-const heading = (page: Page, name: string | RegExp) => page.getByRole('heading', { level: 1, name });
 
 /** Runs the query, clicking Run again while the analytics projection has not caught up with the source. */
 async function runQuery(page: Page, ready: () => Promise<boolean>): Promise<void> {
@@ -57,12 +53,7 @@ describe('insights and dashboards', () => {
     const page = await context.newPage();
     const errors = watchErrors(page);
 
-    await page.goto('/signup');
-    await page.getByLabel('Account name').fill('Insightful');
-    await page.getByLabel('Work email').fill(`insights-${Date.now()}@example.com`);
-    await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
-    await page.getByRole('button', { name: 'Create account' }).click();
-    await heading(page, 'Welcome, Insightful').waitFor();
+    await signUp(page, 'Insightful');
     const now = Date.now();
     const rows = Array.from({ length: 12 }, (_, i) => ({ country: ['FR', 'DE', 'US'][i % 3], amount: 1 + i, at: new Date(now - (i % 4) * 86_400_000).toISOString() }));
     await page.goto('/sources/new');

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { stackEnv, uniqueSuffix } from '@dap/testing';
-import { DESKTOP, launchBrowser, newContext, screenshot, startSystem, watchErrors } from './system.ts';
+import { DESKTOP, launchBrowser, newContext, screenshot, startSystem, watchErrors, heading, signUp } from './system.ts';
 
 /**
  * The source pages' sync controls in a real browser against the whole system and the test PostgreSQL: a
@@ -16,7 +16,6 @@ let pgc: pg.Client;
 const contexts: BrowserContext[] = [];
 const { POSTGRES_URL } = stackEnv();
 const table = `br_orders_${uniqueSuffix()}`;
-const PASSWORD = 'correct horse battery staple';
 
 beforeAll(async () => {
   pgc = new pg.Client(POSTGRES_URL);
@@ -35,8 +34,6 @@ afterAll(async () => {
   await pgc?.end();
 }, 60_000);
 
-const heading = (page: Page, name: string | RegExp) => page.getByRole('heading', { level: 1, name });
-
 async function lastSyncSays(page: Page, text: RegExp): Promise<void> {
   await page.getByTestId('last-sync-report').filter({ hasText: text }).waitFor({ timeout: 30_000 });
   await page.locator('[data-status="ready"]').first().waitFor({ timeout: 30_000 });
@@ -47,12 +44,7 @@ it('connects an incremental, scheduled database source, re-syncs it incrementall
   contexts.push(context);
   const page = await context.newPage();
   const errors = watchErrors(page);
-  await page.goto('/signup');
-  await page.getByLabel('Account name').fill('Sync Settings Ltd');
-  await page.getByLabel('Work email').fill(`sync-${Date.now()}@example.com`);
-  await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
-  await page.getByRole('button', { name: 'Create account' }).click();
-  await heading(page, /Welcome/).waitFor();
+  await signUp(page, 'Sync Settings Ltd');
 
   await page.goto('/sources/new');
   await heading(page, 'Connect a source').waitFor();

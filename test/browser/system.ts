@@ -98,3 +98,24 @@ export async function screenshot(page: Page, name: string, opts: { fullPage?: bo
   await page.evaluate('window.scrollTo(0, 0)');
   await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`), fullPage: opts.fullPage ?? true, animations: 'disabled' });
 }
+
+/** The password the browser tests sign up with. */
+export const PASSWORD = 'correct horse battery staple';
+
+/** A link of the main navigation, by its exact name. */
+export const nav = (page: Page, name: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true });
+
+/** The page's title heading. */
+export const heading = (page: Page, name: string | RegExp) => page.getByRole('heading', { level: 1, name });
+
+/** Signs up a new account through the sign-up page, waits for its welcome, and answers the email it used. */
+export async function signUp(page: Page, accountName: string): Promise<string> {
+  const email = `${accountName.toLowerCase().replace(/\W+/g, '-')}-${Date.now()}@example.com`;
+  await page.goto('/signup');
+  await page.getByLabel('Account name').fill(accountName);
+  await page.getByLabel('Work email').fill(email);
+  await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
+  await page.getByRole('button', { name: 'Create account' }).click();
+  await heading(page, `Welcome, ${accountName}`).waitFor();
+  return email;
+}
