@@ -126,6 +126,9 @@ export const internalAuthConfig = {
 export const datasetConfig = {
   DATASET_DIR: z.string().min(1),
 };
+/** A DuckDB size setting (a memory limit, a spill cap): a number and a unit, like 512MB or 4GiB. */
+export const duckdbSize = z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, 'a size like 512MB or 4GB');
+
 /** For the processes that run DuckDB: where a query or load spills once it outgrows its memory limit. */
 export const duckdbSpillConfig = {
   /**
@@ -135,7 +138,7 @@ export const duckdbSpillConfig = {
    */
   DUCKDB_TEMP_DIR: z.string().min(1).default(join(tmpdir(), 'dap-duckdb')),
   /** The most DuckDB may spill (e.g. 4GB); keep it under the volume's size. DuckDB's default: 90% of free space. */
-  DUCKDB_MAX_TEMP_SIZE: optional(z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, 'like 4GB or 512MB')),
+  DUCKDB_MAX_TEMP_SIZE: optional(duckdbSize),
 };
 
 /** `host:port`, `[v6]:port`: one of the platform's own endpoints. */

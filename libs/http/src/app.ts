@@ -163,6 +163,16 @@ export function createHttpApp(opts: HttpAppOptions): Express {
   return app;
 }
 
+/** What every service's app is made with, besides its own routes (createHttpApp says what each does). */
+export type ServiceAppOptions = Pick<HttpAppOptions, 'logger' | 'bodyLimitBytes'> & Required<Pick<HttpAppOptions, 'internalSecret' | 'ready'>>;
+
+/** A service's app: the shared conventions, its routers mounted in order, then the 404 and the error handler. */
+export function createServiceApp(opts: ServiceAppOptions & Pick<HttpAppOptions, 'streamRoutes'>, routes: ReadonlyArray<readonly [path: string, router: RequestHandler]>): Express {
+  const app = createHttpApp(opts);
+  for (const [path, router] of routes) app.use(path, router);
+  return finishApp(app, opts.logger);
+}
+
 export function toDomainError(err: unknown): DomainError {
   if (err instanceof DomainError) return err;
   const e = err as { type?: string; status?: number; name?: string; message?: string };

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type Express } from 'express';
+import type { Lifecycle } from '@dap/lifecycle';
 import type { Metrics } from './metrics.ts';
 
 export interface RunningServer {
@@ -70,4 +71,27 @@ export async function listen(app: Express, host: string, port: number, opts: { m
     throw err;
   }
   return { ...main, metricsUrl: side.url, close: async () => void (await Promise.all([main.close(), side.close()])) };
+}
+
+/** Where a started service answers: the API's URL and port, and the metrics listener's URL when it has one. */
+export type ServiceAddress = Pick<RunningServer, 'url' | 'port' | 'metricsUrl'>;
+
+export function addressOf(server: RunningServer): ServiceAddress {
+  return { url: server.url, port: server.port, metricsUrl: server.metricsUrl };
+}
+
+/** Where a service listens, as its parsed config says. */
+export interface ListenConfig {
+  HOST: string;
+  PORT: number;
+  METRICS_PORT?: number | undefined;
+}
+
+/** A service's HTTP server (and its metrics listener), opened through its lifecycle, so stop() closes it. */
+export function openHttpServer(life: Lifecycle, app: Express, config: ListenConfig, opts: { requestTimeoutMs?: number } = {}): Promise<RunningServer> {
+  return life.open(
+    'http server',
+    () => listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT, ...opts }),
+    (s) => s.close(),
+  );
 }

@@ -1,4 +1,5 @@
-import { Lifecycle } from './index.ts';
+import { createLogger } from '@dap/logger';
+import { Lifecycle, startService } from './index.ts';
 
 function recorder() {
   const events: string[] = [];
@@ -69,5 +70,40 @@ describe('Lifecycle', () => {
     expect(events.filter((e) => e === 'close mongo')).toHaveLength(1);
     await expect(res('late')).rejects.toThrow('the process is stopping');
     expect(events).not.toContain('open late');
+  });
+});
+
+describe('startService', () => {
+  const config = { LOG_LEVEL: 'silent', OTEL_TRACES_SAMPLER_ARG: 1, OTEL_BSP_SCHEDULE_DELAY: 5_000 };
+  const logger = createLogger({ name: 'start-service-test', level: 'silent' });
+
+  it('opens tracing first and hands the build its lifecycle and the given logger', async () => {
+    let seen: { opened: string[]; logger: unknown } | null = null;
+    let life: Lifecycle | null = null;
+    const result = await startService('svc', config, { logger }, async (l, log) => {
+      life = l;
+      l.onStop('server', () => {});
+      seen = { opened: l.opened, logger: log };
+      return 'built';
+    });
+    expect(result).toBe('built');
+    expect(seen).toEqual({ opened: ['tracing', 'server'], logger });
+    await life!.stop();
+    expect(life!.opened).toEqual([]);
+  });
+
+  it('closes what the build opened, tracing last, and rethrows when the build fails', async () => {
+    const closed: string[] = [];
+    let life: Lifecycle | null = null;
+    const failure = new Error('kafka unreachable');
+    await expect(
+      startService('svc', config, { logger }, async (l) => {
+        life = l;
+        l.onStop('mongodb', () => void closed.push('mongodb'));
+        throw failure;
+      }),
+    ).rejects.toBe(failure);
+    expect(closed).toEqual(['mongodb']);
+    expect(life!.opened).toEqual([]);
   });
 });

@@ -4,6 +4,10 @@
  * `stop()` closes everything in the mirror order of start-up (see docs/architecture.md, "Process lifecycle").
  */
 
+import { tracingSettingsOf } from '@dap/config';
+import { createLogger, type Logger } from '@dap/logger';
+import { tracingResource } from '@dap/tracing';
+
 /** What the lifecycle reports a failed close to; the services pass their pino logger. */
 export interface LifecycleLogger {
   warn(obj: object, msg: string): void;
@@ -66,4 +70,26 @@ export class Lifecycle {
   get opened(): string[] {
     return this.closers.map((c) => c.name);
   }
+}
+
+/** What the first steps of a service's start need from its parsed config. */
+export type ServiceStartConfig = Parameters<typeof tracingSettingsOf>[0] & { LOG_LEVEL: string };
+
+/**
+ * The first steps of every service's composition root: its logger (unless the caller brings one), its
+ * lifecycle, and tracing opened first, so it closes last and the shutdown's own spans are still sent. `build`
+ * opens everything else through `life`; when it throws, what it had opened is closed (docs/architecture.md).
+ */
+export function startService<T>(
+  name: string,
+  config: ServiceStartConfig,
+  deps: { logger?: Logger | undefined },
+  build: (life: Lifecycle, logger: Logger) => Promise<T>,
+): Promise<T> {
+  const logger = deps.logger ?? createLogger({ name, level: config.LOG_LEVEL });
+  const life = new Lifecycle(logger);
+  return life.start(async () => {
+    await life.open(...tracingResource(tracingSettingsOf(config, name)));
+    return build(life, logger);
+  });
 }

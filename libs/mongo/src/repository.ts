@@ -1,4 +1,5 @@
 import type { CreateIndexesOptions, Db, IndexSpecification } from 'mongodb';
+import type { DomainEvent } from '@dap/contracts';
 import type { WrittenEvents } from './outbox.ts';
 import { TenantCollection, type TenantDoc } from './tenant-collection.ts';
 
@@ -20,5 +21,18 @@ export abstract class TenantRepository<T extends TenantDoc> {
 
   async ensureIndexes(): Promise<void> {
     for (const [keys, options] of this.indexes) await this.coll.raw.createIndex(keys, options);
+  }
+
+  insert(accountId: string, doc: Omit<T, 'accountId'>, events?: DomainEvent[]): Promise<T> {
+    return this.coll.insert(accountId, doc, events);
+  }
+
+  findById(accountId: string, id: string): Promise<T | null> {
+    return this.coll.findById(accountId, id);
+  }
+
+  /** Newest first, `limit` documents below the id `before`. */
+  list(accountId: string, opts: { limit: number; before?: string }): Promise<T[]> {
+    return this.coll.list(accountId, opts);
   }
 }

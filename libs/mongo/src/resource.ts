@@ -1,6 +1,7 @@
 import type { Lifecycle } from '@dap/lifecycle';
 import type { Logger } from '@dap/logger';
 import { connectMongo, type MongoHandle } from './client.ts';
+import type { OutboxRelay, StagedEntry } from './outbox.ts';
 
 /** A service's MongoDB client, opened through its lifecycle (so a failed start-up or stop() closes it). */
 export function openMongo(life: Lifecycle, config: { MONGO_URL: string; MONGO_DB: string; STARTUP_TIMEOUT_MS?: number }, logger: Logger): Promise<MongoHandle> {
@@ -9,4 +10,16 @@ export function openMongo(life: Lifecycle, config: { MONGO_URL: string; MONGO_DB
     () => connectMongo(config.MONGO_URL, config.MONGO_DB, { logger, startupTimeoutMs: config.STARTUP_TIMEOUT_MS }),
     (m) => m.close(),
   );
+}
+
+/**
+ * Starts a service's outbox relay and registers its stop: polling ends, then what is still waiting is
+ * published; what a failed flush leaves stays in the documents for the next start.
+ */
+export function startOutboxRelay<E extends StagedEntry>(life: Lifecycle, relay: OutboxRelay<E>, logger: Logger): void {
+  relay.start();
+  life.onStop('outbox relay', async () => {
+    await relay.stop();
+    await relay.flush().catch((err: unknown) => logger.warn({ err }, 'outbox flush at shutdown failed; the next start publishes'));
+  });
 }

@@ -90,6 +90,12 @@ export class TenantCollection<T extends TenantDoc> {
     return result as T | null;
   }
 
+  /** Removes the document outright, for documents that never carry events (no tombstone is needed); whether it was there. */
+  async delete(accountId: string, id: string): Promise<boolean> {
+    const res = await this.raw.deleteOne(this.scope(accountId, { _id: id as unknown as Document['_id'] }));
+    return res.deletedCount === 1;
+  }
+
   /** Soft-deletes with its event; the relay removes the tombstone once the event is published. */
   async softDelete(accountId: string, id: string, events: DomainEvent[] = []): Promise<T | null> {
     return this.write(accountId, id, { deletedAt: new Date() } as Fields<T>, events, {}, true);

@@ -1,4 +1,5 @@
 import type { Db } from 'mongodb';
+import { newId } from '@dap/contracts';
 import { connectMongo, TenantRepository, type MongoHandle, type TenantDoc } from '@dap/mongo';
 import { stackEnv, uniqueSuffix } from '@dap/testing';
 
@@ -44,5 +45,19 @@ describe('TenantRepository (on the test stack MongoDB)', () => {
     await expect(repo.coll.raw.insertOne({ _id: 'tok_2' as never, accountId: 'acct_1', tokenHash: 'h1', expiresAt: new Date() })).rejects.toThrow(/duplicate key/i);
     await repo.coll.raw.insertOne({ _id: 'tok_3' as never, accountId: 'acct_1', tokenHash: 'h2', expiresAt: new Date(Date.now() + 60_000) });
     expect(await repo.coll.raw.countDocuments({})).toBe(2);
+  });
+
+  it('inserts, finds and lists newest first within one account only', async () => {
+    const repo = new TokenRepository(mongo.db);
+    const a = newId('acct');
+    const b = newId('acct');
+    const doc = (id: string) => ({ _id: id, tokenHash: `${id}-${a}`, expiresAt: new Date(Date.now() + 60_000) });
+    for (const id of ['tok_a1', 'tok_a2', 'tok_a3']) await repo.insert(a, doc(id));
+    await repo.insert(b, { ...doc('tok_b1'), tokenHash: `tok_b1-${b}` });
+    expect(await repo.findById(a, 'tok_a2')).toMatchObject({ _id: 'tok_a2', accountId: a });
+    expect(await repo.findById(b, 'tok_a2')).toBeNull();
+    expect((await repo.list(a, { limit: 2 })).map((d) => d._id)).toEqual(['tok_a3', 'tok_a2']);
+    expect((await repo.list(a, { limit: 10, before: 'tok_a3' })).map((d) => d._id)).toEqual(['tok_a2', 'tok_a1']);
+    expect((await repo.list(b, { limit: 10 })).map((d) => d._id)).toEqual(['tok_b1']);
   });
 });

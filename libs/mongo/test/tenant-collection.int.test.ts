@@ -41,4 +41,21 @@ describe('TenantCollection (on the test stack MongoDB)', () => {
     expect(written).toEqual([]);
     await expect(coll.insertMany([])).resolves.toBeUndefined();
   });
+
+  it('deletes outright only a document of the given account, and says whether it was there', async () => {
+    const coll = new TenantCollection<Doc>(mongo.db, 'removed');
+    const a = newId('acct');
+    const b = newId('acct');
+    await coll.insert(a, { _id: 'r1', n: 1 });
+    await coll.insert(b, { _id: 'r2', n: 2 });
+    // Another account's id is not found and its document stays.
+    expect(await coll.delete(b, 'r1')).toBe(false);
+    expect(await coll.findById(a, 'r1')).toMatchObject({ n: 1 });
+    // The owner's delete removes it (no tombstone is left behind), and a second one finds nothing.
+    expect(await coll.delete(a, 'r1')).toBe(true);
+    expect(await coll.raw.countDocuments({ _id: 'r1' as never })).toBe(0);
+    expect(await coll.delete(a, 'r1')).toBe(false);
+    expect(await coll.findById(b, 'r2')).toMatchObject({ n: 2 });
+    await expect(coll.delete('', 'r2')).rejects.toThrow('accountId is required');
+  });
 });

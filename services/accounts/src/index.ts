@@ -1,10 +1,8 @@
-import { tracingSettingsOf } from '@dap/config';
-import { Lifecycle } from '@dap/lifecycle';
-import { tracingResource } from '@dap/tracing';
-import { listen } from '@dap/http';
+import { startService } from '@dap/lifecycle';
+import { addressOf, openHttpServer } from '@dap/http';
 import { openEventing } from '@dap/kafka';
-import { createLogger, type Logger } from '@dap/logger';
-import { connectMongo, OutboxRelay, type MongoHandle, type WrittenEvents } from '@dap/mongo';
+import type { Logger } from '@dap/logger';
+import { connectMongo, OutboxRelay, startOutboxRelay, type MongoHandle, type WrittenEvents } from '@dap/mongo';
 import { createApp } from './app.ts';
 import type { AccountsConfig } from './config.ts';
 import { AccountsService } from './domain/accounts.service.ts';
@@ -43,10 +41,7 @@ export async function openAccountsDomain(
 
 /** `now`: the clock of key expiry and grace periods, for tests that move it; the system clock otherwise. */
 export async function startAccounts(config: AccountsConfig, deps: { logger?: Logger; now?: () => number } = {}) {
-  const logger = deps.logger ?? createLogger({ name: 'accounts', level: config.LOG_LEVEL });
-  const life = new Lifecycle(logger);
-  return life.start(async () => {
-    await life.open(...tracingResource(tracingSettingsOf(config, 'accounts')));
+  return startService('accounts', config, deps, async (life, logger) => {
     let relay: OutboxRelay | null = null;
     const domain = await life.open(
       'mongodb',
@@ -70,21 +65,14 @@ export async function startAccounts(config: AccountsConfig, deps: { logger?: Log
       bodyLimitBytes: config.BODY_LIMIT_BYTES,
       ready: domain.mongo.ping,
     });
-    outbox.start();
-    life.onStop('outbox relay', () => outbox.stop());
-    const server = await life.open(
-      'http server',
-      () => listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT }),
-      (s) => s.close(),
-    );
+    startOutboxRelay(life, outbox, logger);
+    const server = await openHttpServer(life, app, config);
     logger.info({ url: server.url }, 'accounts listening');
     return {
       ...domain,
-      url: server.url,
-      port: server.port,
-      metricsUrl: server.metricsUrl,
+      ...addressOf(server),
       relay: outbox,
-      /** Reverse order of start-up: server, relay, Kafka, MongoDB. */
+      /** Reverse order of start-up: server, relay (flushed), Kafka, MongoDB. */
       stop: () => life.stop(),
     };
   });

@@ -1,11 +1,9 @@
-import { tracingSettingsOf } from '@dap/config';
-import { Lifecycle } from '@dap/lifecycle';
-import { tracingResource } from '@dap/tracing';
+import { startService } from '@dap/lifecycle';
 import { DatasetFiles } from '@dap/datasets';
-import { listen, type RunningServer } from '@dap/http';
-import { openEventing, type Consumer, type Eventing } from '@dap/kafka';
-import { createLogger, type Logger } from '@dap/logger';
-import { openMongo, OutboxRelay, SourceProjectionRepository, type MongoHandle } from '@dap/mongo';
+import { addressOf, openHttpServer } from '@dap/http';
+import { openEventing, type Consumer } from '@dap/kafka';
+import type { Logger } from '@dap/logger';
+import { openMongo, OutboxRelay, SourceProjectionRepository, startOutboxRelay } from '@dap/mongo';
 import { createApp } from './app.ts';
 import type { AnalyticsConfig } from './config.ts';
 import { InsightsService } from './domain/insights.service.ts';
@@ -27,12 +25,9 @@ const MAX_RESULT_BYTES = 12 * 1024 * 1024;
 const SWEEP_INTERVAL_MS = 60_000;
 
 export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: Logger } = {}) {
-  const logger = deps.logger ?? createLogger({ name: 'analytics', level: config.LOG_LEVEL });
-  const life = new Lifecycle(logger);
-  return life.start(async () => {
-    await life.open(...tracingResource(tracingSettingsOf(config, 'analytics')));
-    const mongo: MongoHandle = await openMongo(life, config, logger);
-    const eventing: Eventing = await openEventing(life, config, logger);
+  return startService('analytics', config, deps, async (life, logger) => {
+    const mongo = await openMongo(life, config, logger);
+    const eventing = await openEventing(life, config, logger);
 
     let relay: OutboxRelay | null = null;
     const reportRepo = new ReportRepository(mongo.db, (w) => relay?.written(w));
@@ -68,11 +63,7 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
 
     const outbox = new OutboxRelay({ collections: [reportRepo.coll.raw], publisher: eventing.producer, logger });
     relay = outbox;
-    outbox.start();
-    life.onStop('outbox relay', async () => {
-      await outbox.stop();
-      await outbox.flush().catch((err) => logger.warn({ err }, 'outbox flush at shutdown failed; the next start publishes'));
-    });
+    startOutboxRelay(life, outbox, logger);
 
     const reports = new ReportsService({
       reports: reportRepo,
@@ -95,11 +86,7 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
     const insights = new InsightsService({ insights: insightRepo, dashboards: dashboardRepo, reports });
 
     const app = createApp({ logger, reports, overview, usageStats, insights, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: config.BODY_LIMIT_BYTES, ready: mongo.ping });
-    const server: RunningServer = await life.open(
-      'http server',
-      () => listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT }),
-      (s) => s.close(),
-    );
+    const server = await openHttpServer(life, app, config);
 
     // Both groups join side by side (a join takes a moment); whichever started is stopped if the other failed.
     const consumers = await Promise.allSettled([
@@ -121,9 +108,7 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
 
     logger.info({ url: server.url }, 'analytics listening');
     return {
-      url: server.url,
-      port: server.port,
-      metricsUrl: server.metricsUrl,
+      ...addressOf(server),
       mongo,
       eventing,
       store,

@@ -1,21 +1,14 @@
 import type { Express } from 'express';
-import { createHttpApp, finishApp } from '@dap/http';
-import type { Logger } from '@dap/logger';
+import { createServiceApp, type ServiceAppOptions } from '@dap/http';
 import type { ModelLifecycle } from './domain/lifecycle.service.ts';
 import type { ModelsService } from './domain/models.service.ts';
 import { modelsRoutes } from './http/models.routes.ts';
 
-export interface ModelsAppDeps {
-  logger: Logger;
-  bodyLimitBytes: number;
-  internalSecret: string;
-  ready: () => Promise<void>;
+export interface ModelsAppDeps extends ServiceAppOptions {
   models: ModelsService;
   lifecycle: ModelLifecycle;
 }
 
 export function createApp(deps: ModelsAppDeps): Express {
-  const app = createHttpApp({ logger: deps.logger, bodyLimitBytes: deps.bodyLimitBytes, internalSecret: deps.internalSecret, ready: deps.ready });
-  app.use('/v1/models', modelsRoutes(deps.models, deps.lifecycle));
-  return finishApp(app, deps.logger);
+  return createServiceApp(deps, [['/v1/models', modelsRoutes(deps.models, deps.lifecycle)]]);
 }

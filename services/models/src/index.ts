@@ -1,11 +1,9 @@
-import { tracingSettingsOf } from '@dap/config';
-import { Lifecycle } from '@dap/lifecycle';
-import { tracingResource } from '@dap/tracing';
+import { startService } from '@dap/lifecycle';
 import { DatasetFiles } from '@dap/datasets';
-import { listen } from '@dap/http';
+import { addressOf, openHttpServer, type ServiceAddress } from '@dap/http';
 import { openEventing, type Consumer, type Eventing } from '@dap/kafka';
-import { createLogger, type Logger } from '@dap/logger';
-import { openMongo, OutboxRelay, SourceProjectionRepository, TenantCollection, type MongoHandle } from '@dap/mongo';
+import type { Logger } from '@dap/logger';
+import { openMongo, OutboxRelay, SourceProjectionRepository, startOutboxRelay, TenantCollection, type MongoHandle } from '@dap/mongo';
 import { createApp } from './app.ts';
 import type { ModelsConfig } from './config.ts';
 import { BUILTIN_MODELS } from './domain/builtin/index.ts';
@@ -32,11 +30,7 @@ export { loadModelsConfig, type ModelsConfig } from './config.ts';
 export const PREDICT_WORKER_MODULE = '@dap/models/predict-worker';
 export const TRAIN_WORKER_MODULE = '@dap/models/train-worker';
 
-export interface RunningModels {
-  url: string;
-  port: number;
-  /** Where Prometheus scrapes, when METRICS_PORT is set. */
-  metricsUrl?: string | undefined;
+export interface RunningModels extends ServiceAddress {
   mongo: MongoHandle;
   eventing: Eventing;
   relay: OutboxRelay;
@@ -50,10 +44,7 @@ export interface RunningModels {
 }
 
 export async function startModels(config: ModelsConfig, deps: { logger?: Logger } = {}): Promise<RunningModels> {
-  const logger = deps.logger ?? createLogger({ name: 'models', level: config.LOG_LEVEL });
-  const life = new Lifecycle(logger);
-  return life.start(async () => {
-    await life.open(...tracingResource(tracingSettingsOf(config, 'models')));
+  return startService('models', config, deps, async (life, logger) => {
     const mongo = await openMongo(life, config, logger);
     const eventing = await openEventing(life, config, logger);
     const producer = eventing.producer;
@@ -67,11 +58,7 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
       intervalMs: config.OUTBOX_INTERVAL_MS,
       insertOnly: [PREDICTION_LOG_COLLECTION], // entries are written once, never updated
     });
-    relay.start();
-    life.onStop('outbox relay', async () => {
-      await relay.stop();
-      await relay.flush().catch((err) => logger.warn({ err }, 'outbox flush at shutdown failed; the next start publishes the rest'));
-    });
+    startOutboxRelay(life, relay, logger);
     const predictionLog = new TenantCollection<PredictionLogDoc>(mongo.db, PREDICTION_LOG_COLLECTION, (w) => relay.written(w));
     const modelsColl = new TenantCollection<ModelDoc>(mongo.db, MODELS_COLLECTION, (w) => relay.written(w));
 
@@ -139,11 +126,7 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
     const lifecycle = new ModelLifecycle({ catalog, models: modelRepository, artifacts, versions, training, onnx, runtimes, logger });
 
     const app = createApp({ logger, bodyLimitBytes: config.BODY_LIMIT_BYTES, internalSecret: config.INTERNAL_SECRET, ready: mongo.ping, models: service, lifecycle });
-    const server = await life.open(
-      'http server',
-      () => listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT }),
-      (s) => s.close(),
-    );
+    const server = await openHttpServer(life, app, config);
     await life.open(
       'sources consumer',
       () => runSourcesConsumer(eventing, logger, sources),
@@ -153,9 +136,7 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
     logger.info({ url: server.url, training: Boolean(trainWorkers), predictWorkers: workers?.size ?? 0 }, 'models service listening');
 
     return {
-      url: server.url,
-      port: server.port,
-      metricsUrl: server.metricsUrl,
+      ...addressOf(server),
       mongo,
       eventing,
       relay,

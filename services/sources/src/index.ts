@@ -1,11 +1,10 @@
-import { platformEndpointsOf, tracingSettingsOf } from '@dap/config';
-import { Lifecycle } from '@dap/lifecycle';
-import { tracingResource } from '@dap/tracing';
+import { platformEndpointsOf } from '@dap/config';
+import { startService } from '@dap/lifecycle';
 import { DatasetStore } from '@dap/datasets';
-import { listen } from '@dap/http';
+import { addressOf, openHttpServer, type ServiceAddress } from '@dap/http';
 import { openEventing } from '@dap/kafka';
-import { createLogger, type Logger } from '@dap/logger';
-import { openMongo, OutboxRelay } from '@dap/mongo';
+import type { Logger } from '@dap/logger';
+import { openMongo, OutboxRelay, startOutboxRelay } from '@dap/mongo';
 import { OutboundGuard } from '@dap/netguard';
 import { createApp } from './app.ts';
 import type { SourcesConfig } from './config.ts';
@@ -30,11 +29,7 @@ export function remoteLimitsOf(config: SourcesConfig): RemoteLimits {
   };
 }
 
-export interface RunningSources {
-  url: string;
-  port: number;
-  /** Where Prometheus scrapes, when METRICS_PORT is set. */
-  metricsUrl?: string | undefined;
+export interface RunningSources extends ServiceAddress {
   logger: Logger;
   store: DatasetStore;
   guard: OutboundGuard;
@@ -46,10 +41,7 @@ export interface RunningSources {
 
 /** Composition root: config → clients → repository → domain → app, then the relay and the background syncs. */
 export async function startSources(config: SourcesConfig, deps: { logger?: Logger; guard?: OutboundGuard } = {}): Promise<RunningSources> {
-  const logger = deps.logger ?? createLogger({ name: 'sources', level: config.LOG_LEVEL });
-  const life = new Lifecycle(logger);
-  return life.start(async () => {
-    await life.open(...tracingResource(tracingSettingsOf(config, 'sources')));
+  return startService('sources', config, deps, async (life, logger) => {
     const mongo = await openMongo(life, config, logger);
     const eventing = await openEventing(life, config, logger);
     const store = await life.open(
@@ -82,11 +74,7 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
     await repo.ensureIndexes();
     relay = new OutboxRelay({ collections: [repo.coll.raw], publisher: eventing.producer, logger });
     const outbox = relay;
-    outbox.start();
-    life.onStop('outbox relay', async () => {
-      await outbox.stop();
-      await outbox.flush().catch((err) => logger.warn({ err }, 'outbox flush at shutdown failed; the next start publishes'));
-    });
+    startOutboxRelay(life, outbox, logger);
 
     const downloads = new DownloadWorker({ logger });
     life.onStop('download worker', () => downloads.stop());
@@ -116,16 +104,12 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
       uploads: { maxBytes: config.UPLOAD_LIMIT_BYTES, idleTimeoutMs: config.SOURCE_IDLE_TIMEOUT_MS },
       ready: () => mongo.ping(),
     });
-    const server = await life.open(
-      'http server',
-      () => listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT, requestTimeoutMs: config.UPLOAD_TIMEOUT_MS }),
-      (s) => s.close(),
-    );
+    const server = await openHttpServer(life, app, config, { requestTimeoutMs: config.UPLOAD_TIMEOUT_MS });
     // The port is known only now when the config says 0 (tests); the service's own port is the platform's too.
     guard.platform.add({ host: config.HOST, port: server.port });
     await syncer.start();
     logger.info({ url: server.url, syncConcurrency: config.SYNC_CONCURRENCY }, 'sources service listening');
     logger.info({ privateTargets: guard.allowed.cidrs, platformEndpoints: guard.platform.describe() }, 'outbound connections: private ranges allowed, platform endpoints refused');
-    return { url: server.url, port: server.port, metricsUrl: server.metricsUrl, logger, store, guard, repo, relay: outbox, syncer, stop: () => life.stop() };
+    return { ...addressOf(server), logger, store, guard, repo, relay: outbox, syncer, stop: () => life.stop() };
   });
 }

@@ -1,11 +1,10 @@
 import { isPublicEventType, PUBLIC_EVENT_TYPES, topicOf } from '@dap/contracts';
-import { platformEndpointsOf, tracingSettingsOf } from '@dap/config';
-import { Lifecycle } from '@dap/lifecycle';
-import { tracingResource } from '@dap/tracing';
-import { listen } from '@dap/http';
+import { platformEndpointsOf } from '@dap/config';
+import { startService } from '@dap/lifecycle';
+import { addressOf, openHttpServer } from '@dap/http';
 import { openEventing, runEventConsumer } from '@dap/kafka';
-import { createLogger, type Logger } from '@dap/logger';
-import { openMongo, OutboxRelay } from '@dap/mongo';
+import type { Logger } from '@dap/logger';
+import { openMongo, OutboxRelay, startOutboxRelay } from '@dap/mongo';
 import { OutboundGuard } from '@dap/netguard';
 import { createApp } from './app.ts';
 import { claimTtlMsOf, type WebhooksConfig } from './config.ts';
@@ -21,10 +20,7 @@ import { RateSlots } from './persistence/rate-slots.ts';
 export const USER_AGENT = 'dap-webhooks/1.0 (+https://docs.dap.dev/webhooks)';
 
 export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Logger } = {}) {
-  const logger = deps.logger ?? createLogger({ name: 'webhooks', level: config.LOG_LEVEL });
-  const life = new Lifecycle(logger);
-  return life.start(async () => {
-    await life.open(...tracingResource(tracingSettingsOf(config, 'webhooks')));
+  return startService('webhooks', config, deps, async (life, logger) => {
     const mongo = await openMongo(life, config, logger);
     const eventing = await openEventing(life, config, logger);
     let relay: OutboxRelay<OutboxEntry> | null = null;
@@ -52,15 +48,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
     const secrets = new SecretBox(config.WEBHOOK_SECRET_KEY);
     const resealed = await endpoints.resealLegacySecrets((sealed, id) => secrets.resealLegacy(sealed, id));
     if (resealed > 0) logger.info({ resealed }, 'endpoint secrets re-sealed in the current form');
-    outbox.start();
-    life.onStop('outbox relay', async () => {
-      await outbox.stop();
-      try {
-        await outbox.flush();
-      } catch (err) {
-        logger.warn({ err }, 'outbox flush at shutdown failed; the next start publishes it');
-      }
-    });
+    startOutboxRelay(life, outbox, logger);
 
     const guard = new OutboundGuard({ allowPrivate: config.ALLOW_PRIVATE_TARGETS, platform: platformEndpointsOf(config) });
     const sender = await life.open(
@@ -103,11 +91,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
       () => dispatcher.start(),
       () => dispatcher.stop(),
     );
-    const server = await life.open(
-      'http server',
-      () => listen(app, config.HOST, config.PORT, { metricsPort: config.METRICS_PORT }),
-      (s) => s.close(),
-    );
+    const server = await openHttpServer(life, app, config);
     // The port is known only now when the config says 0 (tests); the service's own port is the platform's too.
     guard.platform.add({ host: config.HOST, port: server.port });
     await life.open(
@@ -128,9 +112,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
     logger.info({ privateTargets: guard.allowed.cidrs, platformEndpoints: guard.platform.describe() }, 'outbound connections: private ranges allowed, platform endpoints refused');
 
     return {
-      url: server.url,
-      port: server.port,
-      metricsUrl: server.metricsUrl,
+      ...addressOf(server),
       mongo,
       relay: outbox,
       dispatcher,
