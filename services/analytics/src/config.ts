@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { datasetConfig, duckdbSpillConfig, loadConfig, serviceConfigShape } from '@dap/config';
+import { datasetConfig, duckdbSize, duckdbSpillConfig, loadConfig, serviceConfigShape } from '@dap/config';
 
 export const analyticsConfigShape = {
   ...serviceConfigShape('analytics'),
@@ -11,10 +11,7 @@ export const analyticsConfigShape = {
   /** Queries one account may have running at once. */
   MAX_CONCURRENT_QUERIES: z.coerce.number().int().min(1).max(1_000).default(4),
   /** DuckDB's memory for queries and its Parquet metadata and file caches (evicted under this limit). */
-  DUCKDB_MEMORY_LIMIT: z
-    .string()
-    .regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, 'like 1GB or 512MB')
-    .default('1GB'),
+  DUCKDB_MEMORY_LIMIT: duckdbSize.default('1GB'),
   DUCKDB_THREADS: z.coerce.number().int().min(1).max(256).optional(),
   /**
    * The most bytes of a source's data (compressed Parquet, of the columns and row groups a query uses) one

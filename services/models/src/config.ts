@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { duckdbSpillConfig, loadConfig, serviceConfigShape } from '@dap/config';
+import { duckdbSize, duckdbSpillConfig, loadConfig, serviceConfigShape } from '@dap/config';
 
 export const modelsConfigShape = {
   ...serviceConfigShape('models'),
@@ -30,10 +30,7 @@ export const modelsConfigShape = {
   TRAIN_MAX_JOBS: z.coerce.number().int().min(1).max(1000).default(16),
   /** How soon another instance resumes the training job of an instance that died. */
   TRAIN_LEASE_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(30_000),
-  TRAIN_DUCKDB_MEMORY_LIMIT: z
-    .string()
-    .regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, 'like 512MB or 1GB')
-    .default('512MB'),
+  TRAIN_DUCKDB_MEMORY_LIMIT: duckdbSize.default('512MB'),
   /** Where the training workers' DuckDB spills (DUCKDB_TEMP_DIR), and how much (DUCKDB_MAX_TEMP_SIZE), per worker. */
   ...duckdbSpillConfig,
   /** Inputs of each request to a trained model kept in the prediction log for drift (0: no drift). */

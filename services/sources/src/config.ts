@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { datasetConfig, duckdbSpillConfig, loadConfig, outboundConfig, serviceConfigShape, uploadConfig } from '@dap/config';
+import { datasetConfig, duckdbSize, duckdbSpillConfig, loadConfig, outboundConfig, serviceConfigShape, uploadConfig } from '@dap/config';
 import { keySchema } from '@dap/crypto';
 import { DEFAULT_DATASET_GRACE_MS } from '@dap/datasets';
 
@@ -57,10 +57,7 @@ export const sourcesConfigShape = {
    * peak RSS follows it: loading a 1 GiB CSV (one thread) took the loader +183 MB over its idle RSS at 256 MB,
    * +144 MB at 160 MB; a 118 MiB one (all threads) +227 / +176 MB, in the same time (9.5 s; 0.70 s).
    */
-  DUCKDB_MEMORY_LIMIT: z
-    .string()
-    .regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i)
-    .default('160MB'),
+  DUCKDB_MEMORY_LIMIT: duckdbSize.default('160MB'),
   ...duckdbSpillConfig,
   /**
    * How long a replaced Parquet file stays after a sync publishes its successor: analytics and models replicas

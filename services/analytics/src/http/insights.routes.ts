@@ -1,34 +1,21 @@
 import { Router } from 'express';
-import {
-  addTileBody,
-  createDashboardBody,
-  createInsightBody,
-  decodeCursor,
-  isId,
-  listQuerySchema,
-  moveTileBody,
-  toPage,
-  updateDashboardBody,
-  updateInsightBody,
-} from '@dap/contracts';
+import { addTileBody, createDashboardBody, createInsightBody, isId, moveTileBody, updateDashboardBody, updateInsightBody, type IdPrefix } from '@dap/contracts';
 import { callerOf, parseOr400 } from '@dap/http';
 import { dashboardNotFound, insightNotFound, tileNotFound } from '../domain/errors.ts';
 import type { InsightsService } from '../domain/insights.service.ts';
 import { toDashboardDto, toDashboardSummaryDto, toInsightDto, toQueryResultDto } from './dto.ts';
+import { listPage } from './list-page.ts';
 
 /** Ids of another shape cannot exist: they answer 404 without a lookup, like an unknown id. */
-const insightId = (id: string | undefined) => {
-  if (!isId('ins', id)) throw insightNotFound();
-  return id;
-};
-const dashboardId = (id: string | undefined) => {
-  if (!isId('dsh', id)) throw dashboardNotFound();
-  return id;
-};
-const tileId = (id: string | undefined) => {
-  if (!isId('til', id)) throw tileNotFound();
-  return id;
-};
+const idParam =
+  (prefix: IdPrefix, notFound: () => Error) =>
+  (id: string | undefined): string => {
+    if (!isId(prefix, id)) throw notFound();
+    return id;
+  };
+const insightId = idParam('ins', insightNotFound);
+const dashboardId = idParam('dsh', dashboardNotFound);
+const tileId = idParam('til', tileNotFound);
 
 export function insightsRoutes(insights: InsightsService): Router {
   const router = Router();
@@ -41,15 +28,7 @@ export function insightsRoutes(insights: InsightsService): Router {
   });
 
   router.get('/insights', async (req, res) => {
-    const { accountId } = callerOf(req);
-    const q = parseOr400(listQuerySchema, req.query, 'query');
-    const before = decodeCursor(q.cursor, (id) => isId('ins', id));
-    const rows = await insights.listInsights(accountId, { limit: q.limit + 1, before });
-    const page = toPage(
-      rows.map((r) => ({ ...r, id: r._id })),
-      q.limit,
-    );
-    res.json({ ...page, data: page.data.map(toInsightDto) });
+    res.json(await listPage(req, 'ins', (accountId, opts) => insights.listInsights(accountId, opts), toInsightDto));
   });
 
   router.get('/insights/:id', async (req, res) => {
@@ -83,15 +62,7 @@ export function insightsRoutes(insights: InsightsService): Router {
   });
 
   router.get('/dashboards', async (req, res) => {
-    const { accountId } = callerOf(req);
-    const q = parseOr400(listQuerySchema, req.query, 'query');
-    const before = decodeCursor(q.cursor, (id) => isId('dsh', id));
-    const rows = await insights.listDashboards(accountId, { limit: q.limit + 1, before });
-    const page = toPage(
-      rows.map((r) => ({ ...r, id: r._id })),
-      q.limit,
-    );
-    res.json({ ...page, data: page.data.map(toDashboardSummaryDto) });
+    res.json(await listPage(req, 'dsh', (accountId, opts) => insights.listDashboards(accountId, opts), toDashboardSummaryDto));
   });
 
   router.get('/dashboards/:id', async (req, res) => {

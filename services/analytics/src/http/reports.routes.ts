@@ -3,13 +3,14 @@ import { stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Router, type Request, type Response } from 'express';
-import { decodeCursor, isId, listQuerySchema, querySchema, REPORT_PARQUET_MEDIA_TYPE, toPage } from '@dap/contracts';
+import { isId, querySchema, REPORT_PARQUET_MEDIA_TYPE } from '@dap/contracts';
 import { callerOf, parseOr400 } from '@dap/http';
 import type { Logger } from '@dap/logger';
 import { bodyInvalid, reportNotFound } from '../domain/errors.ts';
 import type { ReportsService } from '../domain/reports.service.ts';
 import { csvHeader, csvRows } from './csv.ts';
 import { toQueryResultDto, toReportDto, toReportSummaryDto } from './dto.ts';
+import { listPage } from './list-page.ts';
 
 const location = (id: string) => `/v1/analytics/reports/${id}`;
 
@@ -38,15 +39,7 @@ export function reportsRoutes(reports: ReportsService, logger: Logger): Router {
   });
 
   router.get('/reports', async (req, res) => {
-    const { accountId } = callerOf(req);
-    const q = parseOr400(listQuerySchema, req.query, 'query');
-    const before = decodeCursor(q.cursor, (id) => isId('rpt', id));
-    const rows = await reports.list(accountId, { limit: q.limit + 1, before });
-    const page = toPage(
-      rows.map((r) => ({ ...r, id: r._id })),
-      q.limit,
-    );
-    res.json({ ...page, data: page.data.map(toReportSummaryDto) });
+    res.json(await listPage(req, 'rpt', (accountId, opts) => reports.list(accountId, opts), toReportSummaryDto));
   });
 
   router.get('/reports/:id', async (req, res) => {

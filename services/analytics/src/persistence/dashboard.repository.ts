@@ -1,5 +1,5 @@
 import type { Db } from 'mongodb';
-import { TenantCollection, type TenantDoc } from '@dap/mongo';
+import { TenantRepository, type TenantDoc } from '@dap/mongo';
 
 /** A tile: an insight at a place on the dashboard's 12-column grid. */
 export interface TileDoc {
@@ -20,28 +20,9 @@ export interface DashboardDoc extends TenantDoc {
   updatedAt: Date;
 }
 
-export class DashboardRepository {
-  readonly coll: TenantCollection<DashboardDoc>;
-
+export class DashboardRepository extends TenantRepository<DashboardDoc> {
   constructor(db: Db) {
-    this.coll = new TenantCollection<DashboardDoc>(db, 'dashboards');
-  }
-
-  async ensureIndexes(): Promise<void> {
-    await this.coll.raw.createIndex({ accountId: 1, _id: -1 });
-    await this.coll.raw.createIndex({ accountId: 1, 'tiles.insightId': 1 });
-  }
-
-  insert(accountId: string, doc: Omit<DashboardDoc, 'accountId'>): Promise<DashboardDoc> {
-    return this.coll.insert(accountId, doc);
-  }
-
-  findById(accountId: string, id: string): Promise<DashboardDoc | null> {
-    return this.coll.findById(accountId, id);
-  }
-
-  list(accountId: string, opts: { limit: number; before?: string }): Promise<DashboardDoc[]> {
-    return this.coll.list(accountId, opts);
+    super(db, 'dashboards', [[{ accountId: 1, _id: -1 }], [{ accountId: 1, 'tiles.insightId': 1 }]]);
   }
 
   rename(accountId: string, id: string, name: string): Promise<DashboardDoc | null> {
@@ -53,10 +34,8 @@ export class DashboardRepository {
     return this.coll.update(accountId, id, { tiles, version: version + 1, updatedAt: new Date() }, [], { version });
   }
 
-  async delete(accountId: string, id: string): Promise<boolean> {
-    if (!accountId) throw new Error('accountId is required');
-    const res = await this.coll.raw.deleteOne({ _id: id as unknown as never, accountId, deletedAt: null });
-    return res.deletedCount === 1;
+  delete(accountId: string, id: string): Promise<boolean> {
+    return this.coll.delete(accountId, id);
   }
 
   /** Takes an insight's tiles off every dashboard of the account (the insight was deleted). */

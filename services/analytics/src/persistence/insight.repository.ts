@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
 import type { InsightQuery } from '@dap/contracts';
-import { TenantCollection, type TenantDoc } from '@dap/mongo';
+import { TenantRepository, type TenantDoc } from '@dap/mongo';
 
 export type InsightChart = 'line' | 'bar' | 'area' | 'table' | 'number';
 
@@ -13,23 +13,9 @@ export interface InsightDoc extends TenantDoc {
   updatedAt: Date;
 }
 
-export class InsightRepository {
-  readonly coll: TenantCollection<InsightDoc>;
-
+export class InsightRepository extends TenantRepository<InsightDoc> {
   constructor(db: Db) {
-    this.coll = new TenantCollection<InsightDoc>(db, 'insights');
-  }
-
-  async ensureIndexes(): Promise<void> {
-    await this.coll.raw.createIndex({ accountId: 1, _id: -1 });
-  }
-
-  insert(accountId: string, doc: Omit<InsightDoc, 'accountId'>): Promise<InsightDoc> {
-    return this.coll.insert(accountId, doc);
-  }
-
-  findById(accountId: string, id: string): Promise<InsightDoc | null> {
-    return this.coll.findById(accountId, id);
+    super(db, 'insights', [[{ accountId: 1, _id: -1 }]]);
   }
 
   /** The account's insights among `ids` (a dashboard's tiles), by id. */
@@ -42,18 +28,12 @@ export class InsightRepository {
     return new Map(docs.map((d) => [d._id, d]));
   }
 
-  list(accountId: string, opts: { limit: number; before?: string }): Promise<InsightDoc[]> {
-    return this.coll.list(accountId, opts);
-  }
-
   update(accountId: string, id: string, set: Partial<Pick<InsightDoc, 'name' | 'query' | 'chart'>>): Promise<InsightDoc | null> {
     return this.coll.update(accountId, id, { ...set, updatedAt: new Date() });
   }
 
   /** Removed outright: an insight has no events waiting, so no tombstone is needed. Returns whether it existed. */
-  async delete(accountId: string, id: string): Promise<boolean> {
-    if (!accountId) throw new Error('accountId is required');
-    const res = await this.coll.raw.deleteOne({ _id: id as unknown as never, accountId, deletedAt: null });
-    return res.deletedCount === 1;
+  delete(accountId: string, id: string): Promise<boolean> {
+    return this.coll.delete(accountId, id);
   }
 }

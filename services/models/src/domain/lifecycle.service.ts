@@ -13,41 +13,29 @@ import type { OwnModelRuntimes } from './runtimes.ts';
 import type { TrainingService } from './training.service.ts';
 import type { ModelVersions } from './versions.service.ts';
 
+export interface ModelLifecycleDeps {
+  catalog: ModelCatalog;
+  models: ModelRepository;
+  artifacts: ArtifactRepository;
+  versions: ModelVersions;
+  training: TrainingService;
+  onnx: OnnxHost;
+  runtimes: OwnModelRuntimes;
+  logger: Logger;
+}
+
 /** Creating and deleting an account's own models: training jobs, ONNX uploads, and their removal. */
 export class ModelLifecycle {
-  private readonly catalog: ModelCatalog;
-  private readonly models: ModelRepository;
-  private readonly artifacts: ArtifactRepository;
-  private readonly versions: ModelVersions;
-  private readonly training: TrainingService;
-  private readonly onnx: OnnxHost;
-  private readonly runtimes: OwnModelRuntimes;
-  private readonly logger: Logger;
+  private readonly deps: ModelLifecycleDeps;
 
-  constructor(opts: {
-    catalog: ModelCatalog;
-    models: ModelRepository;
-    artifacts: ArtifactRepository;
-    versions: ModelVersions;
-    training: TrainingService;
-    onnx: OnnxHost;
-    runtimes: OwnModelRuntimes;
-    logger: Logger;
-  }) {
-    this.catalog = opts.catalog;
-    this.models = opts.models;
-    this.artifacts = opts.artifacts;
-    this.versions = opts.versions;
-    this.training = opts.training;
-    this.onnx = opts.onnx;
-    this.runtimes = opts.runtimes;
-    this.logger = opts.logger;
+  constructor(deps: ModelLifecycleDeps) {
+    this.deps = deps;
   }
 
   /** A training job (202: the model is training) or an ONNX upload (201: the model is ready). */
   async create(caller: CallerContext, body: CreateModelBody): Promise<{ model: ModelRecord; accepted: boolean }> {
     if (body.type === 'onnx') return { model: await this.uploadOnnx(caller, body), accepted: false };
-    return { model: await this.training.create(caller, body), accepted: true };
+    return { model: await this.deps.training.create(caller, body), accepted: true };
   }
 
   /**
@@ -58,7 +46,7 @@ export class ModelLifecycle {
     const bytes = Buffer.from(body.model, 'base64');
     let inspection;
     try {
-      inspection = await this.onnx.inspect(bytes);
+      inspection = await this.deps.onnx.inspect(bytes);
     } catch (err) {
       if (!(err instanceof OnnxModelError)) throw err;
       throw invalidBody([{ path: 'model', message: `onnxruntime could not load the model: ${err.message.slice(0, 500)}` }]);
@@ -70,7 +58,7 @@ export class ModelLifecycle {
     const id = newId('mdl');
     const onnx = onnxInfoOf(body, bytes);
     // The file first: a crash before the model write leaves an orphan file, never a model without one.
-    await this.artifacts.put(caller.accountId, id, { version: 1, format: 'onnx', data: bytes, summary: null });
+    await this.deps.artifacts.put(caller.accountId, id, { version: 1, format: 'onnx', data: bytes, summary: null });
     const doc: Omit<ModelDoc, 'accountId'> = {
       _id: id,
       name: body.name,
@@ -90,44 +78,44 @@ export class ModelLifecycle {
       requestId: caller.requestId,
       aliases: { ...DEFAULT_ALIASES },
     };
-    await this.models.insert(caller.accountId, doc, [modelReady(caller.accountId, caller.requestId, { id, name: body.name, type: 'onnx' })]);
-    this.logger.info({ modelId: id, sizeBytes: onnx.sizeBytes }, 'ONNX model uploaded');
+    await this.deps.models.insert(caller.accountId, doc, [modelReady(caller.accountId, caller.requestId, { id, name: body.name, type: 'onnx' })]);
+    this.deps.logger.info({ modelId: id, sizeBytes: onnx.sizeBytes }, 'ONNX model uploaded');
     return recordOf({ ...doc, accountId: caller.accountId });
   }
 
   /** Built-ins cannot go (409); another account's or an unknown id is a 404. A training job is stopped. */
   async delete(accountId: string, id: string): Promise<void> {
-    if (this.catalog.isBuiltin(id)) throw builtinNotDeletable();
+    if (this.deps.catalog.isBuiltin(id)) throw builtinNotDeletable();
     if (!isId('mdl', id)) throw modelNotFound();
-    if (!(await this.models.softDelete(accountId, id))) throw modelNotFound();
-    this.training.cancel(id);
-    this.runtimes.evict(id);
-    await this.artifacts.remove(accountId, id);
-    await this.versions.removeAll(accountId, id);
+    if (!(await this.deps.models.softDelete(accountId, id))) throw modelNotFound();
+    this.deps.training.cancel(id);
+    this.deps.runtimes.evict(id);
+    await this.deps.artifacts.remove(accountId, id);
+    await this.deps.versions.removeAll(accountId, id);
   }
 
   /** Version n+1 of a trained model (202: it trains while the aliases serve the versions they point at). */
   retrain(caller: CallerContext, id: string, body: RetrainModelBody): Promise<ModelRecord> {
-    if (this.catalog.isBuiltin(id)) throw builtinNotVersioned();
+    if (this.deps.catalog.isBuiltin(id)) throw builtinNotVersioned();
     if (!isId('mdl', id)) throw modelNotFound();
-    return this.training.retrain(caller, id, body);
+    return this.deps.training.retrain(caller, id, body);
   }
 
   async listVersions(accountId: string, id: string): Promise<ModelVersionDto[]> {
     if (!isId('mdl', id)) throw modelNotFound();
-    const model = await this.catalog.get(accountId, id);
+    const model = await this.deps.catalog.get(accountId, id);
     if (!model) throw modelNotFound();
-    return this.versions.list(accountId, model);
+    return this.deps.versions.list(accountId, model);
   }
 
   setAliases(accountId: string, id: string, body: UpdateAliasesBody): Promise<{ aliases: Record<string, number>; shadowShare: number }> {
     if (!isId('mdl', id)) throw modelNotFound();
-    return this.versions.setAliases(accountId, id, this.catalog.isBuiltin(id), body);
+    return this.deps.versions.setAliases(accountId, id, this.deps.catalog.isBuiltin(id), body);
   }
 
   /** A ready trained model's parameters for GET /models/{id}; null otherwise. */
   async parameters(accountId: string, model: ModelRecord): Promise<Record<string, unknown> | null> {
     if (model.kind !== 'trained' || model.status !== 'ready') return null;
-    return this.artifacts.summary(accountId, model.id, model.version);
+    return this.deps.artifacts.summary(accountId, model.id, model.version);
   }
 }

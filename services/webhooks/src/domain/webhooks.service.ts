@@ -94,6 +94,13 @@ export class WebhooksService {
     return endpoint;
   }
 
+  /** Checks that the caller's endpoint can be sent to: 404 when it or `messageId` is unknown, 409 when it is disabled. */
+  private async checkSendable(accountId: string, id: string, messageId?: string): Promise<void> {
+    const endpoint = await this.get(accountId, id);
+    if (messageId !== undefined && !EVENT_ID.test(messageId)) throw webhookErrors.messageNotFound();
+    if (endpoint.status !== 'enabled') throw webhookErrors.endpointDisabled(endpoint.disabledReason);
+  }
+
   /** The attempts each endpoint got over the last HEALTH_WINDOW_MS, zero for those that got none. */
   async health(accountId: string, endpointIds: string[], now: Date = new Date()): Promise<Map<string, EndpointHealth>> {
     const found = await this.d.deliveries.health(accountId, endpointIds, new Date(now.getTime() - HEALTH_WINDOW_MS));
@@ -191,9 +198,7 @@ export class WebhooksService {
 
   /** Sends a message (an event id) to the endpoint again, as a new series of attempts with the same webhook-id. */
   async redeliver(accountId: string, id: string, messageId: string): Promise<DeliveryDoc> {
-    const endpoint = await this.get(accountId, id);
-    if (!EVENT_ID.test(messageId)) throw webhookErrors.messageNotFound();
-    if (endpoint.status !== 'enabled') throw webhookErrors.endpointDisabled(endpoint.disabledReason);
+    await this.checkSendable(accountId, id, messageId);
     let result = await this.d.deliveries.redeliver(accountId, id, messageId);
     // Just finished: its delivery.completed is being published, which takes milliseconds.
     for (let i = 0; result.outcome === 'finishing' && i < 20; i++) {
@@ -219,9 +224,7 @@ export class WebhooksService {
    * series for a finished one). The endpoint's pause after a Retry-After still holds.
    */
   async retryNow(accountId: string, id: string, messageId: string): Promise<DeliveryDoc> {
-    const endpoint = await this.get(accountId, id);
-    if (!EVENT_ID.test(messageId)) throw webhookErrors.messageNotFound();
-    if (endpoint.status !== 'enabled') throw webhookErrors.endpointDisabled(endpoint.disabledReason);
+    await this.checkSendable(accountId, id, messageId);
     const result = await this.d.deliveries.retryNow(accountId, id, messageId);
     if (result.outcome === 'not_found') throw webhookErrors.messageNotFound();
     if (result.outcome === 'not_pending') throw webhookErrors.deliveryNotPending();
@@ -235,8 +238,7 @@ export class WebhooksService {
    * (it may look at a few of the same millisecond again, which are pending or delivered by then and left alone).
    */
   async replay(accountId: string, id: string, since: Date): Promise<{ replayed: number; hasMore: boolean; nextSince: Date | null }> {
-    const endpoint = await this.get(accountId, id);
-    if (endpoint.status !== 'enabled') throw webhookErrors.endpointDisabled(endpoint.disabledReason);
+    await this.checkSendable(accountId, id);
     const { replayed, lastEventId } = await this.d.deliveries.replay(accountId, id, idFloor('evt', since), MAX_REPLAY_MESSAGES);
     if (replayed) this.d.onDue?.();
     return { replayed, hasMore: lastEventId !== null, nextSince: lastEventId ? idTime(lastEventId) : null };
@@ -244,8 +246,7 @@ export class WebhooksService {
 
   /** Emits a webhook.test event for this endpoint through the outbox, to travel the normal delivery path. */
   async sendTest(caller: CallerContext, id: string): Promise<EventOf<'webhook.test'>> {
-    const endpoint = await this.get(caller.accountId, id);
-    if (endpoint.status !== 'enabled') throw webhookErrors.endpointDisabled(endpoint.disabledReason);
+    await this.checkSendable(caller.accountId, id);
     const event = webhookEvents.test(caller, id);
     const updated = await this.d.endpoints.emitIfEnabled(caller.accountId, id, event);
     if (!updated) throw webhookErrors.endpointDisabled(null);

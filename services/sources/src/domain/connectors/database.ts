@@ -1,6 +1,16 @@
 import type { RemoteSourceType } from '@dap/contracts';
 import { StagingWriter } from '../ingest/staging-file.ts';
-import { ConnectorCheckError, type IncrementalRead, type PullContext, type PullResult, type RemoteConnector, type RemoteContext, type StagedColumn } from './connector.ts';
+import {
+  ConnectorCheckError,
+  type BodyOf,
+  type IncrementalRead,
+  type PullContext,
+  type PullResult,
+  type RemoteConnector,
+  type RemoteContext,
+  type StagedColumn,
+} from './connector.ts';
+import { connectionOf, publicConnection, sqlSpecSchema, type SqlSpec } from './db-spec.ts';
 import { withDeadline } from './deadline.ts';
 
 /**
@@ -118,6 +128,18 @@ export function databaseConnection<T extends RemoteSourceType, S, C>(driver: Dat
         'connection',
       );
     },
+  };
+}
+
+/** A SQL engine's connector (PostgreSQL, MySQL/MariaDB): a table or a read-only query, read through its driver. */
+export function sqlConnector<T extends 'postgres' | 'mysql', C>(type: T, driver: DatabaseDriver<SqlSpec, C>): RemoteConnector<T, SqlSpec> {
+  return {
+    type,
+    mode: 'remote',
+    specOf: (body: BodyOf<'postgres' | 'mysql'>) => ({ ...connectionOf(type, body.connection), ...(body.table ? { table: body.table } : { query: body.query! }) }),
+    parseSpec: (value) => sqlSpecSchema.parse(value) as SqlSpec,
+    publicConfigOf: (spec) => ({ ...publicConnection(spec), ...(spec.table ? { table: spec.table } : { query: spec.query! }) }),
+    ...databaseConnection<T, SqlSpec, C>(driver),
   };
 }
 

@@ -103,6 +103,20 @@ export function publicConnection(c: DbConnection): SourceConfigDto {
   };
 }
 
+/** A SQL source (PostgreSQL, MySQL/MariaDB): a whole table, or the customer's own read-only query. */
+export interface SqlSpec extends DbConnection {
+  table?: string;
+  query?: string;
+}
+
+export const sqlSpecSchema = dbConnectionSchema.extend({ table: z.string().optional(), query: z.string().optional() });
+
+/** The statement a source reads: a whole table, or the customer's own SELECT (minus a trailing semicolon). */
+export function sqlOf(spec: Pick<SqlSpec, 'table' | 'query'>, quote: (s: string) => string): string {
+  if (spec.table) return `SELECT * FROM ${spec.table.split('.').map(quote).join('.')}`;
+  return spec.query!.trim().replace(/;\s*$/, '');
+}
+
 /** How long to wait for a clean close before dropping the socket. */
 export async function closeQuietly(close: () => Promise<unknown>, destroy: () => void, ms = 1_000): Promise<void> {
   let timer: NodeJS.Timeout | undefined;

@@ -1,10 +1,9 @@
 import { connect as netConnect } from 'node:net';
 import mysql, { type Connection, type FieldPacket } from 'mysql2';
 import { ndjsonEncoder, uniqueNames } from '../ingest/row-encoding.ts';
-import { ConnectorCheckError, type RemoteConnector, type RemoteContext, type StagedColumn, type StagedColumnType } from './connector.ts';
-import { closeQuietly, connectionOf, publicConnection } from './db-spec.ts';
-import { cursorText, databaseConnection, incrementalSql, namesColumn, writeRows } from './database.ts';
-import { sqlOf, sqlSpecSchema, type SqlSpec } from './postgres.connector.ts';
+import { ConnectorCheckError, type RemoteContext, type StagedColumn, type StagedColumnType } from './connector.ts';
+import { closeQuietly, sqlOf, type SqlSpec } from './db-spec.ts';
+import { cursorText, incrementalSql, namesColumn, sqlConnector, writeRows } from './database.ts';
 import { networkFailure, scrub, TooLargeError } from './remote-errors.ts';
 
 /** MySQL protocol column types whose values the loader keeps typed; every other type arrives as text. */
@@ -105,57 +104,49 @@ function columnsOf(fields: readonly FieldPacket[]): StagedColumn[] {
   });
 }
 
-export const mysqlConnector: RemoteConnector<'mysql', SqlSpec> = {
-  type: 'mysql',
-  mode: 'remote',
-  specOf: (body) => ({ ...connectionOf('mysql', body.connection), ...(body.table ? { table: body.table } : { query: body.query! }) }),
-  parseSpec: (value) => sqlSpecSchema.parse(value) as SqlSpec,
-  publicConfigOf: (spec) => ({ ...publicConnection(spec), ...(spec.table ? { table: spec.table } : { query: spec.query! }) }),
-
-  ...databaseConnection<'mysql', SqlSpec, Connection>({
-    label: 'MySQL',
-    connect,
-    close,
-    failure,
-    missingColumn: (err, column) => (err as { code?: string })?.code === 'ER_BAD_FIELD_ERROR' && namesColumn(err, column),
-    /** Prepares the statement (the server parses it and resolves its tables) without running it. */
-    async probe(conn, spec) {
-      const columns = await new Promise<number>((resolve, reject) =>
-        conn.prepare(sqlOf(spec, quoteIdent), (err, stmt) => {
-          if (err) return reject(err);
-          // The typings omit `columns`; the statement carries the result's column definitions.
-          const n = (stmt as unknown as { columns: unknown[] }).columns.length;
-          stmt.close();
-          resolve(n);
-        }),
-      );
-      if (columns === 0) throw new ConnectorCheckError('query', 'the query returns no columns; give a SELECT');
-    },
-    /** Streams the rows; the driver pauses the socket while the stream's buffer is full (backpressure). */
-    async read(conn, spec, writer, inc) {
-      // MySQL sorts NULL first in ascending order.
-      const sql = incrementalSql(sqlOf(spec, quoteIdent), inc, { quote: quoteIdent, literal: (v) => conn.escape(v), nullsFirst: '' });
-      const rows = conn.query({ sql, rowsAsArray: true }).stream({ highWaterMark: 2_000 });
-      const seen: { columns: StagedColumn[]; encode: (values: readonly unknown[]) => string; cursorAt: number; last?: unknown[] } = {
-        columns: [],
-        encode: () => '',
-        cursorAt: -1,
-      };
-      rows.on('fields', (fields: FieldPacket[]) => {
-        seen.columns = columnsOf(fields);
-        seen.encode = ndjsonEncoder(seen.columns);
-        if (inc) seen.cursorAt = fields.findIndex((f) => f.name === inc.cursorField);
-      });
-      const count = await writeRows(
-        rows as AsyncIterable<unknown[]>,
-        (row) => {
-          seen.last = row;
-          return seen.encode(row);
-        },
-        writer,
-      );
-      await run(conn, 'COMMIT');
-      return { columns: seen.columns, rows: count, lastCursor: cursorText(seen.last, seen.cursorAt) };
-    },
-  }),
-};
+export const mysqlConnector = sqlConnector<'mysql', Connection>('mysql', {
+  label: 'MySQL',
+  connect,
+  close,
+  failure,
+  missingColumn: (err, column) => (err as { code?: string })?.code === 'ER_BAD_FIELD_ERROR' && namesColumn(err, column),
+  /** Prepares the statement (the server parses it and resolves its tables) without running it. */
+  async probe(conn, spec) {
+    const columns = await new Promise<number>((resolve, reject) =>
+      conn.prepare(sqlOf(spec, quoteIdent), (err, stmt) => {
+        if (err) return reject(err);
+        // The typings omit `columns`; the statement carries the result's column definitions.
+        const n = (stmt as unknown as { columns: unknown[] }).columns.length;
+        stmt.close();
+        resolve(n);
+      }),
+    );
+    if (columns === 0) throw new ConnectorCheckError('query', 'the query returns no columns; give a SELECT');
+  },
+  /** Streams the rows; the driver pauses the socket while the stream's buffer is full (backpressure). */
+  async read(conn, spec, writer, inc) {
+    // MySQL sorts NULL first in ascending order.
+    const sql = incrementalSql(sqlOf(spec, quoteIdent), inc, { quote: quoteIdent, literal: (v) => conn.escape(v), nullsFirst: '' });
+    const rows = conn.query({ sql, rowsAsArray: true }).stream({ highWaterMark: 2_000 });
+    const seen: { columns: StagedColumn[]; encode: (values: readonly unknown[]) => string; cursorAt: number; last?: unknown[] } = {
+      columns: [],
+      encode: () => '',
+      cursorAt: -1,
+    };
+    rows.on('fields', (fields: FieldPacket[]) => {
+      seen.columns = columnsOf(fields);
+      seen.encode = ndjsonEncoder(seen.columns);
+      if (inc) seen.cursorAt = fields.findIndex((f) => f.name === inc.cursorField);
+    });
+    const count = await writeRows(
+      rows as AsyncIterable<unknown[]>,
+      (row) => {
+        seen.last = row;
+        return seen.encode(row);
+      },
+      writer,
+    );
+    await run(conn, 'COMMIT');
+    return { columns: seen.columns, rows: count, lastCursor: cursorText(seen.last, seen.cursorAt) };
+  },
+});

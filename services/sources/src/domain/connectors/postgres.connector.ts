@@ -1,18 +1,10 @@
 import { isIP } from 'node:net';
 import pg from 'pg';
-import { z } from 'zod';
 import { ndjsonEncoder, uniqueNames } from '../ingest/row-encoding.ts';
-import { ConnectorCheckError, type IncrementalRead, type RemoteConnector, type RemoteContext, type StagedColumn, type StagedColumnType } from './connector.ts';
-import { closeQuietly, connectionOf, dbConnectionSchema, publicConnection, type DbConnection } from './db-spec.ts';
-import { cursorText, databaseConnection, incrementalSql, namesColumn } from './database.ts';
+import { ConnectorCheckError, type IncrementalRead, type RemoteContext, type StagedColumn, type StagedColumnType } from './connector.ts';
+import { closeQuietly, sqlOf, type SqlSpec } from './db-spec.ts';
+import { cursorText, incrementalSql, namesColumn, sqlConnector } from './database.ts';
 import { networkFailure, scrub, TooLargeError } from './remote-errors.ts';
-
-export interface SqlSpec extends DbConnection {
-  table?: string;
-  query?: string;
-}
-
-export const sqlSpecSchema = dbConnectionSchema.extend({ table: z.string().optional(), query: z.string().optional() });
 
 /** PostgreSQL type oids whose values the loader keeps typed; every other type arrives as its text form. */
 const PG_TYPES: Record<number, StagedColumnType> = {
@@ -33,12 +25,6 @@ const PG_TYPES: Record<number, StagedColumnType> = {
 const RAW_TEXT = { getTypeParser: () => (value: string) => value } as unknown as pg.CustomTypesConfig;
 
 const quoteIdent = (s: string) => `"${s.replaceAll('"', '""')}"`;
-
-/** The statement a source reads: a whole table, or the customer's own SELECT (minus a trailing semicolon). */
-export function sqlOf(spec: Pick<SqlSpec, 'table' | 'query'>, quote: (s: string) => string): string {
-  if (spec.table) return `SELECT * FROM ${spec.table.split('.').map(quote).join('.')}`;
-  return spec.query!.trim().replace(/;\s*$/, '');
-}
 
 /**
  * Rows per FETCH adapt so one batch is about this many bytes of NDJSON, within bounds: a batch is encoded in
@@ -141,49 +127,41 @@ function columnsOf(fields: readonly pg.FieldDef[]): StagedColumn[] {
   return fields.map((f, i) => ({ name: names[i]!, type: PG_TYPES[f.dataTypeID] ?? 'VARCHAR' }));
 }
 
-export const postgresConnector: RemoteConnector<'postgres', SqlSpec> = {
-  type: 'postgres',
-  mode: 'remote',
-  specOf: (body) => ({ ...connectionOf('postgres', body.connection), ...(body.table ? { table: body.table } : { query: body.query! }) }),
-  parseSpec: (value) => sqlSpecSchema.parse(value) as SqlSpec,
-  publicConfigOf: (spec) => ({ ...publicConnection(spec), ...(spec.table ? { table: spec.table } : { query: spec.query! }) }),
-
-  ...databaseConnection<'postgres', SqlSpec, pg.Client>({
-    label: 'PostgreSQL',
-    connect,
-    close,
-    failure,
-    missingColumn: (err, column) => (err as { code?: string })?.code === '42703' && namesColumn(err, column),
-    async probe(client, spec) {
-      await openCursor(client, spec, 'dap_probe');
-      await client.query('FETCH 1 FROM dap_probe');
-      await client.query('ROLLBACK');
-    },
-    async read(client, spec, writer, inc) {
-      await openCursor(client, spec, 'dap_cursor', inc);
-      let columns: StagedColumn[] | null = null;
-      let encode: ((values: readonly unknown[]) => string) | null = null;
-      let cursorAt = -1;
-      let last: unknown[] | undefined;
-      let rows = 0;
-      for (let batch = 500; ;) {
-        const res = await client.query({ text: `FETCH FORWARD ${batch} FROM dap_cursor`, rowMode: 'array' });
-        if (!columns) {
-          columns = columnsOf(res.fields);
-          encode = ndjsonEncoder(columns);
-          if (inc) cursorAt = res.fields.findIndex((f) => f.name === inc.cursorField);
-        }
-        let text = '';
-        for (const row of res.rows as unknown[][]) text += encode!(row);
-        await writer.write(text);
-        rows += res.rows.length;
-        if (res.rows.length) last = res.rows[res.rows.length - 1] as unknown[];
-        if (res.rows.length < batch) break;
-        const bytesPerRow = Math.max(1, text.length / res.rows.length);
-        batch = Math.min(BATCH_MAX, Math.max(BATCH_MIN, Math.floor(BATCH_TARGET_BYTES / bytesPerRow)));
+export const postgresConnector = sqlConnector<'postgres', pg.Client>('postgres', {
+  label: 'PostgreSQL',
+  connect,
+  close,
+  failure,
+  missingColumn: (err, column) => (err as { code?: string })?.code === '42703' && namesColumn(err, column),
+  async probe(client, spec) {
+    await openCursor(client, spec, 'dap_probe');
+    await client.query('FETCH 1 FROM dap_probe');
+    await client.query('ROLLBACK');
+  },
+  async read(client, spec, writer, inc) {
+    await openCursor(client, spec, 'dap_cursor', inc);
+    let columns: StagedColumn[] | null = null;
+    let encode: ((values: readonly unknown[]) => string) | null = null;
+    let cursorAt = -1;
+    let last: unknown[] | undefined;
+    let rows = 0;
+    for (let batch = 500; ;) {
+      const res = await client.query({ text: `FETCH FORWARD ${batch} FROM dap_cursor`, rowMode: 'array' });
+      if (!columns) {
+        columns = columnsOf(res.fields);
+        encode = ndjsonEncoder(columns);
+        if (inc) cursorAt = res.fields.findIndex((f) => f.name === inc.cursorField);
       }
-      await client.query('COMMIT');
-      return { columns: columns ?? [], rows, lastCursor: cursorText(last, cursorAt) };
-    },
-  }),
-};
+      let text = '';
+      for (const row of res.rows as unknown[][]) text += encode!(row);
+      await writer.write(text);
+      rows += res.rows.length;
+      if (res.rows.length) last = res.rows[res.rows.length - 1] as unknown[];
+      if (res.rows.length < batch) break;
+      const bytesPerRow = Math.max(1, text.length / res.rows.length);
+      batch = Math.min(BATCH_MAX, Math.max(BATCH_MIN, Math.floor(BATCH_TARGET_BYTES / bytesPerRow)));
+    }
+    await client.query('COMMIT');
+    return { columns: columns ?? [], rows, lastCursor: cursorText(last, cursorAt) };
+  },
+});
