@@ -1,7 +1,8 @@
 import type { Collection, Document } from 'mongodb';
 import { makeEvent, newId, type DomainEvent } from '@dap/contracts';
+import { Lifecycle } from '@dap/lifecycle';
 import { createLogger } from '@dap/logger';
-import { connectMongo, OutboxRelay, TenantCollection, type MongoHandle, type StagedBatch, type TenantDoc } from '@dap/mongo';
+import { connectMongo, OutboxRelay, startOutboxRelay, TenantCollection, type MongoHandle, type StagedBatch, type TenantDoc } from '@dap/mongo';
 import { stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
 
 interface Doc extends TenantDoc {
@@ -313,5 +314,55 @@ describe('OutboxRelay (on the test stack MongoDB)', () => {
     await relay.stop();
     expect(published.map((e) => e.subject)).toEqual(['src_1', 'src_3']);
     expect((await legacy.findOne({ _id: 'p2' as never }))?._outboxPending).toBe(true);
+  });
+
+  describe('startOutboxRelay', () => {
+    const pending = (raw: Collection<Document>, id: string, e: DomainEvent) =>
+      // Left by another process (the accounts CLI) and never handed over to this relay.
+      raw.insertOne({ _id: id as never, accountId, n: 1, deletedAt: null, _outbox: [e], _outboxPending: true });
+
+    it('at stop, ends polling and then publishes what is still pending', async () => {
+      const raw = mongo.db.collection('shutdown');
+      const published: DomainEvent[] = [];
+      const relay = new OutboxRelay({ collections: [raw], publisher: { publish: async (e) => void published.push(...e) }, logger, intervalMs: 60_000 });
+      const life = new Lifecycle(logger);
+      startOutboxRelay(life, relay, logger);
+      expect(life.opened).toEqual(['outbox relay']);
+      await relay.flush(); // the start-up sweep, on an empty collection
+      const left = event(1);
+      await pending(raw, 'p', left);
+      await life.stop();
+      expect(published.map((e) => e.id)).toEqual([left.id]);
+      expect((await raw.findOne({ _id: 'p' as never }))?._outboxPending).toBe(false);
+    });
+
+    it('logs a flush that fails at stop and still stops, leaving the events for the next start', async () => {
+      const raw = mongo.db.collection('shutdown_down');
+      let refused = 0;
+      const relay = new OutboxRelay({
+        collections: [raw],
+        publisher: {
+          publish: async () => {
+            refused++;
+            throw new Error('broker down');
+          },
+        },
+        logger,
+        intervalMs: 60_000,
+      });
+      const warn = jest.spyOn(logger, 'warn');
+      try {
+        const life = new Lifecycle(logger);
+        startOutboxRelay(life, relay, logger);
+        await relay.flush();
+        await pending(raw, 'q', event(2));
+        await expect(life.stop()).resolves.toBeUndefined();
+        expect(refused).toBe(1); // the shutdown's flush tried to publish, and failed
+        expect(warn).toHaveBeenCalledWith({ err: expect.objectContaining({ message: 'broker down' }) }, expect.stringMatching(/^outbox flush at shutdown failed/));
+        expect((await raw.findOne({ _id: 'q' as never }))?._outboxPending).toBe(true);
+      } finally {
+        warn.mockRestore();
+      }
+    });
   });
 });
