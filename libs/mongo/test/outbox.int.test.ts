@@ -1,8 +1,9 @@
 import type { Collection, Document } from 'mongodb';
 import { makeEvent, newId, type DomainEvent } from '@dap/contracts';
 import { createLogger } from '@dap/logger';
-import { connectMongo, OutboxRelay, TenantCollection, type MongoHandle, type StagedBatch, type TenantDoc } from '@dap/mongo';
-import { stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { OutboxRelay, TenantCollection, type StagedBatch, type TenantDoc } from '@dap/mongo';
+import { uniqueSuffix, waitFor } from '@dap/testing';
+import { useTestDatabase } from './test-database.ts';
 
 interface Doc extends TenantDoc {
   n: number;
@@ -24,15 +25,7 @@ function countFinds(coll: Collection<Document>) {
 }
 
 describe('OutboxRelay (on the test stack MongoDB)', () => {
-  let mongo: MongoHandle;
-
-  beforeAll(async () => {
-    mongo = await connectMongo(stackEnv().MONGO_URL, `outbox_${uniqueSuffix()}`);
-  });
-  afterAll(async () => {
-    await mongo.db.dropDatabase().catch(() => {});
-    await mongo.close();
-  });
+  const mongo = useTestDatabase('outbox');
 
   it('publishes handed-over events in batches and clears the documents without querying for pending ones', async () => {
     const raw = mongo.db.collection('handoff');

@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
-import { connectMongo, TenantRepository, type MongoHandle, type TenantDoc } from '@dap/mongo';
-import { stackEnv, uniqueSuffix } from '@dap/testing';
+import { TenantRepository, type TenantDoc } from '@dap/mongo';
+import { useTestDatabase } from './test-database.ts';
 
 interface TokenDoc extends TenantDoc {
   tokenHash: string;
@@ -17,16 +17,7 @@ class TokenRepository extends TenantRepository<TokenDoc> {
 }
 
 describe('TenantRepository (on the test stack MongoDB)', () => {
-  let mongo: MongoHandle;
-
-  beforeAll(async () => {
-    mongo = await connectMongo(stackEnv().MONGO_URL, `repository_${uniqueSuffix()}`);
-  });
-
-  afterAll(async () => {
-    await mongo?.db.dropDatabase();
-    await mongo?.close();
-  });
+  const mongo = useTestDatabase('repository');
 
   it('creates the declared indexes with their options, and a second call changes nothing', async () => {
     const repo = new TokenRepository(mongo.db);
