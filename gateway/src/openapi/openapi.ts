@@ -76,9 +76,8 @@ const rateHeaders: Json = {
 
 /** The headers of a success response: the rate-limit and request-id headers, and Location where a resource was made or work started. */
 function successHeaders(status: number, shared: SharedComponents): Json {
-  const names = [...Object.keys(rateHeaders), ...(status === 201 || status === 202 ? ['Location'] : [])];
-  const all: Json = { ...rateHeaders, Location: { schema: { type: 'string' } } };
-  return Object.fromEntries(names.map((name) => [name, shared.ref('headers', name, all[name] as Json)]));
+  const headers: Json = { ...rateHeaders, ...(status === 201 || status === 202 ? { Location: { schema: { type: 'string' } } } : {}) };
+  return Object.fromEntries(Object.entries(headers).map(([name, header]) => [name, shared.ref('headers', name, header as Json)]));
 }
 
 /** An error response as the document names it (a component shared by the operations that answer it alike). */
