@@ -164,6 +164,11 @@ function operationsOf(service: ServiceName, scopes: { read: Scope; write: Scope 
   }));
 }
 
+/** A paged list: a GET that takes the list query (limit, cursor) and answers one page of the items. */
+function pagedList(spec: Pick<OperationSpec, 'operationId' | 'path' | 'auth' | 'summary'>, page: z.ZodType): OperationSpec {
+  return { ...spec, method: 'get', query: listQuerySchema, success: { status: 200, schema: page } };
+}
+
 export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
   ...operationsOf('accounts', null, [
     {
@@ -243,15 +248,7 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     },
   ]),
   ...operationsOf('accounts', null, [
-    {
-      operationId: 'listKeys',
-      method: 'get',
-      path: '/keys',
-      auth: 'session',
-      summary: 'List API keys (Settings > API Keys), without their secrets.',
-      query: listQuerySchema,
-      success: { status: 200, schema: apiKeyListSchema },
-    },
+    pagedList({ operationId: 'listKeys', path: '/keys', auth: 'session', summary: 'List API keys (Settings > API Keys), without their secrets.' }, apiKeyListSchema),
     {
       operationId: 'createKey',
       method: 'post',
@@ -289,14 +286,7 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     },
   ]),
   ...operationsOf('sources', { read: 'sources:read', write: 'sources:write' }, [
-    {
-      operationId: 'listSources',
-      method: 'get',
-      path: '/sources',
-      summary: 'List all connected data sources.',
-      query: listQuerySchema,
-      success: { status: 200, schema: sourceListSchema },
-    },
+    pagedList({ operationId: 'listSources', path: '/sources', summary: 'List all connected data sources.' }, sourceListSchema),
     {
       operationId: 'createSource',
       method: 'post',
@@ -394,14 +384,7 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
       query: usageStatsQuery,
       success: { status: 200, schema: usageStatsSchema },
     },
-    {
-      operationId: 'listReports',
-      method: 'get',
-      path: '/analytics/reports',
-      summary: 'List reports, newest first.',
-      query: listQuerySchema,
-      success: { status: 200, schema: reportListSchema },
-    },
+    pagedList({ operationId: 'listReports', path: '/analytics/reports', summary: 'List reports, newest first.' }, reportListSchema),
     {
       operationId: 'getReport',
       method: 'get',
@@ -452,14 +435,7 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
         422: "the query would read more bytes than one query may on the account's plan (the detail names the limit), or, with `saveReport: false`, it failed (query_failed)",
       },
     },
-    {
-      operationId: 'listInsights',
-      method: 'get',
-      path: '/analytics/insights',
-      summary: 'List saved insights (named queries), newest first.',
-      query: listQuerySchema,
-      success: { status: 200, schema: insightListSchema },
-    },
+    pagedList({ operationId: 'listInsights', path: '/analytics/insights', summary: 'List saved insights (named queries), newest first.' }, insightListSchema),
     {
       operationId: 'createInsight',
       method: 'post',
@@ -504,14 +480,7 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
         422: 'the query would read more than the plan allows per query, or it failed (query_failed; the detail says why, e.g. a field the source no longer has)',
       },
     },
-    {
-      operationId: 'listDashboards',
-      method: 'get',
-      path: '/analytics/dashboards',
-      summary: 'List dashboards, newest first, without their tiles.',
-      query: listQuerySchema,
-      success: { status: 200, schema: dashboardListSchema },
-    },
+    pagedList({ operationId: 'listDashboards', path: '/analytics/dashboards', summary: 'List dashboards, newest first, without their tiles.' }, dashboardListSchema),
     {
       operationId: 'createDashboard',
       method: 'post',
@@ -577,14 +546,7 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     },
   ]),
   ...operationsOf('models', { read: 'models:read', write: 'models:write' }, [
-    {
-      operationId: 'listModels',
-      method: 'get',
-      path: '/models',
-      summary: 'List all available AI models.',
-      query: listQuerySchema,
-      success: { status: 200, schema: modelListSchema },
-    },
+    pagedList({ operationId: 'listModels', path: '/models', summary: 'List all available AI models.' }, modelListSchema),
     {
       operationId: 'createModel',
       method: 'post',
@@ -664,14 +626,7 @@ export const API_OPERATIONS: readonly ApiOperation[] = Object.freeze([
     },
   ]),
   ...operationsOf('webhooks', { read: 'webhooks:read', write: 'webhooks:write' }, [
-    {
-      operationId: 'listWebhooks',
-      method: 'get',
-      path: '/webhooks',
-      summary: 'List registered webhook endpoints.',
-      query: listQuerySchema,
-      success: { status: 200, schema: webhookListSchema },
-    },
+    pagedList({ operationId: 'listWebhooks', path: '/webhooks', summary: 'List registered webhook endpoints.' }, webhookListSchema),
     {
       operationId: 'createWebhook',
       method: 'post',
