@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the project's npm dependencies when package-lock.json changed, and checks that the Node 24
-# binary from the `node` devDependency is in place (npm runs our scripts with it).
+# Installs the project's npm dependencies when package-lock.json changed, checks that the Node 24 binary from
+# the `node` devDependency is in place (npm runs our scripts with it), and makes what is generated from the
+# sources (the client types, the dashboard) when its sources changed.
 set -Eeuo pipefail
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
@@ -24,6 +25,21 @@ if ! node_modules/.bin/node --version 2>/dev/null | grep -q '^v24\.'; then
   say "fetching the Node 24 binary (npm rebuild node)..."
   npm rebuild node --ignore-scripts=false >/dev/null 2>&1 || true
   node_modules/.bin/node --version 2>/dev/null | grep -q '^v24\.' || fail "installing Node 24 from the npm package 'node'"
+fi
+
+# The client types (libs/sdk/src/generated/openapi.d.ts, which the SDK, the dashboard and the type check use) are
+# generated from the OpenAPI document, not committed: made again whenever a source the document is built from
+# (the libs, the gateway's document builder and its examples) or the lock file changed.
+client_hash() {
+  { find libs/*/src libs/sdk/scripts gateway/src/openapi -path libs/sdk/src/generated -prune -o -type f -name '*.ts' ! -name '*.test.ts' -print | LC_ALL=C sort | xargs sha256sum; sha256sum package-lock.json; } | sha256sum | cut -d' ' -f1
+}
+client_stamp=libs/sdk/src/generated/.sources.sha256
+if [[ ! -f libs/sdk/src/generated/openapi.d.ts || ! -f $client_stamp || $(cat "$client_stamp") != "$(client_hash)" ]]; then
+  say "generating the client types (npm run generate:client)..."
+  log=$(mktemp)
+  node_modules/.bin/node --no-warnings libs/sdk/scripts/generate-client.ts >"$log" 2>&1 || { tail -30 "$log" >&2; fail "generating the client types (log above)"; }
+  rm -f "$log"
+  client_hash >"$client_stamp"
 fi
 
 # The dashboard (gateway/dashboard: Vite + React) is built into gateway/dashboard/dist, which the gateway

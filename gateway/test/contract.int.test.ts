@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { API_OPERATIONS, newId, type ApiOperation } from '@dap/contracts';
-import { http, waitFor } from '@dap/testing';
+import { http, inlineSharedComponents, waitFor } from '@dap/testing';
 import { bearer, startHarness } from './harness.ts';
 
 /**
@@ -30,7 +30,7 @@ beforeAll(async () => {
   // Every data service "down": a port nothing listens on.
   const closed = 'http://127.0.0.1:9';
   down = (await h.gateway({ SOURCES_URL: closed, ANALYTICS_URL: closed, MODELS_URL: closed, WEBHOOKS_URL: closed })).url;
-  doc = (await http('GET', `${gw}/v1/openapi.json`)).body;
+  doc = inlineSharedComponents((await http('GET', `${gw}/v1/openapi.json`)).body);
   key = (await h.newAccount('enterprise')).secret;
   const signup = async () => {
     const res = await http('POST', `${gw}/v1/auth/signup`, {

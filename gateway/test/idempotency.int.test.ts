@@ -1,5 +1,5 @@
 import { createRedis } from '@dap/redis';
-import { http, waitFor } from '@dap/testing';
+import { http, inlineSharedComponents, waitFor } from '@dap/testing';
 import { bearer, startHarness } from './harness.ts';
 
 let h: Awaited<ReturnType<typeof startHarness>>;
@@ -153,7 +153,7 @@ describe('Idempotency-Key', () => {
     const again = await http('POST', `${gw}/v1/auth/signup`, { headers: { 'idempotency-key': key }, body: { email, password: 'correct horse battery', accountName: 'Acme' } });
     expect([again.status, again.headers.get('set-cookie')]).toEqual([409, null]);
     // The OpenAPI document says so too.
-    const doc = (await http('GET', `${gw}/v1/openapi.json`)).body;
+    const doc = inlineSharedComponents((await http('GET', `${gw}/v1/openapi.json`)).body);
     const takesKey = (path: string) => doc.paths[path].post.parameters.some((p: { name: string }) => p.name === 'Idempotency-Key');
     expect([takesKey('/auth/signup'), takesKey('/auth/login'), takesKey('/sources')]).toEqual([false, false, true]);
   });

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ValidateFunction } from 'ajv';
 import { API_OPERATIONS, newId, type ApiOperation } from '@dap/contracts';
-import { startReceiver, waitFor } from '@dap/testing';
+import { inlineSharedComponents, startReceiver, waitFor } from '@dap/testing';
 import { Recorder, reportFigures, startSystem, type Recorded, type System } from '../faults/system.ts';
 import { keyCaller, makeFixtures, paramKind, PREFIX_OF, signup, validBodyOf, type Caller, type Fixtures } from '../security/fixtures.ts';
 import { invalid, valid, type GenContext } from './arbitrary.ts';
@@ -36,7 +36,7 @@ beforeAll(async () => {
   session = await signup(rec, sys.gw, 'oas-session');
   [fx, sfx] = await Promise.all([makeFixtures(rec, sys.gw, keyed, receiver.url), makeFixtures(rec, sys.gw, session, receiver.url, { session: true })]);
   const res = await rec.call(sys.gw, 'GET', '/v1/openapi.json');
-  doc = res.json;
+  doc = inlineSharedComponents(res.json);
   ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
   ajv.addSchema(relink({ $id: 'dap-components', components: doc.components }), 'dap-components');
 }, 180_000);

@@ -12,11 +12,14 @@ import {
 } from '@dap/contracts';
 import { ERROR_CODES } from '@dap/errors';
 import { verifyWebhook } from '@dap/sdk/webhooks';
+import { inlineSharedComponents } from '@dap/testing';
 import { buildOpenApi } from './openapi.ts';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- the document is walked generically
 
-const doc = buildOpenApi('https://api.example.com') as Json;
+const raw = buildOpenApi('https://api.example.com') as Json;
+/** The document with each operation's shared responses, parameters and headers written out. */
+const doc = inlineSharedComponents(raw);
 const operationOf = (op: ApiOperation) => doc.paths[op.path][op.method] as Json;
 const ajv = new Ajv2020({ strict: false });
 
@@ -82,6 +85,29 @@ describe('the OpenAPI document and the server agree', () => {
     const create = operationOf(API_OPERATIONS.find((x) => x.operationId === 'createSource')!);
     expect((create.parameters as Json[]).map((p) => p.name)).toEqual(['Idempotency-Key']);
     expect(create.responses['422'].description).toMatch(/may not reach.*Or: The Idempotency-Key was used before with a different request body/);
+  });
+
+  it('says once what operations share: the common problems, the list parameters, ids, Idempotency-Key and the success headers', () => {
+    const get = raw.paths['/sources/{id}'].get as Json;
+    const create = raw.paths['/sources'].post as Json;
+    expect([get.responses['400'], get.responses['404'], get.responses['403']]).toEqual([
+      { $ref: '#/components/responses/BadRequest' },
+      { $ref: '#/components/responses/NotFound' },
+      { $ref: '#/components/responses/Forbidden.sources-read' },
+    ]);
+    expect(raw.components.responses['Forbidden.sources-write.csrf'].description).toBe(
+      'Forbidden: the API key lacks the sources:write scope; or a dashboard request did not send its x-csrf-token.',
+    );
+    expect(get.parameters).toEqual([{ $ref: '#/components/parameters/id' }]);
+    expect(create.parameters).toEqual([{ $ref: '#/components/parameters/Idempotency-Key' }]);
+    expect(raw.paths['/sources'].get.parameters).toEqual([{ $ref: '#/components/parameters/limit' }, { $ref: '#/components/parameters/cursor' }]);
+    expect(create.responses['201'].headers.Location).toEqual({ $ref: '#/components/headers/Location' });
+    // An operation's own words stay with it (createSource's 422), and a list's own filters are its own.
+    expect(create.responses['422'].description).toMatch(/may not reach/);
+    const deliveries = (raw.paths['/webhooks/{id}/deliveries'].get.parameters as Json[]).map((p) => p.$ref ?? p.name);
+    expect(deliveries).toEqual(expect.arrayContaining(['#/components/parameters/id', '#/components/parameters/cursor', 'status']));
+    // An upload's 413 says what it means, like every other operation's.
+    expect(doc.paths['/sources/upload'].post.responses['413'].description).toBe('The request body is larger than the limit.');
   });
 
   it('documents errorCount on the problem body', () => {
@@ -170,11 +196,22 @@ describe('examples and the webhook event catalog', () => {
           else walk(x);
         }
     };
-    walk(doc);
+    walk(raw);
     expect(refs.size).toBeGreaterThan(20);
-    const dangling = [...refs].filter((r) => !r.startsWith('#/components/schemas/') || !(r.slice('#/components/schemas/'.length) in doc.components.schemas));
+    const dangling = [...refs].filter((r) => {
+      const [, kind, name] = /^#\/components\/(\w+)\/(.+)$/.exec(r) ?? [];
+      return !kind || !name || !(name in (raw.components[kind] ?? {}));
+    });
     expect(dangling).toEqual([]);
-    expect([...refs]).toEqual(expect.arrayContaining(['#/components/schemas/SourceReadyEvent', '#/components/schemas/EndpointDisabledEvent']));
+    expect([...refs]).toEqual(
+      expect.arrayContaining([
+        '#/components/schemas/SourceReadyEvent',
+        '#/components/schemas/EndpointDisabledEvent',
+        '#/components/responses/NotFound',
+        '#/components/parameters/cursor',
+        '#/components/headers/X-Request-Id',
+      ]),
+    );
     const ids = [...Object.values(doc.paths as Json).flatMap((p) => Object.values(p as Json)), ...Object.values(doc.webhooks as Json).map((w) => w.post)].map((o) => o.operationId);
     expect(new Set(ids).size).toBe(ids.length);
   });

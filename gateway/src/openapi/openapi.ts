@@ -1,9 +1,11 @@
+import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { MAX_JSON_DEPTH, MAX_LISTED_ERRORS } from '@dap/http';
 import {
   API_OPERATIONS,
   FILE_FORMATS,
   IDEMPOTENCY_KEY_PATTERN,
+  listQuerySchema,
   operationTakesIdempotencyKey,
   PUBLIC_EVENT_DESCRIPTIONS,
   problemSchema,
@@ -41,7 +43,24 @@ const problemResponse = (description: string) => ({
   content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
 });
 
-const rateHeaders = {
+/**
+ * The responses, parameters and headers many operations share are components, referred to by name, so the
+ * document (and the client generated from it) says each once.
+ */
+class SharedComponents {
+  readonly responses: Json = {};
+  readonly parameters: Json = {};
+  readonly headers: Json = {};
+
+  ref(kind: 'responses' | 'parameters' | 'headers', name: string, value: Json): Json {
+    const known = this[kind][name];
+    if (known !== undefined && !isDeepStrictEqual(known, value)) throw new Error(`two different ${kind} components are named ${name}`);
+    this[kind][name] = value;
+    return { $ref: `#/components/${kind}/${name}` };
+  }
+}
+
+const rateHeaders: Json = {
   'X-Request-Id': { description: 'The request id, also in logs and error bodies.', schema: { type: 'string' } },
   traceresponse: {
     description:
@@ -55,75 +74,109 @@ const rateHeaders = {
   'X-RateLimit-Reset': { description: 'Unix time (seconds) when a request slot frees up.', schema: { type: 'integer' } },
 };
 
+/** The headers of a success response: the rate-limit and request-id headers, and Location where a resource was made or work started. */
+function successHeaders(status: number, shared: SharedComponents): Json {
+  const headers: Json = { ...rateHeaders, ...(status === 201 || status === 202 ? { Location: { schema: { type: 'string' } } } : {}) };
+  return Object.fromEntries(Object.entries(headers).map(([name, header]) => [name, shared.ref('headers', name, header as Json)]));
+}
+
+/** An error response as the document names it (a component shared by the operations that answer it alike). */
+interface ErrorResponse {
+  description: string;
+  /** The component's name; none for words that belong to one operation (its errorNotes). */
+  name?: string;
+}
+
 /** Every operation can answer these: they come from the gateway and the shared service middleware. */
-const COMMON_ERRORS: Record<number, string> = {
-  400: `The request is malformed or fails validation; errors[] names each invalid field (at most ${MAX_LISTED_ERRORS}, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than ${MAX_JSON_DEPTH} levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate).`,
-  413: 'The request body is larger than the limit.',
-  429: 'The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After.',
-  500: 'An unexpected error occurred.',
-  502: 'The service behind the gateway failed to answer.',
-  503: 'A service or one of its dependencies is temporarily unavailable; see Retry-After.',
+const COMMON_ERRORS: Record<number, Required<ErrorResponse>> = {
+  400: {
+    name: 'BadRequest',
+    description: `The request is malformed or fails validation; errors[] names each invalid field (at most ${MAX_LISTED_ERRORS}, with errorCount when there were more). Besides the schemas, every request is refused for a query parameter the operation does not list or one given twice, and every JSON body for nesting deeper than ${MAX_JSON_DEPTH} levels, a field name starting with $ or named __proto__, or a string that is not valid Unicode (a lone surrogate).`,
+  },
+  413: { name: 'PayloadTooLarge', description: 'The request body is larger than the limit.' },
+  429: { name: 'TooManyRequests', description: 'The plan rate limit is exceeded, or too many failed authentications came from this address; see Retry-After.' },
+  500: { name: 'InternalError', description: 'An unexpected error occurred.' },
+  502: { name: 'BadGateway', description: 'The service behind the gateway failed to answer.' },
+  503: { name: 'Unavailable', description: 'A service or one of its dependencies is temporarily unavailable; see Retry-After.' },
 };
-const EXTRA_ERRORS: Record<number, string> = {
-  404: 'The resource does not exist (or belongs to another account).',
-  409: 'The request conflicts with the resource state.',
-  415: 'The request body has a media type (or content coding) this operation does not take.',
-  422: 'The request is well-formed but cannot be carried out.',
-  503: 'A service or one of its dependencies is temporarily unavailable; see Retry-After.',
+const EXTRA_ERRORS: Record<number, Required<ErrorResponse>> = {
+  404: { name: 'NotFound', description: 'The resource does not exist (or belongs to another account).' },
+  409: { name: 'Conflict', description: 'The request conflicts with the resource state.' },
+  415: { name: 'UnsupportedMediaType', description: 'The request body has a media type (or content coding) this operation does not take.' },
+  422: { name: 'Unprocessable', description: 'The request is well-formed but cannot be carried out.' },
+  503: COMMON_ERRORS[503]!,
 };
-const IDEMPOTENCY_ERRORS: Record<number, string> = {
-  409: 'A request with the same Idempotency-Key is still in progress; see Retry-After.',
-  422: 'The Idempotency-Key was used before with a different request body.',
+const IDEMPOTENCY_ERRORS: Record<number, Required<ErrorResponse>> = {
+  409: { name: 'IdempotencyKeyInUse', description: 'A request with the same Idempotency-Key is still in progress; see Retry-After.' },
+  422: { name: 'IdempotencyKeyReused', description: 'The Idempotency-Key was used before with a different request body.' },
 };
 
 /** The error statuses an operation can answer, each with what it means there. */
-export function errorResponsesOf(op: ApiOperation): Record<number, string> {
+export function errorResponsesOf(op: ApiOperation): Record<number, ErrorResponse> {
   const auth = op.auth ?? 'any';
-  const out: Record<number, string> = { ...COMMON_ERRORS };
-  if (auth !== 'public' || op.operationId === 'login')
-    out[401] =
-      op.operationId === 'login'
-        ? 'The email or password is wrong.'
-        : auth === 'session'
-          ? 'The dashboard session is missing or has ended.'
-          : 'The API key or session is missing or invalid.';
+  const out: Record<number, ErrorResponse> = { ...COMMON_ERRORS };
+  if (op.operationId === 'login') out[401] = { description: 'The email or password is wrong.' };
+  else if (auth === 'session') out[401] = { name: 'SessionMissing', description: 'The dashboard session is missing or has ended.' };
+  else if (auth !== 'public') out[401] = { name: 'Unauthorized', description: 'The API key or session is missing or invalid.' };
   const reasons403 = [
-    ...(op.scope ? [`the API key lacks the ${op.scope} scope`] : []),
-    ...(auth === 'session' ? ['the operation needs a dashboard session, not an API key'] : []),
-    ...(auth !== 'public' && op.method !== 'get' ? ['a dashboard request did not send its x-csrf-token'] : []),
+    ...(op.scope ? [[op.scope.replace(':', '-'), `the API key lacks the ${op.scope} scope`]] : []),
+    ...(auth === 'session' ? [['session', 'the operation needs a dashboard session, not an API key']] : []),
+    ...(auth !== 'public' && op.method !== 'get' ? [['csrf', 'a dashboard request did not send its x-csrf-token']] : []),
   ];
-  if (reasons403.length) out[403] = `Forbidden: ${reasons403.join('; or ')}.`;
+  if (reasons403.length)
+    out[403] = { name: ['Forbidden', ...reasons403.map(([key]) => key)].join('.'), description: `Forbidden: ${reasons403.map(([, why]) => why).join('; or ')}.` };
   const notes = op.errorNotes ?? {};
   const statuses = new Set([...op.errors, ...(operationTakesIdempotencyKey(op) ? [409, 422] : [])]);
   for (const status of statuses) {
-    const own = op.errors.includes(status) ? (notes[status] ? `${notes[status]![0]!.toUpperCase()}${notes[status]!.slice(1)}.` : (EXTRA_ERRORS[status] ?? 'Error.')) : null;
+    const note = notes[status];
+    const own: ErrorResponse | null = op.errors.includes(status)
+      ? note
+        ? { description: `${note[0]!.toUpperCase()}${note.slice(1)}.` }
+        : (EXTRA_ERRORS[status] ?? COMMON_ERRORS[status] ?? { description: 'Error.' })
+      : null;
     const idem = operationTakesIdempotencyKey(op) ? IDEMPOTENCY_ERRORS[status] : undefined;
-    out[status] = [own, idem].filter(Boolean).join(' Or: ');
+    const parts = [own, idem].filter((r): r is ErrorResponse => !!r);
+    out[status] = {
+      description: parts.map((r) => r.description).join(' Or: '),
+      ...(parts.every((r) => r.name) ? { name: parts.map((r) => r.name).join('Or') } : {}),
+    };
   }
   return out;
 }
 
-function parametersOf(op: ApiOperation, components: Json): Json[] {
+/** The query parameters of a query schema, each with its schema and description. */
+function queryParametersOf(query: z.ZodType, components: Json): Json[] {
+  const q = schemaOf(query, 'input', components) as { properties?: Record<string, Json>; required?: string[] };
+  return Object.entries(q.properties ?? {}).map(([name, schema]) => {
+    const { description, ...rest } = schema as { description?: string };
+    return { name, in: 'query', required: q.required?.includes(name) ?? false, schema: rest, ...(description ? { description } : {}) };
+  });
+}
+
+function parametersOf(op: ApiOperation, components: Json, shared: SharedComponents): Json[] {
   const params: Json[] = [];
   for (const m of op.path.matchAll(/\{(\w+)\}/g)) {
-    params.push({ name: m[1], in: 'path', required: true, schema: { type: 'string' }, description: 'Resource identifier.' });
+    params.push(shared.ref('parameters', m[1]!, { name: m[1], in: 'path', required: true, schema: { type: 'string' }, description: 'Resource identifier.' }));
   }
   if (op.query) {
-    const q = schemaOf(op.query, 'input', components) as { properties?: Record<string, Json>; required?: string[] };
-    for (const [name, schema] of Object.entries(q.properties ?? {})) {
-      const { description, ...rest } = schema as { description?: string };
-      params.push({ name, in: 'query', required: q.required?.includes(name) ?? false, schema: rest, ...(description ? { description } : {}) });
+    // The page size and cursor of every list are one shared parameter each; a list that gave them another
+    // meaning (say, another default) would document its own.
+    const listParams = queryParametersOf(listQuerySchema, components);
+    for (const param of queryParametersOf(op.query, components)) {
+      params.push(listParams.some((p) => isDeepStrictEqual(p, param)) ? shared.ref('parameters', String(param.name), param) : param);
     }
   }
   if (operationTakesIdempotencyKey(op)) {
-    params.push({
-      name: 'Idempotency-Key',
-      in: 'header',
-      required: false,
-      schema: { type: 'string', minLength: 1, maxLength: 255, pattern: IDEMPOTENCY_KEY_PATTERN.source },
-      description:
-        'Makes a retry safe: the first answer (below 500) is kept for 24 h and replayed for the same key and body; the same key with another body is a 422, and a retry while the first request runs is a 409. 1 to 255 visible ASCII characters; anything else is a 400.',
-    });
+    params.push(
+      shared.ref('parameters', 'Idempotency-Key', {
+        name: 'Idempotency-Key',
+        in: 'header',
+        required: false,
+        schema: { type: 'string', minLength: 1, maxLength: 255, pattern: IDEMPOTENCY_KEY_PATTERN.source },
+        description:
+          'Makes a retry safe: the first answer (below 500) is kept for 24 h and replayed for the same key and body; the same key with another body is a 422, and a retry while the first request runs is a 409. 1 to 255 visible ASCII characters; anything else is a 400.',
+      }),
+    );
   }
   return params;
 }
@@ -160,6 +213,7 @@ export function buildOpenApi(serverUrl: string): Json {
   const components: Json = {};
   schemaOf(problemSchema, 'output', components);
   (components.Problem as { properties: Json }).properties.code = problemCodeSchema();
+  const shared = new SharedComponents();
   const paths: Record<string, Json> = {};
   for (const op of API_OPERATIONS) {
     const responses: Json = {};
@@ -168,17 +222,18 @@ export function buildOpenApi(serverUrl: string): Json {
     const okBody = success.schema ? { content: { [success.mediaType ?? 'application/json']: media(schemaOf(success.schema, 'output', components), RESPONSE_EXAMPLES) } } : {};
     responses[String(success.status)] = {
       description: success.status === 204 ? 'Done; no content.' : 'Success.',
-      headers: { ...rateHeaders, ...(success.status === 201 || success.status === 202 ? { Location: { schema: { type: 'string' } } } : {}) },
+      headers: successHeaders(success.status, shared),
       ...okBody,
     };
     for (const alt of success.alt ?? []) {
       responses[String(alt.status)] = {
         description: alt.description ?? 'Accepted; the work finishes in the background. Poll the Location.',
-        headers: { ...rateHeaders, ...(alt.status === 202 ? { Location: { schema: { type: 'string' } } } : {}) },
+        headers: successHeaders(alt.status, shared),
         content: { 'application/json': media(schemaOf(alt.schema, 'output', components), RESPONSE_EXAMPLES) },
       };
     }
-    for (const [status, description] of Object.entries(errorResponsesOf(op))) responses[status] = problemResponse(description);
+    for (const [status, { name, description }] of Object.entries(errorResponsesOf(op)))
+      responses[status] = name ? shared.ref('responses', name, problemResponse(description)) : problemResponse(description);
     const security = auth === 'public' ? [] : auth === 'session' ? [{ sessionCookie: [] }] : [{ bearerAuth: op.scope ? [op.scope] : [] }, { sessionCookie: [] }];
     const operation: Json = {
       operationId: op.operationId,
@@ -187,7 +242,7 @@ export function buildOpenApi(serverUrl: string): Json {
       'x-required-scope': op.scope,
       'x-auth': auth,
       security,
-      parameters: parametersOf(op, components),
+      parameters: parametersOf(op, components, shared),
       responses,
     };
     if (op.body) {
@@ -213,6 +268,9 @@ export function buildOpenApi(serverUrl: string): Json {
     paths,
     components: {
       schemas: components,
+      responses: shared.responses,
+      parameters: shared.parameters,
+      headers: shared.headers,
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key from Settings > API Keys.' },
         sessionCookie: {

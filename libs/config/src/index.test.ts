@@ -9,6 +9,7 @@ import {
   redisConfig,
   redisTargetOf,
   serviceConfigShape,
+  uploadConfig,
 } from './index.ts';
 
 const base = { KAFKA_BROKERS: 'k1:9092, k2:9092', KAFKA_CLIENT_ID: 'svc' };
@@ -25,6 +26,17 @@ describe('start-up period', () => {
   it('refuses a negative, fractional or absurd period', () => {
     for (const v of ['-1', '1.5', 'soon', '3600000']) {
       expect(() => loadConfig(serviceConfigShape('sources'), { ...service, STARTUP_TIMEOUT_MS: v })).toThrow(/STARTUP_TIMEOUT_MS/);
+    }
+  });
+});
+
+describe('size limits', () => {
+  it('take 1 KiB to 1 TiB in whole bytes, 2 GiB for an upload unless UPLOAD_LIMIT_BYTES says otherwise', () => {
+    expect(loadConfig(uploadConfig, {}).UPLOAD_LIMIT_BYTES).toBe(2 * 1024 ** 3);
+    expect(loadConfig(uploadConfig, { UPLOAD_LIMIT_BYTES: '1024' }).UPLOAD_LIMIT_BYTES).toBe(1024);
+    expect(loadConfig(uploadConfig, { UPLOAD_LIMIT_BYTES: String(1024 ** 4) }).UPLOAD_LIMIT_BYTES).toBe(1024 ** 4);
+    for (const v of ['1023', String(1024 ** 4 + 1), '1.5', 'lots']) {
+      expect(() => loadConfig(uploadConfig, { UPLOAD_LIMIT_BYTES: v })).toThrow(/UPLOAD_LIMIT_BYTES/);
     }
   });
 });

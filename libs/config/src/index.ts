@@ -6,6 +6,12 @@ import { parseCidr, type Endpoint } from '@dap/netguard';
 /** Reusable config pieces; each process combines the ones it needs and parses once at start-up. */
 const port = z.coerce.number().int().min(0).max(65535);
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+/** A limit on the size of a file or body, in bytes: from 1 KiB to 1 TiB. */
+const sizeLimit = z.coerce
+  .number()
+  .int()
+  .min(1_024)
+  .max(1024 ** 4);
 
 export const httpConfig = {
   HOST: z.string().default('127.0.0.1'),
@@ -21,12 +27,7 @@ export const httpConfig = {
 /** Streamed file uploads (the sources service's upload routes, and the gateway in front of them). */
 export const uploadConfig = {
   /** Largest uploaded file; a larger declared Content-Length is refused up front, a body that grows past it is cut (413). */
-  UPLOAD_LIMIT_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1_024)
-    .max(1024 ** 4)
-    .default(2 * 1024 ** 3),
+  UPLOAD_LIMIT_BYTES: sizeLimit.default(2 * 1024 ** 3),
   /**
    * How long one request may take to arrive whole: Node's default (and the JSON routes') 120 s would cut a
    * large upload on a slow link; a stalled one is still cut by the idle timeout.
@@ -229,7 +230,7 @@ export function platformEndpointsOf(c: {
   return out;
 }
 
-export { bool as boolFromEnv, port as portFromEnv };
+export { bool as boolFromEnv, port as portFromEnv, sizeLimit as sizeLimitFromEnv };
 
 export class ConfigError extends Error {}
 

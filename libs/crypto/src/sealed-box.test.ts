@@ -58,6 +58,7 @@ describe('SealedBox (AES-256-GCM, one stored form)', () => {
     expect(reason(() => new SealedBox(key, 'other-purpose').open(sealed, 'ctx-1'))).toBe('key');
     expect(reason(() => box.open('garbage', 'ctx-1'))).toBe('format');
     expect(reason(() => box.open('v1.a.b.c', 'ctx-1'))).toBe('format');
+    expect(() => box.open('garbage', 'ctx-1')).toThrow(expect.objectContaining({ name: 'SealError', reason: 'format', message: 'the sealed value is not in a known format' }));
   });
 
   it('refuses a key that is not 32 bytes', () => {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { ReasonedError } from '@dap/errors';
 import { open, seal } from './aead.ts';
 
 const HEX_KEY = /^[0-9a-fA-F]{64}$/;
@@ -27,13 +28,8 @@ export const keySchema = z.string().transform((s, ctx) => {
 export type SealFailure = 'format' | 'key' | 'auth';
 
 /** Why a sealed value did not open: not this format, sealed under another key, or altered / another context. */
-export class SealError extends Error {
-  readonly reason: SealFailure;
-  constructor(reason: SealFailure, message: string) {
-    super(message);
-    this.name = 'SealError';
-    this.reason = reason;
-  }
+export class SealError extends ReasonedError<SealFailure> {
+  override name = 'SealError';
 }
 
 const VERSION = 'v1';

@@ -40,6 +40,18 @@ export class DomainError extends Error {
   }
 }
 
+/**
+ * An error that names in `reason` which way something failed, for code that acts on it without reading the
+ * message: a sealed value that does not open, a webhook delivery that does not verify.
+ */
+export class ReasonedError<Reason extends string> extends Error {
+  readonly reason: Reason;
+  constructor(reason: Reason, message: string) {
+    super(message);
+    this.reason = reason;
+  }
+}
+
 /** `<what> was not found`, under the code of the thing that was looked for. */
 export const notFound = (code: ErrorCode & `${string}_not_found`, what: string) => new DomainError(code, `${what} was not found`);
 

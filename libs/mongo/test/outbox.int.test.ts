@@ -2,8 +2,14 @@ import type { Collection, Document } from 'mongodb';
 import { makeEvent, newId, type DomainEvent } from '@dap/contracts';
 import { Lifecycle } from '@dap/lifecycle';
 import { createLogger } from '@dap/logger';
+<<<<<<< HEAD
 import { connectMongo, OutboxRelay, startOutboxRelay, TenantCollection, type MongoHandle, type StagedBatch, type TenantDoc } from '@dap/mongo';
 import { stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
+=======
+import { OutboxRelay, TenantCollection, type StagedBatch, type TenantDoc } from '@dap/mongo';
+import { uniqueSuffix, waitFor } from '@dap/testing';
+import { useTestDatabase } from './test-database.ts';
+>>>>>>> libdup
 
 interface Doc extends TenantDoc {
   n: number;
@@ -25,15 +31,7 @@ function countFinds(coll: Collection<Document>) {
 }
 
 describe('OutboxRelay (on the test stack MongoDB)', () => {
-  let mongo: MongoHandle;
-
-  beforeAll(async () => {
-    mongo = await connectMongo(stackEnv().MONGO_URL, `outbox_${uniqueSuffix()}`);
-  });
-  afterAll(async () => {
-    await mongo.db.dropDatabase().catch(() => {});
-    await mongo.close();
-  });
+  const mongo = useTestDatabase('outbox');
 
   it('publishes handed-over events in batches and clears the documents without querying for pending ones', async () => {
     const raw = mongo.db.collection('handoff');

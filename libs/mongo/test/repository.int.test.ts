@@ -1,7 +1,12 @@
 import type { Db } from 'mongodb';
+<<<<<<< HEAD
 import { newId } from '@dap/contracts';
 import { connectMongo, TenantRepository, type MongoHandle, type TenantDoc } from '@dap/mongo';
 import { stackEnv, uniqueSuffix } from '@dap/testing';
+=======
+import { TenantRepository, type TenantDoc } from '@dap/mongo';
+import { useTestDatabase } from './test-database.ts';
+>>>>>>> libdup
 
 interface TokenDoc extends TenantDoc {
   tokenHash: string;
@@ -18,16 +23,7 @@ class TokenRepository extends TenantRepository<TokenDoc> {
 }
 
 describe('TenantRepository (on the test stack MongoDB)', () => {
-  let mongo: MongoHandle;
-
-  beforeAll(async () => {
-    mongo = await connectMongo(stackEnv().MONGO_URL, `repository_${uniqueSuffix()}`);
-  });
-
-  afterAll(async () => {
-    await mongo?.db.dropDatabase();
-    await mongo?.close();
-  });
+  const mongo = useTestDatabase('repository');
 
   it('creates the declared indexes with their options, and a second call changes nothing', async () => {
     const repo = new TokenRepository(mongo.db);

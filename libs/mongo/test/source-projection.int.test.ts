@@ -1,6 +1,6 @@
 import { makeEvent, newId, type DomainEvent } from '@dap/contracts';
-import { connectMongo, SOURCE_PROJECTIONS_COLLECTION, SourceProjectionRepository, type MongoHandle } from '@dap/mongo';
-import { stackEnv, uniqueSuffix } from '@dap/testing';
+import { SOURCE_PROJECTIONS_COLLECTION, SourceProjectionRepository } from '@dap/mongo';
+import { useTestDatabase } from './test-database.ts';
 
 const schema = [
   { name: 'n', type: 'integer' },
@@ -20,17 +20,12 @@ function sourceEvents(accountId: string, id: string) {
 }
 
 describe('SourceProjectionRepository (on the test stack MongoDB)', () => {
-  let mongo: MongoHandle;
+  const mongo = useTestDatabase('projection');
   let repo: SourceProjectionRepository;
 
   beforeAll(async () => {
-    mongo = await connectMongo(stackEnv().MONGO_URL, `projection_${uniqueSuffix()}`);
     repo = new SourceProjectionRepository(mongo.db);
     await repo.init();
-  });
-  afterAll(async () => {
-    await mongo.db.dropDatabase().catch(() => {});
-    await mongo.close();
   });
 
   it('builds the source from its events, with unknown column types read as strings', async () => {

@@ -1,21 +1,13 @@
 import { newId } from '@dap/contracts';
-import { connectMongo, TenantCollection, type MongoHandle, type TenantDoc } from '@dap/mongo';
-import { stackEnv, uniqueSuffix } from '@dap/testing';
+import { TenantCollection, type TenantDoc } from '@dap/mongo';
+import { useTestDatabase } from './test-database.ts';
 
 interface Doc extends TenantDoc {
   n: number;
 }
 
 describe('TenantCollection (on the test stack MongoDB)', () => {
-  let mongo: MongoHandle;
-
-  beforeAll(async () => {
-    mongo = await connectMongo(stackEnv().MONGO_URL, `tenant_${uniqueSuffix()}`);
-  });
-  afterAll(async () => {
-    await mongo.db.dropDatabase().catch(() => {});
-    await mongo.close();
-  });
+  const mongo = useTestDatabase('tenant');
 
   it('inserts many tenants at once, each readable only by its own account, as insert() stores them', async () => {
     const written: unknown[] = [];

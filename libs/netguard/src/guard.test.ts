@@ -41,6 +41,7 @@ describe('OutboundGuard with ALLOW_PRIVATE_TARGETS=false', () => {
     await expect(strict.pin('metadata.example', 443, 1_000)).rejects.toThrow(/link-local/);
     await expect(strict.pin('v6private.example', 443, 1_000)).rejects.toThrow(/unique-local/);
     await expect(lookup(strict, 'internal.example')).rejects.toBeInstanceOf(DisallowedTargetError);
+    await expect(strict.pin('internal.example', 443, 1_000)).rejects.toMatchObject({ name: 'DisallowedTargetError', code: 'ERR_DISALLOWED_TARGET' });
   });
 
   it('refuses localhost through the real resolver', async () => {
@@ -65,6 +66,11 @@ describe('OutboundGuard with ALLOW_PRIVATE_TARGETS=false', () => {
 
   it('reports an unknown host and a resolver that hangs', async () => {
     await expect(strict.pin('nope.example', 443, 1_000)).rejects.toBeInstanceOf(HostNotFoundError);
+    await expect(strict.pin('nope.example', 443, 1_000)).rejects.toMatchObject({
+      name: 'HostNotFoundError',
+      code: 'ENOTFOUND',
+      message: 'the host nope.example was not found',
+    });
     const hanging = new OutboundGuard({ allowPrivate: false, resolve: () => new Promise(() => undefined) });
     await expect(hanging.pin('slow.example', 443, 50)).rejects.toThrow(/timed out/);
   });

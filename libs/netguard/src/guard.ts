@@ -12,17 +12,15 @@ export const systemResolver: Resolver = (hostname) =>
 /** The target of a connection is not allowed; its message says which address and why, and is safe to show. */
 export class DisallowedTargetError extends Error {
   readonly code = 'ERR_DISALLOWED_TARGET';
-  constructor(message: string) {
-    super(message);
-    this.name = 'DisallowedTargetError';
-  }
+  override name = 'DisallowedTargetError';
 }
 
+/** The host name resolves to no address; `code` is the one Node gives a failed lookup. */
 export class HostNotFoundError extends Error {
   readonly code = 'ENOTFOUND';
+  override name = 'HostNotFoundError';
   constructor(host: string) {
     super(`the host ${host} was not found`);
-    this.name = 'HostNotFoundError';
   }
 }
 

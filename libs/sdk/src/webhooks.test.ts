@@ -65,6 +65,10 @@ describe('verifyWebhook', () => {
     expect(verifyWebhook(body, signed(body, [OTHER]), { secrets: [SECRET, OTHER], now: () => NOW }).known).toBe(true);
     expect(verifyWebhook(body, signed(body, [OTHER, SECRET]), { secrets: SECRET, now: () => NOW }).known).toBe(true);
     expect(failure(() => verifyWebhook(body, signed(body, [OTHER]), { secrets: SECRET, now: () => NOW }))).toBe('bad_signature');
+    // What a receiver logs: the class name, the reason and the message.
+    expect(() => verifyWebhook(body, signed(body, [OTHER]), { secrets: SECRET, now: () => NOW })).toThrow(
+      expect.objectContaining({ name: 'WebhookVerificationError', reason: 'bad_signature', message: 'no signature matches the secrets given' }),
+    );
   });
 
   it('refuses a body changed after signing, or signed for another message id', () => {

@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { webhookPayloadSchema, type WebhookPayload } from '@dap/contracts';
+import { ReasonedError } from '@dap/errors';
 
 /**
  * Verifies a webhook delivery as a receiver gets it: the Standard Webhooks signature against one or more
@@ -12,13 +13,8 @@ export const DEFAULT_TOLERANCE_SECONDS = 5 * 60;
 
 export type WebhookVerificationFailure = 'missing_header' | 'bad_secret' | 'bad_timestamp' | 'timestamp_too_old' | 'timestamp_too_new' | 'bad_signature' | 'bad_payload';
 
-export class WebhookVerificationError extends Error {
-  readonly reason: WebhookVerificationFailure;
-  constructor(reason: WebhookVerificationFailure, message: string) {
-    super(message);
-    this.name = 'WebhookVerificationError';
-    this.reason = reason;
-  }
+export class WebhookVerificationError extends ReasonedError<WebhookVerificationFailure> {
+  override name = 'WebhookVerificationError';
 }
 
 /** An event of a type this SDK knows, typed and validated by the catalog. */

@@ -209,3 +209,24 @@ export function testClock() {
     },
   };
 }
+
+/**
+ * An OpenAPI document with its shared responses, parameters and headers written out where they are referred
+ * to (schema refs stay), for tests that walk each operation's own answers.
+ */
+export function inlineSharedComponents<T>(doc: T): T {
+  const components = (doc as { components?: Record<string, Record<string, unknown>> }).components ?? {};
+  const inline = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(inline);
+    if (!v || typeof v !== 'object') return v;
+    const ref = (v as { $ref?: unknown }).$ref;
+    const shared = typeof ref === 'string' ? /^#\/components\/(responses|parameters|headers)\/(.+)$/.exec(ref) : null;
+    if (shared) {
+      const target = components[shared[1]!]?.[shared[2]!];
+      if (target === undefined) throw new Error(`${String(ref)} names no component`);
+      return inline(target);
+    }
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, inline(x)]));
+  };
+  return inline(doc) as T;
+}

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { datasetConfig, duckdbSize, duckdbSpillConfig, loadConfig, outboundConfig, serviceConfigShape, uploadConfig } from '@dap/config';
+import { datasetConfig, duckdbSize, duckdbSpillConfig, loadConfig, outboundConfig, serviceConfigShape, sizeLimitFromEnv, uploadConfig } from '@dap/config';
 import { keySchema } from '@dap/crypto';
 import { DEFAULT_DATASET_GRACE_MS } from '@dap/datasets';
 
@@ -37,12 +37,7 @@ export const sourcesConfigShape = {
    */
   SOURCE_CREDENTIALS_KEY: keySchema.optional(),
   /** Largest remote pull (file bytes, or staged bytes for a database), and the largest Content-Length accepted. */
-  SOURCE_MAX_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1_024)
-    .max(1024 ** 4)
-    .default(2 * 1024 ** 3),
+  SOURCE_MAX_BYTES: sizeLimitFromEnv.default(2 * 1024 ** 3),
   /** Opening a connection (TCP, TLS, handshake, authentication) to a file server or a database. */
   SOURCE_CONNECT_TIMEOUT_MS: ms(100, 120_000, 10_000),
   /** The whole connection check made before a source is accepted (connect + probe). */

@@ -1,28 +1,26 @@
-import { allowedMethods, matchOperation } from './operations.ts';
+import { SCOPES } from '../plans.ts';
+import { API_OPERATIONS, allowedMethods, matchOperation } from './operations.ts';
+
+/** A request path for an operation's template, each parameter filled in. */
+const pathOf = (template: string) => template.replace(/\{(\w+)\}/g, (_m, name: string) => `${name}_9`);
 
 describe('the /v1 route table', () => {
-  it('matches every spec endpoint to its service and scope', () => {
-    const cases: [string, string, string, string][] = [
-      ['GET', '/sources', 'sources', 'sources:read'],
-      ['POST', '/sources', 'sources', 'sources:write'],
-      ['DELETE', '/sources/src_1', 'sources', 'sources:write'],
-      ['PATCH', '/sources/src_1', 'sources', 'sources:write'],
-      ['GET', '/analytics/overview', 'analytics', 'analytics:read'],
-      ['GET', '/analytics/reports/rpt_1', 'analytics', 'analytics:read'],
-      ['POST', '/analytics/query', 'analytics', 'analytics:write'],
-      ['GET', '/models', 'models', 'models:read'],
-      ['POST', '/models/mdl_1/predict', 'models', 'models:write'],
-      ['GET', '/models/mdl_1/metrics', 'models', 'models:read'],
-      ['POST', '/webhooks', 'webhooks', 'webhooks:write'],
-      ['DELETE', '/webhooks/whk_1', 'webhooks', 'webhooks:write'],
-    ];
-    for (const [method, path, service, scope] of cases) {
-      const { match } = matchOperation(method, path);
-      expect({ path, service: match?.operation.service, scope: match?.operation.scope }).toEqual({ path, service, scope });
-    }
-    expect(matchOperation('DELETE', '/sources/src_9').match?.params).toEqual({ id: 'src_9' });
+  it('routes every operation, at its own path, to itself with its parameters: no other route shadows it', () => {
+    const misrouted = API_OPERATIONS.filter((op) => matchOperation(op.method, pathOf(op.path)).match?.operation !== op).map((op) => op.operationId);
+    expect(misrouted).toEqual([]);
+    expect(matchOperation('DELETE', '/sources/src_9').match).toMatchObject({ operation: { operationId: 'deleteSource', service: 'sources' }, params: { id: 'src_9' } });
+    expect(matchOperation('PATCH', '/analytics/dashboards/dsh_1/tiles/t_2').match?.params).toEqual({ id: 'dsh_1', tileId: 't_2' });
     // HEAD is GET without the body.
-    expect(matchOperation('HEAD', '/sources/src_9').match?.operation.operationId).toBe(matchOperation('GET', '/sources/src_9').match?.operation.operationId);
+    expect(matchOperation('HEAD', '/sources/src_9').match?.operation.operationId).toBe('getSource');
+  });
+
+  it("asks an API key for its service's read scope to read and its write scope to change anything (running a saved insight reads)", () => {
+    const keyed = API_OPERATIONS.filter((op) => op.scope);
+    const expected = (op: (typeof keyed)[number]) => `${op.service}:${op.method === 'get' || op.operationId === 'runInsight' ? 'read' : 'write'}`;
+    expect(keyed.filter((op) => op.scope !== expected(op)).map((op) => `${op.operationId}: ${op.scope}`)).toEqual([]);
+    // Every scope a key can hold guards some operation.
+    expect(new Set(keyed.map((op) => op.scope))).toEqual(new Set(SCOPES));
+    expect(matchOperation('POST', '/analytics/insights/ins_1/run').match?.operation.scope).toBe('analytics:read');
   });
 
   it('tells an unknown path (404) from a known path with the wrong method (405, with the methods it has)', () => {
