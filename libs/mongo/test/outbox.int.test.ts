@@ -2,14 +2,9 @@ import type { Collection, Document } from 'mongodb';
 import { makeEvent, newId, type DomainEvent } from '@dap/contracts';
 import { Lifecycle } from '@dap/lifecycle';
 import { createLogger } from '@dap/logger';
-<<<<<<< HEAD
-import { connectMongo, OutboxRelay, startOutboxRelay, TenantCollection, type MongoHandle, type StagedBatch, type TenantDoc } from '@dap/mongo';
-import { stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
-=======
-import { OutboxRelay, TenantCollection, type StagedBatch, type TenantDoc } from '@dap/mongo';
+import { OutboxRelay, startOutboxRelay, TenantCollection, type StagedBatch, type TenantDoc } from '@dap/mongo';
 import { uniqueSuffix, waitFor } from '@dap/testing';
 import { useTestDatabase } from './test-database.ts';
->>>>>>> libdup
 
 interface Doc extends TenantDoc {
   n: number;

@@ -1,12 +1,7 @@
 import type { Db } from 'mongodb';
-<<<<<<< HEAD
 import { newId } from '@dap/contracts';
-import { connectMongo, TenantRepository, type MongoHandle, type TenantDoc } from '@dap/mongo';
-import { stackEnv, uniqueSuffix } from '@dap/testing';
-=======
 import { TenantRepository, type TenantDoc } from '@dap/mongo';
 import { useTestDatabase } from './test-database.ts';
->>>>>>> libdup
 
 interface TokenDoc extends TenantDoc {
   tokenHash: string;
