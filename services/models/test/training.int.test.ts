@@ -320,6 +320,7 @@ describe('training requests that cannot start', () => {
     const res = await a.post('/models', { ...linearBody, sourceId: fresh });
     await late;
     expect(res.status).toBe(202);
+    // A fresh source whose file exists is waited for up to 3 s; one with no file is answered at once.
     const started = Date.now();
     expect((await a.post('/models', { ...linearBody, sourceId: newId('src') })).status).toBe(404);
     expect(Date.now() - started).toBeLessThan(2_000);

@@ -420,9 +420,10 @@ describe('crash recovery', () => {
     expect(resumed).toMatchObject({ status: 'ready', rowCount: 3, schema: [{ name: 'v', type: 'integer' }] });
     expect(await settled(interrupted.body.id)).toMatchObject({ status: 'ready', rowCount: 2 });
     expect(await settled(abandoned.body.id)).toMatchObject({ status: 'ready', rowCount: 1 });
-    // The sweeps that took the three above (every 300 ms) left the live lease alone...
-    await new Promise((r) => setTimeout(r, 1_000));
-    expect((await api('GET', `/v1/sources/${held.body.id}`)).body.status).toBe('syncing');
+    // The sweeps that took the three above (every 300 ms) left the live lease alone, and so does one now...
+    expect((await svc.repo.findUnfinishedAcrossAccounts(new Date(), 20)).map((s) => s.id)).not.toContain(held.body.id);
+    expect((await api('GET', `/v1/sources/${held.body.id}`)).body).toMatchObject({ status: 'syncing' });
+    expect(await svc.repo.coll.raw.findOne({ _id: held.body.id })).toMatchObject({ syncToken: 'msg_old', syncOwner: 'other' });
     // ...and take it once it has run out (moved into the past rather than waited for).
     await svc.repo.coll.raw.updateOne({ _id: held.body.id }, { $set: { syncLeaseUntil: new Date(Date.now() - 1_000) } });
     const taken = await settled(held.body.id);
