@@ -31,7 +31,7 @@ export function planLimits(override: string | undefined): Record<Plan, number> {
   return limits;
 }
 
-/** `now`: the clock of key expiry, for tests that move it; the system clock otherwise. */
+/** `now`: the clock of key expiry and of rate-limit windows, for tests that move it; otherwise the system's and Redis's. */
 export async function startGateway(config: GatewayConfig, deps: { logger?: Logger; extraRoutes?: (app: Express) => void; now?: () => number } = {}) {
   const logger = deps.logger ?? createLogger({ name: 'gateway', level: config.LOG_LEVEL });
   const instanceId = randomBytes(4).toString('hex');
@@ -48,7 +48,7 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
     const fallbacks = metrics.counter({ name: 'dap_rate_limit_fallback_total', help: 'Limiter checks decided by the in-memory fallback because Redis was unreachable.' });
     const stats = { limiterFallbacks: 0 };
     let lastFallbackLog = 0;
-    const limiter = new FailOpenLimiter(new SlidingWindowLimiter(redis, config.RATE_LIMIT_WINDOW_MS), new InMemoryLimiter(config.RATE_LIMIT_WINDOW_MS), (err) => {
+    const limiter = new FailOpenLimiter(new SlidingWindowLimiter(redis, config.RATE_LIMIT_WINDOW_MS, deps.now), new InMemoryLimiter(config.RATE_LIMIT_WINDOW_MS), (err) => {
       stats.limiterFallbacks++;
       fallbacks.inc();
       if (Date.now() - lastFallbackLog > 10_000) {

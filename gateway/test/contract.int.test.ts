@@ -2,7 +2,7 @@ import { request } from 'node:http';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { API_OPERATIONS, newId, type ApiOperation } from '@dap/contracts';
 import { http, inlineSharedComponents, waitFor } from '@dap/testing';
-import { bearer, startHarness } from './harness.ts';
+import { bearer, signUp, startHarness } from './harness.ts';
 
 /**
  * The OpenAPI document against the gateway's own code paths, operation by operation: every way the gateway
@@ -32,15 +32,8 @@ beforeAll(async () => {
   down = (await h.gateway({ SOURCES_URL: closed, ANALYTICS_URL: closed, MODELS_URL: closed, WEBHOOKS_URL: closed })).url;
   doc = inlineSharedComponents((await http('GET', `${gw}/v1/openapi.json`)).body);
   key = (await h.newAccount('enterprise')).secret;
-  const signup = async () => {
-    const res = await http('POST', `${gw}/v1/auth/signup`, {
-      body: { email: `contract-${newId('req').toLowerCase()}@example.com`, password: 'correct horse battery', accountName: 'Contract' },
-    });
-    expect(res.status).toBe(201);
-    return { cookie: res.headers.get('set-cookie')!.split(';')[0]!, csrf: res.body.csrfToken as string };
-  };
-  session = await signup();
-  spare = await signup();
+  session = await signUp(gw, { accountName: 'Contract' });
+  spare = await signUp(gw, { accountName: 'Contract' });
 }, 60_000);
 afterAll(() => h?.stop());
 

@@ -1,5 +1,5 @@
 import { http } from '@dap/testing';
-import { bearer, startHarness } from './harness.ts';
+import { bearer, signUp, startHarness } from './harness.ts';
 
 let h: Awaited<ReturnType<typeof startHarness>>;
 beforeAll(async () => {
@@ -14,12 +14,7 @@ afterAll(() => h?.stop());
  */
 it("keeps the dashboard's calls out of the account's API limit, and limits the dashboard on its own", async () => {
   const g = await h.gateway({ PLAN_LIMITS_OVERRIDE: 'starter=5,professional=5,enterprise=5', DASHBOARD_REQUESTS_PER_MINUTE: '8' });
-  const signup = await http('POST', `${g.url}/v1/auth/signup`, {
-    body: { email: `dash-limit-${h.suffix}@example.com`, password: 'correct horse battery', accountName: 'Limits Ltd' },
-  });
-  expect(signup.status).toBe(201);
-  const cookie = (signup.headers.get('set-cookie') ?? '').split(';')[0]!;
-  const session = { cookie, 'x-csrf-token': signup.body.csrfToken as string };
+  const { session } = await signUp(g.url, { email: `dash-limit-${h.suffix}@example.com`, accountName: 'Limits Ltd' });
   const created = await http('POST', `${g.url}/v1/keys`, { headers: session, body: { name: 'ci' } });
   expect(created.status).toBe(201);
   const key = bearer(created.body.secret as string);

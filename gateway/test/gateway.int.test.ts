@@ -22,14 +22,19 @@ afterAll(() => h?.stop());
 const auth = (secret: string) => ({ authorization: `Bearer ${secret}` });
 
 describe('gateway authentication', () => {
-  it('answers 401 with WWW-Authenticate and a problem body when the key is missing', async () => {
+  it('answers 401 with WWW-Authenticate and a problem body when the key is missing, and forwards nothing', async () => {
+    const before = upstream.seen.length;
     const res = await http('GET', `${gateways[0]!.url}/v1/sources`);
     expect(res.status).toBe(401);
     expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/);
     expect(res.headers.get('content-type')).toMatch(/application\/problem\+json/);
     expect(res.body).toMatchObject({ status: 401, code: 'unauthorized', title: 'Unauthorized', instance: '/v1/sources' });
     expect(res.body.requestId).toBe(res.headers.get('x-request-id'));
-    expect(upstream.seen).toHaveLength(0);
+    expect(upstream.seen.length).toBe(before);
+    // Positive control: the same request with a key reaches the service.
+    const { secret } = await newAccount();
+    expect((await http('GET', `${gateways[0]!.url}/v1/sources`, { headers: auth(secret) })).status).toBe(200);
+    expect(upstream.seen.length).toBe(before + 1);
   });
 
   it.each([

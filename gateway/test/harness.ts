@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { CSRF_HEADER } from '@dap/contracts';
 import { createLogger } from '@dap/logger';
-import { stackEnv, TEST_INTERNAL_SECRET, testClock, uniqueSuffix } from '@dap/testing';
+import { http, stackEnv, TEST_INTERNAL_SECRET, testClock, uniqueSuffix } from '@dap/testing';
 import { startAccounts } from '../../services/accounts/src/index.ts';
 import { loadAccountsConfig } from '../../services/accounts/src/config.ts';
 import { startGateway } from '../src/index.ts';
@@ -105,3 +107,19 @@ export async function startHarness() {
 }
 
 export const bearer = (secret: string) => ({ authorization: `Bearer ${secret}` });
+
+/** The session cookie (`name=value`) that a sign-up or login answer sets. */
+export const cookieFrom = (res: { headers: Headers }) => (res.headers.get('set-cookie') ?? '').split(';')[0]!;
+
+/**
+ * Signs a new owner and account up through a gateway, as the dashboard does (201 expected); `session` is the
+ * cookie and CSRF header to call the dashboard's API with.
+ */
+export async function signUp(gatewayUrl: string, opts: { email?: string; password?: string; accountName?: string } = {}) {
+  const email = opts.email ?? `owner-${randomBytes(6).toString('hex')}@example.com`;
+  const res = await http('POST', `${gatewayUrl}/v1/auth/signup`, { body: { email, password: opts.password ?? 'correct horse battery', accountName: opts.accountName ?? 'Acme' } });
+  expect(res.status).toBe(201);
+  const cookie = cookieFrom(res);
+  const csrf = res.body.csrfToken as string;
+  return { email, cookie, csrf, session: { cookie, [CSRF_HEADER]: csrf }, accountId: res.body.account.id as string, res };
+}

@@ -1,6 +1,6 @@
 import { request } from 'node:http';
 import { http, waitFor } from '@dap/testing';
-import { bearer, startHarness } from './harness.ts';
+import { bearer, cookieFrom, signUp, startHarness } from './harness.ts';
 
 let h: Awaited<ReturnType<typeof startHarness>>;
 let gw: string;
@@ -11,17 +11,7 @@ beforeAll(async () => {
 });
 afterAll(() => h?.stop());
 
-function cookieFrom(res: { headers: Headers }): string {
-  const set = res.headers.get('set-cookie') ?? '';
-  return set.split(';')[0]!;
-}
-
-async function signup(email = `owner-${Math.random().toString(36).slice(2)}@example.com`) {
-  const res = await http('POST', `${gw}/v1/auth/signup`, { body: { email, password: 'correct horse battery', accountName: 'Acme' } });
-  expect(res.status).toBe(201);
-  const cookie = cookieFrom(res);
-  return { email, cookie, csrf: res.body.csrfToken as string, accountId: res.body.account.id as string, res };
-}
+const signup = (email?: string) => signUp(gw, email ? { email } : {});
 
 describe('dashboard sessions', () => {
   it('signs up with an HttpOnly SameSite cookie, never exposing the password or its hash', async () => {

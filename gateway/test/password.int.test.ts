@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { request } from 'node:http';
 import { http, waitFor } from '@dap/testing';
-import { bearer, startHarness } from './harness.ts';
+import { bearer, cookieFrom, signUp, startHarness } from './harness.ts';
 
 let h: Awaited<ReturnType<typeof startHarness>>;
 let gw: string;
@@ -15,15 +15,8 @@ afterAll(() => h?.stop());
 const OLD = 'correct horse battery';
 const NEW = 'staple battery horse correct';
 
-const cookieFrom = (res: { headers: Headers }) => (res.headers.get('set-cookie') ?? '').split(';')[0]!;
 const session = (cookie: string, csrf: string) => ({ cookie, 'x-csrf-token': csrf });
-
-async function signup() {
-  const email = `owner-${Math.random().toString(36).slice(2)}@example.com`;
-  const res = await http('POST', `${gw}/v1/auth/signup`, { body: { email, password: OLD, accountName: 'Acme' } });
-  expect(res.status).toBe(201);
-  return { email, cookie: cookieFrom(res), csrf: res.body.csrfToken as string, accountId: res.body.account.id as string };
-}
+const signup = () => signUp(gw, { password: OLD });
 
 async function login(email: string, password: string) {
   const res = await http('POST', `${gw}/v1/auth/login`, { body: { email, password } });

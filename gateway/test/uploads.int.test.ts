@@ -73,6 +73,16 @@ afterAll(async () => {
 
 const chunk = (i: number) => Buffer.alloc(64 * 1024, 97 + (i % 26));
 
+/** A CSV upload whose body is streamed (chunked, as fetch sends a stream), as the named source. */
+const streamUpload = (name: string, body: ReadableStream<Uint8Array>) =>
+  fetch(`${gw.url}/v1/sources/upload?name=${name}`, {
+    method: 'POST',
+    headers: { ...bearer(secret), 'content-type': 'text/csv' },
+    body,
+    duplex: 'half',
+    signal: AbortSignal.timeout(20_000),
+  } as RequestInit);
+
 it('streams an upload to the service as it arrives, past the JSON limit, with the credentials swapped', async () => {
   const CHUNKS = 32; // 2 MiB: 32× the JSON limit
   const first = up.firstByte();
@@ -91,13 +101,7 @@ it('streams an upload to the service as it arrives, past the JSON limit, with th
   });
   const expected = createHash('sha256');
   for (let k = 0; k < CHUNKS; k++) expected.update(chunk(k));
-  const res = await fetch(`${gw.url}/v1/sources/upload?name=Big`, {
-    method: 'POST',
-    headers: { ...bearer(secret), 'content-type': 'text/csv' },
-    body,
-    duplex: 'half',
-    signal: AbortSignal.timeout(20_000),
-  } as RequestInit);
+  const res = await streamUpload('Big', body);
   expect(res.status).toBe(201);
   expect(waited).toBe(true);
   const got = up.received.at(-1)!;
@@ -116,13 +120,7 @@ it("passes on the service's 413 given mid-body (a chunked upload past the limit)
       else c.close();
     },
   });
-  const res = await fetch(`${gw.url}/v1/sources/upload?name=Early`, {
-    method: 'POST',
-    headers: { ...bearer(secret), 'content-type': 'text/csv' },
-    body,
-    duplex: 'half',
-    signal: AbortSignal.timeout(20_000),
-  } as RequestInit);
+  const res = await streamUpload('Early', body);
   expect(res.status).toBe(413);
   expect(await res.json()).toMatchObject({ code: 'payload_too_large' });
 });

@@ -1,11 +1,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CSRF_HEADER, keyHint, newId } from '@dap/contracts';
+import { keyHint, newId } from '@dap/contracts';
 import { http, serviceTestEnv, waitFor } from '@dap/testing';
 import { loadAnalyticsConfig } from '../../services/analytics/src/config.ts';
 import { startAnalytics } from '../../services/analytics/src/index.ts';
-import { bearer, quietLogger, startHarness } from './harness.ts';
+import { bearer, quietLogger, signUp, startHarness } from './harness.ts';
 
 /**
  * Calls through a real gateway to the real analytics service, counted by the gateway's usage recorder and
@@ -32,11 +32,7 @@ afterAll(async () => {
 const strip = <T extends { series: unknown }>({ series: _s, ...rest }: T) => rest;
 
 it('counts per API key and per operation with 4xx and 429s exactly, the dashboard apart (and out of the per-day totals), and no other tenant’s calls', async () => {
-  const signup = await http('POST', `${g.url}/v1/auth/signup`, {
-    body: { email: `usage-${h.suffix}@example.com`, password: 'correct horse battery', accountName: 'Usage Ltd' },
-  });
-  expect(signup.status).toBe(201);
-  const session = { cookie: (signup.headers.get('set-cookie') ?? '').split(';')[0]!, [CSRF_HEADER]: signup.body.csrfToken as string };
+  const { session } = await signUp(g.url, { email: `usage-${h.suffix}@example.com`, accountName: 'Usage Ltd' });
   const createKey = (name: string) => http('POST', `${g.url}/v1/keys`, { headers: session, body: { name } });
   const [k1, k2] = [await createKey('etl'), await createKey('reporting')];
   expect([k1.status, k2.status]).toEqual([201, 201]);

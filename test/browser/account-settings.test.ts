@@ -1,38 +1,18 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { repoRoot, stackEnv, waitFor } from '@dap/testing';
-import { DESKTOP, launchBrowser, newContext, screenshot, startSystem, watchErrors, heading } from './system.ts';
+import { browserSuite, screenshot, heading } from './system.ts';
 
 /**
  * Settings > Account's Change password form, and the /reset-password page of a link the operator CLI
  * prints, in a real browser against the whole system. Each step keeps a screenshot.
  */
-let system: Awaited<ReturnType<typeof startSystem>>;
-let chromium: Awaited<ReturnType<typeof launchBrowser>>;
-let browser: Browser;
-const contexts: BrowserContext[] = [];
 const OLD = 'correct horse battery staple';
 const NEW = 'staple battery horse correct';
 const NEWEST = 'a third passphrase, long enough';
 
-beforeAll(async () => {
-  [system, chromium] = await Promise.all([startSystem(), launchBrowser()]);
-  browser = chromium.browser;
-}, 120_000);
-
-afterAll(async () => {
-  for (const c of contexts) await c.close().catch(() => undefined);
-  await chromium?.close();
-  await system?.stop();
-}, 60_000);
-
-async function openPage(): Promise<{ page: Page; errors: string[] }> {
-  const context = await newContext(browser, system.url, DESKTOP);
-  contexts.push(context);
-  const page = await context.newPage();
-  return { page, errors: watchErrors(page) };
-}
+const suite = browserSuite();
 
 /** Console errors but the refusals this test provokes on purpose (a wrong current password, a used link). */
 const unexpected = (errors: string[]) => errors.filter((e) => !/status of (400|403)/.test(e));
@@ -45,8 +25,8 @@ async function login(page: Page, email: string, password: string): Promise<void>
 }
 
 function resetLink(email: string): string {
-  const out = execFileSync(process.execPath, ['--no-warnings', join(repoRoot(), 'services/accounts/src/cli.ts'), 'reset-password-link', email, '--url', `${system.url}/`], {
-    env: { PATH: process.env.PATH ?? '', MONGO_URL: stackEnv().MONGO_URL, MONGO_DB: `${system.mongoDbPrefix}accounts` },
+  const out = execFileSync(process.execPath, ['--no-warnings', join(repoRoot(), 'services/accounts/src/cli.ts'), 'reset-password-link', email, '--url', `${suite.url}/`], {
+    env: { PATH: process.env.PATH ?? '', MONGO_URL: stackEnv().MONGO_URL, MONGO_DB: `${suite.system.mongoDbPrefix}accounts` },
     encoding: 'utf8',
   });
   return (JSON.parse(out) as { link: string }).link;
@@ -55,7 +35,7 @@ function resetLink(email: string): string {
 describe('account settings', () => {
   it('changes the password from Settings > Account, signing out the other session only; a reset link sets a new one once', async () => {
     const email = `owner-${Date.now()}@example.com`;
-    const { page, errors } = await openPage();
+    const { page, errors } = await suite.openPage();
     await page.goto('/signup');
     await page.getByLabel('Account name').fill('Passwords Ltd');
     await page.getByLabel('Work email').fill(email);
@@ -63,7 +43,7 @@ describe('account settings', () => {
     await page.getByRole('button', { name: 'Create account' }).click();
     await heading(page, /Overview|Welcome/).waitFor();
 
-    const other = await openPage();
+    const other = await suite.openPage();
     await login(other.page, email, OLD);
     await other.page.getByRole('navigation', { name: 'Main' }).waitFor();
 
@@ -97,7 +77,7 @@ describe('account settings', () => {
 
     // The operator's reset link: a new password once, then the link is spent.
     const link = resetLink(email);
-    const reset = await openPage();
+    const reset = await suite.openPage();
     await reset.page.goto(link);
     await heading(reset.page, 'Set a new password').waitFor();
     await reset.page.getByLabel('New password', { exact: true }).fill(NEWEST);
@@ -108,7 +88,7 @@ describe('account settings', () => {
     await login(reset.page, email, NEWEST);
     await reset.page.getByRole('navigation', { name: 'Main' }).waitFor();
 
-    const again = await openPage();
+    const again = await suite.openPage();
     await again.page.goto(link);
     await again.page.getByLabel('New password', { exact: true }).fill('yet another long one');
     await again.page.getByLabel('Repeat the new password').fill('yet another long one');

@@ -1,6 +1,6 @@
-import type { APIRequestContext, Browser, BrowserContext, Page } from 'playwright-core';
+import type { APIRequestContext, BrowserContext, Page } from 'playwright-core';
 import { waitFor } from '@dap/testing';
-import { launchBrowser, screenshot, startSystem, watchErrors, heading } from './system.ts';
+import { browserSuite, heading, PHONE, screenshot, WIDE } from './system.ts';
 
 /**
  * Models connected to the data, in a real browser against the whole system: forecast and anomaly detection
@@ -8,13 +8,6 @@ import { launchBrowser, screenshot, startSystem, watchErrors, heading } from './
  * categories as a select, an unseen one flagged), retraining as a new version, moving `production`, and
  * deleting with a confirm. Each step keeps a screenshot at 1440×900, and the forecast one at 390×844.
  */
-let system: Awaited<ReturnType<typeof startSystem>>;
-let chromium: Awaited<ReturnType<typeof launchBrowser>>;
-let browser: Browser;
-let gw = '';
-const contexts: BrowserContext[] = [];
-const WIDE = { width: 1440, height: 900 };
-const PHONE = { width: 390, height: 844 };
 
 const DAY = 86_400_000;
 const START = Date.UTC(2025, 0, 1);
@@ -46,24 +39,13 @@ function rows() {
   return out;
 }
 
-beforeAll(async () => {
-  [system, chromium] = await Promise.all([startSystem(), launchBrowser()]);
-  browser = chromium.browser;
-  gw = system.url;
-}, 120_000);
+const suite = browserSuite();
 
-afterAll(async () => {
-  for (const c of contexts) await c.close().catch(() => undefined);
-  await chromium?.close();
-  await system?.stop();
-}, 60_000);
-
+/** A page of its own at `viewport`, with a longer wait for each step (models train and predict meanwhile). */
 async function newPage(viewport: { width: number; height: number }): Promise<{ page: Page; errors: string[]; context: BrowserContext }> {
-  const context = await browser.newContext({ baseURL: gw, viewport, deviceScaleFactor: 1, colorScheme: 'light', reducedMotion: 'reduce', locale: 'en-GB', timezoneId: 'UTC' });
-  context.setDefaultTimeout(30_000);
-  contexts.push(context);
-  const page = await context.newPage();
-  return { page, errors: watchErrors(page), context };
+  const opened = await suite.openPage(viewport);
+  opened.context.setDefaultTimeout(30_000);
+  return opened;
 }
 
 /** Signs up through the API in the page's context (the session cookie is the page's) and returns a caller. */
@@ -233,19 +215,8 @@ describe('models connected to the data', () => {
     expect(errors).toEqual([]);
 
     // At phone width the forecast form and its dated chart still work.
-    const phone = await browser.newContext({
-      baseURL: gw,
-      viewport: PHONE,
-      deviceScaleFactor: 1,
-      colorScheme: 'light',
-      reducedMotion: 'reduce',
-      locale: 'en-GB',
-      timezoneId: 'UTC',
-      storageState: await context.storageState(),
-    });
-    contexts.push(phone);
-    const small = await phone.newPage();
-    const smallErrors = watchErrors(small);
+    const { page: small, errors: smallErrors, context: phone } = await suite.openPage(PHONE, { storageState: await context.storageState() });
+    phone.setDefaultTimeout(30_000);
     await small.goto('/models');
     await small.getByRole('link', { name: 'forecast', exact: true }).click();
     await small.getByTestId('series-source').getByLabel('Column').selectOption('amount');

@@ -1,63 +1,21 @@
-import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { PUBLIC_EVENT_TYPES } from '@dap/contracts';
 import { waitFor } from '@dap/testing';
-import { DESKTOP, launchBrowser, newContext, screenshot, startSystem, watchErrors, PASSWORD, heading, nav, signUp } from './system.ts';
+import { browserSuite, connectRows, go, runQuery, screenshot, watchErrors, PASSWORD, heading, signUp } from './system.ts';
 
 /**
  * The dashboard's second round, in a real browser against the whole system: names instead of ids, field
  * errors that clear when fixed, a rolled key's state, Explore's query in the URL and its chart choices, the
  * query builder's own checks, and the webhook event catalog. Each step keeps a screenshot.
  */
-let system: Awaited<ReturnType<typeof startSystem>>;
-let chromium: Awaited<ReturnType<typeof launchBrowser>>;
-let browser: Browser;
-let gw = '';
-const contexts: BrowserContext[] = [];
 const RAW_ID = /\b(?:src|mdl|rpt|whk)_[A-Za-z0-9]{6,}/;
 
-beforeAll(async () => {
-  [system, chromium] = await Promise.all([startSystem(), launchBrowser()]);
-  browser = chromium.browser;
-  gw = system.url;
-}, 120_000);
-
-afterAll(async () => {
-  for (const c of contexts) await c.close().catch(() => undefined);
-  await chromium?.close();
-  await system?.stop();
-}, 60_000);
-
-async function openPage(): Promise<{ page: Page; errors: string[]; context: BrowserContext }> {
-  const context = await newContext(browser, gw, DESKTOP);
-  contexts.push(context);
-  const page = await context.newPage();
-  return { page, errors: watchErrors(page), context };
-}
+const suite = browserSuite();
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' });
 
-async function go(page: Page, link: string, title: string | RegExp = link): Promise<void> {
-  await nav(page, link).click();
-  await heading(page, title).waitFor();
-}
-
-/** Runs the query, clicking Run again while the analytics projection has not caught up with the source. */
-async function runQuery(page: Page, ready: () => Promise<boolean>): Promise<void> {
-  await page.getByRole('button', { name: 'Run query' }).click();
-  await waitFor(
-    async () => {
-      if (await ready()) return true;
-      if (await page.getByRole('alert').count()) await page.getByRole('button', { name: 'Run query' }).click();
-      await page.waitForTimeout(400);
-      return false;
-    },
-    { timeoutMs: 20_000, what: 'the query result' },
-  );
-}
-
 describe('the dashboard, second round', () => {
   it('clears field errors as they are fixed, marks a rolled key and offers no second roll, and shows names instead of ids', async () => {
-    const { page, errors } = await openPage();
+    const { page, errors } = await suite.openPage();
     await page.goto('/signup');
     await page.getByLabel('Account name').fill('Names Ltd');
     await page.getByLabel('Work email').fill('not-an-email');
@@ -113,14 +71,14 @@ describe('the dashboard, second round', () => {
     expect(await incoming.getByRole('button', { name: 'Roll key deploy bot' }).count()).toBe(1);
     expect(await page.getByRole('button', { name: 'Roll key deploy bot' }).count()).toBe(1);
     // The outgoing secret still works during its grace period.
-    expect((await fetch(`${gw}/v1/sources`, { headers: bearer(secret) })).status).toBe(200);
+    expect((await fetch(`${suite.url}/v1/sources`, { headers: bearer(secret) })).status).toBe(200);
     await screenshot(page, 'r2-api-key-replaced');
 
     // A source and a model trained on it through the API: the dashboard shows their names, never ids or templates.
     let keyCalls = 1; // the check of the outgoing secret above
     const api = (path: string, init: RequestInit = {}) => {
       keyCalls++;
-      return fetch(`${gw}${path}`, { ...init, headers: bearer(newSecret) });
+      return fetch(`${suite.url}${path}`, { ...init, headers: bearer(newSecret) });
     };
     const now = Date.now();
     const rows = Array.from({ length: 24 }, (_, i) => ({
@@ -186,7 +144,7 @@ describe('the dashboard, second round', () => {
   }, 150_000);
 
   it('keeps the Explore query in the URL, charts it as chosen, flags a filter without a value, and names new measures', async () => {
-    const { page, errors, context } = await openPage();
+    const { page, errors, context } = await suite.openPage();
     await signUp(page, 'Explorers');
     // Today's row makes the last day a period still in progress.
     const now = Date.now();
@@ -196,11 +154,7 @@ describe('the dashboard, second round', () => {
       units: 2 * i,
       at: new Date(now - (i % 4) * 86_400_000).toISOString(),
     }));
-    await page.goto('/sources/new');
-    await page.getByLabel('Name').fill('sales');
-    await page.getByLabel('Rows (JSON array of objects)').fill(JSON.stringify(rows));
-    await page.getByRole('button', { name: 'Connect source' }).click();
-    await page.locator('[data-status="ready"]').first().waitFor({ timeout: 30_000 });
+    await connectRows(page, 'sales', rows);
     await page.getByRole('link', { name: 'Explore data' }).click();
     await heading(page, 'Explore').waitFor();
 
@@ -315,14 +269,14 @@ describe('the dashboard, second round', () => {
   }, 150_000);
 
   it('lists every webhook event type with what it means and a sample payload, from the API reference catalog', async () => {
-    const { page, errors } = await openPage();
+    const { page, errors } = await suite.openPage();
     await signUp(page, 'Catalog Readers');
     await go(page, 'Webhooks');
     await page.getByRole('link', { name: 'Event catalog' }).click();
     await heading(page, 'Event catalog').waitFor();
     const items = page.getByTestId('event-type');
     await items.first().waitFor();
-    const doc = (await (await fetch(`${gw}/v1/openapi.json`)).json()) as {
+    const doc = (await (await fetch(`${suite.url}/v1/openapi.json`)).json()) as {
       webhooks: Record<string, { post: { description: string; requestBody: { content: { 'application/json': { example: unknown } } } } }>;
     };
     const shown = await items.evaluateAll((els) => els.map((e) => e.getAttribute('data-event-type')));

@@ -1,38 +1,20 @@
-import type { Browser, BrowserContext } from 'playwright-core';
 import { newId } from '@dap/contracts';
 import { waitFor } from '@dap/testing';
-import { launchBrowser, newContext, PHONE, screenshot, startSystem, watchErrors, signUp } from './system.ts';
+import { browserSuite, PHONE, screenshot, signUp, WIDE } from './system.ts';
 
 /**
  * Settings > Plan & usage, calls by key and by operation, in a real browser against the whole system: two
  * keys' calls (one 404) through the gateway show up per key (by name and hint, never the secret) and per
  * operation, the dashboard's own calls as their own row; the window switch changes the answer's resolution.
  */
-let system: Awaited<ReturnType<typeof startSystem>>;
-let chromium: Awaited<ReturnType<typeof launchBrowser>>;
-let browser: Browser;
-const contexts: BrowserContext[] = [];
-const WIDE = { width: 1440, height: 900 };
 
-beforeAll(async () => {
-  // Counts reach analytics after each flush; a short one keeps the wait short.
-  [system, chromium] = await Promise.all([startSystem({ USAGE_FLUSH_MS: '300' }), launchBrowser()]);
-  browser = chromium.browser;
-}, 120_000);
-
-afterAll(async () => {
-  for (const c of contexts) await c.close().catch(() => undefined);
-  await chromium?.close();
-  await system?.stop();
-}, 60_000);
+// Counts reach analytics after each flush; a short one keeps the wait short.
+const suite = browserSuite({ USAGE_FLUSH_MS: '300' });
 
 const rowOf = (cells: string[]) => cells.map((c) => c.replace(/\s+/g, ' ').trim());
 
 it('shows calls per key and per operation with errors and 429s, the dashboard apart, over 1 h, 24 h and 30 d', async () => {
-  const context = await newContext(browser, system.url, WIDE);
-  contexts.push(context);
-  const page = await context.newPage();
-  const errors = watchErrors(page);
+  const { page, errors } = await suite.openPage(WIDE);
 
   // Sign up in the page, and create two keys with its session (cookie and CSRF token), as the dashboard does.
   await signUp(page, 'Usage Ltd');
@@ -49,7 +31,7 @@ it('shows calls per key and per operation with errors and 429s, the dashboard ap
   const etl = await createKey('etl job');
   const reporting = await createKey('reporting');
   expect([etl.status, reporting.status]).toEqual([201, 201]);
-  const call = async (path: string, secret: string) => (await fetch(`${system.url}/v1${path}`, { headers: { authorization: `Bearer ${secret}` } })).status;
+  const call = async (path: string, secret: string) => (await fetch(`${suite.url}/v1${path}`, { headers: { authorization: `Bearer ${secret}` } })).status;
   const statuses = [
     await call('/analytics/reports', etl.secret),
     await call('/analytics/reports', etl.secret),

@@ -1,21 +1,17 @@
-import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { stackEnv, startReceiver, waitFor } from '@dap/testing';
-import { DESKTOP, launchBrowser, newContext, PHONE, screenshot, startSystem, watchErrors, heading, nav, signUp } from './system.ts';
+import { browserSuite, PHONE, reloadUntilVisible, screenshot, WIDE, heading, nav, signUp } from './system.ts';
 
 /**
  * The dashboard's webhook observability, in a real browser against the whole system: editing an endpoint
  * (its URL checked by the API as at registration) and its health at a glance in the list. Each step keeps a
  * screenshot.
  */
-let system: Awaited<ReturnType<typeof startSystem>>;
-let chromium: Awaited<ReturnType<typeof launchBrowser>>;
-let browser: Browser;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
-let gw = '';
-const contexts: BrowserContext[] = [];
 /** Paths that answer 500 (with a body and a header of their own), 410, or 429 with Retry-After until taken out. */
 const flaky = new Map<string, 500 | 410 | 429>();
-const WIDE = { width: 1440, height: 900 };
+
+// One attempt per message while the test looks: the first retry waits ten minutes.
+const suite = browserSuite({ WEBHOOK_RETRY_SCHEDULE_MS: '0,600000' });
 
 beforeAll(async () => {
   receiver = await startReceiver((r): { status: number; headers?: Record<string, string>; body?: string } => {
@@ -26,29 +22,13 @@ beforeAll(async () => {
     if (answer === 429) return { status: 429, headers: { 'retry-after': '120' } };
     return { status: 200 };
   });
-  // One attempt per message while the test looks: the first retry waits ten minutes.
-  [system, chromium] = await Promise.all([startSystem({ WEBHOOK_RETRY_SCHEDULE_MS: '0,600000' }), launchBrowser()]);
-  browser = chromium.browser;
-  gw = system.url;
-}, 120_000);
+});
 
-afterAll(async () => {
-  for (const c of contexts) await c.close().catch(() => undefined);
-  await chromium?.close();
-  await system?.stop();
-  await receiver?.close();
-}, 60_000);
-
-async function openPage(viewport = DESKTOP): Promise<{ page: Page; errors: string[] }> {
-  const context = await newContext(browser, gw, viewport);
-  contexts.push(context);
-  const page = await context.newPage();
-  return { page, errors: watchErrors(page) };
-}
+afterAll(() => receiver?.close());
 
 describe('the dashboard, webhook pages', () => {
   it('edits an endpoint (URL, events, description), refusing a platform URL as registration does, and shows each endpoint’s health in the list', async () => {
-    const { page, errors } = await openPage();
+    const { page, errors } = await suite.openPage();
     await signUp(page, 'Hook Health');
     await nav(page, 'Webhooks').click();
     await heading(page, 'Webhooks').waitFor();
@@ -148,7 +128,7 @@ describe('the dashboard, webhook pages', () => {
     ]);
   }, 120_000);
   it('opens a delivery to its payload, headers and answers, retries a waiting retry now, and replays what failed since a time', async () => {
-    const { page, errors } = await openPage(WIDE);
+    const { page, errors } = await suite.openPage(WIDE);
     await signUp(page, 'Hook Detail');
     await nav(page, 'Webhooks').click();
     await heading(page, 'Webhooks').waitFor();
@@ -215,16 +195,7 @@ describe('the dashboard, webhook pages', () => {
     await page.getByRole('button', { name: 'Send test event' }).click();
     await waitFor(() => at().length === 3, { what: 'the 410 attempt', timeoutMs: 20_000 });
     const alert = page.getByText('This endpoint is disabled');
-    await waitFor(
-      async () => {
-        await page.reload();
-        return alert.waitFor({ timeout: 2_000 }).then(
-          () => true,
-          () => false,
-        );
-      },
-      { what: 'the endpoint disabled after a 410', timeoutMs: 30_000 },
-    );
+    await reloadUntilVisible(page, alert, 'the endpoint disabled after a 410');
     expect(await page.getByRole('button', { name: 'Replay since…' }).isDisabled()).toBe(true);
     flaky.delete('/flaky');
     await page.getByRole('button', { name: 'Enable endpoint' }).click();
@@ -264,7 +235,7 @@ describe('the dashboard, webhook pages', () => {
   }, 180_000);
 
   it('sends only the events an endpoint’s filter matches, in order and rate-limited, shows what it filtered out, names a bad filter’s fault on the field, and shows a receiver’s Retry-After and the pause it causes', async () => {
-    const { page, errors } = await openPage(WIDE);
+    const { page, errors } = await suite.openPage(WIDE);
     await signUp(page, 'Hook Filters');
     await nav(page, 'Webhooks').click();
     await heading(page, 'Webhooks').waitFor();

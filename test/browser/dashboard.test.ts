@@ -1,45 +1,22 @@
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { startReceiver, waitFor } from '@dap/testing';
-import { DESKTOP, PHONE, launchBrowser, newContext, screenshot, startSystem, watchErrors, PASSWORD, heading, nav, signUp } from './system.ts';
+import { browserSuite, connectRows, go, PHONE, reloadUntilVisible, runQuery, screenshot, PASSWORD, heading, nav, signUp } from './system.ts';
 
 /**
  * The dashboard in a real browser (Debian's Chromium, headless) against the whole system, every service
  * its own process: the stories a customer goes through, with screenshots of each main page.
  */
-let system: Awaited<ReturnType<typeof startSystem>>;
-let chromium: Awaited<ReturnType<typeof launchBrowser>>;
-let browser: Browser;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 /** Paths the receiver answers 410 Gone on (which disables their endpoint). */
 const gonePaths = new Set<string>();
-let gw = '';
-const contexts: BrowserContext[] = [];
+
+const suite = browserSuite();
 
 beforeAll(async () => {
   receiver = await startReceiver((r) => ({ status: gonePaths.has(r.path) ? 410 : 200 }));
-  [system, chromium] = await Promise.all([startSystem(), launchBrowser()]);
-  browser = chromium.browser;
-  gw = system.url;
-}, 120_000);
+});
 
-afterAll(async () => {
-  for (const c of contexts) await c.close().catch(() => undefined);
-  await chromium?.close();
-  await system?.stop();
-  await receiver?.close();
-}, 60_000);
-
-async function openPage(viewport = DESKTOP): Promise<{ page: Page; errors: string[] }> {
-  const context = await newContext(browser, gw, viewport);
-  contexts.push(context);
-  const page = await context.newPage();
-  return { page, errors: watchErrors(page) };
-}
-
-async function go(page: Page, link: string, title: string | RegExp = link): Promise<void> {
-  await nav(page, link).click();
-  await heading(page, title).waitFor();
-}
+afterAll(() => receiver?.close());
 
 /** Every form control on the page has an accessible name, and the page has one h1. */
 async function expectAccessibleBasics(page: Page): Promise<void> {
@@ -56,7 +33,7 @@ const bearer = (key: string) => ({ headers: { authorization: `Bearer ${key}` } }
 
 describe('the dashboard', () => {
   it('is served by the gateway with a strict CSP, and client-side routes survive a reload', async () => {
-    const res = await fetch(`${gw}/settings/api-keys`);
+    const res = await fetch(`${suite.url}/settings/api-keys`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/html/);
     const csp = res.headers.get('content-security-policy') ?? '';
@@ -64,12 +41,12 @@ describe('the dashboard', () => {
     expect(csp).toContain("style-src 'self'");
     expect(csp).toContain("frame-ancestors 'none'");
     expect(csp).not.toContain('unsafe');
-    expect((await fetch(`${gw}/v1/nope`)).headers.get('content-type')).toMatch(/problem\+json/);
-    expect((await fetch(`${gw}/healthz`)).headers.get('content-type')).toMatch(/json/);
+    expect((await fetch(`${suite.url}/v1/nope`)).headers.get('content-type')).toMatch(/problem\+json/);
+    expect((await fetch(`${suite.url}/healthz`)).headers.get('content-type')).toMatch(/json/);
   });
 
   it('story 1: sign up, create a key that works, roll it, revoke it in the UI and it gets 401; log out and in', async () => {
-    const { page, errors } = await openPage();
+    const { page, errors } = await suite.openPage();
     await page.goto('/');
     await page.waitForURL(/\/login/);
     await heading(page, 'Log in').waitFor();
@@ -109,8 +86,8 @@ describe('the dashboard', () => {
     await screenshot(page, 'api-key-secret');
 
     // The key works from outside the browser, only for its scope.
-    expect((await fetch(`${gw}/v1/sources`, bearer(secret))).status).toBe(200);
-    expect((await fetch(`${gw}/v1/models`, bearer(secret))).status).toBe(403);
+    expect((await fetch(`${suite.url}/v1/sources`, bearer(secret))).status).toBe(200);
+    expect((await fetch(`${suite.url}/v1/models`, bearer(secret))).status).toBe(403);
 
     await created.getByRole('button', { name: 'I have saved it' }).click();
     let row = page.getByTestId('key-row').filter({ hasText: 'reporting job' });
@@ -130,8 +107,8 @@ describe('the dashboard', () => {
     expect(newSecret).toMatch(/^dap_sk_\w+$/);
     expect(newSecret).not.toBe(secret);
     await rolled.getByRole('button', { name: 'I have saved it' }).click();
-    expect((await fetch(`${gw}/v1/sources`, bearer(newSecret))).status).toBe(200);
-    await waitFor(async () => (await fetch(`${gw}/v1/sources`, bearer(secret))).status === 401, { timeoutMs: 5_000, intervalMs: 100, what: 'the rolled secret refused' });
+    expect((await fetch(`${suite.url}/v1/sources`, bearer(newSecret))).status).toBe(200);
+    await waitFor(async () => (await fetch(`${suite.url}/v1/sources`, bearer(secret))).status === 401, { timeoutMs: 5_000, intervalMs: 100, what: 'the rolled secret refused' });
 
     // Revoke the new key in the UI: it is refused within seconds.
     row = page.getByTestId('key-row').filter({ hasText: `dap_sk_…${newSecret.slice(-4)}` });
@@ -141,7 +118,7 @@ describe('the dashboard', () => {
     await confirm.waitFor({ state: 'hidden' });
     await page.getByText('No active keys').waitFor();
     await page.getByRole('status').getByText('Key “reporting job” revoked').waitFor();
-    await waitFor(async () => (await fetch(`${gw}/v1/sources`, bearer(newSecret))).status === 401, { timeoutMs: 5_000, intervalMs: 100, what: 'the revoked key refused' });
+    await waitFor(async () => (await fetch(`${suite.url}/v1/sources`, bearer(newSecret))).status === 401, { timeoutMs: 5_000, intervalMs: 100, what: 'the revoked key refused' });
     await page.getByRole('button', { name: 'Show', exact: true }).click();
     await page
       .getByTestId('key-row')
@@ -175,7 +152,7 @@ describe('the dashboard', () => {
   }, 90_000);
 
   it('story 2: connect an inline source, wait for it, chart a grouped query and a time series', async () => {
-    const { page, errors } = await openPage();
+    const { page, errors } = await suite.openPage();
     await signUp(page, 'Orders Team');
     await go(page, 'Sources');
     await page.getByText('No sources yet').waitFor();
@@ -212,18 +189,8 @@ describe('the dashboard', () => {
     await page.getByLabel('Measure 2 field').selectOption('amount');
     await page.getByLabel('Measure 2 name (optional)').fill('revenue');
     await page.getByLabel('Sort by').selectOption('revenue');
-    await page.getByRole('button', { name: 'Run query' }).click();
-    // The analytics projection may trail the source by a moment: retry until the query is accepted.
     const bars = page.locator('svg[data-chart="bar"] rect.chart-bar');
-    await waitFor(
-      async () => {
-        if ((await bars.count()) > 0) return true;
-        if (await page.getByRole('alert').count()) await page.getByRole('button', { name: 'Run query' }).click();
-        await page.waitForTimeout(500);
-        return false;
-      },
-      { timeoutMs: 20_000, what: 'the grouped chart' },
-    );
+    await runQuery(page, async () => (await bars.count()) > 0);
     expect(await bars.count()).toBe(4);
     expect(await page.getByTestId('result-table').locator('tbody tr').count()).toBe(4);
     // The chart shows the chosen measure; the default is the first one (count), ordered by revenue desc.
@@ -290,7 +257,7 @@ describe('the dashboard', () => {
   }, 90_000);
 
   it('story 3: create a webhook (secret shown once), send a test event, and see the delivery in the log', async () => {
-    const { page, errors } = await openPage();
+    const { page, errors } = await suite.openPage();
     await signUp(page, 'Hooks Inc');
     await go(page, 'Webhooks');
     await page.getByRole('button', { name: '+ Add endpoint' }).first().click();
@@ -331,16 +298,7 @@ describe('the dashboard', () => {
     await page.getByRole('button', { name: 'Send test event' }).click();
     const alert = page.getByText('This endpoint is disabled');
     // The page shows the endpoint as it was loaded: reload until the 410 has disabled it.
-    await waitFor(
-      async () => {
-        await page.reload();
-        return alert.waitFor({ timeout: 2_000 }).then(
-          () => true,
-          () => false,
-        );
-      },
-      { what: 'the endpoint disabled after a 410', timeoutMs: 30_000 },
-    );
+    await reloadUntilVisible(page, alert, 'the endpoint disabled after a 410');
     await page.getByText('the endpoint answered 410 Gone').waitFor();
     await screenshot(page, 'webhook-disabled');
     gonePaths.delete('/hooks');
@@ -352,7 +310,7 @@ describe('the dashboard', () => {
   }, 90_000);
 
   it('connects a CSV file picked from disk: uploaded as it is (multipart, streamed), past the old 5 MB paste limit', async () => {
-    const { page, errors } = await openPage();
+    const { page, errors } = await suite.openPage();
     await signUp(page, 'File People');
     await page.goto('/sources/new');
     await page.getByRole('radio', { name: /CSV file/ }).check();
@@ -382,14 +340,10 @@ describe('the dashboard', () => {
   }, 120_000);
 
   it('trains a model on a source and predicts with it', async () => {
-    const { page, errors } = await openPage();
+    const { page, errors } = await suite.openPage();
     await signUp(page, 'Model Makers');
     const rows = Array.from({ length: 40 }, (_, i) => ({ units: i % 7, price: 2 + (i % 5), plan: ['free', 'pro', 'team'][i % 3], churned: i % 3 === 0 ? 'yes' : 'no' }));
-    await page.goto('/sources/new');
-    await page.getByLabel('Name').fill('customers');
-    await page.getByLabel('Rows (JSON array of objects)').fill(JSON.stringify(rows));
-    await page.getByRole('button', { name: 'Connect source' }).click();
-    await page.locator('[data-status="ready"]').first().waitFor({ timeout: 30_000 });
+    await connectRows(page, 'customers', rows);
     await go(page, 'Models');
     await page.getByRole('link', { name: '+ New model' }).click();
     await heading(page, 'New model').waitFor();
@@ -413,7 +367,7 @@ describe('the dashboard', () => {
   }, 90_000);
 
   it('works at phone width (390 px): menu, keys, sources and a chart', async () => {
-    const { page, errors } = await openPage(PHONE);
+    const { page, errors } = await suite.openPage(PHONE);
     await signUp(page, 'Pocket Co');
     await screenshot(page, 'phone-overview');
     const menu = page.locator('button[aria-controls="sidebar"]');
@@ -443,17 +397,8 @@ describe('the dashboard', () => {
     await page.locator('[data-status="ready"]').first().waitFor({ timeout: 30_000 });
     await page.getByRole('link', { name: 'Explore data' }).click();
     await page.getByRole('checkbox', { name: /country/ }).check();
-    await page.getByRole('button', { name: 'Run query' }).click();
     const bars = page.locator('svg[data-chart="bar"] rect.chart-bar');
-    await waitFor(
-      async () => {
-        if ((await bars.count()) > 0) return true;
-        if (await page.getByRole('alert').count()) await page.getByRole('button', { name: 'Run query' }).click();
-        await page.waitForTimeout(500);
-        return false;
-      },
-      { timeoutMs: 20_000, what: 'the phone chart' },
-    );
+    await runQuery(page, async () => (await bars.count()) > 0);
     expect(await bars.count()).toBe(3);
     await screenshot(page, 'phone-explore');
     expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(PHONE.width);

@@ -1,43 +1,14 @@
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { waitFor } from '@dap/testing';
-import { launchBrowser, newContext, screenshot, startSystem, watchErrors, heading, nav, signUp } from './system.ts';
+import { browserSuite, connectRows, runQuery, screenshot, heading, nav, signUp, PHONE, WIDE } from './system.ts';
 
 /**
  * Saved insights and dashboards in a real browser against the whole system: Explore runs without storing a
  * report, saves a query as an insight and pins it; the Insights page runs, renames and deletes; a dashboard
  * lays tiles out on its grid, runs them on open, moves and removes them, on a desktop and a phone.
  */
-let system: Awaited<ReturnType<typeof startSystem>>;
-let chromium: Awaited<ReturnType<typeof launchBrowser>>;
-let browser: Browser;
-const contexts: BrowserContext[] = [];
-const WIDE = { width: 1440, height: 900 };
-const PHONE = { width: 390, height: 844 };
 
-beforeAll(async () => {
-  [system, chromium] = await Promise.all([startSystem(), launchBrowser()]);
-  browser = chromium.browser;
-}, 120_000);
-
-afterAll(async () => {
-  for (const c of contexts) await c.close().catch(() => undefined);
-  await chromium?.close();
-  await system?.stop();
-}, 60_000);
-
-/** Runs the query, clicking Run again while the analytics projection has not caught up with the source. */
-async function runQuery(page: Page, ready: () => Promise<boolean>): Promise<void> {
-  await page.getByRole('button', { name: 'Run query' }).click();
-  await waitFor(
-    async () => {
-      if (await ready()) return true;
-      if (await page.getByRole('alert').count()) await page.getByRole('button', { name: 'Run query' }).click();
-      await page.waitForTimeout(400);
-      return false;
-    },
-    { timeoutMs: 20_000, what: 'the query result' },
-  );
-}
+const suite = browserSuite();
 
 /** The account's stored reports, through the session the page holds. */
 async function reportCount(page: Page): Promise<number> {
@@ -48,19 +19,12 @@ async function reportCount(page: Page): Promise<number> {
 
 describe('insights and dashboards', () => {
   it('saves Explore queries as insights, pins them to a dashboard grid that runs on open, and stores no report per run', async () => {
-    const context = await newContext(browser, system.url, WIDE);
-    contexts.push(context);
-    const page = await context.newPage();
-    const errors = watchErrors(page);
+    const { page, errors } = await suite.openPage(WIDE);
 
     await signUp(page, 'Insightful');
     const now = Date.now();
     const rows = Array.from({ length: 12 }, (_, i) => ({ country: ['FR', 'DE', 'US'][i % 3], amount: 1 + i, at: new Date(now - (i % 4) * 86_400_000).toISOString() }));
-    await page.goto('/sources/new');
-    await page.getByLabel('Name').fill('sales');
-    await page.getByLabel('Rows (JSON array of objects)').fill(JSON.stringify(rows));
-    await page.getByRole('button', { name: 'Connect source' }).click();
-    await page.locator('[data-status="ready"]').first().waitFor({ timeout: 30_000 });
+    await connectRows(page, 'sales', rows);
     await page.getByRole('link', { name: 'Explore data' }).click();
     await heading(page, 'Explore').waitFor();
 

@@ -1,7 +1,7 @@
 import pg from 'pg';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { stackEnv, uniqueSuffix } from '@dap/testing';
-import { DESKTOP, launchBrowser, newContext, screenshot, startSystem, watchErrors, heading, signUp } from './system.ts';
+import { browserSuite, screenshot, heading, signUp } from './system.ts';
 
 /**
  * The source pages' sync controls in a real browser against the whole system and the test PostgreSQL: a
@@ -9,30 +9,23 @@ import { DESKTOP, launchBrowser, newContext, screenshot, startSystem, watchError
  * incremental re-sync that pulls only the rows past the cursor; a full re-sync; rows a quarantining sync set
  * aside, downloaded from the page's link; and settings edited in place. Each step keeps a screenshot.
  */
-let system: Awaited<ReturnType<typeof startSystem>>;
-let chromium: Awaited<ReturnType<typeof launchBrowser>>;
-let browser: Browser;
 let pgc: pg.Client;
-const contexts: BrowserContext[] = [];
 const { POSTGRES_URL } = stackEnv();
 const table = `br_orders_${uniqueSuffix()}`;
+
+const suite = browserSuite();
 
 beforeAll(async () => {
   pgc = new pg.Client(POSTGRES_URL);
   await pgc.connect();
   await pgc.query(`CREATE TABLE ${table} (id bigint PRIMARY KEY, amount numeric(10,2), updated_at timestamptz)`);
   await pgc.query(`INSERT INTO ${table} VALUES (1, 10, '2025-01-01T10:00:00Z'), (2, 20, '2025-01-01T11:00:00Z'), (3, 30, '2025-01-01T11:00:00Z')`);
-  [system, chromium] = await Promise.all([startSystem(), launchBrowser()]);
-  browser = chromium.browser;
-}, 120_000);
+});
 
 afterAll(async () => {
-  for (const c of contexts) await c.close().catch(() => undefined);
-  await chromium?.close();
-  await system?.stop();
   await pgc?.query(`DROP TABLE IF EXISTS ${table}`).catch(() => undefined);
   await pgc?.end();
-}, 60_000);
+});
 
 async function lastSyncSays(page: Page, text: RegExp): Promise<void> {
   await page.getByTestId('last-sync-report').filter({ hasText: text }).waitFor({ timeout: 30_000 });
@@ -40,10 +33,7 @@ async function lastSyncSays(page: Page, text: RegExp): Promise<void> {
 }
 
 it('connects an incremental, scheduled database source, re-syncs it incrementally and in full, downloads set-aside rows and edits its settings', async () => {
-  const context = await newContext(browser, system.url, DESKTOP);
-  contexts.push(context);
-  const page = await context.newPage();
-  const errors = watchErrors(page);
+  const { page, errors } = await suite.openPage();
   await signUp(page, 'Sync Settings Ltd');
 
   await page.goto('/sources/new');

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { repoRoot, stackEnv, uniqueSuffix } from '@dap/testing';
+import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Locator, type Page } from 'playwright-core';
+import { repoRoot, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
 import { DEPLOYABLES, freePort, startServices, type DeployableName, type Supervised } from '../../deploy/local/supervisor.ts';
 import { freshSecrets } from '../../deploy/local/env-file.ts';
 
@@ -72,10 +72,21 @@ export async function launchBrowser(): Promise<{ browser: Browser; close: () => 
 }
 
 export const DESKTOP = { width: 1366, height: 900 };
+export const WIDE = { width: 1440, height: 900 };
 export const PHONE = { width: 390, height: 844 };
 
-export async function newContext(browser: Browser, baseURL: string, viewport = DESKTOP): Promise<BrowserContext> {
-  const context = await browser.newContext({ baseURL, viewport, deviceScaleFactor: 1, colorScheme: 'light', reducedMotion: 'reduce', locale: 'en-GB', timezoneId: 'UTC' });
+/** `options` adds to the usual ones (a storage state to carry a session over, say). */
+export async function newContext(browser: Browser, baseURL: string, viewport = DESKTOP, options: BrowserContextOptions = {}): Promise<BrowserContext> {
+  const context = await browser.newContext({
+    baseURL,
+    viewport,
+    deviceScaleFactor: 1,
+    colorScheme: 'light',
+    reducedMotion: 'reduce',
+    locale: 'en-GB',
+    timezoneId: 'UTC',
+    ...options,
+  });
   context.setDefaultTimeout(15_000);
   return context;
 }
@@ -118,4 +129,88 @@ export async function signUp(page: Page, accountName: string): Promise<string> {
   await page.getByRole('button', { name: 'Create account' }).click();
   await heading(page, `Welcome, ${accountName}`).waitFor();
   return email;
+}
+
+/** The whole system and a browser for one test file; `url` is the gateway's. */
+export interface BrowserSuite {
+  readonly url: string;
+  readonly system: Awaited<ReturnType<typeof startSystem>>;
+  readonly browser: Browser;
+  /** A page in a browser context of its own (its own cookies), closed after the file, and the page's errors. */
+  openPage(viewport?: { width: number; height: number }, options?: BrowserContextOptions): Promise<{ page: Page; errors: string[]; context: BrowserContext }>;
+}
+
+/** Starts the system (with `extraEnv`) and a browser before the file's tests, and stops both after them. */
+export function browserSuite(extraEnv: Record<string, string> = {}): BrowserSuite {
+  let system: Awaited<ReturnType<typeof startSystem>>;
+  let chromium: Awaited<ReturnType<typeof launchBrowser>>;
+  const contexts: BrowserContext[] = [];
+  beforeAll(async () => {
+    [system, chromium] = await Promise.all([startSystem(extraEnv), launchBrowser()]);
+  }, 120_000);
+  afterAll(async () => {
+    for (const c of contexts) await c.close().catch(() => undefined);
+    await chromium?.close();
+    await system?.stop();
+  }, 60_000);
+  return {
+    get url() {
+      return system.url;
+    },
+    get system() {
+      return system;
+    },
+    get browser() {
+      return chromium.browser;
+    },
+    async openPage(viewport = DESKTOP, options = {}) {
+      const context = await newContext(chromium.browser, system.url, viewport, options);
+      contexts.push(context);
+      const page = await context.newPage();
+      return { page, errors: watchErrors(page), context };
+    },
+  };
+}
+
+/** Follows a link of the main navigation and waits for its page's heading. */
+export async function go(page: Page, link: string, title: string | RegExp = link): Promise<void> {
+  await nav(page, link).click();
+  await heading(page, title).waitFor();
+}
+
+/** Runs the query, clicking Run again while the analytics projection has not caught up with the source. */
+export async function runQuery(page: Page, ready: () => Promise<boolean>): Promise<void> {
+  await page.getByRole('button', { name: 'Run query' }).click();
+  await waitFor(
+    async () => {
+      if (await ready()) return true;
+      if (await page.getByRole('alert').count()) await page.getByRole('button', { name: 'Run query' }).click();
+      await page.waitForTimeout(400);
+      return false;
+    },
+    { timeoutMs: 20_000, what: 'the query result' },
+  );
+}
+
+/** Reloads the page until `target` shows (a page shows what it loaded; the change it waits for is server-side). */
+export async function reloadUntilVisible(page: Page, target: Locator, what: string): Promise<void> {
+  await waitFor(
+    async () => {
+      await page.reload();
+      return target.waitFor({ timeout: 2_000 }).then(
+        () => true,
+        () => false,
+      );
+    },
+    { what, timeoutMs: 30_000 },
+  );
+}
+
+/** Connects an inline source of `rows` through the Connect a source page and waits until it is ready. */
+export async function connectRows(page: Page, name: string, rows: readonly object[]): Promise<void> {
+  await page.goto('/sources/new');
+  await page.getByLabel('Name').fill(name);
+  await page.getByLabel('Rows (JSON array of objects)').fill(JSON.stringify(rows));
+  await page.getByRole('button', { name: 'Connect source' }).click();
+  await page.locator('[data-status="ready"]').first().waitFor({ timeout: 30_000 });
 }

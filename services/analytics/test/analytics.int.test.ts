@@ -1,11 +1,9 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { domainEventSchema, makeEvent, newId, reportListSchema, reportSchema, overviewSchema, type DomainEvent, type EventOf, type EventType } from '@dap/contracts';
-import { DatasetStore, type IngestResult } from '@dap/datasets';
-import { createKafka, EventProducer, type Consumer } from '@dap/kafka';
+import { makeEvent, newId, reportListSchema, reportSchema, overviewSchema, TOPICS, type DomainEvent, type EventOf, type EventType } from '@dap/contracts';
 import { createLogger } from '@dap/logger';
-import { callerHeaders, columns, http, serviceTestEnv, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { callerHeaders, columns, http, serviceTestEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { startSourceFeed, type SourceFeed } from '@dap/testing/event-feed';
 import { loadAnalyticsConfig } from '../src/config.ts';
 import { startAnalytics } from '../src/index.ts';
 import { FILTER_CASES, goldenRows, groupRows, measureRow, MEASURE_DSL, truncate, type Cell, type Granularity } from './golden.ts';
@@ -13,18 +11,15 @@ import { FILTER_CASES, goldenRows, groupRows, measureRow, MEASURE_DSL, truncate,
 const logger = createLogger({ name: 'analytics-test', level: (process.env.TEST_LOG as 'silent') ?? 'silent' });
 const suffix = uniqueSuffix();
 const prefix = `t${suffix}.`;
-const stack = stackEnv();
 const ROWS = goldenRows();
 
 type Service = Awaited<ReturnType<typeof startAnalytics>>;
 let svc: Service;
 /** Moves the test store's retirement clock forward (replaced files are removed one grace period after the swap). */
 let clockSkewMs = 0;
-let dataDir: string;
-let store: DatasetStore;
-let producer: EventProducer;
-let watcher: Consumer;
-const seen: DomainEvent[] = [];
+/** Plays the sources service (and the others whose events the overview counts). */
+let feed: SourceFeed;
+let seen: DomainEvent[];
 
 const accountA = newId('acct');
 const accountB = newId('acct');
@@ -33,7 +28,7 @@ const sourceA = newId('src');
 const ghostSource = newId('src');
 
 function envFor(extra: Record<string, string> = {}) {
-  return loadAnalyticsConfig(serviceTestEnv(`analytics_${suffix}`, prefix, { DATASET_DIR: join(dataDir, 'datasets'), ...extra }));
+  return loadAnalyticsConfig(serviceTestEnv(`analytics_${suffix}`, prefix, { DATASET_DIR: feed.datasetDir, ...extra }));
 }
 
 const api = (method: string, path: string, accountId: string, body?: unknown) =>
@@ -60,19 +55,6 @@ async function insertReport(fields: Record<string, unknown>): Promise<string> {
 }
 
 const query = (accountId: string, q: Record<string, unknown>) => api('POST', '/analytics/query', accountId, { sourceId: sourceA, ...q });
-
-/** Publishes events as the other services would; `at` pins occurredAt so ordering is checkable. */
-async function publish<T extends EventType>(type: T, accountId: string, subject: string, data: EventOf<T>['data'], at?: Date): Promise<EventOf<T>> {
-  const e = makeEvent(type, { accountId, subject, data });
-  if (at) e.occurredAt = at.toISOString();
-  await producer.publish([e]);
-  return e;
-}
-
-/** Announces a source's data as the sources service does once a sync is done: `source.ready` with its row count and schema. */
-function announceReady(accountId: string, sourceId: string, name: string, type: string, result: IngestResult) {
-  return publish('source.ready', accountId, sourceId, { id: sourceId, name, type, rowCount: result.rowCount, schema: result.schema });
-}
 
 /** The first answer to `ask` once the service knows the source (until its projection arrives, queries answer 404). */
 function onceProjected(ask: () => ReturnType<typeof api>, what: string) {
@@ -102,44 +84,18 @@ function expectRowsClose(actual: Record<string, Cell>[], expected: Record<string
   });
 }
 
-async function ingest(accountId: string, sourceId: string, rows: object[]) {
-  await store.stage(
-    accountId,
-    sourceId,
-    'ndjson',
-    rows.map((r) => `${JSON.stringify(r)}\n`),
-  );
-  return store.ingest(accountId, sourceId, 'ndjson');
-}
-
 beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), 'analytics-int-'));
+  feed = await startSourceFeed(prefix, 'analytics-test', { storeNow: () => Date.now() + clockSkewMs });
   svc = await startAnalytics(envFor(), { logger });
-  store = await DatasetStore.open(join(dataDir, 'datasets'), {}, { now: () => Date.now() + clockSkewMs });
-
-  const settings = { brokers: stack.KAFKA_BROKERS.split(','), clientId: 'analytics-test', topicPrefix: prefix };
-  const kafka = createKafka(settings, logger);
-  producer = new EventProducer(kafka, settings);
-  await producer.connect();
-  watcher = kafka.consumer({ groupId: `${prefix}test-watch`, maxWaitTimeInMs: 50 });
-  await watcher.connect();
-  await watcher.subscribe({ topics: [`${prefix}analytics.events`], fromBeginning: true });
-  await watcher.run({ eachMessage: async ({ message }) => void seen.push(domainEventSchema.parse(JSON.parse(message.value!.toString()))) });
-
-  // Play the sources service: write the Parquet file, then announce it.
-  const result = await ingest(accountA, sourceA, ROWS);
+  seen = (await feed.watch(TOPICS.analytics)).events;
+  const result = await feed.provide(accountA, sourceA, { name: 'orders', type: 'inline' }, ROWS);
   expect(result.schema).toEqual(columns({ id: 'integer', country: 'string', status: 'string', amount: 'number', qty: 'integer', paid: 'boolean', ts: 'timestamp' }));
-  await publish('source.created', accountA, sourceA, { id: sourceA, name: 'orders', type: 'inline' });
-  await announceReady(accountA, sourceA, 'orders', 'inline', result);
   await waitFor(async () => (await query(accountA, { measures: [{ op: 'count' }] })).status === 201, { what: 'the source projection', timeoutMs: 30_000 });
 }, 60_000);
 
 afterAll(async () => {
-  await watcher?.disconnect();
-  await producer?.disconnect();
   await svc?.stop();
-  store?.duck.close();
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  await feed?.stop();
 });
 
 describe('golden numbers (checked against a plain TypeScript reference)', () => {
@@ -236,9 +192,9 @@ describe('validation, tenancy and states', () => {
     const account = newId('acct'); // its own, so the overview's counts of account A stay as they are
     const sourceId = newId('src');
     // Written as text: a JavaScript number cannot hold 9007199254740993.
-    await store.stage(account, sourceId, 'ndjson', ['{"n":9007199254740993,"x":1.5}\n', '{"n":9007199254740992,"x":2.5}\n', '{"n":7,"x":-1}\n']);
-    const result = await store.ingest(account, sourceId, 'ndjson');
-    await announceReady(account, sourceId, 'big', 'inline', result);
+    await feed.store.stage(account, sourceId, 'ndjson', ['{"n":9007199254740993,"x":1.5}\n', '{"n":9007199254740992,"x":2.5}\n', '{"n":7,"x":-1}\n']);
+    const result = await feed.store.ingest(account, sourceId, 'ndjson');
+    await feed.announceReady(account, sourceId, { name: 'big', type: 'inline' }, result);
     const count = async (filters: unknown[]) => {
       const res = await onceProjected(() => api('POST', '/analytics/query', account, { sourceId, measures: [{ op: 'count' }], filters }), 'the source projection');
       expect([res.status, res.body.status, res.body.error ?? null]).toEqual([201, 'completed', null]);
@@ -291,7 +247,7 @@ describe('validation, tenancy and states', () => {
     // A text column whose values are not all times stays a string at ingestion; it would bucket as one null time.
     const mixed = newId('src');
     const owner = newId('acct'); // its own account, so the overview counts of the others stay as they are
-    const result = await ingest(owner, mixed, [
+    const result = await feed.ingest(owner, mixed, [
       { when: '2024-01-05T10:00:00Z', n: 1 },
       { when: 'yesterday', n: 2 },
     ]);
@@ -299,7 +255,7 @@ describe('validation, tenancy and states', () => {
       { name: 'when', type: 'string' },
       { name: 'n', type: 'integer' },
     ]);
-    await announceReady(owner, mixed, 'mixed', 'inline', result);
+    await feed.announceReady(owner, mixed, { name: 'mixed', type: 'inline' }, result);
     const res = await onceProjected(
       () => query(owner, { sourceId: mixed, measures: [{ op: 'count' }], timeDimension: { field: 'when', granularity: 'day' } }),
       'the mixed source projection',
@@ -331,7 +287,7 @@ describe('validation, tenancy and states', () => {
 
   it('answers 409 for a source that is not ready', async () => {
     const pending = newId('src');
-    await publish('source.created', accountA, pending, { id: pending, name: 'later', type: 'csv' });
+    await feed.publish('source.created', accountA, pending, { id: pending, name: 'later', type: 'csv' });
     const res = await waitFor(async () => {
       const r = await query(accountA, { sourceId: pending, measures: [{ op: 'count' }] });
       return r.status === 409 ? r : null;
@@ -342,18 +298,18 @@ describe('validation, tenancy and states', () => {
   it('keeps answering on the last good data after a failed re-sync; a source that never had data answers 409', async () => {
     const acct = newId('acct'); // its own account: the overview counts accountA's sources
     const kept = newId('src');
-    const result = await ingest(acct, kept, ROWS.slice(0, 5));
-    await publish('source.created', acct, kept, { id: kept, name: 'kept', type: 'url' });
-    await announceReady(acct, kept, 'kept', 'url', result);
-    const failed = await publish('source.failed', acct, kept, {
+    const result = await feed.ingest(acct, kept, ROWS.slice(0, 5));
+    await feed.publish('source.created', acct, kept, { id: kept, name: 'kept', type: 'url' });
+    await feed.announceReady(acct, kept, { name: 'kept', type: 'url' }, result);
+    const failed = await feed.publish('source.failed', acct, kept, {
       id: kept,
       name: 'kept',
       error: 'the file answered 500',
       kept: { rowCount: result.rowCount, schema: result.schema },
     });
     const never = newId('src');
-    await publish('source.created', acct, never, { id: never, name: 'never', type: 'url' });
-    const neverFailed = await publish('source.failed', acct, never, { id: never, name: 'never', error: 'the file answered 500' });
+    await feed.publish('source.created', acct, never, { id: never, name: 'never', type: 'url' });
+    const neverFailed = await feed.publish('source.failed', acct, never, { id: never, name: 'never', error: 'the file answered 500' });
     const projections = svc.mongo.db.collection('source_projections');
     await waitFor(async () => (await projections.countDocuments({ _id: { $in: [kept, never] } as never, lastEventId: { $in: [failed.id, neverFailed.id] } })) === 2, {
       what: 'both failures applied',
@@ -413,8 +369,8 @@ describe('reports', () => {
 
   it('ends a query that fails at run time as failed with a reason and a report.failed event', async () => {
     // The projection claims a column the file lacks, as if the data changed under a stale schema.
-    const result = await ingest(accountA, ghostSource, [{ a: 1 }, { a: 2 }]);
-    await publish('source.ready', accountA, ghostSource, {
+    const result = await feed.ingest(accountA, ghostSource, [{ a: 1 }, { a: 2 }]);
+    await feed.publish('source.ready', accountA, ghostSource, {
       id: ghostSource,
       name: 'ghost',
       type: 'inline',
@@ -427,7 +383,7 @@ describe('reports', () => {
     expect(sync.status).toBe(201);
     expect(sync.body.status).toBe('failed');
     expect(sync.body.error).toMatch(/^the query could not be executed: .*ghost/);
-    expect(sync.body.error).not.toContain(dataDir);
+    expect(sync.body.error).not.toContain(feed.dir);
 
     const res = await query(accountA, { sourceId: ghostSource, measures: [{ op: 'avg', field: 'ghost' }], async: true });
     expect(res.status).toBe(202);
@@ -513,8 +469,8 @@ describe('honest results: totals, numbers and full exports', () => {
   const xOf = (i: number) => (i % 2 ? 0.1 : 0.2);
 
   async function ready(sourceId: string, rows: object[]) {
-    const result = await ingest(owner, sourceId, rows);
-    await announceReady(owner, sourceId, sourceId, 'inline', result);
+    const result = await feed.ingest(owner, sourceId, rows);
+    await feed.announceReady(owner, sourceId, { name: sourceId, type: 'inline' }, result);
     return result;
   }
   const run = (q: Record<string, unknown>) => api('POST', '/analytics/query', owner, q);
@@ -579,7 +535,7 @@ describe('honest results: totals, numbers and full exports', () => {
     const csv = await api('GET', `/analytics/reports/${res.body.id}/export.csv`, owner);
     expect(csv.text).toBe('k,s,a,max_x\r\na,0.3,0.15,0.2\r\nb,6.6,2.2,3.3\r\n');
     const file = await download(res.body.id, 'parquet');
-    expect((await store.duck.run(`SELECT * FROM read_parquet('${file}')`)).rows).toEqual([
+    expect((await feed.store.duck.run(`SELECT * FROM read_parquet('${file}')`)).rows).toEqual([
       { k: 'a', s: 0.3, a: 0.15, max_x: 0.2 },
       { k: 'b', s: 6.6, a: 2.2, max_x: 3.3 },
     ]);
@@ -588,17 +544,17 @@ describe('honest results: totals, numbers and full exports', () => {
   it('keeps sums of a decimal column exact: a number when a double is exactly it, else its digits', async () => {
     // A decimal column as a PostgreSQL numeric or MySQL DECIMAL source would give it.
     const money = newId('src');
-    const file = store.newDataFile(owner, money);
+    const file = feed.store.newDataFile(owner, money);
     await mkdir(dirname(file), { recursive: true });
-    await store.duck.run(
+    await feed.store.duck.run(
       `COPY (SELECT * FROM (VALUES ('a', 0.10::DECIMAL(18, 2)), ('a', 0.20), ('b', 1234567890123456.78), ('b', 1234567890123456.78)) t(k, amount)) TO '${file}' (FORMAT parquet)`,
     );
-    const result = await store.publish(owner, money, file);
+    const result = await feed.store.publish(owner, money, file);
     expect(result.schema).toEqual([
       { name: 'k', type: 'string' },
       { name: 'amount', type: 'number' },
     ]);
-    await announceReady(owner, money, 'money', 'postgres', result);
+    await feed.announceReady(owner, money, { name: 'money', type: 'postgres' }, result);
     const res = await onceProjected(() => run({ sourceId: money, measures: [{ op: 'sum', field: 'amount', as: 's' }], dimensions: ['k'] }), 'the decimal source projection');
     expect(res.status).toBe(201);
     // Positive control: as doubles these sums would be 0.30000000000000004 and 2469135780246913.5.
@@ -609,7 +565,7 @@ describe('honest results: totals, numbers and full exports', () => {
     ]);
     expect((await api('GET', `/analytics/reports/${res.body.id}/export.csv`, owner)).text).toBe('k,s\r\na,0.3\r\nb,2469135780246913.56\r\n');
     const parquet = await download(res.body.id, 'parquet');
-    expect((await store.duck.run(`SELECT k, s::VARCHAR AS s, typeof(s) AS t FROM read_parquet('${parquet}')`)).rows).toEqual([
+    expect((await feed.store.duck.run(`SELECT k, s::VARCHAR AS s, typeof(s) AS t FROM read_parquet('${parquet}')`)).rows).toEqual([
       { k: 'a', s: '0.30', t: 'DECIMAL(38,2)' },
       { k: 'b', s: '2469135780246913.56', t: 'DECIMAL(38,2)' },
     ]);
@@ -619,7 +575,7 @@ describe('honest results: totals, numbers and full exports', () => {
   async function download(id: string, format: 'csv' | 'parquet'): Promise<string> {
     const res = await fetch(`${svc.url}/v1/analytics/reports/${id}/export.${format}`, { headers: callerHeaders(owner) });
     expect(res.status).toBe(200);
-    const file = join(dataDir, `${id}.${format}`);
+    const file = join(feed.dir, `${id}.${format}`);
     await writeFile(file, Buffer.from(await res.arrayBuffer()));
     return file;
   }
@@ -638,10 +594,10 @@ describe('honest results: totals, numbers and full exports', () => {
     expect(parquet.status).toBe(200);
     expect(parquet.headers.get('content-type')).toBe('application/vnd.apache.parquet');
     expect(parquet.headers.get('content-disposition')).toBe(`attachment; filename="${res.body.id}.parquet"`);
-    const file = join(dataDir, `${res.body.id}.parquet`);
+    const file = join(feed.dir, `${res.body.id}.parquet`);
     await writeFile(file, Buffer.from(await parquet.arrayBuffer()));
     // In the file's own row order.
-    const back = await store.duck.run(`SELECT id, s FROM read_parquet('${file}', file_row_number = true) ORDER BY file_row_number`);
+    const back = await feed.store.duck.run(`SELECT id, s FROM read_parquet('${file}', file_row_number = true) ORDER BY file_row_number`);
     expect(back.rows).toEqual(ids.map((i) => ({ id: i, s: xOf(i) })));
 
     // Another tenant gets 404, like an unknown report.
@@ -656,8 +612,8 @@ describe('honest results: totals, numbers and full exports', () => {
     // Within the grace period the replaced file is still there: the export is the report's own data, not the new.
     const kept = await api('GET', `/analytics/reports/${before.body.id}/export.csv`, owner);
     expect([kept.status, kept.text]).toEqual([200, original.text]);
-    clockSkewMs += store.graceMs + 1;
-    expect(await store.sweepRetired()).toBeGreaterThan(0);
+    clockSkewMs += feed.store.graceMs + 1;
+    expect(await feed.store.sweepRetired()).toBeGreaterThan(0);
     for (const format of ['csv', 'parquet']) {
       const gone = await api('GET', `/analytics/reports/${before.body.id}/export.${format}`, owner);
       expect(gone.status).toBe(409);
@@ -682,7 +638,7 @@ describe('overview', () => {
     let t = Date.UTC(2025, 0, 1);
     const at = () => new Date((t += 1_000));
     const events: DomainEvent[] = [];
-    const add = async <T extends EventType>(type: T, subject: string, data: EventOf<T>['data']) => events.push(await publish(type, accountB, subject, data, at()));
+    const add = async <T extends EventType>(type: T, subject: string, data: EventOf<T>['data']) => events.push(await feed.publish(type, accountB, subject, data, at()));
 
     await add('source.created', s1, { id: s1, name: 'one', type: 'inline' });
     await add('source.ready', s1, { id: s1, name: 'one', type: 'inline', rowCount: 10, schema: [{ name: 'x', type: 'integer' }] });
@@ -722,12 +678,12 @@ describe('overview', () => {
     expect(body.recentActivity[0].id).toBe(last.id);
 
     // Redeliver everything (the deleted source's old source.ready included), then a marker on each topic.
-    await producer.publish(events);
+    await feed.producer.publish(events);
     const markerSrc = newId('src');
     const markers = [
-      await publish('source.failed', accountB, markerSrc, { id: markerSrc, name: 'marker', error: 'x' }, new Date(Date.UTC(2024, 0, 1))),
-      await publish('model.failed', accountB, m3, { id: m3, name: 'm3', error: 'again' }, new Date(Date.UTC(2024, 0, 1))),
-      await publish('webhook.test', accountB, w2, { endpointId: w2, message: 'hi' }, new Date(Date.UTC(2024, 0, 1))),
+      await feed.publish('source.failed', accountB, markerSrc, { id: markerSrc, name: 'marker', error: 'x' }, new Date(Date.UTC(2024, 0, 1))),
+      await feed.publish('model.failed', accountB, m3, { id: m3, name: 'm3', error: 'again' }, new Date(Date.UTC(2024, 0, 1))),
+      await feed.publish('webhook.test', accountB, w2, { endpointId: w2, message: 'hi' }, new Date(Date.UTC(2024, 0, 1))),
     ];
     await waitFor(
       async () => {
@@ -765,7 +721,7 @@ describe('overview', () => {
         return { date, requests: e.requests + (date === dateOf(0) ? extraToday : 0), rejected: e.rejected };
       });
 
-    await producer.publish(events);
+    await feed.producer.publish(events);
     const first = await waitFor(
       async () => {
         const s = await series();
@@ -780,7 +736,7 @@ describe('overview', () => {
 
     // Redelivered events change nothing; a marker after them (same account, same partition) shows they were read.
     const marker = usage(0, 1, 0);
-    await producer.publish([events[0]!, events[2]!, events[3]!, marker]);
+    await feed.producer.publish([events[0]!, events[2]!, events[3]!, marker]);
     const after = await waitFor(
       async () => {
         const s = await series();
@@ -805,12 +761,12 @@ describe('overview', () => {
         data: { endpointId: endpoint, eventId: newId('evt'), outcome, attempts: outcome === 'failed' ? 8 : 1 },
       });
     const events = [delivery('succeeded'), delivery('succeeded'), delivery('failed'), delivery('succeeded')];
-    await producer.publish(events);
+    await feed.producer.publish(events);
     const overview = async () => (await api('GET', '/analytics/overview', accountC)).body;
     await waitFor(async () => (await overview()).counts.deliveries.succeeded === 3, { what: 'delivery counts' });
 
-    const marker = await publish('webhook.test', accountC, endpoint, { endpointId: endpoint, message: 'marker' });
-    await producer.publish([events[0]!, events[2]!]);
+    const marker = await feed.publish('webhook.test', accountC, endpoint, { endpointId: endpoint, message: 'marker' });
+    await feed.producer.publish([events[0]!, events[2]!]);
     const body = await waitFor(
       async () => {
         const o = await overview();

@@ -1,23 +1,16 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { dashboardSchema, insightSchema, makeEvent, newId, queryResultSchema, reportListSchema, type EventOf, type EventType } from '@dap/contracts';
-import { DatasetStore } from '@dap/datasets';
-import { createKafka, EventProducer } from '@dap/kafka';
+import { dashboardSchema, insightSchema, newId, queryResultSchema, reportListSchema } from '@dap/contracts';
 import { createLogger } from '@dap/logger';
-import { callerHeaders, http, serviceTestEnv, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { callerHeaders, http, serviceTestEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { startSourceFeed, type SourceFeed } from '@dap/testing/event-feed';
 import { loadAnalyticsConfig } from '../src/config.ts';
 import { startAnalytics } from '../src/index.ts';
 
 const logger = createLogger({ name: 'insights-test', level: (process.env.TEST_LOG as 'silent') ?? 'silent' });
 const suffix = uniqueSuffix();
 const prefix = `i${suffix}.`;
-const stack = stackEnv();
 
 let svc: Awaited<ReturnType<typeof startAnalytics>>;
-let dataDir: string;
-let store: DatasetStore;
-let producer: EventProducer;
+let feed: SourceFeed;
 
 const accountA = newId('acct');
 const accountB = newId('acct');
@@ -33,28 +26,12 @@ const byCountry = { sourceId: sourceA, measures: [{ op: 'count' }, { op: 'sum', 
 const api = (method: string, path: string, accountId: string, body?: unknown) =>
   http(method, `${svc.url}/v1${path}`, { headers: callerHeaders(accountId), ...(body === undefined ? {} : { body }) });
 
-async function publish<T extends EventType>(type: T, accountId: string, subject: string, data: EventOf<T>['data']) {
-  await producer.publish([makeEvent(type, { accountId, subject, data })]);
-}
-
 const reportCount = async (accountId: string) => reportListSchema.parse((await api('GET', '/analytics/reports?limit=100', accountId)).body).data.length;
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), 'insights-int-'));
-  svc = await startAnalytics(loadAnalyticsConfig(serviceTestEnv(`analytics_ins_${suffix}`, prefix, { DATASET_DIR: join(dataDir, 'datasets') })), { logger });
-  store = await DatasetStore.open(join(dataDir, 'datasets'), {}, {});
-  const settings = { brokers: stack.KAFKA_BROKERS.split(','), clientId: 'insights-test', topicPrefix: prefix };
-  producer = new EventProducer(createKafka(settings, logger), settings);
-  await producer.connect();
-  await store.stage(
-    accountA,
-    sourceA,
-    'ndjson',
-    ROWS.map((r) => `${JSON.stringify(r)}\n`),
-  );
-  const result = await store.ingest(accountA, sourceA, 'ndjson');
-  await publish('source.created', accountA, sourceA, { id: sourceA, name: 'orders', type: 'inline' });
-  await publish('source.ready', accountA, sourceA, { id: sourceA, name: 'orders', type: 'inline', rowCount: result.rowCount, schema: result.schema });
+  feed = await startSourceFeed(prefix, 'insights-test');
+  svc = await startAnalytics(loadAnalyticsConfig(serviceTestEnv(`analytics_ins_${suffix}`, prefix, { DATASET_DIR: feed.datasetDir })), { logger });
+  await feed.provide(accountA, sourceA, { name: 'orders', type: 'inline' }, ROWS);
   await waitFor(async () => (await api('POST', '/analytics/query', accountA, { ...byCountry, dryRun: true })).status === 200, {
     what: 'the source projection',
     timeoutMs: 30_000,
@@ -62,10 +39,8 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await producer?.disconnect();
   await svc?.stop();
-  store?.duck.close();
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  await feed?.stop();
 });
 
 const EXPECTED_ROWS = [
@@ -105,7 +80,7 @@ describe('a query run without saving a report', () => {
     });
     // A sum of text is refused before it runs (400), or fails in DuckDB (422): never a stored report.
     expect([400, 422]).toContain(res.status);
-    expect(JSON.stringify(res.body)).not.toContain(dataDir);
+    expect(JSON.stringify(res.body)).not.toContain(feed.dir);
   });
 });
 

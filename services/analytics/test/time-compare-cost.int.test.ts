@@ -1,11 +1,7 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { makeEvent, newId, queryEstimateSchema, reportSchema, signCallerContext, SCOPES, type EventOf, type EventType, type Plan } from '@dap/contracts';
-import { DatasetStore } from '@dap/datasets';
-import { createKafka, EventProducer } from '@dap/kafka';
+import { newId, queryEstimateSchema, reportSchema, type Plan } from '@dap/contracts';
 import { createLogger } from '@dap/logger';
-import { columns, http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
+import { callerHeaders, columns, http, serviceTestEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { startSourceFeed, type SourceFeed } from '@dap/testing/event-feed';
 import { loadAnalyticsConfig } from '../src/config.ts';
 import { startAnalytics } from '../src/index.ts';
 
@@ -18,14 +14,11 @@ import { startAnalytics } from '../src/index.ts';
 const logger = createLogger({ name: 'analytics-test', level: (process.env.TEST_LOG as 'silent') ?? 'silent' });
 const suffix = uniqueSuffix();
 const prefix = `t${suffix}.`;
-const stack = stackEnv();
 
 type Service = Awaited<ReturnType<typeof startAnalytics>>;
 let svc: Service;
 let capped: Service;
-let dataDir: string;
-let store: DatasetStore;
-let producer: EventProducer;
+let feed: SourceFeed;
 
 const account = newId('acct');
 const source = newId('src');
@@ -142,61 +135,25 @@ function reference(g: Granularity, tz: string, weekStartsOn: number, from: numbe
   return [...groups.entries()].sort(([a], [b]) => a - b).map(([b, acc]) => ({ ts: new Date(b).toISOString(), ...acc }));
 }
 
-function headers(plan: Plan = 'starter'): Record<string, string> {
-  const { context, signature } = signCallerContext(TEST_INTERNAL_SECRET, { accountId: account, plan, scopes: [...SCOPES], requestId: newId('req'), issuedAt: Date.now() });
-  return { 'x-dap-context': context, 'x-dap-signature': signature };
-}
-
 const query = (body: Record<string, unknown>, on: Service = svc, plan: Plan = 'starter') =>
-  http('POST', `${on.url}/v1/analytics/query`, { headers: headers(plan), body: { sourceId: source, limit: 10_000, ...body } });
+  http('POST', `${on.url}/v1/analytics/query`, { headers: callerHeaders(account, { plan }), body: { sourceId: source, limit: 10_000, ...body } });
 
-function config(extra: Record<string, string> = {}) {
-  return loadAnalyticsConfig({
-    HOST: '127.0.0.1',
-    PORT: '0',
-    LOG_LEVEL: 'silent',
-    MONGO_URL: stack.MONGO_URL,
-    MONGO_DB: `analytics_tz_${suffix}`,
-    KAFKA_BROKERS: stack.KAFKA_BROKERS,
-    KAFKA_TOPIC_PREFIX: prefix,
-    INTERNAL_SECRET: TEST_INTERNAL_SECRET,
-    DATASET_DIR: join(dataDir, 'datasets'),
-    ...extra,
-  });
-}
-
-async function publish<T extends EventType>(type: T, subject: string, data: EventOf<T>['data']) {
-  await producer.publish([makeEvent(type, { accountId: account, subject, data })]);
-}
+const config = (extra: Record<string, string> = {}) => loadAnalyticsConfig(serviceTestEnv(`analytics_tz_${suffix}`, prefix, { DATASET_DIR: feed.datasetDir, ...extra }));
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), 'analytics-tz-'));
+  feed = await startSourceFeed(prefix, 'analytics-tz-test');
   svc = await startAnalytics(config(), { logger });
   // Same database: the capped instance sees the same projection. One byte: every column a query reads is over.
   capped = await startAnalytics(config({ MAX_QUERY_BYTES_STARTER: '1', MAX_QUERY_BYTES_PROFESSIONAL: '0' }), { logger });
-  store = await DatasetStore.open(join(dataDir, 'datasets'), {}, {});
-  const settings = { brokers: stack.KAFKA_BROKERS.split(','), clientId: 'analytics-tz-test', topicPrefix: prefix };
-  producer = new EventProducer(createKafka(settings, logger), settings);
-  await producer.connect();
-  await store.stage(
-    account,
-    source,
-    'ndjson',
-    ROWS.map((r) => `${JSON.stringify(r)}\n`),
-  );
-  const result = await store.ingest(account, source, 'ndjson');
+  const result = await feed.provide(account, source, { name: 'ticks', type: 'inline' }, ROWS);
   expect(result.schema).toEqual(columns({ id: 'integer', v: 'integer', ts: 'timestamp' }));
-  await publish('source.created', source, { id: source, name: 'ticks', type: 'inline' });
-  await publish('source.ready', source, { id: source, name: 'ticks', type: 'inline', rowCount: result.rowCount, schema: result.schema });
   await waitFor(async () => (await query({ measures: [{ op: 'count' }] })).status === 201, { what: 'the source projection', timeoutMs: 30_000 });
 }, 60_000);
 
 afterAll(async () => {
-  await producer?.disconnect();
   await svc?.stop();
   await capped?.stop();
-  store?.duck.close();
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  await feed?.stop();
 });
 
 describe('time zones and week starts', () => {
@@ -366,7 +323,7 @@ describe('cost: dry runs, statistics and the per-plan cap', () => {
   const SUM = { measures: [{ op: 'sum', field: 'v' }], timeDimension: { field: 'ts', granularity: 'month' } };
 
   it('a dry run answers the estimate and the plan, runs nothing and saves no report; a real run reports the same as its statistics', async () => {
-    const list = () => http('GET', `${svc.url}/v1/analytics/reports?limit=100`, { headers: headers() });
+    const list = () => http('GET', `${svc.url}/v1/analytics/reports?limit=100`, { headers: callerHeaders(account) });
     const before = (await list()).body.data.length;
     const dry = await query({ ...SUM, dryRun: true });
     expect(dry.status).toBe(200);
@@ -381,7 +338,7 @@ describe('cost: dry runs, statistics and the per-plan cap', () => {
     ]);
     expect(estimate.plan.reads.sort()).toEqual(['ts', 'v']);
     expect(estimate.plan.operators.join('\n')).toMatch(/READ_PARQUET|TABLE_SCAN/);
-    expect(JSON.stringify(dry.body)).not.toContain(dataDir);
+    expect(JSON.stringify(dry.body)).not.toContain(feed.dir);
     expect((await list()).body.data.length).toBe(before);
 
     const real = await query(SUM);
@@ -398,7 +355,7 @@ describe('cost: dry runs, statistics and the per-plan cap', () => {
   });
 
   it('refuses a query over the plan cap with 422 naming the limit, before it runs; a dry run says it is over', async () => {
-    const list = () => http('GET', `${svc.url}/v1/analytics/reports?limit=100`, { headers: headers() });
+    const list = () => http('GET', `${svc.url}/v1/analytics/reports?limit=100`, { headers: callerHeaders(account) });
     const before = (await list()).body.data.length;
     const res = await query(SUM, capped);
     expect(res.status).toBe(422);

@@ -1,11 +1,9 @@
-import type { Consumer } from 'kafkajs';
 import {
   INTERNAL_CONTEXT_HEADER,
   INTERNAL_SIGNATURE_HEADER,
   MAX_PREDICT_BATCH,
   SCOPES,
   TOPICS,
-  domainEventSchema,
   metricsSchema,
   modelListSchema,
   modelSchema,
@@ -13,11 +11,10 @@ import {
   predictionSchema,
   problemSchema,
   signCallerContext,
-  type DomainEvent,
 } from '@dap/contracts';
-import { createKafka, topicName } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
 import { callerHeaders, http, serviceClient, serviceTestEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { startEventTap, type EventTap, type WatchedTopic } from '@dap/testing/event-feed';
 import { ANOMALY_MODEL_ID, FORECAST_MODEL_ID, loadModelsConfig, startModels, type RunningModels } from '../src/index.ts';
 import { forecastSeries } from '../src/domain/builtin/holt-winters.ts';
 import { WorkerPool } from '../src/workers/worker-pool.ts';
@@ -26,8 +23,8 @@ const suffix = uniqueSuffix();
 const config = loadModelsConfig(serviceTestEnv(`models_t${suffix}`, `t${suffix}.`, { OUTBOX_INTERVAL_MS: '200' }));
 
 let svc: RunningModels;
-let consumer: Consumer;
-const consumed: { event: DomainEvent; headers: Record<string, string> }[] = [];
+let tap: EventTap;
+let published: WatchedTopic;
 
 const accountA = newId('acct');
 const as = (accountId: string) => serviceClient(() => svc.url, accountId);
@@ -37,20 +34,12 @@ const seasonal = Array.from({ length: 48 }, (_, t) => 100 + t + 10 * Math.sin((2
 
 beforeAll(async () => {
   svc = await startModels(config);
-  const kafka = createKafka(svc.eventing.settings, createLogger({ name: 'models-test', level: 'silent' }));
-  consumer = kafka.consumer({ groupId: `t${suffix}.models-test`, maxWaitTimeInMs: 50 });
-  await consumer.connect();
-  await consumer.subscribe({ topic: topicName(svc.eventing.settings, TOPICS.models), fromBeginning: true });
-  await consumer.run({
-    eachMessage: async ({ message }) => {
-      const headers = Object.fromEntries(Object.entries(message.headers ?? {}).map(([k, v]) => [k, String(v)]));
-      consumed.push({ event: domainEventSchema.parse(JSON.parse(message.value!.toString('utf8'))), headers });
-    },
-  });
+  tap = await startEventTap(`t${suffix}.`, 'models-test');
+  published = await tap.watch(TOPICS.models);
 });
 
 afterAll(async () => {
-  await consumer?.disconnect();
+  await tap?.stop();
   await svc?.mongo.db.dropDatabase().catch(() => {});
   await svc?.stop();
 });
@@ -222,17 +211,17 @@ describe('POST /v1/models/{id}/predict', () => {
   it('writes the prediction log and publishes prediction.completed to Kafka', async () => {
     const res = await a.post(`/models/${ANOMALY_MODEL_ID}/predict`, { inputs: [{ series: [1, 2, 3, 4] }, { series: [4, 3, 2, 1] }] });
     expect(res.status).toBe(200);
-    const found = await waitFor(() => consumed.find((c) => c.event.type === 'prediction.completed' && c.event.data.id === res.body.id), {
+    const found = await waitFor(() => published.events.find((e) => e.type === 'prediction.completed' && e.data.id === res.body.id), {
       what: 'prediction.completed on Kafka',
     });
-    expect(found.event).toMatchObject({
+    expect(found).toMatchObject({
       type: 'prediction.completed',
       version: 1,
       accountId: accountA,
       subject: res.body.id,
       data: { id: res.body.id, modelId: ANOMALY_MODEL_ID, count: 2, latencyMs: res.body.latencyMs },
     });
-    expect(found.headers['event-type']).toBe('prediction.completed');
+    expect(published.headersOf(found.id)?.['event-type']).toBe('prediction.completed');
     const doc = await waitFor(() => svc.mongo.db.collection('prediction_log').findOne({ _id: res.body.id as never, _outboxPending: false }), {
       what: 'the relayed log entry',
     });

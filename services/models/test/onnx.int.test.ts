@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import protobuf from 'protobufjs';
-import { MAX_ONNX_MODEL_BASE64_CHARS, metricsSchema, modelSchema, newId, predictionSchema, TOPICS, domainEventSchema, type DomainEvent } from '@dap/contracts';
-import { createKafka, topicName, type Consumer } from '@dap/kafka';
-import { createLogger } from '@dap/logger';
+import { MAX_ONNX_MODEL_BASE64_CHARS, metricsSchema, newId, predictionSchema, TOPICS, type DomainEvent } from '@dap/contracts';
 import { serviceClient, serviceTestEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { startEventTap, type EventTap } from '@dap/testing/event-feed';
 import { loadModelsConfig, startModels, type RunningModels } from '../src/index.ts';
+import { expectCreated } from './harness.ts';
 
 /**
  * An ONNX model written by this test: Y = X·W + B (MatMul then Add, opset 13), encoded as an ONNX protobuf
@@ -64,8 +64,8 @@ const expected = (x: number[]) => [0, 1].map((j) => x.reduce((s, v, i) => s + v 
 
 const suffix = uniqueSuffix();
 let svc: RunningModels;
-let watcher: Consumer;
-const seen: DomainEvent[] = [];
+let tap: EventTap;
+let seen: DomainEvent[];
 const accountA = newId('acct');
 const as = (accountId: string) => serviceClient(() => svc.url, accountId);
 const a = as(accountA);
@@ -81,14 +81,12 @@ const upload = {
 
 beforeAll(async () => {
   svc = await startModels(loadModelsConfig(serviceTestEnv(`models_onnx_${suffix}`, `t${suffix}.`, { OUTBOX_INTERVAL_MS: '200', TRAIN_WORKERS: '0' })));
-  watcher = createKafka(svc.eventing.settings, createLogger({ name: 'onnx-test', level: 'silent' })).consumer({ groupId: `t${suffix}.watch`, maxWaitTimeInMs: 50 });
-  await watcher.connect();
-  await watcher.subscribe({ topic: topicName(svc.eventing.settings, TOPICS.models), fromBeginning: true });
-  await watcher.run({ eachMessage: async ({ message }) => void seen.push(domainEventSchema.parse(JSON.parse(message.value!.toString()))) });
+  tap = await startEventTap(`t${suffix}.`, 'onnx-test');
+  seen = (await tap.watch(TOPICS.models)).events;
 });
 
 afterAll(async () => {
-  await watcher?.disconnect();
+  await tap?.stop();
   await svc?.mongo.db.dropDatabase().catch(() => {});
   await svc?.stop();
 });
@@ -98,10 +96,7 @@ describe('ONNX models', () => {
 
   it('uploads a model verified by loading it (201, ready, with model.ready in the same write)', async () => {
     const res = await a.post('/models', upload);
-    expect(res.status).toBe(201);
-    expect(modelSchema.strict().safeParse(res.body).success).toBe(true);
-    id = res.body.id;
-    expect(res.headers.get('location')).toBe(`/v1/models/${id}`);
+    id = expectCreated(res, 201);
     expect(res.body).toMatchObject({ kind: 'onnx', type: 'onnx', status: 'ready', version: 1, name: 'linear' });
     expect(res.body.onnx).toEqual({ inputs: upload.inputs, outputs: upload.outputs, sizeBytes: bytes.byteLength, sha256: createHash('sha256').update(bytes).digest('hex') });
     expect(res.body.features).toEqual([{ name: 'X', type: 'float32[N, 3]', description: expect.any(String) }]);

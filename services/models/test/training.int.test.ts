@@ -1,41 +1,21 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import {
-  MAX_PREDICT_BATCH,
-  TOPICS,
-  domainEventSchema,
-  makeEvent,
-  metricsSchema,
-  modelSchema,
-  newId,
-  predictionSchema,
-  type DomainEvent,
-  type EventOf,
-  type EventType,
-} from '@dap/contracts';
+import { MAX_PREDICT_BATCH, TOPICS, metricsSchema, modelSchema, newId, predictionSchema, type DomainEvent } from '@dap/contracts';
 import { DatasetStore } from '@dap/datasets';
-import { createKafka, EventProducer, topicName, type Consumer } from '@dap/kafka';
-import { createLogger } from '@dap/logger';
-import { columns, http, serviceClient, serviceTestEnv, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { columns, http, serviceClient, serviceTestEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { ingestRows, startEventTap, startSourceFeed, type SourceFeed } from '@dap/testing/event-feed';
 import { ANOMALY_MODEL_ID, FORECAST_MODEL_ID, loadModelsConfig, startModels, type RunningModels } from '../src/index.ts';
 import { LINEAR_TRUTH, linearRows, separableRows } from '../src/domain/training/synthetic-data.ts';
+import { expectCreated, untilTrained } from './harness.ts';
 
 /**
  * Training through the real stack: this test plays the sources service (a Parquet file written with the
  * dataset store, then `source.ready` on Kafka), and the models service trains on it in a worker thread.
  */
-const logger = createLogger({ name: 'models-training-test', level: 'silent' });
 const suffix = uniqueSuffix();
 const prefix = `t${suffix}.`;
-const stack = stackEnv();
 
-let dataDir: string;
-let store: DatasetStore;
+let feed: SourceFeed;
 let svc: RunningModels;
-let producer: EventProducer;
-let watcher: Consumer;
-const seen: DomainEvent[] = [];
+let seen: DomainEvent[];
 
 const accountA = newId('acct');
 const accountB = newId('acct');
@@ -44,17 +24,11 @@ const source = newId('src');
 const oldId = (tail: string) => `src_01H000000000000000000000${tail}`;
 
 function configFor(extra: Record<string, string> = {}) {
-  return loadModelsConfig(
-    serviceTestEnv(`models_train_${suffix}`, prefix, { OUTBOX_INTERVAL_MS: '200', DATASET_DIR: join(dataDir, 'datasets'), TRAIN_LEASE_MS: '5000', ...extra }),
-  );
+  return loadModelsConfig(serviceTestEnv(`models_train_${suffix}`, prefix, { OUTBOX_INTERVAL_MS: '200', DATASET_DIR: feed.datasetDir, TRAIN_LEASE_MS: '5000', ...extra }));
 }
 
 const a = serviceClient(() => svc.url, accountA);
 const b = serviceClient(() => svc.url, accountB);
-
-async function publish<T extends EventType>(p: EventProducer, type: T, accountId: string, subject: string, data: EventOf<T>['data']): Promise<void> {
-  await p.publish([makeEvent(type, { accountId, subject, data })]);
-}
 
 /** Rows for every model here: a linear target, separable classes, a constant label, and a timestamp. */
 const ROWS = linearRows(400, 17).map((r, i) => {
@@ -64,50 +38,20 @@ const ROWS = linearRows(400, 17).map((r, i) => {
   return { ...r, a: s.a, b: s.b, noise: s.noise, 'city.name': city, label: s.label, same: 'only', at: new Date(Date.UTC(2024, 0, 1 + i)).toISOString() };
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- asserted field by field
-async function ready(id: string, client = a): Promise<Record<string, any>> {
-  const res = await waitFor(
-    async () => {
-      const r = await client.get(`/models/${id}`);
-      return r.body?.status !== 'training' ? r : null;
-    },
-    { timeoutMs: 45_000, intervalMs: 100, what: `model ${id} to finish training` },
-  );
-  return res.body;
-}
+const ready = (id: string, client = a) => untilTrained(client, id);
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), 'models-int-'));
-  store = await DatasetStore.open(join(dataDir, 'datasets'));
+  feed = await startSourceFeed(prefix, 'models-training-test');
   svc = await startModels(configFor());
-  const settings = { brokers: stack.KAFKA_BROKERS.split(','), clientId: 'models-training-test', topicPrefix: prefix };
-  const kafka = createKafka(settings, logger);
-  producer = new EventProducer(kafka, settings);
-  await producer.connect();
-  watcher = kafka.consumer({ groupId: `${prefix}test-watch`, maxWaitTimeInMs: 50 });
-  await watcher.connect();
-  await watcher.subscribe({ topics: [topicName(settings, TOPICS.models)], fromBeginning: true });
-  await watcher.run({ eachMessage: async ({ message }) => void seen.push(domainEventSchema.parse(JSON.parse(message.value!.toString()))) });
-
-  await store.stage(
-    accountA,
-    source,
-    'ndjson',
-    ROWS.map((r) => `${JSON.stringify(r)}\n`),
-  );
-  const ingested = await store.ingest(accountA, source, 'ndjson');
+  seen = (await feed.watch(TOPICS.models)).events;
+  const ingested = await feed.provide(accountA, source, { name: 'synthetic', type: 'ndjson' }, ROWS);
   expect(ingested.schema).toEqual(expect.arrayContaining(columns({ x1: 'number', colour: 'string', label: 'string', at: 'timestamp' })));
-  await publish(producer, 'source.created', accountA, source, { id: source, name: 'synthetic', type: 'ndjson' });
-  await publish(producer, 'source.ready', accountA, source, { id: source, name: 'synthetic', type: 'ndjson', rowCount: ingested.rowCount, schema: ingested.schema });
 }, 60_000);
 
 afterAll(async () => {
-  await watcher?.disconnect();
-  await producer?.disconnect();
   await svc?.mongo.db.dropDatabase().catch(() => {});
   await svc?.stop();
-  store?.duck.close();
-  await rm(dataDir, { recursive: true, force: true });
+  await feed?.stop();
 });
 
 const linearBody = { type: 'linear_regression', name: 'price', sourceId: source, target: 'y', features: ['x1', 'x2', 'x3', 'colour'] };
@@ -117,10 +61,7 @@ describe('training a model on a source', () => {
 
   it('accepts the job (202 + Location), trains in the background, and recovers the coefficients', async () => {
     const res = await a.post('/models', linearBody);
-    expect(res.status).toBe(202);
-    expect(modelSchema.strict().safeParse(res.body).success).toBe(true);
-    linearId = res.body.id;
-    expect(res.headers.get('location')).toBe(`/v1/models/${linearId}`);
+    linearId = expectCreated(res, 202);
     expect(res.body).toMatchObject({ kind: 'trained', type: 'linear_regression', status: 'training', version: 1, error: null });
     expect(res.body.training).toMatchObject({ sourceId: source, target: 'y', features: ['x1', 'x2', 'x3', 'colour'], rows: null, finishedAt: null });
     expect(res.body.training.hyperparameters).toEqual({ seed: 42, testFraction: 0.2, maxCategories: 20 });
@@ -373,20 +314,13 @@ describe('training requests that cannot start', () => {
 
   it('waits briefly for the event of a source whose data was just written, and not for an unknown one', async () => {
     const fresh = newId('src');
-    await store.stage(
-      accountA,
-      fresh,
-      'ndjson',
-      ROWS.slice(0, 50).map((r) => `${JSON.stringify(r)}\n`),
-    );
-    const ingested = await store.ingest(accountA, fresh, 'ndjson');
+    const ingested = await feed.ingest(accountA, fresh, ROWS.slice(0, 50));
     // The event arrives after the request: the sources service wrote the data, Kafka is a moment behind.
-    const late = new Promise((r) => setTimeout(r, 400)).then(() =>
-      publish(producer, 'source.ready', accountA, fresh, { id: fresh, name: 'fresh', type: 'ndjson', rowCount: ingested.rowCount, schema: ingested.schema }),
-    );
+    const late = new Promise((r) => setTimeout(r, 400)).then(() => feed.announceReady(accountA, fresh, { name: 'fresh', type: 'ndjson' }, ingested));
     const res = await a.post('/models', { ...linearBody, sourceId: fresh });
     await late;
     expect(res.status).toBe(202);
+    // A fresh source whose file exists is waited for up to 3 s; one with no file is answered at once.
     const started = Date.now();
     expect((await a.post('/models', { ...linearBody, sourceId: newId('src') })).status).toBe(404);
     expect(Date.now() - started).toBeLessThan(2_000);
@@ -396,18 +330,10 @@ describe('training requests that cannot start', () => {
   it('reads the current file once more when a re-sync removed the one it resolved before the worker read it', async () => {
     const resynced = newId('src');
     // A writer without a grace period: the replaced file is gone at once, as after a long one ran out.
-    const eager = new DatasetStore(join(dataDir, 'datasets'), store.duck, { graceMs: 0 });
-    const sync = async (rows: typeof ROWS) => {
-      await eager.stage(
-        accountA,
-        resynced,
-        'ndjson',
-        rows.map((r) => `${JSON.stringify(r)}\n`),
-      );
-      return eager.ingest(accountA, resynced, 'ndjson');
-    };
+    const eager = new DatasetStore(feed.datasetDir, feed.store.duck, { graceMs: 0 });
+    const sync = (rows: typeof ROWS) => ingestRows(eager, accountA, resynced, rows);
     const first = await sync(ROWS.slice(0, 100));
-    await publish(producer, 'source.ready', accountA, resynced, { id: resynced, name: 'resynced', type: 'ndjson', rowCount: first.rowCount, schema: first.schema });
+    await feed.announceReady(accountA, resynced, { name: 'resynced', type: 'ndjson' }, first);
     const pool = svc.trainWorkers!;
     const realRun = pool.run.bind(pool);
     const read: string[] = [];
@@ -434,7 +360,7 @@ describe('training requests that cannot start', () => {
 
   it('answers 409 for a source that is not ready, and 404 once it is deleted', async () => {
     const pending = oldId('0B');
-    await publish(producer, 'source.created', accountA, pending, { id: pending, name: 'later', type: 'csv' });
+    await feed.publish('source.created', accountA, pending, { id: pending, name: 'later', type: 'csv' });
     const res = await waitFor(
       async () => {
         const r = await a.post('/models', { ...linearBody, sourceId: pending });
@@ -443,7 +369,7 @@ describe('training requests that cannot start', () => {
       { what: 'the pending source in the projection' },
     );
     expect(res.body.detail).toMatch(/pending/);
-    await publish(producer, 'source.deleted', accountA, pending, { id: pending });
+    await feed.publish('source.deleted', accountA, pending, { id: pending });
     await waitFor(async () => (await a.post('/models', { ...linearBody, sourceId: pending })).status === 404, { what: 'the deletion in the projection' });
   });
 });
@@ -456,12 +382,10 @@ describe('a model still training', () => {
     const shared = { MONGO_DB: `models_api_${suffix}`, KAFKA_TOPIC_PREFIX: apiPrefix };
     const apiOnly = await startModels(configFor({ ...shared, TRAIN_WORKERS: '0' }));
     let trainer: RunningModels | null = null;
-    const settings = { brokers: stack.KAFKA_BROKERS.split(','), clientId: 'models-training-test-api', topicPrefix: apiPrefix };
-    const p2 = new EventProducer(createKafka(settings, logger), settings);
-    await p2.connect();
+    const apiTap = await startEventTap(apiPrefix, 'models-training-test-api');
     try {
-      const described = { rowCount: ROWS.length, schema: await store.describeFile((await store.currentFile(accountA, source))!) };
-      await publish(p2, 'source.ready', accountA, source, { id: source, name: 'synthetic', type: 'ndjson', ...described });
+      const described = { rowCount: ROWS.length, schema: await feed.store.describeFile((await feed.store.currentFile(accountA, source))!) };
+      await apiTap.publish('source.ready', accountA, source, { id: source, name: 'synthetic', type: 'ndjson', ...described });
       const c = serviceClient(() => apiOnly.url, accountA);
       const created = await waitFor(
         async () => {
@@ -492,7 +416,7 @@ describe('a model still training', () => {
       expect(served.body.predictions[0].prediction).toBeCloseTo(6, 0);
       expect(await apiOnly.mongo.db.collection('model_artifacts').countDocuments({ _id: doomed as never })).toBe(0);
     } finally {
-      await p2.disconnect();
+      await apiTap.stop();
       await apiOnly.mongo.db.dropDatabase().catch(() => {});
       await trainer?.stop();
       await apiOnly.stop();

@@ -1,27 +1,19 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { makeEvent, modelSchema, modelVersionListSchema, newId, predictionSchema } from '@dap/contracts';
-import { DatasetStore } from '@dap/datasets';
-import { createKafka, EventProducer } from '@dap/kafka';
-import { createLogger } from '@dap/logger';
-import { serviceClient, serviceTestEnv, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { modelSchema, modelVersionListSchema, newId, predictionSchema } from '@dap/contracts';
+import { serviceClient, serviceTestEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { startSourceFeed, type SourceFeed } from '@dap/testing/event-feed';
 import { FORECAST_MODEL_ID, loadModelsConfig, startModels, type RunningModels } from '../src/index.ts';
 import { linearRows } from '../src/domain/training/synthetic-data.ts';
+import { untilTrained } from './harness.ts';
 
 /**
  * Versions and aliases through the real stack: a model trained on a source, the source's data replaced,
  * the model retrained into version 2, and aliases moved between the two.
  */
-const logger = createLogger({ name: 'models-versions-test', level: 'silent' });
 const suffix = uniqueSuffix();
 const prefix = `v${suffix}.`;
-const stack = stackEnv();
 
-let dataDir: string;
-let store: DatasetStore;
+let feed: SourceFeed;
 let svc: RunningModels;
-let producer: EventProducer;
 
 const accountA = newId('acct');
 const accountB = newId('acct');
@@ -34,50 +26,25 @@ const b = api(accountB);
 /** Version 1 learns y; version 2 is trained after the data's y was multiplied by `scale`. */
 async function ingest(scale: number): Promise<void> {
   const rows = linearRows(300, 5).map((r) => ({ ...r, y: (r.y as number) * scale }));
-  await store.stage(
-    accountA,
-    source,
-    'ndjson',
-    rows.map((r) => `${JSON.stringify(r)}\n`),
-  );
-  const ingested = await store.ingest(accountA, source, 'ndjson');
-  await producer.publish([
-    makeEvent('source.ready', { accountId: accountA, subject: source, data: { id: source, name: 'data', type: 'ndjson', rowCount: ingested.rowCount, schema: ingested.schema } }),
-  ]);
+  await feed.announceReady(accountA, source, { name: 'data', type: 'ndjson' }, await feed.ingest(accountA, source, rows));
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- asserted field by field
-async function settled(id: string): Promise<Record<string, any>> {
-  const res = await waitFor(
-    async () => {
-      const r = await a.get(`/models/${id}`);
-      return r.body?.status !== 'training' ? r : null;
-    },
-    { timeoutMs: 45_000, intervalMs: 100, what: `model ${id} to finish training` },
-  );
-  return res.body;
-}
+const settled = (id: string) => untilTrained(a, id);
 
 const input = { x1: 1, x2: 2, x3: 0, colour: 'red' };
 const predictOne = async (id: string, extra: Record<string, unknown> = {}) => a.post(`/models/${id}/predict`, { inputs: [input], ...extra });
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), 'models-versions-'));
-  store = await DatasetStore.open(join(dataDir, 'datasets'));
-  svc = await startModels(loadModelsConfig(serviceTestEnv(`models_versions_${suffix}`, prefix, { OUTBOX_INTERVAL_MS: '200', DATASET_DIR: join(dataDir, 'datasets') })));
-  const settings = { brokers: stack.KAFKA_BROKERS.split(','), clientId: 'models-versions-test', topicPrefix: prefix };
-  producer = new EventProducer(createKafka(settings, logger), settings);
-  await producer.connect();
-  await producer.publish([makeEvent('source.created', { accountId: accountA, subject: source, data: { id: source, name: 'data', type: 'ndjson' } })]);
+  feed = await startSourceFeed(prefix, 'models-versions-test');
+  svc = await startModels(loadModelsConfig(serviceTestEnv(`models_versions_${suffix}`, prefix, { OUTBOX_INTERVAL_MS: '200', DATASET_DIR: feed.datasetDir })));
+  await feed.publish('source.created', accountA, source, { id: source, name: 'data', type: 'ndjson' });
   await ingest(1);
 }, 60_000);
 
 afterAll(async () => {
-  await producer?.disconnect();
   await svc?.mongo.db.dropDatabase().catch(() => {});
   await svc?.stop();
-  store?.duck.close();
-  await rm(dataDir, { recursive: true, force: true });
+  await feed?.stop();
 });
 
 describe('model versions and aliases', () => {

@@ -4,6 +4,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { MongoClient } from 'mongodb';
+import mysql from 'mysql2/promise';
+import pg from 'pg';
 import { newId } from '@dap/contracts';
 import { createLogger } from '@dap/logger';
 import { callerHeaders, http, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix, waitFor } from '@dap/testing';
@@ -106,6 +109,44 @@ export async function forwardTo(host: string, port: number): Promise<{ port: num
     close: async () => {
       for (const s of sockets) s.destroy();
       await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+/** The test stack's PostgreSQL, MariaDB and MongoDB, connected to as a customer's databases are. */
+export interface CustomerDatabases {
+  pg: pg.Client;
+  mysql: mysql.Connection;
+  mongo: MongoClient;
+  /** The MongoDB behind a port of its own (see forwardTo), without a database: as a source, the platform's own is refused. */
+  mongoUrl: string;
+  /** Drops `mongoDb` and closes every connection (each test drops its own SQL tables first). */
+  close(): Promise<void>;
+}
+
+export async function customerDatabases(mongoDb: string): Promise<CustomerDatabases> {
+  const { POSTGRES_URL, MYSQL_URL, MONGO_URL } = stackEnv();
+  const pgc = new pg.Client(POSTGRES_URL);
+  await pgc.connect();
+  const my = await mysql.createConnection(MYSQL_URL);
+  const mongo = new MongoClient(MONGO_URL, { directConnection: true });
+  await mongo.connect();
+  const m = new URL(MONGO_URL);
+  const forwarder = await forwardTo(m.hostname, Number(m.port));
+  return {
+    pg: pgc,
+    mysql: my,
+    mongo,
+    mongoUrl: `mongodb://127.0.0.1:${forwarder.port}`,
+    close: async () => {
+      await mongo
+        .db(mongoDb)
+        .dropDatabase()
+        .catch(() => undefined);
+      await pgc.end();
+      await my.end();
+      await mongo.close();
+      await forwarder.close();
     },
   };
 }

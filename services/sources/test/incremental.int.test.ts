@@ -1,10 +1,7 @@
-import pg from 'pg';
-import mysql from 'mysql2/promise';
-import { MongoClient } from 'mongodb';
 import { newId } from '@dap/contracts';
 import { sqlLiteral } from '@dap/datasets';
 import { stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
-import { forwardTo, startHarness, type Harness } from './harness.ts';
+import { customerDatabases, startHarness, type CustomerDatabases, type Harness } from './harness.ts';
 import type { SourceRepository } from '../src/persistence/source.repository.ts';
 
 /**
@@ -13,7 +10,7 @@ import type { SourceRepository } from '../src/persistence/source.repository.ts';
  * re-sync starts over, and a crash between publishing the data and saving the cursor loses and doubles nothing.
  */
 const suffix = uniqueSuffix();
-const { POSTGRES_URL, MYSQL_URL, MONGO_URL } = stackEnv();
+const { POSTGRES_URL, MYSQL_URL } = stackEnv();
 const mongoDb = `incdata_${suffix}`;
 
 const T = ['2024-01-01T01:00:00Z', '2024-01-01T02:00:00Z', '2024-01-01T03:00:00Z', '2024-01-01T04:00:00Z'].map((t) => new Date(t));
@@ -34,20 +31,17 @@ interface Engine {
 }
 
 let h: Harness;
-let pgc: pg.Client;
-let my: mysql.Connection;
-let mongo: MongoClient;
-let customerMongo: Awaited<ReturnType<typeof forwardTo>>;
+let dbs: CustomerDatabases;
 const tables: { engine: Engine; table: string }[] = [];
 
 const sqlTs = (d: Date) => d.toISOString().replace('T', ' ').replace('.000Z', '');
 
 const postgres: Engine = {
   type: 'postgres',
-  create: async (table) => void (await pgc.query(`CREATE TABLE ${table} (id bigint PRIMARY KEY, name text, updated_at timestamptz)`)),
+  create: async (table) => void (await dbs.pg.query(`CREATE TABLE ${table} (id bigint PRIMARY KEY, name text, updated_at timestamptz)`)),
   put: async (table, rows) => {
     for (const r of rows) {
-      await pgc.query(`INSERT INTO ${table} VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, updated_at = EXCLUDED.updated_at`, [r.id, r.name, r.at]);
+      await dbs.pg.query(`INSERT INTO ${table} VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, updated_at = EXCLUDED.updated_at`, [r.id, r.name, r.at]);
     }
   },
   body: (table) => ({ type: 'postgres', connection: { url: POSTGRES_URL }, table }),
@@ -56,10 +50,10 @@ const postgres: Engine = {
 
 const mariadb: Engine = {
   type: 'mysql',
-  create: async (table) => void (await my.query(`CREATE TABLE ${table} (id BIGINT PRIMARY KEY, name VARCHAR(40), updated_at DATETIME)`)),
+  create: async (table) => void (await dbs.mysql.query(`CREATE TABLE ${table} (id BIGINT PRIMARY KEY, name VARCHAR(40), updated_at DATETIME)`)),
   put: async (table, rows) => {
     for (const r of rows) {
-      await my.query(`INSERT INTO ${table} VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE name = VALUES(name), updated_at = VALUES(updated_at)`, [r.id, r.name, sqlTs(r.at)]);
+      await dbs.mysql.query(`INSERT INTO ${table} VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE name = VALUES(name), updated_at = VALUES(updated_at)`, [r.id, r.name, sqlTs(r.at)]);
     }
   },
   body: (table) => ({ type: 'mysql', connection: { url: MYSQL_URL }, table }),
@@ -68,26 +62,20 @@ const mariadb: Engine = {
 
 const mongodb: Engine = {
   type: 'mongodb',
-  create: async (table) => void (await mongo.db(mongoDb).createCollection(table)),
+  create: async (table) => void (await dbs.mongo.db(mongoDb).createCollection(table)),
   put: async (table, rows) => {
     for (const r of rows)
-      await mongo
+      await dbs.mongo
         .db(mongoDb)
         .collection(table)
         .updateOne({ id: r.id }, { $set: { name: r.name, updated_at: r.at } }, { upsert: true });
   },
-  body: (table) => ({ type: 'mongodb', connection: { url: `mongodb://127.0.0.1:${customerMongo.port}/${mongoDb}` }, collection: table }),
+  body: (table) => ({ type: 'mongodb', connection: { url: `${dbs.mongoUrl}/${mongoDb}` }, collection: table }),
   cursorText: (at) => `{"$date":{"$numberLong":"${at.getTime()}"}}`,
 };
 
 beforeAll(async () => {
-  pgc = new pg.Client(POSTGRES_URL);
-  await pgc.connect();
-  my = await mysql.createConnection(MYSQL_URL);
-  mongo = new MongoClient(MONGO_URL, { directConnection: true });
-  await mongo.connect();
-  const m = new URL(MONGO_URL);
-  customerMongo = await forwardTo(m.hostname, Number(m.port));
+  dbs = await customerDatabases(mongoDb);
   // A short lease, so a sync whose worker "crashed" is picked up again soon.
   h = await startHarness({ SYNC_LEASE_MS: '1500' });
 }, 60_000);
@@ -95,17 +83,10 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.stop();
   for (const { engine, table } of tables) {
-    if (engine.type === 'postgres') await pgc.query(`DROP TABLE IF EXISTS ${table}`).catch(() => undefined);
-    if (engine.type === 'mysql') await my.query(`DROP TABLE IF EXISTS ${table}`).catch(() => undefined);
+    if (engine.type === 'postgres') await dbs.pg.query(`DROP TABLE IF EXISTS ${table}`).catch(() => undefined);
+    if (engine.type === 'mysql') await dbs.mysql.query(`DROP TABLE IF EXISTS ${table}`).catch(() => undefined);
   }
-  await mongo
-    ?.db(mongoDb)
-    .dropDatabase()
-    .catch(() => undefined);
-  await pgc?.end();
-  await my?.end();
-  await mongo?.close();
-  await customerMongo?.close();
+  await dbs?.close();
 });
 
 async function newTable(engine: Engine, rows: Row[]): Promise<string> {

@@ -1,13 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
-import pg from 'pg';
-import mysql from 'mysql2/promise';
-import { MongoClient } from 'mongodb';
 import { newId, sourceSchema } from '@dap/contracts';
 import { sqlLiteral } from '@dap/datasets';
 import { columns, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
-import { forwardTo, startHarness, type Harness } from './harness.ts';
+import { customerDatabases, startHarness, type CustomerDatabases, type Harness } from './harness.ts';
 
 /**
  * Every remote source type end to end against real servers: PostgreSQL and MariaDB from the test stack, the
@@ -16,7 +13,7 @@ import { forwardTo, startHarness, type Harness } from './harness.ts';
  */
 const strictSource = z.strictObject(sourceSchema.shape);
 const suffix = uniqueSuffix();
-const { POSTGRES_URL, MYSQL_URL, MONGO_URL } = stackEnv();
+const { POSTGRES_URL, MYSQL_URL } = stackEnv();
 const PG_PASSWORD = new URL(POSTGRES_URL).password;
 const HEADER_SECRET = `Bearer tok-${suffix}-${'s'.repeat(12)}`;
 const QUERY_SECRET = `qs-${suffix}-secret`;
@@ -27,12 +24,7 @@ let h: Harness;
 let files: Server;
 let filesUrl = '';
 const served: Record<string, { type: string; body: string | Buffer; status?: number; headers?: Record<string, string>; chunked?: boolean }> = {};
-let pgc: pg.Client;
-let my: mysql.Connection;
-let mongo: MongoClient;
-/** The test MongoDB behind a port of its own: as a source, the platform's own MongoDB is refused. */
-let customerMongo: Awaited<ReturnType<typeof forwardTo>>;
-let customerMongoUrl = '';
+let dbs: CustomerDatabases;
 
 function fileServer(req: IncomingMessage, res: ServerResponse): void {
   const path = (req.url ?? '').split('?')[0]!;
@@ -68,20 +60,18 @@ beforeAll(async () => {
   served['/big.csv'] = { type: 'text/csv', body: `a\n${'1\n'.repeat(3 * 1024 * 1024)}` };
   served['/moved.csv'] = { type: 'text/plain', body: '', status: 301, headers: { location: 'http://10.0.0.1/orders.csv' } };
 
-  pgc = new pg.Client(POSTGRES_URL);
-  await pgc.connect();
-  await pgc.query(`CREATE TABLE ${table} (id bigint PRIMARY KEY, country text, amount numeric(10,2), paid boolean, at timestamptz, on_day date, meta jsonb)`);
-  await pgc.query(
+  dbs = await customerDatabases(mongoDb);
+  await dbs.pg.query(`CREATE TABLE ${table} (id bigint PRIMARY KEY, country text, amount numeric(10,2), paid boolean, at timestamptz, on_day date, meta jsonb)`);
+  await dbs.pg.query(
     `INSERT INTO ${table} SELECT i, (ARRAY['FR','DE','US'])[1 + i % 3], i * 1.25, i % 2 = 0, '2024-01-01T00:00:00Z'::timestamptz + i * interval '1 hour', DATE '2024-01-01' + i, jsonb_build_object('i', i) FROM generate_series(1, 500) i`,
   );
-  my = await mysql.createConnection(MYSQL_URL);
-  await my.query(`CREATE TABLE ${table} (id BIGINT PRIMARY KEY, country VARCHAR(8), amount DECIMAL(10,2), at DATETIME, note TEXT, paid BOOLEAN, flag TINYINT(1), level TINYINT)`);
-  await my.query(
+  await dbs.mysql.query(
+    `CREATE TABLE ${table} (id BIGINT PRIMARY KEY, country VARCHAR(8), amount DECIMAL(10,2), at DATETIME, note TEXT, paid BOOLEAN, flag TINYINT(1), level TINYINT)`,
+  );
+  await dbs.mysql.query(
     `INSERT INTO ${table} VALUES ${Array.from({ length: 200 }, (_, i) => `(${i + 1}, '${['FR', 'DE', 'US'][i % 3]}', ${(i + 1) * 2}.50, '2024-02-01 00:00:00' + INTERVAL ${i} MINUTE, NULL, ${i % 2}, ${i % 4 === 3 ? 'NULL' : i % 4}, ${i % 5})`).join(',')}`,
   );
-  mongo = new MongoClient(MONGO_URL, { directConnection: true });
-  await mongo.connect();
-  await mongo
+  await dbs.mongo
     .db(mongoDb)
     .collection('events')
     .insertMany([
@@ -90,24 +80,14 @@ beforeAll(async () => {
       { kind: 'view', n: 3, at: new Date('2024-03-03T10:00:00Z') },
       { kind: 'click', n: 'four', at: new Date('2024-03-04T10:00:00Z') },
     ]);
-  const m = new URL(MONGO_URL);
-  customerMongo = await forwardTo(m.hostname, Number(m.port));
-  customerMongoUrl = `mongodb://127.0.0.1:${customerMongo.port}`;
   h = await startHarness({ SOURCE_MAX_BYTES: String(4 * 1024 * 1024) });
 }, 60_000);
 
 afterAll(async () => {
   await h?.stop();
-  await pgc?.query(`DROP TABLE IF EXISTS ${table}`).catch(() => undefined);
-  await pgc?.end();
-  await my?.query(`DROP TABLE IF EXISTS ${table}`).catch(() => undefined);
-  await my?.end();
-  await mongo
-    ?.db(mongoDb)
-    .dropDatabase()
-    .catch(() => undefined);
-  await mongo?.close();
-  await customerMongo?.close();
+  await dbs?.pg.query(`DROP TABLE IF EXISTS ${table}`).catch(() => undefined);
+  await dbs?.mysql.query(`DROP TABLE IF EXISTS ${table}`).catch(() => undefined);
+  await dbs?.close();
   files?.closeAllConnections();
   await new Promise((r) => files?.close(r));
 });
@@ -230,7 +210,7 @@ describe('PostgreSQL sources', () => {
     expect(JSON.stringify(raw)).not.toContain(POSTGRES_URL);
 
     // New rows upstream; a sync pulls the table again.
-    await pgc.query(`INSERT INTO ${table} SELECT i, 'NO', 1, true, now(), current_date, NULL FROM generate_series(501, 520) i`);
+    await dbs.pg.query(`INSERT INTO ${table} SELECT i, 'NO', 1, true, now(), current_date, NULL FROM generate_series(501, 520) i`);
     await h.api('POST', `/v1/sources/${dto.id}/sync`, { account });
     expect(await h.settled(dto.id, account)).toMatchObject({ status: 'ready', rowCount: 520 });
   });
@@ -282,7 +262,7 @@ describe('PostgreSQL sources', () => {
       'query',
       /^the query tried to write; a source may only read$/,
     );
-    expect((await pgc.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n).toBeGreaterThanOrEqual(500);
+    expect((await dbs.pg.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n).toBeGreaterThanOrEqual(500);
   });
 
   it("refuses a source without a password when the server asks for one (400, not 500), and never sends the service's own PGPASSWORD", async () => {
@@ -306,9 +286,9 @@ describe('PostgreSQL sources', () => {
 
   it('fails the re-sync with the reason when its table disappears, keeping the last good data', async () => {
     const t2 = `${table}_gone`;
-    await pgc.query(`CREATE TABLE ${t2} AS SELECT 1 AS a`);
+    await dbs.pg.query(`CREATE TABLE ${t2} AS SELECT 1 AS a`);
     const { created: dto } = await created({ type: 'postgres', name: 'gone', connection: { url: POSTGRES_URL }, table: t2 });
-    await pgc.query(`DROP TABLE ${t2}`);
+    await dbs.pg.query(`DROP TABLE ${t2}`);
     await h.api('POST', `/v1/sources/${dto.id}/sync`);
     const failed = await lastSyncFailed(dto.id);
     expect(failed).toMatchObject({ status: 'ready', error: null, rowCount: 1 });
@@ -361,7 +341,7 @@ describe('MongoDB sources', () => {
     const { settled, created: dto } = await created({
       type: 'mongodb',
       name: 'Clicks',
-      connection: { url: `${customerMongoUrl}/${mongoDb}` },
+      connection: { url: `${dbs.mongoUrl}/${mongoDb}` },
       collection: 'events',
       filter: '{"kind": "click", "at": {"$gte": {"$date": "2024-03-01T00:00:00Z"}}}',
     });
@@ -373,7 +353,7 @@ describe('MongoDB sources', () => {
 
   it('refuses a code-running filter before connecting, and a missing collection', async () => {
     await refused(
-      { type: 'mongodb', name: 'x', connection: { url: `${customerMongoUrl}/${mongoDb}` }, collection: 'events', filter: '{"$where": "sleep(5000)"}' },
+      { type: 'mongodb', name: 'x', connection: { url: `${dbs.mongoUrl}/${mongoDb}` }, collection: 'events', filter: '{"$where": "sleep(5000)"}' },
       'filter',
       /\$where is not allowed/,
     );
@@ -381,14 +361,14 @@ describe('MongoDB sources', () => {
       {
         type: 'mongodb',
         name: 'x',
-        connection: { url: `${customerMongoUrl}/${mongoDb}` },
+        connection: { url: `${dbs.mongoUrl}/${mongoDb}` },
         collection: 'events',
         filter: '{"n": {"$function": {"body": "x", "args": [], "lang": "js"}}}',
       },
       'filter',
       /\$function is not allowed/,
     );
-    await refused({ type: 'mongodb', name: 'x', connection: { url: `${customerMongoUrl}/${mongoDb}` }, collection: 'nope' }, 'collection', /does not exist/);
+    await refused({ type: 'mongodb', name: 'x', connection: { url: `${dbs.mongoUrl}/${mongoDb}` }, collection: 'nope' }, 'collection', /does not exist/);
     await refused({ type: 'mongodb', name: 'x', connection: { url: 'mongodb://127.0.0.1:1/x' }, collection: 'c' }, 'connection', /could not connect to MongoDB/);
   });
 });

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { newId, type CallerContext, type CreateSourceBody, type DomainEvent } from '@dap/contracts';
-import { DatasetStore } from '@dap/datasets';
+import { DatasetStore, sqlLiteral } from '@dap/datasets';
 import { createLogger } from '@dap/logger';
 import { connectMongo, type MongoHandle } from '@dap/mongo';
 import { columns, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
@@ -120,29 +120,47 @@ async function ranAt(accountId: string, id: string, when: Date) {
   );
 }
 
-it('runs a source when its interval comes round, not before, and shows the next run as nextSyncAt', async () => {
+/** A new account's source on `schedule`, not synced yet, and a syncer of its own to sweep it. */
+async function scheduledSource(syncerName: string, schedule: unknown) {
   const account = newId('acct');
-  const s = syncer('a');
-  const { id, path } = await createScheduled(account, { every: '15m' });
+  const s = syncer(syncerName);
+  return { account, s, ...(await createScheduled(account, schedule)) };
+}
+
+/**
+ * Moves the clock to `when` and sweeps a source that is not due: it keeps its status (the sweep would have
+ * set a due one pending before returning) and has still been downloaded `downloaded` times.
+ */
+async function sweepNotDue(s: SourceSyncer, accountId: string, id: string, path: string, when: Date, downloaded: number) {
+  const before = (await repo.findById(accountId, id))!.status;
+  now = when;
+  await s.sweep();
+  expect((await repo.findById(accountId, id))!.status).toBe(before);
+  expect(downloads(path)).toBe(downloaded);
+}
+
+/** Moves the clock to `when`, sweeps, and waits for the run that sweep started. */
+async function sweepAndRun(s: SourceSyncer, accountId: string, id: string, when: Date) {
+  now = when;
+  await s.sweep();
+  return ranAt(accountId, id, when);
+}
+
+it('runs a source when its interval comes round, not before, and shows the next run as nextSyncAt', async () => {
+  const { account, s, id, path } = await scheduledSource('a', { every: '15m' });
   expect(toSourceDto((await repo.findById(account, id))!)).toMatchObject({ schedule: { every: '15m' }, nextSyncAt: at(15 * MIN).toISOString() });
   await s.syncOne(account, id); // the first sync, as at creation
   expect(downloads(path)).toBe(1);
 
-  now = at(15 * MIN - 1);
-  await s.sweep();
   expect((await repo.findById(account, id))!.status).toBe('ready');
-  expect(downloads(path)).toBe(1); // not due yet
+  await sweepNotDue(s, account, id, path, at(15 * MIN - 1), 1);
 
-  now = at(15 * MIN);
-  await s.sweep();
-  const done = await ranAt(account, id, now);
+  const done = await sweepAndRun(s, account, id, at(15 * MIN));
   expect(downloads(path)).toBe(2);
   expect(toSourceDto(done)).toMatchObject({ status: 'ready', rowCount: 2, nextSyncAt: at(30 * MIN).toISOString(), lastSync: { status: 'succeeded', at: now.toISOString() } });
 
   // Overdue by hours (the service was down): one run, and the next counts from it.
-  now = at(5 * 60 * MIN);
-  await s.sweep();
-  expect(toSourceDto(await ranAt(account, id, now)).nextSyncAt).toBe(at(5 * 60 * MIN + 15 * MIN).toISOString());
+  expect(toSourceDto(await sweepAndRun(s, account, id, at(5 * 60 * MIN))).nextSyncAt).toBe(at(5 * 60 * MIN + 15 * MIN).toISOString());
   expect(downloads(path)).toBe(3);
 });
 
@@ -168,9 +186,7 @@ it('runs a scheduled incremental database source incrementally: only the rows pa
     expect(toSourceDto((await repo.findById(account, id))!).lastSync).toMatchObject({ mode: 'full', rowsPulled: 2 });
 
     await db.query(`INSERT INTO ${table} VALUES (3, 30, '2030-01-03T00:00:00Z')`);
-    now = at(15 * MIN);
-    await s.sweep();
-    const done = toSourceDto(await ranAt(account, id, now));
+    const done = toSourceDto(await sweepAndRun(s, account, id, at(15 * MIN)));
     // The row at the cursor value and the new one: not the first.
     expect(done).toMatchObject({ rowCount: 3, lastSync: { mode: 'incremental', rowsPulled: 2, rowsMerged: 2 }, incremental: { cursor: '2030-01-03 00:00:00+00' } });
   } finally {
@@ -180,14 +196,10 @@ it('runs a scheduled incremental database source incrementally: only the rows pa
 });
 
 it('runs a cron schedule at the times it names in its time zone', async () => {
-  const account = newId('acct');
-  const s = syncer('cron');
   // 06:00 in Berlin is 05:00 UTC in January.
-  const { id, path } = await createScheduled(account, { cron: '0 6 * * *', timezone: 'Europe/Berlin' });
+  const { account, s, id, path } = await scheduledSource('cron', { cron: '0 6 * * *', timezone: 'Europe/Berlin' });
   expect(toSourceDto((await repo.findById(account, id))!).nextSyncAt).toBe('2030-01-08T05:00:00.000Z');
-  now = new Date('2030-01-08T05:00:00.000Z');
-  await s.sweep();
-  expect(toSourceDto(await ranAt(account, id, now)).nextSyncAt).toBe('2030-01-09T05:00:00.000Z');
+  expect(toSourceDto(await sweepAndRun(s, account, id, new Date('2030-01-08T05:00:00.000Z'))).nextSyncAt).toBe('2030-01-09T05:00:00.000Z');
   expect(downloads(path)).toBe(1);
 });
 
@@ -218,22 +230,14 @@ it('starts a due run once when two instances sweep at the same time', async () =
 });
 
 it('retries a failed scheduled run with growing backoff before the next regular run, and raises source.failed once per failure streak', async () => {
-  const account = newId('acct');
-  const s = syncer('retry');
-  const { id, path } = await createScheduled(account, { every: '1h' });
+  const { account, s, id, path } = await scheduledSource('retry', { every: '1h' });
   failing = true;
-  const sweepAt = async (ms: number) => {
-    now = at(ms);
-    await s.sweep();
-    return ranAt(account, id, now);
-  };
+  const sweepAt = (ms: number) => sweepAndRun(s, account, id, at(ms));
 
   // The regular run fails: retries follow after 1, 2 and 4 minutes (the backoff of @dap/retry), then none.
   let doc = await sweepAt(60 * MIN);
   expect(toSourceDto(doc)).toMatchObject({ status: 'failed', nextSyncAt: at(61 * MIN).toISOString() });
-  now = at(61 * MIN - 1);
-  await s.sweep();
-  expect(downloads(path)).toBe(1); // the retry is not due yet
+  await sweepNotDue(s, account, id, path, at(61 * MIN - 1), 1); // the retry is not due yet
   doc = await sweepAt(61 * MIN);
   expect(toSourceDto(doc).nextSyncAt).toBe(at(63 * MIN).toISOString());
   doc = await sweepAt(63 * MIN);
@@ -241,9 +245,7 @@ it('retries a failed scheduled run with growing backoff before the next regular 
   doc = await sweepAt(67 * MIN);
   // Retries used up: the next try is the next regular run.
   expect(toSourceDto(doc).nextSyncAt).toBe(at(120 * MIN).toISOString());
-  now = at(119 * MIN);
-  await s.sweep();
-  expect(downloads(path)).toBe(4);
+  await sweepNotDue(s, account, id, path, at(119 * MIN), 4);
   doc = await sweepAt(120 * MIN);
   expect(downloads(path)).toBe(5);
   expect(doc.failStreak).toBe(5);
@@ -277,33 +279,23 @@ it('a source without a schedule still raises source.failed on every failed sync'
 });
 
 it('PATCH sets a new schedule from now and null removes it: no more runs', async () => {
-  const account = newId('acct');
-  const s = syncer('patch');
-  const { id, path } = await createScheduled(account, { every: '10m' });
-  now = at(10 * MIN);
-  await s.sweep();
-  await ranAt(account, id, now);
+  const { account, s, id, path } = await scheduledSource('patch', { every: '10m' });
+  await sweepAndRun(s, account, id, at(10 * MIN));
   expect(downloads(path)).toBe(1); // positive control: the schedule runs
 
   now = at(12 * MIN);
   const changed = await service.update(caller(account), id, { schedule: { every: '1h' } });
   expect(toSourceDto(changed)).toMatchObject({ schedule: { every: '1h' }, nextSyncAt: at(72 * MIN).toISOString() });
-  now = at(20 * MIN); // the old schedule's next run
-  await s.sweep();
-  expect(downloads(path)).toBe(1);
+  await sweepNotDue(s, account, id, path, at(20 * MIN), 1); // the old schedule's next run
 
   const removed = await service.update(caller(account), id, { schedule: null });
   expect(toSourceDto(removed)).toMatchObject({ schedule: null, nextSyncAt: null });
-  now = at(24 * 60 * MIN);
-  await s.sweep();
   expect((await repo.findById(account, id))!.status).toBe('ready');
-  expect(downloads(path)).toBe(1);
+  await sweepNotDue(s, account, id, path, at(24 * 60 * MIN), 1);
 });
 
 it('a schedule changed while its sync runs keeps its own next run', async () => {
-  const account = newId('acct');
-  const s = syncer('race');
-  const { id, path } = await createScheduled(account, { every: '10m' });
+  const { account, s, id, path } = await scheduledSource('race', { every: '10m' });
   await s.syncOne(account, id);
   // The regular run at 10m starts and is held downloading; the customer changes the schedule meanwhile.
   holdPaths.add(path);
@@ -321,6 +313,8 @@ it('a schedule changed while its sync runs keeps its own next run', async () => 
 
 describe('schema drift', () => {
   const CHANGED = 'id,amount,coupon\n1,n/a,SPRING\n2,3.5,\n3,4.5,X\n';
+  /** The columns of the first sync (the CSV the file server serves by default), which freeze and quarantine keep. */
+  const FIRST_SCHEMA = columns({ id: 'integer', amount: 'number' });
 
   async function syncedOnce(schemaPolicy?: 'evolve' | 'freeze' | 'quarantine') {
     const account = newId('acct');
@@ -330,19 +324,21 @@ describe('schema drift', () => {
     await s.syncOne(account, doc._id);
     const first = (await repo.findById(account, doc._id))!;
     expect(first).toMatchObject({ status: 'ready', rowCount: 2 });
-    return { account, id: doc._id, path, s, file: await store.currentFile(account, doc._id) };
+    /** Serves `csv` at the source's URL and syncs it again; the source after. */
+    const resync = async (csv: string) => {
+      content.set(path, csv);
+      await repo.requestSync(account, doc._id, newId('req'), now);
+      await s.syncOne(account, doc._id);
+      return (await repo.findById(account, doc._id))!;
+    };
+    return { account, id: doc._id, resync, file: await store.currentFile(account, doc._id) };
   }
 
-  const resync = async (account: string, id: string, s: SourceSyncer) => {
-    await repo.requestSync(account, id, newId('req'), now);
-    await s.syncOne(account, id);
-    return (await repo.findById(account, id))!;
-  };
+  const parquet = (select: string, file: string) => store.duck.run(`SELECT ${select} FROM read_parquet(${sqlLiteral(file)})`);
 
   it('evolve (the default) takes the new columns and says what changed in source.schema_changed', async () => {
-    const { account, id, path, s } = await syncedOnce();
-    content.set(path, CHANGED);
-    const after = await resync(account, id, s);
+    const { account, id, resync } = await syncedOnce();
+    const after = await resync(CHANGED);
     expect(toSourceDto(after)).toMatchObject({ status: 'ready', rowCount: 3, schemaPolicy: 'evolve', lastSync: { status: 'succeeded' } });
     expect(after.schema).toEqual(columns({ id: 'integer', amount: 'string', coupon: 'string' }));
     const changed = (await outbox(account, id)).filter((e) => e.type === 'source.schema_changed');
@@ -352,28 +348,21 @@ describe('schema drift', () => {
   });
 
   it('freeze fails the sync naming the columns and keeps the old data; unchanged columns sync as usual', async () => {
-    const { account, id, path, s, file } = await syncedOnce('freeze');
+    const { account, id, resync, file } = await syncedOnce('freeze');
     // Positive control: the same columns again sync under freeze, with no schema_changed.
-    content.set(path, 'id,amount\n7,1.5\n8,2.5\n9,3.5\n');
-    const same = await resync(account, id, s);
+    const same = await resync('id,amount\n7,1.5\n8,2.5\n9,3.5\n');
     expect(same).toMatchObject({ status: 'ready', rowCount: 3, lastSync: { status: 'succeeded' } });
     const kept = await store.currentFile(account, id);
     expect(kept).not.toBe(file);
 
-    content.set(path, 'id,total\n1,2\n');
-    const after = await resync(account, id, s);
-    expect(toSourceDto(after)).toMatchObject({
-      status: 'ready',
-      rowCount: 3,
-      schemaPolicy: 'freeze',
-      schema: columns({ id: 'integer', amount: 'number' }),
-    });
+    const after = await resync('id,total\n1,2\n');
+    expect(toSourceDto(after)).toMatchObject({ status: 'ready', rowCount: 3, schemaPolicy: 'freeze', schema: FIRST_SCHEMA });
     expect(after.lastSync).toMatchObject({
       status: 'failed',
       error: "the data's columns changed (added total (integer); removed amount) and the source's schema policy is freeze: its data was kept",
     });
     expect(await store.currentFile(account, id)).toBe(kept);
-    const rows = await store.duck.run(`SELECT count(*) AS n FROM read_parquet('${kept!.replaceAll("'", "''")}')`);
+    const rows = await parquet('count(*) AS n', kept!);
     expect(Number(rows.rows[0]!.n)).toBe(3);
     const events = await outbox(account, id);
     expect(events.map((e) => e.type)).toEqual(['source.created', 'source.ready', 'source.ready', 'source.schema_changed', 'source.failed']);
@@ -389,20 +378,19 @@ describe('schema drift', () => {
   });
 
   it('quarantine loads the rows that fit the old schema and sets the others aside; rows read = loaded + quarantined', async () => {
-    const { account, id, path, s } = await syncedOnce('quarantine');
-    content.set(path, 'id,amount,coupon\n1,2.5,\n2,n/a,\n3,4.5,SPRING\n4,5.5,\n5,oops,X\n');
-    const after = await resync(account, id, s);
+    const { account, id, resync } = await syncedOnce('quarantine');
+    const after = await resync('id,amount,coupon\n1,2.5,\n2,n/a,\n3,4.5,SPRING\n4,5.5,\n5,oops,X\n');
     // Rows 1 and 4 fit (amount parses, no coupon); 2 and 5 do not parse, 3 has a coupon.
     expect(toSourceDto(after)).toMatchObject({
       status: 'ready',
       rowCount: 2,
       schemaPolicy: 'quarantine',
-      schema: columns({ id: 'integer', amount: 'number' }),
+      schema: FIRST_SCHEMA,
       quarantine: { rowCount: 3, at: now.toISOString() },
       lastSync: { status: 'succeeded' },
     });
     const file = (await store.currentFile(account, id))!;
-    const rows = await store.duck.run(`SELECT id, amount FROM read_parquet('${file.replaceAll("'", "''")}')`);
+    const rows = await parquet('id, amount', file);
     expect(rows.rows.map((r) => [Number(r.id), r.amount])).toEqual([
       [1, 2.5],
       [4, 5.5],
@@ -423,8 +411,7 @@ describe('schema drift', () => {
     ]);
 
     // A removed column fits no row: every row is set aside, and the source keeps its columns with none loaded.
-    content.set(path, 'id\n1\n2\n3\n');
-    const removed = await resync(account, id, s);
+    const removed = await resync('id\n1\n2\n3\n');
     expect(removed).toMatchObject({ status: 'ready', rowCount: 0, quarantine: { rowCount: 3 } });
     expect(removed.schema.map((c) => c.name)).toEqual(['id', 'amount']);
     expect(await readFile(join(store.dir(account, id), 'quarantine.csv'), 'utf8')).toBe('id\n1\n2\n3\n');

@@ -3,16 +3,15 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { newId, sourceSchema, type DomainEvent } from '@dap/contracts';
+import { newId, sourceSchema, TOPICS, type DomainEvent } from '@dap/contracts';
 import { sqlLiteral } from '@dap/datasets';
-import { createKafka, topicName, type Consumer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
-import { callerHeaders, columns, http, serviceTestEnv, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { callerHeaders, columns, http, serviceTestEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { startEventTap, type EventTap } from '@dap/testing/event-feed';
 import { loadSourcesConfig } from '../src/config.ts';
 import { startSources, type RunningSources } from '../src/index.ts';
 
 const suffix = uniqueSuffix();
-const stack = stackEnv();
 const logger = createLogger({ name: 'test', level: 'silent' });
 const prefix = `t${suffix}.`;
 const instanceId = `sources-test-${suffix}`;
@@ -20,8 +19,8 @@ const strictSource = z.strictObject(sourceSchema.shape);
 
 let datasetDir: string;
 let svc: RunningSources;
-let consumer: Consumer;
-const events: DomainEvent[] = [];
+let tap: EventTap;
+let events: DomainEvent[];
 
 const configOf = (extra: Record<string, string> = {}) =>
   loadSourcesConfig(
@@ -60,15 +59,12 @@ const rows = [
 beforeAll(async () => {
   datasetDir = await mkdtemp(join(tmpdir(), `dap-sources-${suffix}-`));
   svc = await startSources(configOf(), { logger });
-  const kafka = createKafka({ brokers: stack.KAFKA_BROKERS.split(','), clientId: `test-${suffix}`, topicPrefix: prefix }, logger);
-  consumer = kafka.consumer({ groupId: `${prefix}test-consumer`, maxWaitTimeInMs: 50 });
-  await consumer.connect();
-  await consumer.subscribe({ topics: [topicName({ topicPrefix: prefix }, 'sources.events')], fromBeginning: true });
-  await consumer.run({ eachMessage: async ({ message }) => void events.push(JSON.parse(message.value!.toString('utf8'))) });
+  tap = await startEventTap(prefix, 'sources-test');
+  events = (await tap.watch(TOPICS.sources)).events;
 });
 
 afterAll(async () => {
-  await consumer?.disconnect();
+  await tap?.stop();
   await svc?.stop();
   await rm(datasetDir, { recursive: true, force: true });
 });
@@ -424,9 +420,10 @@ describe('crash recovery', () => {
     expect(resumed).toMatchObject({ status: 'ready', rowCount: 3, schema: [{ name: 'v', type: 'integer' }] });
     expect(await settled(interrupted.body.id)).toMatchObject({ status: 'ready', rowCount: 2 });
     expect(await settled(abandoned.body.id)).toMatchObject({ status: 'ready', rowCount: 1 });
-    // The sweeps that took the three above (every 300 ms) left the live lease alone...
-    await new Promise((r) => setTimeout(r, 1_000));
-    expect((await api('GET', `/v1/sources/${held.body.id}`)).body.status).toBe('syncing');
+    // The sweeps that took the three above (every 300 ms) left the live lease alone, and so does one now...
+    expect((await svc.repo.findUnfinishedAcrossAccounts(new Date(), 20)).map((s) => s.id)).not.toContain(held.body.id);
+    expect((await api('GET', `/v1/sources/${held.body.id}`)).body).toMatchObject({ status: 'syncing' });
+    expect(await svc.repo.coll.raw.findOne({ _id: held.body.id })).toMatchObject({ syncToken: 'msg_old', syncOwner: 'other' });
     // ...and take it once it has run out (moved into the past rather than waited for).
     await svc.repo.coll.raw.updateOne({ _id: held.body.id }, { $set: { syncLeaseUntil: new Date(Date.now() - 1_000) } });
     const taken = await settled(held.body.id);

@@ -144,7 +144,8 @@ describe('the training worker', () => {
       };
       const started = Date.now();
       await expect(pool.run(job, { timeoutMs: 150 })).rejects.toBeInstanceOf(WorkerTimeoutError);
-      expect(Date.now() - started).toBeLessThan(2_000);
+      // Refused at its limit, not when the read ends: uninterrupted, this job runs for seconds.
+      expect(Date.now() - started).toBeLessThan(1_000);
       const next = await pool.run({
         spec: {
           type: 'linear_regression',

@@ -12,22 +12,22 @@ describe('externalGrowthCollector', () => {
       },
       () => external,
     );
+    /** Garbage one byte under the threshold: no collection; at the threshold: one more. */
+    const growPastThreshold = () => {
+      const before = collections;
+      external += COLLECT_EXTERNAL_BYTES - 1;
+      collect();
+      expect(collections).toBe(before);
+      external += 1;
+      collect();
+      expect(collections).toBe(before + 1);
+    };
     // Reused slabs: nothing grows, nothing is collected however often it is asked.
     for (let i = 0; i < 30; i++) collect();
     expect(collections).toBe(0);
-    // Garbage just under the threshold: still none; at the threshold: one.
-    external += COLLECT_EXTERNAL_BYTES - 1;
-    collect();
-    expect(collections).toBe(0);
-    external += 1;
-    collect();
-    expect(collections).toBe(1);
+    growPastThreshold();
     // Measured from what was left after it (1 MiB more than before).
-    external += COLLECT_EXTERNAL_BYTES - 1;
-    collect();
-    expect(collections).toBe(1);
-    external += 1;
-    collect();
+    growPastThreshold();
     expect(collections).toBe(2);
   });
 

@@ -114,11 +114,12 @@ async function failure(p: Promise<unknown>): Promise<Error> {
 /** A body of `n` bytes that is not one repeated byte (so a misplaced slice shows). */
 const pattern = (n: number) => Buffer.from(Array.from({ length: n }, (_, i) => 97 + ((i * 7 + (i >> 10)) % 26)));
 
-/** A responder that answers `data` with its length. */
+/** A responder that answers `data` with its length, after `headers`. */
 const serving =
-  (data: Buffer) =>
+  (data: Buffer, headers: Record<string, string> = {}) =>
   (s: net.Socket): void => {
-    s.write(`HTTP/1.1 200 OK\r\nContent-Length: ${data.length}\r\n\r\n`);
+    const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+    s.write(`HTTP/1.1 200 OK\r\n${head.join('')}Content-Length: ${data.length}\r\n\r\n`);
     s.end(data);
   };
 
@@ -138,10 +139,7 @@ describe('httpGet', () => {
 
   it('reads a Content-Length body larger than its read buffer, byte for byte', async () => {
     const data = pattern(3 * READ_BUFFER_BYTES + 12345);
-    responder = (s) => {
-      s.write(`HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nContent-Length: ${data.length}\r\n\r\n`);
-      s.end(data);
-    };
+    responder = serving(data, { 'Content-Type': 'text/csv' });
     const res = await httpGet(url(), opts());
     expect(res.headers['content-type']).toBe('text/csv');
     const got = await body(res);
@@ -264,18 +262,12 @@ describe('httpGet', () => {
       ['deflate', deflateSync(text)],
       ['br', brotliCompressSync(text)],
     ] as const) {
-      responder = (s) => {
-        s.write(`HTTP/1.1 200 OK\r\nContent-Encoding: ${encoding}\r\nContent-Length: ${encoded.length}\r\n\r\n`);
-        s.end(encoded);
-      };
+      responder = serving(encoded, { 'Content-Encoding': encoding });
       expect(await body(await httpGet(url(), opts()))).toEqual({ text, complete: true });
     }
     const corrupt = gzipSync(text);
     corrupt.fill(0, 20, 40);
-    responder = (s) => {
-      s.write(`HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: ${corrupt.length}\r\n\r\n`);
-      s.end(corrupt);
-    };
+    responder = serving(corrupt, { 'Content-Encoding': 'gzip' });
     expect(await failure(httpGet(url(), opts()).then(body))).toMatchObject({ code: 'Z_DATA_ERROR' });
   });
 
@@ -384,10 +376,7 @@ describe('httpGet', () => {
     expect(slow.complete).toBe(true);
     // A small gzip body that decodes to 40 MB: all of it has arrived when the signal aborts.
     const bomb = gzipSync(Buffer.alloc(40 * 1024 * 1024));
-    responder = (s) => {
-      s.write(`HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: ${bomb.length}\r\n\r\n`);
-      s.end(bomb);
-    };
+    responder = serving(bomb, { 'Content-Encoding': 'gzip' });
     const ac = new AbortController();
     const res = await httpGet(url(), opts({ signal: ac.signal }));
     let decoded = 0;
@@ -425,10 +414,7 @@ describe('httpGet', () => {
       ['gzip', gzipSync(text)],
       ['br', brotliCompressSync(text)],
     ] as const) {
-      responder = (s) => {
-        s.write(`HTTP/1.1 200 OK\r\nContent-Encoding: ${encoding}\r\nContent-Length: ${encoded.length}\r\n\r\n`);
-        s.end(encoded);
-      };
+      responder = serving(encoded, { 'Content-Encoding': encoding });
       // The sink reads its chunks only after a pause of its own.
       const parts: Buffer[] = [];
       const res = await httpGet(https('files.example.test'), opts());
