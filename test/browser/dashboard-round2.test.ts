@@ -1,6 +1,6 @@
 import { PUBLIC_EVENT_TYPES } from '@dap/contracts';
 import { waitFor } from '@dap/testing';
-import { browserSuite, go, runQuery, screenshot, watchErrors, PASSWORD, heading, signUp } from './system.ts';
+import { browserSuite, connectRows, go, runQuery, screenshot, watchErrors, PASSWORD, heading, signUp } from './system.ts';
 
 /**
  * The dashboard's second round, in a real browser against the whole system: names instead of ids, field
@@ -154,11 +154,7 @@ describe('the dashboard, second round', () => {
       units: 2 * i,
       at: new Date(now - (i % 4) * 86_400_000).toISOString(),
     }));
-    await page.goto('/sources/new');
-    await page.getByLabel('Name').fill('sales');
-    await page.getByLabel('Rows (JSON array of objects)').fill(JSON.stringify(rows));
-    await page.getByRole('button', { name: 'Connect source' }).click();
-    await page.locator('[data-status="ready"]').first().waitFor({ timeout: 30_000 });
+    await connectRows(page, 'sales', rows);
     await page.getByRole('link', { name: 'Explore data' }).click();
     await heading(page, 'Explore').waitFor();
 

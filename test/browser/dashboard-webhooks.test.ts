@@ -1,5 +1,5 @@
 import { stackEnv, startReceiver, waitFor } from '@dap/testing';
-import { browserSuite, PHONE, screenshot, WIDE, heading, nav, signUp } from './system.ts';
+import { browserSuite, PHONE, reloadUntilVisible, screenshot, WIDE, heading, nav, signUp } from './system.ts';
 
 /**
  * The dashboard's webhook observability, in a real browser against the whole system: editing an endpoint
@@ -195,16 +195,7 @@ describe('the dashboard, webhook pages', () => {
     await page.getByRole('button', { name: 'Send test event' }).click();
     await waitFor(() => at().length === 3, { what: 'the 410 attempt', timeoutMs: 20_000 });
     const alert = page.getByText('This endpoint is disabled');
-    await waitFor(
-      async () => {
-        await page.reload();
-        return alert.waitFor({ timeout: 2_000 }).then(
-          () => true,
-          () => false,
-        );
-      },
-      { what: 'the endpoint disabled after a 410', timeoutMs: 30_000 },
-    );
+    await reloadUntilVisible(page, alert, 'the endpoint disabled after a 410');
     expect(await page.getByRole('button', { name: 'Replay since…' }).isDisabled()).toBe(true);
     flaky.delete('/flaky');
     await page.getByRole('button', { name: 'Enable endpoint' }).click();

@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { startReceiver, waitFor } from '@dap/testing';
-import { browserSuite, go, PHONE, screenshot, PASSWORD, heading, nav, signUp } from './system.ts';
+import { browserSuite, connectRows, go, PHONE, reloadUntilVisible, runQuery, screenshot, PASSWORD, heading, nav, signUp } from './system.ts';
 
 /**
  * The dashboard in a real browser (Debian's Chromium, headless) against the whole system, every service
@@ -189,18 +189,8 @@ describe('the dashboard', () => {
     await page.getByLabel('Measure 2 field').selectOption('amount');
     await page.getByLabel('Measure 2 name (optional)').fill('revenue');
     await page.getByLabel('Sort by').selectOption('revenue');
-    await page.getByRole('button', { name: 'Run query' }).click();
-    // The analytics projection may trail the source by a moment: retry until the query is accepted.
     const bars = page.locator('svg[data-chart="bar"] rect.chart-bar');
-    await waitFor(
-      async () => {
-        if ((await bars.count()) > 0) return true;
-        if (await page.getByRole('alert').count()) await page.getByRole('button', { name: 'Run query' }).click();
-        await page.waitForTimeout(500);
-        return false;
-      },
-      { timeoutMs: 20_000, what: 'the grouped chart' },
-    );
+    await runQuery(page, async () => (await bars.count()) > 0);
     expect(await bars.count()).toBe(4);
     expect(await page.getByTestId('result-table').locator('tbody tr').count()).toBe(4);
     // The chart shows the chosen measure; the default is the first one (count), ordered by revenue desc.
@@ -308,16 +298,7 @@ describe('the dashboard', () => {
     await page.getByRole('button', { name: 'Send test event' }).click();
     const alert = page.getByText('This endpoint is disabled');
     // The page shows the endpoint as it was loaded: reload until the 410 has disabled it.
-    await waitFor(
-      async () => {
-        await page.reload();
-        return alert.waitFor({ timeout: 2_000 }).then(
-          () => true,
-          () => false,
-        );
-      },
-      { what: 'the endpoint disabled after a 410', timeoutMs: 30_000 },
-    );
+    await reloadUntilVisible(page, alert, 'the endpoint disabled after a 410');
     await page.getByText('the endpoint answered 410 Gone').waitFor();
     await screenshot(page, 'webhook-disabled');
     gonePaths.delete('/hooks');
@@ -362,11 +343,7 @@ describe('the dashboard', () => {
     const { page, errors } = await suite.openPage();
     await signUp(page, 'Model Makers');
     const rows = Array.from({ length: 40 }, (_, i) => ({ units: i % 7, price: 2 + (i % 5), plan: ['free', 'pro', 'team'][i % 3], churned: i % 3 === 0 ? 'yes' : 'no' }));
-    await page.goto('/sources/new');
-    await page.getByLabel('Name').fill('customers');
-    await page.getByLabel('Rows (JSON array of objects)').fill(JSON.stringify(rows));
-    await page.getByRole('button', { name: 'Connect source' }).click();
-    await page.locator('[data-status="ready"]').first().waitFor({ timeout: 30_000 });
+    await connectRows(page, 'customers', rows);
     await go(page, 'Models');
     await page.getByRole('link', { name: '+ New model' }).click();
     await heading(page, 'New model').waitFor();
@@ -420,17 +397,8 @@ describe('the dashboard', () => {
     await page.locator('[data-status="ready"]').first().waitFor({ timeout: 30_000 });
     await page.getByRole('link', { name: 'Explore data' }).click();
     await page.getByRole('checkbox', { name: /country/ }).check();
-    await page.getByRole('button', { name: 'Run query' }).click();
     const bars = page.locator('svg[data-chart="bar"] rect.chart-bar');
-    await waitFor(
-      async () => {
-        if ((await bars.count()) > 0) return true;
-        if (await page.getByRole('alert').count()) await page.getByRole('button', { name: 'Run query' }).click();
-        await page.waitForTimeout(500);
-        return false;
-      },
-      { timeoutMs: 20_000, what: 'the phone chart' },
-    );
+    await runQuery(page, async () => (await bars.count()) > 0);
     expect(await bars.count()).toBe(3);
     await screenshot(page, 'phone-explore');
     expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(PHONE.width);

@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { waitFor } from '@dap/testing';
-import { browserSuite, runQuery, screenshot, heading, nav, signUp, PHONE, WIDE } from './system.ts';
+import { browserSuite, connectRows, runQuery, screenshot, heading, nav, signUp, PHONE, WIDE } from './system.ts';
 
 /**
  * Saved insights and dashboards in a real browser against the whole system: Explore runs without storing a
@@ -24,11 +24,7 @@ describe('insights and dashboards', () => {
     await signUp(page, 'Insightful');
     const now = Date.now();
     const rows = Array.from({ length: 12 }, (_, i) => ({ country: ['FR', 'DE', 'US'][i % 3], amount: 1 + i, at: new Date(now - (i % 4) * 86_400_000).toISOString() }));
-    await page.goto('/sources/new');
-    await page.getByLabel('Name').fill('sales');
-    await page.getByLabel('Rows (JSON array of objects)').fill(JSON.stringify(rows));
-    await page.getByRole('button', { name: 'Connect source' }).click();
-    await page.locator('[data-status="ready"]').first().waitFor({ timeout: 30_000 });
+    await connectRows(page, 'sales', rows);
     await page.getByRole('link', { name: 'Explore data' }).click();
     await heading(page, 'Explore').waitFor();
 

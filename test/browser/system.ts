@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Locator, type Page } from 'playwright-core';
 import { repoRoot, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
 import { DEPLOYABLES, freePort, startServices, type DeployableName, type Supervised } from '../../deploy/local/supervisor.ts';
 import { freshSecrets } from '../../deploy/local/env-file.ts';
@@ -190,4 +190,27 @@ export async function runQuery(page: Page, ready: () => Promise<boolean>): Promi
     },
     { timeoutMs: 20_000, what: 'the query result' },
   );
+}
+
+/** Reloads the page until `target` shows (a page shows what it loaded; the change it waits for is server-side). */
+export async function reloadUntilVisible(page: Page, target: Locator, what: string): Promise<void> {
+  await waitFor(
+    async () => {
+      await page.reload();
+      return target.waitFor({ timeout: 2_000 }).then(
+        () => true,
+        () => false,
+      );
+    },
+    { what, timeoutMs: 30_000 },
+  );
+}
+
+/** Connects an inline source of `rows` through the Connect a source page and waits until it is ready. */
+export async function connectRows(page: Page, name: string, rows: readonly object[]): Promise<void> {
+  await page.goto('/sources/new');
+  await page.getByLabel('Name').fill(name);
+  await page.getByLabel('Rows (JSON array of objects)').fill(JSON.stringify(rows));
+  await page.getByRole('button', { name: 'Connect source' }).click();
+  await page.locator('[data-status="ready"]').first().waitFor({ timeout: 30_000 });
 }
