@@ -102,7 +102,8 @@ export function arrivalDeadline(opts: { requestTimeoutMs: number; uploadIdleMs: 
       lingerAfterEarlyAnswer(req, res);
       return next();
     }
-    if (!req.complete) {
+    // A request without a body (no Content-Length, no Transfer-Encoding) is whole once its headers are in.
+    if (!req.complete && (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined)) {
       const timer = setTimeout(() => {
         if (!req.complete) req.socket.destroy();
       }, opts.requestTimeoutMs);
