@@ -1,6 +1,6 @@
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { Plan } from '@dap/contracts';
-import { AppError, accessLog, finishApp, lingerAfterEarlyAnswer, requestId, traceRequests, type Metrics } from '@dap/http';
+import { AppError, accessLog, finishApp, lingerAfterEarlyAnswer, pipeline, requestId, traceRequests, type Metrics } from '@dap/http';
 import type { Logger } from '@dap/logger';
 import { authenticate } from './auth/authenticate.ts';
 import type { AuthFailureLimiter } from './auth/auth-failure.limiter.ts';
@@ -102,7 +102,8 @@ export function arrivalDeadline(opts: { requestTimeoutMs: number; uploadIdleMs: 
       lingerAfterEarlyAnswer(req, res);
       return next();
     }
-    if (!req.complete) {
+    // A request without a body (no Content-Length, no Transfer-Encoding) is whole once its headers are in.
+    if (!req.complete && (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined)) {
       const timer = setTimeout(() => {
         if (!req.complete) req.socket.destroy();
       }, opts.requestTimeoutMs);
@@ -134,19 +135,71 @@ export function createApp(deps: GatewayAppDeps): Express {
   app.disable('x-powered-by');
   app.locals.metrics = deps.metrics; // served by listen() on the metrics port only, never on the public one
   app.set('trust proxy', deps.trustProxy);
-  app.use(requestId);
-  app.use(securityHeaders);
-  app.use(deps.metrics.httpMiddleware({ captureRoutes: false })); // labelled by operation (findOperation)
-  app.use(accessLog(deps.logger));
-  app.use(cors(deps.corsOrigins));
   // Routes outside /v1 label their metrics with their path; /v1 ones get their operation's (findOperation).
   const ownRoutes = new Set(['/healthz', '/readyz', '/v1/openapi.json', '/docs']);
-  app.use((req, res, next) => {
+  const labelOwnRoutes = (req: Request, res: Response, next: NextFunction) => {
     if (ownRoutes.has(req.path)) res.locals.metricsRoute = req.path;
     else if (req.path.startsWith('/docs/')) res.locals.metricsRoute = req.path.startsWith('/docs/problems/') ? '/docs/problems/:slug' : '/docs/*';
     else if (!req.path.startsWith('/v1/')) res.locals.metricsRoute = '(dashboard)';
     next();
+  };
+  // One express layer for what every request gets (see pipeline in libs/http).
+  app.use(
+    pipeline(
+      requestId,
+      securityHeaders,
+      deps.metrics.httpMiddleware({ captureRoutes: false }), // labelled by operation (findOperation)
+      accessLog(deps.logger),
+      cors(deps.corsOrigins),
+      labelOwnRoutes,
+    ),
+  );
+
+  let openapi: string | null = null;
+  const openapiJson = () => (openapi ??= JSON.stringify(buildOpenApi(deps.publicUrl())));
+  app.get('/v1/openapi.json', (_req, res) => void res.type('application/json').send(openapiJson()));
+
+  const decisions = deps.metrics.counter({
+    name: 'dap_rate_limit_decisions_total',
+    help: 'Rate-limit decisions by outcome and by the store that made them.',
+    labelNames: ['outcome', 'store'],
   });
+  const usage = usageRoute(deps.limiter, { windowMs: deps.windowMs, limits: deps.limits });
+  // The API, mounted before the operations routes and the dashboard (none of which answers under /v1/), so
+  // its requests pass no layer of theirs.
+  app.use(
+    '/v1',
+    pipeline(
+      // A span per API request, child of the client's traceparent; its context goes to the service (signedHeaders).
+      traceRequests({ traceResponse: true }),
+      (req, res, next) => {
+        res.setHeader('Cache-Control', 'no-store');
+        res.on('finish', () => deps.onResponse(req, res));
+        next();
+      },
+      findOperation,
+      arrivalDeadline({ requestTimeoutMs: deps.requestTimeoutMs, uploadIdleMs: deps.uploads.idleTimeoutMs }),
+      authenticate({ keys: deps.keys, sessions: deps.sessions, failures: deps.failures, logger: deps.logger }),
+      rateLimit(deps.limiter, {
+        windowMs: deps.windowMs,
+        limits: deps.limits,
+        publicPerMinute: deps.publicPerMinute,
+        dashboardPerMinute: deps.dashboardPerMinute,
+        onDecision: (d) => decisions.inc({ outcome: d.allowed ? 'allowed' : 'rejected', store: d.source }),
+      }),
+      authorizeOperation,
+      declaredBodyLimit(deps.bodyLimitBytes, deps.uploads.limitBytes),
+      noIdempotentUploads,
+      // The one operation the gateway answers itself (service "gateway" in the route table).
+      (req, res, next) => (req.operation!.service === 'gateway' ? usage(req, res) : next()),
+      deps.idempotency,
+      (req, res, next) => {
+        req.url = req.originalUrl; // the services route on the full /v1 path
+        deps.proxy(req, res, next);
+      },
+    ),
+  );
+
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', async (_req, res, next) => {
     try {
@@ -156,46 +209,7 @@ export function createApp(deps: GatewayAppDeps): Express {
       next(new AppError('unavailable', 'a dependency is not ready', { cause: err, headers: { 'Retry-After': '5' } }));
     }
   });
-
-  let openapi: string | null = null;
-  const openapiJson = () => (openapi ??= JSON.stringify(buildOpenApi(deps.publicUrl())));
-  app.get('/v1/openapi.json', (_req, res) => void res.type('application/json').send(openapiJson()));
   mountDocs(app);
   deps.extraRoutes?.(app);
-
-  const v1 = express.Router();
-  v1.use((req, res, next) => {
-    res.setHeader('Cache-Control', 'no-store');
-    res.on('finish', () => deps.onResponse(req, res));
-    next();
-  });
-  v1.use(findOperation);
-  v1.use(arrivalDeadline({ requestTimeoutMs: deps.requestTimeoutMs, uploadIdleMs: deps.uploads.idleTimeoutMs }));
-  v1.use(authenticate({ keys: deps.keys, sessions: deps.sessions, failures: deps.failures, logger: deps.logger }));
-  const decisions = deps.metrics.counter({
-    name: 'dap_rate_limit_decisions_total',
-    help: 'Rate-limit decisions by outcome and by the store that made them.',
-    labelNames: ['outcome', 'store'],
-  });
-  v1.use(
-    rateLimit(deps.limiter, {
-      windowMs: deps.windowMs,
-      limits: deps.limits,
-      publicPerMinute: deps.publicPerMinute,
-      dashboardPerMinute: deps.dashboardPerMinute,
-      onDecision: (d) => decisions.inc({ outcome: d.allowed ? 'allowed' : 'rejected', store: d.source }),
-    }),
-  );
-  v1.use(authorizeOperation);
-  v1.use(declaredBodyLimit(deps.bodyLimitBytes, deps.uploads.limitBytes));
-  v1.use(noIdempotentUploads);
-  v1.get('/usage', usageRoute(deps.limiter, { windowMs: deps.windowMs, limits: deps.limits }));
-  v1.use(deps.idempotency);
-  v1.use((req, res, next) => {
-    req.url = req.originalUrl; // the services route on the full /v1 path
-    deps.proxy(req, res, next);
-  });
-  // A span per API request, child of the client's traceparent; its context goes to the service (signedHeaders).
-  app.use('/v1', traceRequests({ traceResponse: true }), v1);
   return finishApp(app, deps.logger);
 }

@@ -3,9 +3,10 @@ import type { NextFunction, Request, Response } from 'express';
 import { arrivalDeadline } from './app.ts';
 
 /** A request as the middleware sees it: its operation, whether its body has arrived, its socket and idle timer. */
-function fakeRequest(upload: boolean) {
+function fakeRequest(upload: boolean, headers: Record<string, string> = { 'content-length': '1200' }) {
   const req = Object.assign(new EventEmitter(), {
     operation: upload ? { upload: { mediaTypes: ['text/csv'] } } : { operationId: 'createSource' },
+    headers,
     complete: false,
     socket: Object.assign(new EventEmitter(), { destroy: jest.fn(), end: jest.fn() }),
     resume: jest.fn(),
@@ -30,6 +31,16 @@ it('gives a JSON request 120 s to arrive whole, then drops its connection', () =
   expect(req.socket.destroy).not.toHaveBeenCalled();
   jest.advanceTimersByTime(1);
   expect(req.socket.destroy).toHaveBeenCalledTimes(1);
+});
+
+it('sets no deadline for a request without a body, which is whole once its headers are in', () => {
+  const bodyless = fakeRequest(false, {});
+  bodyless.run();
+  expect(jest.getTimerCount()).toBe(0);
+  // The positive control: a chunked body gets the deadline as a declared length does.
+  const chunked = fakeRequest(false, { 'transfer-encoding': 'chunked' });
+  chunked.run();
+  expect(jest.getTimerCount()).toBe(1);
 });
 
 it('leaves alone a request whose body has arrived', () => {

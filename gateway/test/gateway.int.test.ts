@@ -197,3 +197,31 @@ describe('gateway documents', () => {
     expect(page.text).toContain('href="/v1/openapi.json"');
   });
 });
+
+describe('gateway request path', () => {
+  it('hands an API request to the API before any route outside /v1 (the dashboard) sees it', async () => {
+    const passed: string[] = [];
+    const g = await startGateway(gatewayConfig(), {
+      logger,
+      extraRoutes: (app) =>
+        app.use((req, _res, next) => {
+          passed.push(req.path);
+          next();
+        }),
+    });
+    gateways.push(g);
+    try {
+      const { secret } = await newAccount();
+      const api = await http('GET', `${g.url}/v1/sources`, { headers: auth(secret) });
+      expect(api.status).toBe(200);
+      expect(api.headers.get('cache-control')).toBe('no-store');
+      // The positive control: a path outside /v1 does reach the extra routes (and then the 404).
+      const other = await http('GET', `${g.url}/elsewhere`);
+      expect(other.status).toBe(404);
+      expect(passed).toEqual(['/elsewhere']);
+    } finally {
+      await g.stop();
+      gateways.splice(gateways.indexOf(g), 1);
+    }
+  });
+});

@@ -6,3 +6,4 @@ export * from './lifecycle.ts';
 export * from './metrics.ts';
 export * from './linger.ts';
 export * from './tracing.ts';
+export * from './pipeline.ts';
