@@ -40,8 +40,22 @@ export const modelsConfigShape = {
   DRIFT_SAMPLE_PER_REQUEST: z.coerce.number().int().min(0).max(1000).default(20),
   /** Logged inputs compared with the training data per metrics request. */
   DRIFT_MAX_INPUTS: z.coerce.number().int().min(100).max(1_000_000).default(5_000),
+  /**
+   * How old a model's record predict may serve from its per-process cache: a change made through another
+   * instance (an alias move, a deletion, a finished training) is served here within this time; one made
+   * through this instance at once. 0 reads the model on every request.
+   */
+  MODEL_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
+  /** Own models kept in that cache per process (least recently used out). */
+  MODEL_CACHE_SIZE: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
   /** Trained and ONNX model runtimes kept in memory per process. */
   RUNTIME_CACHE_SIZE: z.coerce.number().int().min(1).max(10_000).default(64),
+  /**
+   * How long the relay holds handed-over events (one per prediction) to publish them together: one Kafka batch
+   * and one bulk clear per interval instead of per prediction, off the requests' event loop turns. Adds at most
+   * this much to an event's way to Kafka. 0: the next turn.
+   */
+  OUTBOX_LINGER_MS: z.coerce.number().int().min(0).max(5_000).default(20),
   /**
    * The outbox sweep for events a crashed writer left (live writes hand theirs to the relay at once). The
    * prediction log is large, and a MongoDB-wire server without index support scans it on every sweep.

@@ -16,6 +16,7 @@ import { ModelVersions } from './domain/versions.service.ts';
 import { ModelVersionRepository } from './persistence/model-version.repository.ts';
 import { InlineOnnxHost, WorkerOnnxHost } from './domain/onnx/onnx-host.ts';
 import { OwnModelRuntimes } from './domain/runtimes.ts';
+import { ServingCache } from './domain/serving-cache.ts';
 import { TrainingService } from './domain/training.service.ts';
 import { runSourcesConsumer } from './events/sources.consumer.ts';
 import { ArtifactRepository } from './persistence/artifact.repository.ts';
@@ -49,7 +50,8 @@ export interface RunningModels {
   stop(): Promise<void>;
 }
 
-export async function startModels(config: ModelsConfig, deps: { logger?: Logger } = {}): Promise<RunningModels> {
+/** `now`: the serving cache's clock (tests move it past the cache's age bound). */
+export async function startModels(config: ModelsConfig, deps: { logger?: Logger; now?: () => number } = {}): Promise<RunningModels> {
   const logger = deps.logger ?? createLogger({ name: 'models', level: config.LOG_LEVEL });
   const life = new Lifecycle(logger);
   return life.start(async () => {
@@ -65,6 +67,7 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
       publisher: producer,
       logger,
       intervalMs: config.OUTBOX_INTERVAL_MS,
+      lingerMs: config.OUTBOX_LINGER_MS,
       insertOnly: [PREDICTION_LOG_COLLECTION], // entries are written once, never updated
     });
     relay.start();
@@ -102,6 +105,14 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
     const onnx = workers ? new WorkerOnnxHost(workers, config.ONNX_RUN_TIMEOUT_MS) : new InlineOnnxHost();
     const runtimes = new OwnModelRuntimes({ artifacts, onnx, maxEntries: config.RUNTIME_CACHE_SIZE });
     const catalog = new ModelCatalog({ repository: modelRepository, builtins: BUILTIN_MODELS, runtimes });
+    const serving = new ServingCache({
+      source: { model: (accountId, id) => modelRepository.findById(accountId, id), version: (accountId, id, v) => versionRepository.find(accountId, id, v) },
+      ttlMs: config.MODEL_CACHE_TTL_MS,
+      maxEntries: config.MODEL_CACHE_SIZE,
+      ...(deps.now ? { now: deps.now } : {}),
+      onRefreshError: (err) => logger.warn({ err }, 'could not refresh a cached model; the next request past its age bound reads it'),
+    });
+    modelRepository.onChange((accountId, id) => serving.invalidate(accountId, id));
     const service = new ModelsService({
       catalog,
       versions,
@@ -110,6 +121,7 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
       metricsMaxSamples: config.METRICS_MAX_SAMPLES,
       offload: workers ? { pool: workers, minCost: config.PREDICT_WORKER_MIN_VALUES } : null,
       drift: { samplePerRequest: config.DRIFT_SAMPLE_PER_REQUEST, maxInputs: config.DRIFT_MAX_INPUTS },
+      serving,
     });
     // Closed before the workers and the database: shadow runs in flight finish and are recorded.
     life.onStop('shadow predictions', () => service.drainShadows());

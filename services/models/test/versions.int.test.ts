@@ -5,7 +5,7 @@ import { makeEvent, modelSchema, modelVersionListSchema, newId, predictionSchema
 import { DatasetStore } from '@dap/datasets';
 import { createKafka, EventProducer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
-import { serviceClient, serviceTestEnv, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { serviceClient, serviceTestEnv, stackEnv, testClock, uniqueSuffix, waitFor } from '@dap/testing';
 import { FORECAST_MODEL_ID, loadModelsConfig, startModels, type RunningModels } from '../src/index.ts';
 import { linearRows } from '../src/domain/training/synthetic-data.ts';
 
@@ -17,6 +17,9 @@ const logger = createLogger({ name: 'models-versions-test', level: 'silent' });
 const suffix = uniqueSuffix();
 const prefix = `v${suffix}.`;
 const stack = stackEnv();
+/** The serving cache's clock, moved past MODEL_CACHE_TTL_MS instead of waiting for it. */
+const clock = testClock();
+const CACHE_TTL_MS = 60_000;
 
 let dataDir: string;
 let store: DatasetStore;
@@ -64,7 +67,12 @@ const predictOne = async (id: string, extra: Record<string, unknown> = {}) => a.
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'models-versions-'));
   store = await DatasetStore.open(join(dataDir, 'datasets'));
-  svc = await startModels(loadModelsConfig(serviceTestEnv(`models_versions_${suffix}`, prefix, { OUTBOX_INTERVAL_MS: '200', DATASET_DIR: join(dataDir, 'datasets') })));
+  svc = await startModels(
+    loadModelsConfig(
+      serviceTestEnv(`models_versions_${suffix}`, prefix, { OUTBOX_INTERVAL_MS: '200', DATASET_DIR: join(dataDir, 'datasets'), MODEL_CACHE_TTL_MS: String(CACHE_TTL_MS) }),
+    ),
+    { now: clock.now },
+  );
   const settings = { brokers: stack.KAFKA_BROKERS.split(','), clientId: 'models-versions-test', topicPrefix: prefix };
   producer = new EventProducer(createKafka(settings, logger), settings);
   await producer.connect();
@@ -272,11 +280,45 @@ describe('model versions and aliases', () => {
     expect(anomaly.body.errors).toEqual([{ path: 'explain', message: expect.stringMatching(/cannot explain/) }]);
   });
 
+  it('serves another instance’s alias move and deletion within MODEL_CACHE_TTL_MS, and never another account’s cached model', async () => {
+    const models = svc.mongo.db.collection('models');
+    expect((await predictOne(id)).body).toMatchObject({ modelVersion: 1, alias: 'production' }); // now cached
+    expect((await b.post(`/models/${id}/predict`, { inputs: [input] })).status).toBe(404);
+
+    // Another instance promotes version 2 (its write is this one, straight to MongoDB).
+    await models.updateOne({ _id: id as never }, { $set: { aliases: { production: 2 } } });
+    expect((await predictOne(id)).body.modelVersion).toBe(1); // the cached record, within its age bound
+    // A request this record cannot answer is read again rather than refused from the cache.
+    await models.updateOne({ _id: id as never }, { $set: { aliases: { production: 2, blue: 1 } } });
+    expect((await predictOne(id, { alias: 'blue' })).body).toMatchObject({ modelVersion: 1, alias: 'blue' });
+    expect((await predictOne(id)).body.modelVersion).toBe(2); // that read refreshed the cache
+    await models.updateOne({ _id: id as never }, { $set: { aliases: { production: 1 } } });
+    expect((await predictOne(id)).body.modelVersion).toBe(2);
+    clock.advance(CACHE_TTL_MS);
+    expect((await predictOne(id)).body.modelVersion).toBe(1); // rolled back elsewhere: seen once the bound passed
+
+    // Another instance deletes it: answered until the bound passes, then 404.
+    await models.updateOne({ _id: id as never }, { $set: { deletedAt: new Date() } });
+    expect((await predictOne(id)).status).toBe(200);
+    clock.advance(CACHE_TTL_MS);
+    expect((await predictOne(id)).status).toBe(404);
+    await models.updateOne({ _id: id as never }, { $set: { deletedAt: null } });
+    expect((await predictOne(id)).status).toBe(200);
+    // A change made through this instance is served at once.
+    expect((await a.post(`/models/${id}/aliases`, { aliases: { production: 2 } })).status).toBe(200);
+    expect((await predictOne(id)).body.modelVersion).toBe(2);
+    expect((await a.post(`/models/${id}/aliases`, { aliases: { production: 1 } })).status).toBe(200);
+    expect((await predictOne(id)).body.modelVersion).toBe(1);
+  });
+
   it('deletes every version and its artifact with the model', async () => {
     const db = svc.mongo.db;
+    expect((await predictOne(id)).status).toBe(200); // cached
+    expect((await b.post(`/models/${id}/predict`, { inputs: [input] })).status).toBe(404);
     expect(await db.collection('model_artifacts').countDocuments({ accountId: accountA, $or: [{ _id: id as never }, { modelId: id }] })).toBe(2);
     expect(await db.collection('model_versions').countDocuments({ accountId: accountA, modelId: id })).toBe(1);
     expect((await a.del(`/models/${id}`)).status).toBe(204);
+    expect((await predictOne(id)).status).toBe(404); // deleted here: at once, whatever the cache held
     expect(await db.collection('model_artifacts').countDocuments({ accountId: accountA, $or: [{ _id: id as never }, { modelId: id }] })).toBe(0);
     expect(await db.collection('model_versions').countDocuments({ accountId: accountA, modelId: id })).toBe(0);
   });

@@ -101,7 +101,7 @@ export class ModelLifecycle {
     if (!isId('mdl', id)) throw modelNotFound();
     if (!(await this.models.softDelete(accountId, id))) throw modelNotFound();
     this.training.cancel(id);
-    this.runtimes.evict(id);
+    this.runtimes.evict(accountId, id);
     await this.artifacts.remove(accountId, id);
     await this.versions.removeAll(accountId, id);
   }

@@ -1,7 +1,9 @@
 import type { Document } from 'mongodb';
 import type { DomainEvent } from '@dap/contracts';
+import { DomainError } from '@dap/errors';
 import type { Logger } from '@dap/logger';
 import type { TenantCollection, TenantDoc } from '@dap/mongo';
+import { stampActiveTrace } from '@dap/tracing';
 
 /** One document per predict request, successful or not; the successful ones carry `prediction.completed`. */
 export interface PredictionLogDoc extends TenantDoc {
@@ -54,11 +56,30 @@ export interface WindowCounts {
 
 export const PREDICTION_LOG_COLLECTION = 'prediction_log';
 
+interface QueuedEntry {
+  accountId: string;
+  doc: Omit<PredictionLogDoc, 'accountId'>;
+  events: DomainEvent[];
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+export interface LogBatching {
+  /** Entries written in one insert at most. */
+  maxBatch: number;
+  /** Entries waiting for their insert at most; past it `record` refuses at once (503) instead of queueing. */
+  maxQueued: number;
+}
+
 export class PredictionLogRepository {
   private readonly coll: TenantCollection<PredictionLogDoc>;
+  private readonly batching: LogBatching;
+  private queue: QueuedEntry[] = [];
+  private draining = false;
 
-  constructor(coll: TenantCollection<PredictionLogDoc>) {
+  constructor(coll: TenantCollection<PredictionLogDoc>, batching: LogBatching = { maxBatch: 500, maxQueued: 10_000 }) {
     this.coll = coll;
+    this.batching = batching;
   }
 
   /** The metrics query's index, the relay's pending index, and a TTL that bounds the log's size. */
@@ -77,8 +98,42 @@ export class PredictionLogRepository {
     }
   }
 
-  async record(accountId: string, entry: Omit<PredictionLogDoc, 'accountId'>, events: DomainEvent[] = []): Promise<void> {
-    await this.coll.insert(accountId, entry, events);
+  /**
+   * Stores one entry (with its events) and resolves once it is stored, so a request is answered only after
+   * its log and its `prediction.completed` are durable. Inserts are grouped: the first entry goes at once,
+   * and every entry arriving while an insert is in flight goes in the next one, so under load one round trip
+   * stores many requests' entries and no entry waits for a timer.
+   */
+  record(accountId: string, entry: Omit<PredictionLogDoc, 'accountId'>, events: DomainEvent[] = []): Promise<void> {
+    if (!accountId) throw new Error('accountId is required');
+    if (this.queue.length >= this.batching.maxQueued) {
+      return Promise.reject(new DomainError('service_busy', 'too many predictions are waiting to be logged on this instance; retry shortly', { retryAfterSeconds: 1 }));
+    }
+    stampActiveTrace(events); // here, in the request's context: the batch is written outside it
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ accountId, doc: entry, events, resolve, reject });
+      if (!this.draining) void this.drain();
+    });
+  }
+
+  /** Writes what is queued, a batch per round trip, until nothing is. */
+  private async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      while (this.queue.length) {
+        const batch = this.queue.splice(0, this.batching.maxBatch);
+        let outcome: (unknown | null)[];
+        try {
+          outcome = await this.coll.insertEach(batch);
+        } catch (err) {
+          for (const q of batch) q.reject(err);
+          continue;
+        }
+        batch.forEach((q, i) => (outcome[i] === null ? q.resolve() : q.reject(outcome[i])));
+      }
+    } finally {
+      this.draining = false;
+    }
   }
 
   /** Request, error and input counts since `since`, exact (a $group on the server). */
