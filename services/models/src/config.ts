@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { duckdbSpillConfig, loadConfig, serviceConfigShape } from '@dap/config';
+import { PREDICTION_LOG_WRITES } from './persistence/prediction-log.repository.ts';
 
 export const modelsConfigShape = {
   ...serviceConfigShape('models'),
@@ -9,6 +10,14 @@ export const modelsConfigShape = {
   METRICS_MAX_SAMPLES: z.coerce.number().int().min(100).max(1_000_000).default(100_000),
   /** How long prediction-log entries are kept (a TTL index); metrics need one day. */
   PREDICTION_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+  /**
+   * When a prediction is answered relative to its log entry (and `prediction.completed`) being stored:
+   * `after_answer` (the insert follows the answer, grouped and retried; a crash loses the entries not yet
+   * stored) or `before_answer` (no crash loses one; the request waits for a MongoDB round trip).
+   */
+  PREDICTION_LOG_WRITE: z.enum(PREDICTION_LOG_WRITES).default('after_answer'),
+  /** Log entries waiting for their insert at most; past it a prediction answers 503 (`service_busy`). */
+  PREDICTION_LOG_MAX_QUEUED: z.coerce.number().int().min(100).max(1_000_000).default(10_000),
   /** Worker threads for large built-in batches and ONNX models (0: everything runs on the main thread). */
   PREDICT_WORKERS: z.coerce.number().int().min(0).max(16).default(1),
   /** Batches with at least this many series values in all run on a worker thread. */

@@ -217,6 +217,7 @@ export class ModelsService {
 
   /** Metrics of one version (by default the one `production` points at): serving and drift count only its requests. */
   async metrics(accountId: string, id: string, selector: VersionSelector = {}, now = new Date()): Promise<MetricsDto> {
+    await this.log.flush(); // this instance's predictions answered so far are counted
     const { model } = await this.versions.resolve(accountId, await this.get(accountId, id), selector);
     const hourAgo = new Date(now.getTime() - HOUR_MS);
     const dayAgo = new Date(now.getTime() - DAY_MS);
