@@ -55,8 +55,8 @@ export const modelsConfigShape = {
    * through this instance at once. 0 reads the model on every request.
    */
   MODEL_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
-  /** Own models kept in that cache per process (least recently used out). */
-  MODEL_CACHE_SIZE: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
+  /** Own models kept in that cache per process (least recently used out); a record with its drift profile and evaluation is a few KB to tens of KB. */
+  MODEL_CACHE_SIZE: z.coerce.number().int().min(1).max(1_000_000).default(1_000),
   /** Trained and ONNX model runtimes kept in memory per process. */
   RUNTIME_CACHE_SIZE: z.coerce.number().int().min(1).max(10_000).default(64),
   /**
