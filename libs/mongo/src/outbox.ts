@@ -89,6 +89,13 @@ export interface OutboxRelayOptions<E extends StagedEntry> {
   sweptAtStartOnly?: string[];
   /** A staged outbox besides the documents' (see StagedOutboxOptions). */
   staged?: StagedOutboxOptions<E>;
+  /**
+   * How long events handed over by writers wait for more before they are published (default 0: the next
+   * turn); they go at once when `LINGER_EVENTS` are waiting. A writer of many small documents (one per
+   * prediction) trades that much publish delay for one Kafka batch and one bulk clear per interval instead
+   * of one per write, work that would otherwise compete with its requests.
+   */
+  lingerMs?: number;
 }
 
 /**
@@ -118,6 +125,9 @@ export class OutboxRelay<E extends StagedEntry = StagedEntry> {
   private readonly insertOnly: ReadonlySet<string>;
   private readonly atStartOnly: ReadonlySet<string>;
   private readonly staged: StagedOutboxOptions<E> | undefined;
+  private readonly lingerMs: number;
+  /** Events handed over and not yet taken by a pass (what the linger threshold counts). */
+  private handedEvents = 0;
   /** Unique to this process: its staged batches are its own to settle. */
   readonly owner = `obp_${randomUUID()}`;
   /** collection → document id → events handed over and not yet published. */
@@ -149,6 +159,7 @@ export class OutboxRelay<E extends StagedEntry = StagedEntry> {
     this.insertOnly = new Set(opts.insertOnly ?? []);
     this.atStartOnly = new Set(opts.sweptAtStartOnly ?? []);
     this.staged = opts.staged;
+    this.lingerMs = opts.lingerMs ?? 0;
     this.passes = new SerialPass({ pass: () => this.pass(), onError: (err) => this.logger.warn({ err }, 'outbox pass failed; will retry'), retryMs: this.retryMs });
   }
 
@@ -196,7 +207,8 @@ export class OutboxRelay<E extends StagedEntry = StagedEntry> {
     } else {
       docs.set(w.id, { events: [...w.events], tombstone: w.tombstone === true });
     }
-    this.schedule();
+    this.handedEvents += w.events.length;
+    this.lingerThenSchedule(this.lingerMs, this.handedEvents + this.readyEvents);
   }
 
   /** Stores a batch's events ahead of its state write; answers the batch id to settle. */
@@ -222,8 +234,13 @@ export class OutboxRelay<E extends StagedEntry = StagedEntry> {
     const events = entries.flatMap((e) => e.events);
     this.ready.push({ id, events });
     this.readyEvents += events.length;
-    if (this.readyEvents >= LINGER_EVENTS || linger <= 0) this.schedule();
-    else if (!this.lingerTimer && !this.stopped) {
+    this.lingerThenSchedule(linger, this.readyEvents);
+  }
+
+  /** A pass now when nothing should wait or enough is waiting; otherwise one after `linger` (one timer for all). */
+  private lingerThenSchedule(linger: number, waiting: number): void {
+    if (waiting >= LINGER_EVENTS || linger <= 0) return this.schedule();
+    if (!this.lingerTimer && !this.stopped) {
       this.lingerTimer = setTimeout(() => {
         this.lingerTimer = null;
         this.schedule();
@@ -288,6 +305,7 @@ export class OutboxRelay<E extends StagedEntry = StagedEntry> {
     while (this.handed.size || this.ready.length || this.toDelete.size) {
       const handed = this.handed;
       this.handed = new Map();
+      this.handedEvents = 0;
       const batches = this.ready.splice(0, this.batchSize);
       const stagedEvents = batches.flatMap((b) => b.events);
       this.readyEvents -= stagedEvents.length;
@@ -323,6 +341,8 @@ export class OutboxRelay<E extends StagedEntry = StagedEntry> {
       handed.set(collection, merged);
     }
     this.handed = handed;
+    this.handedEvents = 0;
+    for (const docs of handed.values()) for (const d of docs.values()) this.handedEvents += d.events.length;
     this.ready.unshift(...batches);
     this.readyEvents += stagedEvents;
   }

@@ -1,4 +1,4 @@
-import type { Collection, Db, Document, Filter } from 'mongodb';
+import { MongoBulkWriteError, type Collection, type Db, type Document, type Filter } from 'mongodb';
 import type { DomainEvent } from '@dap/contracts';
 import { stampActiveTrace } from '@dap/tracing';
 import type { WrittenEvents } from './outbox.ts';
@@ -68,6 +68,30 @@ export class TenantCollection<T extends TenantDoc> {
   /** Inserts documents of any tenants in one round trip, with no events (bulk seeding and imports). */
   async insertMany(entries: Array<{ accountId: string; doc: Omit<T, 'accountId'> }>): Promise<void> {
     if (entries.length) await this.raw.insertMany(entries.map((e) => stored(e.accountId, e.doc, [])));
+  }
+
+  /**
+   * Inserts documents of any tenants, each with its events, in one unordered round trip (a writer batching
+   * its own inserts). Answers per entry the error that kept it out, or null once stored; each stored entry's
+   * events go to the relay as insert()'s do. A failure of the whole call (outcome unknown) throws: the relay's
+   * sweep publishes the events of whatever was stored. Events are not stamped here: a batch holds several
+   * requests' entries, so the writer stamps each request's events (stampActiveTrace) in that request.
+   */
+  async insertEach(entries: ReadonlyArray<{ accountId: string; doc: Omit<T, 'accountId'>; events: DomainEvent[] }>): Promise<(unknown | null)[]> {
+    const outcome: (unknown | null)[] = entries.map(() => null);
+    if (!entries.length) return outcome;
+    const docs = entries.map((e) => stored(e.accountId, e.doc, e.events));
+    try {
+      await this.raw.insertMany(docs, { ordered: false });
+    } catch (err) {
+      const errors = err instanceof MongoBulkWriteError ? [err.writeErrors].flat() : [];
+      if (!errors.length) throw err;
+      for (const e of errors) outcome[e.index] = e;
+    }
+    entries.forEach((e, i) => {
+      if (outcome[i] === null && e.events.length) this.onEvents({ collection: this.raw.collectionName, id: e.doc._id, events: e.events });
+    });
+    return outcome;
   }
 
   /** Applies `set` (and records events) only when the document matches `where`; returns the new document. */

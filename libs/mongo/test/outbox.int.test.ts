@@ -358,4 +358,61 @@ describe('OutboxRelay (on the test stack MongoDB)', () => {
       }
     });
   });
+
+  it('holds handed-over events for lingerMs so writes spread over time share one batch, and publishes what lingers at shutdown', async () => {
+    const raw = mongo.db.collection('lingering');
+    const published: DomainEvent[][] = [];
+    // The linger outlasts the test: only the shutdown flush can publish these.
+    const relay = new OutboxRelay({
+      collections: [raw],
+      insertOnly: ['lingering'],
+      publisher: { publish: async (e) => void published.push(e) },
+      logger,
+      intervalMs: 60_000,
+      lingerMs: 60_000,
+    });
+    const coll = new TenantCollection<Doc>(mongo.db, 'lingering', (w) => relay.written(w));
+    relay.start();
+    await relay.flush();
+    const events = [event(1), event(2), event(3)];
+    for (const [i, e] of events.entries()) await coll.insert(accountId, { _id: `l${i}`, n: i }, [e]);
+
+    // Positive control: the same writes to a relay without a linger are published at once.
+    const quickRaw = mongo.db.collection('not_lingering');
+    const quickPublished: DomainEvent[] = [];
+    const quick = new OutboxRelay({ collections: [quickRaw], publisher: { publish: async (e) => void quickPublished.push(...e) }, logger, intervalMs: 60_000 });
+    const quickColl = new TenantCollection<Doc>(mongo.db, 'not_lingering', (w) => quick.written(w));
+    quick.start();
+    await quick.flush();
+    await quickColl.insert(accountId, { _id: 'q', n: 0 }, [event(9)]);
+    await waitFor(() => quickPublished.length === 1, { what: 'the event without a linger' });
+    await quick.stop();
+    expect(published).toEqual([]);
+    expect(await raw.countDocuments({ _outboxPending: true })).toBe(3);
+
+    await relay.stop();
+    await relay.flush(); // what the services' shutdown does
+    expect(published.map((batch) => batch.map((e) => e.id))).toEqual([events.map((e) => e.id)]);
+    expect(await raw.countDocuments({ _outboxPending: true })).toBe(0);
+  });
+
+  it('publishes lingering events at once when enough are waiting', async () => {
+    const raw = mongo.db.collection('lingering_full');
+    const published: DomainEvent[] = [];
+    const relay = new OutboxRelay({
+      collections: [raw],
+      insertOnly: ['lingering_full'],
+      publisher: { publish: async (e) => void published.push(...e) },
+      logger,
+      intervalMs: 60_000,
+      lingerMs: 60_000,
+    });
+    const coll = new TenantCollection<Doc>(mongo.db, 'lingering_full', (w) => relay.written(w));
+    relay.start();
+    await relay.flush();
+    const outcome = await coll.insertEach(Array.from({ length: 500 }, (_, i) => ({ accountId, doc: { _id: `g${i}`, n: i }, events: [event(i)] })));
+    expect(outcome.every((o) => o === null)).toBe(true);
+    await waitFor(() => published.length === 500, { what: '500 lingering events published before the linger ends' });
+    await relay.stop();
+  });
 });

@@ -1,4 +1,4 @@
-import { newId } from '@dap/contracts';
+import { makeEvent, newId, type DomainEvent } from '@dap/contracts';
 import { TenantCollection, type TenantDoc } from '@dap/mongo';
 import { useTestDatabase } from './test-database.ts';
 
@@ -49,5 +49,40 @@ describe('TenantCollection (on the test stack MongoDB)', () => {
     expect(await coll.delete(a, 'r1')).toBe(false);
     expect(await coll.findById(b, 'r2')).toMatchObject({ n: 2 });
     await expect(coll.delete('', 'r2')).rejects.toThrow('accountId is required');
+  });
+
+  it('inserts entries of many tenants with their events in one round trip, and reports the ones it could not store', async () => {
+    const written: { id: string; events: DomainEvent[] }[] = [];
+    const coll = new TenantCollection<Doc>(mongo.db, 'each', (w) => written.push({ id: w.id, events: w.events }));
+    const a = newId('acct');
+    const b = newId('acct');
+    await coll.insert(a, { _id: 'taken', n: 0 });
+    const ev = (n: number) => makeEvent('source.ready', { accountId: n === 2 ? b : a, subject: `src_${n}`, data: { id: newId('src'), rowCount: n } } as never);
+    const [e1, e2, e3] = [ev(1), ev(2), ev(3)];
+    const calls = { insertMany: 0 };
+    const insertMany = coll.raw.insertMany.bind(coll.raw);
+    coll.raw.insertMany = ((...args: Parameters<typeof insertMany>) => {
+      calls.insertMany++;
+      return insertMany(...args);
+    }) as typeof coll.raw.insertMany;
+    const outcome = await coll.insertEach([
+      { accountId: a, doc: { _id: 'e1', n: 1 }, events: [e1] },
+      { accountId: a, doc: { _id: 'taken', n: 9 }, events: [e3] },
+      { accountId: b, doc: { _id: 'e2', n: 2 }, events: [e2] },
+      { accountId: b, doc: { _id: 'e4', n: 4 }, events: [] },
+    ]);
+    expect(calls.insertMany).toBe(1);
+    expect(outcome.map((o) => (o === null ? null : (o as { code?: number }).code))).toEqual([null, 11000, null, null]);
+    // Only stored entries' events go to the relay; the refused one's never.
+    expect(written).toEqual([
+      { id: 'e1', events: [e1] },
+      { id: 'e2', events: [e2] },
+    ]);
+    expect(await coll.findById(a, 'e1')).toMatchObject({ n: 1, _outboxPending: true });
+    expect(await coll.findById(b, 'e2')).toMatchObject({ n: 2, _outboxPending: true });
+    expect(await coll.findById(b, 'e4')).toMatchObject({ n: 4, _outboxPending: false });
+    expect(await coll.findById(a, 'taken')).toMatchObject({ n: 0 });
+    expect(await coll.findById(a, 'e2')).toBeNull();
+    expect(await coll.insertEach([])).toEqual([]);
   });
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { duckdbSize, duckdbSpillConfig, loadConfig, serviceConfigShape } from '@dap/config';
+import { PREDICTION_LOG_WRITES } from './persistence/prediction-log.repository.ts';
 
 export const modelsConfigShape = {
   ...serviceConfigShape('models'),
@@ -9,6 +10,14 @@ export const modelsConfigShape = {
   METRICS_MAX_SAMPLES: z.coerce.number().int().min(100).max(1_000_000).default(100_000),
   /** How long prediction-log entries are kept (a TTL index); metrics need one day. */
   PREDICTION_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+  /**
+   * When a prediction is answered relative to its log entry (and `prediction.completed`) being stored:
+   * `after_answer` (the insert follows the answer, grouped and retried; a crash loses the entries not yet
+   * stored) or `before_answer` (no crash loses one; the request waits for a MongoDB round trip).
+   */
+  PREDICTION_LOG_WRITE: z.enum(PREDICTION_LOG_WRITES).default('after_answer'),
+  /** Log entries waiting for their insert at most; past it a prediction answers 503 (`service_busy`). */
+  PREDICTION_LOG_MAX_QUEUED: z.coerce.number().int().min(100).max(1_000_000).default(10_000),
   /** Worker threads for large built-in batches and ONNX models (0: everything runs on the main thread). */
   PREDICT_WORKERS: z.coerce.number().int().min(0).max(16).default(1),
   /** Batches with at least this many series values in all run on a worker thread. */
@@ -37,8 +46,22 @@ export const modelsConfigShape = {
   DRIFT_SAMPLE_PER_REQUEST: z.coerce.number().int().min(0).max(1000).default(20),
   /** Logged inputs compared with the training data per metrics request. */
   DRIFT_MAX_INPUTS: z.coerce.number().int().min(100).max(1_000_000).default(5_000),
+  /**
+   * How old a model's record predict may serve from its per-process cache: a change made through another
+   * instance (an alias move, a deletion, a finished training) is served here within this time; one made
+   * through this instance at once. 0 reads the model on every request.
+   */
+  MODEL_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
+  /** Own models kept in that cache per process (least recently used out); a record with its drift profile and evaluation is a few KB to tens of KB. */
+  MODEL_CACHE_SIZE: z.coerce.number().int().min(1).max(1_000_000).default(1_000),
   /** Trained and ONNX model runtimes kept in memory per process. */
   RUNTIME_CACHE_SIZE: z.coerce.number().int().min(1).max(10_000).default(64),
+  /**
+   * How long the relay holds handed-over events (one per prediction) to publish them together: one Kafka batch
+   * and one bulk clear per interval instead of per prediction, off the requests' event loop turns. Adds at most
+   * this much to an event's way to Kafka. 0: the next turn.
+   */
+  OUTBOX_LINGER_MS: z.coerce.number().int().min(0).max(5_000).default(20),
   /**
    * The outbox sweep for events a crashed writer left (live writes hand theirs to the relay at once). The
    * prediction log is large, and a MongoDB-wire server without index support scans it on every sweep.

@@ -14,6 +14,7 @@ import { ModelVersions } from './domain/versions.service.ts';
 import { ModelVersionRepository } from './persistence/model-version.repository.ts';
 import { InlineOnnxHost, WorkerOnnxHost } from './domain/onnx/onnx-host.ts';
 import { OwnModelRuntimes } from './domain/runtimes.ts';
+import { ServingCache } from './domain/serving-cache.ts';
 import { TrainingService } from './domain/training.service.ts';
 import { runSourcesConsumer } from './events/sources.consumer.ts';
 import { ArtifactRepository } from './persistence/artifact.repository.ts';
@@ -43,7 +44,8 @@ export interface RunningModels extends ServiceAddress {
   stop(): Promise<void>;
 }
 
-export async function startModels(config: ModelsConfig, deps: { logger?: Logger } = {}): Promise<RunningModels> {
+/** `now`: the serving cache's clock (tests move it past the cache's age bound). */
+export async function startModels(config: ModelsConfig, deps: { logger?: Logger; now?: () => number } = {}): Promise<RunningModels> {
   return startService('models', config, deps, async (life, logger) => {
     const mongo = await openMongo(life, config, logger);
     const eventing = await openEventing(life, config, logger);
@@ -56,13 +58,20 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
       publisher: producer,
       logger,
       intervalMs: config.OUTBOX_INTERVAL_MS,
+      lingerMs: config.OUTBOX_LINGER_MS,
       insertOnly: [PREDICTION_LOG_COLLECTION], // entries are written once, never updated
     });
     startOutboxRelay(life, relay, logger);
     const predictionLog = new TenantCollection<PredictionLogDoc>(mongo.db, PREDICTION_LOG_COLLECTION, (w) => relay.written(w));
     const modelsColl = new TenantCollection<ModelDoc>(mongo.db, MODELS_COLLECTION, (w) => relay.written(w));
 
-    const logRepository = new PredictionLogRepository(predictionLog);
+    const logRepository = new PredictionLogRepository(
+      predictionLog,
+      { write: config.PREDICTION_LOG_WRITE, maxBatch: 500, maxQueued: config.PREDICTION_LOG_MAX_QUEUED, retryMs: 1_000 },
+      logger,
+    );
+    // Closed after the server and the shadow runs (registered later, so stopped earlier), before the relay.
+    life.onStop('prediction log', () => logRepository.close(5_000));
     const modelRepository = new ModelRepository(modelsColl);
     await logRepository.ensureIndexes(config.PREDICTION_LOG_RETENTION_DAYS, logger);
     await modelRepository.ensureIndexes(logger);
@@ -89,6 +98,14 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
     const onnx = workers ? new WorkerOnnxHost(workers, config.ONNX_RUN_TIMEOUT_MS) : new InlineOnnxHost();
     const runtimes = new OwnModelRuntimes({ artifacts, onnx, maxEntries: config.RUNTIME_CACHE_SIZE });
     const catalog = new ModelCatalog({ repository: modelRepository, builtins: BUILTIN_MODELS, runtimes });
+    const serving = new ServingCache({
+      source: { model: (accountId, id) => modelRepository.findById(accountId, id), version: (accountId, id, v) => versionRepository.find(accountId, id, v) },
+      ttlMs: config.MODEL_CACHE_TTL_MS,
+      maxEntries: config.MODEL_CACHE_SIZE,
+      ...(deps.now ? { now: deps.now } : {}),
+      onRefreshError: (err) => logger.warn({ err }, 'could not refresh a cached model; the next request past its age bound reads it'),
+    });
+    modelRepository.onChange((accountId, id) => serving.invalidate(accountId, id));
     const service = new ModelsService({
       catalog,
       versions,
@@ -97,6 +114,7 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger 
       metricsMaxSamples: config.METRICS_MAX_SAMPLES,
       offload: workers ? { pool: workers, minCost: config.PREDICT_WORKER_MIN_VALUES } : null,
       drift: { samplePerRequest: config.DRIFT_SAMPLE_PER_REQUEST, maxInputs: config.DRIFT_MAX_INPUTS },
+      serving,
     });
     // Closed before the workers and the database: shadow runs in flight finish and are recorded.
     life.onStop('shadow predictions', () => service.drainShadows());

@@ -111,7 +111,7 @@ describe('POST /v1/models/{id}/predict', () => {
     expect(res.body.id).toMatch(/^prd_[0-9A-HJKMNP-TV-Z]{26}$/);
     expect(res.body).toMatchObject({ modelId: FORECAST_MODEL_ID, modelVersion: 1 });
     expect(res.body.latencyMs).toBeGreaterThan(0);
-    expect(res.headers.get('server-timing')).toMatch(/model;dur=[\d.]+, log;dur=[\d.]+/);
+    expect(res.headers.get('server-timing')).toMatch(/^lookup;dur=[\d.]+, validate;dur=[\d.]+, model;dur=[\d.]+, log;dur=[\d.]+$/);
     expect(res.body.predictions).toHaveLength(1);
     const p = res.body.predictions[0];
     for (const key of ['forecast', 'lower80', 'upper80', 'lower95', 'upper95']) expect(p[key]).toHaveLength(5);

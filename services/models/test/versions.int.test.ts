@@ -1,5 +1,5 @@
 import { modelSchema, modelVersionListSchema, newId, predictionSchema } from '@dap/contracts';
-import { serviceClient, serviceTestEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { serviceClient, serviceTestEnv, testClock, uniqueSuffix, waitFor } from '@dap/testing';
 import { startSourceFeed, type SourceFeed } from '@dap/testing/event-feed';
 import { FORECAST_MODEL_ID, loadModelsConfig, startModels, type RunningModels } from '../src/index.ts';
 import { linearRows } from '../src/domain/training/synthetic-data.ts';
@@ -11,6 +11,9 @@ import { untilTrained } from './harness.ts';
  */
 const suffix = uniqueSuffix();
 const prefix = `v${suffix}.`;
+/** The serving cache's clock, moved past MODEL_CACHE_TTL_MS instead of waiting for it. */
+const clock = testClock();
+const CACHE_TTL_MS = 60_000;
 
 let feed: SourceFeed;
 let svc: RunningModels;
@@ -36,7 +39,10 @@ const predictOne = async (id: string, extra: Record<string, unknown> = {}) => a.
 
 beforeAll(async () => {
   feed = await startSourceFeed(prefix, 'models-versions-test');
-  svc = await startModels(loadModelsConfig(serviceTestEnv(`models_versions_${suffix}`, prefix, { OUTBOX_INTERVAL_MS: '200', DATASET_DIR: feed.datasetDir })));
+  svc = await startModels(
+    loadModelsConfig(serviceTestEnv(`models_versions_${suffix}`, prefix, { OUTBOX_INTERVAL_MS: '200', DATASET_DIR: feed.datasetDir, MODEL_CACHE_TTL_MS: String(CACHE_TTL_MS) })),
+    { now: clock.now },
+  );
   await feed.publish('source.created', accountA, source, { id: source, name: 'data', type: 'ndjson' });
   await ingest(1);
 }, 60_000);
@@ -239,11 +245,45 @@ describe('model versions and aliases', () => {
     expect(anomaly.body.errors).toEqual([{ path: 'explain', message: expect.stringMatching(/cannot explain/) }]);
   });
 
+  it('serves another instance’s alias move and deletion within MODEL_CACHE_TTL_MS, and never another account’s cached model', async () => {
+    const models = svc.mongo.db.collection('models');
+    expect((await predictOne(id)).body).toMatchObject({ modelVersion: 1, alias: 'production' }); // now cached
+    expect((await b.post(`/models/${id}/predict`, { inputs: [input] })).status).toBe(404);
+
+    // Another instance promotes version 2 (its write is this one, straight to MongoDB).
+    await models.updateOne({ _id: id as never }, { $set: { aliases: { production: 2 } } });
+    expect((await predictOne(id)).body.modelVersion).toBe(1); // the cached record, within its age bound
+    // A request this record cannot answer is read again rather than refused from the cache.
+    await models.updateOne({ _id: id as never }, { $set: { aliases: { production: 2, blue: 1 } } });
+    expect((await predictOne(id, { alias: 'blue' })).body).toMatchObject({ modelVersion: 1, alias: 'blue' });
+    expect((await predictOne(id)).body.modelVersion).toBe(2); // that read refreshed the cache
+    await models.updateOne({ _id: id as never }, { $set: { aliases: { production: 1 } } });
+    expect((await predictOne(id)).body.modelVersion).toBe(2);
+    clock.advance(CACHE_TTL_MS);
+    expect((await predictOne(id)).body.modelVersion).toBe(1); // rolled back elsewhere: seen once the bound passed
+
+    // Another instance deletes it: answered until the bound passes, then 404.
+    await models.updateOne({ _id: id as never }, { $set: { deletedAt: new Date() } });
+    expect((await predictOne(id)).status).toBe(200);
+    clock.advance(CACHE_TTL_MS);
+    expect((await predictOne(id)).status).toBe(404);
+    await models.updateOne({ _id: id as never }, { $set: { deletedAt: null } });
+    expect((await predictOne(id)).status).toBe(200);
+    // A change made through this instance is served at once.
+    expect((await a.post(`/models/${id}/aliases`, { aliases: { production: 2 } })).status).toBe(200);
+    expect((await predictOne(id)).body.modelVersion).toBe(2);
+    expect((await a.post(`/models/${id}/aliases`, { aliases: { production: 1 } })).status).toBe(200);
+    expect((await predictOne(id)).body.modelVersion).toBe(1);
+  });
+
   it('deletes every version and its artifact with the model', async () => {
     const db = svc.mongo.db;
+    expect((await predictOne(id)).status).toBe(200); // cached
+    expect((await b.post(`/models/${id}/predict`, { inputs: [input] })).status).toBe(404);
     expect(await db.collection('model_artifacts').countDocuments({ accountId: accountA, $or: [{ _id: id as never }, { modelId: id }] })).toBe(2);
     expect(await db.collection('model_versions').countDocuments({ accountId: accountA, modelId: id })).toBe(1);
     expect((await a.del(`/models/${id}`)).status).toBe(204);
+    expect((await predictOne(id)).status).toBe(404); // deleted here: at once, whatever the cache held
     expect(await db.collection('model_artifacts').countDocuments({ accountId: accountA, $or: [{ _id: id as never }, { modelId: id }] })).toBe(0);
     expect(await db.collection('model_versions').countDocuments({ accountId: accountA, modelId: id })).toBe(0);
   });

@@ -47,6 +47,10 @@ export class ModelCatalog {
     return this.builtinById.get(model.id)?.runtime ?? this.runtimes.runtimeFor(accountId, model);
   }
 
+  builtin(id: string): BuiltinModel | undefined {
+    return this.builtinById.get(id);
+  }
+
   isBuiltin(id: string): boolean {
     return this.builtinById.has(id);
   }

@@ -89,7 +89,7 @@ export class ModelLifecycle {
     if (!isId('mdl', id)) throw modelNotFound();
     if (!(await this.deps.models.softDelete(accountId, id))) throw modelNotFound();
     this.deps.training.cancel(id);
-    this.deps.runtimes.evict(id);
+    this.deps.runtimes.evict(accountId, id);
     await this.deps.artifacts.remove(accountId, id);
     await this.deps.versions.removeAll(accountId, id);
   }

@@ -14,6 +14,7 @@ function memoryLog() {
   const docs: PredictionLogDoc[] = [];
   const repo = {
     record: async (accountId: string, entry: Omit<PredictionLogDoc, 'accountId'>) => void docs.push({ ...entry, accountId }),
+    flush: async () => true,
     counts: async (accountId: string, modelId: string, version: number, since: Date): Promise<WindowCounts> => {
       const rows = docs.filter((d) => d.accountId === accountId && d.modelId === modelId && d.modelVersion === version && d.at >= since);
       return { count: rows.length, errors: rows.filter((d) => !d.ok).length, inputs: rows.filter((d) => d.ok).reduce((s, d) => s + d.count, 0) };

@@ -5,6 +5,7 @@ import type { PredictionLogRepository, ShadowComparison, ShadowRow, WindowCounts
 import type { PredictJob, PredictJobResult } from '../workers/predict.worker.ts';
 import type { WorkerPool } from '../workers/worker-pool.ts';
 import type { ModelCatalog } from './catalog.ts';
+import { ServingCache, type ServedModel } from './serving-cache.ts';
 import { invalidBody, invalidInputs, modelHasNoRuntime, modelNotFound, modelNotReady, nonFiniteOutput } from './errors.ts';
 import { predictionCompleted } from './events.ts';
 import { CANDIDATE, PRODUCTION, type ModelRecord } from './model.ts';
@@ -23,7 +24,7 @@ export interface PredictionResult {
   predictions: PredictionOutput[];
   latencyMs: number;
   /** Where the request's time went, for the Server-Timing header. */
-  timing: { validateMs: number; modelMs: number; logMs: number };
+  timing: { lookupMs: number; validateMs: number; modelMs: number; logMs: number };
 }
 
 export interface Offload {
@@ -58,6 +59,7 @@ export class ModelsService {
   private readonly drift: DriftSettings;
   private readonly versions: ModelVersions;
   private readonly random: () => number;
+  private readonly serving: ServingCache;
   /** Shadow runs started and not yet recorded (awaited by `drainShadows`, e.g. at shutdown and in tests). */
   private readonly shadows = new Set<Promise<void>>();
 
@@ -71,6 +73,8 @@ export class ModelsService {
     drift?: DriftSettings;
     /** Draws which live requests are copied to the candidate (injectable for tests). */
     random?: () => number;
+    /** Own models as predict serves them; without one, every request reads the model. */
+    serving?: ServingCache;
   }) {
     this.catalog = opts.catalog;
     this.random = opts.random ?? Math.random;
@@ -80,6 +84,14 @@ export class ModelsService {
     this.metricsMaxSamples = opts.metricsMaxSamples;
     this.offload = opts.offload ?? null;
     this.drift = opts.drift ?? { samplePerRequest: 20, maxInputs: 5000 };
+    const versions = opts.versions;
+    this.serving =
+      opts.serving ??
+      new ServingCache({
+        source: { model: (accountId, id) => opts.catalog.get(accountId, id), version: (accountId, id, v) => versions.find(accountId, id, v) },
+        ttlMs: 0,
+        maxEntries: 1,
+      });
   }
 
   /** A malformed id, an unknown id and another account's id all answer 404 alike. */
@@ -99,7 +111,9 @@ export class ModelsService {
    * `prediction.completed` event in one write. Invalid requests are logged too, as errors.
    */
   async predict(caller: CallerContext, id: string, body: unknown): Promise<PredictionResult> {
-    const latest = await this.get(caller.accountId, id);
+    const lookupStart = performance.now();
+    const served = await this.served(caller.accountId, id, false);
+    let lookupMs = ms(lookupStart);
     const started = performance.now();
     let parsed: PredictBody | null = null;
     let bodyError: unknown = null;
@@ -108,15 +122,15 @@ export class ModelsService {
     } catch (err) {
       bodyError = err;
     }
-    const { model, alias } = await this.versions.resolve(caller.accountId, latest, parsed ?? {});
+    const targetStart = performance.now();
+    const { latest, model, alias, runtime, version } = await this.target(caller.accountId, id, served, parsed ?? {});
+    lookupMs += ms(targetStart);
     const predictionId = newId('prd');
     if (bodyError || !parsed) {
       await this.logFailure(caller, model, predictionId, inputCount(body), ms(started), bodyError);
       throw bodyError;
     }
     if (model.status !== 'ready') throw modelNotReady(model.status);
-    const found = this.catalog.runtimeOf(caller.accountId, model);
-    const runtime = found instanceof Promise ? await found : found;
     if (!runtime) throw modelHasNoRuntime();
 
     let inputs: unknown[];
@@ -157,12 +171,53 @@ export class ModelsService {
       { _id: predictionId, modelId: model.id, modelVersion: model.version, ok: true, count: inputs.length, latencyMs, errorCode: null, at: new Date(), ...sample },
       [event],
     );
-    this.maybeShadow(caller, latest, model, alias, { predictionId, inputs, predictions, latencyMs });
-    return { id: predictionId, model, alias, predictions, latencyMs, timing: { validateMs, modelMs: latencyMs, logMs: ms(logStart) } };
+    this.maybeShadow(caller, latest, version, model, alias, { predictionId, inputs, predictions, latencyMs });
+    return { id: predictionId, model, alias, predictions, latencyMs, timing: { lookupMs, validateMs, modelMs: latencyMs, logMs: ms(logStart) } };
+  }
+
+  /**
+   * A model by id for predict: a built-in at once, an own model from the serving cache (`fresh`: read now).
+   * A malformed, unknown or other account's id answers 404.
+   */
+  private async served(accountId: string, id: string, fresh: boolean): Promise<ServedModel> {
+    if (!isId('mdl', id)) throw modelNotFound();
+    const builtin = this.catalog.builtin(id);
+    if (builtin) return { record: builtin, fresh: true, version: async () => null };
+    const found = fresh ? await this.serving.read(accountId, id) : await this.serving.get(accountId, id);
+    if (!found) throw modelNotFound();
+    return found;
+  }
+
+  /**
+   * The version a request selects and, when it is ready, its runtime. A cached model that cannot answer
+   * (unknown version or alias, not ready, no runtime) is read again before the request is refused, so a
+   * refusal is never due to the cache; only a version that can answer may be up to the cache's age old.
+   */
+  private async target(
+    accountId: string,
+    id: string,
+    served: ServedModel,
+    selector: VersionSelector,
+  ): Promise<{ latest: ModelRecord; model: ModelRecord; alias: string | null; runtime: ModelRuntime | null; version: ServedModel['version'] }> {
+    for (;;) {
+      try {
+        const { model, alias } = await this.versions.resolve(accountId, served.record, selector, served.version);
+        let runtime: ModelRuntime | null = null;
+        if (model.status === 'ready') {
+          const found = this.catalog.runtimeOf(accountId, model);
+          runtime = found instanceof Promise ? await found : found;
+        }
+        if (runtime || served.fresh) return { latest: served.record, model, alias, runtime, version: served.version };
+      } catch (err) {
+        if (served.fresh) throw err;
+      }
+      served = await this.served(accountId, id, true);
+    }
   }
 
   /** Metrics of one version (by default the one `production` points at): serving and drift count only its requests. */
   async metrics(accountId: string, id: string, selector: VersionSelector = {}, now = new Date()): Promise<MetricsDto> {
+    await this.log.flush(); // this instance's predictions answered so far are counted
     const { model } = await this.versions.resolve(accountId, await this.get(accountId, id), selector);
     const hourAgo = new Date(now.getTime() - HOUR_MS);
     const dayAgo = new Date(now.getTime() - DAY_MS);
@@ -221,6 +276,7 @@ export class ModelsService {
   private maybeShadow(
     caller: CallerContext,
     latest: ModelRecord,
+    find: ServedModel['version'],
     live: ModelRecord,
     alias: string | null,
     run: { predictionId: string; inputs: unknown[]; predictions: PredictionOutput[]; latencyMs: number },
@@ -230,7 +286,7 @@ export class ModelsService {
     if (alias !== PRODUCTION || live.kind !== 'trained' || !(share > 0) || candidate === undefined || candidate === live.version) return;
     if (this.random() >= share) return;
     const done = new Promise<void>((resolve) => setImmediate(resolve))
-      .then(() => this.shadow(caller, latest, live, candidate, run))
+      .then(() => this.shadow(caller, latest, find, live, candidate, run))
       .catch((err: unknown) => this.logger.warn({ err, modelId: live.id, requestId: caller.requestId }, 'could not record a shadow prediction'))
       .finally(() => this.shadows.delete(done));
     this.shadows.add(done);
@@ -239,11 +295,12 @@ export class ModelsService {
   private async shadow(
     caller: CallerContext,
     latest: ModelRecord,
+    find: ServedModel['version'],
     live: ModelRecord,
     version: number,
     run: { predictionId: string; inputs: unknown[]; predictions: PredictionOutput[]; latencyMs: number },
   ): Promise<void> {
-    const { model } = await this.versions.resolve(caller.accountId, latest, { version });
+    const { model } = await this.versions.resolve(caller.accountId, latest, { version }, find);
     if (model.status !== 'ready') return;
     const found = this.catalog.runtimeOf(caller.accountId, model);
     const runtime = found instanceof Promise ? await found : found;

@@ -13,7 +13,8 @@ const gunzipAsync = promisify(gunzip);
 /**
  * Runtimes of the accounts' own models, built from their stored artifacts on first use and kept (least
  * recently used out) so the predict path reads the artifact once per process, not per request. Keyed by
- * model id and version: a new version is a new entry.
+ * account, model id and version: a new version is a new entry, and one account never gets a runtime built
+ * for another.
  */
 export class OwnModelRuntimes implements RuntimeFactory {
   private readonly artifacts: ArtifactRepository;
@@ -28,7 +29,8 @@ export class OwnModelRuntimes implements RuntimeFactory {
   }
 
   runtimeFor(accountId: string, model: ModelRecord): Promise<ModelRuntime | null> {
-    const key = `${model.id}@${model.version}`;
+    if (!accountId) throw new Error('accountId is required');
+    const key = `${accountId}/${model.id}@${model.version}`;
     const hit = this.cache.get(key);
     if (hit) {
       this.cache.delete(key);
@@ -45,8 +47,9 @@ export class OwnModelRuntimes implements RuntimeFactory {
     return built;
   }
 
-  evict(modelId: string): void {
-    for (const key of [...this.cache.keys()]) if (key.startsWith(`${modelId}@`)) this.cache.delete(key);
+  evict(accountId: string, modelId: string): void {
+    const prefix = `${accountId}/${modelId}@`;
+    for (const key of [...this.cache.keys()]) if (key.startsWith(prefix)) this.cache.delete(key);
   }
 
   private async build(accountId: string, model: ModelRecord, key: string): Promise<ModelRuntime | null> {

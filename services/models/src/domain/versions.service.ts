@@ -1,6 +1,6 @@
 import type { ModelVersionDto, UpdateAliasesBody } from '@dap/contracts';
 import type { FieldError } from '@dap/errors';
-import type { ModelVersionRepository } from '../persistence/model-version.repository.ts';
+import type { ModelVersionDoc, ModelVersionRepository } from '../persistence/model-version.repository.ts';
 import type { ModelDoc, ModelRepository } from '../persistence/model.repository.ts';
 import { aliasesChanged, aliasNotFound, builtinNotVersioned, invalidBody, modelNotFound, versionNotFound, versionNotReady } from './errors.ts';
 import { DEFAULT_ALIASES, PRODUCTION, type ModelRecord, type ModelStatus } from './model.ts';
@@ -32,22 +32,33 @@ export class ModelVersions {
 
   /**
    * The model as of the selected version. The latest version costs no read (the record already is it),
-   * so a model whose `production` is its latest version serves from one query.
+   * so a model whose `production` is its latest version serves from one query. `find` reads an earlier
+   * version (predict passes its cache's).
    */
-  async resolve(accountId: string, latest: ModelRecord, selector: VersionSelector): Promise<{ model: ModelRecord; alias: string | null }> {
+  async resolve(
+    accountId: string,
+    latest: ModelRecord,
+    selector: VersionSelector,
+    find: (version: number) => Promise<ModelVersionDoc | null> = (version) => this.find(accountId, latest.id, version),
+  ): Promise<{ model: ModelRecord; alias: string | null }> {
     const alias = selector.version === undefined ? (selector.alias ?? PRODUCTION) : null;
     const aliases = latest.aliases ?? DEFAULT_ALIASES;
     const version = selector.version ?? aliases[alias!];
     if (version === undefined) throw aliasNotFound(alias!, Object.keys(aliases));
     if (version === latest.version) return { model: latest, alias };
     if (latest.kind === 'builtin' || version > latest.version) throw versionNotFound(version, latest.version);
-    const v = await this.versions.find(accountId, latest.id, version);
+    const v = await find(version);
     if (!v) throw versionNotFound(version, latest.version);
     const model: ModelRecord = { ...latest, version, status: v.status, error: v.error, features: v.features, evaluation: v.evaluation, profile: v.profile };
     if (v.training) model.training = v.training;
     else delete model.training;
     if (v.onnx) model.onnx = v.onnx;
     return { model, alias };
+  }
+
+  /** An earlier version's snapshot. */
+  find(accountId: string, id: string, version: number): Promise<ModelVersionDoc | null> {
+    return this.versions.find(accountId, id, version);
   }
 
   /** Every version, newest first, with the aliases pointing at each. */

@@ -43,8 +43,8 @@ export function modelsRoutes(service: ModelsService, lifecycle: ModelLifecycle):
 
   router.post('/:id/predict', async (req, res) => {
     const result = await service.predict(callerOf(req), req.params.id, req.body);
-    const { validateMs, modelMs, logMs } = result.timing;
-    res.setHeader('Server-Timing', `validate;dur=${validateMs}, model;dur=${modelMs}, log;dur=${logMs}`);
+    const { lookupMs, validateMs, modelMs, logMs } = result.timing;
+    res.setHeader('Server-Timing', `lookup;dur=${lookupMs}, validate;dur=${validateMs}, model;dur=${modelMs}, log;dur=${logMs}`);
     const body: PredictionDto = {
       id: result.id,
       modelId: result.model.id,

@@ -75,11 +75,28 @@ export function withKnownValues(features: ModelFeature[], profile: readonly Feat
 /** Fields never needed to serve or show a model. */
 const INTERNAL = { spec: 0, lease: 0, requestId: 0, aliasesRev: 0 } as const;
 
+/** Told of every write that changes what predict serves, after it is made (the serving cache drops its copy); lease moves are not. */
+export type ModelChangeListener = (accountId: string, id: string) => void;
+
 export class ModelRepository {
   private readonly coll: TenantCollection<ModelDoc>;
+  private readonly listeners: ModelChangeListener[] = [];
 
   constructor(coll: TenantCollection<ModelDoc>) {
     this.coll = coll;
+  }
+
+  onChange(listener: ModelChangeListener): void {
+    this.listeners.push(listener);
+  }
+
+  /** Runs a write, then tells the listeners, even when it failed (its outcome may be unknown). */
+  private async changing<T>(accountId: string, id: string, write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } finally {
+      for (const l of this.listeners) l(accountId, id);
+    }
   }
 
   async ensureIndexes(logger: Logger): Promise<void> {
@@ -124,7 +141,7 @@ export class ModelRepository {
   }
 
   async insert(accountId: string, doc: Omit<ModelDoc, 'accountId'>, events: DomainEvent[] = []): Promise<void> {
-    await this.coll.insert(accountId, doc, events);
+    await this.changing(accountId, doc._id, () => this.coll.insert(accountId, doc, events));
   }
 
   /**
@@ -132,7 +149,9 @@ export class ModelRepository {
    * another request got there first.
    */
   startVersion(accountId: string, id: string, from: number, set: Partial<ModelDoc>): Promise<ModelDoc | null> {
-    return this.coll.update(accountId, id, { ...set, version: from + 1, updatedAt: new Date() }, [], { version: from, status: { $ne: 'training' } });
+    return this.changing(accountId, id, () =>
+      this.coll.update(accountId, id, { ...set, version: from + 1, updatedAt: new Date() }, [], { version: from, status: { $ne: 'training' } }),
+    );
   }
 
   /**
@@ -140,12 +159,14 @@ export class ModelRepository {
    * happened since `seenRev` was read; null otherwise (or when the model is gone).
    */
   setAliases(accountId: string, id: string, aliases: Record<string, number>, shadowShare: number, seenRev: number | undefined): Promise<ModelDoc | null> {
-    return this.coll.update(accountId, id, { aliases, shadowShare, aliasesRev: (seenRev ?? 0) + 1, updatedAt: new Date() }, [], { aliasesRev: seenRev ?? null });
+    return this.changing(accountId, id, () =>
+      this.coll.update(accountId, id, { aliases, shadowShare, aliasesRev: (seenRev ?? 0) + 1, updatedAt: new Date() }, [], { aliasesRev: seenRev ?? null }),
+    );
   }
 
   /** Sets fields of a model still training under this lease holder, with its events; null when that no longer holds. */
   finishTraining(accountId: string, id: string, owner: string, set: Partial<ModelDoc>, events: DomainEvent[]): Promise<ModelDoc | null> {
-    return this.coll.update(accountId, id, { ...set, updatedAt: new Date() }, events, { status: 'training', 'lease.owner': owner });
+    return this.changing(accountId, id, () => this.coll.update(accountId, id, { ...set, updatedAt: new Date() }, events, { status: 'training', 'lease.owner': owner }));
   }
 
   async renewLease(accountId: string, id: string, owner: string, until: Date): Promise<boolean> {
@@ -176,7 +197,7 @@ export class ModelRepository {
 
   /** Soft-deletes (the document goes once its pending events are published); true when it existed. */
   async softDelete(accountId: string, id: string): Promise<boolean> {
-    const doc = await this.coll.softDelete(accountId, id);
+    const doc = await this.changing(accountId, id, () => this.coll.softDelete(accountId, id));
     if (!doc) return false;
     // Nothing left to publish: remove the tombstone now rather than keep it forever.
     await this.coll.raw.deleteOne({ _id: id as never, accountId, deletedAt: { $ne: null }, _outboxPending: { $ne: true } });
