@@ -9,7 +9,7 @@ import { openMongo, OutboxRelay } from '@dap/mongo';
 import { OutboundGuard } from '@dap/netguard';
 import { createApp } from './app.ts';
 import { claimTtlMsOf, type WebhooksConfig } from './config.ts';
-import { Dispatcher } from './workers/dispatcher.ts';
+import { Dispatcher, UNSTORED_DRAIN_MS } from './workers/dispatcher.ts';
 import { HttpSender } from './workers/http-sender.ts';
 import { SecretBox } from './domain/secret.ts';
 import { WebhooksService } from './domain/webhooks.service.ts';
@@ -94,6 +94,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
       secretOverlapMs: config.WEBHOOK_SECRET_OVERLAP_MS,
       onDue: () => dispatcher.kick(),
       onEndpointChanged: (id) => dispatcher.forgetEndpoint(id),
+      sendingUnstored: (id) => dispatcher.sendingUnstored(id),
     });
 
     const app = createApp({ logger, webhooks, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: config.BODY_LIMIT_BYTES, ready: mongo.ping });
@@ -121,6 +122,8 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
           accepts: isPublicEventType,
           partitionsConsumedConcurrently: config.WEBHOOK_CONSUMER_CONCURRENCY,
           maxAttempts: config.WEBHOOK_CONSUMER_MAX_ATTEMPTS,
+          // Deliveries are sent before they are stored: an offset is committed once they are (see the README).
+          commitWhenDurable: { drainMs: UNSTORED_DRAIN_MS },
         }),
       (c) => c.disconnect(),
     );
