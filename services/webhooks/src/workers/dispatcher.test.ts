@@ -3,7 +3,7 @@ import { createLogger } from '@dap/logger';
 import { SecretBox, newWebhookSecret } from '../domain/secret.ts';
 import { newDelivery, UNLOCKED, type AttemptDoc, type DeliveryDoc } from '../persistence/delivery.repository.ts';
 import type { EndpointDoc } from '../persistence/endpoint.repository.ts';
-import { Dispatcher, SPILL_AFTER_MS, type DispatcherOptions } from './dispatcher.ts';
+import { Dispatcher, SPILL_AFTER_MS, SPILL_MAX_AGE_MS, type DispatcherOptions } from './dispatcher.ts';
 import type { AttemptResult } from './http-sender.ts';
 
 /** The dispatcher's scheduling against in-memory fakes: slots, the order of what waits, claim renewal. */
@@ -406,6 +406,45 @@ describe('Dispatcher: deliveries sent before they are stored', () => {
       // Their attempts are recorded on the stored deliveries, under the claims they were stored with.
       expect(h.log.slice(3)).toEqual(['record w1:whk_A succeeded', 'send w2', 'record w2:whk_A succeeded']);
       expect(h.claims.get('w1:whk_A')).toMatchObject({ owner: h.dispatcher.owner });
+      await h.dispatcher.stop();
+    });
+
+    it('does not store twice a backlog behind an endpoint that answers, short of SPILL_MAX_AGE_MS', async () => {
+      const h = harness({ concurrency: 1 });
+      await h.dispatcher.start();
+      for (const id of ['b1', 'b2', 'b3']) h.offerFirst(delivery(id));
+      await jest.advanceTimersByTimeAsync(SPILL_AFTER_MS - 100);
+      answer(h, 200); // b1 answered in time; b2 goes out, b3 has waited past SPILL_AFTER_MS
+      await jest.advanceTimersByTimeAsync(500);
+      expect(h.log).toEqual(['send b1', 'insert b1:whk_A succeeded 1', 'send b2']);
+      answer(h, 200);
+      await jest.advanceTimersByTimeAsync(5);
+      answer(h, 200);
+      await jest.advanceTimersByTimeAsync(5);
+      expect(h.log.slice(3)).toEqual(['insert b2:whk_A succeeded 1', 'send b3', 'insert b3:whk_A succeeded 1']);
+      // Positive control: once an attempt stays unanswered that long, the endpoint's backlog is stored.
+      h.offerFirst(delivery('m1'));
+      h.offerFirst(delivery('m2'));
+      await jest.advanceTimersByTimeAsync(SPILL_AFTER_MS + 300);
+      expect(h.log.slice(6)).toEqual(['send m1', 'insert m1:whk_A pending 0', 'insert m2:whk_A pending 0']);
+      await h.dispatcher.stop();
+    });
+
+    it('stores one that has waited SPILL_MAX_AGE_MS, however promptly its endpoint answers', async () => {
+      const h = harness({ concurrency: 1 });
+      await h.dispatcher.start();
+      const n = Math.ceil(SPILL_MAX_AGE_MS / (SPILL_AFTER_MS - 100)) + 1;
+      const ids = Array.from({ length: n }, (_, i) => `d${i}`);
+      for (const id of ids) h.offerFirst(delivery(id));
+      // Each answered within SPILL_AFTER_MS: the endpoint is never slow, but the last one waits for all the others.
+      for (let i = 0; i < n - 2; i++) {
+        await jest.advanceTimersByTimeAsync(SPILL_AFTER_MS - 100);
+        answer(h, 200);
+      }
+      await jest.advanceTimersByTimeAsync(SPILL_AFTER_MS - 100);
+      // The answered ones were stored once, with their outcome; the two left (on the wire, waiting) without one.
+      expect(h.log.filter((l) => l.endsWith('pending 0'))).toEqual(ids.slice(-2).map((id) => `insert ${id}:whk_A pending 0`));
+      expect(h.log.filter((l) => l.endsWith('succeeded 1'))).toHaveLength(n - 2);
       await h.dispatcher.stop();
     });
   });

@@ -67,13 +67,15 @@ const RENEW_MARGIN_MS = 2_000;
 const ENDPOINT_FRESH_MS = 1_000;
 const MAX_CACHED = 10_000;
 /**
- * A delivery sent before it was stored is stored anyway (claimed, as if it had not been sent first) once it has
- * waited this long for a slot or an answer, so a slow endpoint holds the Kafka commit (and what a crash would
- * send again) for no longer than this.
+ * Deliveries sent before they were stored are stored anyway (claimed, as if they had not been sent first) once
+ * their endpoint has left an attempt unanswered this long: a slow endpoint holds the Kafka commit (and what a
+ * crash would send again) for no longer. A backlog behind an endpoint that answers is not (storing it twice
+ * would slow the very deliveries it waits for), up to SPILL_MAX_AGE_MS.
  */
 export const SPILL_AFTER_MS = 2_000;
+export const SPILL_MAX_AGE_MS = 30_000;
 const SPILL_CHECK_MS = 250;
-/** How long a stopping consumer waits for what it took to be stored: spilled by then, unless MongoDB is down. */
+/** How long a stopping consumer waits for what it took to be stored; what is not by then is consumed again. */
 export const UNSTORED_DRAIN_MS = SPILL_AFTER_MS + 1_000;
 /** Deliveries stored lately, remembered so that an event this process consumes again is not sent twice. */
 const MAX_REMEMBERED = 50_000;
@@ -97,6 +99,8 @@ export function sendsFirst(endpoint: EndpointDoc, now = Date.now()): boolean {
 interface Unstored {
   doc: DeliveryDoc;
   since: number;
+  /** When its attempt went out (null while it waits for a slot). */
+  sentAt: number | null;
   state: 'unstored' | 'recording' | 'spilling' | 'stored' | 'foreign';
   spill: Promise<boolean> | null;
   durable: Promise<void>;
@@ -267,7 +271,7 @@ export class Dispatcher {
       reject = rej;
     });
     durable.catch(() => {}); // the consumer handles it; this keeps a rejection nobody awaits yet from being unhandled
-    this.unstored.set(doc._id, { doc, since: Date.now(), state: 'unstored', spill: null, durable, resolve, reject });
+    this.unstored.set(doc._id, { doc, since: Date.now(), sentAt: null, state: 'unstored', spill: null, durable, resolve, reject });
     this.armSpill();
     if (plan === 'send') this.dispatchClaimed(doc, endpoint);
     else this.enqueueClaimed(doc, endpoint);
@@ -293,11 +297,17 @@ export class Dispatcher {
     if (this.spillTimer || this.stopped || !this.unstored.size) return;
     this.spillTimer = setTimeout(() => {
       this.spillTimer = null;
-      const cutoff = Date.now() - SPILL_AFTER_MS;
+      const now = Date.now();
+      // Oldest first: nothing younger than SPILL_AFTER_MS can have been on the wire that long.
+      const old: Unstored[] = [];
       for (const e of this.unstored.values()) {
-        if (e.since > cutoff) break;
-        if (e.state === 'unstored')
-          this.spill(e).catch((err: unknown) => this.o.logger.warn({ err, deliveryId: e.doc._id }, 'storing a delivery sent before it was stored failed; will retry'));
+        if (e.since > now - SPILL_AFTER_MS) break;
+        if (e.state === 'unstored') old.push(e);
+      }
+      const slow = new Set(old.filter((e) => e.sentAt !== null && e.sentAt <= now - SPILL_AFTER_MS).map((e) => e.doc.endpointId));
+      for (const e of old) {
+        if (!slow.has(e.doc.endpointId) && e.since > now - SPILL_MAX_AGE_MS) continue;
+        this.spill(e).catch((err: unknown) => this.o.logger.warn({ err, deliveryId: e.doc._id }, 'storing a delivery sent before it was stored failed; will retry'));
       }
       this.armSpill();
     }, SPILL_CHECK_MS);
@@ -535,6 +545,7 @@ export class Dispatcher {
       const carrier = traced ? carrierOf(traced.ctx) : d.trace;
       if (carrier) Object.assign(headers, carrier);
       const at = new Date();
+      if (first) first.sentAt = at.getTime();
       let result: AttemptResult;
       try {
         result = await this.o.sender.send(endpoint.url, headers, d.body, this.abort.signal);
