@@ -111,7 +111,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
     );
     // The port is known only now when the config says 0 (tests); the service's own port is the platform's too.
     guard.platform.add({ host: config.HOST, port: server.port });
-    await life.open(
+    const consumer = await life.open(
       'delivery consumer',
       () =>
         runEventConsumer(eventing.kafka, eventing.settings, eventing.producer, logger, {
@@ -127,6 +127,8 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
         }),
       (c) => c.disconnect(),
     );
+    // A rebalance gives this process events other processes may have sent and stored without committing.
+    consumer.on(consumer.events.GROUP_JOIN, () => dispatcher.partitionsAssigned());
     logger.info({ url: server.url }, 'webhooks listening');
     logger.info({ privateTargets: guard.allowed.cidrs, platformEndpoints: guard.platform.describe() }, 'outbound connections: private ranges allowed, platform endpoints refused');
 

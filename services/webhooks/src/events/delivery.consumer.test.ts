@@ -22,8 +22,10 @@ const endpointOf = (id: string, fields: Partial<EndpointDoc> = {}): EndpointDoc 
 
 const reportEvent = (): DomainEvent => makeEvent('report.completed', { accountId, subject: 'rpt_1', data: { id: newId('rpt'), sourceId: 'src_1', rowCount: 1, durationMs: 1 } });
 
-function fanOut(endpoints: EndpointDoc[], opts: { held?: Map<string, Promise<void>> } = {}) {
+function fanOut(endpoints: EndpointDoc[], opts: { held?: Map<string, Promise<void>>; takingOver?: boolean; stored?: string[] } = {}) {
   const inserted: DeliveryDoc[] = [];
+  const lookedUp: string[][] = [];
+  const unplanned: string[] = [];
   const firsts: Array<{ id: string; settle: () => void }> = [];
   const dispatched: string[] = [];
   const deps: FanOutDeps = {
@@ -37,13 +39,18 @@ function fanOut(endpoints: EndpointDoc[], opts: { held?: Map<string, Promise<voi
         inserted.push(...docs);
         return new Set(docs.map((d) => d._id));
       },
+      existingIds: async (ids: string[]) => {
+        lookedUp.push(ids);
+        return new Set(ids.filter((id) => opts.stored?.includes(id)));
+      },
     } as unknown as FanOutDeps['deliveries'],
     dispatcher: {
       owner: 'dsp_test',
       instanceId: 'test',
       leaseUntil: () => new Date(Date.now() + 60_000),
       plan: () => 'send',
-      unplan: () => {},
+      unplan: (endpointId) => void unplanned.push(endpointId),
+      takingOver: () => opts.takingOver ?? false,
       dispatchClaimed: (d) => void dispatched.push(d._id),
       enqueueClaimed: (d) => void dispatched.push(d._id),
       held: (id) => opts.held?.get(id) ?? null,
@@ -53,7 +60,7 @@ function fanOut(endpoints: EndpointDoc[], opts: { held?: Map<string, Promise<voi
         }),
     },
   };
-  return { run: deliveryFanOutBatch(deps), inserted, firsts, dispatched };
+  return { run: deliveryFanOutBatch(deps), inserted, firsts, dispatched, lookedUp, unplanned };
 }
 
 describe('deliveryFanOutBatch', () => {
@@ -101,5 +108,19 @@ describe('deliveryFanOutBatch', () => {
     settle();
     await new Promise((r) => setImmediate(r));
     expect(durable).toBe(true);
+  });
+
+  it('just after a start or a rebalance, does not send again what another process sent and stored without committing', async () => {
+    const [old, fresh] = [reportEvent(), reportEvent()];
+    const f = fanOut([endpointOf('whk_plain')], { takingOver: true, stored: [`${old.id}:whk_plain`] });
+    await f.run([old, fresh]);
+    expect(f.lookedUp).toEqual([[`${old.id}:whk_plain`, `${fresh.id}:whk_plain`]]); // one look-up for the chunk
+    expect(f.firsts.map((x) => x.id)).toEqual([`${fresh.id}:whk_plain`]);
+    expect(f.unplanned).toEqual(['whk_plain']); // its slot given back
+    // Positive control: past that window, no look-up, and the same events would both go.
+    const g = fanOut([endpointOf('whk_plain')], { takingOver: false, stored: [`${old.id}:whk_plain`] });
+    await g.run([old, fresh]);
+    expect(g.lookedUp).toEqual([]);
+    expect(g.firsts).toHaveLength(2);
   });
 });

@@ -11,7 +11,7 @@ export const DELIVERY_GROUP_ID = 'webhooks-delivery';
 export interface FanOutDeps {
   endpoints: EndpointRepository;
   deliveries: DeliveryRepository;
-  dispatcher: Pick<Dispatcher, 'plan' | 'unplan' | 'dispatchClaimed' | 'enqueueClaimed' | 'sendFirst' | 'held' | 'leaseUntil' | 'owner' | 'instanceId'>;
+  dispatcher: Pick<Dispatcher, 'plan' | 'unplan' | 'dispatchClaimed' | 'enqueueClaimed' | 'sendFirst' | 'held' | 'takingOver' | 'leaseUntil' | 'owner' | 'instanceId'>;
 }
 
 /**
@@ -101,8 +101,14 @@ export function deliveryFanOutBatch(deps: FanOutDeps) {
       }
     });
     const stored = planned.filter((p) => !p.first);
+    const firsts = planned.filter((p) => p.first);
     let inserted = new Set<string>();
+    /** Deliveries to send first that are stored already (by a predecessor that crashed before its commit). */
+    let before = new Set<string>();
     try {
+      // Just after a start or a rebalance, the events may be ones another process sent and stored without
+      // committing them: one look-up for the chunk keeps those from going out again.
+      if (firsts.length && deps.dispatcher.takingOver()) before = await deps.deliveries.existingIds(firsts.map((p) => p.doc._id));
       if (stored.length) inserted = await deps.deliveries.insertMany(stored.map((p) => p.doc));
     } catch (err) {
       for (const p of planned) if (p.plan) deps.dispatcher.unplan(p.endpoint._id, p.plan, p.doc.body.length);
@@ -111,7 +117,8 @@ export function deliveryFanOutBatch(deps: FanOutDeps) {
     for (const p of planned) {
       if (!p.plan) continue;
       if (p.first) {
-        durables.push(deps.dispatcher.sendFirst(p.doc, p.endpoint, p.plan as 'send' | 'queue'));
+        if (before.has(p.doc._id)) deps.dispatcher.unplan(p.endpoint._id, p.plan, p.doc.body.length);
+        else durables.push(deps.dispatcher.sendFirst(p.doc, p.endpoint, p.plan as 'send' | 'queue'));
         continue;
       }
       // A duplicate was scheduled before (the event was consumed again): its first delivery stands.

@@ -248,6 +248,13 @@ export class DeliveryRepository {
     });
   }
 
+  /** Which of these deliveries are stored (read by _id alone). */
+  async existingIds(ids: string[]): Promise<Set<string>> {
+    if (!ids.length) return new Set();
+    const found = await this.raw.find({ _id: { $in: ids } }, { projection: { _id: 1 } }).toArray();
+    return new Set(found.map((d) => d._id));
+  }
+
   /** Claims the most overdue delivery that is free, skipping endpoints this instance has no slot for. */
   async claimDue(now: Date, until: Date, owner: { id: string; instance: string }, skipEndpoints: string[]): Promise<DeliveryDoc | null> {
     const filter: Filter<DeliveryDoc> = { status: 'pending', nextAttemptAt: { $lte: now }, lockedUntil: { $lte: now } };

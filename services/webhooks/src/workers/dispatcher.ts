@@ -79,6 +79,12 @@ const SPILL_CHECK_MS = 250;
 export const UNSTORED_DRAIN_MS = SPILL_AFTER_MS + 1_000;
 /** Deliveries stored lately, remembered so that an event this process consumes again is not sent twice. */
 const MAX_REMEMBERED = 50_000;
+/**
+ * For this long after the process starts or its consumer is given partitions, the fan-out looks up whether the
+ * deliveries it would send first are stored already: the events after the committed offset may be ones a
+ * crashed predecessor sent and stored.
+ */
+export const TAKE_OVER_MS = 10_000;
 
 /** What the fan-out does with a new delivery: send it now, hold it claimed in memory, or leave it to the claim query. */
 export type Plan = 'send' | 'queue' | 'defer';
@@ -167,6 +173,7 @@ export class Dispatcher {
   /** Queued deliveries that another process stored first: dropped when their turn comes. */
   private readonly foreign = new Set<string>();
   private spillTimer: NodeJS.Timeout | null = null;
+  private takeOverUntil = 0;
 
   constructor(opts: DispatcherOptions) {
     this.o = opts;
@@ -174,8 +181,19 @@ export class Dispatcher {
     this.passes = new SerialPass({ pass: () => this.claimLoop(), onError: (err) => this.o.logger.warn({ err }, 'delivery claim pass failed; will retry') });
   }
 
+  /** The consumer was given partitions: for TAKE_OVER_MS, `takingOver` answers true. */
+  partitionsAssigned(): void {
+    this.takeOverUntil = Date.now() + TAKE_OVER_MS;
+  }
+
+  /** Whether the events consumed now may be ones another process sent and stored (see TAKE_OVER_MS). */
+  takingOver(): boolean {
+    return Date.now() < this.takeOverUntil;
+  }
+
   /** Takes back what an earlier process of this instance left claimed, then claims what is due, now and on a timer. */
   async start(): Promise<void> {
+    this.partitionsAssigned();
     const released = await this.o.deliveries.releaseInstanceClaims(this.instanceId, this.owner);
     if (released) this.o.logger.info({ released, instanceId: this.instanceId }, 'resuming deliveries claimed by this instance before a crash');
     this.stopped = false;
