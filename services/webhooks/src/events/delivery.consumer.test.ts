@@ -22,7 +22,7 @@ const endpointOf = (id: string, fields: Partial<EndpointDoc> = {}): EndpointDoc 
 
 const reportEvent = (): DomainEvent => makeEvent('report.completed', { accountId, subject: 'rpt_1', data: { id: newId('rpt'), sourceId: 'src_1', rowCount: 1, durationMs: 1 } });
 
-function fanOut(endpoints: EndpointDoc[], opts: { held?: Map<string, Promise<void>>; takingOver?: boolean; stored?: string[] } = {}) {
+function fanOut(endpoints: EndpointDoc[], opts: { held?: Map<string, Promise<void>>; assignedAt?: number; stored?: string[] } = {}) {
   const inserted: DeliveryDoc[] = [];
   const lookedUp: string[][] = [];
   const unplanned: string[] = [];
@@ -50,7 +50,7 @@ function fanOut(endpoints: EndpointDoc[], opts: { held?: Map<string, Promise<voi
       leaseUntil: () => new Date(Date.now() + 60_000),
       plan: () => 'send',
       unplan: (endpointId) => void unplanned.push(endpointId),
-      takingOver: () => opts.takingOver ?? false,
+      mayHaveBeenTaken: (at) => at < (opts.assignedAt ?? 0),
       dispatchClaimed: (d) => void dispatched.push(d._id),
       enqueueClaimed: (d) => void dispatched.push(d._id),
       held: (id) => opts.held?.get(id) ?? null,
@@ -110,16 +110,18 @@ describe('deliveryFanOutBatch', () => {
     expect(durable).toBe(true);
   });
 
-  it('just after a start or a rebalance, does not send again what another process sent and stored without committing', async () => {
-    const [old, fresh] = [reportEvent(), reportEvent()];
-    const f = fanOut([endpointOf('whk_plain')], { takingOver: true, stored: [`${old.id}:whk_plain`] });
-    await f.run([old, fresh]);
-    expect(f.lookedUp).toEqual([[`${old.id}:whk_plain`, `${fresh.id}:whk_plain`]]); // one look-up for the chunk
-    expect(f.firsts.map((x) => x.id)).toEqual([`${fresh.id}:whk_plain`]);
-    expect(f.unplanned).toEqual(['whk_plain']); // its slot given back
-    // Positive control: past that window, no look-up, and the same events would both go.
-    const g = fanOut([endpointOf('whk_plain')], { takingOver: false, stored: [`${old.id}:whk_plain`] });
-    await g.run([old, fresh]);
+  it('does not send again what another process sent and stored without committing, looking up only events from before it took over', async () => {
+    const [old, older] = [reportEvent(), reportEvent()];
+    const takenOverAt = Date.now() + 1_000;
+    const later = { ...reportEvent(), occurredAt: new Date(takenOverAt + 5_000).toISOString() };
+    const f = fanOut([endpointOf('whk_plain')], { assignedAt: takenOverAt, stored: [`${old.id}:whk_plain`] });
+    await f.run([old, older, later]);
+    expect(f.lookedUp).toEqual([[`${old.id}:whk_plain`, `${older.id}:whk_plain`]]); // one look-up for the chunk, not the later event
+    expect(f.firsts.map((x) => x.id)).toEqual([`${older.id}:whk_plain`, `${later.id}:whk_plain`]);
+    expect(f.unplanned).toEqual(['whk_plain']); // the stored one's slot given back
+    // Positive control: events newer than the take-over are not looked up, and go.
+    const g = fanOut([endpointOf('whk_plain')], { assignedAt: 0, stored: [`${old.id}:whk_plain`] });
+    await g.run([old, older]);
     expect(g.lookedUp).toEqual([]);
     expect(g.firsts).toHaveLength(2);
   });

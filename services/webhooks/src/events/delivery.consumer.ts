@@ -11,7 +11,7 @@ export const DELIVERY_GROUP_ID = 'webhooks-delivery';
 export interface FanOutDeps {
   endpoints: EndpointRepository;
   deliveries: DeliveryRepository;
-  dispatcher: Pick<Dispatcher, 'plan' | 'unplan' | 'dispatchClaimed' | 'enqueueClaimed' | 'sendFirst' | 'held' | 'takingOver' | 'leaseUntil' | 'owner' | 'instanceId'>;
+  dispatcher: Pick<Dispatcher, 'plan' | 'unplan' | 'dispatchClaimed' | 'enqueueClaimed' | 'sendFirst' | 'held' | 'mayHaveBeenTaken' | 'leaseUntil' | 'owner' | 'instanceId'>;
 }
 
 /**
@@ -67,7 +67,7 @@ export function deliveryFanOutBatch(deps: FanOutDeps) {
     /** Deliveries this process took before they were stored, this batch's and those it already held. */
     const durables: Promise<void>[] = [];
     // plan null: a skipped delivery, which the dispatcher never sees. first: sent before it is stored.
-    const planned: Array<{ doc: DeliveryDoc; endpoint: EndpointDoc; plan: Plan | null; first: boolean }> = [];
+    const planned: Array<{ doc: DeliveryDoc; endpoint: EndpointDoc; plan: Plan | null; first: boolean; occurred?: number }> = [];
     events.forEach((event, i) => {
       const body = deliveryBody(event);
       for (const endpoint of targets[i]!) {
@@ -97,18 +97,18 @@ export function deliveryFanOutBatch(deps: FanOutDeps) {
         const plan = deps.dispatcher.plan(endpoint._id, body.length);
         const claim = plan === 'defer' ? null : { until: deps.dispatcher.leaseUntil(), owner: deps.dispatcher.owner, instance: deps.dispatcher.instanceId };
         const doc = newDelivery(fields, claim, now);
-        planned.push({ doc, endpoint, plan, first: plan !== 'defer' && sendsFirst(endpoint, now.getTime()) });
+        planned.push({ doc, endpoint, plan, first: plan !== 'defer' && sendsFirst(endpoint, now.getTime()), occurred: Date.parse(event.occurredAt) });
       }
     });
     const stored = planned.filter((p) => !p.first);
-    const firsts = planned.filter((p) => p.first);
+    // Events from before this process was given its partitions may be ones another process sent and stored
+    // without committing them (it crashed, or the partition moved): one look-up keeps those from going out again.
+    const maybeTaken = planned.filter((p) => p.first && deps.dispatcher.mayHaveBeenTaken(p.occurred!));
     let inserted = new Set<string>();
     /** Deliveries to send first that are stored already (by a predecessor that crashed before its commit). */
     let before = new Set<string>();
     try {
-      // Just after a start or a rebalance, the events may be ones another process sent and stored without
-      // committing them: one look-up for the chunk keeps those from going out again.
-      if (firsts.length && deps.dispatcher.takingOver()) before = await deps.deliveries.existingIds(firsts.map((p) => p.doc._id));
+      if (maybeTaken.length) before = await deps.deliveries.existingIds(maybeTaken.map((p) => p.doc._id));
       if (stored.length) inserted = await deps.deliveries.insertMany(stored.map((p) => p.doc));
     } catch (err) {
       for (const p of planned) if (p.plan) deps.dispatcher.unplan(p.endpoint._id, p.plan, p.doc.body.length);

@@ -80,11 +80,11 @@ export const UNSTORED_DRAIN_MS = SPILL_AFTER_MS + 1_000;
 /** Deliveries stored lately, remembered so that an event this process consumes again is not sent twice. */
 const MAX_REMEMBERED = 50_000;
 /**
- * For this long after the process starts or its consumer is given partitions, the fan-out looks up whether the
- * deliveries it would send first are stored already: the events after the committed offset may be ones a
- * crashed predecessor sent and stored.
+ * An event that occurred before this process was given its partitions (plus this margin for clocks) may have
+ * been consumed by another process that sent and stored its deliveries without committing (it crashed, or the
+ * partition moved): the fan-out looks those deliveries up before sending them first. Later events cannot have.
  */
-export const TAKE_OVER_MS = 10_000;
+export const TAKE_OVER_SKEW_MS = 2_000;
 
 /** What the fan-out does with a new delivery: send it now, hold it claimed in memory, or leave it to the claim query. */
 export type Plan = 'send' | 'queue' | 'defer';
@@ -173,7 +173,8 @@ export class Dispatcher {
   /** Queued deliveries that another process stored first: dropped when their turn comes. */
   private readonly foreign = new Set<string>();
   private spillTimer: NodeJS.Timeout | null = null;
-  private takeOverUntil = 0;
+  /** When this process was last given partitions (its start until the consumer's group join says). */
+  private assignedAt = 0;
 
   constructor(opts: DispatcherOptions) {
     this.o = opts;
@@ -181,14 +182,14 @@ export class Dispatcher {
     this.passes = new SerialPass({ pass: () => this.claimLoop(), onError: (err) => this.o.logger.warn({ err }, 'delivery claim pass failed; will retry') });
   }
 
-  /** The consumer was given partitions: for TAKE_OVER_MS, `takingOver` answers true. */
+  /** The consumer was given partitions (see TAKE_OVER_SKEW_MS). */
   partitionsAssigned(): void {
-    this.takeOverUntil = Date.now() + TAKE_OVER_MS;
+    this.assignedAt = Date.now();
   }
 
-  /** Whether the events consumed now may be ones another process sent and stored (see TAKE_OVER_MS). */
-  takingOver(): boolean {
-    return Date.now() < this.takeOverUntil;
+  /** Whether an event that occurred at this time may be one another process sent and stored (see TAKE_OVER_SKEW_MS). */
+  mayHaveBeenTaken(occurredAtMs: number): boolean {
+    return occurredAtMs < this.assignedAt + TAKE_OVER_SKEW_MS;
   }
 
   /** Takes back what an earlier process of this instance left claimed, then claims what is due, now and on a timer. */
