@@ -25,14 +25,14 @@ export async function eventsScenario(ctx: BenchContext): Promise<ScenarioResult>
     plainSeconds: quick ? 2 : 5,
     log: (line: string) => ctx.log(`events: ${line}`),
   });
-  const latencyMet = r.p50 < 50 && r.p99 < 250;
+  const latencyMet = r.p50 < 10 && r.p99 < 100;
   return {
     targets: [
       {
         id: 'events.latency',
         scenario: 'events',
         figure: 'event → signed webhook at 200 events/s, p50 / p99',
-        target: '< 50 ms / < 250 ms',
+        target: '< 10 ms / < 100 ms',
         value: `${round(r.p50)} / ${round(r.p99)} ms (max ${round(r.max)} ms, ${r.latencyEvents} events)`,
         met: latencyMet,
         detail: `${FILE}: events published to Kafka at a steady 200/s for ${seconds} s; latency from the producer's send to the receiver's arrival (a separate process)`,
@@ -40,17 +40,17 @@ export async function eventsScenario(ctx: BenchContext): Promise<ScenarioResult>
       {
         id: 'events.throughput_ratio',
         scenario: 'events',
-        figure: 'deliveries/s vs plain HTTP POST loop',
-        target: '≥ 0.5',
+        figure: 'deliveries/s vs plain HTTP POST loop, one request at a time',
+        target: '(report)',
         value: `${round(r.ratio, 2)} (${r.deliveriesPerSec} vs ${r.plainPostPerSec}/s, one request at a time)`,
-        met: r.ratio >= 0.5,
+        met: null,
         detail: `a backlog of ${throughputEvents} events published at once, first publish → last arrival; the loop POSTs a delivery-sized body with the same headers to the same receiver, one request after another`,
       },
       {
         id: 'events.throughput_ratio_concurrent',
         scenario: 'events',
         figure: 'deliveries/s vs the same loop with as many requests in flight',
-        target: '≥ 0.5 (stricter reading)',
+        target: '≥ 0.5',
         value: `${round(r.ratioConcurrent, 2)} (${r.deliveriesPerSec} vs ${r.plainPostConcurrentPerSec}/s with ${r.concurrency} in flight)`,
         met: r.ratioConcurrent >= 0.5,
         detail: `the baseline has as many requests in flight as the service may have to the one endpoint (${r.concurrency}: WEBHOOK_ENDPOINT_CONCURRENCY as the service's config reads it)`,

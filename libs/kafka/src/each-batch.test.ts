@@ -1,7 +1,7 @@
 import type { KafkaMessage } from 'kafkajs';
 import { makeEvent, newId, type DomainEvent } from '@dap/contracts';
 import { createLogger } from '@dap/logger';
-import { eachBatchHandler, type BatchContext, type EachBatchOptions } from './index.ts';
+import { DurableCommits, eachBatchHandler, type BatchContext, type EachBatchOptions, type PartitionOffset } from './index.ts';
 
 const silent = createLogger({ name: 'each-batch-test', level: 'silent' });
 
@@ -161,5 +161,32 @@ describe('eachBatchHandler', () => {
     await run(ctx);
     expect(log).toEqual([`apply ${wanted.id}`, 'resolve 101']);
     expect(deadLetters).toEqual([]);
+  });
+  it('with deferred commits, reads on once the handler took a chunk, and commits it only once its events are durable', async () => {
+    jest.useFakeTimers();
+    const events = Array.from({ length: 4 }, eventOf);
+    const { ctx, log } = batchOf(events);
+    const commits: PartitionOffset[][] = [];
+    const tracker = new DurableCommits({ commit: async (o) => void commits.push(o), seek: () => {}, logger: silent, commitEveryMs: 1 });
+    const stored: Array<() => void> = [];
+    const { run } = handlerWith({
+      log,
+      commits: tracker,
+      handleBatch: async (batch) => {
+        log.push(`take ${batch.length}`);
+        return { durable: new Promise<void>((r) => stored.push(r)) };
+      },
+    });
+    await run(ctx);
+    // Both chunks taken and resolved (the consumer fetches on) while nothing is durable, so nothing is committed.
+    expect(log).toEqual(['take 2', 'resolve 101', 'take 2', 'resolve 103']);
+    await jest.advanceTimersByTimeAsync(20);
+    expect(commits).toEqual([]);
+    stored[1]!(); // the later chunk first: still nothing past the earlier one
+    await jest.advanceTimersByTimeAsync(20);
+    expect(commits).toEqual([]);
+    stored[0]!();
+    await jest.advanceTimersByTimeAsync(20);
+    expect(commits).toEqual([[{ topic: 't', partition: 0, offset: '104' }]]);
   });
 });

@@ -4,6 +4,7 @@ import { ALL_TOPICS, domainEventSchema, topicOf, type DomainEvent, type Topic } 
 import type { Logger } from '@dap/logger';
 import { backoff, type BackoffPolicy } from '@dap/retry';
 import { carrierOf, context, contextOf, endSpan, SpanKind, startSpan, trace, tracingEnabled, withAccount, type Context, type Span, type TraceCarrier } from '@dap/tracing';
+import { DurableCommits, type Taken } from './durable-commits.ts';
 
 /** What `kafkaSettingsOf(config)` of @dap/config gives; tests may build one by hand (no TLS, no SASL). */
 export interface KafkaSettings {
@@ -451,8 +452,18 @@ export interface EventHandlerOptions {
  * two round trips per event). All of one account's events share a partition, which is read in order.
  */
 export interface BatchHandlerOptions {
-  /** Applies the events durably and idempotently; throwing means none of them counts as applied. */
-  handleBatch: (events: DomainEvent[]) => Promise<void>;
+  /**
+   * Applies the events durably and idempotently; throwing means none of them counts as applied. With
+   * `commitWhenDurable`, it may answer `{ durable }` instead: the events are taken, and stored once it resolves.
+   */
+  handleBatch: (events: DomainEvent[]) => Promise<void | Taken>;
+  /**
+   * Offsets are committed only once the `durable` answers of every chunk up to them have resolved, while the
+   * consumer reads on (at most `maxPendingPerPartition` events of a partition not yet durable). At a stop,
+   * the consumer stops fetching and waits up to `drainMs` for what it took; what is not durable by then, or
+   * was taken before a rebalance, is read again from the committed offset (at least once).
+   */
+  commitWhenDurable?: { maxPendingPerPartition?: number; drainMs: number };
   /** Events applied together at most; default 250. */
   chunkSize?: number;
   /**
@@ -475,7 +486,17 @@ export async function runEventConsumer(kafka: Kafka, settings: KafkaSettings, pr
   const { consumer, toDeadLetter } = await openConsumer(kafka, settings, producer, logger, opts);
   const batched = 'handleBatch' in opts;
   const chunkSize = batched ? (opts.chunkSize ?? 250) : 1;
+  const deferred = batched ? opts.commitWhenDurable : undefined;
+  const commits = deferred
+    ? new DurableCommits({
+        commit: (offsets) => consumer.commitOffsets(offsets),
+        seek: (at) => consumer.seek(at),
+        logger,
+        maxPendingPerPartition: deferred.maxPendingPerPartition,
+      })
+    : undefined;
   const eachBatch = eachBatchHandler({
+    commits,
     handleBatch: batched ? opts.handleBatch : ([event]) => opts.handle(event!),
     toDeadLetter,
     logger,
@@ -488,15 +509,33 @@ export async function runEventConsumer(kafka: Kafka, settings: KafkaSettings, pr
 
   // Registered before run(): the group may join and fetch before run() returns.
   const fetching = opts.waitUntilFetchingMs ? untilFirstFetch(consumer, opts.waitUntilFetchingMs) : null;
-  // Offsets are committed at the end of each batch (and at a rebalance or stop), up to the last one resolved.
-  await consumer.run({ autoCommit: true, eachBatchAutoResolve: false, partitionsConsumedConcurrently: opts.partitionsConsumedConcurrently ?? 1, eachBatch });
+  if (commits && deferred) {
+    // A new generation reads from the committed offsets: chunks taken before it are its to read again.
+    consumer.on(consumer.events.GROUP_JOIN, () => commits.reset());
+    const disconnect = consumer.disconnect.bind(consumer);
+    consumer.disconnect = async () => {
+      try {
+        consumer.pause(opts.topics.map((t) => ({ topic: topicName(settings, t) })));
+        await commits.drain(deferred.drainMs);
+      } catch (err) {
+        logger.warn({ err, groupId }, 'draining the consumer before it stops failed; what it took is read again');
+      }
+      await commits.close();
+      await disconnect();
+    };
+  }
+  // Offsets are committed at the end of each batch (and at a rebalance or stop), up to the last one resolved;
+  // with commitWhenDurable, by `commits` alone, up to what is durable.
+  await consumer.run({ autoCommit: !commits, eachBatchAutoResolve: false, partitionsConsumedConcurrently: opts.partitionsConsumedConcurrently ?? 1, eachBatch });
   if (fetching && !(await fetching)) logger.warn({ groupId, waitedMs: opts.waitUntilFetchingMs }, 'the consumer has not fetched yet; events published meanwhile may be skipped');
   return consumer;
 }
 
 /** What `eachBatchHandler` needs; `runEventConsumer` fills it from its options. */
 export interface EachBatchOptions {
-  handleBatch: (events: DomainEvent[]) => Promise<void>;
+  handleBatch: (events: DomainEvent[]) => Promise<void | Taken>;
+  /** Where chunks whose handler answered `{ durable }` wait for their commit (see commitWhenDurable). */
+  commits?: DurableCommits | undefined;
   toDeadLetter: DeadLetter;
   logger: Logger;
   accepts?: ((eventType: string) => boolean) | undefined;
@@ -517,12 +556,15 @@ export type BatchContext = Pick<EachBatchPayload, 'batch' | 'resolveOffset' | 'h
  * than moving its partitions to members that would meet the same outage.
  */
 export function eachBatchHandler(o: EachBatchOptions): (payload: BatchContext) => Promise<void> {
+  /** The `durable` answers of a chunk's handler calls (none when it applies events durably before returning). */
+  type Durables = Promise<void>[];
   /** One event on its own: retried, then dead-lettered (an outage is retried for as long as it lasts). */
-  const applyOne = async (topic: string, message: KafkaMessage, event: DomainEvent, heartbeat: () => Promise<void>, traced?: { span: Span; ctx: Context }) => {
+  const applyOne = async (topic: string, message: KafkaMessage, event: DomainEvent, heartbeat: () => Promise<void>, durables: Durables, traced?: { span: Span; ctx: Context }) => {
     for (let attempt = 1; ; attempt++) {
       try {
         // Alone, the event's handler runs in its span: what it writes carries the trace on.
-        await (traced ? context.with(traced.ctx, () => o.handleBatch([event])) : o.handleBatch([event]));
+        const taken = await (traced ? context.with(traced.ctx, () => o.handleBatch([event])) : o.handleBatch([event]));
+        if (taken) durables.push(taken.durable);
         return;
       } catch (err) {
         if (attempt >= o.maxAttempts && !isTransient(err)) {
@@ -536,7 +578,8 @@ export function eachBatchHandler(o: EachBatchOptions): (payload: BatchContext) =
     }
   };
 
-  const applyChunk = async (topic: string, messages: KafkaMessage[], heartbeat: () => Promise<void>) => {
+  const applyChunk = async (topic: string, messages: KafkaMessage[], heartbeat: () => Promise<void>): Promise<Durables> => {
+    const durables: Durables = [];
     const decoded: Array<{ message: KafkaMessage; event: DomainEvent; traced: { span: Span; ctx: Context } | undefined }> = [];
     for (const message of messages) {
       const type = message.headers?.['event-type']?.toString();
@@ -549,21 +592,24 @@ export function eachBatchHandler(o: EachBatchOptions): (payload: BatchContext) =
       }
     }
     try {
-      await applyDecoded(topic, decoded, heartbeat);
+      await applyDecoded(topic, decoded, heartbeat, durables);
     } finally {
       for (const d of decoded) d.traced?.span.end();
     }
+    return durables;
   };
 
   const applyDecoded = async (
     topic: string,
     decoded: Array<{ message: KafkaMessage; event: DomainEvent; traced: { span: Span; ctx: Context } | undefined }>,
     heartbeat: () => Promise<void>,
+    durables: Durables,
   ) => {
     if (decoded.length > 1) {
       for (let attempt = 1; ; attempt++) {
         try {
-          await o.handleBatch(decoded.map((d) => d.event));
+          const taken = await o.handleBatch(decoded.map((d) => d.event));
+          if (taken) durables.push(taken.durable);
           return;
         } catch (err) {
           if (!isTransient(err)) break;
@@ -574,15 +620,23 @@ export function eachBatchHandler(o: EachBatchOptions): (payload: BatchContext) =
       }
     }
     // One event, or a chunk with something bad in it: one by one, so only the poison message is dead-lettered.
-    for (const d of decoded) await applyOne(topic, d.message, d.event, heartbeat, d.traced);
+    for (const d of decoded) await applyOne(topic, d.message, d.event, heartbeat, durables, d.traced);
   };
 
   return async ({ batch, resolveOffset, heartbeat, isRunning, isStale, commitOffsetsIfNecessary }) => {
     for (let i = 0, size = o.firstChunkSize; i < batch.messages.length; i += size, size = Math.min(o.chunkSize, size * 2)) {
       if (!isRunning() || isStale()) return;
       const chunk = batch.messages.slice(i, i + size);
-      await applyChunk(batch.topic, chunk, heartbeat);
-      resolveOffset(chunk[chunk.length - 1]!.offset);
+      const generation = o.commits?.generation ?? 0;
+      const durables = await applyChunk(batch.topic, chunk, heartbeat);
+      // Moved back meanwhile (events not stored are read again): this chunk is read again with them.
+      if (o.commits && isStale()) {
+        for (const d of durables) d.catch(() => {});
+        return;
+      }
+      const last = chunk[chunk.length - 1]!.offset;
+      resolveOffset(last);
+      await o.commits?.add(generation, { topic: batch.topic, partition: batch.partition, from: chunk[0]!.offset, last, count: chunk.length }, Promise.all(durables), heartbeat);
       await heartbeat();
       await commitOffsetsIfNecessary();
     }
@@ -702,4 +756,5 @@ export async function connectEventing(settings: KafkaSettings, logger: Logger): 
   return { kafka, settings, producer, close: () => producer.disconnect() };
 }
 export { openEventing } from './resource.ts';
+export { DurableCommits, type DurableCommitsOptions, type PartitionOffset, type Taken } from './durable-commits.ts';
 export { tailTopics, type TailOptions, type TopicTail } from './tail.ts';

@@ -8,7 +8,7 @@ import { openMongo, OutboxRelay, startOutboxRelay } from '@dap/mongo';
 import { OutboundGuard } from '@dap/netguard';
 import { createApp } from './app.ts';
 import { claimTtlMsOf, type WebhooksConfig } from './config.ts';
-import { Dispatcher } from './workers/dispatcher.ts';
+import { Dispatcher, UNSTORED_DRAIN_MS } from './workers/dispatcher.ts';
 import { HttpSender } from './workers/http-sender.ts';
 import { SecretBox } from './domain/secret.ts';
 import { WebhooksService } from './domain/webhooks.service.ts';
@@ -82,6 +82,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
       secretOverlapMs: config.WEBHOOK_SECRET_OVERLAP_MS,
       onDue: () => dispatcher.kick(),
       onEndpointChanged: (id) => dispatcher.forgetEndpoint(id),
+      sendingUnstored: (id) => dispatcher.sendingUnstored(id),
     });
 
     const app = createApp({ logger, webhooks, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: config.BODY_LIMIT_BYTES, ready: mongo.ping });
@@ -94,7 +95,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
     const server = await openHttpServer(life, app, config);
     // The port is known only now when the config says 0 (tests); the service's own port is the platform's too.
     guard.platform.add({ host: config.HOST, port: server.port });
-    await life.open(
+    const consumer = await life.open(
       'delivery consumer',
       () =>
         runEventConsumer(eventing.kafka, eventing.settings, eventing.producer, logger, {
@@ -105,9 +106,13 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
           accepts: isPublicEventType,
           partitionsConsumedConcurrently: config.WEBHOOK_CONSUMER_CONCURRENCY,
           maxAttempts: config.WEBHOOK_CONSUMER_MAX_ATTEMPTS,
+          // Deliveries are sent before they are stored: an offset is committed once they are (see the README).
+          commitWhenDurable: { drainMs: UNSTORED_DRAIN_MS },
         }),
       (c) => c.disconnect(),
     );
+    // A rebalance gives this process events other processes may have sent and stored without committing.
+    consumer.on(consumer.events.GROUP_JOIN, () => dispatcher.partitionsAssigned());
     logger.info({ url: server.url }, 'webhooks listening');
     logger.info({ privateTargets: guard.allowed.cidrs, platformEndpoints: guard.platform.describe() }, 'outbound connections: private ranges allowed, platform endpoints refused');
 

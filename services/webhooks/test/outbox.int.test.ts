@@ -93,6 +93,43 @@ describe('delivery outbox and batched records', () => {
     expect(published).toHaveLength(20);
   });
 
+  it('stores a delivery with its first attempt in the same bulk write as records; one stored before is refused and emits nothing', async () => {
+    const outbox = outboxFor();
+    outbox.start();
+    const repo = new DeliveryRepository(mongo.db, outbox);
+    const claimed = await insertClaimed();
+    const fields = () => ({ accountId: newId('acct'), endpointId: newId('whk'), eventId: newId('evt'), eventType: 'report.completed', requestId: null, body: '{}' });
+    const claim = { until: new Date(Date.now() + 60_000), owner: owner.id, instance: owner.instance };
+    // Sent before anything was stored: not in the collection yet.
+    const fresh = newDelivery(fields(), claim);
+    // Stored first by another process (its event was consumed twice): that record stands.
+    const taken = newDelivery(fields(), { ...claim, owner: 'dsp_other' });
+    await deliveries().insertOne(taken);
+    const [e1, e2, e3] = [completedOf(claimed), completedOf(fresh), completedOf(taken)];
+    const bulk = jest.spyOn(repo.raw, 'bulkWrite');
+    const at = Date.now();
+    const results = await Promise.all([
+      repo.recordAttempt(claimed._id, { owner: owner.id, until: claimed.lockedUntil }, attemptAt(at), success, [e1]),
+      repo.recordFirstAttempt(fresh, attemptAt(at + 1), success, [e2]),
+      repo.recordFirstAttempt(taken, attemptAt(at + 2), success, [e3]),
+    ]);
+    expect(results).toEqual([true, true, false]);
+    expect(bulk).toHaveBeenCalledTimes(1); // one round trip for the three
+    bulk.mockRestore();
+    expect(await deliveries().findOne({ _id: fresh._id })).toMatchObject({
+      status: 'succeeded',
+      attempts: [{ at: new Date(at + 1), statusCode: 200 }],
+      lockedBy: null,
+      lockedUntil: UNLOCKED,
+      finishedAt: expect.any(Date),
+    });
+    expect(await deliveries().findOne({ _id: taken._id })).toMatchObject({ status: 'pending', attempts: [], lockedBy: 'dsp_other' });
+    await waitFor(() => published.length >= 2, { what: 'two delivery.completed' });
+    await waitFor(async () => (await staged().countDocuments({})) === 0, { what: 'the outbox drained' });
+    await sleep(100);
+    expect(published.map((e) => e.id).sort()).toEqual([e1.id, e2.id].sort());
+  });
+
   it('after a crash between staging and the record write, publishes only what was recorded, then clears the batch', async () => {
     const [recordedDoc, lostDoc] = [await insertClaimed(), await insertClaimed()];
     const at = Date.now();

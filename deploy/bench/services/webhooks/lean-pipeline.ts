@@ -25,7 +25,16 @@ export async function leanPipelinePerSec(o: LeanPipelineOptions): Promise<number
   const admin = o.kafka.admin();
   await admin.connect();
   try {
-    await admin.createTopics({ topics: [{ topic: o.topic, numPartitions: 1 }] });
+    // A busy broker may not know the new topic's partition yet when asked for its leader: ask again.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await admin.createTopics({ topics: [{ topic: o.topic, numPartitions: 1 }] });
+        break;
+      } catch (err) {
+        if (attempt >= 10 || !(err as { retriable?: boolean }).retriable) throw err;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
   } finally {
     await admin.disconnect();
   }

@@ -33,6 +33,8 @@ export interface WebhooksServiceDeps {
   onDue?: () => void;
   /** Called when an endpoint's secret or existence changed, so caches of it are dropped. */
   onEndpointChanged?: (endpointId: string) => void;
+  /** Whether this process is sending a delivery it has not stored yet (it is in the log once stored). */
+  sendingUnstored?: (deliveryId: string) => boolean;
 }
 
 const DEFAULT_OVERLAP_MS = 24 * 3_600_000;
@@ -205,7 +207,11 @@ export class WebhooksService {
       await new Promise((r) => setTimeout(r, 50));
       result = await this.d.deliveries.redeliver(accountId, id, messageId);
     }
-    if (result.outcome === 'not_found') throw webhookErrors.messageNotFound();
+    if (result.outcome === 'not_found') {
+      // Sent before it was stored: in flight here, so not to be sent again.
+      if (this.d.sendingUnstored?.(deliveryIdOf(messageId, id))) throw webhookErrors.deliveryInProgress();
+      throw webhookErrors.messageNotFound();
+    }
     if (result.outcome !== 'scheduled') throw webhookErrors.deliveryInProgress();
     this.d.onDue?.();
     return result.delivery;

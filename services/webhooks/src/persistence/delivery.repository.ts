@@ -70,15 +70,20 @@ export interface EndpointHealth {
 /** Attempts made in the current series. */
 export const seriesAttempts = (d: Pick<DeliveryDoc, 'attempts' | 'seriesStart'>) => d.attempts.length - (d.seriesStart ?? 0);
 
-interface PendingRecord {
+type PendingRecord = {
   id: string;
-  owner: string;
-  /** When the owner's claim lapses (as the owner itself set or renewed it). */
-  claimUntil: Date;
-  update: UpdateFilter<DeliveryDoc>;
   attemptAt: Date;
   events: DomainEvent[];
-}
+} & (
+  | {
+      owner: string;
+      /** When the owner's claim lapses (as the owner itself set or renewed it). */
+      claimUntil: Date;
+      update: UpdateFilter<DeliveryDoc>;
+    }
+  /** A delivery stored for the first time with its first attempt (sent before anything was stored). */
+  | { insert: DeliveryDoc }
+);
 
 /** The events a final attempt of one delivery produces (its delivery.completed). */
 export interface OutboxEntry {
@@ -243,6 +248,13 @@ export class DeliveryRepository {
     });
   }
 
+  /** Which of these deliveries are stored (read by _id alone). */
+  async existingIds(ids: string[]): Promise<Set<string>> {
+    if (!ids.length) return new Set();
+    const found = await this.raw.find({ _id: { $in: ids } }, { projection: { _id: 1 } }).toArray();
+    return new Set(found.map((d) => d._id));
+  }
+
   /** Claims the most overdue delivery that is free, skipping endpoints this instance has no slot for. */
   async claimDue(now: Date, until: Date, owner: { id: string; instance: string }, skipEndpoints: string[]): Promise<DeliveryDoc | null> {
     const filter: Filter<DeliveryDoc> = { status: 'pending', nextAttemptAt: { $lte: now }, lockedUntil: { $lte: now } };
@@ -310,6 +322,27 @@ export class DeliveryRepository {
   }
 
   /**
+   * Stores a delivery not stored yet together with its first attempt and what comes next (an attempt sent
+   * before any write), in the same bulk writes as the other records. Answers false when the delivery was
+   * stored already (its event consumed again after a crash or a rebalance): that record stands.
+   */
+  async recordFirstAttempt(doc: DeliveryDoc, attempt: AttemptDoc, next: { status: DeliveryStatus; nextAttemptAt: Date | null }, events: DomainEvent[] = []): Promise<boolean> {
+    const now = new Date();
+    const insert: DeliveryDoc = {
+      ...doc,
+      attempts: [attempt],
+      status: next.status,
+      nextAttemptAt: next.nextAttemptAt,
+      lockedUntil: UNLOCKED,
+      lockedBy: null,
+      lockedInstance: null,
+      updatedAt: now,
+      finishedAt: next.status === 'pending' ? null : now,
+    };
+    return this.records.add({ id: doc._id, insert, attemptAt: attempt.at, events });
+  }
+
+  /**
    * Writes a batch of records by id. The local wire-compatible server uses no index for a filter with fields
    * besides `_id` (it would scan the collection for every attempt), and every by-id read or write costs it
    * index look-ups that dominate its CPU, so claims are not read back when they cannot have changed hands:
@@ -322,22 +355,34 @@ export class DeliveryRepository {
    */
   private async writeRecords(items: PendingRecord[]): Promise<boolean[]> {
     const safeUntil = Date.now() + CLAIM_MARGIN_MS;
-    const unsure = items.filter((i) => i.claimUntil.getTime() <= safeUntil).map((i) => i.id);
+    const unsure = items.flatMap((i) => ('insert' in i || i.claimUntil.getTime() > safeUntil ? [] : [i.id]));
     const current = unsure.length ? await this.raw.find({ _id: { $in: [...new Set(unsure)] } }, { projection: { lockedBy: 1, status: 1 } }).toArray() : [];
     const byId = new Map(current.map((d) => [d._id, d]));
-    const owned = items.map((i) => i.claimUntil.getTime() > safeUntil || (byId.get(i.id)?.lockedBy === i.owner && byId.get(i.id)?.status === 'pending'));
-    const ops: AnyBulkWriteOperation<DeliveryDoc>[] = items.filter((_, k) => owned[k]).map((i) => ({ updateOne: { filter: { _id: i.id }, update: i.update } }));
-    const entries: OutboxEntry[] = items.filter((i, k) => owned[k] && i.events.length).map((i) => ({ deliveryId: i.id, attemptAt: i.attemptAt, events: i.events }));
+    const owned = items.map((i) => 'insert' in i || i.claimUntil.getTime() > safeUntil || (byId.get(i.id)?.lockedBy === i.owner && byId.get(i.id)?.status === 'pending'));
+    const writes = items.filter((_, k) => owned[k]);
+    const ops: AnyBulkWriteOperation<DeliveryDoc>[] = writes.map((i) =>
+      'insert' in i ? { insertOne: { document: i.insert } } : { updateOne: { filter: { _id: i.id }, update: i.update } },
+    );
+    const entryOf = (i: PendingRecord): OutboxEntry => ({ deliveryId: i.id, attemptAt: i.attemptAt, events: i.events });
+    const entries: OutboxEntry[] = writes.filter((i) => i.events.length).map(entryOf);
     // The events are stored before the attempts, so no recorded final attempt is left without its event.
     const staged = entries.length ? await this.outbox.stage(entries) : null;
+    /** Inserts refused as duplicates, by index in `ops`: the delivery was stored before, and that record stands. */
+    const duplicates = new Set<number>();
     try {
       if (ops.length) await this.raw.bulkWrite(ops, { ordered: false });
     } catch (err) {
-      if (staged) this.outbox.unsettled(staged);
-      throw err;
+      const dupOfInsert = (w: { index: number; code?: number }) => w.code === 11000 && 'insertOne' in ops[w.index]!;
+      const errors = err instanceof MongoBulkWriteError ? (Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors]) : [];
+      if (!errors.length || !errors.every(dupOfInsert)) {
+        if (staged) this.outbox.unsettled(staged);
+        throw err;
+      }
+      for (const w of errors) duplicates.add(w.index);
     }
-    if (staged) this.outbox.recorded(staged, entries);
-    return owned;
+    const refused = new Set(writes.filter((_, k) => duplicates.has(k)));
+    if (staged) this.outbox.recorded(staged, refused.size ? writes.filter((i) => i.events.length && !refused.has(i)).map(entryOf) : entries);
+    return items.map((i, k) => owned[k]! && !refused.has(i));
   }
 
   /**

@@ -3,7 +3,7 @@ import { createLogger } from '@dap/logger';
 import { SecretBox, newWebhookSecret } from '../domain/secret.ts';
 import { newDelivery, UNLOCKED, type AttemptDoc, type DeliveryDoc } from '../persistence/delivery.repository.ts';
 import type { EndpointDoc } from '../persistence/endpoint.repository.ts';
-import { Dispatcher, type DispatcherOptions } from './dispatcher.ts';
+import { Dispatcher, SPILL_AFTER_MS, SPILL_MAX_AGE_MS, type DispatcherOptions } from './dispatcher.ts';
 import type { AttemptResult } from './http-sender.ts';
 
 /** The dispatcher's scheduling against in-memory fakes: slots, the order of what waits, claim renewal. */
@@ -29,7 +29,9 @@ function delivery(eventId: string, lockedFor = 60_000): DeliveryDoc {
   );
 }
 
-function harness(opts: { concurrency?: number; renew?: boolean; maxRetryAfterMs?: number; rateSlots?: DispatcherOptions['rateSlots']; endpoint?: EndpointDoc } = {}) {
+function harness(
+  opts: { concurrency?: number; renew?: boolean; maxRetryAfterMs?: number; rateSlots?: DispatcherOptions['rateSlots']; endpoint?: EndpointDoc; existing?: string[] } = {},
+) {
   const ep = opts.endpoint ?? endpoint;
   const sent: string[] = [];
   /** Each record's attempt and next attempt time, by delivery id. */
@@ -43,6 +45,10 @@ function harness(opts: { concurrency?: number; renew?: boolean; maxRetryAfterMs?
   const claims = new Map<string, { owner: string; until: Date }>();
   /** What the claim query finds next (a due retry, once). */
   const due: DeliveryDoc[] = [];
+  /** Every write and send, in order: `send <webhook-id>`, `insert <id> <status> <attempts>`, `record <id> <status>`. */
+  const log: string[] = [];
+  /** Deliveries already stored by someone else: inserting them again is refused. */
+  const existing = new Set<string>(opts.existing ?? []);
   const options: DispatcherOptions = {
     deliveries: {
       claimDue: async () => due.shift() ?? null,
@@ -53,10 +59,27 @@ function harness(opts: { concurrency?: number; renew?: boolean; maxRetryAfterMs?
       },
       releaseOwner: async () => 0,
       recordAttempt: async (id, claim, attempt, next, events = []) => {
+        log.push(`record ${id} ${next.status}`);
         recorded.push({ id, status: next.status, events: events.length });
         attempts.push({ id, attempt, nextAttemptAt: next.nextAttemptAt });
         claims.set(id, claim);
         return true;
+      },
+      recordFirstAttempt: async (doc, attempt, next, events = []) => {
+        if (existing.has(doc._id)) return false;
+        existing.add(doc._id);
+        log.push(`insert ${doc._id} ${next.status} 1`);
+        recorded.push({ id: doc._id, status: next.status, events: events.length });
+        attempts.push({ id: doc._id, attempt, nextAttemptAt: next.nextAttemptAt });
+        return true;
+      },
+      insertMany: async (docs) => {
+        const fresh = docs.filter((d) => !existing.has(d._id));
+        for (const d of fresh) {
+          existing.add(d._id);
+          log.push(`insert ${d._id} ${d.status} ${d.attempts.length}`);
+        }
+        return new Set(fresh.map((d) => d._id));
       },
       cancel: async () => {},
       release: async () => {},
@@ -79,6 +102,7 @@ function harness(opts: { concurrency?: number; renew?: boolean; maxRetryAfterMs?
     sender: {
       send: (_url, headers, _body, signal) => {
         sent.push(headers['webhook-id']!);
+        log.push(`send ${headers['webhook-id']}`);
         return new Promise<AttemptResult>((resolve) => {
           answers.push(resolve);
           signal?.addEventListener('abort', () =>
@@ -123,7 +147,19 @@ function harness(opts: { concurrency?: number; renew?: boolean; maxRetryAfterMs?
     else if (plan === 'queue') dispatcher.enqueueClaimed(d, ep);
     return plan;
   };
-  return { dispatcher, sent, recorded, renewed, claims, due, answerNext, offer, tick, attempts, postponed, paused };
+  /** Takes a new delivery as the fan-out does for an endpoint that is sent to before storing; answers its durable promise, and whether it has settled. */
+  const offerFirst = (d: DeliveryDoc) => {
+    const plan = dispatcher.plan(d.endpointId, d.body.length);
+    if (plan === 'defer') throw new Error('no room');
+    const state = { settled: null as null | 'stored' | Error };
+    const durable = dispatcher.sendFirst(d, ep, plan);
+    durable.then(
+      () => (state.settled = 'stored'),
+      (err: Error) => (state.settled = err),
+    );
+    return { plan, durable, state };
+  };
+  return { dispatcher, sent, recorded, renewed, claims, due, answerNext, offer, offerFirst, tick, attempts, postponed, paused, log, answers };
 }
 
 describe('Dispatcher', () => {
@@ -281,6 +317,135 @@ describe('Dispatcher', () => {
       expect(h2.postponed).toEqual([]);
       await h2.answerNext();
       await h2.dispatcher.stop();
+    });
+  });
+});
+
+describe('Dispatcher: deliveries sent before they are stored', () => {
+  it('sends first, then stores the delivery once, with its outcome; it is durable only then', async () => {
+    const h = harness({ concurrency: 1 });
+    await h.dispatcher.start();
+    const a = h.offerFirst(delivery('s1'));
+    const b = h.offerFirst(delivery('s2'));
+    expect([a.plan, b.plan]).toEqual(['send', 'queue']);
+    await h.tick();
+    // Nothing is written before the request goes, and nothing is durable while it is on the wire.
+    expect(h.log).toEqual(['send s1']);
+    expect(a.state.settled).toBeNull();
+    await h.answerNext(200);
+    await h.answerNext(500);
+    expect(h.log).toEqual(['send s1', 'insert s1:whk_A succeeded 1', 'send s2', 'insert s2:whk_A pending 1']);
+    expect([a.state.settled, b.state.settled]).toEqual(['stored', 'stored']);
+    // A failed first attempt is stored with its retry, for the claim query (no claim held), and no event yet.
+    expect(h.recorded).toEqual([
+      { id: 's1:whk_A', status: 'succeeded', events: 1 },
+      { id: 's2:whk_A', status: 'pending', events: 0 },
+    ]);
+    expect(h.attempts[1]!.nextAttemptAt!.getTime()).toBeGreaterThan(Date.now() + 50_000);
+    await h.dispatcher.stop();
+  });
+
+  it('knows what it holds, so an event consumed again is not sent twice; what it does not hold is sent', async () => {
+    const h = harness({ concurrency: 1 });
+    await h.dispatcher.start();
+    const a = h.offerFirst(delivery('h1'));
+    await h.tick();
+    expect(h.dispatcher.held('h1:whk_A')).toBe(a.durable);
+    await h.answerNext(200);
+    await expect(h.dispatcher.held('h1:whk_A')).resolves.toBeUndefined(); // stored lately
+    expect(h.dispatcher.held('h2:whk_A')).toBeNull(); // positive control: unknown here
+    expect(h.sent).toEqual(['h1']);
+    await h.dispatcher.stop();
+  });
+
+  it('records nothing over a delivery another process stored first (its event was consumed twice)', async () => {
+    const h = harness({ concurrency: 1, existing: ['x1:whk_A'] });
+    await h.dispatcher.start();
+    const a = h.offerFirst(delivery('x1'));
+    const b = h.offerFirst(delivery('x2'));
+    await h.tick();
+    await h.answerNext(200);
+    await h.answerNext(200);
+    expect(h.log).toEqual(['send x1', 'send x2', 'insert x2:whk_A succeeded 1']);
+    expect([a.state.settled, b.state.settled]).toEqual(['stored', 'stored']);
+    await h.dispatcher.stop();
+  });
+
+  it('fails the durable promise of what it stops before storing, so the event is consumed again', async () => {
+    const h = harness({ concurrency: 1 });
+    await h.dispatcher.start();
+    const a = h.offerFirst(delivery('q1'));
+    const b = h.offerFirst(delivery('q2'));
+    await h.tick();
+    await h.dispatcher.stop(); // q1 is cut short on the wire, q2 never went
+    expect(a.state.settled).toBeInstanceOf(Error);
+    expect(b.state.settled).toBeInstanceOf(Error);
+    expect(h.log).toEqual(['send q1']); // nothing stored: not as released, not as anything
+  });
+
+  describe('after SPILL_AFTER_MS', () => {
+    beforeEach(() => jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask', 'setImmediate'] }));
+    afterEach(() => jest.useRealTimers());
+    const answer = (h: ReturnType<typeof harness>, status: number) =>
+      h.answers.shift()!({ ok: status < 300, statusCode: status, latencyMs: 1, error: null, aborted: false, retryAfterMs: null, requestHeaders: {}, response: null });
+
+    it('stores what is still on the wire or waiting, claimed and without an attempt, then records its attempt on it', async () => {
+      const h = harness({ concurrency: 1 });
+      await h.dispatcher.start();
+      const a = h.offerFirst(delivery('w1'));
+      const b = h.offerFirst(delivery('w2'));
+      await jest.advanceTimersByTimeAsync(SPILL_AFTER_MS - 300);
+      expect(h.log).toEqual(['send w1']); // not yet
+      await jest.advanceTimersByTimeAsync(600);
+      expect(h.log).toEqual(['send w1', 'insert w1:whk_A pending 0', 'insert w2:whk_A pending 0']);
+      expect([a.state.settled, b.state.settled]).toEqual(['stored', 'stored']);
+      answer(h, 200);
+      await jest.advanceTimersByTimeAsync(5);
+      answer(h, 200);
+      await jest.advanceTimersByTimeAsync(5);
+      // Their attempts are recorded on the stored deliveries, under the claims they were stored with.
+      expect(h.log.slice(3)).toEqual(['record w1:whk_A succeeded', 'send w2', 'record w2:whk_A succeeded']);
+      expect(h.claims.get('w1:whk_A')).toMatchObject({ owner: h.dispatcher.owner });
+      await h.dispatcher.stop();
+    });
+
+    it('does not store twice a backlog behind an endpoint that answers, short of SPILL_MAX_AGE_MS', async () => {
+      const h = harness({ concurrency: 1 });
+      await h.dispatcher.start();
+      for (const id of ['b1', 'b2', 'b3']) h.offerFirst(delivery(id));
+      await jest.advanceTimersByTimeAsync(SPILL_AFTER_MS - 100);
+      answer(h, 200); // b1 answered in time; b2 goes out, b3 has waited past SPILL_AFTER_MS
+      await jest.advanceTimersByTimeAsync(500);
+      expect(h.log).toEqual(['send b1', 'insert b1:whk_A succeeded 1', 'send b2']);
+      answer(h, 200);
+      await jest.advanceTimersByTimeAsync(5);
+      answer(h, 200);
+      await jest.advanceTimersByTimeAsync(5);
+      expect(h.log.slice(3)).toEqual(['insert b2:whk_A succeeded 1', 'send b3', 'insert b3:whk_A succeeded 1']);
+      // Positive control: once an attempt stays unanswered that long, the endpoint's backlog is stored.
+      h.offerFirst(delivery('m1'));
+      h.offerFirst(delivery('m2'));
+      await jest.advanceTimersByTimeAsync(SPILL_AFTER_MS + 300);
+      expect(h.log.slice(6)).toEqual(['send m1', 'insert m1:whk_A pending 0', 'insert m2:whk_A pending 0']);
+      await h.dispatcher.stop();
+    });
+
+    it('stores one that has waited SPILL_MAX_AGE_MS, however promptly its endpoint answers', async () => {
+      const h = harness({ concurrency: 1 });
+      await h.dispatcher.start();
+      const n = Math.ceil(SPILL_MAX_AGE_MS / (SPILL_AFTER_MS - 100)) + 1;
+      const ids = Array.from({ length: n }, (_, i) => `d${i}`);
+      for (const id of ids) h.offerFirst(delivery(id));
+      // Each answered within SPILL_AFTER_MS: the endpoint is never slow, but the last one waits for all the others.
+      for (let i = 0; i < n - 2; i++) {
+        await jest.advanceTimersByTimeAsync(SPILL_AFTER_MS - 100);
+        answer(h, 200);
+      }
+      await jest.advanceTimersByTimeAsync(SPILL_AFTER_MS - 100);
+      // The answered ones were stored once, with their outcome; the two left (on the wire, waiting) without one.
+      expect(h.log.filter((l) => l.endsWith('pending 0'))).toEqual(ids.slice(-2).map((id) => `insert ${id}:whk_A pending 0`));
+      expect(h.log.filter((l) => l.endsWith('succeeded 1'))).toHaveLength(n - 2);
+      await h.dispatcher.stop();
     });
   });
 });

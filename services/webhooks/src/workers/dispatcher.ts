@@ -1,6 +1,6 @@
 import { randomUUID, type KeyObject } from 'node:crypto';
 import Denque from 'denque';
-import { makeEvent } from '@dap/contracts';
+import { makeEvent, type DomainEvent } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
 import { SerialPass } from '@dap/mongo';
 import { carrierOf, context, contextOf, endSpan, SpanKind, startSpan, trace, tracingEnabled, withAccount, type Context, type Span } from '@dap/tracing';
@@ -26,6 +26,8 @@ export interface DispatcherOptions {
     | 'postpone'
     | 'earlierPending'
     | 'releaseSuccessors'
+    | 'recordFirstAttempt'
+    | 'insertMany'
   >;
   endpoints: Pick<EndpointRepository, 'findById' | 'markHealthy' | 'markFailing' | 'disable' | 'pauseUntil'>;
   /** Request slots of endpoints with a rate limit, shared by every instance. */
@@ -64,9 +66,53 @@ const RENEW_MARGIN_MS = 2_000;
 /** An endpoint document this recent is used as is; older ones are read again before an attempt. */
 const ENDPOINT_FRESH_MS = 1_000;
 const MAX_CACHED = 10_000;
+/**
+ * Deliveries sent before they were stored are stored anyway (claimed, as if they had not been sent first) once
+ * their endpoint has left an attempt unanswered this long: a slow endpoint holds the Kafka commit (and what a
+ * crash would send again) for no longer. A backlog behind an endpoint that answers is not (storing it twice
+ * would slow the very deliveries it waits for), up to SPILL_MAX_AGE_MS.
+ */
+export const SPILL_AFTER_MS = 2_000;
+export const SPILL_MAX_AGE_MS = 30_000;
+const SPILL_CHECK_MS = 250;
+/** How long a stopping consumer waits for what it took to be stored; what is not by then is consumed again. */
+export const UNSTORED_DRAIN_MS = SPILL_AFTER_MS + 1_000;
+/** Deliveries stored lately, remembered so that an event this process consumes again is not sent twice. */
+const MAX_REMEMBERED = 50_000;
+/**
+ * An event that occurred before this process was given its partitions (plus this margin for clocks) may have
+ * been consumed by another process that sent and stored its deliveries without committing (it crashed, or the
+ * partition moved): the fan-out looks those deliveries up before sending them first. Later events cannot have.
+ */
+export const TAKE_OVER_SKEW_MS = 2_000;
 
 /** What the fan-out does with a new delivery: send it now, hold it claimed in memory, or leave it to the claim query. */
 export type Plan = 'send' | 'queue' | 'defer';
+
+/**
+ * Whether a new delivery to this endpoint may be sent before it is stored: only where nothing else decides when
+ * it goes (an ordered endpoint waits for earlier events, a rate limit for a slot, a Retry-After for its time).
+ */
+export function sendsFirst(endpoint: EndpointDoc, now = Date.now()): boolean {
+  return endpoint.status === 'enabled' && endpoint.ordering !== 'ordered' && !endpoint.rateLimitPerSecond && !((endpoint.pausedUntil?.getTime() ?? 0) > now);
+}
+
+/**
+ * A delivery sent before anything about it was stored: its event's Kafka offset is its only durable trace until
+ * its first attempt is stored with the delivery (`recording`), or the delivery is stored without it (`spilling`:
+ * it waited too long). `foreign`: another process had stored it first (its event was consumed twice).
+ */
+interface Unstored {
+  doc: DeliveryDoc;
+  since: number;
+  /** When its attempt went out (null while it waits for a slot). */
+  sentAt: number | null;
+  state: 'unstored' | 'recording' | 'spilling' | 'stored' | 'foreign';
+  spill: Promise<boolean> | null;
+  durable: Promise<void>;
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
 
 /**
  * One endpoint's claimed deliveries, in the order they go: those the claim query found first, then new ones.
@@ -86,7 +132,9 @@ interface EndpointQueue {
  * others keep flowing.
  *
  * A new delivery is inserted already claimed by this instance (the insert is the claim) and sent at once
- * when its endpoint has a slot, or held here until one frees. The claim query (`claimLoop`, on a timer and
+ * when its endpoint has a slot, or held here until one frees; where only a slot decides when it goes
+ * (`sendsFirst`), it is not inserted at all but sent first and stored with its outcome (`sendFirst`), its
+ * event's uncommitted Kafka offset standing for it until then. The claim query (`claimLoop`, on a timer and
  * on retry timers) claims what else is due — retries, other instances' leftovers, what did not fit in
  * memory — into the same per-endpoint queues, ahead of new deliveries, so a busy endpoint's retries are not
  * starved. A claim held longer than the lease allows is renewed before its attempt.
@@ -118,6 +166,15 @@ export class Dispatcher {
   private deferred = false;
   /** Claim passes in a row that found nothing. */
   private idlePolls = 0;
+  /** Deliveries sent (or waiting to be sent) before they were stored, oldest first. */
+  private readonly unstored = new Map<string, Unstored>();
+  /** Ids of deliveries stored lately from `unstored`, oldest first (see MAX_REMEMBERED). */
+  private readonly storedLately = new Set<string>();
+  /** Queued deliveries that another process stored first: dropped when their turn comes. */
+  private readonly foreign = new Set<string>();
+  private spillTimer: NodeJS.Timeout | null = null;
+  /** When this process was last given partitions (its start until the consumer's group join says). */
+  private assignedAt = 0;
 
   constructor(opts: DispatcherOptions) {
     this.o = opts;
@@ -125,8 +182,19 @@ export class Dispatcher {
     this.passes = new SerialPass({ pass: () => this.claimLoop(), onError: (err) => this.o.logger.warn({ err }, 'delivery claim pass failed; will retry') });
   }
 
+  /** The consumer was given partitions (see TAKE_OVER_SKEW_MS). */
+  partitionsAssigned(): void {
+    this.assignedAt = Date.now();
+  }
+
+  /** Whether an event that occurred at this time may be one another process sent and stored (see TAKE_OVER_SKEW_MS). */
+  mayHaveBeenTaken(occurredAtMs: number): boolean {
+    return occurredAtMs < this.assignedAt + TAKE_OVER_SKEW_MS;
+  }
+
   /** Takes back what an earlier process of this instance left claimed, then claims what is due, now and on a timer. */
   async start(): Promise<void> {
+    this.partitionsAssigned();
     const released = await this.o.deliveries.releaseInstanceClaims(this.instanceId, this.owner);
     if (released) this.o.logger.info({ released, instanceId: this.instanceId }, 'resuming deliveries claimed by this instance before a crash');
     this.stopped = false;
@@ -209,6 +277,90 @@ export class Dispatcher {
     this.track(this.attempt(delivery, endpoint));
   }
 
+  /**
+   * Takes a new delivery that is not stored (after a 'send' or 'queue' plan, to an endpoint that `sendsFirst`):
+   * it goes before any write, and is stored with its first attempt's outcome (or, after SPILL_AFTER_MS, without).
+   * Resolves once it is stored; rejects if this process stops first (its event is then consumed again).
+   */
+  sendFirst(doc: DeliveryDoc, endpoint: EndpointDoc, plan: 'send' | 'queue'): Promise<void> {
+    let resolve!: () => void;
+    let reject!: (err: Error) => void;
+    const durable = new Promise<void>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    durable.catch(() => {}); // the consumer handles it; this keeps a rejection nobody awaits yet from being unhandled
+    this.unstored.set(doc._id, { doc, since: Date.now(), sentAt: null, state: 'unstored', spill: null, durable, resolve, reject });
+    this.armSpill();
+    if (plan === 'send') this.dispatchClaimed(doc, endpoint);
+    else this.enqueueClaimed(doc, endpoint);
+    return durable;
+  }
+
+  /**
+   * A delivery this process already took, for an event consumed again (a rebalance reads from the last commit):
+   * the promise of its storage, resolved already if it was stored lately; null if this process does not know it.
+   */
+  held(id: string): Promise<void> | null {
+    const e = this.unstored.get(id);
+    if (e) return e.durable;
+    return this.storedLately.has(id) ? Promise.resolve() : null;
+  }
+
+  /** Whether this process took the delivery before it was stored and has not stored it yet. */
+  sendingUnstored(id: string): boolean {
+    return this.unstored.has(id);
+  }
+
+  private armSpill(): void {
+    if (this.spillTimer || this.stopped || !this.unstored.size) return;
+    this.spillTimer = setTimeout(() => {
+      this.spillTimer = null;
+      const now = Date.now();
+      // Oldest first: nothing younger than SPILL_AFTER_MS can have been on the wire that long.
+      const old: Unstored[] = [];
+      for (const e of this.unstored.values()) {
+        if (e.since > now - SPILL_AFTER_MS) break;
+        if (e.state === 'unstored') old.push(e);
+      }
+      const slow = new Set(old.filter((e) => e.sentAt !== null && e.sentAt <= now - SPILL_AFTER_MS).map((e) => e.doc.endpointId));
+      for (const e of old) {
+        if (!slow.has(e.doc.endpointId) && e.since > now - SPILL_MAX_AGE_MS) continue;
+        this.spill(e).catch((err: unknown) => this.o.logger.warn({ err, deliveryId: e.doc._id }, 'storing a delivery sent before it was stored failed; will retry'));
+      }
+      this.armSpill();
+    }, SPILL_CHECK_MS);
+  }
+
+  /** Stores a delivery taken unstored as the store-first path would have (claimed by this process, no attempt yet). */
+  private spill(e: Unstored): Promise<boolean> {
+    if (e.state === 'stored' || e.state === 'foreign') return Promise.resolve(e.state === 'stored');
+    if (e.spill) return e.spill;
+    e.state = 'spilling';
+    e.spill = this.o.deliveries.insertMany([e.doc]).then(
+      (inserted) => {
+        const mine = inserted.has(e.doc._id);
+        this.settle(e, mine ? 'stored' : 'foreign');
+        return mine;
+      },
+      (err: unknown) => {
+        e.state = 'unstored';
+        e.spill = null;
+        throw err;
+      },
+    );
+    return e.spill;
+  }
+
+  private settle(e: Unstored, state: 'stored' | 'foreign'): void {
+    e.state = state;
+    this.unstored.delete(e.doc._id);
+    if (state === 'foreign') this.foreign.add(e.doc._id);
+    this.storedLately.add(e.doc._id);
+    if (this.storedLately.size > MAX_REMEMBERED) this.storedLately.delete(this.storedLately.values().next().value!);
+    e.resolve();
+  }
+
   /** Holds a delivery this instance inserted claimed (after a 'queue' plan) until its endpoint has a slot. */
   enqueueClaimed(delivery: DeliveryDoc, endpoint: EndpointDoc): void {
     this.remember(endpoint);
@@ -239,8 +391,10 @@ export class Dispatcher {
       claimMore ||= q.due.length > 0;
       const next = (q.due.length ? q.due : q.fresh).shift()!;
       this.unreserve(next.body.length);
+      if (this.foreign.delete(next._id)) continue;
       this.take(endpointId);
-      const fresh = next.lockedUntil.getTime() - Date.now() > this.o.attemptTimeoutMs + RENEW_MARGIN_MS;
+      // One not stored has no claim to renew (it is stored, claimed, long before its lease would run short).
+      const fresh = this.unstored.has(next._id) || next.lockedUntil.getTime() - Date.now() > this.o.attemptTimeoutMs + RENEW_MARGIN_MS;
       this.track(fresh ? this.attempt(next, null) : this.renewThenAttempt(next));
     }
     if (!q.due.length && !q.fresh.length) this.queues.delete(endpointId);
@@ -270,6 +424,7 @@ export class Dispatcher {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.pollTimer) clearTimeout(this.pollTimer);
+    if (this.spillTimer) clearTimeout(this.spillTimer);
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     this.queues.clear();
@@ -278,6 +433,10 @@ export class Dispatcher {
     this.abort.abort();
     await this.passes.stop();
     await Promise.allSettled([...this.active]);
+    // Not stored, and not to be sent from here: their events are consumed again (by the next start or another instance).
+    for (const e of this.unstored.values()) if (e.state === 'unstored') e.reject(new Error('the dispatcher stopped before the delivery was stored'));
+    this.unstored.clear();
+    this.foreign.clear();
     // What was held here is stored: give its claims back so the next start (or another instance) sends it now.
     try {
       await this.o.deliveries.releaseOwner({ id: this.owner, instance: this.instanceId });
@@ -377,8 +536,17 @@ export class Dispatcher {
       freed = true;
       this.release(d.endpointId);
     };
+    /** Set when this attempt goes before its delivery is stored. */
+    const first = this.unstored.get(d._id);
     try {
       const endpoint = known ?? (await this.endpointOf(d));
+      // Its endpoint changed while it waited (disabled, paused, ordered, rate-limited): stored first, as any other.
+      if (first?.state === 'unstored' && !(endpoint && sendsFirst(endpoint))) {
+        if (!(await this.spill(first))) {
+          this.foreign.delete(d._id); // another process stored it first and has it
+          return;
+        }
+      }
       if (!endpoint || endpoint.status !== 'enabled') {
         await this.o.deliveries.cancel(d._id, this.owner);
         return;
@@ -396,6 +564,7 @@ export class Dispatcher {
       const carrier = traced ? carrierOf(traced.ctx) : d.trace;
       if (carrier) Object.assign(headers, carrier);
       const at = new Date();
+      if (first) first.sentAt = at.getTime();
       let result: AttemptResult;
       try {
         result = await this.o.sender.send(endpoint.url, headers, d.body, this.abort.signal);
@@ -408,7 +577,8 @@ export class Dispatcher {
         endSpan(traced.span, result.ok ? undefined : (result.error ?? `status ${result.statusCode}`));
       }
       if (result.aborted) {
-        await this.o.deliveries.release(d._id, this.owner);
+        // One not stored stays so: its event is consumed again after the stop.
+        if (first?.state !== 'unstored') await this.o.deliveries.release(d._id, this.owner);
         return;
       }
       // Held here before the slot frees, so what waits for the endpoint is not sent in the meantime.
@@ -419,15 +589,17 @@ export class Dispatcher {
       try {
         // In the attempt's own context, whatever context started this pump: its delivery.completed continues the
         // delivery's trace, and no other.
-        await context.with(withAccount(traced ? traced.ctx : contextOf(d.trace), d.accountId), () => this.record(d, endpoint, at, result));
+        await context.with(withAccount(traced ? traced.ctx : contextOf(d.trace), d.accountId), () => this.record(d, endpoint, at, result, first));
       } finally {
         const wasCapped = this.unrecorded >= MAX_UNRECORDED;
         this.unrecorded--;
         if (wasCapped && !this.stopped) this.pumpAll();
       }
     } catch (err) {
-      // The claim expires and another pass retries; nothing is lost.
+      // The claim expires and another pass retries; nothing is lost. One not stored is stored claimed first.
       this.o.logger.error({ err, deliveryId: d._id, endpointId: d.endpointId }, 'delivery attempt failed unexpectedly');
+      if (first?.state === 'unstored' && !this.stopped)
+        this.spill(first).catch((e: unknown) => this.o.logger.warn({ err: e, deliveryId: d._id }, 'storing a delivery failed; the spill timer retries'));
     } finally {
       free();
     }
@@ -453,7 +625,43 @@ export class Dispatcher {
     return secrets;
   }
 
-  private async record(d: DeliveryDoc, endpoint: EndpointDoc, at: Date, result: AttemptResult): Promise<void> {
+  /**
+   * Stores an attempt: with its delivery when the delivery is not stored yet, else on it (after a spill under
+   * way, if any). Answers whether it was stored (not when another process had stored the delivery first).
+   */
+  private async store(
+    d: DeliveryDoc,
+    first: Unstored | undefined,
+    attempt: AttemptDoc,
+    next: { status: DeliveryStatus; nextAttemptAt: Date | null },
+    events: DomainEvent[],
+  ): Promise<boolean> {
+    while (first?.state === 'spilling') await first.spill!.catch(() => {});
+    if (first?.state === 'foreign') {
+      this.foreign.delete(d._id); // this attempt was its turn
+      return false;
+    }
+    if (first?.state !== 'unstored') return this.o.deliveries.recordAttempt(d._id, { owner: this.owner, until: d.lockedUntil }, attempt, next, events);
+    first.state = 'recording';
+    for (let tries = 1; ; tries++) {
+      try {
+        const inserted = await this.o.deliveries.recordFirstAttempt(first.doc, attempt, next, events);
+        this.settle(first, inserted ? 'stored' : 'foreign');
+        this.foreign.delete(d._id); // not queued: this attempt was its turn
+        return inserted;
+      } catch (err) {
+        // Not stored: its event is consumed again after this process stops (see stop), or elsewhere after a crash.
+        if (this.stopped) {
+          first.state = 'unstored';
+          throw err;
+        }
+        this.o.logger.warn({ err, deliveryId: d._id }, 'storing a delivery with its first attempt failed; retrying');
+        await sleep(Math.min(5_000, 100 * 2 ** tries), this.abort.signal);
+      }
+    }
+  }
+
+  private async record(d: DeliveryDoc, endpoint: EndpointDoc, at: Date, result: AttemptResult, first?: Unstored): Promise<void> {
     const made = seriesAttempts(d) + 1;
     let status: DeliveryStatus = 'succeeded';
     let nextAttemptAt: Date | null = null;
@@ -489,7 +697,7 @@ export class Dispatcher {
               data: { endpointId: d.endpointId, eventId: d.eventId, outcome: status === 'succeeded' ? 'succeeded' : 'failed', attempts: made },
             }),
           ];
-    const recorded = await this.o.deliveries.recordAttempt(d._id, { owner: this.owner, until: d.lockedUntil }, attempt, { status, nextAttemptAt }, completed);
+    const recorded = await this.store(d, first, attempt, { status, nextAttemptAt }, completed);
     if (recorded && nextAttemptAt) this.wakeAt(nextAttemptAt.getTime() - Date.now());
     if (recorded && status !== 'pending' && endpoint.ordering === 'ordered' && d.subject) {
       if (await this.o.deliveries.releaseSuccessors(d.endpointId, d.subject, d.eventId)) this.kick();
