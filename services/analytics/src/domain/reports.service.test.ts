@@ -127,6 +127,30 @@ describe('ReportsService', () => {
     expect(h.events.map((e) => e.type)).toEqual(['report.completed']);
   });
 
+  it('waits on stop for a query whose running record is still being written', async () => {
+    let stopped = false;
+    const h = harness(
+      {},
+      (opts) =>
+        new Promise((resolve) => {
+          opts.signal?.addEventListener('abort', () => setImmediate(() => ((stopped = true), resolve(ONE_ROW))), { once: true });
+        }),
+    );
+    const insert = h.reports.insert.bind(h.reports);
+    let written!: () => void;
+    const gate = new Promise<void>((r) => (written = r));
+    h.reports.insert = async (acct, doc) => {
+      await gate;
+      return insert(acct, doc);
+    };
+    const answer = h.service.run(caller, q());
+    await new Promise((r) => setImmediate(r));
+    await h.service.stop();
+    expect(stopped).toBe(true);
+    written();
+    expect((await answer).report._id).toMatch(/^rpt_/);
+  });
+
   it('stops the query and frees its slot when the running record cannot be written', async () => {
     let signal: AbortSignal | undefined;
     let finish!: () => void;

@@ -121,6 +121,7 @@ export class ReportsService {
     // wait for twice. The outcome is stored only once the record exists; if it cannot be written, the query stops.
     const cancel = new AbortController();
     const computing = this.compute(query, runOn, id, cancel.signal);
+    this.track(computing); // stop() waits for it even while the record is being written
     let report: ReportDoc;
     try {
       report = await this.deps.reports.insert(accountId, {
