@@ -131,7 +131,7 @@ async function fromOwner(ctx: BenchContext, run: RunIngestBench): Promise<Scenar
     targets: [
       rowsRatioTarget(
         r.ratio,
-        `${round(r.ratio, 2)} (${r.serviceRowsPerSec} vs ${r.duckdbRowsPerSec} rows/s, ${r.rows} rows; vs a parse-only count(*) ${r.duckdbCountRowsPerSec} rows/s; the load alone, without the download: ${round(r.loadRatio, 2)}; the load against the same COPY on the service's default resources for a big CSV, one thread and its memory limit: ${round(r.sameResourcesLoadRatio, 2)})`,
+        `${round(r.ratio, 2)} (${r.serviceRowsPerSec} vs ${r.duckdbRowsPerSec} rows/s, ${r.rows} rows; vs a parse-only count(*) ${r.duckdbCountRowsPerSec} rows/s; the load alone, without the download: ${round(r.loadRatio, 2)}; the load against the same COPY on the service's resources for this load (its memory limit; one thread for a file over INGEST_PARALLEL_MAX_BYTES): ${round(r.sameResourcesLoadRatio, 2)})`,
         `${FILE}: a URL source on a local file server (${r.fileServer}), re-synced: POST /v1/sources/{id}/sync until the new Parquet file is published (the service's lastSyncedAt; API call, job, download, DuckDB load into Parquet, publish) vs DuckDB's own COPY (SELECT * FROM read_csv(file)) TO parquet; medians of ${runs} alternating runs`,
       ),
     ],
