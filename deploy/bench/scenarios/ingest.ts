@@ -98,9 +98,9 @@ export async function ingestScenario(ctx: BenchContext): Promise<ScenarioResult>
   }
 }
 
-/** The ingest scenario's one target: ingestion rows/s over DuckDB's own read_csv rows/s, at least 0.7. */
+/** The ingest scenario's one target: ingestion rows/s over DuckDB's own read_csv rows/s, at least 0.8. */
 function rowsRatioTarget(ratio: number, value: string, detail: string): ScenarioResult['targets'][number] {
-  return { id: 'ingest.rows_ratio', scenario: 'ingest', figure: 'CSV ingestion rows/s vs DuckDB read_csv', target: '≥ 0.7', value, met: ratio >= 0.7, detail };
+  return { id: 'ingest.rows_ratio', scenario: 'ingest', figure: 'CSV ingestion rows/s vs DuckDB read_csv', target: '≥ 0.8', value, met: ratio >= 0.8, detail };
 }
 
 /** The fields of deploy/bench/services/sources/ingest.bench.ts's result that the report uses. */
@@ -115,6 +115,9 @@ interface IngestBenchResult {
   pullMs: number[];
   loadMs: number[];
   duckdbCountRowsPerSec: number;
+  duckdbSameResourcesRowsPerSec: number;
+  sameResourcesLoadRatio: number;
+  duckdbSameResourcesMs: number[];
   serviceMs: number[];
   duckdbMs: number[];
 }
@@ -128,7 +131,7 @@ async function fromOwner(ctx: BenchContext, run: RunIngestBench): Promise<Scenar
     targets: [
       rowsRatioTarget(
         r.ratio,
-        `${round(r.ratio, 2)} (${r.serviceRowsPerSec} vs ${r.duckdbRowsPerSec} rows/s, ${r.rows} rows; vs a parse-only count(*) ${r.duckdbCountRowsPerSec} rows/s; the load alone, without the download: ${round(r.loadRatio, 2)})`,
+        `${round(r.ratio, 2)} (${r.serviceRowsPerSec} vs ${r.duckdbRowsPerSec} rows/s, ${r.rows} rows; vs a parse-only count(*) ${r.duckdbCountRowsPerSec} rows/s; the load alone, without the download: ${round(r.loadRatio, 2)}; the load against the same COPY on the service's resources for this load (its memory limit; one thread for a file over INGEST_PARALLEL_MAX_BYTES): ${round(r.sameResourcesLoadRatio, 2)})`,
         `${FILE}: a URL source on a local file server (${r.fileServer}), re-synced: POST /v1/sources/{id}/sync until the new Parquet file is published (the service's lastSyncedAt; API call, job, download, DuckDB load into Parquet, publish) vs DuckDB's own COPY (SELECT * FROM read_csv(file)) TO parquet; medians of ${runs} alternating runs`,
       ),
     ],
@@ -141,6 +144,7 @@ async function fromOwner(ctx: BenchContext, run: RunIngestBench): Promise<Scenar
       pullMs: r.pullMs,
       loadMs: r.loadMs,
       duckdbMs: r.duckdbMs,
+      duckdbSameResourcesMs: r.duckdbSameResourcesMs,
       serviceRowsPerSec: r.serviceRowsPerSec,
       duckdbRowsPerSec: r.duckdbRowsPerSec,
       duckdbCountRowsPerSec: r.duckdbCountRowsPerSec,

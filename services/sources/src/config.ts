@@ -50,7 +50,10 @@ export const sourcesConfigShape = {
   /**
    * DuckDB's memory limit in this process; loads run one at a time so a big file stays within it. The service's
    * peak RSS follows it: loading a 1 GiB CSV (one thread) took the loader +183 MB over its idle RSS at 256 MB,
-   * +144 MB at 160 MB; a 118 MiB one (all threads) +227 / +176 MB, in the same time (9.5 s; 0.70 s).
+   * +144 MB at 160 MB; a 118 MiB one (all threads) +227 / +176 MB, in the same time (9.5 s; 0.70 s). At 112 MB
+   * and below a load on two threads no longer runs in parallel: DuckDB holds back the thread that reads ahead
+   * of the ordered write, which then spins (a 2M-row CSV: 1.2-1.4 s of wall and 2.3-2.5 s of CPU, against
+   * 0.66-0.77 s and 1.25-1.38 s at 160 MB).
    */
   DUCKDB_MEMORY_LIMIT: duckdbSize.default('160MB'),
   ...duckdbSpillConfig,
@@ -65,16 +68,22 @@ export const sourcesConfigShape = {
     .max(7 * 24 * 3_600_000)
     .default(DEFAULT_DATASET_GRACE_MS),
   /**
-   * Staged files up to this size load on all DuckDB threads; bigger ones on one thread, so memory stays flat.
-   * Every thread costs memory for little time on two cores (soak, idle RSS ~188 MB): a 120 MiB CSV peaked at
-   * 373-399 MB on two threads in 1.4-1.6 s, 315-324 MB on one in 1.8-2.2 s; a 30 MiB one 345-353 MB in 0.8 s
-   * on two, 312-318 MB in 1.0-1.1 s on one. At 128 MiB the budget of 400 MB was passed on a loaded machine.
+   * Staged files up to this size load on all DuckDB threads; a bigger CSV on INGEST_LARGE_CSV_THREADS, a bigger
+   * JSON file on one thread, so memory stays bounded however many cores the machine has.
    */
   INGEST_PARALLEL_MAX_BYTES: z.coerce
     .number()
     .int()
     .min(0)
     .default(32 * 1024 ** 2),
+  /**
+   * DuckDB threads for a CSV over INGEST_PARALLEL_MAX_BYTES. The load's SQL on a 2M-row, 123 MB CSV on a quiet
+   * 2-core machine: 1,136 ms on one thread, 621 ms on two, DuckDB's own COPY of the file 603 ms. Two cost memory:
+   * an ordered COPY keeps what one thread reads ahead until the other's rows are written, so a 121 MiB CSV
+   * peaked at 387-400 MB of service RSS on two threads against 323 MB on one (soak, idle ~190 MB, load average
+   * ~17). The default keeps the 400 MB budget; a deployment with more memory per replica can set 2.
+   */
+  INGEST_LARGE_CSV_THREADS: z.coerce.number().int().min(1).max(64).default(1),
 };
 
 export type SourcesConfig = z.infer<z.ZodObject<typeof sourcesConfigShape>>;

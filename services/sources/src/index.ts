@@ -61,7 +61,7 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
     );
     retiredSweep.unref();
     life.onStop('retired-file sweep', () => clearInterval(retiredSweep));
-    const loader = new DatasetLoader(store, { parallelMaxBytes: config.INGEST_PARALLEL_MAX_BYTES, logger });
+    const loader = new DatasetLoader(store, { parallelMaxBytes: config.INGEST_PARALLEL_MAX_BYTES, largeCsvThreads: config.INGEST_LARGE_CSV_THREADS, logger });
     const guard = deps.guard ?? new OutboundGuard({ allowPrivate: config.ALLOW_PRIVATE_TARGETS, platform: platformEndpointsOf(config) });
     const cipher = config.SOURCE_CREDENTIALS_KEY ? new CredentialCipher(config.SOURCE_CREDENTIALS_KEY) : null;
     if (!cipher) logger.warn('SOURCE_CREDENTIALS_KEY is not set: URL and database sources are refused');

@@ -70,7 +70,7 @@ function harness(
     logger: createLogger({ name: 'test', level: 'silent' }),
     limits: { budgetMs: 1_000, timeoutMs: 30_000, maxConcurrent: 4, maxResultBytes: 1_000_000, maxBytesRead: { starter: 0, professional: 0, enterprise: 0 }, ...limits },
   });
-  return { service, docs, events, source };
+  return { service, docs, events, source, reports };
 }
 
 const ONE_ROW: TableResult = { columns: [{ name: 'count', type: 'integer' }], rows: [[1]] };
@@ -102,8 +102,84 @@ describe('ReportsService', () => {
     expect(h.events).toEqual([expect.objectContaining({ type: 'report.completed', subject: report._id, requestId: caller.requestId })]);
   });
 
+  it('starts the query while its running record is written, and stores the outcome once that write is done', async () => {
+    let ran = false;
+    const h = harness({}, async () => {
+      ran = true;
+      return ONE_ROW;
+    });
+    const insert = h.reports.insert.bind(h.reports);
+    let written!: () => void;
+    const gate = new Promise<void>((r) => (written = r));
+    let ranBeforeWritten: boolean | null = null;
+    h.reports.insert = async (acct, doc) => {
+      await gate;
+      ranBeforeWritten = ran;
+      return insert(acct, doc);
+    };
+    const answer = h.service.run(caller, q());
+    await new Promise((r) => setImmediate(r));
+    written();
+    const { report, accepted } = await answer;
+    expect(ranBeforeWritten).toBe(true);
+    expect([accepted, report.status, report.rows]).toEqual([false, 'completed', [[1]]]);
+    expect(h.docs.get(report._id)).toMatchObject({ status: 'completed', rows: [[1]] });
+    expect(h.events.map((e) => e.type)).toEqual(['report.completed']);
+  });
+
+  it('waits on stop for a query whose running record is still being written', async () => {
+    let stopped = false;
+    const h = harness(
+      {},
+      (opts) =>
+        new Promise((resolve) => {
+          opts.signal?.addEventListener('abort', () => setImmediate(() => ((stopped = true), resolve(ONE_ROW))), { once: true });
+        }),
+    );
+    const insert = h.reports.insert.bind(h.reports);
+    let written!: () => void;
+    const gate = new Promise<void>((r) => (written = r));
+    h.reports.insert = async (acct, doc) => {
+      await gate;
+      return insert(acct, doc);
+    };
+    const answer = h.service.run(caller, q());
+    await new Promise((r) => setImmediate(r));
+    await h.service.stop();
+    expect(stopped).toBe(true);
+    written();
+    expect((await answer).report._id).toMatch(/^rpt_/);
+  });
+
+  it('stops the query and frees its slot when the running record cannot be written', async () => {
+    let signal: AbortSignal | undefined;
+    let finish!: () => void;
+    const h = harness({ maxConcurrent: 1 }, (opts) => {
+      signal = opts.signal;
+      return new Promise((resolve, reject) => {
+        finish = () => resolve(ONE_ROW);
+        opts.signal?.addEventListener('abort', () => reject(new QueryInterruptedError('aborted', 'stopped')), { once: true });
+      });
+    });
+    const insert = h.reports.insert.bind(h.reports);
+    h.reports.insert = async () => {
+      throw new Error('the database is unreachable');
+    };
+    await expect(h.service.run(caller, q())).rejects.toThrow('the database is unreachable');
+    expect(signal?.aborted).toBe(true);
+    expect([h.docs.size, h.events]).toEqual([0, []]);
+    // Positive control: the slot is free again, and a query whose record is written runs to the end.
+    h.reports.insert = insert;
+    const next = h.service.run(caller, q());
+    await new Promise((r) => setImmediate(r));
+    expect(signal?.aborted).toBe(false);
+    finish();
+    expect((await next).report.status).toBe('completed');
+  });
+
   it('answers what is stored when another writer ended the report first, without a second event', async () => {
     const h: ReturnType<typeof harness> = harness({}, async () => {
+      await new Promise((r) => setImmediate(r)); // the query starts as its record is written: after that write
       for (const d of h.docs.values()) d.status = 'failed'; // the stale sweeper got there first
       return ONE_ROW;
     });

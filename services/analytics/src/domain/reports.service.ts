@@ -116,10 +116,16 @@ export class ReportsService {
     const { source, runOn, running } = await this.plan(caller, query);
 
     this.admit(accountId, running);
+    const id = newId('rpt');
+    // The query starts while its `running` record is written: the write is a round trip the answer need not
+    // wait for twice. The outcome is stored only once the record exists; if it cannot be written, the query stops.
+    const cancel = new AbortController();
+    const computing = this.compute(query, runOn, id, cancel.signal);
+    this.track(computing); // stop() waits for it even while the record is being written
     let report: ReportDoc;
     try {
       report = await this.deps.reports.insert(accountId, {
-        _id: newId('rpt'),
+        _id: id,
         sourceId: source._id,
         query,
         status: 'running',
@@ -136,10 +142,12 @@ export class ReportsService {
         completedAt: null,
       });
     } catch (err) {
-      this.release(accountId);
+      cancel.abort();
+      // The slot is held until the query has stopped.
+      this.track(computing.finally(() => this.release(accountId)));
       throw err;
     }
-    const outcome = this.execute(report, runOn, caller.requestId).finally(() => this.release(accountId));
+    const outcome = computing.then((done) => this.record(report, done, caller.requestId)).finally(() => this.release(accountId));
     this.track(outcome);
     if (query.async) return { report, accepted: true };
     const settled = await settleWithin(outcome, this.deps.limits.budgetMs);
@@ -279,10 +287,9 @@ export class ReportsService {
     else this.runningByAccount.delete(accountId);
   }
 
-  /** Runs the query and stores its outcome with its event; never rejects. */
-  private async execute(report: ReportDoc, run: QueryRun, requestId: string): Promise<ReportDoc> {
+  /** Stores a query's outcome with its event; never rejects. */
+  private async record(report: ReportDoc, outcome: Outcome, requestId: string): Promise<ReportDoc> {
     const { logger } = this.deps;
-    const outcome = await this.compute(report.query, run, report._id);
     const { durationMs } = outcome;
     const completedAt = new Date();
     let fields: Omit<ReportOutcome, 'rowsJson'>;
@@ -324,7 +331,7 @@ export class ReportsService {
   }
 
   /** Runs the query for its page and total; never rejects (a failure is an outcome, in words a customer can act on). */
-  private async compute(query: AnalyticsQuery, run: QueryRun, reportId?: string): Promise<Outcome> {
+  private async compute(query: AnalyticsQuery, run: QueryRun, reportId?: string, cancel?: AbortSignal): Promise<Outcome> {
     const { logger, limits } = this.deps;
     const started = performance.now();
     const elapsed = () => Math.round((performance.now() - started) * 100) / 100;
@@ -332,7 +339,8 @@ export class ReportsService {
       // A newer sync may have replaced and removed the file meanwhile: then the page is read once more from the current one.
       const { result, total, read } = await readCurrentFile(run.file, run.current, async (file) => {
         const { compiled, read } = file === run.file ? run : await run.recompile(file);
-        const opts = { timeoutMs: limits.timeoutMs, signal: this.shutdown.signal, computed: computedOf(compiled) };
+        const signal = cancel ? AbortSignal.any([this.shutdown.signal, cancel]) : this.shutdown.signal;
+        const opts = { timeoutMs: limits.timeoutMs, signal, computed: computedOf(compiled) };
         const page = await this.deps.runner.run(compiled.sql, compiled.params, opts);
         // The page's last column is the count of all result rows (the same on every row); it is not an output.
         const width = compiled.columns.length;

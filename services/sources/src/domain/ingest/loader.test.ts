@@ -232,21 +232,38 @@ describe('CSV schema inference', () => {
     expect(rows[1]).toEqual({ d: '2024-01-02', n: 1, x: '1.25' });
   });
 
-  it('keeps the file order, on all threads (small file) and on one (big file)', async () => {
+  it('keeps the file order on all threads (small file), on one (big file) or two (big CSV, when configured)', async () => {
     const threads = async () => Number((await store.duck.run(`SELECT current_setting('threads') AS t`)).rows[0]!.t);
     const allThreads = await threads();
-    let csv = 'n\n';
-    for (let i = 0; i < 200_000; i++) csv += `${i}\n`;
+    let csv = 'n,label\n';
+    for (let i = 0; i < 700_000; i++) csv += `${i},"row ${i} of the file"\n`;
     const { rows } = await load('csv', csv);
-    expect(rows.every((r, i) => r.n === i)).toBe(true);
-    const oneThread = new DatasetLoader(store, { parallelMaxBytes: 0, logger: createLogger({ name: 'test', level: 'silent' }) });
+    expect(rows.every((r, i) => r.n === i && r.label === `row ${i} of the file`)).toBe(true);
+    const logger = createLogger({ name: 'test', level: 'silent' });
     const accountId = newId('acct');
     const sourceId = newId('src');
-    await store.stage(accountId, sourceId, 'csv', csv);
-    const result = await oneThread.load({ accountId, sourceId, format: 'csv' });
-    expect(result.rowCount).toBe(200_000);
-    const big = (await store.duck.run(`SELECT n FROM read_parquet(${sqlLiteral(result.file)})`)).rows;
-    expect(big.every((r, i) => r.n === i)).toBe(true);
+    // Past the 8 MiB read buffer, so each thread reads its own part of the file.
+    expect(csv.length).toBeGreaterThan(2 * 8 * 1024 * 1024);
+    for (const [big, expected] of [
+      [new DatasetLoader(store, { parallelMaxBytes: 0, logger }), 1],
+      [new DatasetLoader(store, { parallelMaxBytes: 0, largeCsvThreads: 2, logger }), 2],
+    ] as const) {
+      await store.stage(accountId, sourceId, 'csv', csv);
+      const result = await big.load({ accountId, sourceId, format: 'csv' });
+      expect(result.rowCount).toBe(700_000);
+      expect(await threads()).toBe(expected);
+      const read = (await store.duck.run(`SELECT n, label FROM read_parquet(${sqlLiteral(result.file)})`)).rows;
+      expect(read.length).toBe(700_000);
+      expect(read.every((r, i) => r.n === i && r.label === `row ${i} of the file`)).toBe(true);
+    }
+    const big = new DatasetLoader(store, { parallelMaxBytes: 0, largeCsvThreads: 2, logger });
+    await store.stage(
+      accountId,
+      sourceId,
+      'ndjson',
+      rows.slice(0, 1_000).map((r) => JSON.stringify(r) + '\n'),
+    );
+    expect((await big.load({ accountId, sourceId, format: 'ndjson' })).rowCount).toBe(1_000);
     expect(await threads()).toBe(1);
     await loader.load({ accountId, sourceId, format: 'csv' });
     expect(await threads()).toBe(allThreads);

@@ -49,19 +49,21 @@ export interface LoadRequest {
  *   timestamps. Only when something changes is the Parquet file rewritten (a cheap columnar pass).
  *
  * Loads run one at a time per process: DuckDB's memory (DUCKDB_MEMORY_LIMIT) is shared, and one big COPY
- * at a time, on one thread when the file is big (INGEST_PARALLEL_MAX_BYTES), is what keeps the process
- * small. Row order is kept.
+ * at a time, on a bounded number of threads when the file is big (INGEST_PARALLEL_MAX_BYTES,
+ * INGEST_LARGE_CSV_THREADS), is what keeps the process small. Row order is kept.
  */
 export class DatasetLoader {
   private readonly store: DatasetStore;
   private readonly parallelMaxBytes: number;
+  private readonly largeCsvThreads: number;
   private readonly logger: Logger;
   private queue: Promise<unknown> = Promise.resolve();
   private ready: Promise<void> | null = null;
 
-  constructor(store: DatasetStore, opts: { parallelMaxBytes: number; logger: Logger }) {
+  constructor(store: DatasetStore, opts: { parallelMaxBytes: number; largeCsvThreads?: number; logger: Logger }) {
     this.store = store;
     this.parallelMaxBytes = opts.parallelMaxBytes;
+    this.largeCsvThreads = opts.largeCsvThreads ?? 1;
     this.logger = opts.logger;
   }
 
@@ -83,8 +85,9 @@ export class DatasetLoader {
     if (req.columns && !req.columns.length) throw new LoadError('the query returned no columns');
     if (size === 0 && !req.columns) throw new LoadError('the data is empty');
     // Every DuckDB thread holds its own read and write buffers (and keeping row order buffers chunks that
-    // finish early): a big file loads on one thread, which keeps memory flat; a small one uses them all.
-    await store.duck.run(size <= this.parallelMaxBytes ? 'RESET threads' : 'SET threads = 1');
+    // finish early): a small file uses them all; a big CSV INGEST_LARGE_CSV_THREADS, a big JSON file one.
+    const threads = req.format === 'csv' ? this.largeCsvThreads : 1;
+    await store.duck.run(size <= this.parallelMaxBytes ? 'RESET threads' : `SET threads = ${threads}`);
     const written: string[] = [];
     const target = () => {
       const f = store.newDataFile(req.accountId, req.sourceId);
