@@ -359,21 +359,20 @@ describe('OutboxRelay (on the test stack MongoDB)', () => {
     });
   });
 
-  it('holds handed-over events for lingerMs so writes spread over time share one batch, and publishes what lingers at shutdown', async () => {
-    const raw = mongo.db.collection('lingering');
-    const published: DomainEvent[][] = [];
-    // The linger outlasts the test: only the shutdown flush can publish these.
-    const relay = new OutboxRelay({
-      collections: [raw],
-      insertOnly: ['lingering'],
-      publisher: { publish: async (e) => void published.push(e) },
-      logger,
-      intervalMs: 60_000,
-      lingerMs: 60_000,
-    });
-    const coll = new TenantCollection<Doc>(mongo.db, 'lingering', (w) => relay.written(w));
+  /** A started relay over an insert-only collection whose events linger a minute (longer than any test). */
+  async function lingeringRelay(name: string, publish: (events: DomainEvent[]) => void) {
+    const raw = mongo.db.collection(name);
+    const relay = new OutboxRelay({ collections: [raw], insertOnly: [name], publisher: { publish: async (e) => publish(e) }, logger, intervalMs: 60_000, lingerMs: 60_000 });
+    const coll = new TenantCollection<Doc>(mongo.db, name, (w) => relay.written(w));
     relay.start();
     await relay.flush();
+    return { raw, relay, coll };
+  }
+
+  it('holds handed-over events for lingerMs so writes spread over time share one batch, and publishes what lingers at shutdown', async () => {
+    const published: DomainEvent[][] = [];
+    // The linger outlasts the test: only the shutdown flush can publish these.
+    const { raw, relay, coll } = await lingeringRelay('lingering', (e) => void published.push(e));
     const events = [event(1), event(2), event(3)];
     for (const [i, e] of events.entries()) await coll.insert(accountId, { _id: `l${i}`, n: i }, [e]);
 
@@ -397,19 +396,8 @@ describe('OutboxRelay (on the test stack MongoDB)', () => {
   });
 
   it('publishes lingering events at once when enough are waiting', async () => {
-    const raw = mongo.db.collection('lingering_full');
     const published: DomainEvent[] = [];
-    const relay = new OutboxRelay({
-      collections: [raw],
-      insertOnly: ['lingering_full'],
-      publisher: { publish: async (e) => void published.push(...e) },
-      logger,
-      intervalMs: 60_000,
-      lingerMs: 60_000,
-    });
-    const coll = new TenantCollection<Doc>(mongo.db, 'lingering_full', (w) => relay.written(w));
-    relay.start();
-    await relay.flush();
+    const { relay, coll } = await lingeringRelay('lingering_full', (e) => void published.push(...e));
     const outcome = await coll.insertEach(Array.from({ length: 500 }, (_, i) => ({ accountId, doc: { _id: `g${i}`, n: i }, events: [event(i)] })));
     expect(outcome.every((o) => o === null)).toBe(true);
     await waitFor(() => published.length === 500, { what: '500 lingering events published before the linger ends' });

@@ -195,6 +195,20 @@ function isDuplicateOnly(err: unknown): err is MongoBulkWriteError {
   return errors.length > 0 && errors.every((w) => w.code === 11000);
 }
 
+/** A delivery's state after an attempt: what comes next, unclaimed, and finished unless it waits for a retry. */
+function afterAttempt(next: { status: DeliveryStatus; nextAttemptAt: Date | null }) {
+  const now = new Date();
+  return {
+    status: next.status,
+    nextAttemptAt: next.nextAttemptAt,
+    lockedUntil: UNLOCKED,
+    lockedBy: null,
+    lockedInstance: null,
+    updatedAt: now,
+    finishedAt: next.status === 'pending' ? null : now,
+  };
+}
+
 export class DeliveryRepository {
   readonly raw: Collection<DeliveryDoc>;
   private readonly outbox: RecordOutbox;
@@ -305,19 +319,7 @@ export class DeliveryRepository {
     next: { status: DeliveryStatus; nextAttemptAt: Date | null },
     events: DomainEvent[] = [],
   ): Promise<boolean> {
-    const now = new Date();
-    const update: UpdateFilter<DeliveryDoc> = {
-      $push: { attempts: attempt },
-      $set: {
-        status: next.status,
-        nextAttemptAt: next.nextAttemptAt,
-        lockedUntil: UNLOCKED,
-        lockedBy: null,
-        lockedInstance: null,
-        updatedAt: now,
-        finishedAt: next.status === 'pending' ? null : now,
-      },
-    };
+    const update: UpdateFilter<DeliveryDoc> = { $push: { attempts: attempt }, $set: afterAttempt(next) };
     return this.records.add({ id, owner: claim.owner, claimUntil: claim.until, update, attemptAt: attempt.at, events });
   }
 
@@ -327,18 +329,7 @@ export class DeliveryRepository {
    * stored already (its event consumed again after a crash or a rebalance): that record stands.
    */
   async recordFirstAttempt(doc: DeliveryDoc, attempt: AttemptDoc, next: { status: DeliveryStatus; nextAttemptAt: Date | null }, events: DomainEvent[] = []): Promise<boolean> {
-    const now = new Date();
-    const insert: DeliveryDoc = {
-      ...doc,
-      attempts: [attempt],
-      status: next.status,
-      nextAttemptAt: next.nextAttemptAt,
-      lockedUntil: UNLOCKED,
-      lockedBy: null,
-      lockedInstance: null,
-      updatedAt: now,
-      finishedAt: next.status === 'pending' ? null : now,
-    };
+    const insert: DeliveryDoc = { ...doc, attempts: [attempt], ...afterAttempt(next) };
     return this.records.add({ id: doc._id, insert, attemptAt: attempt.at, events });
   }
 
