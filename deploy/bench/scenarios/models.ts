@@ -160,7 +160,7 @@ export async function modelsScenario(ctx: BenchContext): Promise<ScenarioResult>
         target: `< ${SINGLE_P99_TARGET_MS} ms`,
         value: `${round(p99('gateway'))} ms (p50 ${round(p50('gateway'))}; direct p50 ${round(p50('direct'))}, p99 ${round(p99('direct'))} ms; model in process p99 ${round(inProc.p99)} ms)`,
         met: p99('gateway') < SINGLE_P99_TARGET_MS,
-        detail: `POST ${path} with one 28-point series (horizon 7), open loop at ${SINGLE_RATE} req/s, median of ${opts.reps} × ${opts.durationSec} s; each request's prediction log entry goes to MongoDB as it is answered (PREDICTION_LOG_WRITE=after_answer, the default)`,
+        detail: `POST ${path} with one 28-point series (horizon 7), open loop at ${SINGLE_RATE} req/s, median of ${opts.reps} × ${opts.durationSec} s; each request's prediction log entry is stored before it is answered (PREDICTION_LOG_WRITE=before_answer, the default)`,
       },
       {
         id: 'models.trained_single_p99',

@@ -12,10 +12,10 @@ export const modelsConfigShape = {
   PREDICTION_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /**
    * When a prediction is answered relative to its log entry (and `prediction.completed`) being stored:
-   * `after_answer` (the insert follows the answer, grouped and retried; a crash loses the entries not yet
-   * stored) or `before_answer` (no crash loses one; the request waits for a MongoDB round trip).
+   * `before_answer` (the default: no crash loses one; the request waits for a grouped MongoDB insert) or
+   * `after_answer` (the insert follows the answer, grouped and retried; a crash loses the entries not yet stored).
    */
-  PREDICTION_LOG_WRITE: z.enum(PREDICTION_LOG_WRITES).default('after_answer'),
+  PREDICTION_LOG_WRITE: z.enum(PREDICTION_LOG_WRITES).default('before_answer'),
   /** Log entries waiting for their insert at most; past it a prediction answers 503 (`service_busy`). */
   PREDICTION_LOG_MAX_QUEUED: z.coerce.number().int().min(100).max(1_000_000).default(10_000),
   /** Worker threads for large built-in batches and ONNX models (0: everything runs on the main thread). */

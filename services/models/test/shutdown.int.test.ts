@@ -7,12 +7,14 @@ import { serviceClient, serviceTestEnv, uniqueSuffix, waitFor } from '@dap/testi
 import { FORECAST_MODEL_ID, loadModelsConfig, startModels } from '../src/index.ts';
 
 /**
- * A graceful stop loses no answered prediction: with its log written after the answer (the default) and its
+ * A graceful stop loses no answered prediction: with its log written after the answer (`after_answer`) and its
  * events held by the relay, the stop writes out the queued entries and then publishes every held event.
  */
 const suffix = uniqueSuffix();
 // The linger outlasts the test: only the shutdown can publish the predictions' events.
-const config = loadModelsConfig(serviceTestEnv(`models_stop_${suffix}`, `s${suffix}.`, { OUTBOX_LINGER_MS: '5000', OUTBOX_INTERVAL_MS: '60000' }));
+const config = loadModelsConfig(
+  serviceTestEnv(`models_stop_${suffix}`, `s${suffix}.`, { PREDICTION_LOG_WRITE: 'after_answer', OUTBOX_LINGER_MS: '5000', OUTBOX_INTERVAL_MS: '60000' }),
+);
 const logger = createLogger({ name: 'models-stop-test', level: 'silent' });
 let consumer: Consumer | null = null;
 

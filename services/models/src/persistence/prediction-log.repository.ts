@@ -99,7 +99,7 @@ export class PredictionLogRepository {
 
   constructor(
     coll: TenantCollection<PredictionLogDoc>,
-    batching: LogBatching = { write: 'after_answer', maxBatch: 500, maxQueued: 10_000, retryMs: 1_000 },
+    batching: LogBatching = { write: 'before_answer', maxBatch: 500, maxQueued: 10_000, retryMs: 1_000 },
     logger: Logger | null = null,
   ) {
     this.coll = coll;
