@@ -21,13 +21,13 @@ const root = repoRoot();
 const services = ['accounts', 'sources', 'analytics', 'models', 'webhooks'] as const;
 const doc = buildOpenApi('https://api.example.com') as Json;
 
-/** Route factory → where its app mounts it, from each service's app.ts (`app.use('/v1/keys', keyRoutes(…))`). */
+/** Route factory → where its app mounts it, from each service's app.ts (`['/v1/keys', keyRoutes(…)]` given to createServiceApp). */
 function mounts(): Map<string, string> {
   const out = new Map<string, string>();
   for (const s of services) {
     const text = readFileSync(join(root, 'services', s, 'src', 'app.ts'), 'utf8');
-    for (const m of text.matchAll(/app\.use\(\s*'([^']+)'\s*,\s*(\w+)\(/g)) out.set(m[2]!, m[1]!);
-    // Stream routes (uploads) are mounted by createHttpApp: `streamRoutes: { path: '/v1/sources', routes: uploadRoutes(…) }`.
+    for (const m of text.matchAll(/\[\s*'([^']+)'\s*,\s*(\w+)\(/g)) out.set(m[2]!, m[1]!);
+    // Stream routes (uploads) are mounted by createServiceApp: `streamRoutes: { path: '/v1/sources', routes: uploadRoutes(…) }`.
     for (const m of text.matchAll(/path:\s*'([^']+)'\s*,\s*routes:\s*(\w+)\(/g)) out.set(m[2]!, m[1]!);
   }
   return out;
