@@ -356,6 +356,9 @@ export async function startServices(opts: {
       await launch(deployables.find((d) => d.name === name)!);
     },
     stop: async () => {
+      // Every exit from here on is asked for, also one that comes before its turn: a terminal's Ctrl-C reaches
+      // the whole process group, so the services get it while the gateway is still stopping.
+      for (const child of children.values()) requested.add(child);
       await Promise.all(gateway.map((d) => stopOne(d.name, 'SIGTERM')));
       await Promise.all(deployables.filter((d) => d.name !== 'gateway').map((d) => stopOne(d.name, 'SIGTERM')));
     },

@@ -147,6 +147,34 @@ describe('supervisor', () => {
   });
 });
 
+describe('supervisor stop', () => {
+  it('reports as requested a service that exits on its own signal before its turn (Ctrl-C reaches the whole group)', async () => {
+    const reports: ExitReport[] = [];
+    const sup = await startServices({
+      root,
+      env: {},
+      ports: await ports(),
+      logDir: join(root, 'logs-stop'),
+      stopGraceMs: 1_000,
+      onExit: (r) => reports.push(r),
+      // The gateway, stopped first, takes the whole grace period: accounts gets the signal meanwhile.
+      deployables: [deployable('accounts', 'ok.mjs'), deployable('analytics', 'ok.mjs'), deployable('gateway', 'stubborn.mjs')],
+    });
+    // Positive control: the same signal outside a stop is an unexpected exit.
+    const analytics = sup.pids().analytics!;
+    process.kill(analytics, 'SIGTERM');
+    await until('the analytics exit', () => sup.status().analytics.state === 'exited');
+    expect(reports.map((r) => [r.pid, r.expected])).toEqual([[analytics, false]]);
+
+    const accounts = sup.pids().accounts!;
+    const stopping = sup.stop();
+    process.kill(accounts, 'SIGTERM');
+    await stopping;
+    expect(sup.status().accounts.lastExit).toMatchObject({ pid: accounts, code: 0, expected: true, forced: false });
+    expect(reports.filter((r) => !r.expected).map((r) => r.pid)).toEqual([analytics]);
+  }, 30_000);
+});
+
 describe('supervisor start-up failures', () => {
   it.each([
     ['exits-at-start.mjs', /^sources exited with code 3 during start-up; see .*sources\.log; its last lines:\ncannot reach MongoDB\n\{.*"code":3.*\}$/],
