@@ -1,3 +1,4 @@
+import type { Page } from 'playwright-core';
 import { stackEnv, startReceiver, waitFor } from '@dap/testing';
 import { browserSuite, PHONE, reloadUntilVisible, screenshot, WIDE, heading, nav, signUp } from './system.ts';
 
@@ -26,14 +27,19 @@ beforeAll(async () => {
 
 afterAll(() => receiver?.close());
 
+/** The Webhooks page, from the main navigation, with its "Add a webhook endpoint" dialog open. */
+async function openAddEndpoint(page: Page) {
+  await nav(page, 'Webhooks').click();
+  await heading(page, 'Webhooks').waitFor();
+  await page.getByRole('button', { name: '+ Add endpoint' }).first().click();
+  return page.getByRole('dialog', { name: 'Add a webhook endpoint' });
+}
+
 describe('the dashboard, webhook pages', () => {
   it('edits an endpoint (URL, events, description), refusing a platform URL as registration does, and shows each endpoint’s health in the list', async () => {
     const { page, errors } = await suite.openPage();
     await signUp(page, 'Hook Health');
-    await nav(page, 'Webhooks').click();
-    await heading(page, 'Webhooks').waitFor();
-    await page.getByRole('button', { name: '+ Add endpoint' }).first().click();
-    const add = page.getByRole('dialog', { name: 'Add a webhook endpoint' });
+    const add = await openAddEndpoint(page);
     await add.getByLabel('Endpoint URL').fill(`${receiver.url}/ok`);
     await add.getByRole('button', { name: 'Add endpoint' }).click();
     await page.getByRole('dialog', { name: 'Endpoint added' }).getByRole('button', { name: 'I have saved it' }).click();
@@ -100,9 +106,7 @@ describe('the dashboard, webhook pages', () => {
     expect(await log.locator('tr[data-delivery-id]').count()).toBe(2);
 
     // A second, healthy endpoint beside it: the positive control for the warning badge.
-    await nav(page, 'Webhooks').click();
-    await heading(page, 'Webhooks').waitFor();
-    await page.getByRole('button', { name: '+ Add endpoint' }).first().click();
+    await openAddEndpoint(page);
     await add.getByLabel('Endpoint URL').fill(`${receiver.url}/fine`);
     await add.getByRole('button', { name: 'Add endpoint' }).click();
     await page.getByRole('dialog', { name: 'Endpoint added' }).getByRole('button', { name: 'I have saved it' }).click();
@@ -130,10 +134,7 @@ describe('the dashboard, webhook pages', () => {
   it('opens a delivery to its payload, headers and answers, retries a waiting retry now, and replays what failed since a time', async () => {
     const { page, errors } = await suite.openPage(WIDE);
     await signUp(page, 'Hook Detail');
-    await nav(page, 'Webhooks').click();
-    await heading(page, 'Webhooks').waitFor();
-    await page.getByRole('button', { name: '+ Add endpoint' }).first().click();
-    const add = page.getByRole('dialog', { name: 'Add a webhook endpoint' });
+    const add = await openAddEndpoint(page);
     await add.getByLabel('Endpoint URL').fill(`${receiver.url}/flaky`);
     await add.getByRole('button', { name: 'Add endpoint' }).click();
     const created = page.getByRole('dialog', { name: 'Endpoint added' });
@@ -237,10 +238,7 @@ describe('the dashboard, webhook pages', () => {
   it('sends only the events an endpoint’s filter matches, in order and rate-limited, shows what it filtered out, names a bad filter’s fault on the field, and shows a receiver’s Retry-After and the pause it causes', async () => {
     const { page, errors } = await suite.openPage(WIDE);
     await signUp(page, 'Hook Filters');
-    await nav(page, 'Webhooks').click();
-    await heading(page, 'Webhooks').waitFor();
-    await page.getByRole('button', { name: '+ Add endpoint' }).first().click();
-    const add = page.getByRole('dialog', { name: 'Add a webhook endpoint' });
+    const add = await openAddEndpoint(page);
     await add.getByLabel('Endpoint URL').fill(`${receiver.url}/picky`);
     await add.getByRole('checkbox', { name: 'Ordered delivery' }).check();
     await add.getByLabel('Max deliveries per second').fill('5');
