@@ -76,6 +76,8 @@ async function main(): Promise<number> {
         ALLOW_PRIVATE_TARGETS: '127.0.0.0/8,::1/128',
         DATASET_DIR: join(dir, 'datasets'),
         LOG_LEVEL: 'warn',
+        // The default cap (2 GiB) refuses the larger growth sizes; an operator with such sources raises it.
+        SOURCE_MAX_BYTES: String(Math.max(2 * 1024 ** 3, 2 * targetMiB * 1024 ** 2)),
         // An operator's tuning, to compare settings: `DUCKDB_MEMORY_LIMIT=128MB bash deploy/local/soak-ingest.sh`.
         ...Object.fromEntries(TUNABLES.flatMap((k) => (process.env[k] ? [[k, process.env[k]]] : []))),
       },
