@@ -13,6 +13,8 @@ export async function analyticsScenario(ctx: BenchContext): Promise<ScenarioResu
   const rows = ctx.opts.quick ? 1_000_000 : 10_000_000;
   const r = await run({ rows, repetitions: ctx.opts.quick ? 3 : 7, log: (line: string) => ctx.log(`analytics: ${line}`) });
   const worst = r.queries.reduce((a, b) => (b.ratio > a.ratio ? b : a));
+  // The ratio's baseline is the faster of the two raw forms of the query (compiled SQL and hand-written).
+  const baselineMs = (q: (typeof r.queries)[number]) => Math.min(q.raw.medianMs, q.rawHandWritten.medianMs);
   return {
     targets: [
       {
@@ -20,9 +22,9 @@ export async function analyticsScenario(ctx: BenchContext): Promise<ScenarioResu
         scenario: 'analytics',
         figure: `group-by over ${(r.rows / 1e6).toFixed(0)}M rows, API vs raw DuckDB`,
         target: '≤ 1.1 on every query',
-        value: `${r.ratio} worst of ${r.queries.length} queries (${worst.name}: ${worst.api.medianMs} vs ${worst.raw.medianMs} ms)`,
+        value: `${r.ratio} worst of ${r.queries.length} queries (${worst.name}: ${worst.api.medianMs} vs ${baselineMs(worst)} ms)`,
         met: r.ratio <= 1.1,
-        detail: `${FILE}: signed POST /v1/analytics/query to the analytics service (in the bench's process, over HTTP) vs the same SQL on a DuckDB instance with the same ${r.threads} threads, same Parquet file; medians of ${r.repetitions} alternating runs`,
+        detail: `${FILE}: signed POST /v1/analytics/query to the analytics service (in the bench's process, over HTTP) vs the faster of the same SQL and a hand-written equivalent on a DuckDB instance with the same ${r.threads} threads, same Parquet file; medians of ${r.repetitions} alternating runs`,
       },
     ],
     data: {
@@ -35,6 +37,7 @@ export async function analyticsScenario(ctx: BenchContext): Promise<ScenarioResu
         'API ms': q.api.medianMs,
         'query ms (server)': q.serverDurationMs,
         'DuckDB ms': q.raw.medianMs,
+        'hand-written DuckDB ms': q.rawHandWritten.medianMs,
         ratio: q.ratio,
       })),
     },
