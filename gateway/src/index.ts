@@ -1,13 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { Agent } from 'node:http';
 import type { Express } from 'express';
-import { redisTargetOf, tracingSettingsOf } from '@dap/config';
-import { Lifecycle } from '@dap/lifecycle';
-import { tracingResource } from '@dap/tracing';
+import { redisTargetOf } from '@dap/config';
+import { startService } from '@dap/lifecycle';
 import { PLAN_LIMITS, type Plan } from '@dap/contracts';
 import { createMetrics, DEFAULT_REQUEST_TIMEOUT_MS, listen } from '@dap/http';
 import { openEventing } from '@dap/kafka';
-import { createLogger, type Logger } from '@dap/logger';
+import type { Logger } from '@dap/logger';
 import { createRedis } from '@dap/redis';
 import { createApp } from './app.ts';
 import { AuthFailureLimiter } from './auth/auth-failure.limiter.ts';
@@ -33,11 +32,8 @@ export function planLimits(override: string | undefined): Record<Plan, number> {
 
 /** `now`: the clock of key expiry and of rate-limit windows, for tests that move it; otherwise the system's and Redis's. */
 export async function startGateway(config: GatewayConfig, deps: { logger?: Logger; extraRoutes?: (app: Express) => void; now?: () => number } = {}) {
-  const logger = deps.logger ?? createLogger({ name: 'gateway', level: config.LOG_LEVEL });
   const instanceId = randomBytes(4).toString('hex');
-  const life = new Lifecycle(logger);
-  return life.start(async () => {
-    await life.open(...tracingResource(tracingSettingsOf(config, 'gateway')));
+  return startService('gateway', config, deps, async (life, logger) => {
     const redis = await life.open(
       'redis',
       () => createRedis(redisTargetOf(config), { autoPipelining: true }),
@@ -163,7 +159,7 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
       keys,
       stats,
       usage,
-      /** Reverse order: server, upstream agent, usage recorder (flushed), key events, Kafka, Redis. */
+      /** Reverse order: server, upstream agent, usage recorder (flushed), key events, Kafka, Redis, tracing. */
       stop: () => life.stop(),
     };
   });

@@ -22,9 +22,10 @@ const HEADER = `/**
 /** The text of the generated types, for the document as the gateway builds it now. */
 export async function generateClientTypes(): Promise<string> {
   // The server URL is not part of the types; a fixed one keeps the output stable. A field with a default is
-  // optional in a request body (the server fills it in), as the document's `required` lists say.
+  // optional in a request body (the server fills it in), as the document's `required` lists say. Each schema
+  // also gets a type of its own name (`Source`), which the SDK exports as it is.
   const doc = buildOpenApi('https://api.example.com') as unknown as OpenAPI3;
-  const ast = await openapiTS(doc, { alphabetize: false, defaultNonNullable: false });
+  const ast = await openapiTS(doc, { alphabetize: false, defaultNonNullable: false, rootTypes: true, rootTypesNoSchemaPrefix: true });
   return HEADER + astToString(ast);
 }
 

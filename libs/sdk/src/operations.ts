@@ -20,8 +20,32 @@ export type QueryParams<K extends OperationId> = operations[K]['parameters'] ext
 /** What the server answers: the success body (any of the operation's 2xx); void for an empty (204) body. */
 export type ResultOf<K extends OperationId> = ContentOf<operations[K]['responses'][Extract<keyof operations[K]['responses'], SuccessStatus>]>;
 
-// The resource types, named for application code.
-export type Source = Schemas['Source'];
+// The resource types under their names in the OpenAPI document.
+export type {
+  Source,
+  Report,
+  ReportSummary,
+  QueryEstimate,
+  QueryStatistics,
+  Insight,
+  Dashboard,
+  DashboardSummary,
+  DashboardTile,
+  UsageStats,
+  Model,
+  Prediction,
+  ModelMetrics,
+  Webhook,
+  WebhookCreated,
+  Delivery,
+  DeliveryDetail,
+  WebhookTest,
+  WebhookSecretRotated,
+  Account,
+  Usage,
+} from './generated/openapi.d.ts';
+
+// The types that application code knows by another name, or that need a word of explanation.
 export type CreateSourceInput = Schemas['CreateSource'];
 export type UpdateSourceInput = Schemas['UpdateSource'];
 /** `{ mode: 'full' }` pulls everything again and restarts an incremental source's cursor. */
@@ -33,50 +57,30 @@ export type SyncSchedule = Schemas['SyncSchedule'];
 /** A file for `sources.upload` / `sources.replaceData`: bytes, text, a Blob or File, or a stream (a Node Readable is one). */
 export type UploadFile = Blob | Uint8Array | ArrayBuffer | string | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
 export type FileFormat = 'csv' | 'json' | 'ndjson';
-export type Report = Schemas['Report'];
-export type ReportSummary = Schemas['ReportSummary'];
 export type AnalyticsQueryInput = Schemas['AnalyticsQuery'];
-export type QueryEstimate = Schemas['QueryEstimate'];
-export type QueryStatistics = Schemas['QueryStatistics'];
 /** The result of a query run without a report (`saveReport: false`, or an insight run). */
 export type QueryResult = Schemas['QueryResult'];
-export type Insight = Schemas['Insight'];
 export type InsightQueryInput = Schemas['InsightQuery'];
 export type CreateInsightInput = RequestBody<'createInsight'>;
 export type UpdateInsightInput = RequestBody<'updateInsight'>;
-export type Dashboard = Schemas['Dashboard'];
-export type DashboardSummary = Schemas['DashboardSummary'];
-export type DashboardTile = Schemas['DashboardTile'];
 export type AddDashboardTileInput = RequestBody<'addDashboardTile'>;
 export type MoveDashboardTileInput = RequestBody<'moveDashboardTile'>;
 export type Overview = Schemas['AnalyticsOverview'];
-export type UsageStats = Schemas['UsageStats'];
 /** GET /analytics/usage: `window` 1h (per minute), 24h (per hour) or 30d (per day); `groupBy` key or operation. */
 export type UsageStatsParams = NonNullable<operations['getUsageStats']['parameters']['query']>;
-export type Model = Schemas['Model'];
 export type CreateModelInput = Schemas['CreateModel'];
 export type PredictInput = Schemas['PredictRequest'];
-export type Prediction = Schemas['Prediction'];
-export type ModelMetrics = Schemas['ModelMetrics'];
 export type ModelMetricsParams = QueryParams<'getModelMetrics'>;
 export type ModelVersion = ResultOf<'listModelVersions'>['data'][number];
 export type RetrainModelInput = RequestBody<'retrainModel'>;
 export type UpdateModelAliasesInput = RequestBody<'updateModelAliases'>;
 export type ModelAliases = ResultOf<'updateModelAliases'>;
-export type Webhook = Schemas['Webhook'];
-export type WebhookCreated = Schemas['WebhookCreated'];
 export type CreateWebhookInput = Schemas['CreateWebhook'];
 export type UpdateWebhookInput = Schemas['UpdateWebhook'];
 /** The delivery log's filters: `status`, `eventType`, and `since`/`until` (the event's time, ISO-8601). */
 export type DeliveryFilters = Omit<QueryParams<'listDeliveries'>, 'limit' | 'cursor'>;
-export type Delivery = Schemas['Delivery'];
-export type DeliveryDetail = Schemas['DeliveryDetail'];
-export type WebhookTest = Schemas['WebhookTest'];
-export type WebhookSecretRotated = Schemas['WebhookSecretRotated'];
 export type ReplayWebhookInput = RequestBody<'replayWebhook'>;
 export type WebhookReplay = ResultOf<'replayWebhook'>;
-export type Account = Schemas['Account'];
-export type Usage = Schemas['Usage'];
 export type ListParams = QueryParams<'listSources'>;
 export interface Page<T> {
   data: T[];

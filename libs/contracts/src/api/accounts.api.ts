@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isoDate, listOf } from './common.ts';
+import { isoDate, listOf, namedResourceSchema } from './common.ts';
 import { planSchema, scopeSchema } from '../plans.ts';
 
 export const SESSION_COOKIE = 'dap_session';
@@ -33,10 +33,8 @@ export const sessionSchema = z
   .meta({ id: 'Session' });
 export type SessionDto = z.infer<typeof sessionSchema>;
 
-export const apiKeySchema = z
-  .object({
-    id: z.string(),
-    name: z.string(),
+export const apiKeySchema = namedResourceSchema
+  .extend({
     hint: z.string().describe('the key prefix and its last four characters'),
     scopes: z.array(scopeSchema),
     createdAt: isoDate,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isoDate, listOf } from './common.ts';
+import { isoDate, listOf, namedResourceSchema } from './common.ts';
 import { idSchema } from '../ids.ts';
 
 export const MEASURE_OPS = ['count', 'countDistinct', 'sum', 'avg', 'min', 'max', 'median', 'p90', 'p99'] as const;
@@ -340,10 +340,8 @@ export const updateInsightBody = z
   .refine((b) => b.name !== undefined || b.query !== undefined || b.chart !== undefined, { message: 'send a name, a query or a chart to change' })
   .meta({ id: 'UpdateInsight' });
 
-export const insightSchema = z
-  .object({
-    id: z.string(),
-    name: z.string(),
+export const insightSchema = namedResourceSchema
+  .extend({
     query: z.record(z.string(), z.unknown()).describe('The saved query (an InsightQuery).'),
     chart: z.enum(INSIGHT_CHARTS),
     createdAt: isoDate,
@@ -401,10 +399,8 @@ export const dashboardTileSchema = z
     insight: insightSchema.describe('The insight the tile shows, as it is now.'),
   })
   .meta({ id: 'DashboardTile' });
-export const dashboardSchema = z
-  .object({
-    id: z.string(),
-    name: z.string(),
+export const dashboardSchema = namedResourceSchema
+  .extend({
     tiles: z
       .array(dashboardTileSchema)
       .describe(

@@ -18,6 +18,9 @@ export const problemSchema = z
   .meta({ id: 'Problem' });
 export type Problem = z.infer<typeof problemSchema>;
 
+/** What every resource a customer names (a source, a model, an insight, a dashboard, an API key) starts with. */
+export const namedResourceSchema = z.object({ id: z.string(), name: z.string() });
+
 /** One message for every way a page size can be wrong (empty, a word, a fraction, out of range, given twice). */
 const LIMIT_MESSAGE = { error: 'limit must be a whole number from 1 to 100, given once' };
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { idSchema } from '../ids.ts';
-import { isoDate, listOf } from './common.ts';
+import { isoDate, listOf, namedResourceSchema } from './common.ts';
 
 export const MODEL_KINDS = ['builtin', 'trained', 'onnx'] as const;
 export const MODEL_STATUSES = ['training', 'ready', 'failed'] as const;
@@ -81,10 +81,8 @@ const onnxInfo = z
   })
   .meta({ id: 'OnnxModelInfo' });
 
-export const modelSchema = z
-  .object({
-    id: z.string(),
-    name: z.string(),
+export const modelSchema = namedResourceSchema
+  .extend({
     type: z.string(),
     kind: z.enum(MODEL_KINDS),
     status: z.enum(MODEL_STATUSES),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isoDate, listOf, safeKey } from './common.ts';
+import { isoDate, listOf, safeKey, namedResourceSchema } from './common.ts';
 import { sqlQueryProblem } from './sql-query.ts';
 
 export const SOURCE_TYPES = ['inline', 'csv', 'json', 'ndjson', 'url', 'postgres', 'mysql', 'mongodb'] as const;
@@ -404,10 +404,8 @@ export const sourceSyncSchema = z
   .meta({ id: 'SourceSync' });
 export type SourceSyncDto = z.infer<typeof sourceSyncSchema>;
 
-export const sourceSchema = z
-  .object({
-    id: z.string(),
-    name: z.string(),
+export const sourceSchema = namedResourceSchema
+  .extend({
     type: z.enum(SOURCE_TYPES),
     config: sourceConfigSchema,
     status: z

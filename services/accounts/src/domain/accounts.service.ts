@@ -49,7 +49,7 @@ export class AccountsService {
 
   async createAccount(input: { name: string; plan: Plan; email?: string | null }): Promise<AccountDoc> {
     const doc = newAccountDoc(input);
-    return this.accounts.coll.insert(doc._id, doc);
+    return this.accounts.insert(doc._id, doc);
   }
 
   /** The caller's own account: if it is gone, the credentials that named it are no longer valid (401). */
@@ -75,18 +75,18 @@ export class AccountsService {
     await this.getAccount(accountId);
     if (input.expiresAt && input.expiresAt.getTime() <= this.now()) throw expiryInPast();
     const { secret, doc } = newKeyDoc(input);
-    const key = await this.keys.coll.insert(accountId, doc, [apiKeyCreated(accountId, doc._id)]);
+    const key = await this.keys.insert(accountId, doc, [apiKeyCreated(accountId, doc._id)]);
     return { secret, key };
   }
 
   async getKey(accountId: string, keyId: string): Promise<ApiKeyDoc> {
-    const key = await this.keys.coll.findById(accountId, keyId);
+    const key = await this.keys.findById(accountId, keyId);
     if (!key) throw apiKeyNotFound();
     return key;
   }
 
   listKeys(accountId: string, opts: { limit: number; before?: string }): Promise<ApiKeyDoc[]> {
-    return this.keys.coll.list(accountId, opts);
+    return this.keys.list(accountId, opts);
   }
 
   /**
@@ -111,7 +111,7 @@ export class AccountsService {
     const event = apiKeyRevoked(accountId, keyId);
     const updated = await this.keys.coll.update(accountId, keyId, { revokedAt: new Date() }, [event], { revokedAt: null });
     if (!updated) {
-      const existing = await this.keys.coll.findById(accountId, keyId);
+      const existing = await this.keys.findById(accountId, keyId);
       if (!existing) throw apiKeyNotFound();
       return existing; // already revoked: idempotent
     }

@@ -45,7 +45,7 @@ export class IdentityService {
     const userId = newId('usr');
     let user: UserDoc;
     try {
-      user = await this.users.coll.insert(account._id, { _id: userId, email: input.email, passwordHash, createdAt: new Date() });
+      user = await this.users.insert(account._id, { _id: userId, email: input.email, passwordHash, createdAt: new Date() });
     } catch (err) {
       if ((err as { code?: number }).code === 11000) throw emailTaken();
       throw err;
@@ -62,7 +62,7 @@ export class IdentityService {
 
   /** Checks the current password, re-hashes, and ends the user's other sessions and reset links; `sessionId` stays. */
   async changePassword(accountId: string, userId: string, sessionId: string, input: { currentPassword: string; newPassword: string }): Promise<void> {
-    const user = await this.users.coll.findById(accountId, userId);
+    const user = await this.users.findById(accountId, userId);
     if (!user) throw sessionEnded();
     if (!(await verifyPassword(input.currentPassword, user.passwordHash))) throw currentPasswordWrong();
     await this.setPassword(user, input.newPassword, sessionId);
@@ -76,7 +76,7 @@ export class IdentityService {
     const token = randomBytes(32).toString('base64url');
     const createdAt = new Date(this.now());
     const expiresAt = new Date(createdAt.getTime() + RESET_LINK_TTL_MS);
-    await this.resets.coll.insert(user.accountId, { _id: newId('pwr'), userId: user._id, tokenHash: hashToken(token), createdAt, expiresAt });
+    await this.resets.insert(user.accountId, { _id: newId('pwr'), userId: user._id, tokenHash: hashToken(token), createdAt, expiresAt });
     return { token, expiresAt, userId: user._id, accountId: user.accountId };
   }
 
@@ -84,7 +84,7 @@ export class IdentityService {
   async resetPassword(input: { token: string; newPassword: string }): Promise<void> {
     const reset = await this.resets.consume(hashToken(input.token));
     if (!reset || reset.expiresAt.getTime() <= this.now()) throw resetTokenInvalid();
-    const user = await this.users.coll.findById(reset.accountId, reset.userId);
+    const user = await this.users.findById(reset.accountId, reset.userId);
     if (!user) throw resetTokenInvalid();
     await this.setPassword(user, input.newPassword);
   }
@@ -100,9 +100,9 @@ export class IdentityService {
   }
 
   async describe(accountId: string, sessionId: string) {
-    const session = await this.sessions.coll.findById(accountId, sessionId);
+    const session = await this.sessions.findById(accountId, sessionId);
     if (!session || session.expiresAt.getTime() <= Date.now()) throw sessionEnded();
-    const [user, account] = await Promise.all([this.users.coll.findById(accountId, session.userId), this.accounts.getAccount(accountId)]);
+    const [user, account] = await Promise.all([this.users.findById(accountId, session.userId), this.accounts.getAccount(accountId)]);
     if (!user) throw sessionEnded();
     return { user, account, csrfToken: session.csrfToken };
   }
@@ -127,7 +127,7 @@ export class IdentityService {
     const csrfToken = randomBytes(24).toString('base64url');
     const expiresAt = new Date(Date.now() + SESSION_TTL_MS);
     const id = newId('sess');
-    await this.sessions.coll.insert(account._id, { _id: id, userId: user._id, tokenHash: hashToken(token), csrfToken, createdAt: new Date(), expiresAt });
+    await this.sessions.insert(account._id, { _id: id, userId: user._id, tokenHash: hashToken(token), csrfToken, createdAt: new Date(), expiresAt });
     return { token, expiresAt, user, account, csrfToken };
   }
 }

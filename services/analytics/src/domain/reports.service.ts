@@ -79,18 +79,10 @@ type Outcome =
   | { ok: true; result: TableResult; total: number; rowsJson: string; read: ScanEstimate; durationMs: number }
   | { ok: false; error: string; interrupted: boolean; durationMs: number };
 
-/** The result of a run that stored no report. */
-export interface UnsavedResult {
-  query: Omit<AnalyticsQuery, 'async' | 'dryRun' | 'saveReport'>;
-  columns: TableResult['columns'];
-  rows: TableResult['rows'];
-  rowCount: number;
-  totalRows: number;
-  truncated: boolean;
-  durationMs: number;
-  statistics: QueryStatistics;
-  completedAt: Date;
-}
+/** The result of a run that stored no report: the result fields of a completed report, none of them still null. */
+export type UnsavedResult = { query: Omit<AnalyticsQuery, 'async' | 'dryRun' | 'saveReport'> } & {
+  [K in 'columns' | 'rows' | 'rowCount' | 'totalRows' | 'truncated' | 'durationMs' | 'statistics' | 'completedAt']: NonNullable<ReportDoc[K]>;
+};
 
 /** A stale report is one older than any query can run, plus this much for the final write. */
 const STALE_GRACE_MS = 60_000;

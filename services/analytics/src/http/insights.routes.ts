@@ -1,10 +1,11 @@
 import { Router } from 'express';
+import type { z } from 'zod';
 import { addTileBody, createDashboardBody, createInsightBody, isId, moveTileBody, updateDashboardBody, updateInsightBody, type IdPrefix } from '@dap/contracts';
 import { callerOf, parseOr400 } from '@dap/http';
 import { dashboardNotFound, insightNotFound, tileNotFound } from '../domain/errors.ts';
 import type { InsightsService } from '../domain/insights.service.ts';
 import { toDashboardDto, toDashboardSummaryDto, toInsightDto, toQueryResultDto } from './dto.ts';
-import { listPage } from './list-page.ts';
+import { listPage, type ListOf } from './list-page.ts';
 
 /** Ids of another shape cannot exist: they answer 404 without a lookup, like an unknown id. */
 const idParam =
@@ -17,70 +18,96 @@ const insightId = idParam('ins', insightNotFound);
 const dashboardId = idParam('dsh', dashboardNotFound);
 const tileId = idParam('til', tileNotFound);
 
+/** What the routes of a saved resource call: the domain's methods, its id check, its bodies and its DTOs. */
+interface SavedResource<Doc, Row extends { _id: string }, Create, Update> {
+  /** The collection's path under /v1/analytics, e.g. `/insights`. */
+  path: string;
+  prefix: IdPrefix;
+  id: (id: string | undefined) => string;
+  bodies: { create: z.ZodType<Create>; update: z.ZodType<Update> };
+  create: (accountId: string, body: Create) => Promise<Doc>;
+  list: ListOf<Row>;
+  get: (accountId: string, id: string) => Promise<Doc>;
+  update: (accountId: string, id: string, body: Update) => Promise<Doc>;
+  remove: (accountId: string, id: string) => Promise<void>;
+  idOf: (doc: Doc) => string;
+  toDto: (doc: Doc) => unknown;
+  toRowDto: (row: Row) => unknown;
+}
+
+/**
+ * The five routes every saved resource (an insight, a dashboard) has: create (201 at its own address), list
+ * (one page), get, update (PATCH) and delete. The id is checked before the body, so a bad id answers 404.
+ */
+function savedResourceRoutes<Doc, Row extends { _id: string }, Create, Update>(router: Router, r: SavedResource<Doc, Row, Create, Update>): void {
+  router.post(r.path, async (req, res) => {
+    const { accountId } = callerOf(req);
+    const doc = await r.create(accountId, parseOr400(r.bodies.create, req.body, 'body'));
+    res
+      .status(201)
+      .location(`/v1/analytics${r.path}/${r.idOf(doc)}`)
+      .json(r.toDto(doc));
+  });
+
+  router.get(r.path, async (req, res) => {
+    res.json(await listPage(req, r.prefix, r.list, r.toRowDto));
+  });
+
+  router.get(`${r.path}/:id`, async (req, res) => {
+    const { accountId } = callerOf(req);
+    res.json(r.toDto(await r.get(accountId, r.id(req.params.id))));
+  });
+
+  router.patch(`${r.path}/:id`, async (req, res) => {
+    const { accountId } = callerOf(req);
+    const id = r.id(req.params.id);
+    const body = parseOr400(r.bodies.update, req.body, 'body');
+    res.json(r.toDto(await r.update(accountId, id, body)));
+  });
+
+  router.delete(`${r.path}/:id`, async (req, res) => {
+    const { accountId } = callerOf(req);
+    await r.remove(accountId, r.id(req.params.id));
+    res.status(204).end();
+  });
+}
+
 export function insightsRoutes(insights: InsightsService): Router {
   const router = Router();
 
-  router.post('/insights', async (req, res) => {
-    const { accountId } = callerOf(req);
-    const body = parseOr400(createInsightBody, req.body, 'body');
-    const insight = await insights.createInsight(accountId, body);
-    res.status(201).location(`/v1/analytics/insights/${insight._id}`).json(toInsightDto(insight));
+  savedResourceRoutes(router, {
+    path: '/insights',
+    prefix: 'ins',
+    id: insightId,
+    bodies: { create: createInsightBody, update: updateInsightBody },
+    create: (accountId, body) => insights.createInsight(accountId, body),
+    list: (accountId, opts) => insights.listInsights(accountId, opts),
+    get: (accountId, id) => insights.getInsight(accountId, id),
+    update: (accountId, id, body) => insights.updateInsight(accountId, id, body),
+    remove: (accountId, id) => insights.deleteInsight(accountId, id),
+    idOf: (insight) => insight._id,
+    toDto: toInsightDto,
+    toRowDto: toInsightDto,
   });
 
-  router.get('/insights', async (req, res) => {
-    res.json(await listPage(req, 'ins', (accountId, opts) => insights.listInsights(accountId, opts), toInsightDto));
-  });
-
-  router.get('/insights/:id', async (req, res) => {
-    const { accountId } = callerOf(req);
-    res.json(toInsightDto(await insights.getInsight(accountId, insightId(req.params.id))));
-  });
-
-  router.patch('/insights/:id', async (req, res) => {
-    const { accountId } = callerOf(req);
-    const id = insightId(req.params.id);
-    const body = parseOr400(updateInsightBody, req.body, 'body');
-    res.json(toInsightDto(await insights.updateInsight(accountId, id, body)));
-  });
-
-  router.delete('/insights/:id', async (req, res) => {
-    const { accountId } = callerOf(req);
-    await insights.deleteInsight(accountId, insightId(req.params.id));
-    res.status(204).end();
+  savedResourceRoutes(router, {
+    path: '/dashboards',
+    prefix: 'dsh',
+    id: dashboardId,
+    bodies: { create: createDashboardBody, update: updateDashboardBody },
+    create: (accountId, body) => insights.createDashboard(accountId, body.name),
+    list: (accountId, opts) => insights.listDashboards(accountId, opts),
+    get: (accountId, id) => insights.getDashboard(accountId, id),
+    update: (accountId, id, body) => insights.renameDashboard(accountId, id, body.name),
+    remove: (accountId, id) => insights.deleteDashboard(accountId, id),
+    idOf: (view) => view.dashboard._id,
+    toDto: toDashboardDto,
+    toRowDto: toDashboardSummaryDto,
   });
 
   router.post('/insights/:id/run', async (req, res) => {
     const caller = callerOf(req);
     res.json(toQueryResultDto(await insights.runInsight(caller, insightId(req.params.id))));
-  });
-
-  router.post('/dashboards', async (req, res) => {
-    const { accountId } = callerOf(req);
-    const body = parseOr400(createDashboardBody, req.body, 'body');
-    const view = await insights.createDashboard(accountId, body.name);
-    res.status(201).location(`/v1/analytics/dashboards/${view.dashboard._id}`).json(toDashboardDto(view));
-  });
-
-  router.get('/dashboards', async (req, res) => {
-    res.json(await listPage(req, 'dsh', (accountId, opts) => insights.listDashboards(accountId, opts), toDashboardSummaryDto));
-  });
-
-  router.get('/dashboards/:id', async (req, res) => {
-    const { accountId } = callerOf(req);
-    res.json(toDashboardDto(await insights.getDashboard(accountId, dashboardId(req.params.id))));
-  });
-
-  router.patch('/dashboards/:id', async (req, res) => {
-    const { accountId } = callerOf(req);
-    const id = dashboardId(req.params.id);
-    const body = parseOr400(updateDashboardBody, req.body, 'body');
-    res.json(toDashboardDto(await insights.renameDashboard(accountId, id, body.name)));
-  });
-
-  router.delete('/dashboards/:id', async (req, res) => {
-    const { accountId } = callerOf(req);
-    await insights.deleteDashboard(accountId, dashboardId(req.params.id));
-    res.status(204).end();
   });
 
   router.post('/dashboards/:id/tiles', async (req, res) => {

@@ -3,7 +3,7 @@ import { decodeCursor, isId, listQuerySchema, toPage, type IdPrefix, type Page }
 import { callerOf, parseOr400 } from '@dap/http';
 
 /** What a list reads: the caller's documents newest first, up to `limit`, below the id `before`. */
-type ListOf<R> = (accountId: string, opts: { limit: number; before: string | undefined }) => Promise<R[]>;
+export type ListOf<R> = (accountId: string, opts: { limit: number; before: string | undefined }) => Promise<R[]>;
 
 /** A list route's answer: the query's limit and cursor (an id of `prefix`), one page of `list`, as DTOs. */
 export async function listPage<R extends { _id: string }, D>(req: Request, prefix: IdPrefix, list: ListOf<R>, toDto: (row: R) => D): Promise<Page<D>> {

@@ -33,8 +33,8 @@ export interface DatabaseDriver<S, C> {
    * `inc`, only the rows at or past its cursor value, in cursor order (see incrementalSql).
    */
   read(client: C, spec: S, writer: StagingWriter, inc: IncrementalRead | null): Promise<DriverRead>;
-  /** The engine refused the statement for naming a column it does not have (the incremental cursor). */
-  missingColumn?(err: unknown, column: string): boolean;
+  /** The engine's error code for a statement naming a column it does not have (the incremental cursor). */
+  missingColumnCode?: string;
 }
 
 /** What a driver's read found. */
@@ -62,9 +62,10 @@ export function incrementalSql(base: string, inc: IncrementalRead | null, dialec
   return `SELECT * FROM (${base}) AS dap_src${where} ORDER BY ${col} ASC${dialect.nullsFirst}`;
 }
 
-/** Whether an engine's error names this column (its message quotes it, qualified by the subquery or not). */
-export function namesColumn(err: unknown, column: string): boolean {
-  return String((err as { message?: string })?.message ?? '').includes(column);
+/** Whether the engine refused the statement for naming this column: its code says so, and its message quotes it (qualified by the subquery or not). */
+function missingColumn(code: string | undefined, err: unknown, column: string): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return code !== undefined && e?.code === code && String(e.message ?? '').includes(column);
 }
 
 /** The text of the cursor value in one row read as an array (null stays null). */
@@ -117,7 +118,7 @@ export function databaseConnection<T extends RemoteSourceType, S, C>(driver: Dat
           } catch (err) {
             await writer.abort();
             const inc = ctx.incremental;
-            if (inc && driver.missingColumn?.(err, inc.cursorField)) {
+            if (inc && missingColumn(driver.missingColumnCode, err, inc.cursorField)) {
               throw new ConnectorCheckError('incremental.cursorField', `the ${driver.label} data has no column ${inc.cursorField} to sync incrementally by`);
             }
             throw driver.failure(err, spec);

@@ -3,7 +3,7 @@ import mysql, { type Connection, type FieldPacket } from 'mysql2';
 import { ndjsonEncoder, uniqueNames } from '../ingest/row-encoding.ts';
 import { ConnectorCheckError, type RemoteContext, type StagedColumn, type StagedColumnType } from './connector.ts';
 import { closeQuietly, sqlOf, type SqlSpec } from './db-spec.ts';
-import { cursorText, incrementalSql, namesColumn, sqlConnector, writeRows } from './database.ts';
+import { cursorText, incrementalSql, sqlConnector, writeRows } from './database.ts';
 import { networkFailure, scrub, TooLargeError } from './remote-errors.ts';
 
 /** MySQL protocol column types whose values the loader keeps typed; every other type arrives as text. */
@@ -109,7 +109,7 @@ export const mysqlConnector = sqlConnector<'mysql', Connection>('mysql', {
   connect,
   close,
   failure,
-  missingColumn: (err, column) => (err as { code?: string })?.code === 'ER_BAD_FIELD_ERROR' && namesColumn(err, column),
+  missingColumnCode: 'ER_BAD_FIELD_ERROR',
   /** Prepares the statement (the server parses it and resolves its tables) without running it. */
   async probe(conn, spec) {
     const columns = await new Promise<number>((resolve, reject) =>

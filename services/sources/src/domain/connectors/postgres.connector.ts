@@ -3,7 +3,7 @@ import pg from 'pg';
 import { ndjsonEncoder, uniqueNames } from '../ingest/row-encoding.ts';
 import { ConnectorCheckError, type IncrementalRead, type RemoteContext, type StagedColumn, type StagedColumnType } from './connector.ts';
 import { closeQuietly, sqlOf, type SqlSpec } from './db-spec.ts';
-import { cursorText, incrementalSql, namesColumn, sqlConnector } from './database.ts';
+import { cursorText, incrementalSql, sqlConnector } from './database.ts';
 import { networkFailure, scrub, TooLargeError } from './remote-errors.ts';
 
 /** PostgreSQL type oids whose values the loader keeps typed; every other type arrives as its text form. */
@@ -132,7 +132,7 @@ export const postgresConnector = sqlConnector<'postgres', pg.Client>('postgres',
   connect,
   close,
   failure,
-  missingColumn: (err, column) => (err as { code?: string })?.code === '42703' && namesColumn(err, column),
+  missingColumnCode: '42703',
   async probe(client, spec) {
     await openCursor(client, spec, 'dap_probe');
     await client.query('FETCH 1 FROM dap_probe');
