@@ -73,6 +73,74 @@ describe('Lifecycle', () => {
   });
 });
 
+describe('Lifecycle.runEvery', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  /** Lets the promise chain of a run settle under fake timers. */
+  const settle = async () => {
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+  };
+
+  it('runs at each interval, and at once with atStart, until stop()', async () => {
+    const { life } = recorder();
+    const runs: string[] = [];
+    life.runEvery('sweep', 1_000, async () => void runs.push('sweep'), { atStart: true });
+    life.runEvery('later', 1_000, async () => void runs.push('later'));
+    await settle();
+    expect(runs).toEqual(['sweep']);
+    expect(life.opened).toEqual(['sweep', 'later']);
+
+    await jest.advanceTimersByTimeAsync(2_000);
+    expect(runs.filter((r) => r === 'sweep')).toHaveLength(3);
+    expect(runs.filter((r) => r === 'later')).toHaveLength(2);
+
+    await life.stop();
+    await jest.advanceTimersByTimeAsync(5_000);
+    // The runs seen before stop() are the positive control: after it, no timer fires.
+    expect(runs).toHaveLength(5);
+    expect(jest.getTimerCount()).toBe(0);
+  });
+
+  it('reports a failed run, by name, and the next run still happens', async () => {
+    const { life, warnings } = recorder();
+    let calls = 0;
+    life.runEvery('retired-file sweep', 1_000, async () => {
+      if (++calls === 1) throw new Error('disk busy');
+    });
+    await jest.advanceTimersByTimeAsync(1_000);
+    await settle();
+    expect(warnings).toEqual([expect.objectContaining({ task: 'retired-file sweep', err: expect.objectContaining({ message: 'disk busy' }) })]);
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(calls).toBe(2);
+    expect(warnings).toHaveLength(1);
+    await life.stop();
+  });
+
+  it('refuses a task once the process is stopping, and leaves no timer behind', async () => {
+    const { life } = recorder();
+    life.runEvery('before', 1_000, async () => {});
+    expect(jest.getTimerCount()).toBe(1); // positive control: a task's timer is counted
+    await life.stop();
+    expect(() => life.runEvery('late', 1_000, async () => {})).toThrow('the process is stopping');
+    expect(jest.getTimerCount()).toBe(0);
+  });
+
+  it('does not keep the process open', () => {
+    jest.useRealTimers();
+    const { life } = recorder();
+    const setIntervalSpy = jest.spyOn(global, 'setInterval');
+    try {
+      life.runEvery('sweep', 60_000, async () => {});
+      const timer = setIntervalSpy.mock.results[0]!.value as NodeJS.Timeout;
+      expect(timer.hasRef()).toBe(false);
+    } finally {
+      setIntervalSpy.mockRestore();
+      void life.stop();
+    }
+  });
+});
+
 describe('startService', () => {
   const config = { LOG_LEVEL: 'silent', OTEL_TRACES_SAMPLER_ARG: 1, OTEL_BSP_SCHEDULE_DELAY: 5_000 };
   const logger = createLogger({ name: 'start-service-test', level: 'silent' });

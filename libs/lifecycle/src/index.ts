@@ -40,6 +40,24 @@ export class Lifecycle {
   }
 
   /**
+   * Runs `task` every `intervalMs` until stop(), and once right away with `atStart`: a service's periodic
+   * background work (its `workers/`). The timer does not hold the process open; a failed run is reported and
+   * the next run tries again.
+   */
+  runEvery(name: string, intervalMs: number, task: () => Promise<unknown>, opts: { atStart?: boolean } = {}): void {
+    const run = () => {
+      void Promise.resolve()
+        .then(task)
+        .catch((err: unknown) => this.logger.warn({ err, task: name }, `${name} failed; the next run tries again`));
+    };
+    // Registered first: a lifecycle already stopping refuses it, and no timer is left behind.
+    this.onStop(name, () => clearInterval(timer));
+    const timer = setInterval(run, intervalMs);
+    timer.unref();
+    if (opts.atStart) run();
+  }
+
+  /**
    * Builds the service; if building throws, closes what was opened so far (in reverse) and rethrows the
    * start-up error, so a half-started process leaves no client, socket or server behind.
    */

@@ -2,7 +2,7 @@ import type { Collection, Document } from 'mongodb';
 import { makeEvent, newId, type DomainEvent } from '@dap/contracts';
 import { Lifecycle } from '@dap/lifecycle';
 import { createLogger } from '@dap/logger';
-import { OutboxRelay, startOutboxRelay, TenantCollection, type StagedBatch, type TenantDoc } from '@dap/mongo';
+import { OutboxRelay, outboxRelayOf, startOutboxRelay, TenantCollection, type StagedBatch, type TenantDoc } from '@dap/mongo';
 import { uniqueSuffix, waitFor } from '@dap/testing';
 import { useTestDatabase } from './test-database.ts';
 
@@ -357,6 +357,23 @@ describe('OutboxRelay (on the test stack MongoDB)', () => {
         warn.mockRestore();
       }
     });
+  });
+
+  it("outboxRelayOf relays the collections a service's plan names, and only those", async () => {
+    const [a, b, other] = ['plan_a', 'plan_b', 'plan_other'] as const;
+    const published: DomainEvent[] = [];
+    const relay = outboxRelayOf(mongo.db, { collections: [a, b], intervalMs: 60_000 }, { publish: async (e) => void published.push(...e) }, logger);
+    const left = (name: string, id: string, e: DomainEvent) =>
+      mongo.db.collection(name).insertOne({ _id: id as never, accountId, n: 1, deletedAt: null, _outbox: [e], _outboxPending: true });
+    const [ea, eb, eo] = [event(1), event(2), event(3)];
+    await left(a, 'pa', ea);
+    await left(b, 'pb', eb);
+    await left(other, 'po', eo);
+    relay.start();
+    await relay.flush();
+    await relay.stop();
+    expect(published.map((e) => e.id).sort()).toEqual([ea.id, eb.id].sort());
+    expect((await mongo.db.collection(other).findOne({ _id: 'po' as never }))?._outboxPending).toBe(true);
   });
 
   /** A started relay over an insert-only collection whose events linger a minute (longer than any test). */

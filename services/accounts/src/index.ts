@@ -2,10 +2,11 @@ import { startService } from '@dap/lifecycle';
 import { addressOf, openHttpServer } from '@dap/http';
 import { openEventing } from '@dap/kafka';
 import type { Logger } from '@dap/logger';
-import { connectMongo, OutboxRelay, startOutboxRelay, type MongoHandle, type WrittenEvents } from '@dap/mongo';
+import { connectMongo, outboxRelayOf, startOutboxRelay, type MongoHandle, type OutboxRelay, type WrittenEvents } from '@dap/mongo';
 import { createApp } from './app.ts';
 import type { AccountsConfig } from './config.ts';
 import { AccountsService } from './domain/accounts.service.ts';
+import { ACCOUNTS_OUTBOX } from './events/outbox.ts';
 import { AccountRepository } from './persistence/account.repository.ts';
 import { ApiKeyRepository } from './persistence/api-key.repository.ts';
 import { IdentityService } from './domain/identity.service.ts';
@@ -49,12 +50,7 @@ export async function startAccounts(config: AccountsConfig, deps: { logger?: Log
       (d) => d.mongo.close(),
     );
     const eventing = await openEventing(life, config, logger);
-    const outbox = new OutboxRelay({
-      collections: [domain.accountRepo.coll.raw, domain.keyRepo.coll.raw],
-      publisher: eventing.producer,
-      logger,
-      intervalMs: 250, // the CLI writes events from another process; poll often so revocations travel fast
-    });
+    const outbox = outboxRelayOf(domain.mongo.db, ACCOUNTS_OUTBOX, eventing.producer, logger);
     relay = outbox;
     const app = createApp({
       logger,

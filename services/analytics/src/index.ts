@@ -3,13 +3,14 @@ import { DatasetFiles } from '@dap/datasets';
 import { addressOf, openHttpServer } from '@dap/http';
 import { openEventing, type Consumer } from '@dap/kafka';
 import type { Logger } from '@dap/logger';
-import { openMongo, OutboxRelay, SourceProjectionRepository, startOutboxRelay } from '@dap/mongo';
+import { openMongo, outboxRelayOf, SourceProjectionRepository, startOutboxRelay, type OutboxRelay } from '@dap/mongo';
 import { createApp } from './app.ts';
 import type { AnalyticsConfig } from './config.ts';
 import { InsightsService } from './domain/insights.service.ts';
 import { OverviewService } from './domain/overview.service.ts';
 import { ReportsService } from './domain/reports.service.ts';
 import { UsageStatsService } from './domain/usage-stats.service.ts';
+import { ANALYTICS_OUTBOX } from './events/outbox.ts';
 import { runProjectionConsumer } from './events/projection.consumer.ts';
 import { runUsageConsumer } from './events/usage.consumer.ts';
 import { ActivityRepository } from './persistence/activity.repository.ts';
@@ -19,10 +20,10 @@ import { QueryRunner } from './persistence/query.runner.ts';
 import { ReportRepository } from './persistence/report.repository.ts';
 import { UsageStatsRepository } from './persistence/usage-stats.repository.ts';
 import { UsageRepository } from './persistence/usage.repository.ts';
+import { startStaleReportSweep } from './workers/stale-reports.ts';
 
 /** MongoDB documents top out at 16 MiB; a stored result stays well below. */
 const MAX_RESULT_BYTES = 12 * 1024 * 1024;
-const SWEEP_INTERVAL_MS = 60_000;
 
 export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: Logger } = {}) {
   return startService('analytics', config, deps, async (life, logger) => {
@@ -61,7 +62,7 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
       (r) => r.close(),
     );
 
-    const outbox = new OutboxRelay({ collections: [reportRepo.coll.raw], publisher: eventing.producer, logger });
+    const outbox = outboxRelayOf(mongo.db, ANALYTICS_OUTBOX, eventing.producer, logger);
     relay = outbox;
     startOutboxRelay(life, outbox, logger);
 
@@ -96,15 +97,7 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
     for (const c of consumers) if (c.status === 'fulfilled') life.onStop('consumer', () => (c.value as Consumer).disconnect());
     for (const c of consumers) if (c.status === 'rejected') throw c.reason;
 
-    const sweep = () =>
-      reports.sweepStale().then(
-        (n) => n && logger.warn({ reports: n }, 'marked reports left running by a stopped process as failed'),
-        (err) => logger.warn({ err }, 'stale report sweep failed'),
-      );
-    void sweep();
-    const sweeper = setInterval(() => void sweep(), SWEEP_INTERVAL_MS);
-    sweeper.unref();
-    life.onStop('stale report sweeper', () => clearInterval(sweeper));
+    startStaleReportSweep(life, reports, logger);
 
     logger.info({ url: server.url }, 'analytics listening');
     return {

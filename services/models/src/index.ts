@@ -3,7 +3,7 @@ import { DatasetFiles } from '@dap/datasets';
 import { addressOf, openHttpServer, type ServiceAddress } from '@dap/http';
 import { openEventing, type Consumer, type Eventing } from '@dap/kafka';
 import type { Logger } from '@dap/logger';
-import { openMongo, OutboxRelay, SourceProjectionRepository, startOutboxRelay, TenantCollection, type MongoHandle } from '@dap/mongo';
+import { openMongo, outboxRelayOf, SourceProjectionRepository, startOutboxRelay, TenantCollection, type MongoHandle, type OutboxRelay } from '@dap/mongo';
 import { createApp } from './app.ts';
 import type { ModelsConfig } from './config.ts';
 import { BUILTIN_MODELS } from './domain/builtin/index.ts';
@@ -16,6 +16,7 @@ import { InlineOnnxHost, WorkerOnnxHost } from './domain/onnx/onnx-host.ts';
 import { OwnModelRuntimes } from './domain/runtimes.ts';
 import { ServingCache } from './domain/serving-cache.ts';
 import { TrainingService } from './domain/training.service.ts';
+import { modelsOutbox } from './events/outbox.ts';
 import { runSourcesConsumer } from './events/sources.consumer.ts';
 import { ArtifactRepository } from './persistence/artifact.repository.ts';
 import { MODELS_COLLECTION, ModelRepository, type ModelDoc } from './persistence/model.repository.ts';
@@ -51,16 +52,7 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger;
     const eventing = await openEventing(life, config, logger);
     const producer = eventing.producer;
 
-    // Writes hand their events to the relay (one Kafka batch and one bulk clear per pass, however many
-    // predictions); its sweep for what a crashed writer left runs every OUTBOX_INTERVAL_MS.
-    const relay = new OutboxRelay({
-      collections: [mongo.db.collection(MODELS_COLLECTION), mongo.db.collection(PREDICTION_LOG_COLLECTION)],
-      publisher: producer,
-      logger,
-      intervalMs: config.OUTBOX_INTERVAL_MS,
-      lingerMs: config.OUTBOX_LINGER_MS,
-      insertOnly: [PREDICTION_LOG_COLLECTION], // entries are written once, never updated
-    });
+    const relay = outboxRelayOf(mongo.db, modelsOutbox(config), producer, logger);
     startOutboxRelay(life, relay, logger);
     const predictionLog = new TenantCollection<PredictionLogDoc>(mongo.db, PREDICTION_LOG_COLLECTION, (w) => relay.written(w));
     const modelsColl = new TenantCollection<ModelDoc>(mongo.db, MODELS_COLLECTION, (w) => relay.written(w));

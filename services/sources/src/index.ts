@@ -4,16 +4,18 @@ import { DatasetStore } from '@dap/datasets';
 import { addressOf, openHttpServer, type ServiceAddress } from '@dap/http';
 import { openEventing } from '@dap/kafka';
 import type { Logger } from '@dap/logger';
-import { openMongo, OutboxRelay, startOutboxRelay } from '@dap/mongo';
+import { openMongo, outboxRelayOf, startOutboxRelay, type OutboxRelay } from '@dap/mongo';
 import { OutboundGuard } from '@dap/netguard';
 import { createApp } from './app.ts';
 import type { SourcesConfig } from './config.ts';
 import type { RemoteLimits } from './domain/connectors/index.ts';
 import { SourceService } from './domain/source.service.ts';
 import { DatasetLoader } from './domain/ingest/loader.ts';
+import { SOURCES_OUTBOX } from './events/outbox.ts';
 import { DownloadWorker } from './workers/download/download-worker.ts';
 import { SourceRepository } from './persistence/source.repository.ts';
 import { CredentialCipher } from './persistence/credentials.ts';
+import { startRetiredFileSweep } from './workers/retired-files.ts';
 import { SourceSyncer } from './workers/sync/source-syncer.ts';
 
 export { loadSourcesConfig, type SourcesConfig } from './config.ts';
@@ -54,13 +56,7 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
         ),
       (s) => s.duck.close(),
     );
-    // Replaced files of sources that are not synced again are removed here once their grace period is over.
-    const retiredSweep = setInterval(
-      () => void store.sweepRetired().catch((err: unknown) => logger.warn({ err }, 'could not remove retired dataset files; will retry')),
-      Math.min(Math.max(config.DATASET_GRACE_MS / 2, 10_000), 600_000),
-    );
-    retiredSweep.unref();
-    life.onStop('retired-file sweep', () => clearInterval(retiredSweep));
+    startRetiredFileSweep(life, store, config.DATASET_GRACE_MS);
     const loader = new DatasetLoader(store, { parallelMaxBytes: config.INGEST_PARALLEL_MAX_BYTES, largeCsvThreads: config.INGEST_LARGE_CSV_THREADS, logger });
     const guard = deps.guard ?? new OutboundGuard({ allowPrivate: config.ALLOW_PRIVATE_TARGETS, platform: platformEndpointsOf(config) });
     const cipher = config.SOURCE_CREDENTIALS_KEY ? new CredentialCipher(config.SOURCE_CREDENTIALS_KEY) : null;
@@ -72,7 +68,7 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
     let relay: OutboxRelay | null = null;
     const repo = new SourceRepository(mongo.db, () => relay?.kick());
     await repo.ensureIndexes();
-    relay = new OutboxRelay({ collections: [repo.coll.raw], publisher: eventing.producer, logger });
+    relay = outboxRelayOf(mongo.db, SOURCES_OUTBOX, eventing.producer, logger);
     const outbox = relay;
     startOutboxRelay(life, outbox, logger);
 

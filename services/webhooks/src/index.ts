@@ -4,7 +4,7 @@ import { startService } from '@dap/lifecycle';
 import { addressOf, openHttpServer } from '@dap/http';
 import { openEventing, runEventConsumer } from '@dap/kafka';
 import type { Logger } from '@dap/logger';
-import { openMongo, OutboxRelay, startOutboxRelay } from '@dap/mongo';
+import { openMongo, outboxRelayOf, startOutboxRelay, type OutboxRelay } from '@dap/mongo';
 import { OutboundGuard } from '@dap/netguard';
 import { createApp } from './app.ts';
 import { claimTtlMsOf, type WebhooksConfig } from './config.ts';
@@ -13,7 +13,8 @@ import { HttpSender } from './workers/http-sender.ts';
 import { SecretBox } from './domain/secret.ts';
 import { WebhooksService } from './domain/webhooks.service.ts';
 import { DELIVERY_GROUP_ID, deliveryFanOutBatch } from './events/delivery.consumer.ts';
-import { DELIVERY_OUTBOX, DeliveryRepository, recordedEntries, type DeliveryDoc, type OutboxEntry } from './persistence/delivery.repository.ts';
+import { webhooksOutbox } from './events/outbox.ts';
+import { DeliveryRepository, type OutboxEntry } from './persistence/delivery.repository.ts';
 import { EndpointRepository } from './persistence/endpoint.repository.ts';
 import { RateSlots } from './persistence/rate-slots.ts';
 
@@ -25,23 +26,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
     const eventing = await openEventing(life, config, logger);
     let relay: OutboxRelay<OutboxEntry> | null = null;
     const endpoints = new EndpointRepository(mongo.db, () => relay?.kick());
-    // One relay: endpoint events in the endpoints' `_outbox`; every final delivery's delivery.completed staged
-    // per batch of record writes and relayed from memory; what older versions left on deliveries, at start.
-    const outbox = new OutboxRelay<OutboxEntry>({
-      collections: [endpoints.coll.raw, mongo.db.collection('deliveries')],
-      insertOnly: ['deliveries'],
-      sweptAtStartOnly: ['deliveries'],
-      publisher: eventing.producer,
-      logger,
-      intervalMs: 1_000,
-      staged: {
-        collection: mongo.db.collection(DELIVERY_OUTBOX),
-        instance: config.INSTANCE_ID,
-        staleMs: claimTtlMsOf(config),
-        verify: recordedEntries(mongo.db.collection<DeliveryDoc>('deliveries')),
-        lingerMs: 50,
-      },
-    });
+    const outbox = outboxRelayOf(mongo.db, webhooksOutbox(mongo.db, config), eventing.producer, logger);
     relay = outbox;
     const deliveries = new DeliveryRepository(mongo.db, outbox);
     await Promise.all([endpoints.init(), deliveries.init(), outbox.init()]);

@@ -11,12 +11,14 @@ export interface AccountDoc extends TenantDoc {
   updatedAt: Date;
 }
 
+export const ACCOUNTS_COLLECTION = 'accounts';
+
 /** An account is its own tenant: `_id` and `accountId` are the same id. */
 export class AccountRepository extends TenantRepository<AccountDoc> {
   constructor(db: Db, onEvents: (written: WrittenEvents) => void) {
     super(
       db,
-      'accounts',
+      ACCOUNTS_COLLECTION,
       [
         // Sparse (not partial): the wire-compatible local server supports only sparse unique indexes.
         [{ email: 1 }, { unique: true, sparse: true }],

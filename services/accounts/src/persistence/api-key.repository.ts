@@ -15,9 +15,11 @@ export interface ApiKeyDoc extends TenantDoc {
   replacedBy?: string | null;
 }
 
+export const API_KEYS_COLLECTION = 'api_keys';
+
 export class ApiKeyRepository extends TenantRepository<ApiKeyDoc> {
   constructor(db: Db, onEvents: (written: WrittenEvents) => void) {
-    super(db, 'api_keys', [[{ hash: 1 }, { unique: true }], [{ accountId: 1, _id: -1 }]], onEvents);
+    super(db, API_KEYS_COLLECTION, [[{ hash: 1 }, { unique: true }], [{ accountId: 1, _id: -1 }]], onEvents);
   }
 
   /**

@@ -71,12 +71,14 @@ function decode(doc: StoredReport): ReportDoc {
   return { ...withTotals(rest), dataFile: rest.dataFile ?? null, rows: typeof rowsJson === 'string' ? (JSON.parse(rowsJson) as Cell[][]) : (rows ?? []) };
 }
 
+export const REPORTS_COLLECTION = 'reports';
+
 export class ReportRepository {
   readonly coll: TenantCollection<StoredReport>;
   private readonly onEvents: (written: WrittenEvents) => void;
 
   constructor(db: Db, onEvents: (written: WrittenEvents) => void) {
-    this.coll = new TenantCollection<StoredReport>(db, 'reports', onEvents);
+    this.coll = new TenantCollection<StoredReport>(db, REPORTS_COLLECTION, onEvents);
     this.onEvents = onEvents;
   }
 

@@ -93,6 +93,8 @@ export interface OutboxEntry {
   events: DomainEvent[];
 }
 
+export const DELIVERIES_COLLECTION = 'deliveries';
+
 /** Where batches of record writes stage their events (the relay's staged outbox of @dap/mongo). */
 export const DELIVERY_OUTBOX = 'delivery_outbox';
 
@@ -222,7 +224,7 @@ export class DeliveryRepository {
 
   /** `outbox` holds the events of final attempts from before their record write until they are published. */
   constructor(db: Db, outbox: RecordOutbox) {
-    this.raw = db.collection<DeliveryDoc>('deliveries');
+    this.raw = db.collection<DeliveryDoc>(DELIVERIES_COLLECTION);
     this.outbox = outbox;
   }
 

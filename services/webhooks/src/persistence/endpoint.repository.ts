@@ -32,13 +32,15 @@ export interface EndpointDoc extends TenantDoc {
 
 export const MAX_ENDPOINTS_PER_ACCOUNT = 100;
 
+export const ENDPOINTS_COLLECTION = 'endpoints';
+
 export class EndpointRepository {
   readonly coll: TenantCollection<EndpointDoc>;
   /** Look-ups from concurrent consumers share one query. */
   private readonly lookups = new Batcher<string, EndpointDoc[]>((accountIds) => this.endpointsOf(accountIds));
 
   constructor(db: Db, onEvents: () => void) {
-    this.coll = new TenantCollection<EndpointDoc>(db, 'endpoints', onEvents);
+    this.coll = new TenantCollection<EndpointDoc>(db, ENDPOINTS_COLLECTION, onEvents);
   }
 
   async init(): Promise<void> {
