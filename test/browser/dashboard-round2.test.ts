@@ -43,15 +43,38 @@ describe('the dashboard, second round', () => {
     // A key, rolled with a grace period: the outgoing one says it is replaced and when it stops, and only
     // its replacement can be rolled.
     await go(page, 'API Keys');
-    await page.getByRole('button', { name: '+ Create API key' }).click();
+    // Escape closes a dialog, and the focus goes back to the button that opened it.
+    const opener = page.getByRole('button', { name: '+ Create API key' });
+    await opener.click();
     const dialog = page.getByRole('dialog', { name: 'Create an API key' });
+    await dialog.waitFor();
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+    expect(await page.evaluate('document.activeElement.textContent')).toBe('+ Create API key');
+    await opener.click();
     await dialog.getByRole('button', { name: 'Create key' }).click();
     const nameError = dialog.getByText('Give the key a name you will recognise later');
     await nameError.waitFor();
     await dialog.getByLabel('Name').fill('deploy bot');
     await nameError.waitFor({ state: 'detached' });
+    // While the key is being created, neither Escape nor Cancel drops the dialog: its answer is the secret, shown once.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    await page.route('**/v1/keys', async (route) => {
+      if (route.request().method() === 'POST') await held;
+      await route.continue();
+    });
     await dialog.getByRole('button', { name: 'Create key' }).click();
+    await dialog.locator('button[aria-busy="true"]').waitFor();
+    expect(await dialog.getByRole('button', { name: 'Cancel' }).isDisabled()).toBe(true);
+    await page.keyboard.press('Escape');
+    release();
+    await page.unroute('**/v1/keys');
     const created = page.getByRole('dialog', { name: 'Key “deploy bot” created' });
+    await created.waitFor();
+    // The secret's dialog ignores Escape too (the first Escape above is the control that closes a dialog).
+    await page.keyboard.press('Escape');
+    expect(await created.isVisible()).toBe(true);
     const secret = ((await created.getByTestId('secret').textContent()) ?? '').trim();
     await created.getByRole('button', { name: 'I have saved it' }).click();
     await page.getByRole('button', { name: 'Roll key deploy bot' }).click();

@@ -1,31 +1,26 @@
 import type { Page } from 'playwright-core';
-import { stackEnv, startReceiver, waitFor } from '@dap/testing';
-import { browserSuite, PHONE, reloadUntilVisible, screenshot, WIDE, heading, nav, signUp } from './system.ts';
+import { stackEnv, waitFor } from '@dap/testing';
+import { browserSuite, PHONE, receiverSuite, reloadUntilVisible, screenshot, WIDE, heading, nav, signUp } from './system.ts';
 
 /**
  * The dashboard's webhook observability, in a real browser against the whole system: editing an endpoint
  * (its URL checked by the API as at registration) and its health at a glance in the list. Each step keeps a
  * screenshot.
  */
-let receiver: Awaited<ReturnType<typeof startReceiver>>;
 /** Paths that answer 500 (with a body and a header of their own), 410, or 429 with Retry-After until taken out. */
 const flaky = new Map<string, 500 | 410 | 429>();
 
 // One attempt per message while the test looks: the first retry waits ten minutes.
 const suite = browserSuite({ WEBHOOK_RETRY_SCHEDULE_MS: '0,600000' });
 
-beforeAll(async () => {
-  receiver = await startReceiver((r): { status: number; headers?: Record<string, string>; body?: string } => {
-    if (r.path === '/broken') return { status: 500 };
-    const answer = flaky.get(r.path);
-    if (answer === 500) return { status: 500, headers: { 'x-receiver-trace': 'trace-42' }, body: '{"error":"database locked","retryable":true}' };
-    if (answer === 410) return { status: 410 };
-    if (answer === 429) return { status: 429, headers: { 'retry-after': '120' } };
-    return { status: 200 };
-  });
+const receiver = receiverSuite((r): { status: number; headers?: Record<string, string>; body?: string } => {
+  if (r.path === '/broken') return { status: 500 };
+  const answer = flaky.get(r.path);
+  if (answer === 500) return { status: 500, headers: { 'x-receiver-trace': 'trace-42' }, body: '{"error":"database locked","retryable":true}' };
+  if (answer === 410) return { status: 410 };
+  if (answer === 429) return { status: 429, headers: { 'retry-after': '120' } };
+  return { status: 200 };
 });
-
-afterAll(() => receiver?.close());
 
 /** The Webhooks page, from the main navigation, with its "Add a webhook endpoint" dialog open. */
 async function openAddEndpoint(page: Page) {

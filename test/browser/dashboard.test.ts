@@ -1,22 +1,16 @@
 import type { Page } from 'playwright-core';
-import { startReceiver, waitFor } from '@dap/testing';
-import { browserSuite, connectRows, go, PHONE, reloadUntilVisible, runQuery, screenshot, PASSWORD, heading, nav, signUp } from './system.ts';
+import { waitFor } from '@dap/testing';
+import { browserSuite, connectRows, receiverSuite, go, PHONE, reloadUntilVisible, runQuery, screenshot, PASSWORD, heading, nav, signUp } from './system.ts';
 
 /**
  * The dashboard in a real browser (Debian's Chromium, headless) against the whole system, every service
  * its own process: the stories a customer goes through, with screenshots of each main page.
  */
-let receiver: Awaited<ReturnType<typeof startReceiver>>;
 /** Paths the receiver answers 410 Gone on (which disables their endpoint). */
 const gonePaths = new Set<string>();
 
 const suite = browserSuite();
-
-beforeAll(async () => {
-  receiver = await startReceiver((r) => ({ status: gonePaths.has(r.path) ? 410 : 200 }));
-});
-
-afterAll(() => receiver?.close());
+const receiver = receiverSuite((r) => ({ status: gonePaths.has(r.path) ? 410 : 200 }));
 
 /** Every form control on the page has an accessible name, and the page has one h1. */
 async function expectAccessibleBasics(page: Page): Promise<void> {

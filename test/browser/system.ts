@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Locator, type Page } from 'playwright-core';
-import { repoRoot, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
+import { repoRoot, stackEnv, startReceiver, uniqueSuffix, waitFor } from '@dap/testing';
 import { DEPLOYABLES, freePort, startServices, type DeployableName, type Supervised } from '../../deploy/local/supervisor.ts';
 import { freshSecrets } from '../../deploy/local/env-file.ts';
 
@@ -168,6 +168,23 @@ export function browserSuite(extraEnv: Record<string, string> = {}): BrowserSuit
       contexts.push(context);
       const page = await context.newPage();
       return { page, errors: watchErrors(page), context };
+    },
+  };
+}
+
+/** A webhook receiver (startReceiver, answering as `respond` says) started before the file's tests and closed after them. */
+export function receiverSuite(respond?: Parameters<typeof startReceiver>[0]): { readonly url: string; readonly received: Awaited<ReturnType<typeof startReceiver>>['received'] } {
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  beforeAll(async () => {
+    receiver = await startReceiver(respond);
+  });
+  afterAll(() => receiver?.close());
+  return {
+    get url() {
+      return receiver.url;
+    },
+    get received() {
+      return receiver.received;
     },
   };
 }

@@ -1,6 +1,6 @@
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { unwrap } from '../api/client.ts';
-import { Alert, Button, Card, ErrorBanner, Field, KeyValue, PageHeader } from '../components/ui.tsx';
+import { Alert, Button, Card, Field, Form, KeyValue, PageHeader } from '../components/ui.tsx';
 import { useApi, useNotify, useSession } from '../context.tsx';
 import { useAction, useDocumentTitle } from '../hooks.ts';
 import { localError, newPasswordProblems, NewPasswordFields, PasswordInput } from './auth.tsx';
@@ -39,8 +39,7 @@ function ChangePasswordCard() {
     return true;
   });
 
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
+  const submit = async () => {
     setDone(false);
     const local = localError({
       ...(!currentPassword ? { currentPassword: 'Enter your current password' } : {}),
@@ -60,8 +59,18 @@ function ChangePasswordCard() {
   return (
     <Card title="Change password">
       {done && <Alert tone="success">Your password was changed. Every other session of yours was signed out; this one stays.</Alert>}
-      <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} />
-      <form className="form" onSubmit={submit} noValidate aria-label="Change password">
+      <Form
+        label="Change password"
+        onSubmit={submit}
+        pending={change.pending}
+        error={err}
+        fields={['currentPassword', 'newPassword', 'repeat']}
+        actions={
+          <Button type="submit" variant="primary" loading={change.pending}>
+            Change password
+          </Button>
+        }
+      >
         <Field label="Current password" error={err?.fieldError('currentPassword')}>
           {(p) => (
             <PasswordInput
@@ -84,10 +93,7 @@ function ChangePasswordCard() {
           fixField={change.fixField}
           hint="At least 10 characters. Other sessions are signed out."
         />
-        <Button type="submit" variant="primary" loading={change.pending}>
-          Change password
-        </Button>
-      </form>
+      </Form>
     </Card>
   );
 }

@@ -1,7 +1,7 @@
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { ApiError, unwrap, type RequestBodyOf } from '../api/client.ts';
 import { SCOPES, type ApiKeyCreated, type ApiKeyDto, type Page, type Scope } from '../api/types.ts';
-import { Alert, Badge, Button, Card, ConfirmDialog, Dialog, EmptyState, ErrorBanner, Field, Loading, PageHeader, SecretReveal, StatusBadge } from '../components/ui.tsx';
+import { Alert, Badge, Button, Card, ConfirmDialog, EmptyState, ErrorBanner, Field, FormDialog, ListBody, PageHeader, SecretDialog, StatusBadge } from '../components/ui.tsx';
 import { useApi, useNotify } from '../context.tsx';
 import { formatDate, formatRelative } from '../format.ts';
 import { useAction, useDocumentTitle, useResource } from '../hooks.ts';
@@ -82,8 +82,7 @@ function CreateKeyDialog({ open, onClose, onCreated }: { open: boolean; onClose:
     onClose();
   };
 
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
+  const submit = async () => {
     const local: { path: string; message: string }[] = [];
     if (!name.trim()) local.push({ path: 'name', message: 'Give the key a name you will recognise later' });
     if (access === 'restricted' && scopes.size === 0) local.push({ path: 'scopes', message: 'Choose at least one scope' });
@@ -115,26 +114,31 @@ function CreateKeyDialog({ open, onClose, onCreated }: { open: boolean; onClose:
   const err = create.error;
   if (created) {
     return (
-      <Dialog open={open} onClose={close} title={`Key “${created.name}” created`} dismissible={false}>
-        <SecretReveal
-          label="Your new API key"
-          secret={created.secret}
-          warning="We store only a hash of it, so we can never show it again. Keep it in a secret manager or an environment variable, never in source code."
-        />
+      <SecretDialog
+        open={open}
+        onDone={close}
+        title={`Key “${created.name}” created`}
+        label="Your new API key"
+        secret={created.secret}
+        warning="We store only a hash of it, so we can never show it again. Keep it in a secret manager or an environment variable, never in source code."
+      >
         <CurlExample secret={created.secret} />
-        <div className="dialog-footer">
-          <Button variant="primary" onClick={close}>
-            I have saved it
-          </Button>
-        </div>
-      </Dialog>
+      </SecretDialog>
     );
   }
   return (
-    <Dialog open={open} onClose={close} title="Create an API key" description="Use the key from your code as a Bearer token. You see its secret once, right after creating it.">
-      <form className="form" onSubmit={submit} noValidate>
-        <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} />
-        <Field label="Name" hint="For example “production backend” or “nightly report job”." error={err?.fieldError('name')} required>
+    <FormDialog
+      open={open}
+      onClose={close}
+      title="Create an API key"
+      description="Use the key from your code as a Bearer token. You see its secret once, right after creating it."
+      onSubmit={submit}
+      submitLabel="Create key"
+      pending={create.pending}
+      error={err}
+      fields={['name', 'scopes', 'expiresAt']}
+    >
+      <Field label="Name" hint="For example “production backend” or “nightly report job”." error={err?.fieldError('name')} required>
           {(p) => (
             <input
               {...p}
@@ -247,14 +251,7 @@ function CreateKeyDialog({ open, onClose, onCreated }: { open: boolean; onClose:
             </Field>
           )}
         </div>
-        <div className="dialog-footer">
-          <Button onClick={close}>Cancel</Button>
-          <Button type="submit" variant="primary" loading={create.pending}>
-            Create key
-          </Button>
-        </div>
-      </form>
-    </Dialog>
+    </FormDialog>
   );
 }
 
@@ -271,43 +268,36 @@ function RollKeyDialog({ target, onClose, onRolled }: { target: ApiKeyDto | null
   };
   if (rolled) {
     return (
-      <Dialog open={target !== null} onClose={close} title={`Key “${rolled.name}” rolled`} dismissible={false}>
-        <SecretReveal
-          label="The new API key"
-          secret={rolled.secret}
-          warning={
-            grace === 0 ? 'The old secret has stopped working. Deploy this one now.' : 'The old secret keeps working for the grace period you chose; deploy this one before then.'
-          }
-        />
-        <div className="dialog-footer">
-          <Button variant="primary" onClick={close}>
-            I have saved it
-          </Button>
-        </div>
-      </Dialog>
+      <SecretDialog
+        open={target !== null}
+        onDone={close}
+        title={`Key “${rolled.name}” rolled`}
+        label="The new API key"
+        secret={rolled.secret}
+        warning={grace === 0 ? 'The old secret has stopped working. Deploy this one now.' : 'The old secret keeps working for the grace period you chose; deploy this one before then.'}
+      />
     );
   }
   return (
-    <Dialog
+    <FormDialog
       open={target !== null}
       onClose={close}
       title={`Roll “${target?.name ?? ''}”`}
       description="Rolling issues a new secret with the same name and scopes. The old secret keeps working for a grace period, so you can deploy the new one without downtime."
+      onSubmit={async () => {
+        if (!target) return;
+        const key = await roll.run(target.id, grace);
+        if (key) {
+          setRolled(key);
+          onRolled();
+        }
+      }}
+      submitLabel="Roll key"
+      pending={roll.pending}
+      error={roll.error}
+      fields={['gracePeriodSeconds']}
     >
-      <form
-        className="form"
-        onSubmit={async (e) => {
-          e.preventDefault();
-          if (!target) return;
-          const key = await roll.run(target.id, grace);
-          if (key) {
-            setRolled(key);
-            onRolled();
-          }
-        }}
-      >
-        <ErrorBanner error={roll.error} />
-        <Field label="Old secret stops working" error={roll.error?.fieldError('gracePeriodSeconds')}>
+      <Field label="Old secret stops working" error={roll.error?.fieldError('gracePeriodSeconds')}>
           {(p) => (
             <select {...p} className="input" value={grace} onChange={(e) => setGrace(Number(e.target.value))}>
               {GRACE_OPTIONS.map((o) => (
@@ -318,14 +308,7 @@ function RollKeyDialog({ target, onClose, onRolled }: { target: ApiKeyDto | null
             </select>
           )}
         </Field>
-        <div className="dialog-footer">
-          <Button onClick={close}>Cancel</Button>
-          <Button type="submit" variant="primary" loading={roll.pending}>
-            Roll key
-          </Button>
-        </div>
-      </form>
-    </Dialog>
+    </FormDialog>
   );
 }
 
@@ -405,27 +388,29 @@ export function ApiKeysPage() {
       />
       <ErrorBanner error={keys.error} onRetry={() => void keys.reload()} />
       <Card title={`Active keys${keys.data ? ` (${active.length})` : ''}`}>
-        {!keys.data && !keys.error ? (
-          <Loading rows={3} />
-        ) : active.length === 0 ? (
-          <EmptyState
-            title="No active keys"
-            icon="🔑"
-            action={
-              <Button variant="primary" onClick={() => setCreating(true)}>
-                Create your first key
-              </Button>
-            }
-          >
-            Create a key to call the API from your code, a notebook or <code>curl</code>.
-          </EmptyState>
-        ) : (
+        <ListBody
+          state={keys}
+          count={active.length}
+          empty={
+            <EmptyState
+              title="No active keys"
+              icon="🔑"
+              action={
+                <Button variant="primary" onClick={() => setCreating(true)}>
+                  Create your first key
+                </Button>
+              }
+            >
+              Create a key to call the API from your code, a notebook or <code>curl</code>.
+            </EmptyState>
+          }
+        >
           <ul className="key-list" aria-label="Active API keys">
             {active.map((k) => (
               <KeyRow key={k.id} k={k} onRoll={() => setRolling(k)} onRevoke={() => setRevoking(k)} />
             ))}
           </ul>
-        )}
+        </ListBody>
       </Card>
       {inactive.length > 0 && (
         <Card

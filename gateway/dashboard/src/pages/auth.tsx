@@ -1,15 +1,30 @@
-import { useState, type FormEvent, type ReactNode } from 'react';
+import { useState, type ReactNode } from 'react';
 import { ApiError, unwrap } from '../api/client.ts';
 import type { SessionDto } from '../api/types.ts';
 import { Logo } from '../components/layout.tsx';
-import { Alert, Button, ErrorBanner, Field } from '../components/ui.tsx';
+import { Alert, Button, Field, Form, type FormProps } from '../components/ui.tsx';
 import { useApi } from '../context.tsx';
 import { useAction, useDocumentTitle } from '../hooks.ts';
 import { Link, useLocation } from '../router.tsx';
 
 type OnSignedIn = (session: SessionDto, next: string | null) => void;
 
-function AuthFrame({ title, subtitle, children, footer }: { title: string; subtitle: string; children: ReactNode; footer: ReactNode }) {
+/** The sign-in pages' frame around one form: notices above it, a full-width submit button below it. */
+function AuthFrame({
+  title,
+  subtitle,
+  notice,
+  form: { submitLabel, submitDisabled = false, ...form },
+  children,
+  footer,
+}: {
+  title: string;
+  subtitle: string;
+  notice?: ReactNode;
+  form: FormProps & { submitLabel: string; submitDisabled?: boolean };
+  children: ReactNode;
+  footer: ReactNode;
+}) {
   return (
     <div className="auth">
       <aside className="auth-aside" aria-hidden="true">
@@ -32,7 +47,17 @@ function AuthFrame({ title, subtitle, children, footer }: { title: string; subti
           </div>
           <h1 className="auth-title">{title}</h1>
           <p className="auth-subtitle">{subtitle}</p>
-          {children}
+          {notice}
+          <Form
+            {...form}
+            actions={
+              <Button type="submit" variant="primary" loading={form.pending} disabled={submitDisabled} className="btn-block">
+                {submitLabel}
+              </Button>
+            }
+          >
+            {children}
+          </Form>
           <p className="auth-switch">{footer}</p>
         </div>
       </main>
@@ -132,8 +157,7 @@ export function LoginPage({ onSignedIn, notice }: { onSignedIn: OnSignedIn; noti
   const [password, setPassword] = useState('');
   const login = useAction(async () => unwrap(api.openapi.POST('/auth/login', { body: { email, password } })));
 
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
+  const submit = async () => {
     const local = localError({
       ...(LOGIN_RULES.email(email) ? { email: LOGIN_RULES.email(email)! } : {}),
       ...(LOGIN_RULES.password(password) ? { password: LOGIN_RULES.password(password)! } : {}),
@@ -153,10 +177,16 @@ export function LoginPage({ onSignedIn, notice }: { onSignedIn: OnSignedIn; noti
           New here? <Link to={`/signup${search.get('next') ? `?next=${encodeURIComponent(search.get('next')!)}` : ''}`}>Create an account</Link>
         </>
       }
+      notice={notice && !err && <Alert tone="info">{notice}</Alert>}
+      form={{
+        onSubmit: submit,
+        pending: login.pending,
+        error: err,
+        errorTitle: err?.status === 401 ? 'Wrong email or password' : undefined,
+        fields: ['email', 'password'],
+        submitLabel: 'Log in',
+      }}
     >
-      {notice && !err && <Alert tone="info">{notice}</Alert>}
-      <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} title={err?.status === 401 ? 'Wrong email or password' : undefined} />
-      <form className="form" onSubmit={submit} noValidate>
         <Field label="Email" error={err?.fieldError('email')}>
           {(p) => (
             <input
@@ -186,10 +216,6 @@ export function LoginPage({ onSignedIn, notice }: { onSignedIn: OnSignedIn; noti
             />
           )}
         </Field>
-        <Button type="submit" variant="primary" loading={login.pending} className="btn-block">
-          Log in
-        </Button>
-      </form>
     </AuthFrame>
   );
 }
@@ -203,8 +229,7 @@ export function SignupPage({ onSignedIn }: { onSignedIn: OnSignedIn }) {
   const [password, setPassword] = useState('');
   const signup = useAction(async () => unwrap(api.openapi.POST('/auth/signup', { body: { email, password, accountName } })));
 
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
+  const submit = async () => {
     const values = { accountName, email, password };
     const local = localError(
       Object.fromEntries(
@@ -228,9 +253,15 @@ export function SignupPage({ onSignedIn }: { onSignedIn: OnSignedIn }) {
           Already have an account? <Link to="/login">Log in</Link>
         </>
       }
+      form={{
+        onSubmit: submit,
+        pending: signup.pending,
+        error: err,
+        errorTitle: err?.status === 409 ? 'That email already has an account' : undefined,
+        fields: Object.keys(SIGNUP_RULES),
+        submitLabel: 'Create account',
+      }}
     >
-      <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} title={err?.status === 409 ? 'That email already has an account' : undefined} />
-      <form className="form" onSubmit={submit} noValidate>
         <Field label="Account name" hint="Your company or project." error={err?.fieldError('accountName')}>
           {(p) => (
             <input
@@ -274,10 +305,6 @@ export function SignupPage({ onSignedIn }: { onSignedIn: OnSignedIn }) {
             />
           )}
         </Field>
-        <Button type="submit" variant="primary" loading={signup.pending} className="btn-block">
-          Create account
-        </Button>
-      </form>
     </AuthFrame>
   );
 }
@@ -298,8 +325,7 @@ export function ResetPasswordPage({ onDone }: { onDone: () => void }) {
     return true;
   });
 
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
+  const submit = async () => {
     const local = localError(newPasswordProblems(password, repeat));
     if (local) return reset.setError(local);
     if (await reset.run()) onDone();
@@ -316,15 +342,18 @@ export function ResetPasswordPage({ onDone }: { onDone: () => void }) {
           Remembered it? <Link to="/login">Log in</Link>
         </>
       }
+      notice={
+        <>
+          {!token && <Alert tone="error">This link has no token. Ask your operator for a new password reset link.</Alert>}
+          {tokenError && (
+            <Alert tone="error" title="This link no longer works">
+              It is unknown, expired (links last an hour) or already used. Ask your operator for a new one.
+            </Alert>
+          )}
+        </>
+      }
+      form={{ onSubmit: submit, pending: reset.pending, error: err, fields: ['token', 'newPassword', 'repeat'], submitLabel: 'Set new password', submitDisabled: !token }}
     >
-      {!token && <Alert tone="error">This link has no token. Ask your operator for a new password reset link.</Alert>}
-      {tokenError && (
-        <Alert tone="error" title="This link no longer works">
-          It is unknown, expired (links last an hour) or already used. Ask your operator for a new one.
-        </Alert>
-      )}
-      <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} />
-      <form className="form" onSubmit={submit} noValidate>
         <NewPasswordFields
           password={password}
           repeat={repeat}
@@ -335,10 +364,6 @@ export function ResetPasswordPage({ onDone }: { onDone: () => void }) {
           hint="At least 10 characters. A passphrase of a few words is easy to remember."
           autoFocus
         />
-        <Button type="submit" variant="primary" loading={reset.pending} disabled={!token} className="btn-block">
-          Set new password
-        </Button>
-      </form>
     </AuthFrame>
   );
 }

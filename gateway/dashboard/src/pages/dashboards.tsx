@@ -3,7 +3,7 @@ import { unwrap } from '../api/client.ts';
 import type { DashboardDto, DashboardSummaryDto, InsightDto, Page, QueryResultDto } from '../api/types.ts';
 import { NameDialog } from '../components/insight-dialogs.tsx';
 import { ResultView } from '../components/result-view.tsx';
-import { Button, Card, ConfirmDialog, Dialog, EmptyState, ErrorBanner, Field, Loading, PageHeader } from '../components/ui.tsx';
+import { Button, Card, ConfirmDialog, DataTable, EmptyState, ErrorBanner, Field, FormDialog, ListBody, Loading, PageHeader } from '../components/ui.tsx';
 import { useApi } from '../context.tsx';
 import { formatRelative } from '../format.ts';
 import { useAction, useDocumentTitle, useResource } from '../hooks.ts';
@@ -35,48 +35,41 @@ export function DashboardsPage() {
       />
       <ErrorBanner error={dashboards.error} onRetry={() => void dashboards.reload()} />
       <Card>
-        {!dashboards.data && !dashboards.error ? (
-          <Loading rows={3} />
-        ) : list.length === 0 ? (
-          <EmptyState
-            title="No dashboards yet"
-            icon="▦"
-            action={
-              <Button variant="primary" onClick={() => setCreating(true)}>
-                New dashboard
-              </Button>
-            }
-          >
-            Create one, then pin insights to it from Explore or the Insights page.
-          </EmptyState>
-        ) : (
-          <table className="table table-responsive" aria-label="Dashboards">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col" className="num">
-                  Tiles
-                </th>
-                <th scope="col">Updated</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((d) => (
-                <tr key={d.id}>
-                  <td data-label="Name">
-                    <Link to={`/analytics/dashboards/${d.id}`} className="strong-link">
-                      {d.name}
-                    </Link>
-                  </td>
-                  <td data-label="Tiles" className="num">
-                    {d.tileCount}
-                  </td>
-                  <td data-label="Updated">{formatRelative(d.updatedAt)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
+        <ListBody
+          state={dashboards}
+          count={list.length}
+          empty={
+            <EmptyState
+              title="No dashboards yet"
+              icon="▦"
+              action={
+                <Button variant="primary" onClick={() => setCreating(true)}>
+                  New dashboard
+                </Button>
+              }
+            >
+              Create one, then pin insights to it from Explore or the Insights page.
+            </EmptyState>
+          }
+        >
+          <DataTable
+            label="Dashboards"
+            rows={list}
+            rowKey={(d) => d.id}
+            columns={[
+              {
+                header: 'Name',
+                cell: (d) => (
+                  <Link to={`/analytics/dashboards/${d.id}`} className="strong-link">
+                    {d.name}
+                  </Link>
+                ),
+              },
+              { header: 'Tiles', numeric: true, cell: (d) => d.tileCount },
+              { header: 'Updated', cell: (d) => formatRelative(d.updatedAt) },
+            ]}
+          />
+        </ListBody>
       </Card>
       <NameDialog
         open={creating}
@@ -280,8 +273,17 @@ function AddInsightDialog({ open, onClose, onAdd }: { open: boolean; onClose: ()
   });
   const list = insights.data?.data ?? [];
   return (
-    <Dialog open={open} onClose={onClose} title="Add an insight" description="It takes the first free place on the grid; move it from there.">
-      <div className="dialog-body">
+    <FormDialog
+      open={open}
+      onClose={onClose}
+      title="Add an insight"
+      description="It takes the first free place on the grid; move it from there."
+      onSubmit={add.run}
+      submitLabel="Add to dashboard"
+      submitDisabled={list.length === 0}
+      pending={add.pending}
+      error={add.error}
+    >
         {!insights.data ? (
           insights.error ? (
             <ErrorBanner error={insights.error} />
@@ -305,16 +307,6 @@ function AddInsightDialog({ open, onClose, onAdd }: { open: boolean; onClose: ()
             )}
           </Field>
         )}
-      </div>
-      <ErrorBanner error={add.error} />
-      <div className="dialog-footer">
-        <Button onClick={onClose} disabled={add.pending}>
-          Cancel
-        </Button>
-        <Button variant="primary" loading={add.pending} disabled={list.length === 0} onClick={() => void add.run()}>
-          Add to dashboard
-        </Button>
-      </div>
-    </Dialog>
+    </FormDialog>
   );
 }
