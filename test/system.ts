@@ -8,10 +8,10 @@ import { DEPLOYABLES, freePort, startServices, type DeployableName, type Supervi
 import { freshSecrets } from '../../deploy/local/env-file.ts';
 
 /**
- * The whole system for the reliability and security tests, started the way the e2e story starts it: every
- * service as its own process (deploy/local/supervisor.ts) on free ports, with a unique Kafka topic prefix and
- * Mongo database prefix, loopback targets allowed, and every process's log in a folder of its own (the secret
- * scan reads them). Accounts and keys come from the operator CLI, as an operator would make them.
+ * The whole system for the tests under test/ (faults, security, conformance, the browser): every service as
+ * its own process (deploy/local/supervisor.ts) on free ports, with a unique Kafka topic prefix and Mongo
+ * database prefix, loopback targets allowed, and every process's log in a folder of its own (the secret scan
+ * reads them). Accounts and keys come from the operator CLI, as an operator would make them.
  */
 export interface StackUrls {
   REDIS_URL: string;
@@ -44,6 +44,8 @@ export interface System {
   processSecrets: string[];
   createAccount(name: string, plan?: 'starter' | 'professional' | 'enterprise', scopes?: readonly Scope[]): TestAccount;
   createKey(accountId: string, scopes: readonly Scope[], name?: string): { keyId: string; apiKey: string };
+  /** The accounts operator CLI (services/accounts/src/cli.ts) on this system's database: its JSON answer. */
+  cli(args: string[]): any; // eslint-disable-line @typescript-eslint/no-explicit-any -- each command answers its own shape
   /** Every log line written so far by every process, per file. */
   logs(): Record<string, string>;
   stop(): Promise<void>;
@@ -106,6 +108,7 @@ export async function startSystem(opts: SystemOptions): Promise<System> {
     suffix,
     stack,
     processSecrets: Object.values(secrets),
+    cli,
     createAccount(name, plan = 'enterprise', scopes = SCOPES) {
       const out = cli(['create-account', '--name', name, '--plan', plan, '--scopes', scopes.join(',')]);
       return { accountId: out.accountId, keyId: out.keyId, apiKey: out.apiKey, plan: out.plan };
