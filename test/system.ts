@@ -25,6 +25,8 @@ export interface SystemOptions {
   /** A private stack for fault runs; the shared test stack by default. */
   stack?: StackUrls;
   env?: Record<string, string>;
+  /** Only these processes (the others' addresses then lead nowhere unless `env` gives them); all by default. */
+  only?: readonly DeployableName[];
 }
 
 export interface TestAccount {
@@ -68,6 +70,7 @@ export async function startSystem(opts: SystemOptions): Promise<System> {
     root,
     ports,
     metricsPorts,
+    ...(opts.only ? { deployables: DEPLOYABLES.filter((d) => opts.only!.includes(d.name)) } : {}),
     repickBusyPorts: true,
     logDir,
     mongoDbPrefix: dbPrefix,
