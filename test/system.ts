@@ -4,8 +4,8 @@ import { appendFileSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { SCOPES, type Scope } from '@dap/contracts';
 import { repoRoot, stackEnv, uniqueSuffix } from '@dap/testing';
-import { DEPLOYABLES, freePort, startServices, type DeployableName, type Supervised } from '../../deploy/local/supervisor.ts';
-import { freshSecrets } from '../../deploy/local/env-file.ts';
+import { DEPLOYABLES, freePort, startServices, type DeployableName, type Supervised } from '../deploy/local/supervisor.ts';
+import { freshSecrets } from '../deploy/local/env-file.ts';
 
 /**
  * The whole system for the tests under test/ (faults, security, conformance, the browser): every service as

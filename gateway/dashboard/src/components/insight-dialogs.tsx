@@ -78,31 +78,31 @@ export function PinDialog({ open, insightId, onClose, onPinned }: { open: boolea
       error={pin.error}
       fields={['name']}
     >
-          {!dashboards.data ? (
-            dashboards.error ? (
-              <ErrorBanner error={dashboards.error} onRetry={() => void dashboards.reload()} />
-            ) : (
-              <Loading rows={1} />
-            )
-          ) : (
-            <Field label="Dashboard">
-              {(p) => (
-                <select {...p} className="input" value={choice} onChange={(e) => setChoice(e.target.value)}>
-                  {dashboards.data!.data.map((d) => (
-                    <option key={d.id} value={d.id}>
-                      {d.name} ({d.tileCount} {d.tileCount === 1 ? 'tile' : 'tiles'})
-                    </option>
-                  ))}
-                  <option value="new">A new dashboard…</option>
-                </select>
-              )}
-            </Field>
+      {!dashboards.data ? (
+        dashboards.error ? (
+          <ErrorBanner error={dashboards.error} onRetry={() => void dashboards.reload()} />
+        ) : (
+          <Loading rows={1} />
+        )
+      ) : (
+        <Field label="Dashboard">
+          {(p) => (
+            <select {...p} className="input" value={choice} onChange={(e) => setChoice(e.target.value)}>
+              {dashboards.data!.data.map((d) => (
+                <option key={d.id} value={d.id}>
+                  {d.name} ({d.tileCount} {d.tileCount === 1 ? 'tile' : 'tiles'})
+                </option>
+              ))}
+              <option value="new">A new dashboard…</option>
+            </select>
           )}
-          {choice === 'new' && (
-            <Field label="New dashboard's name" error={pin.error?.fieldError('name')} required>
-              {(p) => <input {...p} className="input" value={newName} maxLength={100} onChange={(e) => setNewName(e.target.value)} />}
-            </Field>
-          )}
+        </Field>
+      )}
+      {choice === 'new' && (
+        <Field label="New dashboard's name" error={pin.error?.fieldError('name')} required>
+          {(p) => <input {...p} className="input" value={newName} maxLength={100} onChange={(e) => setNewName(e.target.value)} />}
+        </Field>
+      )}
     </FormDialog>
   );
 }

@@ -589,7 +589,19 @@ export function SecretDialog({
  * A list's body: a skeleton while it first loads, `empty` once it holds nothing, else `children`. After a
  * failed load it shows nothing, as the page's error banner says what happened (an empty state would be false).
  */
-export function ListBody({ state, count, rows = 3, empty, children }: { state: { data: unknown; error: unknown }; count: number; rows?: number; empty: ReactNode; children: ReactNode }) {
+export function ListBody({
+  state,
+  count,
+  rows = 3,
+  empty,
+  children,
+}: {
+  state: { data: unknown; error: unknown };
+  count: number;
+  rows?: number;
+  empty: ReactNode;
+  children: ReactNode;
+}) {
   if (!state.data) return state.error ? null : <Loading rows={rows} />;
   return <>{count === 0 ? empty : children}</>;
 }

@@ -139,118 +139,118 @@ function CreateKeyDialog({ open, onClose, onCreated }: { open: boolean; onClose:
       fields={['name', 'scopes', 'expiresAt']}
     >
       <Field label="Name" hint="For example “production backend” or “nightly report job”." error={err?.fieldError('name')} required>
+        {(p) => (
+          <input
+            {...p}
+            className="input"
+            value={name}
+            maxLength={100}
+            onChange={(e) => {
+              setName(e.target.value);
+              create.fixField('name', e.target.value.trim() ? undefined : 'Give the key a name you will recognise later');
+            }}
+            autoFocus
+          />
+        )}
+      </Field>
+      <fieldset className="fieldset">
+        <legend className="field-label">Access</legend>
+        <div className="radio-cards">
+          <label className={`radio-card${access === 'all' ? ' is-checked' : ''}`}>
+            <input type="radio" name="access" value="all" checked={access === 'all'} onChange={() => setAccess('all')} />
+            <span>
+              <span className="radio-title">Full access</span>
+              <span className="radio-desc">Every scope, for trusted back-ends.</span>
+            </span>
+          </label>
+          <label className={`radio-card${access === 'restricted' ? ' is-checked' : ''}`}>
+            <input type="radio" name="access" value="restricted" checked={access === 'restricted'} onChange={() => setAccess('restricted')} />
+            <span>
+              <span className="radio-title">Restricted</span>
+              <span className="radio-desc">Only the scopes you choose.</span>
+            </span>
+          </label>
+        </div>
+      </fieldset>
+      {access === 'restricted' && (
+        <fieldset className={`fieldset scope-grid${err?.fieldError('scopes') ? ' field-invalid' : ''}`} aria-describedby={err?.fieldError('scopes') ? 'scopes-error' : undefined}>
+          <legend className="field-label">Scopes</legend>
+          <table className="scope-table">
+            <thead>
+              <tr>
+                <th scope="col">Resource</th>
+                <th scope="col">Read</th>
+                <th scope="col">Write</th>
+              </tr>
+            </thead>
+            <tbody>
+              {RESOURCES.map((r) => (
+                <tr key={r}>
+                  <th scope="row">{RESOURCE_LABELS[r]}</th>
+                  {(['read', 'write'] as const).map((mode) => {
+                    const scope = `${r}:${mode}` as Scope;
+                    return (
+                      <td key={mode}>
+                        <label className="check">
+                          <input type="checkbox" checked={scopes.has(scope)} onChange={() => toggle(scope)} />
+                          <span className="visually-hidden">{scope}</span>
+                          <span aria-hidden="true" className="mono small">
+                            {scope}
+                          </span>
+                        </label>
+                      </td>
+                    );
+                  })}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {err?.fieldError('scopes') && (
+            <p className="field-error" id="scopes-error">
+              ⚠ {err.fieldError('scopes')}
+            </p>
+          )}
+        </fieldset>
+      )}
+      <div className="form-row">
+        <Field label="Expires" error={expiry !== 'custom' ? err?.fieldError('expiresAt') : undefined}>
           {(p) => (
-            <input
+            <select
               {...p}
               className="input"
-              value={name}
-              maxLength={100}
+              value={expiry}
               onChange={(e) => {
-                setName(e.target.value);
-                create.fixField('name', e.target.value.trim() ? undefined : 'Give the key a name you will recognise later');
+                setExpiry(e.target.value);
+                create.fixField('expiresAt');
               }}
-              autoFocus
-            />
+            >
+              {EXPIRY_OPTIONS.map((o) => (
+                <option key={o.value} value={o.value}>
+                  {o.label}
+                </option>
+              ))}
+            </select>
           )}
         </Field>
-        <fieldset className="fieldset">
-          <legend className="field-label">Access</legend>
-          <div className="radio-cards">
-            <label className={`radio-card${access === 'all' ? ' is-checked' : ''}`}>
-              <input type="radio" name="access" value="all" checked={access === 'all'} onChange={() => setAccess('all')} />
-              <span>
-                <span className="radio-title">Full access</span>
-                <span className="radio-desc">Every scope, for trusted back-ends.</span>
-              </span>
-            </label>
-            <label className={`radio-card${access === 'restricted' ? ' is-checked' : ''}`}>
-              <input type="radio" name="access" value="restricted" checked={access === 'restricted'} onChange={() => setAccess('restricted')} />
-              <span>
-                <span className="radio-title">Restricted</span>
-                <span className="radio-desc">Only the scopes you choose.</span>
-              </span>
-            </label>
-          </div>
-        </fieldset>
-        {access === 'restricted' && (
-          <fieldset className={`fieldset scope-grid${err?.fieldError('scopes') ? ' field-invalid' : ''}`} aria-describedby={err?.fieldError('scopes') ? 'scopes-error' : undefined}>
-            <legend className="field-label">Scopes</legend>
-            <table className="scope-table">
-              <thead>
-                <tr>
-                  <th scope="col">Resource</th>
-                  <th scope="col">Read</th>
-                  <th scope="col">Write</th>
-                </tr>
-              </thead>
-              <tbody>
-                {RESOURCES.map((r) => (
-                  <tr key={r}>
-                    <th scope="row">{RESOURCE_LABELS[r]}</th>
-                    {(['read', 'write'] as const).map((mode) => {
-                      const scope = `${r}:${mode}` as Scope;
-                      return (
-                        <td key={mode}>
-                          <label className="check">
-                            <input type="checkbox" checked={scopes.has(scope)} onChange={() => toggle(scope)} />
-                            <span className="visually-hidden">{scope}</span>
-                            <span aria-hidden="true" className="mono small">
-                              {scope}
-                            </span>
-                          </label>
-                        </td>
-                      );
-                    })}
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-            {err?.fieldError('scopes') && (
-              <p className="field-error" id="scopes-error">
-                ⚠ {err.fieldError('scopes')}
-              </p>
-            )}
-          </fieldset>
-        )}
-        <div className="form-row">
-          <Field label="Expires" error={expiry !== 'custom' ? err?.fieldError('expiresAt') : undefined}>
+        {expiry === 'custom' && (
+          <Field label="Expiry date" hint="The key stops working at the end of this day (UTC)." error={err?.fieldError('expiresAt')}>
             {(p) => (
-              <select
+              <input
                 {...p}
                 className="input"
-                value={expiry}
+                type="date"
+                value={customDate}
+                min={new Date(Date.now() + 86_400_000).toISOString().slice(0, 10)}
                 onChange={(e) => {
-                  setExpiry(e.target.value);
-                  create.fixField('expiresAt');
+                  setCustomDate(e.target.value);
+                  const t = new Date(`${e.target.value}T23:59:59Z`).getTime();
+                  create.fixField('expiresAt', Number.isFinite(t) && t > Date.now() ? undefined : 'Choose a date in the future');
                 }}
-              >
-                {EXPIRY_OPTIONS.map((o) => (
-                  <option key={o.value} value={o.value}>
-                    {o.label}
-                  </option>
-                ))}
-              </select>
+              />
             )}
           </Field>
-          {expiry === 'custom' && (
-            <Field label="Expiry date" hint="The key stops working at the end of this day (UTC)." error={err?.fieldError('expiresAt')}>
-              {(p) => (
-                <input
-                  {...p}
-                  className="input"
-                  type="date"
-                  value={customDate}
-                  min={new Date(Date.now() + 86_400_000).toISOString().slice(0, 10)}
-                  onChange={(e) => {
-                    setCustomDate(e.target.value);
-                    const t = new Date(`${e.target.value}T23:59:59Z`).getTime();
-                    create.fixField('expiresAt', Number.isFinite(t) && t > Date.now() ? undefined : 'Choose a date in the future');
-                  }}
-                />
-              )}
-            </Field>
-          )}
-        </div>
+        )}
+      </div>
     </FormDialog>
   );
 }
@@ -274,7 +274,9 @@ function RollKeyDialog({ target, onClose, onRolled }: { target: ApiKeyDto | null
         title={`Key “${rolled.name}” rolled`}
         label="The new API key"
         secret={rolled.secret}
-        warning={grace === 0 ? 'The old secret has stopped working. Deploy this one now.' : 'The old secret keeps working for the grace period you chose; deploy this one before then.'}
+        warning={
+          grace === 0 ? 'The old secret has stopped working. Deploy this one now.' : 'The old secret keeps working for the grace period you chose; deploy this one before then.'
+        }
       />
     );
   }
@@ -298,16 +300,16 @@ function RollKeyDialog({ target, onClose, onRolled }: { target: ApiKeyDto | null
       fields={['gracePeriodSeconds']}
     >
       <Field label="Old secret stops working" error={roll.error?.fieldError('gracePeriodSeconds')}>
-          {(p) => (
-            <select {...p} className="input" value={grace} onChange={(e) => setGrace(Number(e.target.value))}>
-              {GRACE_OPTIONS.map((o) => (
-                <option key={o.value} value={o.value}>
-                  {o.label}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
+        {(p) => (
+          <select {...p} className="input" value={grace} onChange={(e) => setGrace(Number(e.target.value))}>
+            {GRACE_OPTIONS.map((o) => (
+              <option key={o.value} value={o.value}>
+                {o.label}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
     </FormDialog>
   );
 }

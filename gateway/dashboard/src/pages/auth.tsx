@@ -187,35 +187,35 @@ export function LoginPage({ onSignedIn, notice }: { onSignedIn: OnSignedIn; noti
         submitLabel: 'Log in',
       }}
     >
-        <Field label="Email" error={err?.fieldError('email')}>
-          {(p) => (
-            <input
-              {...p}
-              className="input"
-              type="email"
-              autoComplete="email"
-              value={email}
-              onChange={(e) => {
-                setEmail(e.target.value);
-                login.fixField('email', LOGIN_RULES.email(e.target.value));
-              }}
-              autoFocus
-            />
-          )}
-        </Field>
-        <Field label="Password" error={err?.fieldError('password')}>
-          {(p) => (
-            <PasswordInput
-              {...p}
-              value={password}
-              onChange={(v) => {
-                setPassword(v);
-                login.fixField('password', LOGIN_RULES.password(v));
-              }}
-              autoComplete="current-password"
-            />
-          )}
-        </Field>
+      <Field label="Email" error={err?.fieldError('email')}>
+        {(p) => (
+          <input
+            {...p}
+            className="input"
+            type="email"
+            autoComplete="email"
+            value={email}
+            onChange={(e) => {
+              setEmail(e.target.value);
+              login.fixField('email', LOGIN_RULES.email(e.target.value));
+            }}
+            autoFocus
+          />
+        )}
+      </Field>
+      <Field label="Password" error={err?.fieldError('password')}>
+        {(p) => (
+          <PasswordInput
+            {...p}
+            value={password}
+            onChange={(v) => {
+              setPassword(v);
+              login.fixField('password', LOGIN_RULES.password(v));
+            }}
+            autoComplete="current-password"
+          />
+        )}
+      </Field>
     </AuthFrame>
   );
 }
@@ -262,49 +262,49 @@ export function SignupPage({ onSignedIn }: { onSignedIn: OnSignedIn }) {
         submitLabel: 'Create account',
       }}
     >
-        <Field label="Account name" hint="Your company or project." error={err?.fieldError('accountName')}>
-          {(p) => (
-            <input
-              {...p}
-              className="input"
-              autoComplete="organization"
-              value={accountName}
-              onChange={(e) => {
-                setAccountName(e.target.value);
-                signup.fixField('accountName', SIGNUP_RULES.accountName(e.target.value));
-              }}
-              autoFocus
-            />
-          )}
-        </Field>
-        <Field label="Work email" error={err?.fieldError('email')}>
-          {(p) => (
-            <input
-              {...p}
-              className="input"
-              type="email"
-              autoComplete="email"
-              value={email}
-              onChange={(e) => {
-                setEmail(e.target.value);
-                signup.fixField('email', SIGNUP_RULES.email(e.target.value));
-              }}
-            />
-          )}
-        </Field>
-        <Field label="Password" hint="At least 10 characters. A passphrase of a few words is easy to remember." error={err?.fieldError('password')}>
-          {(p) => (
-            <PasswordInput
-              {...p}
-              value={password}
-              onChange={(v) => {
-                setPassword(v);
-                signup.fixField('password', SIGNUP_RULES.password(v));
-              }}
-              autoComplete="new-password"
-            />
-          )}
-        </Field>
+      <Field label="Account name" hint="Your company or project." error={err?.fieldError('accountName')}>
+        {(p) => (
+          <input
+            {...p}
+            className="input"
+            autoComplete="organization"
+            value={accountName}
+            onChange={(e) => {
+              setAccountName(e.target.value);
+              signup.fixField('accountName', SIGNUP_RULES.accountName(e.target.value));
+            }}
+            autoFocus
+          />
+        )}
+      </Field>
+      <Field label="Work email" error={err?.fieldError('email')}>
+        {(p) => (
+          <input
+            {...p}
+            className="input"
+            type="email"
+            autoComplete="email"
+            value={email}
+            onChange={(e) => {
+              setEmail(e.target.value);
+              signup.fixField('email', SIGNUP_RULES.email(e.target.value));
+            }}
+          />
+        )}
+      </Field>
+      <Field label="Password" hint="At least 10 characters. A passphrase of a few words is easy to remember." error={err?.fieldError('password')}>
+        {(p) => (
+          <PasswordInput
+            {...p}
+            value={password}
+            onChange={(v) => {
+              setPassword(v);
+              signup.fixField('password', SIGNUP_RULES.password(v));
+            }}
+            autoComplete="new-password"
+          />
+        )}
+      </Field>
     </AuthFrame>
   );
 }
@@ -354,16 +354,16 @@ export function ResetPasswordPage({ onDone }: { onDone: () => void }) {
       }
       form={{ onSubmit: submit, pending: reset.pending, error: err, fields: ['token', 'newPassword', 'repeat'], submitLabel: 'Set new password', submitDisabled: !token }}
     >
-        <NewPasswordFields
-          password={password}
-          repeat={repeat}
-          onPassword={setPassword}
-          onRepeat={setRepeat}
-          error={err}
-          fixField={reset.fixField}
-          hint="At least 10 characters. A passphrase of a few words is easy to remember."
-          autoFocus
-        />
+      <NewPasswordFields
+        password={password}
+        repeat={repeat}
+        onPassword={setPassword}
+        onRepeat={setRepeat}
+        error={err}
+        fixField={reset.fixField}
+        hint="At least 10 characters. A passphrase of a few words is easy to remember."
+        autoFocus
+      />
     </AuthFrame>
   );
 }

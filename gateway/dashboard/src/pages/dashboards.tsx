@@ -284,29 +284,29 @@ function AddInsightDialog({ open, onClose, onAdd }: { open: boolean; onClose: ()
       pending={add.pending}
       error={add.error}
     >
-        {!insights.data ? (
-          insights.error ? (
-            <ErrorBanner error={insights.error} />
-          ) : (
-            <Loading rows={1} />
-          )
-        ) : list.length === 0 ? (
-          <p className="muted">
-            No insights yet: build a query in <Link to="/analytics">Explore</Link> and save it as an insight.
-          </p>
+      {!insights.data ? (
+        insights.error ? (
+          <ErrorBanner error={insights.error} />
         ) : (
-          <Field label="Insight">
-            {(p) => (
-              <select {...p} className="input" value={choice || list[0]!.id} onChange={(e) => setChoice(e.target.value)}>
-                {list.map((i) => (
-                  <option key={i.id} value={i.id}>
-                    {i.name}
-                  </option>
-                ))}
-              </select>
-            )}
-          </Field>
-        )}
+          <Loading rows={1} />
+        )
+      ) : list.length === 0 ? (
+        <p className="muted">
+          No insights yet: build a query in <Link to="/analytics">Explore</Link> and save it as an insight.
+        </p>
+      ) : (
+        <Field label="Insight">
+          {(p) => (
+            <select {...p} className="input" value={choice || list[0]!.id} onChange={(e) => setChoice(e.target.value)}>
+              {list.map((i) => (
+                <option key={i.id} value={i.id}>
+                  {i.name}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+      )}
     </FormDialog>
   );
 }

@@ -5,7 +5,23 @@ import type { MetricsDto, ModelDto, ModelVersionDto, Page } from '../api/types.t
 import { useApi, useNotify } from '../context.tsx';
 import { BarChart } from '../components/charts.tsx';
 import { PredictionForm } from '../components/prediction.tsx';
-import { Alert, Badge, Button, ButtonLink, Card, ConfirmDialog, EmptyState, ErrorBanner, KeyValue, ListBody, Loading, PageHeader, Stat, StatusBadge, TableWrap } from '../components/ui.tsx';
+import {
+  Alert,
+  Badge,
+  Button,
+  ButtonLink,
+  Card,
+  ConfirmDialog,
+  EmptyState,
+  ErrorBanner,
+  KeyValue,
+  ListBody,
+  Loading,
+  PageHeader,
+  Stat,
+  StatusBadge,
+  TableWrap,
+} from '../components/ui.tsx';
 import { formatDate, formatInt, formatMs, formatNumber, formatPercent } from '../format.ts';
 import { useAction, useDocumentTitle, useInterval, useResource } from '../hooks.ts';
 import { NameOf, ReadableText, idsIn, useNames } from '../names.tsx';

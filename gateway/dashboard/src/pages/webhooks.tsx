@@ -558,7 +558,8 @@ function LastResponse({ delivery }: { delivery: DeliveryDto }) {
   if (!last) return <>—</>;
   return (
     <>
-      <Badge tone={last.statusCode && last.statusCode < 300 ? 'success' : 'danger'}>{last.statusCode ?? 'no answer'}</Badge> <span className="muted small">{formatMs(last.latencyMs)}</span>
+      <Badge tone={last.statusCode && last.statusCode < 300 ? 'success' : 'danger'}>{last.statusCode ?? 'no answer'}</Badge>{' '}
+      <span className="muted small">{formatMs(last.latencyMs)}</span>
     </>
   );
 }
@@ -886,30 +887,30 @@ function ReplayDialog({ webhookId, open, onClose, onReplayed }: { webhookId: str
       error={replay.error}
       fields={['since']}
     >
-        <Field label="Since" hint="The event's time, in your time zone." error={replay.error?.fieldError('since')} required>
-          {(p) => (
-            <input
-              {...p}
-              className="input"
-              type="datetime-local"
-              value={since}
-              onChange={(e) => {
-                setSince(e.target.value);
-                replay.fixField('since');
-              }}
-            />
-          )}
-        </Field>
-        {result && (
-          <Alert tone={result.queued ? 'success' : 'info'} title={result.queued ? `${plural(result.queued, 'message')} queued` : 'Nothing to replay'}>
-            <p role="status" data-testid="replay-result">
-              {result.queued
-                ? `${plural(result.queued, 'message')} will be sent again; watch the deliveries log.`
-                : 'Every message since then reached the endpoint or is still being sent.'}
-            </p>
-            {result.nextSince && <p>More remain, from {formatDate(result.nextSince)}.</p>}
-          </Alert>
+      <Field label="Since" hint="The event's time, in your time zone." error={replay.error?.fieldError('since')} required>
+        {(p) => (
+          <input
+            {...p}
+            className="input"
+            type="datetime-local"
+            value={since}
+            onChange={(e) => {
+              setSince(e.target.value);
+              replay.fixField('since');
+            }}
+          />
         )}
+      </Field>
+      {result && (
+        <Alert tone={result.queued ? 'success' : 'info'} title={result.queued ? `${plural(result.queued, 'message')} queued` : 'Nothing to replay'}>
+          <p role="status" data-testid="replay-result">
+            {result.queued
+              ? `${plural(result.queued, 'message')} will be sent again; watch the deliveries log.`
+              : 'Every message since then reached the endpoint or is still being sent.'}
+          </p>
+          {result.nextSince && <p>More remain, from {formatDate(result.nextSince)}.</p>}
+        </Alert>
+      )}
     </FormDialog>
   );
 }
