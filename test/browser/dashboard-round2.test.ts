@@ -69,9 +69,9 @@ describe('the dashboard, second round', () => {
     expect(await dialog.getByRole('button', { name: 'Cancel' }).isDisabled()).toBe(true);
     await page.keyboard.press('Escape');
     release();
-    await page.unroute('**/v1/keys');
     const created = page.getByRole('dialog', { name: 'Key “deploy bot” created' });
     await created.waitFor();
+    await page.unroute('**/v1/keys');
     // The secret's dialog ignores Escape too (the first Escape above is the control that closes a dialog).
     await page.keyboard.press('Escape');
     expect(await created.isVisible()).toBe(true);

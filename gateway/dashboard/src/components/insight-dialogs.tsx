@@ -3,7 +3,7 @@ import { unwrap } from '../api/client.ts';
 import type { DashboardDto, DashboardSummaryDto, Page } from '../api/types.ts';
 import { useApi } from '../context.tsx';
 import { useAction, useResource } from '../hooks.ts';
-import { ErrorBanner, Field, FormDialog, Loading } from './ui.tsx';
+import { Field, FormDialog, NotLoaded } from './ui.tsx';
 
 /** Asks for a name (saving or renaming an insight or a dashboard); the API's field error shows under the field. */
 export function NameDialog({
@@ -79,11 +79,7 @@ export function PinDialog({ open, insightId, onClose, onPinned }: { open: boolea
       fields={['name']}
     >
       {!dashboards.data ? (
-        dashboards.error ? (
-          <ErrorBanner error={dashboards.error} onRetry={() => void dashboards.reload()} />
-        ) : (
-          <Loading rows={1} />
-        )
+        <NotLoaded resource={dashboards} rows={1} />
       ) : (
         <Field label="Dashboard">
           {(p) => (

@@ -226,6 +226,18 @@ export function Badge({ tone = 'neutral', children, dot = false }: { tone?: Badg
   );
 }
 
+/** Values as a row of badges, or one accent badge saying `allLabel` when they stand for every value. */
+export function BadgeList({ items, all, allLabel }: { items: readonly string[]; all: boolean; allLabel: string }) {
+  if (all) return <Badge tone="accent">{allLabel}</Badge>;
+  return (
+    <span className="badge-list">
+      {items.map((item) => (
+        <Badge key={item}>{item}</Badge>
+      ))}
+    </span>
+  );
+}
+
 const STATUS_TONES: Record<string, BadgeTone> = {
   ready: 'success',
   completed: 'success',
@@ -272,6 +284,31 @@ export function Loading({ label = 'Loading…', rows = 3 }: { label?: string; ro
         <div key={i} className="skeleton" aria-hidden="true" />
       ))}
     </div>
+  );
+}
+
+/** Until a resource has data: a skeleton while it loads, or the load's error with a retry. */
+export function NotLoaded({ resource, rows = 3 }: { resource: { error: ApiError | null; reload: () => unknown }; rows?: number }) {
+  return resource.error ? <ErrorBanner error={resource.error} onRetry={() => void resource.reload()} /> : <Loading rows={rows} />;
+}
+
+/** A detail page before its resource arrives: its header, then NotLoaded. */
+export function PageNotLoaded({
+  title,
+  back,
+  resource,
+  rows = 5,
+}: {
+  title: string;
+  back: { to: string; label: string };
+  resource: { error: ApiError | null; reload: () => unknown };
+  rows?: number;
+}) {
+  return (
+    <>
+      <PageHeader title={title} back={back} />
+      <NotLoaded resource={resource} rows={rows} />
+    </>
   );
 }
 

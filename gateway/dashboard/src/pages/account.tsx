@@ -1,9 +1,9 @@
 import { useState } from 'react';
 import { unwrap } from '../api/client.ts';
-import { Alert, Button, Card, Field, Form, KeyValue, PageHeader } from '../components/ui.tsx';
+import { Alert, Button, Card, Form, KeyValue, PageHeader } from '../components/ui.tsx';
 import { useApi, useNotify, useSession } from '../context.tsx';
 import { useAction, useDocumentTitle } from '../hooks.ts';
-import { localError, newPasswordProblems, NewPasswordFields, PasswordInput } from './auth.tsx';
+import { CheckedField, localError, newPasswordProblems, NewPasswordFields } from './auth.tsx';
 
 /** Settings > Account: who is signed in, and changing the password (which signs out every other session). */
 export function AccountPage() {
@@ -71,26 +71,22 @@ function ChangePasswordCard() {
           </Button>
         }
       >
-        <Field label="Current password" error={err?.fieldError('currentPassword')}>
-          {(p) => (
-            <PasswordInput
-              {...p}
-              value={currentPassword}
-              onChange={(v) => {
-                setCurrent(v);
-                change.fixField('currentPassword', v ? undefined : 'Enter your current password');
-              }}
-              autoComplete="current-password"
-            />
-          )}
-        </Field>
+        <CheckedField
+          label="Current password"
+          path="currentPassword"
+          type="password"
+          value={currentPassword}
+          onChange={setCurrent}
+          rule={(v) => (v ? undefined : 'Enter your current password')}
+          action={change}
+          autoComplete="current-password"
+        />
         <NewPasswordFields
           password={newPassword}
           repeat={repeat}
           onPassword={setNew}
           onRepeat={setRepeat}
-          error={err}
-          fixField={change.fixField}
+          action={change}
           hint="At least 10 characters. Other sessions are signed out."
         />
       </Form>

@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { ApiError, unwrap, type RequestBodyOf } from '../api/client.ts';
 import { SCOPES, type ApiKeyCreated, type ApiKeyDto, type Page, type Scope } from '../api/types.ts';
-import { Alert, Badge, Button, Card, ConfirmDialog, EmptyState, ErrorBanner, Field, FormDialog, ListBody, PageHeader, SecretDialog, StatusBadge } from '../components/ui.tsx';
+import { Alert, BadgeList, Button, Card, ConfirmDialog, EmptyState, ErrorBanner, Field, FormDialog, ListBody, PageHeader, SecretDialog, StatusBadge } from '../components/ui.tsx';
 import { useApi, useNotify } from '../context.tsx';
 import { formatDate, formatRelative } from '../format.ts';
 import { useAction, useDocumentTitle, useResource } from '../hooks.ts';
@@ -37,16 +37,7 @@ export function keyState(k: ApiKeyDto, now = Date.now()): { status: string; labe
   return { status: 'active', label: 'Active' };
 }
 
-function ScopeList({ scopes }: { scopes: Scope[] }) {
-  if (scopes.length === SCOPES.length) return <Badge tone="accent">All scopes</Badge>;
-  return (
-    <span className="badge-list">
-      {scopes.map((s) => (
-        <Badge key={s}>{s}</Badge>
-      ))}
-    </span>
-  );
-}
+const ScopeList = ({ scopes }: { scopes: Scope[] }) => <BadgeList items={scopes} all={scopes.length === SCOPES.length} allLabel="All scopes" />;
 
 function CurlExample({ secret }: { secret: string }) {
   return (

@@ -93,47 +93,91 @@ export function newPasswordProblems(password: string, repeat: string): Record<st
   return { ...(rule ? { newPassword: rule } : {}), ...(repeat !== password ? { repeat: 'The two passwords differ' } : {}) };
 }
 
+/** An action's error and how a field clears its part of it (useAction). */
+export interface FieldErrors {
+  error: ApiError | null;
+  fixField: (path: string, stillWrong?: string | null) => void;
+}
+
+/**
+ * A text field checked as it is typed: `rule` gives its message while the value is wrong, and its error
+ * (the form's own or the API's) clears once the value is right.
+ */
+export function CheckedField({
+  label,
+  hint,
+  path,
+  value,
+  onChange,
+  rule,
+  action,
+  type = 'text',
+  autoComplete,
+  autoFocus = false,
+}: {
+  label: string;
+  hint?: string;
+  path: string;
+  value: string;
+  onChange: (v: string) => void;
+  rule: (v: string) => string | undefined;
+  action: FieldErrors;
+  type?: 'text' | 'email' | 'password';
+  autoComplete: string;
+  autoFocus?: boolean;
+}) {
+  const change = (v: string) => {
+    onChange(v);
+    action.fixField(path, rule(v));
+  };
+  return (
+    <Field label={label} hint={hint} error={action.error?.fieldError(path)}>
+      {(p) =>
+        type === 'password' ? (
+          <PasswordInput {...p} value={value} onChange={change} autoComplete={autoComplete} {...(autoFocus ? { autoFocus: true } : {})} />
+        ) : (
+          <input {...p} className="input" type={type} autoComplete={autoComplete} value={value} onChange={(e) => change(e.target.value)} autoFocus={autoFocus} />
+        )
+      }
+    </Field>
+  );
+}
+
 /** "New password" and "Repeat the new password", each clearing its error as soon as it is fixed. */
 export function NewPasswordFields(props: {
   password: string;
   repeat: string;
   onPassword: (v: string) => void;
   onRepeat: (v: string) => void;
-  error: ApiError | null;
-  fixField: (path: string, stillWrong?: string | null) => void;
+  action: FieldErrors;
   hint: string;
   autoFocus?: boolean;
 }) {
-  const { password, repeat, error, fixField } = props;
+  const { password, repeat, action } = props;
   return (
     <>
-      <Field label="New password" hint={props.hint} error={error?.fieldError('newPassword')}>
-        {(p) => (
-          <PasswordInput
-            {...p}
-            value={password}
-            onChange={(v) => {
-              props.onPassword(v);
-              fixField('newPassword', passwordRule(v));
-            }}
-            autoComplete="new-password"
-            {...(props.autoFocus ? { autoFocus: true } : {})}
-          />
-        )}
-      </Field>
-      <Field label="Repeat the new password" error={error?.fieldError('repeat')}>
-        {(p) => (
-          <PasswordInput
-            {...p}
-            value={repeat}
-            onChange={(v) => {
-              props.onRepeat(v);
-              fixField('repeat', v === password ? undefined : 'The two passwords differ');
-            }}
-            autoComplete="new-password"
-          />
-        )}
-      </Field>
+      <CheckedField
+        label="New password"
+        hint={props.hint}
+        path="newPassword"
+        type="password"
+        value={password}
+        onChange={props.onPassword}
+        rule={passwordRule}
+        action={action}
+        autoComplete="new-password"
+        autoFocus={props.autoFocus}
+      />
+      <CheckedField
+        label="Repeat the new password"
+        path="repeat"
+        type="password"
+        value={repeat}
+        onChange={props.onRepeat}
+        rule={(v) => (v === password ? undefined : 'The two passwords differ')}
+        action={action}
+        autoComplete="new-password"
+      />
     </>
   );
 }
@@ -187,35 +231,17 @@ export function LoginPage({ onSignedIn, notice }: { onSignedIn: OnSignedIn; noti
         submitLabel: 'Log in',
       }}
     >
-      <Field label="Email" error={err?.fieldError('email')}>
-        {(p) => (
-          <input
-            {...p}
-            className="input"
-            type="email"
-            autoComplete="email"
-            value={email}
-            onChange={(e) => {
-              setEmail(e.target.value);
-              login.fixField('email', LOGIN_RULES.email(e.target.value));
-            }}
-            autoFocus
-          />
-        )}
-      </Field>
-      <Field label="Password" error={err?.fieldError('password')}>
-        {(p) => (
-          <PasswordInput
-            {...p}
-            value={password}
-            onChange={(v) => {
-              setPassword(v);
-              login.fixField('password', LOGIN_RULES.password(v));
-            }}
-            autoComplete="current-password"
-          />
-        )}
-      </Field>
+      <CheckedField label="Email" path="email" type="email" value={email} onChange={setEmail} rule={LOGIN_RULES.email} action={login} autoComplete="email" autoFocus />
+      <CheckedField
+        label="Password"
+        path="password"
+        type="password"
+        value={password}
+        onChange={setPassword}
+        rule={LOGIN_RULES.password}
+        action={login}
+        autoComplete="current-password"
+      />
     </AuthFrame>
   );
 }
@@ -262,49 +288,29 @@ export function SignupPage({ onSignedIn }: { onSignedIn: OnSignedIn }) {
         submitLabel: 'Create account',
       }}
     >
-      <Field label="Account name" hint="Your company or project." error={err?.fieldError('accountName')}>
-        {(p) => (
-          <input
-            {...p}
-            className="input"
-            autoComplete="organization"
-            value={accountName}
-            onChange={(e) => {
-              setAccountName(e.target.value);
-              signup.fixField('accountName', SIGNUP_RULES.accountName(e.target.value));
-            }}
-            autoFocus
-          />
-        )}
-      </Field>
-      <Field label="Work email" error={err?.fieldError('email')}>
-        {(p) => (
-          <input
-            {...p}
-            className="input"
-            type="email"
-            autoComplete="email"
-            value={email}
-            onChange={(e) => {
-              setEmail(e.target.value);
-              signup.fixField('email', SIGNUP_RULES.email(e.target.value));
-            }}
-          />
-        )}
-      </Field>
-      <Field label="Password" hint="At least 10 characters. A passphrase of a few words is easy to remember." error={err?.fieldError('password')}>
-        {(p) => (
-          <PasswordInput
-            {...p}
-            value={password}
-            onChange={(v) => {
-              setPassword(v);
-              signup.fixField('password', SIGNUP_RULES.password(v));
-            }}
-            autoComplete="new-password"
-          />
-        )}
-      </Field>
+      <CheckedField
+        label="Account name"
+        hint="Your company or project."
+        path="accountName"
+        value={accountName}
+        onChange={setAccountName}
+        rule={SIGNUP_RULES.accountName}
+        action={signup}
+        autoComplete="organization"
+        autoFocus
+      />
+      <CheckedField label="Work email" path="email" type="email" value={email} onChange={setEmail} rule={SIGNUP_RULES.email} action={signup} autoComplete="email" />
+      <CheckedField
+        label="Password"
+        hint="At least 10 characters. A passphrase of a few words is easy to remember."
+        path="password"
+        type="password"
+        value={password}
+        onChange={setPassword}
+        rule={SIGNUP_RULES.password}
+        action={signup}
+        autoComplete="new-password"
+      />
     </AuthFrame>
   );
 }
@@ -359,8 +365,7 @@ export function ResetPasswordPage({ onDone }: { onDone: () => void }) {
         repeat={repeat}
         onPassword={setPassword}
         onRepeat={setRepeat}
-        error={err}
-        fixField={reset.fixField}
+        action={reset}
         hint="At least 10 characters. A passphrase of a few words is easy to remember."
         autoFocus
       />

@@ -3,7 +3,7 @@ import { unwrap } from '../api/client.ts';
 import type { DashboardDto, DashboardSummaryDto, InsightDto, Page, QueryResultDto } from '../api/types.ts';
 import { NameDialog } from '../components/insight-dialogs.tsx';
 import { ResultView } from '../components/result-view.tsx';
-import { Button, Card, ConfirmDialog, DataTable, EmptyState, ErrorBanner, Field, FormDialog, ListBody, Loading, PageHeader } from '../components/ui.tsx';
+import { Button, Card, ConfirmDialog, DataTable, EmptyState, ErrorBanner, Field, FormDialog, ListBody, Loading, NotLoaded, PageHeader, PageNotLoaded } from '../components/ui.tsx';
 import { useApi } from '../context.tsx';
 import { formatRelative } from '../format.ts';
 import { useAction, useDocumentTitle, useResource } from '../hooks.ts';
@@ -22,32 +22,21 @@ export function DashboardsPage() {
   );
   const [creating, setCreating] = useState(false);
   const list = dashboards.data?.data ?? [];
+  const create = (
+    <Button variant="primary" onClick={() => setCreating(true)}>
+      New dashboard
+    </Button>
+  );
   return (
     <>
-      <PageHeader
-        title="Dashboards"
-        description="Insights pinned side by side on a grid; every tile runs afresh when the dashboard opens."
-        actions={
-          <Button variant="primary" onClick={() => setCreating(true)}>
-            New dashboard
-          </Button>
-        }
-      />
+      <PageHeader title="Dashboards" description="Insights pinned side by side on a grid; every tile runs afresh when the dashboard opens." actions={create} />
       <ErrorBanner error={dashboards.error} onRetry={() => void dashboards.reload()} />
       <Card>
         <ListBody
           state={dashboards}
           count={list.length}
           empty={
-            <EmptyState
-              title="No dashboards yet"
-              icon="▦"
-              action={
-                <Button variant="primary" onClick={() => setCreating(true)}>
-                  New dashboard
-                </Button>
-              }
-            >
+            <EmptyState title="No dashboards yet" icon="▦" action={create}>
               Create one, then pin insights to it from Explore or the Insights page.
             </EmptyState>
           }
@@ -173,14 +162,7 @@ export function DashboardPage({ id }: { id: string }) {
     navigate('/analytics/dashboards');
   });
 
-  if (!d) {
-    return (
-      <>
-        <PageHeader title="Dashboard" back={{ to: '/analytics/dashboards', label: 'Dashboards' }} />
-        {dashboard.error ? <ErrorBanner error={dashboard.error} onRetry={() => void dashboard.reload()} /> : <Loading rows={6} />}
-      </>
-    );
-  }
+  if (!d) return <PageNotLoaded title="Dashboard" back={{ to: '/analytics/dashboards', label: 'Dashboards' }} resource={dashboard} rows={6} />;
   return (
     <>
       <PageHeader
@@ -285,11 +267,7 @@ function AddInsightDialog({ open, onClose, onAdd }: { open: boolean; onClose: ()
       error={add.error}
     >
       {!insights.data ? (
-        insights.error ? (
-          <ErrorBanner error={insights.error} />
-        ) : (
-          <Loading rows={1} />
-        )
+        <NotLoaded resource={insights} rows={1} />
       ) : list.length === 0 ? (
         <p className="muted">
           No insights yet: build a query in <Link to="/analytics">Explore</Link> and save it as an insight.

@@ -18,6 +18,7 @@ import {
   ListBody,
   Loading,
   PageHeader,
+  PageNotLoaded,
   Stat,
   StatusBadge,
   TableWrap,
@@ -273,14 +274,7 @@ export function ModelDetailPage({ id }: { id: string }) {
     navigate('/models');
   });
 
-  if (!m) {
-    return (
-      <>
-        <PageHeader title="Model" back={{ to: '/models', label: 'Models' }} />
-        {model.error ? <ErrorBanner error={model.error} onRetry={() => void model.reload()} /> : <Loading rows={6} />}
-      </>
-    );
-  }
+  if (!m) return <PageNotLoaded title="Model" back={{ to: '/models', label: 'Models' }} resource={model} rows={6} />;
   return (
     <>
       <PageHeader

@@ -2,7 +2,23 @@ import { useState } from 'react';
 import { unwrap } from '../api/client.ts';
 import type { Page, ReportDto, ReportSummaryDto, SourceDto } from '../api/types.ts';
 import { ResultView } from '../components/result-view.tsx';
-import { Alert, Badge, Button, ButtonLink, Card, CopyButton, DataTable, EmptyState, ErrorBanner, KeyValue, ListBody, Loading, PageHeader, StatusBadge } from '../components/ui.tsx';
+import {
+  Alert,
+  Badge,
+  Button,
+  ButtonLink,
+  Card,
+  CopyButton,
+  DataTable,
+  EmptyState,
+  ErrorBanner,
+  KeyValue,
+  ListBody,
+  Loading,
+  PageHeader,
+  PageNotLoaded,
+  StatusBadge,
+} from '../components/ui.tsx';
 import { useApi } from '../context.tsx';
 import { formatDate, formatMs, formatNumber, formatRelative } from '../format.ts';
 import { useDocumentTitle, useInterval, useResource } from '../hooks.ts';
@@ -111,14 +127,7 @@ export function ReportDetailPage({ id }: { id: string }) {
   useDocumentTitle(r ? describeQuery(r.query) : 'Report');
   useInterval(() => void report.reload(), r?.status === 'running' ? 1_500 : null);
 
-  if (!r) {
-    return (
-      <>
-        <PageHeader title="Report" back={{ to: '/analytics/reports', label: 'Reports' }} />
-        {report.error ? <ErrorBanner error={report.error} onRetry={() => void report.reload()} /> : <Loading rows={6} />}
-      </>
-    );
-  }
+  if (!r) return <PageNotLoaded title="Report" back={{ to: '/analytics/reports', label: 'Reports' }} resource={report} rows={6} />;
   const json = JSON.stringify(r.query, null, 2);
   return (
     <>

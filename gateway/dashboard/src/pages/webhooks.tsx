@@ -18,6 +18,7 @@ import {
 import {
   Alert,
   Badge,
+  BadgeList,
   Button,
   ButtonLink,
   Card,
@@ -33,6 +34,7 @@ import {
   ListBody,
   Loading,
   PageHeader,
+  PageNotLoaded,
   SecretDialog,
   StatusBadge,
 } from '../components/ui.tsx';
@@ -418,16 +420,7 @@ function EditWebhookDialog({ webhook, open, onClose, onSaved }: { webhook: Webho
   );
 }
 
-function EventList({ events }: { events: string[] }) {
-  if (events.includes('*')) return <Badge tone="accent">All events</Badge>;
-  return (
-    <span className="badge-list">
-      {events.map((e) => (
-        <Badge key={e}>{e}</Badge>
-      ))}
-    </span>
-  );
-}
+const EventList = ({ events }: { events: string[] }) => <BadgeList items={events} all={events.includes('*')} allLabel="All events" />;
 
 /** Enabled, but its latest attempts fail: a warning in place of the plain green "Enabled". */
 function EndpointStatus({ webhook }: { webhook: WebhookDto }) {
@@ -1080,14 +1073,7 @@ export function WebhookDetailPage({ id }: { id: string }) {
     return true;
   });
 
-  if (!w) {
-    return (
-      <>
-        <PageHeader title="Webhook" back={{ to: '/webhooks', label: 'Webhooks' }} />
-        {hook.error ? <ErrorBanner error={hook.error} onRetry={() => void hook.reload()} /> : <Loading rows={5} />}
-      </>
-    );
-  }
+  if (!w) return <PageNotLoaded title="Webhook" back={{ to: '/webhooks', label: 'Webhooks' }} resource={hook} rows={5} />;
   return (
     <>
       <PageHeader
