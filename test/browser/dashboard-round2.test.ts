@@ -1,6 +1,6 @@
 import { PUBLIC_EVENT_TYPES } from '@dap/contracts';
 import { waitFor } from '@dap/testing';
-import { browserSuite, connectRows, go, runQuery, screenshot, watchErrors, PASSWORD, heading, signUp } from './system.ts';
+import { browserSuite, connectRows, go, runQuery, screenshot, watchErrors, PASSWORD, heading } from './system.ts';
 
 /**
  * The dashboard's second round, in a real browser against the whole system: names instead of ids, field
@@ -167,8 +167,7 @@ describe('the dashboard, second round', () => {
   }, 150_000);
 
   it('keeps the Explore query in the URL, charts it as chosen, flags a filter without a value, and names new measures', async () => {
-    const { page, errors, context } = await suite.openPage();
-    await signUp(page, 'Explorers');
+    const { page, errors, context } = await suite.signedIn('Explorers');
     // Today's row makes the last day a period still in progress.
     const now = Date.now();
     const rows = Array.from({ length: 12 }, (_, i) => ({
@@ -292,8 +291,7 @@ describe('the dashboard, second round', () => {
   }, 150_000);
 
   it('lists every webhook event type with what it means and a sample payload, from the API reference catalog', async () => {
-    const { page, errors } = await suite.openPage();
-    await signUp(page, 'Catalog Readers');
+    const { page, errors } = await suite.signedIn('Catalog Readers');
     await go(page, 'Webhooks');
     await page.getByRole('link', { name: 'Event catalog' }).click();
     await heading(page, 'Event catalog').waitFor();

@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { stackEnv, waitFor } from '@dap/testing';
-import { browserSuite, PHONE, receiverSuite, reloadUntilVisible, screenshot, WIDE, heading, nav, signUp } from './system.ts';
+import { browserSuite, PHONE, postFromPage, receiverSuite, reloadUntilVisible, screenshot, WIDE, heading, nav } from './system.ts';
 
 /**
  * The dashboard's webhook observability, in a real browser against the whole system: editing an endpoint
@@ -32,8 +32,7 @@ async function openAddEndpoint(page: Page) {
 
 describe('the dashboard, webhook pages', () => {
   it('edits an endpoint (URL, events, description), refusing a platform URL as registration does, and shows each endpoint’s health in the list', async () => {
-    const { page, errors } = await suite.openPage();
-    await signUp(page, 'Hook Health');
+    const { page, errors } = await suite.signedIn('Hook Health');
     const add = await openAddEndpoint(page);
     await add.getByLabel('Endpoint URL').fill(`${receiver.url}/ok`);
     await add.getByRole('button', { name: 'Add endpoint' }).click();
@@ -127,8 +126,7 @@ describe('the dashboard, webhook pages', () => {
     ]);
   }, 120_000);
   it('opens a delivery to its payload, headers and answers, retries a waiting retry now, and replays what failed since a time', async () => {
-    const { page, errors } = await suite.openPage(WIDE);
-    await signUp(page, 'Hook Detail');
+    const { page, errors } = await suite.signedIn('Hook Detail', WIDE);
     const add = await openAddEndpoint(page);
     await add.getByLabel('Endpoint URL').fill(`${receiver.url}/flaky`);
     await add.getByRole('button', { name: 'Add endpoint' }).click();
@@ -231,8 +229,7 @@ describe('the dashboard, webhook pages', () => {
   }, 180_000);
 
   it('sends only the events an endpoint’s filter matches, in order and rate-limited, shows what it filtered out, names a bad filter’s fault on the field, and shows a receiver’s Retry-After and the pause it causes', async () => {
-    const { page, errors } = await suite.openPage(WIDE);
-    await signUp(page, 'Hook Filters');
+    const { page, errors } = await suite.signedIn('Hook Filters', WIDE);
     const add = await openAddEndpoint(page);
     await add.getByLabel('Endpoint URL').fill(`${receiver.url}/picky`);
     await add.getByRole('checkbox', { name: 'Ordered delivery' }).check();
@@ -259,16 +256,10 @@ describe('the dashboard, webhook pages', () => {
     const at = () => receiver.received.filter((r) => r.path === '/picky');
 
     // Two sources through the API with the session: one event the filter matches, the rest it does not.
-    const createSource = (name: string) =>
-      page.evaluate(async (sourceName) => {
-        const session = (await (await fetch('/v1/auth/session')).json()) as { csrfToken: string };
-        const r = await fetch('/v1/sources', {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-csrf-token': session.csrfToken },
-          body: JSON.stringify({ type: 'inline', name: sourceName, rows: [{ n: 1 }, { n: 2 }] }),
-        });
-        return { status: r.status, id: ((await r.json()) as { id: string }).id };
-      }, name);
+    const createSource = async (name: string) => {
+      const r = await postFromPage<{ id: string }>(page, '/sources', { type: 'inline', name, rows: [{ n: 1 }, { n: 2 }] });
+      return { status: r.status, id: r.json.id };
+    };
     const other = await createSource('other ledger');
     const kept = await createSource('wanted ledger');
     expect([other.status, kept.status]).toEqual([201, 201]);

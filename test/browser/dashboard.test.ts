@@ -146,8 +146,7 @@ describe('the dashboard', () => {
   }, 90_000);
 
   it('story 2: connect an inline source, wait for it, chart a grouped query and a time series', async () => {
-    const { page, errors } = await suite.openPage();
-    await signUp(page, 'Orders Team');
+    const { page, errors } = await suite.signedIn('Orders Team');
     await go(page, 'Sources');
     await page.getByText('No sources yet').waitFor();
     await page.getByRole('link', { name: '+ Connect source' }).click();
@@ -251,8 +250,7 @@ describe('the dashboard', () => {
   }, 90_000);
 
   it('story 3: create a webhook (secret shown once), send a test event, and see the delivery in the log', async () => {
-    const { page, errors } = await suite.openPage();
-    await signUp(page, 'Hooks Inc');
+    const { page, errors } = await suite.signedIn('Hooks Inc');
     await go(page, 'Webhooks');
     await page.getByRole('button', { name: '+ Add endpoint' }).first().click();
     const dialog = page.getByRole('dialog', { name: 'Add a webhook endpoint' });
@@ -304,8 +302,7 @@ describe('the dashboard', () => {
   }, 90_000);
 
   it('connects a CSV file picked from disk: uploaded as it is (multipart, streamed), past the old 5 MB paste limit', async () => {
-    const { page, errors } = await suite.openPage();
-    await signUp(page, 'File People');
+    const { page, errors } = await suite.signedIn('File People');
     await page.goto('/sources/new');
     await page.getByRole('radio', { name: /CSV file/ }).check();
     const ROWS = 600_000;
@@ -334,8 +331,7 @@ describe('the dashboard', () => {
   }, 120_000);
 
   it('trains a model on a source and predicts with it', async () => {
-    const { page, errors } = await suite.openPage();
-    await signUp(page, 'Model Makers');
+    const { page, errors } = await suite.signedIn('Model Makers');
     const rows = Array.from({ length: 40 }, (_, i) => ({ units: i % 7, price: 2 + (i % 5), plan: ['free', 'pro', 'team'][i % 3], churned: i % 3 === 0 ? 'yes' : 'no' }));
     await connectRows(page, 'customers', rows);
     await go(page, 'Models');
@@ -361,8 +357,7 @@ describe('the dashboard', () => {
   }, 90_000);
 
   it('works at phone width (390 px): menu, keys, sources and a chart', async () => {
-    const { page, errors } = await suite.openPage(PHONE);
-    await signUp(page, 'Pocket Co');
+    const { page, errors } = await suite.signedIn('Pocket Co', PHONE);
     await screenshot(page, 'phone-overview');
     const menu = page.locator('button[aria-controls="sidebar"]');
     await menu.click();

@@ -101,6 +101,8 @@ export interface BrowserSuite {
   readonly browser: Browser;
   /** A page in a browser context of its own (its own cookies), closed after the file, and the page's errors. */
   openPage(viewport?: { width: number; height: number }, options?: BrowserContextOptions): Promise<{ page: Page; errors: string[]; context: BrowserContext }>;
+  /** openPage, then a new account signed up as `accountName` (see signUp), with the email it used. */
+  signedIn(accountName: string, viewport?: { width: number; height: number }): Promise<{ page: Page; errors: string[]; context: BrowserContext; email: string }>;
 }
 
 /** Starts the system (with `extraEnv`) and a browser before the file's tests, and stops both after them. */
@@ -132,6 +134,10 @@ export function browserSuite(extraEnv: Record<string, string> = {}): BrowserSuit
       const page = await context.newPage();
       return { page, errors: watchErrors(page), context };
     },
+    async signedIn(accountName, viewport = DESKTOP) {
+      const opened = await this.openPage(viewport);
+      return { ...opened, email: await signUp(opened.page, accountName) };
+    },
   };
 }
 
@@ -150,6 +156,18 @@ export function receiverSuite(respond?: Parameters<typeof startReceiver>[0]): { 
       return receiver.received;
     },
   };
+}
+
+/** A POST to the API from inside the page, with its session (cookie and CSRF token) as the dashboard sends it. */
+export async function postFromPage<T>(page: Page, path: string, body: unknown): Promise<{ status: number; json: T }> {
+  return (await page.evaluate(
+    async ({ path, body }) => {
+      const session = (await (await fetch('/v1/auth/session')).json()) as { csrfToken: string };
+      const r = await fetch(`/v1${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-csrf-token': session.csrfToken }, body: JSON.stringify(body) });
+      return { status: r.status, json: (await r.json()) as unknown };
+    },
+    { path, body },
+  )) as { status: number; json: T };
 }
 
 /** Follows a link of the main navigation and waits for its page's heading. */

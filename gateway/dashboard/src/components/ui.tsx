@@ -153,12 +153,15 @@ export function Alert({ tone = 'info', title, children }: { tone?: 'info' | 'war
 
 export function PageHeader({
   title,
+  status,
   description,
   actions,
   back,
   eyebrow,
 }: {
   title: ReactNode;
+  /** A status shown as a badge beside the title (a source's, a model's). */
+  status?: string;
   description?: ReactNode;
   actions?: ReactNode;
   back?: { to: string; label: string };
@@ -174,7 +177,13 @@ export function PageHeader({
         )}
         {eyebrow && <p className="eyebrow">{eyebrow}</p>}
         <h1 tabIndex={-1} className="page-title">
-          {title}
+          {status ? (
+            <span className="title-with-badge">
+              {title} <StatusBadge status={status} />
+            </span>
+          ) : (
+            title
+          )}
         </h1>
         {description && <p className="page-description">{description}</p>}
       </div>

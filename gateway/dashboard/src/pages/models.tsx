@@ -278,11 +278,8 @@ export function ModelDetailPage({ id }: { id: string }) {
   return (
     <>
       <PageHeader
-        title={
-          <span className="title-with-badge">
-            {m.name} <StatusBadge status={m.status} />
-          </span>
-        }
+        title={m.name}
+        status={m.status}
         description={<ReadableText text={m.description} names={names} />}
         back={{ to: '/models', label: 'Models' }}
         actions={

@@ -1,7 +1,7 @@
 import { useState, type ReactNode } from 'react';
 import { unwrap } from '../api/client.ts';
 import type { SourceDto } from '../api/types.ts';
-import { Alert, Badge, Button, ButtonLink, Card, ErrorBanner, KeyValue, PageHeader, PageNotLoaded, StatusBadge, TableWrap } from '../components/ui.tsx';
+import { Alert, Badge, Button, ButtonLink, Card, ErrorBanner, KeyValue, PageHeader, PageNotLoaded, TableWrap } from '../components/ui.tsx';
 import { formatDate, formatInt } from '../format.ts';
 import { useDocumentTitle, useInterval, useResource } from '../hooks.ts';
 import { navigate } from '../router.tsx';
@@ -71,11 +71,8 @@ export function SourceDetailPage({ id }: { id: string }) {
   return (
     <>
       <PageHeader
-        title={
-          <span className="title-with-badge">
-            {s.name} <StatusBadge status={s.status} />
-          </span>
-        }
+        title={s.name}
+        status={s.status}
         back={{ to: '/sources', label: 'Sources' }}
         actions={
           <>
