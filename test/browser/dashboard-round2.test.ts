@@ -1,6 +1,6 @@
 import { PUBLIC_EVENT_TYPES } from '@dap/contracts';
 import { waitFor } from '@dap/testing';
-import { browserSuite, connectRows, go, runQuery, screenshot, watchErrors, PASSWORD, heading } from './system.ts';
+import { browserSuite, connectRows, go, rollKey, runQuery, screenshot, watchErrors, PASSWORD, heading } from './system.ts';
 
 /**
  * The dashboard's second round, in a real browser against the whole system: names instead of ids, field
@@ -77,13 +77,7 @@ describe('the dashboard, second round', () => {
     expect(await created.isVisible()).toBe(true);
     const secret = ((await created.getByTestId('secret').textContent()) ?? '').trim();
     await created.getByRole('button', { name: 'I have saved it' }).click();
-    await page.getByRole('button', { name: 'Roll key deploy bot' }).click();
-    const roll = page.getByRole('dialog', { name: 'Roll “deploy bot”' });
-    await roll.getByLabel('Old secret stops working').selectOption('3600');
-    await roll.getByRole('button', { name: 'Roll key' }).click();
-    const rolled = page.getByRole('dialog', { name: 'Key “deploy bot” rolled' });
-    const newSecret = ((await rolled.getByTestId('secret').textContent()) ?? '').trim();
-    await rolled.getByRole('button', { name: 'I have saved it' }).click();
+    const newSecret = await rollKey(page, 'deploy bot', '3600');
     const outgoing = page.getByTestId('key-row').filter({ hasText: `dap_sk_…${secret.slice(-4)}` });
     const incoming = page.getByTestId('key-row').filter({ hasText: `dap_sk_…${newSecret.slice(-4)}` });
     await outgoing.getByText(/^Replaced, expires at \d{1,2} \w{3} \d{4}, \d{2}:\d{2}$/).waitFor();

@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { waitFor } from '@dap/testing';
-import { browserSuite, connectRows, receiverSuite, go, PHONE, reloadUntilVisible, runQuery, screenshot, PASSWORD, heading, nav, signUp } from './system.ts';
+import { browserSuite, connectRows, receiverSuite, rollKey, go, PHONE, reloadUntilVisible, runQuery, screenshot, PASSWORD, heading, nav, signUp } from './system.ts';
 
 /**
  * The dashboard in a real browser (Debian's Chromium, headless) against the whole system, every service
@@ -92,15 +92,9 @@ describe('the dashboard', () => {
     await screenshot(page, 'api-keys');
 
     // Roll it with no grace period: the new secret works at once, the old one stops.
-    await row.getByRole('button', { name: 'Roll key reporting job' }).click();
-    const roll = page.getByRole('dialog', { name: 'Roll “reporting job”' });
-    await roll.getByLabel('Old secret stops working').selectOption('0');
-    await roll.getByRole('button', { name: 'Roll key' }).click();
-    const rolled = page.getByRole('dialog', { name: 'Key “reporting job” rolled' });
-    const newSecret = ((await rolled.getByTestId('secret').textContent()) ?? '').trim();
+    const newSecret = await rollKey(page, 'reporting job', '0');
     expect(newSecret).toMatch(/^dap_sk_\w+$/);
     expect(newSecret).not.toBe(secret);
-    await rolled.getByRole('button', { name: 'I have saved it' }).click();
     expect((await fetch(`${suite.url}/v1/sources`, bearer(newSecret))).status).toBe(200);
     await waitFor(async () => (await fetch(`${suite.url}/v1/sources`, bearer(secret))).status === 401, { timeoutMs: 5_000, intervalMs: 100, what: 'the rolled secret refused' });
 

@@ -158,6 +158,21 @@ export function receiverSuite(respond?: Parameters<typeof startReceiver>[0]): { 
   };
 }
 
+/**
+ * Rolls the key `name` on the API Keys page through its dialog, the old secret working for `grace` (an option's
+ * value, in seconds), and answers the new secret, shown once (its dialog is closed after).
+ */
+export async function rollKey(page: Page, name: string, grace: string): Promise<string> {
+  await page.getByRole('button', { name: `Roll key ${name}` }).click();
+  const roll = page.getByRole('dialog', { name: `Roll “${name}”` });
+  await roll.getByLabel('Old secret stops working').selectOption(grace);
+  await roll.getByRole('button', { name: 'Roll key' }).click();
+  const rolled = page.getByRole('dialog', { name: `Key “${name}” rolled` });
+  const secret = ((await rolled.getByTestId('secret').textContent()) ?? '').trim();
+  await rolled.getByRole('button', { name: 'I have saved it' }).click();
+  return secret;
+}
+
 /** A POST to the API from inside the page, with its session (cookie and CSRF token) as the dashboard sends it. */
 export async function postFromPage<T>(page: Page, path: string, body: unknown): Promise<{ status: number; json: T }> {
   return (await page.evaluate(
