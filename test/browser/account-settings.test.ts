@@ -1,7 +1,5 @@
-import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { repoRoot, stackEnv, waitFor } from '@dap/testing';
+import { waitFor } from '@dap/testing';
 import { browserSuite, screenshot, heading } from './system.ts';
 
 /**
@@ -25,11 +23,7 @@ async function login(page: Page, email: string, password: string): Promise<void>
 }
 
 function resetLink(email: string): string {
-  const out = execFileSync(process.execPath, ['--no-warnings', join(repoRoot(), 'services/accounts/src/cli.ts'), 'reset-password-link', email, '--url', `${suite.url}/`], {
-    env: { PATH: process.env.PATH ?? '', MONGO_URL: stackEnv().MONGO_URL, MONGO_DB: `${suite.system.mongoDbPrefix}accounts` },
-    encoding: 'utf8',
-  });
-  return (JSON.parse(out) as { link: string }).link;
+  return (suite.system.cli(['reset-password-link', email, '--url', `${suite.url}/`]) as { link: string }).link;
 }
 
 describe('account settings', () => {

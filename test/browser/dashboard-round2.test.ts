@@ -1,6 +1,6 @@
 import { PUBLIC_EVENT_TYPES } from '@dap/contracts';
 import { waitFor } from '@dap/testing';
-import { browserSuite, connectRows, go, runQuery, screenshot, watchErrors, PASSWORD, heading, signUp } from './system.ts';
+import { browserSuite, connectRows, go, rollKey, runQuery, screenshot, watchErrors, PASSWORD, heading } from './system.ts';
 
 /**
  * The dashboard's second round, in a real browser against the whole system: names instead of ids, field
@@ -43,24 +43,41 @@ describe('the dashboard, second round', () => {
     // A key, rolled with a grace period: the outgoing one says it is replaced and when it stops, and only
     // its replacement can be rolled.
     await go(page, 'API Keys');
-    await page.getByRole('button', { name: '+ Create API key' }).click();
+    // Escape closes a dialog, and the focus goes back to the button that opened it.
+    const opener = page.getByRole('button', { name: '+ Create API key' });
+    await opener.click();
     const dialog = page.getByRole('dialog', { name: 'Create an API key' });
+    await dialog.waitFor();
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+    expect(await page.evaluate('document.activeElement.textContent')).toBe('+ Create API key');
+    await opener.click();
     await dialog.getByRole('button', { name: 'Create key' }).click();
     const nameError = dialog.getByText('Give the key a name you will recognise later');
     await nameError.waitFor();
     await dialog.getByLabel('Name').fill('deploy bot');
     await nameError.waitFor({ state: 'detached' });
+    // While the key is being created, neither Escape nor Cancel drops the dialog: its answer is the secret, shown once.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    await page.route('**/v1/keys', async (route) => {
+      if (route.request().method() === 'POST') await held;
+      await route.continue();
+    });
     await dialog.getByRole('button', { name: 'Create key' }).click();
+    await dialog.locator('button[aria-busy="true"]').waitFor();
+    expect(await dialog.getByRole('button', { name: 'Cancel' }).isDisabled()).toBe(true);
+    await page.keyboard.press('Escape');
+    release();
     const created = page.getByRole('dialog', { name: 'Key “deploy bot” created' });
+    await created.waitFor();
+    await page.unroute('**/v1/keys');
+    // The secret's dialog ignores Escape too (the first Escape above is the control that closes a dialog).
+    await page.keyboard.press('Escape');
+    expect(await created.isVisible()).toBe(true);
     const secret = ((await created.getByTestId('secret').textContent()) ?? '').trim();
     await created.getByRole('button', { name: 'I have saved it' }).click();
-    await page.getByRole('button', { name: 'Roll key deploy bot' }).click();
-    const roll = page.getByRole('dialog', { name: 'Roll “deploy bot”' });
-    await roll.getByLabel('Old secret stops working').selectOption('3600');
-    await roll.getByRole('button', { name: 'Roll key' }).click();
-    const rolled = page.getByRole('dialog', { name: 'Key “deploy bot” rolled' });
-    const newSecret = ((await rolled.getByTestId('secret').textContent()) ?? '').trim();
-    await rolled.getByRole('button', { name: 'I have saved it' }).click();
+    const newSecret = await rollKey(page, 'deploy bot', '3600');
     const outgoing = page.getByTestId('key-row').filter({ hasText: `dap_sk_…${secret.slice(-4)}` });
     const incoming = page.getByTestId('key-row').filter({ hasText: `dap_sk_…${newSecret.slice(-4)}` });
     await outgoing.getByText(/^Replaced, expires at \d{1,2} \w{3} \d{4}, \d{2}:\d{2}$/).waitFor();
@@ -144,8 +161,7 @@ describe('the dashboard, second round', () => {
   }, 150_000);
 
   it('keeps the Explore query in the URL, charts it as chosen, flags a filter without a value, and names new measures', async () => {
-    const { page, errors, context } = await suite.openPage();
-    await signUp(page, 'Explorers');
+    const { page, errors, context } = await suite.signedIn('Explorers');
     // Today's row makes the last day a period still in progress.
     const now = Date.now();
     const rows = Array.from({ length: 12 }, (_, i) => ({
@@ -269,8 +285,7 @@ describe('the dashboard, second round', () => {
   }, 150_000);
 
   it('lists every webhook event type with what it means and a sample payload, from the API reference catalog', async () => {
-    const { page, errors } = await suite.openPage();
-    await signUp(page, 'Catalog Readers');
+    const { page, errors } = await suite.signedIn('Catalog Readers');
     await go(page, 'Webhooks');
     await page.getByRole('link', { name: 'Event catalog' }).click();
     await heading(page, 'Event catalog').waitFor();

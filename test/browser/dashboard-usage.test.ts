@@ -1,6 +1,6 @@
 import { newId } from '@dap/contracts';
 import { waitFor } from '@dap/testing';
-import { browserSuite, PHONE, screenshot, signUp, WIDE } from './system.ts';
+import { browserSuite, PHONE, postFromPage, screenshot, WIDE } from './system.ts';
 
 /**
  * Settings > Plan & usage, calls by key and by operation, in a real browser against the whole system: two
@@ -14,20 +14,12 @@ const suite = browserSuite({ USAGE_FLUSH_MS: '300' });
 const rowOf = (cells: string[]) => cells.map((c) => c.replace(/\s+/g, ' ').trim());
 
 it('shows calls per key and per operation with errors and 429s, the dashboard apart, over 1 h, 24 h and 30 d', async () => {
-  const { page, errors } = await suite.openPage(WIDE);
-
   // Sign up in the page, and create two keys with its session (cookie and CSRF token), as the dashboard does.
-  await signUp(page, 'Usage Ltd');
-  const createKey = (name: string) =>
-    page.evaluate(async (keyName) => {
-      const session = (await (await fetch('/v1/auth/session')).json()) as { csrfToken: string };
-      const r = await fetch('/v1/keys', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-csrf-token': session.csrfToken },
-        body: JSON.stringify({ name: keyName }),
-      });
-      return { status: r.status, ...((await r.json()) as { id: string; secret: string; hint: string }) };
-    }, name);
+  const { page, errors } = await suite.signedIn('Usage Ltd', WIDE);
+  const createKey = async (name: string) => {
+    const r = await postFromPage<{ id: string; secret: string; hint: string }>(page, '/keys', { name });
+    return { status: r.status, ...r.json };
+  };
   const etl = await createKey('etl job');
   const reporting = await createKey('reporting');
   expect([etl.status, reporting.status]).toEqual([201, 201]);

@@ -1,31 +1,26 @@
 import type { Page } from 'playwright-core';
-import { stackEnv, startReceiver, waitFor } from '@dap/testing';
-import { browserSuite, PHONE, reloadUntilVisible, screenshot, WIDE, heading, nav, signUp } from './system.ts';
+import { stackEnv, waitFor } from '@dap/testing';
+import { browserSuite, PHONE, postFromPage, receiverSuite, reloadUntilVisible, screenshot, WIDE, heading, nav } from './system.ts';
 
 /**
  * The dashboard's webhook observability, in a real browser against the whole system: editing an endpoint
  * (its URL checked by the API as at registration) and its health at a glance in the list. Each step keeps a
  * screenshot.
  */
-let receiver: Awaited<ReturnType<typeof startReceiver>>;
 /** Paths that answer 500 (with a body and a header of their own), 410, or 429 with Retry-After until taken out. */
 const flaky = new Map<string, 500 | 410 | 429>();
 
 // One attempt per message while the test looks: the first retry waits ten minutes.
 const suite = browserSuite({ WEBHOOK_RETRY_SCHEDULE_MS: '0,600000' });
 
-beforeAll(async () => {
-  receiver = await startReceiver((r): { status: number; headers?: Record<string, string>; body?: string } => {
-    if (r.path === '/broken') return { status: 500 };
-    const answer = flaky.get(r.path);
-    if (answer === 500) return { status: 500, headers: { 'x-receiver-trace': 'trace-42' }, body: '{"error":"database locked","retryable":true}' };
-    if (answer === 410) return { status: 410 };
-    if (answer === 429) return { status: 429, headers: { 'retry-after': '120' } };
-    return { status: 200 };
-  });
+const receiver = receiverSuite((r): { status: number; headers?: Record<string, string>; body?: string } => {
+  if (r.path === '/broken') return { status: 500 };
+  const answer = flaky.get(r.path);
+  if (answer === 500) return { status: 500, headers: { 'x-receiver-trace': 'trace-42' }, body: '{"error":"database locked","retryable":true}' };
+  if (answer === 410) return { status: 410 };
+  if (answer === 429) return { status: 429, headers: { 'retry-after': '120' } };
+  return { status: 200 };
 });
-
-afterAll(() => receiver?.close());
 
 /** The Webhooks page, from the main navigation, with its "Add a webhook endpoint" dialog open. */
 async function openAddEndpoint(page: Page) {
@@ -37,8 +32,7 @@ async function openAddEndpoint(page: Page) {
 
 describe('the dashboard, webhook pages', () => {
   it('edits an endpoint (URL, events, description), refusing a platform URL as registration does, and shows each endpoint’s health in the list', async () => {
-    const { page, errors } = await suite.openPage();
-    await signUp(page, 'Hook Health');
+    const { page, errors } = await suite.signedIn('Hook Health');
     const add = await openAddEndpoint(page);
     await add.getByLabel('Endpoint URL').fill(`${receiver.url}/ok`);
     await add.getByRole('button', { name: 'Add endpoint' }).click();
@@ -132,8 +126,7 @@ describe('the dashboard, webhook pages', () => {
     ]);
   }, 120_000);
   it('opens a delivery to its payload, headers and answers, retries a waiting retry now, and replays what failed since a time', async () => {
-    const { page, errors } = await suite.openPage(WIDE);
-    await signUp(page, 'Hook Detail');
+    const { page, errors } = await suite.signedIn('Hook Detail', WIDE);
     const add = await openAddEndpoint(page);
     await add.getByLabel('Endpoint URL').fill(`${receiver.url}/flaky`);
     await add.getByRole('button', { name: 'Add endpoint' }).click();
@@ -236,8 +229,7 @@ describe('the dashboard, webhook pages', () => {
   }, 180_000);
 
   it('sends only the events an endpoint’s filter matches, in order and rate-limited, shows what it filtered out, names a bad filter’s fault on the field, and shows a receiver’s Retry-After and the pause it causes', async () => {
-    const { page, errors } = await suite.openPage(WIDE);
-    await signUp(page, 'Hook Filters');
+    const { page, errors } = await suite.signedIn('Hook Filters', WIDE);
     const add = await openAddEndpoint(page);
     await add.getByLabel('Endpoint URL').fill(`${receiver.url}/picky`);
     await add.getByRole('checkbox', { name: 'Ordered delivery' }).check();
@@ -264,16 +256,10 @@ describe('the dashboard, webhook pages', () => {
     const at = () => receiver.received.filter((r) => r.path === '/picky');
 
     // Two sources through the API with the session: one event the filter matches, the rest it does not.
-    const createSource = (name: string) =>
-      page.evaluate(async (sourceName) => {
-        const session = (await (await fetch('/v1/auth/session')).json()) as { csrfToken: string };
-        const r = await fetch('/v1/sources', {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-csrf-token': session.csrfToken },
-          body: JSON.stringify({ type: 'inline', name: sourceName, rows: [{ n: 1 }, { n: 2 }] }),
-        });
-        return { status: r.status, id: ((await r.json()) as { id: string }).id };
-      }, name);
+    const createSource = async (name: string) => {
+      const r = await postFromPage<{ id: string }>(page, '/sources', { type: 'inline', name, rows: [{ n: 1 }, { n: 2 }] });
+      return { status: r.status, id: r.json.id };
+    };
     const other = await createSource('other ledger');
     const kept = await createSource('wanted ledger');
     expect([other.status, kept.status]).toEqual([201, 201]);

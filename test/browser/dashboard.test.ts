@@ -1,22 +1,16 @@
 import type { Page } from 'playwright-core';
-import { startReceiver, waitFor } from '@dap/testing';
-import { browserSuite, connectRows, go, PHONE, reloadUntilVisible, runQuery, screenshot, PASSWORD, heading, nav, signUp } from './system.ts';
+import { waitFor } from '@dap/testing';
+import { browserSuite, connectRows, receiverSuite, rollKey, go, PHONE, reloadUntilVisible, runQuery, screenshot, PASSWORD, heading, nav, signUp } from './system.ts';
 
 /**
  * The dashboard in a real browser (Debian's Chromium, headless) against the whole system, every service
  * its own process: the stories a customer goes through, with screenshots of each main page.
  */
-let receiver: Awaited<ReturnType<typeof startReceiver>>;
 /** Paths the receiver answers 410 Gone on (which disables their endpoint). */
 const gonePaths = new Set<string>();
 
 const suite = browserSuite();
-
-beforeAll(async () => {
-  receiver = await startReceiver((r) => ({ status: gonePaths.has(r.path) ? 410 : 200 }));
-});
-
-afterAll(() => receiver?.close());
+const receiver = receiverSuite((r) => ({ status: gonePaths.has(r.path) ? 410 : 200 }));
 
 /** Every form control on the page has an accessible name, and the page has one h1. */
 async function expectAccessibleBasics(page: Page): Promise<void> {
@@ -98,15 +92,9 @@ describe('the dashboard', () => {
     await screenshot(page, 'api-keys');
 
     // Roll it with no grace period: the new secret works at once, the old one stops.
-    await row.getByRole('button', { name: 'Roll key reporting job' }).click();
-    const roll = page.getByRole('dialog', { name: 'Roll “reporting job”' });
-    await roll.getByLabel('Old secret stops working').selectOption('0');
-    await roll.getByRole('button', { name: 'Roll key' }).click();
-    const rolled = page.getByRole('dialog', { name: 'Key “reporting job” rolled' });
-    const newSecret = ((await rolled.getByTestId('secret').textContent()) ?? '').trim();
+    const newSecret = await rollKey(page, 'reporting job', '0');
     expect(newSecret).toMatch(/^dap_sk_\w+$/);
     expect(newSecret).not.toBe(secret);
-    await rolled.getByRole('button', { name: 'I have saved it' }).click();
     expect((await fetch(`${suite.url}/v1/sources`, bearer(newSecret))).status).toBe(200);
     await waitFor(async () => (await fetch(`${suite.url}/v1/sources`, bearer(secret))).status === 401, { timeoutMs: 5_000, intervalMs: 100, what: 'the rolled secret refused' });
 
@@ -152,8 +140,7 @@ describe('the dashboard', () => {
   }, 90_000);
 
   it('story 2: connect an inline source, wait for it, chart a grouped query and a time series', async () => {
-    const { page, errors } = await suite.openPage();
-    await signUp(page, 'Orders Team');
+    const { page, errors } = await suite.signedIn('Orders Team');
     await go(page, 'Sources');
     await page.getByText('No sources yet').waitFor();
     await page.getByRole('link', { name: '+ Connect source' }).click();
@@ -257,8 +244,7 @@ describe('the dashboard', () => {
   }, 90_000);
 
   it('story 3: create a webhook (secret shown once), send a test event, and see the delivery in the log', async () => {
-    const { page, errors } = await suite.openPage();
-    await signUp(page, 'Hooks Inc');
+    const { page, errors } = await suite.signedIn('Hooks Inc');
     await go(page, 'Webhooks');
     await page.getByRole('button', { name: '+ Add endpoint' }).first().click();
     const dialog = page.getByRole('dialog', { name: 'Add a webhook endpoint' });
@@ -310,8 +296,7 @@ describe('the dashboard', () => {
   }, 90_000);
 
   it('connects a CSV file picked from disk: uploaded as it is (multipart, streamed), past the old 5 MB paste limit', async () => {
-    const { page, errors } = await suite.openPage();
-    await signUp(page, 'File People');
+    const { page, errors } = await suite.signedIn('File People');
     await page.goto('/sources/new');
     await page.getByRole('radio', { name: /CSV file/ }).check();
     const ROWS = 600_000;
@@ -340,8 +325,7 @@ describe('the dashboard', () => {
   }, 120_000);
 
   it('trains a model on a source and predicts with it', async () => {
-    const { page, errors } = await suite.openPage();
-    await signUp(page, 'Model Makers');
+    const { page, errors } = await suite.signedIn('Model Makers');
     const rows = Array.from({ length: 40 }, (_, i) => ({ units: i % 7, price: 2 + (i % 5), plan: ['free', 'pro', 'team'][i % 3], churned: i % 3 === 0 ? 'yes' : 'no' }));
     await connectRows(page, 'customers', rows);
     await go(page, 'Models');
@@ -367,8 +351,7 @@ describe('the dashboard', () => {
   }, 90_000);
 
   it('works at phone width (390 px): menu, keys, sources and a chart', async () => {
-    const { page, errors } = await suite.openPage(PHONE);
-    await signUp(page, 'Pocket Co');
+    const { page, errors } = await suite.signedIn('Pocket Co', PHONE);
     await screenshot(page, 'phone-overview');
     const menu = page.locator('button[aria-controls="sidebar"]');
     await menu.click();

@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { waitFor } from '@dap/testing';
-import { browserSuite, connectRows, runQuery, screenshot, heading, nav, signUp, PHONE, WIDE } from './system.ts';
+import { browserSuite, connectRows, runQuery, screenshot, heading, nav, PHONE, WIDE } from './system.ts';
 
 /**
  * Saved insights and dashboards in a real browser against the whole system: Explore runs without storing a
@@ -19,9 +19,7 @@ async function reportCount(page: Page): Promise<number> {
 
 describe('insights and dashboards', () => {
   it('saves Explore queries as insights, pins them to a dashboard grid that runs on open, and stores no report per run', async () => {
-    const { page, errors } = await suite.openPage(WIDE);
-
-    await signUp(page, 'Insightful');
+    const { page, errors } = await suite.signedIn('Insightful', WIDE);
     const now = Date.now();
     const rows = Array.from({ length: 12 }, (_, i) => ({ country: ['FR', 'DE', 'US'][i % 3], amount: 1 + i, at: new Date(now - (i % 4) * 86_400_000).toISOString() }));
     await connectRows(page, 'sales', rows);

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Page } from 'playwright-core';
 import { stackEnv, uniqueSuffix } from '@dap/testing';
-import { browserSuite, screenshot, heading, signUp } from './system.ts';
+import { browserSuite, screenshot, heading } from './system.ts';
 
 /**
  * The source pages' sync controls in a real browser against the whole system and the test PostgreSQL: a
@@ -33,8 +33,7 @@ async function lastSyncSays(page: Page, text: RegExp): Promise<void> {
 }
 
 it('connects an incremental, scheduled database source, re-syncs it incrementally and in full, downloads set-aside rows and edits its settings', async () => {
-  const { page, errors } = await suite.openPage();
-  await signUp(page, 'Sync Settings Ltd');
+  const { page, errors } = await suite.signedIn('Sync Settings Ltd');
 
   await page.goto('/sources/new');
   await heading(page, 'Connect a source').waitFor();

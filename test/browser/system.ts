@@ -1,56 +1,19 @@
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Locator, type Page } from 'playwright-core';
-import { repoRoot, stackEnv, uniqueSuffix, waitFor } from '@dap/testing';
-import { DEPLOYABLES, freePort, startServices, type DeployableName, type Supervised } from '../../deploy/local/supervisor.ts';
-import { freshSecrets } from '../../deploy/local/env-file.ts';
+import { repoRoot, startReceiver, waitFor } from '@dap/testing';
+import { startSystem, type System } from '../system.ts';
 
 export const CHROMIUM = '/usr/bin/chromium';
 export const SCREENSHOT_DIR = join(repoRoot(), 'test-artifacts', 'screenshots');
 
-/**
- * Every service as its own process on free ports (like the e2e story), the gateway serving the built
- * dashboard from gateway/dashboard/dist (bootstrap builds it).
- */
-export async function startSystem(extraEnv: Record<string, string> = {}): Promise<{ url: string; services: Supervised; mongoDbPrefix: string; stop: () => Promise<void> }> {
+/** The whole system (test/system.ts), the gateway serving the built dashboard from gateway/dashboard/dist (bootstrap builds it). */
+export async function startDashboardSystem(extraEnv: Record<string, string> = {}): Promise<System> {
   const root = repoRoot();
   if (!existsSync(join(root, 'gateway', 'dashboard', 'dist', 'index.html'))) {
     throw new Error('the dashboard is not built: run `bash deploy/local/bootstrap.sh` (npm test does)');
   }
-  const suffix = uniqueSuffix();
-  const ports = {} as Record<DeployableName, number>;
-  for (const d of DEPLOYABLES) ports[d.name] = await freePort();
-  const datasets = join(root, '.local', 'test', `datasets-browser-${suffix}`);
-  const services = await startServices({
-    root,
-    ports,
-    repickBusyPorts: true,
-    logDir: join(root, '.local', 'test', 'logs', `browser-${suffix}`),
-    mongoDbPrefix: `br${suffix}_`, // a service's database is this and its name (the operator CLI needs it)
-    env: {
-      ...stackEnv(),
-      KAFKA_TOPIC_PREFIX: `br${suffix}.`,
-      ...freshSecrets(),
-      DATASET_DIR: datasets,
-      ALLOW_PRIVATE_TARGETS: '127.0.0.0/8,::1/128',
-      DASHBOARD_DIR: join(root, 'gateway', 'dashboard', 'dist'),
-      // The per-address limits count every test's requests from 127.0.0.1 in the shared test Redis; other
-      // suites running beside this one must not push the browser's sign-ups over them.
-      AUTH_FAILURES_PER_MINUTE: '1000',
-      PUBLIC_REQUESTS_PER_MINUTE: '1000',
-      LOG_LEVEL: 'info',
-      ...extraEnv,
-    },
-  });
-  return {
-    url: services.urls.gateway,
-    services,
-    mongoDbPrefix: `br${suffix}_`,
-    stop: async () => {
-      await services.stop();
-      rmSync(datasets, { recursive: true, force: true });
-    },
-  };
+  return startSystem({ name: 'br', env: { DASHBOARD_DIR: join(root, 'gateway', 'dashboard', 'dist'), LOG_LEVEL: 'info', ...extraEnv } });
 }
 
 /**
@@ -134,19 +97,21 @@ export async function signUp(page: Page, accountName: string): Promise<string> {
 /** The whole system and a browser for one test file; `url` is the gateway's. */
 export interface BrowserSuite {
   readonly url: string;
-  readonly system: Awaited<ReturnType<typeof startSystem>>;
+  readonly system: System;
   readonly browser: Browser;
   /** A page in a browser context of its own (its own cookies), closed after the file, and the page's errors. */
   openPage(viewport?: { width: number; height: number }, options?: BrowserContextOptions): Promise<{ page: Page; errors: string[]; context: BrowserContext }>;
+  /** openPage, then a new account signed up as `accountName` (see signUp), with the email it used. */
+  signedIn(accountName: string, viewport?: { width: number; height: number }): Promise<{ page: Page; errors: string[]; context: BrowserContext; email: string }>;
 }
 
 /** Starts the system (with `extraEnv`) and a browser before the file's tests, and stops both after them. */
 export function browserSuite(extraEnv: Record<string, string> = {}): BrowserSuite {
-  let system: Awaited<ReturnType<typeof startSystem>>;
+  let system: System;
   let chromium: Awaited<ReturnType<typeof launchBrowser>>;
   const contexts: BrowserContext[] = [];
   beforeAll(async () => {
-    [system, chromium] = await Promise.all([startSystem(extraEnv), launchBrowser()]);
+    [system, chromium] = await Promise.all([startDashboardSystem(extraEnv), launchBrowser()]);
   }, 120_000);
   afterAll(async () => {
     for (const c of contexts) await c.close().catch(() => undefined);
@@ -155,7 +120,7 @@ export function browserSuite(extraEnv: Record<string, string> = {}): BrowserSuit
   }, 60_000);
   return {
     get url() {
-      return system.url;
+      return system.gw;
     },
     get system() {
       return system;
@@ -164,12 +129,60 @@ export function browserSuite(extraEnv: Record<string, string> = {}): BrowserSuit
       return chromium.browser;
     },
     async openPage(viewport = DESKTOP, options = {}) {
-      const context = await newContext(chromium.browser, system.url, viewport, options);
+      const context = await newContext(chromium.browser, system.gw, viewport, options);
       contexts.push(context);
       const page = await context.newPage();
       return { page, errors: watchErrors(page), context };
     },
+    async signedIn(accountName, viewport = DESKTOP) {
+      const opened = await this.openPage(viewport);
+      return { ...opened, email: await signUp(opened.page, accountName) };
+    },
   };
+}
+
+/** A webhook receiver (startReceiver, answering as `respond` says) started before the file's tests and closed after them. */
+export function receiverSuite(respond?: Parameters<typeof startReceiver>[0]): { readonly url: string; readonly received: Awaited<ReturnType<typeof startReceiver>>['received'] } {
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  beforeAll(async () => {
+    receiver = await startReceiver(respond);
+  });
+  afterAll(() => receiver?.close());
+  return {
+    get url() {
+      return receiver.url;
+    },
+    get received() {
+      return receiver.received;
+    },
+  };
+}
+
+/**
+ * Rolls the key `name` on the API Keys page through its dialog, the old secret working for `grace` (an option's
+ * value, in seconds), and answers the new secret, shown once (its dialog is closed after).
+ */
+export async function rollKey(page: Page, name: string, grace: string): Promise<string> {
+  await page.getByRole('button', { name: `Roll key ${name}` }).click();
+  const roll = page.getByRole('dialog', { name: `Roll “${name}”` });
+  await roll.getByLabel('Old secret stops working').selectOption(grace);
+  await roll.getByRole('button', { name: 'Roll key' }).click();
+  const rolled = page.getByRole('dialog', { name: `Key “${name}” rolled` });
+  const secret = ((await rolled.getByTestId('secret').textContent()) ?? '').trim();
+  await rolled.getByRole('button', { name: 'I have saved it' }).click();
+  return secret;
+}
+
+/** A POST to the API from inside the page, with its session (cookie and CSRF token) as the dashboard sends it. */
+export async function postFromPage<T>(page: Page, path: string, body: unknown): Promise<{ status: number; json: T }> {
+  return (await page.evaluate(
+    async ({ path, body }) => {
+      const session = (await (await fetch('/v1/auth/session')).json()) as { csrfToken: string };
+      const r = await fetch(`/v1${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-csrf-token': session.csrfToken }, body: JSON.stringify(body) });
+      return { status: r.status, json: (await r.json()) as unknown };
+    },
+    { path, body },
+  )) as { status: number; json: T };
 }
 
 /** Follows a link of the main navigation and waits for its page's heading. */

@@ -3,7 +3,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ValidateFunction } from 'ajv';
 import { API_OPERATIONS, newId, type ApiOperation } from '@dap/contracts';
 import { inlineSharedComponents, startReceiver, waitFor } from '@dap/testing';
-import { Recorder, reportFigures, startSystem, type Recorded, type System } from '../faults/system.ts';
+import { Recorder, reportFigures, startSystem, type Recorded, type System } from '../system.ts';
 import { keyCaller, makeFixtures, paramKind, PREFIX_OF, signup, validBodyOf, type Caller, type Fixtures } from '../security/fixtures.ts';
 import { invalid, valid, type GenContext } from './arbitrary.ts';
 

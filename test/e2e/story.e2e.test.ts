@@ -1,13 +1,9 @@
-import { execFileSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { createDapClient, DapApiError, type DapClient } from '@dap/sdk';
-import { repoRoot, stackEnv, startReceiver, uniqueSuffix, waitFor } from '@dap/testing';
-import { DEPLOYABLES, freePort, startServices, type DeployableName, type Supervised } from '../../deploy/local/supervisor.ts';
-import { freshSecrets } from '../../deploy/local/env-file.ts';
+import { stackEnv, startReceiver, waitFor } from '@dap/testing';
+import { startSystem, type System } from '../system.ts';
 
 /**
  * The customer's story, through the gateway, with every service running as its own process on the real
@@ -17,12 +13,8 @@ import { freshSecrets } from '../../deploy/local/env-file.ts';
  * exported → new and changed rows pulled incrementally → a new column quarantined.
  * Every call goes through the SDK (@dap/sdk), checking each answer against its contract schema.
  */
-const root = repoRoot();
-const suffix = uniqueSuffix();
-const datasetDir = join(root, '.local', 'test', `datasets-${suffix}`);
-const dbPrefix = `e2e${suffix}_`;
 const stack = stackEnv();
-let services: Supervised;
+let sys: System;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 let apiKey = '';
 let gw = '';
@@ -37,39 +29,18 @@ const failureStatus = (call: PromiseLike<unknown>) =>
 
 beforeAll(async () => {
   receiver = await startReceiver();
-  const ports = {} as Record<DeployableName, number>;
-  for (const d of DEPLOYABLES) ports[d.name] = await freePort();
-  services = await startServices({
-    root,
-    ports,
-    repickBusyPorts: true,
-    logDir: join(root, '.local', 'test', 'logs', `e2e-${suffix}`),
-    mongoDbPrefix: dbPrefix,
-    env: {
-      ...stack,
-      KAFKA_TOPIC_PREFIX: `e2e${suffix}.`,
-      ...freshSecrets(),
-      DATASET_DIR: datasetDir,
-      ALLOW_PRIVATE_TARGETS: '127.0.0.0/8,::1/128',
-      LOG_LEVEL: 'info',
-    },
-  });
-  gw = services.urls.gateway;
+  sys = await startSystem({ name: 'e2e', env: { LOG_LEVEL: 'info' } });
+  gw = sys.gw;
   // The operator CLI mints the account and key, as `npm start` does for the development account.
-  const out = execFileSync(process.execPath, ['--no-warnings', join(root, 'services/accounts/src/cli.ts'), 'create-account', '--name', 'E2E Corp', '--plan', 'starter'], {
-    env: { PATH: process.env.PATH ?? '', MONGO_URL: stack.MONGO_URL, MONGO_DB: `${dbPrefix}accounts` },
-    encoding: 'utf8',
-  });
-  apiKey = JSON.parse(out).apiKey;
+  apiKey = sys.createAccount('E2E Corp', 'starter').apiKey;
   // The account is on the starter plan (100 requests a minute) and the story polls: on a busy machine a
   // poll can meet the limit, and the SDK then waits out the gateway's Retry-After, as a client should.
   api = createDapClient({ baseUrl: gw, apiKey, validateResponses: true, maxRetries: 3 });
 }, 120_000);
 
 afterAll(async () => {
-  await services?.stop();
+  await sys?.stop();
   await receiver?.close();
-  rmSync(datasetDir, { recursive: true, force: true });
 });
 
 it('runs the whole story through the gateway', async () => {
@@ -288,7 +259,7 @@ function nextLocalHour(now: Date, hour: number, zone: string): string {
  * the previous period, as a dry run, and paged and exported.
  */
 async function databaseSteps(secret: string): Promise<void> {
-  const table = `e2e_orders_${suffix}`;
+  const table = `e2e_orders_${sys.suffix}`;
   const db = new pg.Client(stack.POSTGRES_URL);
   await db.connect();
   try {

@@ -1,10 +1,7 @@
-import { execFileSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { createDapClient } from '@dap/sdk';
-import { repoRoot, stackEnv, startReceiver, uniqueSuffix, waitFor } from '@dap/testing';
-import { DEPLOYABLES, freePort, startServices, type DeployableName, type Supervised } from '../../deploy/local/supervisor.ts';
-import { freshSecrets } from '../../deploy/local/env-file.ts';
+import { startReceiver, waitFor } from '@dap/testing';
+import type { DeployableName } from '../../deploy/local/supervisor.ts';
+import { startSystem, type System } from '../system.ts';
 
 /**
  * One call followed from the client to its webhook receiver, with every process exporting its spans over
@@ -13,11 +10,6 @@ import { freshSecrets } from '../../deploy/local/env-file.ts';
  * receiver gets. Each span must be the child of the one before, all in the client's trace.
  * Only the processes on that path run (analytics and models are not needed for it).
  */
-const root = repoRoot();
-const suffix = uniqueSuffix();
-const datasetDir = join(root, '.local', 'test', `datasets-trace-${suffix}`);
-const dbPrefix = `trc${suffix}_`;
-const stack = stackEnv();
 const ON_PATH: readonly DeployableName[] = ['accounts', 'sources', 'webhooks', 'gateway'];
 const TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
 const CLIENT_SPAN = 'b7ad6b7169203331';
@@ -35,7 +27,7 @@ const CLIENT = 3;
 const PRODUCER = 4;
 const CONSUMER = 5;
 
-let services: Supervised;
+let sys: System;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 let collector: Awaited<ReturnType<typeof startReceiver>>;
 let apiKey = '';
@@ -56,21 +48,10 @@ function exported(): OtlpSpan[] {
 beforeAll(async () => {
   receiver = await startReceiver();
   collector = await startReceiver();
-  const ports = {} as Record<DeployableName, number>;
-  for (const d of DEPLOYABLES) ports[d.name] = await freePort();
-  services = await startServices({
-    root,
-    ports,
-    repickBusyPorts: true,
-    deployables: DEPLOYABLES.filter((d) => ON_PATH.includes(d.name)),
-    logDir: join(root, '.local', 'test', 'logs', `trace-${suffix}`),
-    mongoDbPrefix: dbPrefix,
+  sys = await startSystem({
+    name: 'trc',
+    only: ON_PATH,
     env: {
-      ...stack,
-      KAFKA_TOPIC_PREFIX: `trc${suffix}.`,
-      ...freshSecrets(),
-      DATASET_DIR: datasetDir,
-      ALLOW_PRIVATE_TARGETS: '127.0.0.0/8,::1/128',
       LOG_LEVEL: 'info',
       // Not running: the gateway only needs their addresses.
       ANALYTICS_URL: 'http://127.0.0.1:9',
@@ -79,25 +60,20 @@ beforeAll(async () => {
       OTEL_BSP_SCHEDULE_DELAY: '100',
     },
   });
-  const out = execFileSync(process.execPath, ['--no-warnings', join(root, 'services/accounts/src/cli.ts'), 'create-account', '--name', 'Trace Corp', '--plan', 'starter'], {
-    env: { PATH: process.env.PATH ?? '', MONGO_URL: stack.MONGO_URL, MONGO_DB: `${dbPrefix}accounts` },
-    encoding: 'utf8',
-  });
-  apiKey = JSON.parse(out).apiKey;
+  apiKey = sys.createAccount('Trace Corp', 'starter').apiKey;
 }, 120_000);
 
 afterAll(async () => {
-  await services?.stop();
+  await sys?.stop();
   await receiver?.close();
   await collector?.close();
-  rmSync(datasetDir, { recursive: true, force: true });
 });
 
 it("follows a client's traceparent from its request to its webhook receiver, every hop exported as a child of the last", async () => {
-  const api = createDapClient({ baseUrl: services.urls.gateway, apiKey });
+  const api = createDapClient({ baseUrl: sys.gw, apiKey });
   await api.webhooks.create({ url: `${receiver.url}/hooks`, events: ['source.created'] });
 
-  const traced = createDapClient({ baseUrl: services.urls.gateway, apiKey, headers: { traceparent: `00-${TRACE_ID}-${CLIENT_SPAN}-01`, tracestate: 'client=1' } });
+  const traced = createDapClient({ baseUrl: sys.gw, apiKey, headers: { traceparent: `00-${TRACE_ID}-${CLIENT_SPAN}-01`, tracestate: 'client=1' } });
   const created = await traced.sources.create({ name: 'traced', type: 'inline', rows: [{ a: 1 }] }).withResponse();
   expect(created.status).toBe(201);
   const traceresponse = created.headers.get('traceresponse')!;
@@ -126,8 +102,8 @@ it("follows a client's traceparent from its request to its webhook receiver, eve
   expect(chain.map((s) => ({ service: s.service, kind: s.kind, name: s.name }))).toEqual([
     { service: 'gateway', kind: SERVER, name: 'POST /v1/sources' },
     { service: 'sources', kind: SERVER, name: 'POST /v1/sources' },
-    { service: 'sources', kind: PRODUCER, name: `send trc${suffix}.sources.events` },
-    { service: 'webhooks', kind: CONSUMER, name: `process trc${suffix}.sources.events` },
+    { service: 'sources', kind: PRODUCER, name: `send trc${sys.suffix}.sources.events` },
+    { service: 'webhooks', kind: CONSUMER, name: `process trc${sys.suffix}.sources.events` },
     { service: 'webhooks', kind: CLIENT, name: 'webhook delivery' },
   ]);
   expect(chain[0]!.parentSpanId).toBe(CLIENT_SPAN);

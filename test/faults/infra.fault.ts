@@ -4,7 +4,7 @@ import { repoRoot, startReceiver, waitFor } from '@dap/testing';
 import { checkEvents, Load } from './load.ts';
 import { startPrivateStack, type Component, type PrivateStack } from './private-stack.ts';
 import { FAULT_ENV, prepareAccount, verifyAcked } from './scenario.ts';
-import { Recorder, reportFigures, sleep, startSystem, type Recorded, type System } from './system.ts';
+import { Recorder, reportFigures, sleep, startSystem, type Recorded, type System } from '../system.ts';
 
 /**
  * Infrastructure faults on a Redis, Kafka and MongoDB-wire server of this run's own (see

@@ -1,7 +1,7 @@
 import { DEPLOYABLES } from '../../deploy/local/supervisor.ts';
 import { startReceiver, waitFor } from '@dap/testing';
 import { checkEvents, Load } from './load.ts';
-import { Recorder, reportFigures, sleep, startSystem, type System } from './system.ts';
+import { Recorder, reportFigures, sleep, startSystem, type System } from '../system.ts';
 import { FAULT_ENV, prepareAccount, verifyAcked } from './scenario.ts';
 
 /**

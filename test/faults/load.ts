@@ -1,5 +1,5 @@
 import type { ReceivedRequest } from '@dap/testing';
-import type { Recorder } from './system.ts';
+import type { Recorder } from '../system.ts';
 
 /**
  * Steady load through the gateway, at a fixed rate and without waiting for answers (an open loop, as real

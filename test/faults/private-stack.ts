@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { repoRoot } from '@dap/testing';
 import { freePort } from '../../deploy/local/supervisor.ts';
-import type { StackUrls } from './system.ts';
+import type { StackUrls } from '../system.ts';
 
 /**
  * A Redis, Kafka and MongoDB-wire server of the fault run's own, on free ports and in a folder of its own,

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot, startReceiver, waitFor } from '@dap/testing';
-import { Recorder, reportFigures, sleep, startSystem, type System } from './system.ts';
+import { Recorder, reportFigures, sleep, startSystem, type System } from '../system.ts';
 
 /**
  * Races that only show now and then, so they are tried many times here (deploy/local/faults.sh) rather than

@@ -1,6 +1,6 @@
 import { waitFor } from '@dap/testing';
 import type { Acked } from './load.ts';
-import { bearer, type Recorder, type System } from './system.ts';
+import { bearer, type Recorder, type System } from '../system.ts';
 
 /** Settings that make recovery observable within a test: short webhook retries and claim leases, quick sweeps. */
 export const FAULT_ENV: Record<string, string> = {

@@ -3,7 +3,7 @@ import { DEPLOYABLES, type DeployableName } from '../../deploy/local/supervisor.
 import { startReceiver, waitFor } from '@dap/testing';
 import { signup } from '../security/fixtures.ts';
 import { FAULT_ENV, prepareAccount } from './scenario.ts';
-import { Recorder, reportFigures, sleep, startSystem, type System } from './system.ts';
+import { Recorder, reportFigures, sleep, startSystem, type System } from '../system.ts';
 
 /**
  * Graceful shutdown on SIGTERM, for every process: it stops accepting new connections, finishes the request

@@ -10,7 +10,7 @@ import { startReceiver } from '@dap/testing';
 import { memoryMB } from '../../deploy/bench/lib/procs.ts';
 import { Load } from './load.ts';
 import { FAULT_ENV, prepareAccount } from './scenario.ts';
-import { Recorder, sleep, startSystem } from './system.ts';
+import { Recorder, sleep, startSystem } from '../system.ts';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
 const PER_MINUTE = Number(process.env.SOAK_PER_MINUTE ?? 800);

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { API_OPERATIONS, type ApiOperation } from '@dap/contracts';
 import { startReceiver } from '@dap/testing';
-import { Recorder, reportFigures, startSystem, type System } from '../faults/system.ts';
+import { Recorder, reportFigures, startSystem, type System } from '../system.ts';
 import { keyCaller, makeFixtures, pathOf, signup, validBodyOf, type Caller, type Fixtures } from './fixtures.ts';
 
 /**

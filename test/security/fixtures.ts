@@ -1,6 +1,6 @@
 import { API_OPERATIONS, createSourceBody, newId, type ApiOperation, type IdPrefix } from '@dap/contracts';
 import { waitFor } from '@dap/testing';
-import { bearer, type Recorder } from '../faults/system.ts';
+import { bearer, type Recorder } from '../system.ts';
 
 /**
  * Resources owned by one account, made through the gateway, so every id-bearing route can be called with a

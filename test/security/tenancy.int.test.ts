@@ -1,7 +1,7 @@
 import { API_OPERATIONS, SCOPES, type ApiOperation, type Scope } from '@dap/contracts';
 import { randomBytes } from 'node:crypto';
 import { startReceiver, waitFor } from '@dap/testing';
-import { findLeaks, Recorder, reportFigures, sha256Hex, sleep, startSystem, type Recorded, type System, type TestAccount } from '../faults/system.ts';
+import { findLeaks, Recorder, reportFigures, sha256Hex, sleep, startSystem, type Recorded, type System, type TestAccount } from '../system.ts';
 import { createSourceBody, keyCaller, makeFixtures, paramKind, pathOf, signup, validBodyOf, type Caller, type Fixtures } from './fixtures.ts';
 
 /**

@@ -1,9 +1,9 @@
-import { useEffect, useState, type FormEvent } from 'react';
-import { unwrap, type ApiError } from '../api/client.ts';
+import { useEffect, useState } from 'react';
+import { unwrap } from '../api/client.ts';
 import type { DashboardDto, DashboardSummaryDto, Page } from '../api/types.ts';
 import { useApi } from '../context.tsx';
 import { useAction, useResource } from '../hooks.ts';
-import { Button, Dialog, ErrorBanner, Field, Loading } from './ui.tsx';
+import { Field, FormDialog, NotLoaded } from './ui.tsx';
 
 /** Asks for a name (saving or renaming an insight or a dashboard); the API's field error shows under the field. */
 export function NameDialog({
@@ -34,30 +34,12 @@ export function NameDialog({
       save.setError(null);
     }
   }, [open, initial]);
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    void save.run(name);
-  };
-  const err: ApiError | null = save.error;
   return (
-    <Dialog open={open} onClose={onClose} title={title}>
-      <form onSubmit={submit} noValidate>
-        <div className="dialog-body">
-          <Field label={label} error={err?.fieldError('name')} required>
-            {(p) => <input {...p} className="input" value={name} maxLength={100} autoFocus onChange={(e) => setName(e.target.value)} />}
-          </Field>
-        </div>
-        {err && !err.fieldError('name') && <ErrorBanner error={err} />}
-        <div className="dialog-footer">
-          <Button onClick={onClose} disabled={save.pending}>
-            Cancel
-          </Button>
-          <Button type="submit" variant="primary" loading={save.pending}>
-            {confirmLabel}
-          </Button>
-        </div>
-      </form>
-    </Dialog>
+    <FormDialog open={open} onClose={onClose} title={title} onSubmit={() => save.run(name)} submitLabel={confirmLabel} pending={save.pending} error={save.error} fields={['name']}>
+      <Field label={label} error={save.error?.fieldError('name')} required>
+        {(p) => <input {...p} className="input" value={name} maxLength={100} autoFocus onChange={(e) => setName(e.target.value)} />}
+      </Field>
+    </FormDialog>
   );
 }
 
@@ -83,55 +65,40 @@ export function PinDialog({ open, insightId, onClose, onPinned }: { open: boolea
     onPinned(dashboard);
     onClose();
   });
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    void pin.run();
-  };
   return (
-    <Dialog
+    <FormDialog
       open={open}
       onClose={onClose}
       title="Add to dashboard"
       description="The insight becomes a tile in the dashboard's first free place; its chart is run afresh each time the dashboard opens."
+      onSubmit={pin.run}
+      submitLabel="Add to dashboard"
+      submitDisabled={!choice}
+      pending={pin.pending}
+      error={pin.error}
+      fields={['name']}
     >
-      <form onSubmit={submit} noValidate>
-        <div className="dialog-body">
-          {!dashboards.data ? (
-            dashboards.error ? (
-              <ErrorBanner error={dashboards.error} onRetry={() => void dashboards.reload()} />
-            ) : (
-              <Loading rows={1} />
-            )
-          ) : (
-            <Field label="Dashboard">
-              {(p) => (
-                <select {...p} className="input" value={choice} onChange={(e) => setChoice(e.target.value)}>
-                  {dashboards.data!.data.map((d) => (
-                    <option key={d.id} value={d.id}>
-                      {d.name} ({d.tileCount} {d.tileCount === 1 ? 'tile' : 'tiles'})
-                    </option>
-                  ))}
-                  <option value="new">A new dashboard…</option>
-                </select>
-              )}
-            </Field>
+      {!dashboards.data ? (
+        <NotLoaded resource={dashboards} rows={1} />
+      ) : (
+        <Field label="Dashboard">
+          {(p) => (
+            <select {...p} className="input" value={choice} onChange={(e) => setChoice(e.target.value)}>
+              {dashboards.data!.data.map((d) => (
+                <option key={d.id} value={d.id}>
+                  {d.name} ({d.tileCount} {d.tileCount === 1 ? 'tile' : 'tiles'})
+                </option>
+              ))}
+              <option value="new">A new dashboard…</option>
+            </select>
           )}
-          {choice === 'new' && (
-            <Field label="New dashboard's name" error={pin.error?.fieldError('name')} required>
-              {(p) => <input {...p} className="input" value={newName} maxLength={100} onChange={(e) => setNewName(e.target.value)} />}
-            </Field>
-          )}
-        </div>
-        {pin.error && !pin.error.fieldError('name') && <ErrorBanner error={pin.error} />}
-        <div className="dialog-footer">
-          <Button onClick={onClose} disabled={pin.pending}>
-            Cancel
-          </Button>
-          <Button type="submit" variant="primary" loading={pin.pending} disabled={!choice}>
-            Add to dashboard
-          </Button>
-        </div>
-      </form>
-    </Dialog>
+        </Field>
+      )}
+      {choice === 'new' && (
+        <Field label="New dashboard's name" error={pin.error?.fieldError('name')} required>
+          {(p) => <input {...p} className="input" value={newName} maxLength={100} onChange={(e) => setNewName(e.target.value)} />}
+        </Field>
+      )}
+    </FormDialog>
   );
 }

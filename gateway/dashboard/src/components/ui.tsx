@@ -94,14 +94,17 @@ export function ErrorBanner({
   error,
   title,
   onRetry,
-  hideFieldErrors = false,
+  fields,
 }: {
   error: ApiError | null | undefined;
-  title?: string;
-  onRetry?: () => void;
-  hideFieldErrors?: boolean;
+  title?: string | undefined;
+  onRetry?: (() => void) | undefined;
+  /** The paths a form shows beside its own fields: the banner lists only the others, and stays away if none is left. */
+  fields?: readonly string[] | undefined;
 }) {
   if (!error) return null;
+  const elsewhere = error.fieldErrors.filter((e) => !fields?.some((f) => e.path === f || e.path.startsWith(`${f}.`)));
+  if (fields && error.fieldErrors.length > 0 && elsewhere.length === 0) return null;
   const retry = error.status === 429 && error.retryAfterSeconds ? ` You can retry in ${error.retryAfterSeconds} s.` : '';
   return (
     <div className="alert alert-error" role="alert">
@@ -113,9 +116,9 @@ export function ErrorBanner({
             {retry}
           </p>
         )}
-        {!hideFieldErrors && error.fieldErrors.length > 0 && (
+        {elsewhere.length > 0 && (
           <ul className="alert-list">
-            {error.fieldErrors.map((e) => (
+            {elsewhere.map((e) => (
               <li key={`${e.path}:${e.message}`}>
                 {e.path && <code>{e.path}</code>} {e.message}
               </li>
@@ -150,12 +153,15 @@ export function Alert({ tone = 'info', title, children }: { tone?: 'info' | 'war
 
 export function PageHeader({
   title,
+  status,
   description,
   actions,
   back,
   eyebrow,
 }: {
   title: ReactNode;
+  /** A status shown as a badge beside the title (a source's, a model's). */
+  status?: string;
   description?: ReactNode;
   actions?: ReactNode;
   back?: { to: string; label: string };
@@ -171,7 +177,13 @@ export function PageHeader({
         )}
         {eyebrow && <p className="eyebrow">{eyebrow}</p>}
         <h1 tabIndex={-1} className="page-title">
-          {title}
+          {status ? (
+            <span className="title-with-badge">
+              {title} <StatusBadge status={status} />
+            </span>
+          ) : (
+            title
+          )}
         </h1>
         {description && <p className="page-description">{description}</p>}
       </div>
@@ -223,6 +235,18 @@ export function Badge({ tone = 'neutral', children, dot = false }: { tone?: Badg
   );
 }
 
+/** Values as a row of badges, or one accent badge saying `allLabel` when they stand for every value. */
+export function BadgeList({ items, all, allLabel }: { items: readonly string[]; all: boolean; allLabel: string }) {
+  if (all) return <Badge tone="accent">{allLabel}</Badge>;
+  return (
+    <span className="badge-list">
+      {items.map((item) => (
+        <Badge key={item}>{item}</Badge>
+      ))}
+    </span>
+  );
+}
+
 const STATUS_TONES: Record<string, BadgeTone> = {
   ready: 'success',
   completed: 'success',
@@ -269,6 +293,31 @@ export function Loading({ label = 'Loading…', rows = 3 }: { label?: string; ro
         <div key={i} className="skeleton" aria-hidden="true" />
       ))}
     </div>
+  );
+}
+
+/** Until a resource has data: a skeleton while it loads, or the load's error with a retry. */
+export function NotLoaded({ resource, rows = 3 }: { resource: { error: ApiError | null; reload: () => unknown }; rows?: number }) {
+  return resource.error ? <ErrorBanner error={resource.error} onRetry={() => void resource.reload()} /> : <Loading rows={rows} />;
+}
+
+/** A detail page before its resource arrives: its header, then NotLoaded. */
+export function PageNotLoaded({
+  title,
+  back,
+  resource,
+  rows = 5,
+}: {
+  title: string;
+  back: { to: string; label: string };
+  resource: { error: ApiError | null; reload: () => unknown };
+  rows?: number;
+}) {
+  return (
+    <>
+      <PageHeader title={title} back={back} />
+      <NotLoaded resource={resource} rows={rows} />
+    </>
   );
 }
 
@@ -366,7 +415,8 @@ export function SecretReveal({ secret, label, warning }: { secret: string; label
 
 /**
  * A modal on the native <dialog>: the browser traps focus, Escape closes it (unless `dismissible` is
- * false, for dialogs that show a secret), and focus returns to where it was.
+ * false, for dialogs that show a secret, or it is `busy` with a request whose answer it must show), and
+ * focus returns to where it was.
  */
 export function Dialog({
   open,
@@ -375,6 +425,7 @@ export function Dialog({
   description,
   children,
   dismissible = true,
+  busy = false,
   wide = false,
   drawer = false,
 }: {
@@ -384,6 +435,7 @@ export function Dialog({
   description?: ReactNode;
   children: ReactNode;
   dismissible?: boolean;
+  busy?: boolean;
   wide?: boolean;
   /** A full-height panel at the right edge (the whole screen on a phone), for detail beside a list. */
   drawer?: boolean;
@@ -402,9 +454,10 @@ export function Dialog({
       className={`dialog${wide ? ' dialog-wide' : ''}${drawer ? ' dialog-drawer' : ''}`}
       aria-labelledby={`${id}-title`}
       aria-describedby={description ? `${id}-desc` : undefined}
+      aria-busy={busy || undefined}
       onCancel={(e) => {
         e.preventDefault();
-        if (dismissible) onClose();
+        if (dismissible && !busy) onClose();
       }}
     >
       {open && (
@@ -414,7 +467,7 @@ export function Dialog({
               {title}
             </h2>
             {dismissible && (
-              <button type="button" className="icon-btn" aria-label="Close" onClick={onClose}>
+              <button type="button" className="icon-btn" aria-label="Close" onClick={onClose} disabled={busy}>
                 ×
               </button>
             )}
@@ -428,6 +481,95 @@ export function Dialog({
         </div>
       )}
     </dialog>
+  );
+}
+
+/** A dialog's buttons: Cancel (unusable while its request runs), then the dialog's own. */
+export function DialogFooter({ onCancel, cancelLabel = 'Cancel', busy = false, children }: { onCancel?: () => void; cancelLabel?: string; busy?: boolean; children?: ReactNode }) {
+  return (
+    <div className="dialog-footer">
+      {onCancel && (
+        <Button onClick={onCancel} disabled={busy}>
+          {cancelLabel}
+        </Button>
+      )}
+      {children}
+    </div>
+  );
+}
+
+/** What a form needs to submit and to show how that went; `fields` are the paths its fields show themselves. */
+export interface FormProps {
+  onSubmit: () => unknown;
+  pending: boolean;
+  error: ApiError | null;
+  /** The banner's title in place of the API's. */
+  errorTitle?: string | undefined;
+  fields?: readonly string[];
+}
+
+/**
+ * A form: the API's error above the fields (only what no field shows), the fields, then `actions` (its
+ * buttons). It sends nothing twice: a submit while `pending` is ignored.
+ */
+export function Form({ onSubmit, pending, error, errorTitle, fields = [], label, actions, children }: FormProps & { label?: string; actions: ReactNode; children?: ReactNode }) {
+  return (
+    <form
+      className="form"
+      noValidate
+      aria-label={label}
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (!pending) void onSubmit();
+      }}
+    >
+      <ErrorBanner error={error} title={errorTitle} fields={fields} />
+      {children}
+      {actions}
+    </form>
+  );
+}
+
+/** A dialog around one form, with Cancel beside the submit button, which spins while `pending`. */
+export function FormDialog({
+  open,
+  onClose,
+  title,
+  description,
+  wide,
+  submitLabel,
+  submitVariant = 'primary',
+  submitDisabled = false,
+  cancelLabel,
+  children,
+  ...form
+}: FormProps & {
+  open: boolean;
+  onClose: () => void;
+  title: ReactNode;
+  description?: ReactNode;
+  wide?: boolean;
+  submitLabel: ReactNode;
+  submitVariant?: ButtonVariant;
+  submitDisabled?: boolean;
+  cancelLabel?: string;
+  children?: ReactNode;
+}) {
+  return (
+    <Dialog open={open} onClose={onClose} title={title} description={description} wide={wide} busy={form.pending}>
+      <Form
+        {...form}
+        actions={
+          <DialogFooter onCancel={onClose} cancelLabel={cancelLabel} busy={form.pending}>
+            <Button type="submit" variant={submitVariant} loading={form.pending} disabled={submitDisabled}>
+              {submitLabel}
+            </Button>
+          </DialogFooter>
+        }
+      >
+        {children}
+      </Form>
+    </Dialog>
   );
 }
 
@@ -452,18 +594,115 @@ export function ConfirmDialog({
   error: ApiError | null;
 }) {
   return (
-    <Dialog open={open} onClose={onClose} title={title}>
+    <FormDialog open={open} onClose={onClose} title={title} onSubmit={onConfirm} submitLabel={confirmLabel} submitVariant="danger" pending={pending} error={error}>
       <div className="dialog-body">{children}</div>
-      <ErrorBanner error={error} />
-      <div className="dialog-footer">
-        <Button onClick={onClose} disabled={pending}>
-          Cancel
+    </FormDialog>
+  );
+}
+
+/** A secret shown once: neither Escape nor × closes it, only saying it was saved. */
+export function SecretDialog({
+  open,
+  onDone,
+  title,
+  label,
+  secret,
+  warning,
+  children,
+}: {
+  open: boolean;
+  onDone: () => void;
+  title: ReactNode;
+  label: string;
+  secret: string;
+  warning: ReactNode;
+  children?: ReactNode;
+}) {
+  return (
+    <Dialog open={open} onClose={onDone} title={title} dismissible={false}>
+      <SecretReveal label={label} secret={secret} warning={warning} />
+      {children}
+      <DialogFooter>
+        <Button variant="primary" onClick={onDone}>
+          I have saved it
         </Button>
-        <Button variant="danger" onClick={onConfirm} loading={pending}>
-          {confirmLabel}
-        </Button>
-      </div>
+      </DialogFooter>
     </Dialog>
+  );
+}
+
+/**
+ * A list's body: a skeleton while it first loads, `empty` once it holds nothing, else `children`. After a
+ * failed load it shows nothing, as the page's error banner says what happened (an empty state would be false).
+ */
+export function ListBody({
+  state,
+  count,
+  rows = 3,
+  empty,
+  children,
+}: {
+  state: { data: unknown; error: unknown };
+  count: number;
+  rows?: number;
+  empty: ReactNode;
+  children: ReactNode;
+}) {
+  if (!state.data) return state.error ? null : <Loading rows={rows} />;
+  return <>{count === 0 ? empty : children}</>;
+}
+
+export interface Column<T> {
+  /** The header, also the cell's label where a phone stacks the table. */
+  header: string;
+  /** A header for screen readers only (the row's buttons), and no label on the phone. */
+  hiddenHeader?: boolean;
+  numeric?: boolean;
+  className?: string;
+  cell: (row: T) => ReactNode;
+}
+
+/** A list as a table, stacked into labelled cards on a phone. */
+export function DataTable<T>({
+  label,
+  columns,
+  rows,
+  rowKey,
+  rowData,
+  testId,
+}: {
+  label: string;
+  testId?: string;
+  columns: readonly Column<T>[];
+  rows: readonly T[];
+  rowKey: (row: T) => string;
+  /** data-* attributes of a row, for tests and styles. */
+  rowData?: (row: T) => Record<`data-${string}`, string>;
+}) {
+  const cls = (c: Column<T>) => [c.numeric ? 'num' : '', c.className ?? ''].join(' ').trim() || undefined;
+  return (
+    <table className="table table-responsive" aria-label={label} data-testid={testId}>
+      <thead>
+        <tr>
+          {columns.map((c) => (
+            <th key={c.header} scope="col" className={c.numeric ? 'num' : undefined}>
+              {c.hiddenHeader ? <span className="visually-hidden">{c.header}</span> : c.header}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((r) => (
+          <tr key={rowKey(r)} {...rowData?.(r)}>
+            {columns.map((c) => (
+              <td key={c.header} data-label={c.hiddenHeader ? undefined : c.header} className={cls(c)}>
+                {c.cell(r)}
+              </td>
+            ))}
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }
 

@@ -1,9 +1,9 @@
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { unwrap } from '../api/client.ts';
-import { Alert, Button, Card, ErrorBanner, Field, KeyValue, PageHeader } from '../components/ui.tsx';
+import { Alert, Button, Card, Form, KeyValue, PageHeader } from '../components/ui.tsx';
 import { useApi, useNotify, useSession } from '../context.tsx';
 import { useAction, useDocumentTitle } from '../hooks.ts';
-import { localError, newPasswordProblems, NewPasswordFields, PasswordInput } from './auth.tsx';
+import { CheckedField, localError, newPasswordProblems, NewPasswordFields } from './auth.tsx';
 
 /** Settings > Account: who is signed in, and changing the password (which signs out every other session). */
 export function AccountPage() {
@@ -39,8 +39,7 @@ function ChangePasswordCard() {
     return true;
   });
 
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
+  const submit = async () => {
     setDone(false);
     const local = localError({
       ...(!currentPassword ? { currentPassword: 'Enter your current password' } : {}),
@@ -60,34 +59,37 @@ function ChangePasswordCard() {
   return (
     <Card title="Change password">
       {done && <Alert tone="success">Your password was changed. Every other session of yours was signed out; this one stays.</Alert>}
-      <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} />
-      <form className="form" onSubmit={submit} noValidate aria-label="Change password">
-        <Field label="Current password" error={err?.fieldError('currentPassword')}>
-          {(p) => (
-            <PasswordInput
-              {...p}
-              value={currentPassword}
-              onChange={(v) => {
-                setCurrent(v);
-                change.fixField('currentPassword', v ? undefined : 'Enter your current password');
-              }}
-              autoComplete="current-password"
-            />
-          )}
-        </Field>
+      <Form
+        label="Change password"
+        onSubmit={submit}
+        pending={change.pending}
+        error={err}
+        fields={['currentPassword', 'newPassword', 'repeat']}
+        actions={
+          <Button type="submit" variant="primary" loading={change.pending}>
+            Change password
+          </Button>
+        }
+      >
+        <CheckedField
+          label="Current password"
+          path="currentPassword"
+          type="password"
+          value={currentPassword}
+          onChange={setCurrent}
+          rule={(v) => (v ? undefined : 'Enter your current password')}
+          action={change}
+          autoComplete="current-password"
+        />
         <NewPasswordFields
           password={newPassword}
           repeat={repeat}
           onPassword={setNew}
           onRepeat={setRepeat}
-          error={err}
-          fixField={change.fixField}
+          action={change}
           hint="At least 10 characters. Other sessions are signed out."
         />
-        <Button type="submit" variant="primary" loading={change.pending}>
-          Change password
-        </Button>
-      </form>
+      </Form>
     </Card>
   );
 }

@@ -1,7 +1,7 @@
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { ApiError, unwrap, type RequestBodyOf } from '../api/client.ts';
 import { SCOPES, type ApiKeyCreated, type ApiKeyDto, type Page, type Scope } from '../api/types.ts';
-import { Alert, Badge, Button, Card, ConfirmDialog, Dialog, EmptyState, ErrorBanner, Field, Loading, PageHeader, SecretReveal, StatusBadge } from '../components/ui.tsx';
+import { Alert, BadgeList, Button, Card, ConfirmDialog, EmptyState, ErrorBanner, Field, FormDialog, ListBody, PageHeader, SecretDialog, StatusBadge } from '../components/ui.tsx';
 import { useApi, useNotify } from '../context.tsx';
 import { formatDate, formatRelative } from '../format.ts';
 import { useAction, useDocumentTitle, useResource } from '../hooks.ts';
@@ -37,16 +37,7 @@ export function keyState(k: ApiKeyDto, now = Date.now()): { status: string; labe
   return { status: 'active', label: 'Active' };
 }
 
-function ScopeList({ scopes }: { scopes: Scope[] }) {
-  if (scopes.length === SCOPES.length) return <Badge tone="accent">All scopes</Badge>;
-  return (
-    <span className="badge-list">
-      {scopes.map((s) => (
-        <Badge key={s}>{s}</Badge>
-      ))}
-    </span>
-  );
-}
+const ScopeList = ({ scopes }: { scopes: Scope[] }) => <BadgeList items={scopes} all={scopes.length === SCOPES.length} allLabel="All scopes" />;
 
 function CurlExample({ secret }: { secret: string }) {
   return (
@@ -82,8 +73,7 @@ function CreateKeyDialog({ open, onClose, onCreated }: { open: boolean; onClose:
     onClose();
   };
 
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
+  const submit = async () => {
     const local: { path: string; message: string }[] = [];
     if (!name.trim()) local.push({ path: 'name', message: 'Give the key a name you will recognise later' });
     if (access === 'restricted' && scopes.size === 0) local.push({ path: 'scopes', message: 'Choose at least one scope' });
@@ -115,146 +105,144 @@ function CreateKeyDialog({ open, onClose, onCreated }: { open: boolean; onClose:
   const err = create.error;
   if (created) {
     return (
-      <Dialog open={open} onClose={close} title={`Key “${created.name}” created`} dismissible={false}>
-        <SecretReveal
-          label="Your new API key"
-          secret={created.secret}
-          warning="We store only a hash of it, so we can never show it again. Keep it in a secret manager or an environment variable, never in source code."
-        />
+      <SecretDialog
+        open={open}
+        onDone={close}
+        title={`Key “${created.name}” created`}
+        label="Your new API key"
+        secret={created.secret}
+        warning="We store only a hash of it, so we can never show it again. Keep it in a secret manager or an environment variable, never in source code."
+      >
         <CurlExample secret={created.secret} />
-        <div className="dialog-footer">
-          <Button variant="primary" onClick={close}>
-            I have saved it
-          </Button>
-        </div>
-      </Dialog>
+      </SecretDialog>
     );
   }
   return (
-    <Dialog open={open} onClose={close} title="Create an API key" description="Use the key from your code as a Bearer token. You see its secret once, right after creating it.">
-      <form className="form" onSubmit={submit} noValidate>
-        <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} />
-        <Field label="Name" hint="For example “production backend” or “nightly report job”." error={err?.fieldError('name')} required>
+    <FormDialog
+      open={open}
+      onClose={close}
+      title="Create an API key"
+      description="Use the key from your code as a Bearer token. You see its secret once, right after creating it."
+      onSubmit={submit}
+      submitLabel="Create key"
+      pending={create.pending}
+      error={err}
+      fields={['name', 'scopes', 'expiresAt']}
+    >
+      <Field label="Name" hint="For example “production backend” or “nightly report job”." error={err?.fieldError('name')} required>
+        {(p) => (
+          <input
+            {...p}
+            className="input"
+            value={name}
+            maxLength={100}
+            onChange={(e) => {
+              setName(e.target.value);
+              create.fixField('name', e.target.value.trim() ? undefined : 'Give the key a name you will recognise later');
+            }}
+            autoFocus
+          />
+        )}
+      </Field>
+      <fieldset className="fieldset">
+        <legend className="field-label">Access</legend>
+        <div className="radio-cards">
+          <label className={`radio-card${access === 'all' ? ' is-checked' : ''}`}>
+            <input type="radio" name="access" value="all" checked={access === 'all'} onChange={() => setAccess('all')} />
+            <span>
+              <span className="radio-title">Full access</span>
+              <span className="radio-desc">Every scope, for trusted back-ends.</span>
+            </span>
+          </label>
+          <label className={`radio-card${access === 'restricted' ? ' is-checked' : ''}`}>
+            <input type="radio" name="access" value="restricted" checked={access === 'restricted'} onChange={() => setAccess('restricted')} />
+            <span>
+              <span className="radio-title">Restricted</span>
+              <span className="radio-desc">Only the scopes you choose.</span>
+            </span>
+          </label>
+        </div>
+      </fieldset>
+      {access === 'restricted' && (
+        <fieldset className={`fieldset scope-grid${err?.fieldError('scopes') ? ' field-invalid' : ''}`} aria-describedby={err?.fieldError('scopes') ? 'scopes-error' : undefined}>
+          <legend className="field-label">Scopes</legend>
+          <table className="scope-table">
+            <thead>
+              <tr>
+                <th scope="col">Resource</th>
+                <th scope="col">Read</th>
+                <th scope="col">Write</th>
+              </tr>
+            </thead>
+            <tbody>
+              {RESOURCES.map((r) => (
+                <tr key={r}>
+                  <th scope="row">{RESOURCE_LABELS[r]}</th>
+                  {(['read', 'write'] as const).map((mode) => {
+                    const scope = `${r}:${mode}` as Scope;
+                    return (
+                      <td key={mode}>
+                        <label className="check">
+                          <input type="checkbox" checked={scopes.has(scope)} onChange={() => toggle(scope)} />
+                          <span className="visually-hidden">{scope}</span>
+                          <span aria-hidden="true" className="mono small">
+                            {scope}
+                          </span>
+                        </label>
+                      </td>
+                    );
+                  })}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {err?.fieldError('scopes') && (
+            <p className="field-error" id="scopes-error">
+              ⚠ {err.fieldError('scopes')}
+            </p>
+          )}
+        </fieldset>
+      )}
+      <div className="form-row">
+        <Field label="Expires" error={expiry !== 'custom' ? err?.fieldError('expiresAt') : undefined}>
           {(p) => (
-            <input
+            <select
               {...p}
               className="input"
-              value={name}
-              maxLength={100}
+              value={expiry}
               onChange={(e) => {
-                setName(e.target.value);
-                create.fixField('name', e.target.value.trim() ? undefined : 'Give the key a name you will recognise later');
+                setExpiry(e.target.value);
+                create.fixField('expiresAt');
               }}
-              autoFocus
-            />
+            >
+              {EXPIRY_OPTIONS.map((o) => (
+                <option key={o.value} value={o.value}>
+                  {o.label}
+                </option>
+              ))}
+            </select>
           )}
         </Field>
-        <fieldset className="fieldset">
-          <legend className="field-label">Access</legend>
-          <div className="radio-cards">
-            <label className={`radio-card${access === 'all' ? ' is-checked' : ''}`}>
-              <input type="radio" name="access" value="all" checked={access === 'all'} onChange={() => setAccess('all')} />
-              <span>
-                <span className="radio-title">Full access</span>
-                <span className="radio-desc">Every scope, for trusted back-ends.</span>
-              </span>
-            </label>
-            <label className={`radio-card${access === 'restricted' ? ' is-checked' : ''}`}>
-              <input type="radio" name="access" value="restricted" checked={access === 'restricted'} onChange={() => setAccess('restricted')} />
-              <span>
-                <span className="radio-title">Restricted</span>
-                <span className="radio-desc">Only the scopes you choose.</span>
-              </span>
-            </label>
-          </div>
-        </fieldset>
-        {access === 'restricted' && (
-          <fieldset className={`fieldset scope-grid${err?.fieldError('scopes') ? ' field-invalid' : ''}`} aria-describedby={err?.fieldError('scopes') ? 'scopes-error' : undefined}>
-            <legend className="field-label">Scopes</legend>
-            <table className="scope-table">
-              <thead>
-                <tr>
-                  <th scope="col">Resource</th>
-                  <th scope="col">Read</th>
-                  <th scope="col">Write</th>
-                </tr>
-              </thead>
-              <tbody>
-                {RESOURCES.map((r) => (
-                  <tr key={r}>
-                    <th scope="row">{RESOURCE_LABELS[r]}</th>
-                    {(['read', 'write'] as const).map((mode) => {
-                      const scope = `${r}:${mode}` as Scope;
-                      return (
-                        <td key={mode}>
-                          <label className="check">
-                            <input type="checkbox" checked={scopes.has(scope)} onChange={() => toggle(scope)} />
-                            <span className="visually-hidden">{scope}</span>
-                            <span aria-hidden="true" className="mono small">
-                              {scope}
-                            </span>
-                          </label>
-                        </td>
-                      );
-                    })}
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-            {err?.fieldError('scopes') && (
-              <p className="field-error" id="scopes-error">
-                ⚠ {err.fieldError('scopes')}
-              </p>
-            )}
-          </fieldset>
-        )}
-        <div className="form-row">
-          <Field label="Expires" error={expiry !== 'custom' ? err?.fieldError('expiresAt') : undefined}>
+        {expiry === 'custom' && (
+          <Field label="Expiry date" hint="The key stops working at the end of this day (UTC)." error={err?.fieldError('expiresAt')}>
             {(p) => (
-              <select
+              <input
                 {...p}
                 className="input"
-                value={expiry}
+                type="date"
+                value={customDate}
+                min={new Date(Date.now() + 86_400_000).toISOString().slice(0, 10)}
                 onChange={(e) => {
-                  setExpiry(e.target.value);
-                  create.fixField('expiresAt');
+                  setCustomDate(e.target.value);
+                  const t = new Date(`${e.target.value}T23:59:59Z`).getTime();
+                  create.fixField('expiresAt', Number.isFinite(t) && t > Date.now() ? undefined : 'Choose a date in the future');
                 }}
-              >
-                {EXPIRY_OPTIONS.map((o) => (
-                  <option key={o.value} value={o.value}>
-                    {o.label}
-                  </option>
-                ))}
-              </select>
+              />
             )}
           </Field>
-          {expiry === 'custom' && (
-            <Field label="Expiry date" hint="The key stops working at the end of this day (UTC)." error={err?.fieldError('expiresAt')}>
-              {(p) => (
-                <input
-                  {...p}
-                  className="input"
-                  type="date"
-                  value={customDate}
-                  min={new Date(Date.now() + 86_400_000).toISOString().slice(0, 10)}
-                  onChange={(e) => {
-                    setCustomDate(e.target.value);
-                    const t = new Date(`${e.target.value}T23:59:59Z`).getTime();
-                    create.fixField('expiresAt', Number.isFinite(t) && t > Date.now() ? undefined : 'Choose a date in the future');
-                  }}
-                />
-              )}
-            </Field>
-          )}
-        </div>
-        <div className="dialog-footer">
-          <Button onClick={close}>Cancel</Button>
-          <Button type="submit" variant="primary" loading={create.pending}>
-            Create key
-          </Button>
-        </div>
-      </form>
-    </Dialog>
+        )}
+      </div>
+    </FormDialog>
   );
 }
 
@@ -271,61 +259,49 @@ function RollKeyDialog({ target, onClose, onRolled }: { target: ApiKeyDto | null
   };
   if (rolled) {
     return (
-      <Dialog open={target !== null} onClose={close} title={`Key “${rolled.name}” rolled`} dismissible={false}>
-        <SecretReveal
-          label="The new API key"
-          secret={rolled.secret}
-          warning={
-            grace === 0 ? 'The old secret has stopped working. Deploy this one now.' : 'The old secret keeps working for the grace period you chose; deploy this one before then.'
-          }
-        />
-        <div className="dialog-footer">
-          <Button variant="primary" onClick={close}>
-            I have saved it
-          </Button>
-        </div>
-      </Dialog>
+      <SecretDialog
+        open={target !== null}
+        onDone={close}
+        title={`Key “${rolled.name}” rolled`}
+        label="The new API key"
+        secret={rolled.secret}
+        warning={
+          grace === 0 ? 'The old secret has stopped working. Deploy this one now.' : 'The old secret keeps working for the grace period you chose; deploy this one before then.'
+        }
+      />
     );
   }
   return (
-    <Dialog
+    <FormDialog
       open={target !== null}
       onClose={close}
       title={`Roll “${target?.name ?? ''}”`}
       description="Rolling issues a new secret with the same name and scopes. The old secret keeps working for a grace period, so you can deploy the new one without downtime."
+      onSubmit={async () => {
+        if (!target) return;
+        const key = await roll.run(target.id, grace);
+        if (key) {
+          setRolled(key);
+          onRolled();
+        }
+      }}
+      submitLabel="Roll key"
+      pending={roll.pending}
+      error={roll.error}
+      fields={['gracePeriodSeconds']}
     >
-      <form
-        className="form"
-        onSubmit={async (e) => {
-          e.preventDefault();
-          if (!target) return;
-          const key = await roll.run(target.id, grace);
-          if (key) {
-            setRolled(key);
-            onRolled();
-          }
-        }}
-      >
-        <ErrorBanner error={roll.error} />
-        <Field label="Old secret stops working" error={roll.error?.fieldError('gracePeriodSeconds')}>
-          {(p) => (
-            <select {...p} className="input" value={grace} onChange={(e) => setGrace(Number(e.target.value))}>
-              {GRACE_OPTIONS.map((o) => (
-                <option key={o.value} value={o.value}>
-                  {o.label}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
-        <div className="dialog-footer">
-          <Button onClick={close}>Cancel</Button>
-          <Button type="submit" variant="primary" loading={roll.pending}>
-            Roll key
-          </Button>
-        </div>
-      </form>
-    </Dialog>
+      <Field label="Old secret stops working" error={roll.error?.fieldError('gracePeriodSeconds')}>
+        {(p) => (
+          <select {...p} className="input" value={grace} onChange={(e) => setGrace(Number(e.target.value))}>
+            {GRACE_OPTIONS.map((o) => (
+              <option key={o.value} value={o.value}>
+                {o.label}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+    </FormDialog>
   );
 }
 
@@ -405,27 +381,29 @@ export function ApiKeysPage() {
       />
       <ErrorBanner error={keys.error} onRetry={() => void keys.reload()} />
       <Card title={`Active keys${keys.data ? ` (${active.length})` : ''}`}>
-        {!keys.data && !keys.error ? (
-          <Loading rows={3} />
-        ) : active.length === 0 ? (
-          <EmptyState
-            title="No active keys"
-            icon="🔑"
-            action={
-              <Button variant="primary" onClick={() => setCreating(true)}>
-                Create your first key
-              </Button>
-            }
-          >
-            Create a key to call the API from your code, a notebook or <code>curl</code>.
-          </EmptyState>
-        ) : (
+        <ListBody
+          state={keys}
+          count={active.length}
+          empty={
+            <EmptyState
+              title="No active keys"
+              icon="🔑"
+              action={
+                <Button variant="primary" onClick={() => setCreating(true)}>
+                  Create your first key
+                </Button>
+              }
+            >
+              Create a key to call the API from your code, a notebook or <code>curl</code>.
+            </EmptyState>
+          }
+        >
           <ul className="key-list" aria-label="Active API keys">
             {active.map((k) => (
               <KeyRow key={k.id} k={k} onRoll={() => setRolling(k)} onRevoke={() => setRevoking(k)} />
             ))}
           </ul>
-        )}
+        </ListBody>
       </Card>
       {inactive.length > 0 && (
         <Card

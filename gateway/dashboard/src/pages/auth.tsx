@@ -1,15 +1,30 @@
-import { useState, type FormEvent, type ReactNode } from 'react';
+import { useState, type ReactNode } from 'react';
 import { ApiError, unwrap } from '../api/client.ts';
 import type { SessionDto } from '../api/types.ts';
 import { Logo } from '../components/layout.tsx';
-import { Alert, Button, ErrorBanner, Field } from '../components/ui.tsx';
+import { Alert, Button, Field, Form, type FormProps } from '../components/ui.tsx';
 import { useApi } from '../context.tsx';
 import { useAction, useDocumentTitle } from '../hooks.ts';
 import { Link, useLocation } from '../router.tsx';
 
 type OnSignedIn = (session: SessionDto, next: string | null) => void;
 
-function AuthFrame({ title, subtitle, children, footer }: { title: string; subtitle: string; children: ReactNode; footer: ReactNode }) {
+/** The sign-in pages' frame around one form: notices above it, a full-width submit button below it. */
+function AuthFrame({
+  title,
+  subtitle,
+  notice,
+  form: { submitLabel, submitDisabled = false, ...form },
+  children,
+  footer,
+}: {
+  title: string;
+  subtitle: string;
+  notice?: ReactNode;
+  form: FormProps & { submitLabel: string; submitDisabled?: boolean };
+  children: ReactNode;
+  footer: ReactNode;
+}) {
   return (
     <div className="auth">
       <aside className="auth-aside" aria-hidden="true">
@@ -32,7 +47,17 @@ function AuthFrame({ title, subtitle, children, footer }: { title: string; subti
           </div>
           <h1 className="auth-title">{title}</h1>
           <p className="auth-subtitle">{subtitle}</p>
-          {children}
+          {notice}
+          <Form
+            {...form}
+            actions={
+              <Button type="submit" variant="primary" loading={form.pending} disabled={submitDisabled} className="btn-block">
+                {submitLabel}
+              </Button>
+            }
+          >
+            {children}
+          </Form>
           <p className="auth-switch">{footer}</p>
         </div>
       </main>
@@ -68,47 +93,91 @@ export function newPasswordProblems(password: string, repeat: string): Record<st
   return { ...(rule ? { newPassword: rule } : {}), ...(repeat !== password ? { repeat: 'The two passwords differ' } : {}) };
 }
 
+/** An action's error and how a field clears its part of it (useAction). */
+export interface FieldErrors {
+  error: ApiError | null;
+  fixField: (path: string, stillWrong?: string | null) => void;
+}
+
+/**
+ * A text field checked as it is typed: `rule` gives its message while the value is wrong, and its error
+ * (the form's own or the API's) clears once the value is right.
+ */
+export function CheckedField({
+  label,
+  hint,
+  path,
+  value,
+  onChange,
+  rule,
+  action,
+  type = 'text',
+  autoComplete,
+  autoFocus = false,
+}: {
+  label: string;
+  hint?: string;
+  path: string;
+  value: string;
+  onChange: (v: string) => void;
+  rule: (v: string) => string | undefined;
+  action: FieldErrors;
+  type?: 'text' | 'email' | 'password';
+  autoComplete: string;
+  autoFocus?: boolean;
+}) {
+  const change = (v: string) => {
+    onChange(v);
+    action.fixField(path, rule(v));
+  };
+  return (
+    <Field label={label} hint={hint} error={action.error?.fieldError(path)}>
+      {(p) =>
+        type === 'password' ? (
+          <PasswordInput {...p} value={value} onChange={change} autoComplete={autoComplete} {...(autoFocus ? { autoFocus: true } : {})} />
+        ) : (
+          <input {...p} className="input" type={type} autoComplete={autoComplete} value={value} onChange={(e) => change(e.target.value)} autoFocus={autoFocus} />
+        )
+      }
+    </Field>
+  );
+}
+
 /** "New password" and "Repeat the new password", each clearing its error as soon as it is fixed. */
 export function NewPasswordFields(props: {
   password: string;
   repeat: string;
   onPassword: (v: string) => void;
   onRepeat: (v: string) => void;
-  error: ApiError | null;
-  fixField: (path: string, stillWrong?: string | null) => void;
+  action: FieldErrors;
   hint: string;
   autoFocus?: boolean;
 }) {
-  const { password, repeat, error, fixField } = props;
+  const { password, repeat, action } = props;
   return (
     <>
-      <Field label="New password" hint={props.hint} error={error?.fieldError('newPassword')}>
-        {(p) => (
-          <PasswordInput
-            {...p}
-            value={password}
-            onChange={(v) => {
-              props.onPassword(v);
-              fixField('newPassword', passwordRule(v));
-            }}
-            autoComplete="new-password"
-            {...(props.autoFocus ? { autoFocus: true } : {})}
-          />
-        )}
-      </Field>
-      <Field label="Repeat the new password" error={error?.fieldError('repeat')}>
-        {(p) => (
-          <PasswordInput
-            {...p}
-            value={repeat}
-            onChange={(v) => {
-              props.onRepeat(v);
-              fixField('repeat', v === password ? undefined : 'The two passwords differ');
-            }}
-            autoComplete="new-password"
-          />
-        )}
-      </Field>
+      <CheckedField
+        label="New password"
+        hint={props.hint}
+        path="newPassword"
+        type="password"
+        value={password}
+        onChange={props.onPassword}
+        rule={passwordRule}
+        action={action}
+        autoComplete="new-password"
+        autoFocus={props.autoFocus}
+      />
+      <CheckedField
+        label="Repeat the new password"
+        path="repeat"
+        type="password"
+        value={repeat}
+        onChange={props.onRepeat}
+        rule={(v) => (v === password ? undefined : 'The two passwords differ')}
+        action={action}
+        autoComplete="new-password"
+      />
     </>
   );
 }
@@ -132,8 +201,7 @@ export function LoginPage({ onSignedIn, notice }: { onSignedIn: OnSignedIn; noti
   const [password, setPassword] = useState('');
   const login = useAction(async () => unwrap(api.openapi.POST('/auth/login', { body: { email, password } })));
 
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
+  const submit = async () => {
     const local = localError({
       ...(LOGIN_RULES.email(email) ? { email: LOGIN_RULES.email(email)! } : {}),
       ...(LOGIN_RULES.password(password) ? { password: LOGIN_RULES.password(password)! } : {}),
@@ -153,43 +221,27 @@ export function LoginPage({ onSignedIn, notice }: { onSignedIn: OnSignedIn; noti
           New here? <Link to={`/signup${search.get('next') ? `?next=${encodeURIComponent(search.get('next')!)}` : ''}`}>Create an account</Link>
         </>
       }
+      notice={notice && !err && <Alert tone="info">{notice}</Alert>}
+      form={{
+        onSubmit: submit,
+        pending: login.pending,
+        error: err,
+        errorTitle: err?.status === 401 ? 'Wrong email or password' : undefined,
+        fields: ['email', 'password'],
+        submitLabel: 'Log in',
+      }}
     >
-      {notice && !err && <Alert tone="info">{notice}</Alert>}
-      <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} title={err?.status === 401 ? 'Wrong email or password' : undefined} />
-      <form className="form" onSubmit={submit} noValidate>
-        <Field label="Email" error={err?.fieldError('email')}>
-          {(p) => (
-            <input
-              {...p}
-              className="input"
-              type="email"
-              autoComplete="email"
-              value={email}
-              onChange={(e) => {
-                setEmail(e.target.value);
-                login.fixField('email', LOGIN_RULES.email(e.target.value));
-              }}
-              autoFocus
-            />
-          )}
-        </Field>
-        <Field label="Password" error={err?.fieldError('password')}>
-          {(p) => (
-            <PasswordInput
-              {...p}
-              value={password}
-              onChange={(v) => {
-                setPassword(v);
-                login.fixField('password', LOGIN_RULES.password(v));
-              }}
-              autoComplete="current-password"
-            />
-          )}
-        </Field>
-        <Button type="submit" variant="primary" loading={login.pending} className="btn-block">
-          Log in
-        </Button>
-      </form>
+      <CheckedField label="Email" path="email" type="email" value={email} onChange={setEmail} rule={LOGIN_RULES.email} action={login} autoComplete="email" autoFocus />
+      <CheckedField
+        label="Password"
+        path="password"
+        type="password"
+        value={password}
+        onChange={setPassword}
+        rule={LOGIN_RULES.password}
+        action={login}
+        autoComplete="current-password"
+      />
     </AuthFrame>
   );
 }
@@ -203,8 +255,7 @@ export function SignupPage({ onSignedIn }: { onSignedIn: OnSignedIn }) {
   const [password, setPassword] = useState('');
   const signup = useAction(async () => unwrap(api.openapi.POST('/auth/signup', { body: { email, password, accountName } })));
 
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
+  const submit = async () => {
     const values = { accountName, email, password };
     const local = localError(
       Object.fromEntries(
@@ -228,56 +279,38 @@ export function SignupPage({ onSignedIn }: { onSignedIn: OnSignedIn }) {
           Already have an account? <Link to="/login">Log in</Link>
         </>
       }
+      form={{
+        onSubmit: submit,
+        pending: signup.pending,
+        error: err,
+        errorTitle: err?.status === 409 ? 'That email already has an account' : undefined,
+        fields: Object.keys(SIGNUP_RULES),
+        submitLabel: 'Create account',
+      }}
     >
-      <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} title={err?.status === 409 ? 'That email already has an account' : undefined} />
-      <form className="form" onSubmit={submit} noValidate>
-        <Field label="Account name" hint="Your company or project." error={err?.fieldError('accountName')}>
-          {(p) => (
-            <input
-              {...p}
-              className="input"
-              autoComplete="organization"
-              value={accountName}
-              onChange={(e) => {
-                setAccountName(e.target.value);
-                signup.fixField('accountName', SIGNUP_RULES.accountName(e.target.value));
-              }}
-              autoFocus
-            />
-          )}
-        </Field>
-        <Field label="Work email" error={err?.fieldError('email')}>
-          {(p) => (
-            <input
-              {...p}
-              className="input"
-              type="email"
-              autoComplete="email"
-              value={email}
-              onChange={(e) => {
-                setEmail(e.target.value);
-                signup.fixField('email', SIGNUP_RULES.email(e.target.value));
-              }}
-            />
-          )}
-        </Field>
-        <Field label="Password" hint="At least 10 characters. A passphrase of a few words is easy to remember." error={err?.fieldError('password')}>
-          {(p) => (
-            <PasswordInput
-              {...p}
-              value={password}
-              onChange={(v) => {
-                setPassword(v);
-                signup.fixField('password', SIGNUP_RULES.password(v));
-              }}
-              autoComplete="new-password"
-            />
-          )}
-        </Field>
-        <Button type="submit" variant="primary" loading={signup.pending} className="btn-block">
-          Create account
-        </Button>
-      </form>
+      <CheckedField
+        label="Account name"
+        hint="Your company or project."
+        path="accountName"
+        value={accountName}
+        onChange={setAccountName}
+        rule={SIGNUP_RULES.accountName}
+        action={signup}
+        autoComplete="organization"
+        autoFocus
+      />
+      <CheckedField label="Work email" path="email" type="email" value={email} onChange={setEmail} rule={SIGNUP_RULES.email} action={signup} autoComplete="email" />
+      <CheckedField
+        label="Password"
+        hint="At least 10 characters. A passphrase of a few words is easy to remember."
+        path="password"
+        type="password"
+        value={password}
+        onChange={setPassword}
+        rule={SIGNUP_RULES.password}
+        action={signup}
+        autoComplete="new-password"
+      />
     </AuthFrame>
   );
 }
@@ -298,8 +331,7 @@ export function ResetPasswordPage({ onDone }: { onDone: () => void }) {
     return true;
   });
 
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
+  const submit = async () => {
     const local = localError(newPasswordProblems(password, repeat));
     if (local) return reset.setError(local);
     if (await reset.run()) onDone();
@@ -316,29 +348,27 @@ export function ResetPasswordPage({ onDone }: { onDone: () => void }) {
           Remembered it? <Link to="/login">Log in</Link>
         </>
       }
+      notice={
+        <>
+          {!token && <Alert tone="error">This link has no token. Ask your operator for a new password reset link.</Alert>}
+          {tokenError && (
+            <Alert tone="error" title="This link no longer works">
+              It is unknown, expired (links last an hour) or already used. Ask your operator for a new one.
+            </Alert>
+          )}
+        </>
+      }
+      form={{ onSubmit: submit, pending: reset.pending, error: err, fields: ['token', 'newPassword', 'repeat'], submitLabel: 'Set new password', submitDisabled: !token }}
     >
-      {!token && <Alert tone="error">This link has no token. Ask your operator for a new password reset link.</Alert>}
-      {tokenError && (
-        <Alert tone="error" title="This link no longer works">
-          It is unknown, expired (links last an hour) or already used. Ask your operator for a new one.
-        </Alert>
-      )}
-      <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} />
-      <form className="form" onSubmit={submit} noValidate>
-        <NewPasswordFields
-          password={password}
-          repeat={repeat}
-          onPassword={setPassword}
-          onRepeat={setRepeat}
-          error={err}
-          fixField={reset.fixField}
-          hint="At least 10 characters. A passphrase of a few words is easy to remember."
-          autoFocus
-        />
-        <Button type="submit" variant="primary" loading={reset.pending} disabled={!token} className="btn-block">
-          Set new password
-        </Button>
-      </form>
+      <NewPasswordFields
+        password={password}
+        repeat={repeat}
+        onPassword={setPassword}
+        onRepeat={setRepeat}
+        action={reset}
+        hint="At least 10 characters. A passphrase of a few words is easy to remember."
+        autoFocus
+      />
     </AuthFrame>
   );
 }

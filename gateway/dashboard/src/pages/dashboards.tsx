@@ -3,7 +3,7 @@ import { unwrap } from '../api/client.ts';
 import type { DashboardDto, DashboardSummaryDto, InsightDto, Page, QueryResultDto } from '../api/types.ts';
 import { NameDialog } from '../components/insight-dialogs.tsx';
 import { ResultView } from '../components/result-view.tsx';
-import { Button, Card, ConfirmDialog, Dialog, EmptyState, ErrorBanner, Field, Loading, PageHeader } from '../components/ui.tsx';
+import { Button, Card, ConfirmDialog, DataTable, EmptyState, ErrorBanner, Field, FormDialog, ListBody, Loading, NotLoaded, PageHeader, PageNotLoaded } from '../components/ui.tsx';
 import { useApi } from '../context.tsx';
 import { formatRelative } from '../format.ts';
 import { useAction, useDocumentTitle, useResource } from '../hooks.ts';
@@ -22,61 +22,43 @@ export function DashboardsPage() {
   );
   const [creating, setCreating] = useState(false);
   const list = dashboards.data?.data ?? [];
+  const create = (
+    <Button variant="primary" onClick={() => setCreating(true)}>
+      New dashboard
+    </Button>
+  );
   return (
     <>
-      <PageHeader
-        title="Dashboards"
-        description="Insights pinned side by side on a grid; every tile runs afresh when the dashboard opens."
-        actions={
-          <Button variant="primary" onClick={() => setCreating(true)}>
-            New dashboard
-          </Button>
-        }
-      />
+      <PageHeader title="Dashboards" description="Insights pinned side by side on a grid; every tile runs afresh when the dashboard opens." actions={create} />
       <ErrorBanner error={dashboards.error} onRetry={() => void dashboards.reload()} />
       <Card>
-        {!dashboards.data && !dashboards.error ? (
-          <Loading rows={3} />
-        ) : list.length === 0 ? (
-          <EmptyState
-            title="No dashboards yet"
-            icon="▦"
-            action={
-              <Button variant="primary" onClick={() => setCreating(true)}>
-                New dashboard
-              </Button>
-            }
-          >
-            Create one, then pin insights to it from Explore or the Insights page.
-          </EmptyState>
-        ) : (
-          <table className="table table-responsive" aria-label="Dashboards">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col" className="num">
-                  Tiles
-                </th>
-                <th scope="col">Updated</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((d) => (
-                <tr key={d.id}>
-                  <td data-label="Name">
-                    <Link to={`/analytics/dashboards/${d.id}`} className="strong-link">
-                      {d.name}
-                    </Link>
-                  </td>
-                  <td data-label="Tiles" className="num">
-                    {d.tileCount}
-                  </td>
-                  <td data-label="Updated">{formatRelative(d.updatedAt)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
+        <ListBody
+          state={dashboards}
+          count={list.length}
+          empty={
+            <EmptyState title="No dashboards yet" icon="▦" action={create}>
+              Create one, then pin insights to it from Explore or the Insights page.
+            </EmptyState>
+          }
+        >
+          <DataTable
+            label="Dashboards"
+            rows={list}
+            rowKey={(d) => d.id}
+            columns={[
+              {
+                header: 'Name',
+                cell: (d) => (
+                  <Link to={`/analytics/dashboards/${d.id}`} className="strong-link">
+                    {d.name}
+                  </Link>
+                ),
+              },
+              { header: 'Tiles', numeric: true, cell: (d) => d.tileCount },
+              { header: 'Updated', cell: (d) => formatRelative(d.updatedAt) },
+            ]}
+          />
+        </ListBody>
       </Card>
       <NameDialog
         open={creating}
@@ -180,14 +162,7 @@ export function DashboardPage({ id }: { id: string }) {
     navigate('/analytics/dashboards');
   });
 
-  if (!d) {
-    return (
-      <>
-        <PageHeader title="Dashboard" back={{ to: '/analytics/dashboards', label: 'Dashboards' }} />
-        {dashboard.error ? <ErrorBanner error={dashboard.error} onRetry={() => void dashboard.reload()} /> : <Loading rows={6} />}
-      </>
-    );
-  }
+  if (!d) return <PageNotLoaded title="Dashboard" back={{ to: '/analytics/dashboards', label: 'Dashboards' }} resource={dashboard} rows={6} />;
   return (
     <>
       <PageHeader
@@ -280,41 +255,36 @@ function AddInsightDialog({ open, onClose, onAdd }: { open: boolean; onClose: ()
   });
   const list = insights.data?.data ?? [];
   return (
-    <Dialog open={open} onClose={onClose} title="Add an insight" description="It takes the first free place on the grid; move it from there.">
-      <div className="dialog-body">
-        {!insights.data ? (
-          insights.error ? (
-            <ErrorBanner error={insights.error} />
-          ) : (
-            <Loading rows={1} />
-          )
-        ) : list.length === 0 ? (
-          <p className="muted">
-            No insights yet: build a query in <Link to="/analytics">Explore</Link> and save it as an insight.
-          </p>
-        ) : (
-          <Field label="Insight">
-            {(p) => (
-              <select {...p} className="input" value={choice || list[0]!.id} onChange={(e) => setChoice(e.target.value)}>
-                {list.map((i) => (
-                  <option key={i.id} value={i.id}>
-                    {i.name}
-                  </option>
-                ))}
-              </select>
-            )}
-          </Field>
-        )}
-      </div>
-      <ErrorBanner error={add.error} />
-      <div className="dialog-footer">
-        <Button onClick={onClose} disabled={add.pending}>
-          Cancel
-        </Button>
-        <Button variant="primary" loading={add.pending} disabled={list.length === 0} onClick={() => void add.run()}>
-          Add to dashboard
-        </Button>
-      </div>
-    </Dialog>
+    <FormDialog
+      open={open}
+      onClose={onClose}
+      title="Add an insight"
+      description="It takes the first free place on the grid; move it from there."
+      onSubmit={add.run}
+      submitLabel="Add to dashboard"
+      submitDisabled={list.length === 0}
+      pending={add.pending}
+      error={add.error}
+    >
+      {!insights.data ? (
+        <NotLoaded resource={insights} rows={1} />
+      ) : list.length === 0 ? (
+        <p className="muted">
+          No insights yet: build a query in <Link to="/analytics">Explore</Link> and save it as an insight.
+        </p>
+      ) : (
+        <Field label="Insight">
+          {(p) => (
+            <select {...p} className="input" value={choice || list[0]!.id} onChange={(e) => setChoice(e.target.value)}>
+              {list.map((i) => (
+                <option key={i.id} value={i.id}>
+                  {i.name}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+      )}
+    </FormDialog>
   );
 }

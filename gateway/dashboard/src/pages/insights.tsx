@@ -3,7 +3,7 @@ import { unwrap } from '../api/client.ts';
 import type { InsightDto, Page, QueryResultDto } from '../api/types.ts';
 import { NameDialog, PinDialog } from '../components/insight-dialogs.tsx';
 import { ResultView } from '../components/result-view.tsx';
-import { Badge, Button, ButtonLink, Card, ConfirmDialog, EmptyState, ErrorBanner, Loading, PageHeader } from '../components/ui.tsx';
+import { Badge, Button, ButtonLink, Card, ConfirmDialog, EmptyState, ErrorBanner, ListBody, PageHeader } from '../components/ui.tsx';
 import { useApi } from '../context.tsx';
 import { builderStateFromQuery, exploreUrl } from '../explore-state.ts';
 import { formatMs, formatNumber, formatRelative } from '../format.ts';
@@ -62,25 +62,26 @@ export function InsightsPage() {
           Added to <Link to={`/analytics/dashboards/${pinned.id}`}>{pinned.name}</Link>.
         </p>
       )}
-      {!insights.data && !insights.error ? (
-        <Card>
-          <Loading rows={4} />
-        </Card>
-      ) : list.length === 0 ? (
-        <Card>
-          <EmptyState
-            title="No insights yet"
-            icon="💡"
-            action={
-              <ButtonLink to="/analytics" variant="primary">
-                Explore your data
-              </ButtonLink>
-            }
-          >
-            Build a query in Explore and press <strong>Save as insight</strong>.
-          </EmptyState>
-        </Card>
-      ) : (
+      <ListBody
+        state={insights}
+        count={list.length}
+        rows={4}
+        empty={
+          <Card>
+            <EmptyState
+              title="No insights yet"
+              icon="💡"
+              action={
+                <ButtonLink to="/analytics" variant="primary">
+                  Explore your data
+                </ButtonLink>
+              }
+            >
+              Build a query in Explore and press <strong>Save as insight</strong>.
+            </EmptyState>
+          </Card>
+        }
+      >
         <ul className="insight-list" aria-label="Insights">
           {list.map((i) => {
             const result = results[i.id];
@@ -126,7 +127,7 @@ export function InsightsPage() {
             );
           })}
         </ul>
-      )}
+      </ListBody>
       <NameDialog
         open={renaming !== null}
         title="Rename insight"

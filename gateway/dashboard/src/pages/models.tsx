@@ -5,7 +5,24 @@ import type { MetricsDto, ModelDto, ModelVersionDto, Page } from '../api/types.t
 import { useApi, useNotify } from '../context.tsx';
 import { BarChart } from '../components/charts.tsx';
 import { PredictionForm } from '../components/prediction.tsx';
-import { Alert, Badge, Button, ButtonLink, Card, ConfirmDialog, EmptyState, ErrorBanner, KeyValue, Loading, PageHeader, Stat, StatusBadge, TableWrap } from '../components/ui.tsx';
+import {
+  Alert,
+  Badge,
+  Button,
+  ButtonLink,
+  Card,
+  ConfirmDialog,
+  EmptyState,
+  ErrorBanner,
+  KeyValue,
+  ListBody,
+  Loading,
+  PageHeader,
+  PageNotLoaded,
+  Stat,
+  StatusBadge,
+  TableWrap,
+} from '../components/ui.tsx';
 import { formatDate, formatInt, formatMs, formatNumber, formatPercent } from '../format.ts';
 import { useAction, useDocumentTitle, useInterval, useResource } from '../hooks.ts';
 import { NameOf, ReadableText, idsIn, useNames } from '../names.tsx';
@@ -34,13 +51,15 @@ export function ModelsPage() {
         }
       />
       <ErrorBanner error={models.error} onRetry={() => void models.reload()} />
-      {!models.data && !models.error ? (
-        <Loading rows={3} />
-      ) : list.length === 0 ? (
-        <Card>
-          <EmptyState title="No models" icon="🧠" />
-        </Card>
-      ) : (
+      <ListBody
+        state={models}
+        count={list.length}
+        empty={
+          <Card>
+            <EmptyState title="No models" icon="🧠" />
+          </Card>
+        }
+      >
         <ul className="model-grid" aria-label="Models">
           {list.map((m) => (
             <li key={m.id} className="model-card">
@@ -69,7 +88,7 @@ export function ModelsPage() {
             </li>
           ))}
         </ul>
-      )}
+      </ListBody>
     </>
   );
 }
@@ -255,22 +274,12 @@ export function ModelDetailPage({ id }: { id: string }) {
     navigate('/models');
   });
 
-  if (!m) {
-    return (
-      <>
-        <PageHeader title="Model" back={{ to: '/models', label: 'Models' }} />
-        {model.error ? <ErrorBanner error={model.error} onRetry={() => void model.reload()} /> : <Loading rows={6} />}
-      </>
-    );
-  }
+  if (!m) return <PageNotLoaded title="Model" back={{ to: '/models', label: 'Models' }} resource={model} rows={6} />;
   return (
     <>
       <PageHeader
-        title={
-          <span className="title-with-badge">
-            {m.name} <StatusBadge status={m.status} />
-          </span>
-        }
+        title={m.name}
+        status={m.status}
         description={<ReadableText text={m.description} names={names} />}
         back={{ to: '/models', label: 'Models' }}
         actions={

@@ -2,7 +2,23 @@ import { useState } from 'react';
 import { unwrap } from '../api/client.ts';
 import type { Page, ReportDto, ReportSummaryDto, SourceDto } from '../api/types.ts';
 import { ResultView } from '../components/result-view.tsx';
-import { Alert, Badge, Button, ButtonLink, Card, CopyButton, EmptyState, ErrorBanner, KeyValue, Loading, PageHeader, StatusBadge } from '../components/ui.tsx';
+import {
+  Alert,
+  Badge,
+  Button,
+  ButtonLink,
+  Card,
+  CopyButton,
+  DataTable,
+  EmptyState,
+  ErrorBanner,
+  KeyValue,
+  ListBody,
+  Loading,
+  PageHeader,
+  PageNotLoaded,
+  StatusBadge,
+} from '../components/ui.tsx';
 import { useApi } from '../context.tsx';
 import { formatDate, formatMs, formatNumber, formatRelative } from '../format.ts';
 import { useDocumentTitle, useInterval, useResource } from '../hooks.ts';
@@ -53,60 +69,45 @@ export function ReportsPage() {
       />
       <ErrorBanner error={reports.error} onRetry={() => void reports.reload()} />
       <Card>
-        {!reports.data && !reports.error ? (
-          <Loading rows={4} />
-        ) : list.length === 0 ? (
-          <EmptyState
-            title="No reports yet"
-            icon="📄"
-            action={
-              <ButtonLink to="/analytics" variant="primary">
-                Run a query
-              </ButtonLink>
-            }
-          >
-            Run a query in Explore or with <code>POST /v1/analytics/query</code>.
-          </EmptyState>
-        ) : (
-          <table className="table table-responsive" aria-label="Reports">
-            <thead>
-              <tr>
-                <th scope="col">Query</th>
-                <th scope="col">Source</th>
-                <th scope="col">Status</th>
-                <th scope="col" className="num">
-                  Rows
-                </th>
-                <th scope="col" className="num">
-                  Time
-                </th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((r) => (
-                <tr key={r.id}>
-                  <td data-label="Query">
-                    <Link to={`/analytics/reports/${r.id}`} className="strong-link">
-                      {describeQuery(r.query)}
-                    </Link>
-                  </td>
-                  <td data-label="Source">{sourceName(r.query.sourceId)}</td>
-                  <td data-label="Status">
-                    <StatusBadge status={r.status} />
-                  </td>
-                  <td data-label="Rows" className="num">
-                    {formatNumber(r.rowCount)}
-                  </td>
-                  <td data-label="Time" className="num">
-                    {formatMs(r.durationMs)}
-                  </td>
-                  <td data-label="Created">{formatRelative(r.createdAt)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
+        <ListBody
+          state={reports}
+          count={list.length}
+          rows={4}
+          empty={
+            <EmptyState
+              title="No reports yet"
+              icon="📄"
+              action={
+                <ButtonLink to="/analytics" variant="primary">
+                  Run a query
+                </ButtonLink>
+              }
+            >
+              Run a query in Explore or with <code>POST /v1/analytics/query</code>.
+            </EmptyState>
+          }
+        >
+          <DataTable
+            label="Reports"
+            rows={list}
+            rowKey={(r) => r.id}
+            columns={[
+              {
+                header: 'Query',
+                cell: (r) => (
+                  <Link to={`/analytics/reports/${r.id}`} className="strong-link">
+                    {describeQuery(r.query)}
+                  </Link>
+                ),
+              },
+              { header: 'Source', cell: (r) => sourceName(r.query.sourceId) },
+              { header: 'Status', cell: (r) => <StatusBadge status={r.status} /> },
+              { header: 'Rows', numeric: true, cell: (r) => formatNumber(r.rowCount) },
+              { header: 'Time', numeric: true, cell: (r) => formatMs(r.durationMs) },
+              { header: 'Created', cell: (r) => formatRelative(r.createdAt) },
+            ]}
+          />
+        </ListBody>
         {cursor && (reports.data?.hasMore || more.items.length > 0) && (
           <div className="load-more">
             <Button onClick={() => void loadMore()} loading={more.loading}>
@@ -126,14 +127,7 @@ export function ReportDetailPage({ id }: { id: string }) {
   useDocumentTitle(r ? describeQuery(r.query) : 'Report');
   useInterval(() => void report.reload(), r?.status === 'running' ? 1_500 : null);
 
-  if (!r) {
-    return (
-      <>
-        <PageHeader title="Report" back={{ to: '/analytics/reports', label: 'Reports' }} />
-        {report.error ? <ErrorBanner error={report.error} onRetry={() => void report.reload()} /> : <Loading rows={6} />}
-      </>
-    );
-  }
+  if (!r) return <PageNotLoaded title="Report" back={{ to: '/analytics/reports', label: 'Reports' }} resource={report} rows={6} />;
   const json = JSON.stringify(r.query, null, 2);
   return (
     <>

@@ -1,7 +1,7 @@
 import { useState, type ReactNode } from 'react';
 import { unwrap } from '../api/client.ts';
 import type { SourceDto } from '../api/types.ts';
-import { Alert, Badge, Button, ButtonLink, Card, ErrorBanner, KeyValue, Loading, PageHeader, StatusBadge, TableWrap } from '../components/ui.tsx';
+import { Alert, Badge, Button, ButtonLink, Card, ErrorBanner, KeyValue, PageHeader, PageNotLoaded, TableWrap } from '../components/ui.tsx';
 import { formatDate, formatInt } from '../format.ts';
 import { useDocumentTitle, useInterval, useResource } from '../hooks.ts';
 import { navigate } from '../router.tsx';
@@ -67,30 +67,12 @@ export function SourceDetailPage({ id }: { id: string }) {
   const actions = useSourceActions(() => void source.reload());
   const [deleting, setDeleting] = useState(false);
 
-  if (source.error && !s) {
-    return (
-      <>
-        <PageHeader title="Source" back={{ to: '/sources', label: 'Sources' }} />
-        <ErrorBanner error={source.error} onRetry={() => void source.reload()} />
-      </>
-    );
-  }
-  if (!s) {
-    return (
-      <>
-        <PageHeader title="Source" back={{ to: '/sources', label: 'Sources' }} />
-        <Loading rows={5} />
-      </>
-    );
-  }
+  if (!s) return <PageNotLoaded title="Source" back={{ to: '/sources', label: 'Sources' }} resource={source} />;
   return (
     <>
       <PageHeader
-        title={
-          <span className="title-with-badge">
-            {s.name} <StatusBadge status={s.status} />
-          </span>
-        }
+        title={s.name}
+        status={s.status}
         back={{ to: '/sources', label: 'Sources' }}
         actions={
           <>

@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { unwrap } from '../api/client.ts';
 import type { Page, SourceDto } from '../api/types.ts';
-import { Button, ButtonLink, Card, ConfirmDialog, EmptyState, ErrorBanner, Loading, PageHeader, StatusBadge } from '../components/ui.tsx';
+import { Button, ButtonLink, Card, ConfirmDialog, DataTable, EmptyState, ErrorBanner, ListBody, PageHeader, StatusBadge } from '../components/ui.tsx';
 import { useApi, useNotify } from '../context.tsx';
 import { formatInt, formatRelative } from '../format.ts';
 import { useAction, useDocumentTitle, useInterval, useResource } from '../hooks.ts';
@@ -83,78 +83,74 @@ export function SourcesPage() {
       <ErrorBanner error={sources.error} onRetry={() => void sources.reload()} />
       <ErrorBanner error={actions.sync.error} />
       <Card>
-        {!sources.data && !sources.error ? (
-          <Loading rows={4} />
-        ) : list.length === 0 ? (
-          <EmptyState
-            title="No sources yet"
-            icon="🗄"
-            action={
-              <ButtonLink to="/sources/new" variant="primary">
-                Connect your first source
-              </ButtonLink>
-            }
-          >
-            Paste rows, upload a CSV, JSON or NDJSON file, and query it in seconds.
-          </EmptyState>
-        ) : (
-          <table className="table table-responsive" aria-label="Sources">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Type</th>
-                <th scope="col">Status</th>
-                <th scope="col" className="num">
-                  Rows
-                </th>
-                <th scope="col" className="num">
-                  Columns
-                </th>
-                <th scope="col">Last synced</th>
-                <th scope="col">Next sync</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((s) => (
-                <tr key={s.id} data-source-id={s.id}>
-                  <td data-label="Name">
+        <ListBody
+          state={sources}
+          count={list.length}
+          rows={4}
+          empty={
+            <EmptyState
+              title="No sources yet"
+              icon="🗄"
+              action={
+                <ButtonLink to="/sources/new" variant="primary">
+                  Connect your first source
+                </ButtonLink>
+              }
+            >
+              Paste rows, upload a CSV, JSON or NDJSON file, and query it in seconds.
+            </EmptyState>
+          }
+        >
+          <DataTable
+            label="Sources"
+            rows={list}
+            rowKey={(s) => s.id}
+            rowData={(s) => ({ 'data-source-id': s.id })}
+            columns={[
+              {
+                header: 'Name',
+                cell: (s) => (
+                  <>
                     <Link to={`/sources/${s.id}`} className="strong-link">
                       {s.name}
                     </Link>
                     {s.status === 'failed' && s.error && <p className="cell-error">{s.error}</p>}
                     {s.status !== 'failed' && s.lastSync?.status === 'failed' && <p className="cell-error">Last sync failed: {s.lastSync.error}</p>}
-                  </td>
-                  <td data-label="Type">{SOURCE_TYPE_LABELS[s.type] ?? s.type}</td>
-                  <td data-label="Status">
-                    <StatusBadge status={s.status} />
-                  </td>
-                  <td data-label="Rows" className="num">
-                    {formatInt(s.rowCount)}
-                  </td>
-                  <td data-label="Columns" className="num">
-                    {s.schema.length}
-                  </td>
-                  <td data-label="Last synced">
+                  </>
+                ),
+              },
+              { header: 'Type', cell: (s) => SOURCE_TYPE_LABELS[s.type] ?? s.type },
+              { header: 'Status', cell: (s) => <StatusBadge status={s.status} /> },
+              { header: 'Rows', numeric: true, cell: (s) => formatInt(s.rowCount) },
+              { header: 'Columns', numeric: true, cell: (s) => s.schema.length },
+              {
+                header: 'Last synced',
+                cell: (s) => (
+                  <>
                     {s.lastSyncedAt ? formatRelative(s.lastSyncedAt) : '—'}
                     {s.lastSync?.mode === 'incremental' && <p className="muted">incremental, {formatInt(s.lastSync.rowsPulled ?? 0)} rows pulled</p>}
-                  </td>
-                  <td data-label="Next sync">{s.nextSyncAt ? formatRelative(s.nextSyncAt) : '—'}</td>
-                  <td className="cell-actions">
+                  </>
+                ),
+              },
+              { header: 'Next sync', cell: (s) => (s.nextSyncAt ? formatRelative(s.nextSyncAt) : '—') },
+              {
+                header: 'Actions',
+                hiddenHeader: true,
+                className: 'cell-actions',
+                cell: (s) => (
+                  <>
                     <Button size="sm" onClick={() => void actions.sync.run(s)} disabled={isBusy(s)} aria-label={`Re-sync ${s.name}`}>
                       Re-sync
                     </Button>
                     <Button size="sm" variant="danger" onClick={() => setDeleting(s)} aria-label={`Delete ${s.name}`}>
                       Delete
                     </Button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
+                  </>
+                ),
+              },
+            ]}
+          />
+        </ListBody>
       </Card>
       <DeleteSourceDialog
         target={deleting}

@@ -1,4 +1,4 @@
-import { Fragment, useState, type FormEvent } from 'react';
+import { Fragment, useState } from 'react';
 import { ApiError, unwrap, type RequestBodyOf } from '../api/client.ts';
 import {
   EVENT_TYPES,
@@ -18,19 +18,24 @@ import {
 import {
   Alert,
   Badge,
+  BadgeList,
   Button,
   ButtonLink,
   Card,
   ConfirmDialog,
   CopyButton,
+  DataTable,
   Dialog,
   EmptyState,
   ErrorBanner,
   Field,
+  FormDialog,
   KeyValue,
+  ListBody,
   Loading,
   PageHeader,
-  SecretReveal,
+  PageNotLoaded,
+  SecretDialog,
   StatusBadge,
 } from '../components/ui.tsx';
 import { useApi, useNotify } from '../context.tsx';
@@ -184,7 +189,6 @@ function EndpointFields({
   const err = action.error;
   return (
     <>
-      <ErrorBanner error={err && err.fieldErrors.length === 0 ? err : null} />
       <Field label="Endpoint URL" error={err?.fieldError('url')} required>
         {(p) => (
           <input
@@ -302,6 +306,9 @@ function EndpointFields({
   );
 }
 
+/** The paths of the API's errors that EndpointFields shows beside a field. */
+const ENDPOINT_FIELDS = ['url', 'events', 'description', 'ordering', 'rateLimitPerSecond', 'filter'];
+
 const EMPTY_FORM: EndpointForm = { url: '', events: ['*'], description: '', ordered: false, rateLimit: '', filter: '' };
 
 function CreateWebhookDialog({ open, onClose, onCreated }: { open: boolean; onClose: () => void; onCreated: (w: WebhookCreated) => void }) {
@@ -315,8 +322,7 @@ function CreateWebhookDialog({ open, onClose, onCreated }: { open: boolean; onCl
     create.setError(null);
     onClose();
   };
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
+  const submit = async () => {
     const local = checkEndpointForm(form);
     if (local) return create.setError(local);
     const w = await create.run({ url: form.url.trim(), events: form.events, description: form.description.trim(), ...deliverySettings(form) });
@@ -327,45 +333,34 @@ function CreateWebhookDialog({ open, onClose, onCreated }: { open: boolean; onCl
   };
   if (created) {
     return (
-      <Dialog open={open} onClose={close} title="Endpoint added" dismissible={false}>
-        <SecretReveal
-          label="Signing secret"
-          secret={created.secret}
-          warning="Use it to verify the webhook-signature header of every delivery (Standard Webhooks). It is shown only now; you can rotate it later."
-        />
-        <div className="dialog-footer">
-          <Button
-            variant="primary"
-            onClick={() => {
-              const id = created.id;
-              close();
-              navigate(`/webhooks/${id}`);
-            }}
-          >
-            I have saved it
-          </Button>
-        </div>
-      </Dialog>
+      <SecretDialog
+        open={open}
+        onDone={() => {
+          close();
+          navigate(`/webhooks/${created.id}`);
+        }}
+        title="Endpoint added"
+        label="Signing secret"
+        secret={created.secret}
+        warning="Use it to verify the webhook-signature header of every delivery (Standard Webhooks). It is shown only now; you can rotate it later."
+      />
     );
   }
   return (
-    <Dialog
+    <FormDialog
       open={open}
       onClose={close}
       title="Add a webhook endpoint"
       description="We POST signed JSON to this URL when events happen, retrying with backoff until it answers 2xx."
       wide
+      onSubmit={submit}
+      submitLabel="Add endpoint"
+      pending={create.pending}
+      error={create.error}
+      fields={ENDPOINT_FIELDS}
     >
-      <form className="form" onSubmit={submit} noValidate>
-        <EndpointFields value={form} onChange={setForm} action={create} />
-        <div className="dialog-footer">
-          <Button onClick={close}>Cancel</Button>
-          <Button type="submit" variant="primary" loading={create.pending}>
-            Add endpoint
-          </Button>
-        </div>
-      </form>
-    </Dialog>
+      <EndpointFields value={form} onChange={setForm} action={create} />
+    </FormDialog>
   );
 }
 
@@ -387,8 +382,7 @@ function EditWebhookDialog({ webhook, open, onClose, onSaved }: { webhook: Webho
     save.setError(null);
     onClose();
   };
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
+  const submit = async () => {
     const local = checkEndpointForm(form);
     if (local) return save.setError(local);
     // Only what changed is sent, so a concurrent edit of another setting is not overwritten.
@@ -409,32 +403,24 @@ function EditWebhookDialog({ webhook, open, onClose, onSaved }: { webhook: Webho
     }
   };
   return (
-    <Dialog open={open} onClose={close} title="Edit endpoint" description="Messages not yet sent go to the new URL." wide>
-      {open && (
-        <form className="form" onSubmit={submit} noValidate>
-          <EndpointFields value={form} onChange={setForm} action={save} />
-          <div className="dialog-footer">
-            <Button onClick={close}>Cancel</Button>
-            <Button type="submit" variant="primary" loading={save.pending}>
-              Save changes
-            </Button>
-          </div>
-        </form>
-      )}
-    </Dialog>
+    <FormDialog
+      open={open}
+      onClose={close}
+      title="Edit endpoint"
+      description="Messages not yet sent go to the new URL."
+      wide
+      onSubmit={submit}
+      submitLabel="Save changes"
+      pending={save.pending}
+      error={save.error}
+      fields={ENDPOINT_FIELDS}
+    >
+      <EndpointFields value={form} onChange={setForm} action={save} />
+    </FormDialog>
   );
 }
 
-function EventList({ events }: { events: string[] }) {
-  if (events.includes('*')) return <Badge tone="accent">All events</Badge>;
-  return (
-    <span className="badge-list">
-      {events.map((e) => (
-        <Badge key={e}>{e}</Badge>
-      ))}
-    </span>
-  );
-}
+const EventList = ({ events }: { events: string[] }) => <BadgeList items={events} all={events.includes('*')} allLabel="All events" />;
 
 /** Enabled, but its latest attempts fail: a warning in place of the plain green "Enabled". */
 function EndpointStatus({ webhook }: { webhook: WebhookDto }) {
@@ -504,67 +490,71 @@ export function WebhooksPage() {
       />
       <ErrorBanner error={hooks.error} onRetry={() => void hooks.reload()} />
       <Card>
-        {!hooks.data && !hooks.error ? (
-          <Loading rows={3} />
-        ) : list.length === 0 ? (
-          <EmptyState
-            title="No endpoints yet"
-            icon="↯"
-            action={
-              <Button variant="primary" onClick={() => setCreating(true)}>
-                Add your first endpoint
-              </Button>
-            }
-          >
-            Deliveries follow the Standard Webhooks format, so any of its libraries can verify them.
-          </EmptyState>
-        ) : (
-          <table className="table table-responsive" aria-label="Webhook endpoints">
-            <thead>
-              <tr>
-                <th scope="col">URL</th>
-                <th scope="col">Events</th>
-                <th scope="col">Status</th>
-                <th scope="col">Success (24 h)</th>
-                <th scope="col">Delivery</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((w) => (
-                <tr key={w.id} data-webhook-id={w.id}>
-                  <td data-label="URL">
+        <ListBody
+          state={hooks}
+          count={list.length}
+          empty={
+            <EmptyState
+              title="No endpoints yet"
+              icon="↯"
+              action={
+                <Button variant="primary" onClick={() => setCreating(true)}>
+                  Add your first endpoint
+                </Button>
+              }
+            >
+              Deliveries follow the Standard Webhooks format, so any of its libraries can verify them.
+            </EmptyState>
+          }
+        >
+          <DataTable
+            label="Webhook endpoints"
+            rows={list}
+            rowKey={(w) => w.id}
+            rowData={(w) => ({ 'data-webhook-id': w.id })}
+            columns={[
+              {
+                header: 'URL',
+                cell: (w) => (
+                  <>
                     <Link to={`/webhooks/${w.id}`} className="strong-link mono break">
                       {w.url}
                     </Link>
                     {w.description && <p className="muted small">{w.description}</p>}
-                  </td>
-                  <td data-label="Events">
-                    <EventList events={w.events} />
-                  </td>
-                  <td data-label="Status">
+                  </>
+                ),
+              },
+              { header: 'Events', cell: (w) => <EventList events={w.events} /> },
+              {
+                header: 'Status',
+                cell: (w) => (
+                  <>
                     <EndpointStatus webhook={w} /> <PausedUntil webhook={w} />
-                  </td>
-                  <td data-label="Success (24 h)">
-                    <EndpointHealth webhook={w} />
-                  </td>
-                  <td data-label="Delivery">
-                    <DeliverySettings webhook={w} />
-                  </td>
-                  <td data-label="Created">{formatRelative(w.createdAt)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
+                  </>
+                ),
+              },
+              { header: 'Success (24 h)', cell: (w) => <EndpointHealth webhook={w} /> },
+              { header: 'Delivery', cell: (w) => <DeliverySettings webhook={w} /> },
+              { header: 'Created', cell: (w) => formatRelative(w.createdAt) },
+            ]}
+          />
+        </ListBody>
       </Card>
       <CreateWebhookDialog open={creating} onClose={() => setCreating(false)} onCreated={() => void hooks.reload()} />
     </>
   );
 }
 
-function lastAttempt(d: DeliveryDto) {
-  return d.attempts[d.attempts.length - 1];
+/** The last attempt's status code and latency, or a dash before the first. */
+function LastResponse({ delivery }: { delivery: DeliveryDto }) {
+  const last = delivery.attempts.at(-1);
+  if (!last) return <>—</>;
+  return (
+    <>
+      <Badge tone={last.statusCode && last.statusCode < 300 ? 'success' : 'danger'}>{last.statusCode ?? 'no answer'}</Badge>{' '}
+      <span className="muted small">{formatMs(last.latencyMs)}</span>
+    </>
+  );
 }
 
 const DELIVERY_STATUSES: readonly DeliveryDto['status'][] = ['pending', 'succeeded', 'failed', 'cancelled', 'skipped'];
@@ -865,8 +855,9 @@ function ReplayDialog({ webhookId, open, onClose, onReplayed }: { webhookId: str
     replay.setError(null);
     onClose();
   };
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
+  const submit = async () => {
+    // With more left to replay, the form's button sends the next batch; otherwise it starts from `since`.
+    if (result?.nextSince) return replay.run(result.nextSince);
     const iso = localToIso(since);
     if (!iso) {
       return replay.setError(
@@ -877,52 +868,43 @@ function ReplayDialog({ webhookId, open, onClose, onReplayed }: { webhookId: str
     await replay.run(iso);
   };
   return (
-    <Dialog
+    <FormDialog
       open={open}
       onClose={close}
       title="Replay messages"
       description="Sends again every message since this time that did not reach the endpoint: failed, cancelled, or skipped while it was disabled. Delivered and pending messages are left alone."
+      onSubmit={submit}
+      submitLabel={result?.nextSince ? 'Replay the next batch' : 'Replay'}
+      cancelLabel={result ? 'Done' : 'Cancel'}
+      pending={replay.pending}
+      error={replay.error}
+      fields={['since']}
     >
-      <form className="form" onSubmit={submit} noValidate>
-        <ErrorBanner error={replay.error && replay.error.fieldErrors.length === 0 ? replay.error : null} />
-        <Field label="Since" hint="The event's time, in your time zone." error={replay.error?.fieldError('since')} required>
-          {(p) => (
-            <input
-              {...p}
-              className="input"
-              type="datetime-local"
-              value={since}
-              onChange={(e) => {
-                setSince(e.target.value);
-                replay.fixField('since');
-              }}
-            />
-          )}
-        </Field>
-        {result && (
-          <Alert tone={result.queued ? 'success' : 'info'} title={result.queued ? `${plural(result.queued, 'message')} queued` : 'Nothing to replay'}>
-            <p role="status" data-testid="replay-result">
-              {result.queued
-                ? `${plural(result.queued, 'message')} will be sent again; watch the deliveries log.`
-                : 'Every message since then reached the endpoint or is still being sent.'}
-            </p>
-            {result.nextSince && <p>More remain, from {formatDate(result.nextSince)}.</p>}
-          </Alert>
+      <Field label="Since" hint="The event's time, in your time zone." error={replay.error?.fieldError('since')} required>
+        {(p) => (
+          <input
+            {...p}
+            className="input"
+            type="datetime-local"
+            value={since}
+            onChange={(e) => {
+              setSince(e.target.value);
+              replay.fixField('since');
+            }}
+          />
         )}
-        <div className="dialog-footer">
-          <Button onClick={close}>{result ? 'Done' : 'Cancel'}</Button>
-          {result?.nextSince ? (
-            <Button variant="primary" loading={replay.pending} onClick={() => void replay.run(result.nextSince!)}>
-              Replay the next batch
-            </Button>
-          ) : (
-            <Button type="submit" variant="primary" loading={replay.pending}>
-              Replay
-            </Button>
-          )}
-        </div>
-      </form>
-    </Dialog>
+      </Field>
+      {result && (
+        <Alert tone={result.queued ? 'success' : 'info'} title={result.queued ? `${plural(result.queued, 'message')} queued` : 'Nothing to replay'}>
+          <p role="status" data-testid="replay-result">
+            {result.queued
+              ? `${plural(result.queued, 'message')} will be sent again; watch the deliveries log.`
+              : 'Every message since then reached the endpoint or is still being sent.'}
+          </p>
+          {result.nextSince && <p>More remain, from {formatDate(result.nextSince)}.</p>}
+        </Alert>
+      )}
+    </FormDialog>
   );
 }
 
@@ -975,86 +957,80 @@ function DeliveryLog({ webhookId, watchUntil, enabled }: { webhookId: string; wa
         error={deliveries.error && deliveries.error.fieldErrors.length === 0 ? deliveries.error : (redeliver.error ?? retry.error)}
         onRetry={deliveries.error ? () => void deliveries.reload() : undefined}
       />
-      {!deliveries.data && !deliveries.error ? (
-        <Loading rows={3} />
-      ) : deliveries.error ? null : list.length === 0 && filtered ? (
-        <EmptyState
-          title="No deliveries match these filters"
-          icon="✉"
-          action={
-            <Button size="sm" onClick={() => setFilters(NO_FILTERS)}>
-              Clear filters
-            </Button>
-          }
-        />
-      ) : list.length === 0 ? (
-        <EmptyState title="No deliveries yet" icon="✉">
-          Send a test event to see a delivery here.
-        </EmptyState>
-      ) : (
-        <table className="table table-responsive" aria-label="Deliveries" data-testid="deliveries">
-          <thead>
-            <tr>
-              <th scope="col">Event</th>
-              <th scope="col">Status</th>
-              <th scope="col" className="num">
-                Attempts
-              </th>
-              <th scope="col">Last response</th>
-              <th scope="col">When</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.map((d) => {
-              const last = lastAttempt(d);
-              return (
-                <tr key={d.id} data-delivery-id={d.id} data-status={d.status}>
-                  <td data-label="Event">
-                    <Badge>{d.type}</Badge>
-                    <p className="mono small muted break">{d.id}</p>
-                  </td>
-                  <td data-label="Status">
-                    <StatusBadge status={d.status} />
-                    {d.nextAttemptAt && d.status === 'pending' && <p className="muted small">next try {formatRelative(d.nextAttemptAt)}</p>}
-                  </td>
-                  <td data-label="Attempts" className="num">
-                    {d.attempts.length}
-                  </td>
-                  <td data-label="Last response">
-                    {last ? (
-                      <>
-                        <Badge tone={last.statusCode && last.statusCode < 300 ? 'success' : 'danger'}>{last.statusCode ?? 'no answer'}</Badge>{' '}
-                        <span className="muted small">{formatMs(last.latencyMs)}</span>
-                      </>
-                    ) : (
-                      '—'
-                    )}
-                  </td>
-                  <td data-label="When">{formatRelative(d.createdAt)}</td>
-                  <td className="cell-actions">
-                    <Button size="sm" variant="ghost" aria-haspopup="dialog" onClick={() => setSelected(d.id)}>
-                      Details
+      <ListBody
+        state={deliveries}
+        count={list.length}
+        empty={
+          filtered ? (
+            <EmptyState
+              title="No deliveries match these filters"
+              icon="✉"
+              action={
+                <Button size="sm" onClick={() => setFilters(NO_FILTERS)}>
+                  Clear filters
+                </Button>
+              }
+            />
+          ) : (
+            <EmptyState title="No deliveries yet" icon="✉">
+              Send a test event to see a delivery here.
+            </EmptyState>
+          )
+        }
+      >
+        <DataTable
+          label="Deliveries"
+          testId="deliveries"
+          rows={list}
+          rowKey={(d) => d.id}
+          rowData={(d) => ({ 'data-delivery-id': d.id, 'data-status': d.status })}
+          columns={[
+            {
+              header: 'Event',
+              cell: (d) => (
+                <>
+                  <Badge>{d.type}</Badge>
+                  <p className="mono small muted break">{d.id}</p>
+                </>
+              ),
+            },
+            {
+              header: 'Status',
+              cell: (d) => (
+                <>
+                  <StatusBadge status={d.status} />
+                  {d.nextAttemptAt && d.status === 'pending' && <p className="muted small">next try {formatRelative(d.nextAttemptAt)}</p>}
+                </>
+              ),
+            },
+            { header: 'Attempts', numeric: true, cell: (d) => d.attempts.length },
+            { header: 'Last response', cell: (d) => <LastResponse delivery={d} /> },
+            { header: 'When', cell: (d) => formatRelative(d.createdAt) },
+            {
+              header: 'Actions',
+              hiddenHeader: true,
+              className: 'cell-actions',
+              cell: (d) => (
+                <>
+                  <Button size="sm" variant="ghost" aria-haspopup="dialog" onClick={() => setSelected(d.id)}>
+                    Details
+                  </Button>
+                  {waitsForRetry(d) && (
+                    <Button size="sm" variant="ghost" onClick={() => void retry.run(d.id)}>
+                      Retry now
                     </Button>
-                    {waitsForRetry(d) && (
-                      <Button size="sm" variant="ghost" onClick={() => void retry.run(d.id)}>
-                        Retry now
-                      </Button>
-                    )}
-                    {d.status !== 'pending' && (
-                      <Button size="sm" variant="ghost" onClick={() => void redeliver.run(d.id)}>
-                        Redeliver
-                      </Button>
-                    )}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
-      )}
+                  )}
+                  {d.status !== 'pending' && (
+                    <Button size="sm" variant="ghost" onClick={() => void redeliver.run(d.id)}>
+                      Redeliver
+                    </Button>
+                  )}
+                </>
+              ),
+            },
+          ]}
+        />
+      </ListBody>
       <DeliveryDrawer webhookId={webhookId} messageId={selected} onClose={() => setSelected(null)} onChanged={() => void deliveries.reload()} />
       <ReplayDialog webhookId={webhookId} open={replaying} onClose={() => setReplaying(false)} onReplayed={() => setReplayedAt(Date.now())} />
     </Card>
@@ -1097,14 +1073,7 @@ export function WebhookDetailPage({ id }: { id: string }) {
     return true;
   });
 
-  if (!w) {
-    return (
-      <>
-        <PageHeader title="Webhook" back={{ to: '/webhooks', label: 'Webhooks' }} />
-        {hook.error ? <ErrorBanner error={hook.error} onRetry={() => void hook.reload()} /> : <Loading rows={5} />}
-      </>
-    );
-  }
+  if (!w) return <PageNotLoaded title="Webhook" back={{ to: '/webhooks', label: 'Webhooks' }} resource={hook} rows={5} />;
   return (
     <>
       <PageHeader
@@ -1182,22 +1151,14 @@ export function WebhookDetailPage({ id }: { id: string }) {
       >
         <p>A new secret is issued. For a while, deliveries carry signatures with both secrets, so you can switch your receiver without dropping any.</p>
       </ConfirmDialog>
-      <Dialog open={rotated !== null} onClose={() => setRotated(null)} title="New signing secret" dismissible={false}>
-        {rotated && (
-          <>
-            <SecretReveal
-              label="Signing secret"
-              secret={rotated.secret}
-              warning={`Deliveries are also signed with the old secret until ${formatDate(rotated.previousSecretExpiresAt)}. Update your receiver before then.`}
-            />
-            <div className="dialog-footer">
-              <Button variant="primary" onClick={() => setRotated(null)}>
-                I have saved it
-              </Button>
-            </div>
-          </>
-        )}
-      </Dialog>
+      <SecretDialog
+        open={rotated !== null}
+        onDone={() => setRotated(null)}
+        title="New signing secret"
+        label="Signing secret"
+        secret={rotated?.secret ?? ''}
+        warning={rotated && `Deliveries are also signed with the old secret until ${formatDate(rotated.previousSecretExpiresAt)}. Update your receiver before then.`}
+      />
       <ConfirmDialog
         open={deleting}
         title="Delete this endpoint?"

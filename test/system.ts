@@ -4,14 +4,14 @@ import { appendFileSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { SCOPES, type Scope } from '@dap/contracts';
 import { repoRoot, stackEnv, uniqueSuffix } from '@dap/testing';
-import { DEPLOYABLES, freePort, startServices, type DeployableName, type Supervised } from '../../deploy/local/supervisor.ts';
-import { freshSecrets } from '../../deploy/local/env-file.ts';
+import { DEPLOYABLES, freePort, startServices, type DeployableName, type Supervised } from '../deploy/local/supervisor.ts';
+import { freshSecrets } from '../deploy/local/env-file.ts';
 
 /**
- * The whole system for the reliability and security tests, started the way the e2e story starts it: every
- * service as its own process (deploy/local/supervisor.ts) on free ports, with a unique Kafka topic prefix and
- * Mongo database prefix, loopback targets allowed, and every process's log in a folder of its own (the secret
- * scan reads them). Accounts and keys come from the operator CLI, as an operator would make them.
+ * The whole system for the tests under test/ (faults, security, conformance, the browser): every service as
+ * its own process (deploy/local/supervisor.ts) on free ports, with a unique Kafka topic prefix and Mongo
+ * database prefix, loopback targets allowed, and every process's log in a folder of its own (the secret scan
+ * reads them). Accounts and keys come from the operator CLI, as an operator would make them.
  */
 export interface StackUrls {
   REDIS_URL: string;
@@ -25,6 +25,8 @@ export interface SystemOptions {
   /** A private stack for fault runs; the shared test stack by default. */
   stack?: StackUrls;
   env?: Record<string, string>;
+  /** Only these processes (the others' addresses then lead nowhere unless `env` gives them); all by default. */
+  only?: readonly DeployableName[];
 }
 
 export interface TestAccount {
@@ -44,6 +46,8 @@ export interface System {
   processSecrets: string[];
   createAccount(name: string, plan?: 'starter' | 'professional' | 'enterprise', scopes?: readonly Scope[]): TestAccount;
   createKey(accountId: string, scopes: readonly Scope[], name?: string): { keyId: string; apiKey: string };
+  /** The accounts operator CLI (services/accounts/src/cli.ts) on this system's database: its JSON answer. */
+  cli(args: string[]): any; // eslint-disable-line @typescript-eslint/no-explicit-any -- each command answers its own shape
   /** Every log line written so far by every process, per file. */
   logs(): Record<string, string>;
   stop(): Promise<void>;
@@ -66,6 +70,7 @@ export async function startSystem(opts: SystemOptions): Promise<System> {
     root,
     ports,
     metricsPorts,
+    ...(opts.only ? { deployables: DEPLOYABLES.filter((d) => opts.only!.includes(d.name)) } : {}),
     repickBusyPorts: true,
     logDir,
     mongoDbPrefix: dbPrefix,
@@ -106,6 +111,7 @@ export async function startSystem(opts: SystemOptions): Promise<System> {
     suffix,
     stack,
     processSecrets: Object.values(secrets),
+    cli,
     createAccount(name, plan = 'enterprise', scopes = SCOPES) {
       const out = cli(['create-account', '--name', name, '--plan', plan, '--scopes', scopes.join(',')]);
       return { accountId: out.accountId, keyId: out.keyId, apiKey: out.apiKey, plan: out.plan };
