@@ -180,22 +180,25 @@ describe('Dispatcher', () => {
   it('times claims, retries and Retry-After pauses by the clock it is given, not the system clock', async () => {
     const T = Date.parse('2040-01-01T00:00:00Z');
     const h = harness({ concurrency: 1, now: () => T });
-    await h.dispatcher.start();
-    expect(h.claimedAt.map((d) => d.getTime())).toEqual([T]);
-    expect(h.dispatcher.leaseUntil().getTime()).toBe(T + 60_000);
-    const d = newDelivery(
-      { accountId: 'acct_1', endpointId: 'whk_A', eventId: 'c1', eventType: 'report.completed', requestId: null, body: '{}' },
-      { until: new Date(T + 60_000), owner: 'x', instance: 'i' },
-      new Date(T),
-    );
-    expect(h.offer(d)).toBe('send');
-    await h.tick();
-    expect(h.sent).toEqual(['c1']);
-    await h.answerNext(503, 120_000); // longer than the schedule's 60 s ± 10 %
-    expect(h.attempts[0]!.attempt.at.getTime()).toBe(T);
-    expect(h.attempts[0]!.nextAttemptAt!.getTime()).toBe(T + 120_000);
-    expect(h.paused.map((p) => p.getTime())).toEqual([T + 120_000]);
-    await h.dispatcher.stop();
+    try {
+      await h.dispatcher.start();
+      expect(h.claimedAt.map((d) => d.getTime())).toEqual([T]);
+      expect(h.dispatcher.leaseUntil().getTime()).toBe(T + 60_000);
+      const d = newDelivery(
+        { accountId: 'acct_1', endpointId: 'whk_A', eventId: 'c1', eventType: 'report.completed', requestId: null, body: '{}' },
+        { until: new Date(T + 60_000), owner: 'x', instance: 'i' },
+        new Date(T),
+      );
+      expect(h.offer(d)).toBe('send');
+      await h.tick();
+      expect(h.sent).toEqual(['c1']);
+      await h.answerNext(503, 120_000); // longer than the schedule's 60 s ± 10 %
+      expect(h.attempts[0]!.attempt.at.getTime()).toBe(T);
+      expect(h.attempts[0]!.nextAttemptAt!.getTime()).toBe(T + 120_000);
+      expect(h.paused.map((p) => p.getTime())).toEqual([T + 120_000]);
+    } finally {
+      await h.dispatcher.stop(); // a failed check must not leave its timers running
+    }
   });
 
   it('sends at once while the endpoint has slots, then holds new deliveries in order until one frees', async () => {
