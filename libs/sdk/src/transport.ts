@@ -27,6 +27,11 @@ export interface DapClientOptions {
   headers?: Record<string, string>;
   /** A fetch implementation; default the global one. */
   fetch?: typeof fetch;
+  /**
+   * How the client waits before a retry (Retry-After or backoff): resolves after `ms`, rejects with the
+   * signal's reason once it aborts. Default a timer; tests pass one that records the wait.
+   */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
 export interface RequestOptions {
@@ -117,7 +122,7 @@ function rateLimitOf(headers: Headers): RateLimitInfo | null {
   return { limit: Number(limit), remaining: Number(remaining), reset: Number(reset) };
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const timer = setTimeout(() => {
@@ -218,6 +223,7 @@ export class Transport {
 
     const maxRetries = replayable ? (options.maxRetries ?? this.#opts.maxRetries ?? 2) : 0;
     const maxDelay = this.#opts.maxRetryDelayMs ?? 60_000;
+    const wait = this.#opts.sleep ?? sleep;
     for (let attempt = 0; ; attempt++) {
       const backoff = backoffDelay(attempt, { baseMs: BACKOFF_BASE_MS, capMs: BACKOFF_CAP_MS, jitter: [0.5, 1] });
       const signals = [...(timeoutMs !== undefined ? [AbortSignal.timeout(timeoutMs)] : []), ...(options.signal ? [options.signal] : [])];
@@ -242,7 +248,7 @@ export class Transport {
       } catch (err) {
         if (options.signal?.aborted) throw err;
         if (idempotent && attempt < maxRetries) {
-          await sleep(backoff, options.signal);
+          await wait(backoff, options.signal);
           continue;
         }
         throw new DapConnectionError(`${method} ${this.#urlOf(operation)} failed: ${(err as Error).message}`, err);
@@ -259,7 +265,7 @@ export class Transport {
       const retryAfter = parseRetryAfter(res.headers.get('retry-after'));
       const delay = retryAfter === null ? backoff : retryAfter * 1000;
       if (delay > maxDelay) throw error;
-      await sleep(delay, options.signal);
+      await wait(delay, options.signal);
     }
   }
 

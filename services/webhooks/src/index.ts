@@ -20,7 +20,8 @@ import { RateSlots } from './persistence/rate-slots.ts';
 
 export const USER_AGENT = 'dap-webhooks/1.0 (+https://docs.dap.dev/webhooks)';
 
-export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Logger } = {}) {
+/** `now`: the clock of due times, claims, backoff and secret overlaps, for tests that move it; the system clock otherwise. */
+export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Logger; now?: () => number } = {}) {
   return startService('webhooks', config, deps, async (life, logger) => {
     const mongo = await openMongo(life, config, logger);
     const eventing = await openEventing(life, config, logger);
@@ -28,7 +29,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
     const endpoints = new EndpointRepository(mongo.db, () => relay?.kick());
     const outbox = outboxRelayOf(mongo.db, webhooksOutbox(mongo.db, config), eventing.producer, logger);
     relay = outbox;
-    const deliveries = new DeliveryRepository(mongo.db, outbox);
+    const deliveries = new DeliveryRepository(mongo.db, outbox, deps.now);
     await Promise.all([endpoints.init(), deliveries.init(), outbox.init()]);
     const secrets = new SecretBox(config.WEBHOOK_SECRET_KEY);
     const resealed = await endpoints.resealLegacySecrets((sealed, id) => secrets.resealLegacy(sealed, id));
@@ -58,6 +59,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
       attemptTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
       rateSlots: new RateSlots(mongo.db),
       maxRetryAfterMs: config.WEBHOOK_MAX_RETRY_AFTER_MS,
+      now: deps.now,
     });
     const webhooks = new WebhooksService({
       endpoints,
@@ -68,6 +70,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
       onDue: () => dispatcher.kick(),
       onEndpointChanged: (id) => dispatcher.forgetEndpoint(id),
       sendingUnstored: (id) => dispatcher.sendingUnstored(id),
+      now: deps.now,
     });
 
     const app = createApp({ logger, webhooks, internalSecret: config.INTERNAL_SECRET, bodyLimitBytes: config.BODY_LIMIT_BYTES, ready: mongo.ping });
@@ -87,7 +90,7 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
           groupId: DELIVERY_GROUP_ID,
           // Only topics that carry events a webhook can subscribe to (not the gateway's usage or the accounts' key events).
           topics: [...new Set(PUBLIC_EVENT_TYPES.map(topicOf))],
-          handleBatch: deliveryFanOutBatch({ endpoints, deliveries, dispatcher }),
+          handleBatch: deliveryFanOutBatch({ endpoints, deliveries, dispatcher, now: deps.now }),
           accepts: isPublicEventType,
           partitionsConsumedConcurrently: config.WEBHOOK_CONSUMER_CONCURRENCY,
           maxAttempts: config.WEBHOOK_CONSUMER_MAX_ATTEMPTS,

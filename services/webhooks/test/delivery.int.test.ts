@@ -5,12 +5,16 @@ import { deliveryStack, percentile, sleep, fastDeliveryConfig } from './harness.
 
 /**
  * Delivery end to end: events published on Kafka → consumer → stored deliveries → signed POSTs to a real
- * receiver. The retry schedule is compressed to 0, 200, 400 ms and the attempt timeout to 1 s.
+ * receiver. Retries are a minute apart, so they come when a test moves the service's clock; attempts time
+ * out after 1 s.
  */
 const SLOW_MS = 1_500;
+const RETRY_MS = 60_000;
+/** Past a retry with its ±10 % jitter. */
+const PAST_RETRY_MS = RETRY_MS * 1.1;
 
 describe('webhook delivery', () => {
-  const config = fastDeliveryConfig('0,200,400', { WEBHOOK_ENDPOINT_CONCURRENCY: '2' });
+  const config = fastDeliveryConfig(`0,${RETRY_MS},${RETRY_MS}`, { WEBHOOK_ENDPOINT_CONCURRENCY: '2' });
   /** Per path behaviour: status by attempt number (1-based), optional delay. */
   const behaviour: Record<string, (n: number) => { status: number; delayMs?: number }> = {
     '/flaky': (n) => ({ status: n === 1 ? 500 : 200 }),
@@ -20,6 +24,12 @@ describe('webhook delivery', () => {
   };
   const h = deliveryStack(config, (req, n) => behaviour[req.path]?.(n) ?? { status: 200 });
   const typesAt = (path: string) => h.at(path).map((r) => JSON.parse(r.body).type as string);
+
+  /** The endpoint's delivery once it waits for its next attempt, after `attempts` of them. */
+  const waitingAfter = (endpointId: string, attempts: number) =>
+    waitFor(() => h.svc.deliveries.raw.findOne({ endpointId, status: 'pending', lockedBy: null }).then((d) => (d && d.attempts.length === attempts ? d : null)), {
+      what: `a delivery waiting after ${attempts} attempt(s)`,
+    });
 
   const verify = (secret: string, r: ReceivedRequest) =>
     new Webhook(secret).verify(r.body, r.headers as Record<string, string>) as { type: string; timestamp: string; data: Record<string, unknown> };
@@ -94,11 +104,18 @@ describe('webhook delivery', () => {
     const c = h.client();
     const flaky = await h.register(c, '/flaky', ['model.ready']);
     const ev = await h.events.publish('model.ready', c.accountId, { id: newId('mdl'), name: 'churn', type: 'logistic' });
-    await waitFor(() => h.at('/flaky').length >= 2, { what: 'the retry' });
+    const waiting = await waitingAfter(flaky.id, 1);
+    // Due a minute (± 10 % jitter) after the failed attempt, and not sent before.
+    const delay = waiting.nextAttemptAt!.getTime() - waiting.attempts[0]!.at.getTime();
+    expect(delay).toBeGreaterThanOrEqual(RETRY_MS * 0.9);
+    expect(delay).toBeLessThanOrEqual(RETRY_MS * 1.1);
+    await h.elapse(delay - 5_000); // the clock also runs on meanwhile: a margin for a slow machine
+    expect(h.at('/flaky')).toHaveLength(1);
+    await h.elapse(5_000);
+    expect(h.at('/flaky')).toHaveLength(2);
     const [first, second] = h.at('/flaky') as [ReceivedRequest, ReceivedRequest];
     expect(first.headers['webhook-id']).toBe(ev.id);
     expect(second.headers['webhook-id']).toBe(ev.id);
-    expect(second.at - first.at).toBeGreaterThanOrEqual(170); // 200 ms − 10% jitter, less timer slack
     expect(verify(flaky.secret, second).data).toEqual(ev.data);
 
     const log = await waitFor(
@@ -127,6 +144,10 @@ describe('webhook delivery', () => {
     const c = h.client();
     const dead = await h.register(c, '/dead', ['model.failed']);
     await h.events.publish('model.failed', c.accountId, { id: newId('mdl'), name: 'x', error: 'bad data' });
+    await waitingAfter(dead.id, 1);
+    await h.elapse(PAST_RETRY_MS);
+    await waitingAfter(dead.id, 2);
+    await h.elapse(PAST_RETRY_MS);
     const log = await waitFor(
       async () => {
         const res = await c.call('GET', `/webhooks/${dead.id}/deliveries`);
@@ -136,7 +157,7 @@ describe('webhook delivery', () => {
     );
     expect(log.body.data[0].attempts.map((x: { statusCode: number }) => x.statusCode)).toEqual([500, 500, 500]);
     expect(log.body.data[0].nextAttemptAt).toBeNull();
-    await sleep(500);
+    await h.elapse(PAST_RETRY_MS); // moving the clock sent each retry above; after the last it sends nothing
     expect(h.at('/dead')).toHaveLength(3);
     expect(new Set(h.at('/dead').map((r) => r.headers['webhook-id'])).size).toBe(1);
   });

@@ -3,7 +3,7 @@ import { makeEvent, newId, type DomainEvent, type EventOf, type EventType } from
 import { createKafka, EventProducer } from '@dap/kafka';
 import { createLogger } from '@dap/logger';
 import { connectMongo } from '@dap/mongo';
-import { callerHeaders, http, stackEnv, startReceiver, TEST_INTERNAL_SECRET, uniqueSuffix, type ReceivedRequest } from '@dap/testing';
+import { callerHeaders, http, stackEnv, startReceiver, TEST_INTERNAL_SECRET, testClock, uniqueSuffix, type ReceivedRequest } from '@dap/testing';
 import { loadWebhooksConfig } from '../src/config.ts';
 import { startWebhooks, type RunningWebhooks } from '../src/index.ts';
 
@@ -94,10 +94,12 @@ type Answer = { status: number; delayMs?: number; headers?: Record<string, strin
 /**
  * One describe block's delivery set-up: a receiver answering with `answer` (given the request and which
  * request to its path this is, from 1), the service, an event publisher and, with `watch`, a watcher on one of
- * the file's topics. Started in beforeAll and stopped, with the database dropped, in afterAll.
+ * the file's topics. Started in beforeAll and stopped, with the database dropped, in afterAll. The service
+ * runs on `clock`, which `elapse` moves (retries, claims and secret overlaps come due without real waiting).
  */
 export function deliveryStack(config: TestConfig, answer: (req: ReceivedRequest, nth: number) => Answer = () => ({ status: 200 }), opts: { watch?: string } = {}) {
   const tries = new Map<string, number>();
+  const clock = testClock();
   let svc: RunningWebhooks | undefined;
   let events: Awaited<ReturnType<typeof eventPublisher>> | undefined;
   let receiver: Awaited<ReturnType<typeof startReceiver>> | undefined;
@@ -113,7 +115,7 @@ export function deliveryStack(config: TestConfig, answer: (req: ReceivedRequest,
       tries.set(req.path, n);
       return answer(req, n);
     });
-    svc = await startWebhooks(config, { logger: silent });
+    svc = await startWebhooks(config, { logger: silent, now: clock.now });
     events = await eventPublisher(config);
     if (opts.watch) watcher = await topicWatcher(config, opts.watch);
   });
@@ -139,13 +141,19 @@ export function deliveryStack(config: TestConfig, answer: (req: ReceivedRequest,
     get watcher() {
       return started(watcher, 'the topic watcher');
     },
+    clock,
+    /** Moves the service's clock on, then sends what fell due and waits until those attempts are recorded. */
+    elapse: async (ms: number) => {
+      clock.advance(ms);
+      await stack.svc.dispatcher.runDue();
+    },
     /** The requests the receiver got on one path, in order of arrival. */
     at: (path: string) => stack.receiver.received.filter((r) => r.path === path),
     /** A caller for a new account (or the one given) on this service. */
     client: (accountId?: Parameters<typeof clientFor>[1]) => clientFor(() => stack.svc, accountId),
     /** Starts the service again on the same database and topics, after a test stopped it. */
     restart: async () => {
-      svc = await startWebhooks(config, { logger: silent });
+      svc = await startWebhooks(config, { logger: silent, now: clock.now });
     },
     /** Registers an endpoint at `path` on the receiver: event filters as a list, or any other fields. */
     register: async (client: ReturnType<typeof clientFor>, path: string, fields: string[] | Record<string, unknown> = {}) => {

@@ -1,17 +1,20 @@
 import { Webhook } from 'standardwebhooks';
 import { deliverySchema, newId, webhookSecretRotatedSchema, webhookSchema, type EventOf } from '@dap/contracts';
 import { http, waitFor, type ReceivedRequest } from '@dap/testing';
-import { DELIVERY_OUTBOX } from '../src/persistence/delivery.repository.ts';
+import { DELIVERY_OUTBOX, deliveryIdOf } from '../src/persistence/delivery.repository.ts';
 import { deliveryStack, sleep, fastDeliveryConfig } from './harness.ts';
 
 /**
- * Secret rotation (both signatures during the overlap, compressed to 1.5 s here), manual redelivery, and
- * the internal delivery.completed event written with each final state.
+ * Secret rotation (both signatures during the overlap, an hour of the service's test clock here), manual
+ * redelivery, and the internal delivery.completed event written with each final state.
  */
-const OVERLAP_MS = 1_500;
+const OVERLAP_MS = 3_600_000;
+/** The one retry comes a minute (± 10 % jitter) after a failed attempt, when a test moves the clock past it. */
+const RETRY_MS = 60_000;
+const PAST_RETRY_MS = RETRY_MS * 1.1;
 
 describe('secret rotation, redelivery and delivery.completed', () => {
-  const config = fastDeliveryConfig('0,200', { WEBHOOK_SECRET_OVERLAP_MS: String(OVERLAP_MS) });
+  const config = fastDeliveryConfig(`0,${RETRY_MS}`, { WEBHOOK_SECRET_OVERLAP_MS: String(OVERLAP_MS) });
   /** Paths answering 500 until removed from this set. */
   const failing = new Set<string>(['/later']);
   const h = deliveryStack(
@@ -46,7 +49,9 @@ describe('secret rotation, redelivery and delivery.completed', () => {
   it('rotates the secret: the new one is shown once, and both sign until the overlap ends', async () => {
     const a = h.client();
     const ep = await h.register(a, '/rotate', ['report.*']);
+    const asked = h.clock.now();
     const rotated = await a.call('POST', `/webhooks/${ep.id}/rotate-secret`);
+    const answered = h.clock.now();
     expect(rotated.status).toBe(200);
     expect(rotated.headers.get('cache-control')).toBe('no-store');
     expect(webhookSecretRotatedSchema.strict().parse(rotated.body)).toEqual(rotated.body);
@@ -54,9 +59,10 @@ describe('secret rotation, redelivery and delivery.completed', () => {
     expect(next).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(next).not.toBe(ep.secret);
     expect(rotated.body).toMatchObject({ id: ep.id, status: 'enabled', events: ['report.*'] });
-    const expiresIn = Date.parse(rotated.body.previousSecretExpiresAt) - Date.now();
-    expect(expiresIn).toBeGreaterThan(OVERLAP_MS - 1_000);
-    expect(expiresIn).toBeLessThanOrEqual(OVERLAP_MS);
+    // The overlap runs from the rotation, on the clock the service and this test share.
+    const expiresAt = Date.parse(rotated.body.previousSecretExpiresAt);
+    expect(expiresAt).toBeGreaterThanOrEqual(asked + OVERLAP_MS);
+    expect(expiresAt).toBeLessThanOrEqual(answered + OVERLAP_MS);
 
     // Never again in a response, never in clear at rest.
     const got = await a.call('GET', `/webhooks/${ep.id}`);
@@ -74,8 +80,10 @@ describe('secret rotation, redelivery and delivery.completed', () => {
     for (const sig of signatures(first)) expect(sig).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
     expect(verifies(next, first)).toBe(true);
     expect(verifies(ep.secret, first)).toBe(true);
+    // Recorded before the clock jumps past its claim, so the jump cannot make it look abandoned.
+    await deliveryOf(a, ep.id, during.id, 'succeeded');
 
-    await sleep(Math.max(0, Date.parse(rotated.body.previousSecretExpiresAt) - Date.now() + 50));
+    h.clock.advance(Date.parse(rotated.body.previousSecretExpiresAt) - h.clock.now() + 1);
     const after = await h.events.publish('report.completed', a.accountId, { id: newId('rpt'), sourceId: 'src_r', rowCount: 2, durationMs: 2 });
     await waitFor(() => h.at('/rotate').length >= 2, { what: 'the delivery after the overlap' });
     const second = h.at('/rotate')[1]!;
@@ -121,7 +129,7 @@ describe('secret rotation, redelivery and delivery.completed', () => {
     expect(verifies(ep.secret, again)).toBe(true);
     const d = await deliveryOf(a, ep.id, ev.id, 'succeeded');
     expect(d.attempts.map((x: { statusCode: number }) => x.statusCode)).toEqual([200, 200]);
-    await sleep(300);
+    await h.elapse(PAST_RETRY_MS); // past any retry the schedule would make
     expect(h.at('/again')).toHaveLength(2);
   });
 
@@ -129,6 +137,10 @@ describe('secret rotation, redelivery and delivery.completed', () => {
     const a = h.client();
     const ep = await h.register(a, '/later', ['source.failed']);
     const ev = await h.events.publish('source.failed', a.accountId, { id: newId('src'), name: 's', error: 'x' }, 'req_fail');
+    await waitFor(() => h.svc.deliveries.raw.findOne({ _id: deliveryIdOf(ev.id, ep.id), status: 'pending', lockedBy: null, 'attempts.0': { $exists: true } }), {
+      what: 'the first attempt recorded',
+    });
+    await h.elapse(PAST_RETRY_MS);
     await deliveryOf(a, ep.id, ev.id, 'failed');
     const failedEvent = await waitFor(() => completed().find((e) => e.data.eventId === ev.id), { what: 'delivery.completed (failed)' });
     expect(failedEvent).toMatchObject({
@@ -220,7 +232,7 @@ describe('secret rotation, redelivery and delivery.completed', () => {
       expect((await http('POST', `${h.svc.url}/v1${path}`)).status).toBe(401);
     }
     // None of it changed anything: one delivery, the original secret still signs alone.
-    await sleep(300);
+    await h.elapse(PAST_RETRY_MS); // past any retry the schedule would make
     expect(h.at('/mine')).toHaveLength(1);
     const test = await a.call('POST', `/webhooks/${ep.id}/test`);
     await waitFor(() => h.at('/mine').some((r) => r.headers['webhook-id'] === test.body.eventId), { what: 'the test event' });

@@ -35,6 +35,8 @@ export interface WebhooksServiceDeps {
   onEndpointChanged?: (endpointId: string) => void;
   /** Whether this process is sending a delivery it has not stored yet (it is in the log once stored). */
   sendingUnstored?: (deliveryId: string) => boolean;
+  /** The dispatcher's clock, which decides when a rotated-out secret stops signing; the system clock by default. */
+  now?: () => number;
 }
 
 const DEFAULT_OVERLAP_MS = 24 * 3_600_000;
@@ -168,7 +170,7 @@ export class WebhooksService {
   async rotateSecret(accountId: string, id: string): Promise<{ endpoint: EndpointDoc; secret: string; previousSecretExpiresAt: Date }> {
     const endpoint = await this.get(accountId, id);
     const secret = newWebhookSecret();
-    const previousExpiresAt = new Date(Date.now() + (this.d.secretOverlapMs ?? DEFAULT_OVERLAP_MS));
+    const previousExpiresAt = new Date((this.d.now ?? Date.now)() + (this.d.secretOverlapMs ?? DEFAULT_OVERLAP_MS));
     const updated = await this.d.endpoints.rotateSecret(accountId, id, endpoint.secretSealed, {
       sealed: this.d.secrets.seal(secret, id),
       previousSealed: endpoint.secretSealed,

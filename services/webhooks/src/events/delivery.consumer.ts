@@ -12,6 +12,8 @@ export interface FanOutDeps {
   endpoints: EndpointRepository;
   deliveries: DeliveryRepository;
   dispatcher: Pick<Dispatcher, 'plan' | 'unplan' | 'dispatchClaimed' | 'enqueueClaimed' | 'sendFirst' | 'held' | 'mayHaveBeenTaken' | 'leaseUntil' | 'owner' | 'instanceId'>;
+  /** The dispatcher's clock (new deliveries are due at its now); the system clock by default. */
+  now?: () => number;
 }
 
 /**
@@ -62,7 +64,7 @@ export function deliveryFanOutBatch(deps: FanOutDeps) {
     const targets = await Promise.all(events.map((e) => targetsOf(deps, e, filtered)));
     // Counted before the batch commits: a batch consumed again may count its filtered events twice.
     await deps.endpoints.countFiltered(filtered);
-    const now = new Date();
+    const now = new Date((deps.now ?? Date.now)());
     const seen = new Set<string>();
     /** Deliveries this process took before they were stored, this batch's and those it already held. */
     const durables: Promise<void>[] = [];

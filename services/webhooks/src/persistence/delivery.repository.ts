@@ -198,8 +198,7 @@ function isDuplicateOnly(err: unknown): err is MongoBulkWriteError {
 }
 
 /** A delivery's state after an attempt: what comes next, unclaimed, and finished unless it waits for a retry. */
-function afterAttempt(next: { status: DeliveryStatus; nextAttemptAt: Date | null }) {
-  const now = new Date();
+function afterAttempt(next: { status: DeliveryStatus; nextAttemptAt: Date | null }, now: Date) {
   return {
     status: next.status,
     nextAttemptAt: next.nextAttemptAt,
@@ -222,10 +221,14 @@ export class DeliveryRepository {
    */
   private readonly records = new Batcher<PendingRecord, boolean>((items) => this.writeRecords(items), { lingerMs: RECORD_LINGER_MS });
 
+  /** The dispatcher's clock: due times and claims are compared with it. */
+  private readonly now: () => number;
+
   /** `outbox` holds the events of final attempts from before their record write until they are published. */
-  constructor(db: Db, outbox: RecordOutbox) {
+  constructor(db: Db, outbox: RecordOutbox, now: () => number = () => Date.now()) {
     this.raw = db.collection<DeliveryDoc>(DELIVERIES_COLLECTION);
     this.outbox = outbox;
+    this.now = now;
   }
 
   async init(): Promise<void> {
@@ -321,7 +324,7 @@ export class DeliveryRepository {
     next: { status: DeliveryStatus; nextAttemptAt: Date | null },
     events: DomainEvent[] = [],
   ): Promise<boolean> {
-    const update: UpdateFilter<DeliveryDoc> = { $push: { attempts: attempt }, $set: afterAttempt(next) };
+    const update: UpdateFilter<DeliveryDoc> = { $push: { attempts: attempt }, $set: afterAttempt(next, new Date(this.now())) };
     return this.records.add({ id, owner: claim.owner, claimUntil: claim.until, update, attemptAt: attempt.at, events });
   }
 
@@ -331,7 +334,7 @@ export class DeliveryRepository {
    * stored already (its event consumed again after a crash or a rebalance): that record stands.
    */
   async recordFirstAttempt(doc: DeliveryDoc, attempt: AttemptDoc, next: { status: DeliveryStatus; nextAttemptAt: Date | null }, events: DomainEvent[] = []): Promise<boolean> {
-    const insert: DeliveryDoc = { ...doc, attempts: [attempt], ...afterAttempt(next) };
+    const insert: DeliveryDoc = { ...doc, attempts: [attempt], ...afterAttempt(next, new Date(this.now())) };
     return this.records.add({ id: doc._id, insert, attemptAt: attempt.at, events });
   }
 
@@ -347,7 +350,7 @@ export class DeliveryRepository {
    * cancels the delivery again.
    */
   private async writeRecords(items: PendingRecord[]): Promise<boolean[]> {
-    const safeUntil = Date.now() + CLAIM_MARGIN_MS;
+    const safeUntil = this.now() + CLAIM_MARGIN_MS;
     const unsure = items.flatMap((i) => ('insert' in i || i.claimUntil.getTime() > safeUntil ? [] : [i.id]));
     const current = unsure.length ? await this.raw.find({ _id: { $in: [...new Set(unsure)] } }, { projection: { lockedBy: 1, status: 1 } }).toArray() : [];
     const byId = new Map(current.map((d) => [d._id, d]));
@@ -389,7 +392,7 @@ export class DeliveryRepository {
       if (!current || current.accountId !== accountId || current.endpointId !== endpointId) return { outcome: 'not_found' };
       if (current.status === 'pending') return { outcome: 'in_progress' };
       if (current._outboxPending) return { outcome: 'finishing' };
-      const now = new Date();
+      const now = new Date(this.now());
       // Compare-and-set: a finished delivery gains no attempts, so the series starts right after those seen;
       // of two redeliveries at once, one wins and the other finds it pending.
       const updated = await this.raw.findOneAndUpdate(
@@ -426,7 +429,7 @@ export class DeliveryRepository {
    * Makes a pending delivery's next attempt due now (its series goes on; nothing else changes). One that is
    * claimed is being attempted already and is answered as it is; one already due is left as it is.
    */
-  async retryNow(accountId: string, endpointId: string, eventId: string, now: Date = new Date()): Promise<RetryNowResult> {
+  async retryNow(accountId: string, endpointId: string, eventId: string, now: Date = new Date(this.now())): Promise<RetryNowResult> {
     const _id = deliveryIdOf(eventId, endpointId);
     for (let tries = 0; tries < 3; tries++) {
       const current = await this.raw.findOne({ _id }, { projection: { _outbox: 0, body: 0 } });
@@ -462,7 +465,7 @@ export class DeliveryRepository {
       .toArray();
     const batch = found.slice(0, limit);
     if (!batch.length) return { replayed: 0, lastEventId: null };
-    const now = new Date();
+    const now = new Date(this.now());
     // Compare-and-set per message, as in redeliver: one that changed meanwhile is left to whoever changed it.
     const res = await this.raw.bulkWrite(
       batch.map((d) => ({
@@ -490,7 +493,7 @@ export class DeliveryRepository {
 
   /** Ends a delivery without an attempt (its endpoint is gone or disabled). */
   async cancel(id: string, owner: string): Promise<void> {
-    const now = new Date();
+    const now = new Date(this.now());
     await this.raw.updateOne(
       { _id: id, lockedBy: owner, status: 'pending' },
       { $set: { status: 'cancelled', nextAttemptAt: null, lockedUntil: UNLOCKED, lockedBy: null, lockedInstance: null, updatedAt: now, finishedAt: now } },
@@ -505,7 +508,7 @@ export class DeliveryRepository {
 
   /** Makes the later events of a subject that waited (never attempted, unclaimed) due now: their predecessor is done. */
   async releaseSuccessors(endpointId: string, subject: string, eventId: string): Promise<number> {
-    const now = new Date();
+    const now = new Date(this.now());
     const res = await this.raw.updateMany(
       { endpointId, subject, status: 'pending', eventId: { $gt: eventId }, lockedBy: null, 'attempts.0': { $exists: false }, nextAttemptAt: { $gt: now } },
       { $set: { nextAttemptAt: now, updatedAt: now } },
@@ -517,7 +520,7 @@ export class DeliveryRepository {
   async postpone(id: string, owner: string, at: Date): Promise<void> {
     await this.raw.updateOne(
       { _id: id, lockedBy: owner, status: 'pending' },
-      { $set: { nextAttemptAt: at, lockedUntil: UNLOCKED, lockedBy: null, lockedInstance: null, updatedAt: new Date() } },
+      { $set: { nextAttemptAt: at, lockedUntil: UNLOCKED, lockedBy: null, lockedInstance: null, updatedAt: new Date(this.now()) } },
     );
   }
 
@@ -526,7 +529,7 @@ export class DeliveryRepository {
   }
 
   async cancelForEndpoint(accountId: string, endpointId: string): Promise<number> {
-    const now = new Date();
+    const now = new Date(this.now());
     const res = await this.raw.updateMany(
       { accountId, endpointId, status: 'pending' },
       { $set: { status: 'cancelled', nextAttemptAt: null, lockedUntil: UNLOCKED, lockedBy: null, lockedInstance: null, updatedAt: now, finishedAt: now } },

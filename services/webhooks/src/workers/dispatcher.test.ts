@@ -30,7 +30,15 @@ function delivery(eventId: string, lockedFor = 60_000): DeliveryDoc {
 }
 
 function harness(
-  opts: { concurrency?: number; renew?: boolean; maxRetryAfterMs?: number; rateSlots?: DispatcherOptions['rateSlots']; endpoint?: EndpointDoc; existing?: string[] } = {},
+  opts: {
+    concurrency?: number;
+    renew?: boolean;
+    maxRetryAfterMs?: number;
+    rateSlots?: DispatcherOptions['rateSlots'];
+    endpoint?: EndpointDoc;
+    existing?: string[];
+    now?: () => number;
+  } = {},
 ) {
   const ep = opts.endpoint ?? endpoint;
   const sent: string[] = [];
@@ -45,13 +53,18 @@ function harness(
   const claims = new Map<string, { owner: string; until: Date }>();
   /** What the claim query finds next (a due retry, once). */
   const due: DeliveryDoc[] = [];
+  /** The time each claim query asked for due deliveries at. */
+  const claimedAt: Date[] = [];
   /** Every write and send, in order: `send <webhook-id>`, `insert <id> <status> <attempts>`, `record <id> <status>`. */
   const log: string[] = [];
   /** Deliveries already stored by someone else: inserting them again is refused. */
   const existing = new Set<string>(opts.existing ?? []);
   const options: DispatcherOptions = {
     deliveries: {
-      claimDue: async () => due.shift() ?? null,
+      claimDue: async (now) => {
+        claimedAt.push(now);
+        return due.shift() ?? null;
+      },
       releaseInstanceClaims: async () => 0,
       renewClaim: async (id, _owner, until) => {
         renewed.push(id);
@@ -124,6 +137,7 @@ function harness(
     attemptTimeoutMs: 15_000,
     rateSlots: opts.rateSlots ?? { take: async () => new Date() },
     maxRetryAfterMs: opts.maxRetryAfterMs ?? 3_600_000,
+    now: opts.now,
   };
   const dispatcher = new Dispatcher(options);
   const tick = () => new Promise((r) => setTimeout(r, 5));
@@ -159,10 +173,34 @@ function harness(
     );
     return { plan, durable, state };
   };
-  return { dispatcher, sent, recorded, renewed, claims, due, answerNext, offer, offerFirst, tick, attempts, postponed, paused, log, answers };
+  return { dispatcher, sent, recorded, renewed, claims, due, claimedAt, answerNext, offer, offerFirst, tick, attempts, postponed, paused, log, answers };
 }
 
 describe('Dispatcher', () => {
+  it('times claims, retries and Retry-After pauses by the clock it is given, not the system clock', async () => {
+    const T = Date.parse('2040-01-01T00:00:00Z');
+    const h = harness({ concurrency: 1, now: () => T });
+    try {
+      await h.dispatcher.start();
+      expect(h.claimedAt.map((d) => d.getTime())).toEqual([T]);
+      expect(h.dispatcher.leaseUntil().getTime()).toBe(T + 60_000);
+      const d = newDelivery(
+        { accountId: 'acct_1', endpointId: 'whk_A', eventId: 'c1', eventType: 'report.completed', requestId: null, body: '{}' },
+        { until: new Date(T + 60_000), owner: 'x', instance: 'i' },
+        new Date(T),
+      );
+      expect(h.offer(d)).toBe('send');
+      await h.tick();
+      expect(h.sent).toEqual(['c1']);
+      await h.answerNext(503, 120_000); // longer than the schedule's 60 s ± 10 %
+      expect(h.attempts[0]!.attempt.at.getTime()).toBe(T);
+      expect(h.attempts[0]!.nextAttemptAt!.getTime()).toBe(T + 120_000);
+      expect(h.paused.map((p) => p.getTime())).toEqual([T + 120_000]);
+    } finally {
+      await h.dispatcher.stop(); // a failed check must not leave its timers running
+    }
+  });
+
   it('sends at once while the endpoint has slots, then holds new deliveries in order until one frees', async () => {
     const h = harness({ concurrency: 2 });
     await h.dispatcher.start();

@@ -49,6 +49,8 @@ export interface DispatcherOptions {
   instanceId: string;
   /** The per-attempt timeout: a queued claim with less than this (plus a margin) left is renewed first. */
   attemptTimeoutMs: number;
+  /** The clock of due times, claims, backoff, pauses and secret overlaps; tests move it (see `runDue`). */
+  now?: () => number;
 }
 
 /** Retry timers shorter than this are kept in-process, so compressed schedules are honoured closely. */
@@ -144,6 +146,7 @@ export class Dispatcher {
   readonly owner = `dsp_${randomUUID()}`;
   readonly instanceId: string;
   private readonly o: DispatcherOptions;
+  private readonly now: () => number;
   private readonly perEndpoint = new Map<string, number>();
   private inFlight = 0;
   private unrecorded = 0;
@@ -178,13 +181,14 @@ export class Dispatcher {
 
   constructor(opts: DispatcherOptions) {
     this.o = opts;
+    this.now = opts.now ?? (() => Date.now()); // looked up per call, so jest's fake Date applies
     this.instanceId = opts.instanceId;
     this.passes = new SerialPass({ pass: () => this.claimLoop(), onError: (err) => this.o.logger.warn({ err }, 'delivery claim pass failed; will retry') });
   }
 
   /** The consumer was given partitions (see TAKE_OVER_SKEW_MS). */
   partitionsAssigned(): void {
-    this.assignedAt = Date.now();
+    this.assignedAt = this.now();
   }
 
   /** Whether an event that occurred at this time may be one another process sent and stored (see TAKE_OVER_SKEW_MS). */
@@ -208,7 +212,7 @@ export class Dispatcher {
   }
 
   leaseUntil(): Date {
-    return new Date(Date.now() + this.o.leaseMs);
+    return new Date(this.now() + this.o.leaseMs);
   }
 
   private hasSlot(endpointId: string): boolean {
@@ -290,7 +294,7 @@ export class Dispatcher {
       reject = rej;
     });
     durable.catch(() => {}); // the consumer handles it; this keeps a rejection nobody awaits yet from being unhandled
-    this.unstored.set(doc._id, { doc, since: Date.now(), sentAt: null, state: 'unstored', spill: null, durable, resolve, reject });
+    this.unstored.set(doc._id, { doc, since: this.now(), sentAt: null, state: 'unstored', spill: null, durable, resolve, reject });
     this.armSpill();
     if (plan === 'send') this.dispatchClaimed(doc, endpoint);
     else this.enqueueClaimed(doc, endpoint);
@@ -316,7 +320,7 @@ export class Dispatcher {
     if (this.spillTimer || this.stopped || !this.unstored.size) return;
     this.spillTimer = setTimeout(() => {
       this.spillTimer = null;
-      const now = Date.now();
+      const now = this.now();
       // Oldest first: nothing younger than SPILL_AFTER_MS can have been on the wire that long.
       const old: Unstored[] = [];
       for (const e of this.unstored.values()) {
@@ -394,7 +398,7 @@ export class Dispatcher {
       if (this.foreign.delete(next._id)) continue;
       this.take(endpointId);
       // One not stored has no claim to renew (it is stored, claimed, long before its lease would run short).
-      const fresh = this.unstored.has(next._id) || next.lockedUntil.getTime() - Date.now() > this.o.attemptTimeoutMs + RENEW_MARGIN_MS;
+      const fresh = this.unstored.has(next._id) || next.lockedUntil.getTime() - this.now() > this.o.attemptTimeoutMs + RENEW_MARGIN_MS;
       this.track(fresh ? this.attempt(next, null) : this.renewThenAttempt(next));
     }
     if (!q.due.length && !q.fresh.length) this.queues.delete(endpointId);
@@ -418,6 +422,16 @@ export class Dispatcher {
   kick(): void {
     if (this.stopped) return;
     this.passes.request();
+  }
+
+  /**
+   * Runs a claim pass now and waits until every attempt under way (those it started included) is recorded:
+   * a test that moved the clock (`now`) sends what fell due with it, and then sees what was sent and stored.
+   */
+  async runDue(): Promise<void> {
+    if (this.stopped) return;
+    await this.passes.flush();
+    while (this.active.size) await Promise.allSettled([...this.active]);
   }
 
   /** Stops claiming, cuts in-flight attempts short and gives their claims back. */
@@ -461,7 +475,7 @@ export class Dispatcher {
         return;
       }
       const saturated = [...this.queues].filter(([, q]) => q.due.length >= this.o.endpointConcurrency).map(([id]) => id);
-      const d = await this.o.deliveries.claimDue(new Date(), this.leaseUntil(), { id: this.owner, instance: this.instanceId }, saturated);
+      const d = await this.o.deliveries.claimDue(new Date(this.now()), this.leaseUntil(), { id: this.owner, instance: this.instanceId }, saturated);
       if (!d) {
         this.idlePolls++;
         return;
@@ -477,14 +491,14 @@ export class Dispatcher {
 
   private remember(endpoint: EndpointDoc): void {
     this.endpointCache.delete(endpoint._id);
-    this.endpointCache.set(endpoint._id, { doc: endpoint, at: Date.now() });
+    this.endpointCache.set(endpoint._id, { doc: endpoint, at: this.now() });
     if (this.endpointCache.size > MAX_CACHED) this.endpointCache.delete(this.endpointCache.keys().next().value!);
   }
 
   /** The delivery's endpoint, read again unless this process saw it within the last second. */
   private async endpointOf(d: DeliveryDoc): Promise<EndpointDoc | null> {
     const cached = this.endpointCache.get(d.endpointId);
-    if (cached && cached.doc.accountId === d.accountId && Date.now() - cached.at < ENDPOINT_FRESH_MS) return cached.doc;
+    if (cached && cached.doc.accountId === d.accountId && this.now() - cached.at < ENDPOINT_FRESH_MS) return cached.doc;
     const doc = await this.o.endpoints.findById(d.accountId, d.endpointId);
     if (doc) this.remember(doc);
     else this.endpointCache.delete(d.endpointId);
@@ -498,27 +512,27 @@ export class Dispatcher {
    */
   private async awaitTurn(d: DeliveryDoc, endpoint: EndpointDoc): Promise<DeliveryDoc | null> {
     const pausedUntil = endpoint.pausedUntil?.getTime() ?? 0;
-    if (pausedUntil > Date.now()) {
+    if (pausedUntil > this.now()) {
       await this.o.deliveries.postpone(d._id, this.owner, new Date(pausedUntil));
-      this.wakeAt(pausedUntil - Date.now());
+      this.wakeAt(pausedUntil - this.now());
       return null;
     }
     if (endpoint.ordering === 'ordered' && d.subject) {
       const before = await this.o.deliveries.earlierPending(d.endpointId, d.subject, d.eventId);
       if (before) {
         // Due again when the earlier one is (its record makes this due at once when it finishes), or at the next poll.
-        const at = Math.max(before.nextAttemptAt?.getTime() ?? 0, Date.now() + this.o.pollMs);
+        const at = Math.max(before.nextAttemptAt?.getTime() ?? 0, this.now() + this.o.pollMs);
         await this.o.deliveries.postpone(d._id, this.owner, new Date(at));
-        this.wakeAt(at - Date.now());
+        this.wakeAt(at - this.now());
         return null;
       }
     }
     if (!endpoint.rateLimitPerSecond) return d;
-    const slot = await this.o.rateSlots.take(endpoint._id, endpoint.rateLimitPerSecond);
-    const wait = slot.getTime() - Date.now();
+    const slot = await this.o.rateSlots.take(endpoint._id, endpoint.rateLimitPerSecond, this.now);
+    const wait = slot.getTime() - this.now();
     if (wait <= 0) return d;
-    if (d.lockedUntil.getTime() - Date.now() < wait + this.o.attemptTimeoutMs + RENEW_MARGIN_MS) {
-      const renewed = await this.o.deliveries.renewClaim(d._id, this.owner, new Date(Date.now() + wait + this.o.leaseMs));
+    if (d.lockedUntil.getTime() - this.now() < wait + this.o.attemptTimeoutMs + RENEW_MARGIN_MS) {
+      const renewed = await this.o.deliveries.renewClaim(d._id, this.owner, new Date(this.now() + wait + this.o.leaseMs));
       if (!renewed) return null; // the claim lapsed and another owner has it
       d = { ...d, lockedUntil: renewed };
     }
@@ -541,7 +555,7 @@ export class Dispatcher {
     try {
       const endpoint = known ?? (await this.endpointOf(d));
       // Its endpoint changed while it waited (disabled, paused, ordered, rate-limited): stored first, as any other.
-      if (first?.state === 'unstored' && !(endpoint && sendsFirst(endpoint))) {
+      if (first?.state === 'unstored' && !(endpoint && sendsFirst(endpoint, this.now()))) {
         if (!(await this.spill(first))) {
           this.foreign.delete(d._id); // another process stored it first and has it
           return;
@@ -555,6 +569,7 @@ export class Dispatcher {
       if (!turn) return;
       d = turn;
       const headers: Record<string, string> = {
+        // The receiver checks webhook-timestamp against its own clock: the wall clock, whatever `now` says.
         ...signedHeaders(this.signingSecrets(endpoint), d.eventId, Math.floor(Date.now() / 1000), d.body),
         'content-type': 'application/json',
         'user-agent': this.o.userAgent,
@@ -563,7 +578,7 @@ export class Dispatcher {
       const traced = attemptSpan(d, endpoint);
       const carrier = traced ? carrierOf(traced.ctx) : d.trace;
       if (carrier) Object.assign(headers, carrier);
-      const at = new Date();
+      const at = new Date(this.now());
       if (first) first.sentAt = at.getTime();
       let result: AttemptResult;
       try {
@@ -582,7 +597,7 @@ export class Dispatcher {
         return;
       }
       // Held here before the slot frees, so what waits for the endpoint is not sent in the meantime.
-      if (!result.ok && result.retryAfterMs) this.holdLocally(endpoint, new Date(Date.now() + Math.min(result.retryAfterMs, this.o.maxRetryAfterMs)));
+      if (!result.ok && result.retryAfterMs) this.holdLocally(endpoint, new Date(this.now() + Math.min(result.retryAfterMs, this.o.maxRetryAfterMs)));
       // The endpoint's slot is free as soon as it has answered; bookkeeping need not hold it.
       this.unrecorded++;
       free();
@@ -619,7 +634,7 @@ export class Dispatcher {
   /** The current secret, and during a rotation's overlap the previous one too (newest first). */
   private signingSecrets(endpoint: EndpointDoc): KeyObject[] {
     const secrets = [this.openSecret(endpoint.secretSealed, endpoint._id)];
-    if (endpoint.previousSecretSealed && endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt.getTime() > Date.now()) {
+    if (endpoint.previousSecretSealed && endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt.getTime() > this.now()) {
       secrets.push(this.openSecret(endpoint.previousSecretSealed, endpoint._id));
     }
     return secrets;
@@ -672,8 +687,8 @@ export class Dispatcher {
       const pushback = retryDelayWithPushback(regular ?? 0, result.retryAfterMs, this.o.maxRetryAfterMs);
       retryAfterMs = pushback.retryAfterMs;
       status = regular === null ? 'failed' : 'pending';
-      if (regular !== null) nextAttemptAt = new Date(Date.now() + pushback.delayMs);
-      if (retryAfterMs) await this.pause(endpoint, new Date(Date.now() + retryAfterMs));
+      if (regular !== null) nextAttemptAt = new Date(this.now() + pushback.delayMs);
+      if (retryAfterMs) await this.pause(endpoint, new Date(this.now() + retryAfterMs));
     }
     const attempt: AttemptDoc = {
       at,
@@ -698,7 +713,7 @@ export class Dispatcher {
             }),
           ];
     const recorded = await this.store(d, first, attempt, { status, nextAttemptAt }, completed);
-    if (recorded && nextAttemptAt) this.wakeAt(nextAttemptAt.getTime() - Date.now());
+    if (recorded && nextAttemptAt) this.wakeAt(nextAttemptAt.getTime() - this.now());
     if (recorded && status !== 'pending' && endpoint.ordering === 'ordered' && d.subject) {
       if (await this.o.deliveries.releaseSuccessors(d.endpointId, d.subject, d.eventId)) this.kick();
     }
@@ -716,8 +731,8 @@ export class Dispatcher {
     }
     const since = await this.o.endpoints.markFailing(d.accountId, endpoint._id, at);
     if (this.failing.size < MAX_CACHED) this.failing.add(endpoint._id);
-    if (since && Date.now() - since.getTime() >= this.o.disableAfterMs) {
-      const cutoff = new Date(Date.now() - this.o.disableAfterMs);
+    if (since && this.now() - since.getTime() >= this.o.disableAfterMs) {
+      const cutoff = new Date(this.now() - this.o.disableAfterMs);
       await this.disable(endpoint, `every attempt failed for ${humanDuration(this.o.disableAfterMs)}`, { failingSince: { $lte: cutoff } });
     }
   }
