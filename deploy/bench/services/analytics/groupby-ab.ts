@@ -50,7 +50,12 @@ function runBuild(path: string): GroupByBenchResult {
     const r = await m.runGroupByBench({ rows: ${Number(values.rows)}, repetitions: ${Number(values.reps)}, queries });
     process.stdout.write(JSON.stringify(r));
     process.exit(0);`;
-  const out = execFileSync(process.execPath, ['--no-warnings', '--input-type=module', '-e', script], { cwd: path, encoding: 'utf8', maxBuffer: 64 << 20, stdio: ['ignore', 'pipe', 'inherit'] });
+  const out = execFileSync(process.execPath, ['--no-warnings', '--input-type=module', '-e', script], {
+    cwd: path,
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return JSON.parse(out) as GroupByBenchResult;
 }
 
@@ -60,7 +65,9 @@ for (let round_ = 0; round_ < Number(values.rounds); round_++) {
     const load = round(loadavg()[0] ?? 0, 2);
     const r = runBuild(b.path);
     runs[b.name]!.push(r);
-    const each = r.queries.map((q) => `${q.name}: API ${q.api.medianMs} (server ${q.serverDurationMs}) vs raw ${q.raw.medianMs} / hand ${q.rawHandWritten.medianMs} ms, ratio ${q.ratio}`);
+    const each = r.queries.map(
+      (q) => `${q.name}: API ${q.api.medianMs} (server ${q.serverDurationMs}) vs raw ${q.raw.medianMs} / hand ${q.rawHandWritten.medianMs} ms, ratio ${q.ratio}`,
+    );
     console.log(`[${b.name}] load ${load}→${round(loadavg()[0] ?? 0, 2)} | ${each.join(' | ')}`);
   }
 }
