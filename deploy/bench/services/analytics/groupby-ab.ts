@@ -33,10 +33,14 @@ const builds = [
     const [name, commit] = b.split('=') as [string, string | undefined];
     if (!commit || name === 'new') throw new Error(`--build ${b}: give name=<commit>, a name other than new`);
     const path = unpackBuild(root, commit);
-    // One dataset for every build: the bench caches it under the repository's .cache.
-    if (!existsSync(join(path, '.cache'))) {
-      mkdirSync(join(root, '.cache'), { recursive: true });
-      symlinkSync(join(root, '.cache'), join(path, '.cache'));
+    // One dataset for every build (the bench caches it under the repository's .cache), on this checkout's test stack.
+    mkdirSync(join(root, '.cache'), { recursive: true });
+    mkdirSync(join(path, '.local'), { recursive: true });
+    for (const [from, to] of [
+      ['.cache', '.cache'],
+      ['.local/test', '.local/test'],
+    ] as const) {
+      if (!existsSync(join(path, to))) symlinkSync(join(root, from), join(path, to));
     }
     return { name, path };
   }),
