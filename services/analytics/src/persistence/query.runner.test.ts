@@ -108,6 +108,10 @@ describe('QueryRunner', () => {
       expect(rawCellConverter('BIGINT[]')).toBeNull();
       expect(now.rows).toEqual(before);
       expect(JSON.stringify(now.rows)).toBe(JSON.stringify(before));
+      // A stream (exports) reads its chunks the same way.
+      const streamed = [];
+      for await (const part of runner.stream(sql, [], { computed })) streamed.push(...part.rows);
+      expect(JSON.stringify(streamed)).toBe(JSON.stringify(before));
       // Positive controls: the edge values are there (past 2^53 as digits, non-finite doubles, nulls, rounding).
       const row = (i: number) => Object.fromEntries(now.columns.map((c, k) => [c.name, now.rows[i]![k]]));
       expect(row(4001)).toMatchObject({ bi: '7380542303891190955', ub: '12003000000000000000', hi: '400099999999999999999993' });
@@ -123,6 +127,9 @@ describe('QueryRunner', () => {
       const nested = 'SELECT i AS n, [i, i + 1] AS l, i::BIGINT * 5000000000000 AS big FROM range(3000) t(i) ORDER BY i';
       const nestedNow = await runner.run(nested, [], { timeoutMs: 30_000 });
       expect(nestedNow.rows).toEqual(await previous(nested, []));
+      const nestedStreamed = [];
+      for await (const part of runner.stream(nested, [])) nestedStreamed.push(...part.rows);
+      expect(nestedStreamed).toEqual(nestedNow.rows);
       expect(nestedNow.rows[2]).toEqual([2, '["2","3"]', 10000000000000]);
     } finally {
       release();

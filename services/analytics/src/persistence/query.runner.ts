@@ -174,27 +174,34 @@ interface RowSource {
   getRowsJson(): Promise<unknown[][]>;
 }
 
+/** Per column, its `rawCellConverter`; null when a column has none (the result then takes node-api's JSON values). */
+function directConverters(duckTypes: readonly string[], computed?: readonly boolean[]): ((v: unknown) => Cell)[] | null {
+  const raw = duckTypes.map((t, i) => rawCellConverter(t, computed?.[i] ?? false));
+  return raw.every((f) => f !== null) ? (raw as ((v: unknown) => Cell)[]) : null;
+}
+
+/** One chunk's rows as positional API cells, read straight from its vectors. */
+function chunkRows(chunk: ResultChunk, convert: readonly ((v: unknown) => Cell)[]): Cell[][] {
+  const width = convert.length;
+  const vectors = Array.from({ length: width }, (_, i) => chunk.getColumnVector(i));
+  const rows = new Array<Cell[]>(chunk.rowCount);
+  for (let r = 0; r < chunk.rowCount; r++) {
+    const row = new Array<Cell>(width);
+    for (let i = 0; i < width; i++) row[i] = convert[i]!(vectors[i]!.getItem(r));
+    rows[r] = row;
+  }
+  return rows;
+}
+
 /**
- * Every row of a result as positional API cells. Column by column from DuckDB's vectors where every column's
- * type has a `rawCellConverter` (a 10,000-row page otherwise builds 10,000 rows of node-api JSON values first,
- * prints each BIGINT and parses it back); through node-api's JSON values otherwise.
+ * Every row of a result as positional API cells: straight from DuckDB's vectors where every column's type has a
+ * `rawCellConverter` (a 10,000-row page otherwise builds 10,000 rows of node-api JSON values first, and prints
+ * each BIGINT to parse it back); through node-api's JSON values otherwise.
  */
 async function readRows(result: RowSource, duckTypes: readonly string[], computed?: readonly boolean[]): Promise<Cell[][]> {
+  const direct = directConverters(duckTypes, computed);
+  if (direct) return (await result.fetchAllChunks()).flatMap((chunk) => chunkRows(chunk, direct));
   const width = duckTypes.length;
-  const raw = duckTypes.map((t, i) => rawCellConverter(t, computed?.[i] ?? false));
-  if (raw.every((f) => f !== null)) {
-    const convert = raw as ((v: unknown) => Cell)[];
-    const rows: Cell[][] = [];
-    for (const chunk of await result.fetchAllChunks()) {
-      const vectors = Array.from({ length: width }, (_, i) => chunk.getColumnVector(i));
-      for (let r = 0; r < chunk.rowCount; r++) {
-        const row = new Array<Cell>(width);
-        for (let i = 0; i < width; i++) row[i] = convert[i]!(vectors[i]!.getItem(r));
-        rows.push(row);
-      }
-    }
-    return rows;
-  }
   const convert = duckTypes.map((t, i) => cellConverter(t, computed?.[i] ?? false));
   // Converted in place: the row arrays are ours, and a large result is not copied again.
   const rows = (await result.getRowsJson()) as Cell[][];
@@ -321,14 +328,22 @@ export class QueryRunner {
       const result = await c.conn.stream(sql, params);
       const duckTypes = result.columnTypes().map((t) => t.toString());
       const columns = result.columnNames().map((name, i) => ({ name, type: apiTypeOf(duckTypes[i] ?? 'VARCHAR') }));
-      const convert = duckTypes.map((t, i) => cellConverter(t, opts.computed?.[i] ?? false));
-      const width = convert.length;
       let first = true;
-      for await (const chunk of result.yieldRowsJson()) {
-        const rows = chunk as unknown[][] as Cell[][];
-        for (const r of rows) for (let i = 0; i < width; i++) r[i] = convert[i]!(r[i]);
-        first = false;
-        yield { columns, rows };
+      const direct = directConverters(duckTypes, opts.computed);
+      if (direct) {
+        for (let chunk = await result.fetchChunk(); chunk && chunk.rowCount > 0; chunk = await result.fetchChunk()) {
+          first = false;
+          yield { columns, rows: chunkRows(chunk, direct) };
+        }
+      } else {
+        const convert = duckTypes.map((t, i) => cellConverter(t, opts.computed?.[i] ?? false));
+        const width = convert.length;
+        for await (const chunk of result.yieldRowsJson()) {
+          const rows = chunk as unknown[][] as Cell[][];
+          for (const r of rows) for (let i = 0; i < width; i++) r[i] = convert[i]!(r[i]);
+          first = false;
+          yield { columns, rows };
+        }
       }
       const stopped = c.stopped();
       if (stopped) throw stopped;
