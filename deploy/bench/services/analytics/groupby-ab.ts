@@ -64,25 +64,25 @@ function runBuild(path: string): GroupByBenchResult {
 }
 
 /** The bench process's CPU per API run over the faster raw path's: steadier than wall time on a busy machine (the MongoDB server's CPU is not in it). */
-const cpuRatio = (q: GroupByBenchResult['queries'][number]) => round(q.api.cpuMedianMs / Math.min(q.raw.cpuMedianMs, q.rawHandWritten.cpuMedianMs), 2);
+const cpuRatio = (q: GroupByBenchResult['queries'][number]) => round(q.api.cpuMedianMs / Math.min(q.raw.cpuMedianMs, q.rawHandWritten.cpuMedianMs), 3);
 
 const runs: Record<string, GroupByBenchResult[]> = Object.fromEntries(builds.map((b) => [b.name, []]));
 for (let round_ = 0; round_ < Number(values.rounds); round_++) {
   for (const b of round_ % 2 ? [...builds].reverse() : builds) {
-    const load = round(loadavg()[0] ?? 0, 2);
+    const load = round(loadavg()[0] ?? 0, 3);
     const r = runBuild(b.path);
     runs[b.name]!.push(r);
     const each = r.queries.map(
       (q) =>
         `${q.name}: API ${q.api.medianMs} (server ${q.serverDurationMs}) vs raw ${q.raw.medianMs} / hand ${q.rawHandWritten.medianMs} ms, ratio ${q.ratio}; CPU ${q.api.cpuMedianMs} vs ${q.raw.cpuMedianMs} / ${q.rawHandWritten.cpuMedianMs} ms, ratio ${cpuRatio(q)}`,
     );
-    console.log(`[${b.name}] load ${load}→${round(loadavg()[0] ?? 0, 2)} | ${each.join(' | ')}`);
+    console.log(`[${b.name}] load ${load}→${round(loadavg()[0] ?? 0, 3)} | ${each.join(' | ')}`);
   }
 }
 for (const b of builds) {
   const rs = runs[b.name]!;
   for (const [i, q] of rs[0]!.queries.entries()) {
-    const pick = (f: (x: GroupByBenchResult['queries'][number]) => number) => round(median(rs.map((r) => f(r.queries[i]!))), 2);
+    const pick = (f: (x: GroupByBenchResult['queries'][number]) => number) => round(median(rs.map((r) => f(r.queries[i]!))), 3);
     console.log(
       `${b.name} | ${q.name}: ratio median ${pick((x) => x.ratio)} [${rs.map((r) => r.queries[i]!.ratio).join(' ')}], CPU ratio median ${pick(cpuRatio)} [${rs.map((r) => cpuRatio(r.queries[i]!)).join(' ')}], API ${pick((x) => x.api.medianMs)} ms, server ${pick((x) => x.serverDurationMs)} ms, raw ${pick((x) => x.raw.medianMs)} ms, hand ${pick((x) => x.rawHandWritten.medianMs)} ms`,
     );
