@@ -9,12 +9,12 @@
  *
  *   node deploy/bench/gateway-ab.ts --build base=HEAD~2 [--build step1=HEAD~1 …] [--reps 6] [--duration 5] [--warmup 1] [--connections 32] [--profile new]
  */
-import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
+import { unpackBuild } from './lib/builds.ts';
 import { calibrate } from './lib/conditions.ts';
 import { summarizeProfile } from './lib/cpuprofile.ts';
 import { runLoadProcess, startNodeProcess, type BenchProcess } from './lib/procs.ts';
@@ -34,41 +34,10 @@ const { values } = parseArgs({
   },
 });
 const root = process.cwd();
-/**
- * The tree of a commit, runnable: third-party packages are this checkout's (symlinks), @dap/* link to the
- * build's own libs (the links are relative, so a copy of them points there), as does any workspace's own
- * node_modules (the gateway's lru-cache).
- */
-function unpack(commit: string): string {
-  const sha = execFileSync('git', ['rev-parse', '--verify', `${commit}^{commit}`], { cwd: root, encoding: 'utf8' }).trim();
-  const dir = join(root, '.local', 'bench', 'builds', sha);
-  if (existsSync(join(dir, '.ready'))) return dir;
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(join(dir, 'node_modules'), { recursive: true });
-  execFileSync('bash', ['-c', `git archive ${sha} | tar -x -C '${dir}'`], { cwd: root });
-  for (const entry of readdirSync(join(root, 'node_modules'))) {
-    if (entry === '@dap') cpSync(join(root, 'node_modules', entry), join(dir, 'node_modules', entry), { recursive: true, verbatimSymlinks: true });
-    else symlinkSync(join(root, 'node_modules', entry), join(dir, 'node_modules', entry));
-  }
-  for (const ws of ['gateway', 'libs', 'services']) {
-    for (const sub of ws === 'gateway' ? [''] : readdirSync(join(root, ws))) {
-      const own = join(root, ws, sub, 'node_modules');
-      if (!existsSync(own)) continue;
-      mkdirSync(join(dir, ws, sub, 'node_modules'), { recursive: true });
-      for (const entry of readdirSync(own)) if (!entry.startsWith('.')) symlinkSync(join(own, entry), join(dir, ws, sub, 'node_modules', entry));
-    }
-  }
-  if (resolve(dir, 'node_modules/@dap', readlinkSync(join(dir, 'node_modules/@dap/http'))) !== resolve(dir, 'libs/http')) {
-    throw new Error(`${dir}/node_modules/@dap/* do not link to its own libs`);
-  }
-  writeFileSync(join(dir, '.ready'), sha);
-  return dir;
-}
-
 const builds = values.build.map((b) => {
   const [name, commit] = b.split('=') as [string, string | undefined];
   if (!commit || name === 'new' || name === 'library') throw new Error(`--build ${b}: give name=<commit>, a name other than new and library`);
-  return { name, path: unpack(commit) };
+  return { name, path: unpackBuild(root, commit) };
 });
 const reps = Number(values.reps);
 const durationSec = Number(values.duration);

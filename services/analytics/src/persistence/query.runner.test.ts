@@ -2,8 +2,8 @@ import { access, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { newId } from '@dap/contracts';
-import { DatasetStore, isVanishedFileError } from '@dap/datasets';
-import { QueryInterruptedError, QueryRunner } from './query.runner.ts';
+import { DatasetStore, Duck, isVanishedFileError } from '@dap/datasets';
+import { QueryInterruptedError, QueryRunner, cellConverter, rawCellConverter } from './query.runner.ts';
 import { columns } from '@dap/testing';
 
 describe('QueryRunner', () => {
@@ -73,6 +73,68 @@ describe('QueryRunner', () => {
     // A stored double is returned as stored, even where 15 digits would change it.
     const stored = await runner.run('SELECT 0.30000000000000004::DOUBLE AS x', [], { timeoutMs: 5_000, computed: [false] });
     expect(stored.rows).toEqual([[0.30000000000000004]]);
+  });
+
+  it('reads cells straight from DuckDB vectors exactly as through node-api JSON values, for every column type and across chunks', async () => {
+    // Three chunks of rows, a null in every column somewhere, and the edge values of each conversion.
+    const sql = `SELECT (i % 100)::TINYINT AS ti, (i * 3)::SMALLINT AS si, (i * 100003)::INTEGER AS ii, (i * 7)::UINTEGER AS ui,
+        CASE WHEN i % 5 = 0 THEN NULL WHEN i % 5 = 1 THEN (i * 1844674407370955)::BIGINT ELSE (i - 2500)::BIGINT END AS bi,
+        i::UBIGINT * 3000000000000000 AS ub, i::HUGEINT * 100000000000000000000 - 7 AS hi,
+        CASE i % 8 WHEN 0 THEN 'NaN'::DOUBLE WHEN 1 THEN 'Infinity'::DOUBLE WHEN 2 THEN '-Infinity'::DOUBLE WHEN 3 THEN -0.0::DOUBLE
+          WHEN 4 THEN NULL WHEN 5 THEN i * 1e21 WHEN 6 THEN i * 1e-9 ELSE i * 0.1 + 0.2 END AS d,
+        i::DOUBLE * 0.1 + 0.2 AS stored, (i * 0.1)::FLOAT AS f, CASE WHEN i % 9 = 0 THEN NULL ELSE (i * 1.01)::DECIMAL(18, 2) END AS dec,
+        (i * 1234567.891)::DECIMAL(38, 3) AS wide, CASE WHEN i % 6 = 0 THEN NULL ELSE i % 3 = 0 END AS b,
+        CASE WHEN i % 4 = 0 THEN NULL ELSE 'é"\\' || i END AS s, DATE '2024-01-01' + i::INTEGER AS day,
+        TIMESTAMP '2024-01-01 00:00:00.123' + i * INTERVAL 1 MINUTE AS ts, (TIMESTAMP '2024-01-01' + i * INTERVAL 1 SECOND)::TIMESTAMP_NS AS ns,
+        TIMESTAMPTZ '2024-05-06 07:08:09.5+00' AS tz, TIME '10:11:12' AS tm,
+        ('00000000-0000-0000-0000-' || lpad(i::VARCHAR, 12, '0'))::UUID AS id
+      FROM range(5000) t(i) ORDER BY i`;
+    const computed = [false, false, false, false, true, true, true, true, false, true, true, true, false, false, false, false, false, false, false, false];
+    const duck = await Duck.open({ threads: 1 });
+    const { conn, release } = await duck.connect();
+    try {
+      // The previous path: node-api's JSON values, then the column's converter cell by cell.
+      const previous = async (q: string, flags: boolean[]) => {
+        const reader = await conn.runAndReadAll(q);
+        const convert = reader.columnTypes().map((t, i) => cellConverter(t.toString(), flags[i] ?? false));
+        return reader.getRowsJson().map((row) => row.map((v, i) => convert[i]!(v)));
+      };
+      const now = await runner.run(sql, [], { timeoutMs: 30_000, computed });
+      const before = await previous(sql, computed);
+      expect(now.rows).toHaveLength(5000);
+      // Every column of this result is read straight from the vectors; a list is not.
+      const types = (await conn.runAndReadAll(`${sql} LIMIT 0`)).columnTypes().map((t) => t.toString());
+      expect(types.filter((t) => rawCellConverter(t) === null)).toEqual([]);
+      expect(rawCellConverter('BIGINT[]')).toBeNull();
+      expect(now.rows).toEqual(before);
+      expect(JSON.stringify(now.rows)).toBe(JSON.stringify(before));
+      // A stream (exports) reads its chunks the same way.
+      const streamed = [];
+      for await (const part of runner.stream(sql, [], { computed })) streamed.push(...part.rows);
+      expect(JSON.stringify(streamed)).toBe(JSON.stringify(before));
+      // Positive controls: the edge values are there (past 2^53 as digits, non-finite doubles, nulls, rounding).
+      const row = (i: number) => Object.fromEntries(now.columns.map((c, k) => [c.name, now.rows[i]![k]]));
+      expect(row(4001)).toMatchObject({ bi: '7380542303891190955', ub: '12003000000000000000', hi: '400099999999999999999993' });
+      expect([row(8).d, row(9).d, row(10).d, row(11).d, row(12).d, row(13).d, row(14).d]).toEqual([NaN, Infinity, -Infinity, -0, null, 1.3e22, 1.4e-8]);
+      expect([row(7).d, row(7).stored, row(0).s, row(1).s, row(0).b, row(3).b]).toEqual([0.9, 0.9000000000000001, null, 'é"\\1', null, true]);
+      expect([row(1).ts, row(1).tz, row(2).day, row(3).id]).toEqual([
+        '2024-01-01T00:01:00.123Z',
+        '2024-05-06T07:08:09.500Z',
+        '2024-01-03T00:00:00.000Z',
+        '00000000-0000-0000-0000-000000000003',
+      ]);
+      // A nested column (no direct reading) takes node-api's JSON values, with the same cells.
+      const nested = 'SELECT i AS n, [i, i + 1] AS l, i::BIGINT * 5000000000000 AS big FROM range(3000) t(i) ORDER BY i';
+      const nestedNow = await runner.run(nested, [], { timeoutMs: 30_000 });
+      expect(nestedNow.rows).toEqual(await previous(nested, []));
+      const nestedStreamed = [];
+      for await (const part of runner.stream(nested, [])) nestedStreamed.push(...part.rows);
+      expect(nestedStreamed).toEqual(nestedNow.rows);
+      expect(nestedNow.rows[2]).toEqual([2, '["2","3"]', 10000000000000]);
+    } finally {
+      release();
+      duck.close();
+    }
   });
 
   it('streams a result larger than a chunk in bounded parts, converted like run', async () => {

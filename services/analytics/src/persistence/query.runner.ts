@@ -132,6 +132,83 @@ export function cellConverter(duckType: string, computed = false): (v: unknown) 
   return anyCell;
 }
 
+/** What node-api's JSON converter makes of a value it read (its `JsonDuckDBValueConverter`), per type it handles alike. */
+const JSON_NUMBER_TYPES = /^(TINYINT|SMALLINT|INTEGER|UTINYINT|USMALLINT|UINTEGER)$/;
+const JSON_STRING_TYPES = /^(VARCHAR|BIGINT|UBIGINT|HUGEINT|UHUGEINT|DATE|TIME|TIMESTAMP|TIMESTAMP_S|TIMESTAMP_MS|TIMESTAMP_NS|TIMESTAMP WITH TIME ZONE|UUID|DECIMAL\(\d+,\d+\))$/;
+
+/**
+ * How one column's values, as DuckDB's vectors hold them (numbers, bigints, strings, value objects), become API
+ * cells: the same cells as `cellConverter` makes of node-api's JSON values, without building those first. Null
+ * for a type this does not know (nested types): such a result takes node-api's JSON conversion.
+ */
+export function rawCellConverter(duckType: string, computed = false): ((v: unknown) => Cell) | null {
+  const t = duckType.toUpperCase();
+  const viaJson = cellConverter(duckType, computed);
+  if (t === 'BIGINT' || t === 'UBIGINT' || t === 'HUGEINT' || t === 'UHUGEINT') {
+    // exactInteger of the digits, without printing and parsing them: Number() rounds a bigint as it rounds its digits.
+    return (v) => {
+      if (typeof v !== 'bigint') return v === null || v === undefined ? null : viaJson(String(v));
+      const n = Number(v);
+      return Number.isSafeInteger(n) ? n : String(v);
+    };
+  }
+  if (JSON_NUMBER_TYPES.test(t)) return (v) => (typeof v === 'number' ? v : v === null || v === undefined ? null : viaJson(Number(v)));
+  if (t === 'DOUBLE' || t === 'FLOAT') {
+    // node-api's JSON gives a finite double as it is and the others as text ('NaN'), which the converter reads back.
+    return (v) => (v === null || v === undefined ? null : viaJson(typeof v === 'number' && Number.isFinite(v) ? v : String(v)));
+  }
+  if (t === 'BOOLEAN') return (v) => (v === null || v === undefined ? null : Boolean(v));
+  if (JSON_STRING_TYPES.test(t)) return (v) => (v === null || v === undefined ? null : viaJson(String(v)));
+  return null;
+}
+
+/** The part of a DuckDB data chunk the conversion reads. */
+interface ResultChunk {
+  readonly rowCount: number;
+  getColumnVector(i: number): { getItem(i: number): unknown };
+}
+
+/** The part of a DuckDB result `readRows` reads. */
+interface RowSource {
+  fetchAllChunks(): Promise<ResultChunk[]>;
+  getRowsJson(): Promise<unknown[][]>;
+}
+
+/** Per column, its `rawCellConverter`; null when a column has none (the result then takes node-api's JSON values). */
+function directConverters(duckTypes: readonly string[], computed?: readonly boolean[]): ((v: unknown) => Cell)[] | null {
+  const raw = duckTypes.map((t, i) => rawCellConverter(t, computed?.[i] ?? false));
+  return raw.every((f) => f !== null) ? (raw as ((v: unknown) => Cell)[]) : null;
+}
+
+/** One chunk's rows as positional API cells, read straight from its vectors. */
+function chunkRows(chunk: ResultChunk, convert: readonly ((v: unknown) => Cell)[]): Cell[][] {
+  const width = convert.length;
+  const vectors = Array.from({ length: width }, (_, i) => chunk.getColumnVector(i));
+  const rows = new Array<Cell[]>(chunk.rowCount);
+  for (let r = 0; r < chunk.rowCount; r++) {
+    const row = new Array<Cell>(width);
+    for (let i = 0; i < width; i++) row[i] = convert[i]!(vectors[i]!.getItem(r));
+    rows[r] = row;
+  }
+  return rows;
+}
+
+/**
+ * Every row of a result as positional API cells: straight from DuckDB's vectors where every column's type has a
+ * `rawCellConverter` (a 10,000-row page otherwise builds 10,000 rows of node-api JSON values first, and prints
+ * each BIGINT to parse it back); through node-api's JSON values otherwise.
+ */
+async function readRows(result: RowSource, duckTypes: readonly string[], computed?: readonly boolean[]): Promise<Cell[][]> {
+  const direct = directConverters(duckTypes, computed);
+  if (direct) return (await result.fetchAllChunks()).flatMap((chunk) => chunkRows(chunk, direct));
+  const width = duckTypes.length;
+  const convert = duckTypes.map((t, i) => cellConverter(t, computed?.[i] ?? false));
+  // Converted in place: the row arrays are ours, and a large result is not copied again.
+  const rows = (await result.getRowsJson()) as Cell[][];
+  for (const r of rows) for (let i = 0; i < width; i++) r[i] = convert[i]!(r[i]);
+  return rows;
+}
+
 /** How a column is written to a Parquet export: doubles a measure computed rounded like the JSON, 128-bit integers (which Parquet lacks, and DuckDB would write as lossy doubles) as exact decimals. */
 function parquetColumn(name: string, duckType: string, computed: boolean): string {
   const col = sqlIdent(name);
@@ -226,17 +303,12 @@ export class QueryRunner {
   async run(sql: string, params: ParamValue[], opts: RunOptions): Promise<TableResult> {
     const c = await this.connect(opts);
     try {
-      const reader = await c.conn.runAndReadAll(sql, params);
+      const result = await c.conn.run(sql, params);
+      const duckTypes = result.columnTypes().map((t) => t.toString());
+      const rows = await readRows(result, duckTypes, opts.computed);
       const stopped = c.stopped();
       if (stopped) throw stopped;
-      const names = reader.columnNames();
-      const duckTypes = reader.columnTypes().map((t) => t.toString());
-      const columns = names.map((name, i) => ({ name, type: apiTypeOf(duckTypes[i] ?? 'VARCHAR') }));
-      const convert = duckTypes.map((t, i) => cellConverter(t, opts.computed?.[i] ?? false));
-      const width = convert.length;
-      // Converted in place: the reader's row arrays are ours, and a large result is not copied again.
-      const rows = reader.getRowsJson() as unknown[][] as Cell[][];
-      for (const r of rows) for (let i = 0; i < width; i++) r[i] = convert[i]!(r[i]);
+      const columns = result.columnNames().map((name, i) => ({ name, type: apiTypeOf(duckTypes[i] ?? 'VARCHAR') }));
       return { columns, rows };
     } catch (err) {
       throw c.stopped() ?? err;
@@ -256,14 +328,22 @@ export class QueryRunner {
       const result = await c.conn.stream(sql, params);
       const duckTypes = result.columnTypes().map((t) => t.toString());
       const columns = result.columnNames().map((name, i) => ({ name, type: apiTypeOf(duckTypes[i] ?? 'VARCHAR') }));
-      const convert = duckTypes.map((t, i) => cellConverter(t, opts.computed?.[i] ?? false));
-      const width = convert.length;
       let first = true;
-      for await (const chunk of result.yieldRowsJson()) {
-        const rows = chunk as unknown[][] as Cell[][];
-        for (const r of rows) for (let i = 0; i < width; i++) r[i] = convert[i]!(r[i]);
-        first = false;
-        yield { columns, rows };
+      const direct = directConverters(duckTypes, opts.computed);
+      if (direct) {
+        for (let chunk = await result.fetchChunk(); chunk && chunk.rowCount > 0; chunk = await result.fetchChunk()) {
+          first = false;
+          yield { columns, rows: chunkRows(chunk, direct) };
+        }
+      } else {
+        const convert = duckTypes.map((t, i) => cellConverter(t, opts.computed?.[i] ?? false));
+        const width = convert.length;
+        for await (const chunk of result.yieldRowsJson()) {
+          const rows = chunk as unknown[][] as Cell[][];
+          for (const r of rows) for (let i = 0; i < width; i++) r[i] = convert[i]!(r[i]);
+          first = false;
+          yield { columns, rows };
+        }
       }
       const stopped = c.stopped();
       if (stopped) throw stopped;
