@@ -80,25 +80,74 @@ describe('every status a service route can answer is documented for its operatio
     return codes;
   }
 
+  const ROUTE_METHODS = ['get', 'post', 'put', 'patch', 'delete'];
+  const isRouteCall = (n: ts.Node): n is ts.CallExpression & { expression: ts.PropertyAccessExpression } =>
+    ts.isCallExpression(n) && ts.isPropertyAccessExpression(n.expression) && ROUTE_METHODS.includes(n.expression.name.text);
+
+  /**
+   * A route builder (`savedResourceRoutes(router, { path: '/insights', get: …, … })`) registers routes whose paths
+   * are built from its spec's `path`: each of its routes is expanded at every call with a literal `path`, and a
+   * handler's codes include those of the spec's members it calls (`r.get(…)` follows the spec's `get`).
+   */
+  function expandBuilder(call: ts.CallExpression): { method: string; path: string; handler: ts.Node; codes: Set<ErrorCode> }[] {
+    const decl = checker.getResolvedSignature(call)?.declaration;
+    const spec = call.arguments.find(ts.isObjectLiteralExpression);
+    if (!decl || !ts.isFunctionDeclaration(decl) || !decl.body || !spec) return [];
+    const specParam = decl.parameters[call.arguments.indexOf(spec)]?.name;
+    const members = new Map<string, ts.Node>();
+    for (const p of spec.properties) if (ts.isPropertyAssignment(p) && ts.isIdentifier(p.name)) members.set(p.name.text, p.initializer);
+    const base = members.get('path');
+    if (!specParam || !ts.isIdentifier(specParam) || !base || !ts.isStringLiteral(base)) return [];
+    const isSpecPath = (e: ts.Node) => ts.isPropertyAccessExpression(e) && e.expression.getText() === specParam.text && e.name.text === 'path';
+    const pathOf = (e: ts.Node): string | null => {
+      if (isSpecPath(e)) return base.text;
+      if (ts.isTemplateExpression(e) && e.templateSpans.every((sp) => isSpecPath(sp.expression)))
+        return e.head.text + e.templateSpans.map((sp) => base.text + sp.literal.text).join('');
+      return null;
+    };
+    const out: { method: string; path: string; handler: ts.Node; codes: Set<ErrorCode> }[] = [];
+    const visit = (n: ts.Node): void => {
+      const [pathArg, handler] = isRouteCall(n) ? n.arguments : [];
+      const path = pathArg ? pathOf(pathArg) : null;
+      if (isRouteCall(n) && handler && path !== null) {
+        const codes = new Set(codesOf(handler));
+        const used = (m: ts.Node): void => {
+          if (ts.isPropertyAccessExpression(m) && m.expression.getText() === specParam.text) {
+            const member = members.get(m.name.text);
+            if (member) for (const c of codesOf(member)) codes.add(c);
+          }
+          ts.forEachChild(m, used);
+        };
+        used(handler);
+        out.push({ method: n.expression.name.text, path, handler, codes });
+      }
+      ts.forEachChild(n, visit);
+    };
+    visit(decl.body);
+    return out;
+  }
+
   const routeMounts = mounts();
   const found: { op: ApiOperation; codes: Set<ErrorCode>; where: string }[] = [];
   for (const file of files) {
     const source = program.getSourceFile(file)!;
+    const record = (factory: string, method: string, routePath: string, codes: Set<ErrorCode>, at: ts.Node): void => {
+      // A factory mounted without a path (`app.use(sourceRoutes(…))`) registers full paths.
+      const mount = routeMounts.get(factory) ?? (routePath.startsWith('/v1/') ? '' : undefined);
+      const path = normal(`${mount ?? ''}${routePath}`);
+      const op = API_OPERATIONS.find((o) => o.method === method && normal(`/v1${o.path}`) === path);
+      if (mount !== undefined && !mount.startsWith('/internal')) {
+        expect([`${method} ${path}`, op !== undefined]).toEqual([`${method} ${path}`, true]);
+        found.push({ op: op!, codes, where: `${file.slice(root.length + 1)}:${source.getLineAndCharacterOfPosition(at.getStart()).line + 1}` });
+      }
+    };
     const visit = (n: ts.Node, factory: string | null): void => {
       if (ts.isFunctionDeclaration(n) && n.name) factory = n.name.text;
-      if (ts.isCallExpression(n) && ts.isPropertyAccessExpression(n.expression) && ['get', 'post', 'put', 'patch', 'delete'].includes(n.expression.name.text)) {
+      if (isRouteCall(n)) {
         const [pathArg, handler] = n.arguments;
-        if (pathArg && ts.isStringLiteral(pathArg) && handler && factory) {
-          // A factory mounted without a path (`app.use(sourceRoutes(…))`) registers full paths.
-          const mount = routeMounts.get(factory) ?? (pathArg.text.startsWith('/v1/') ? '' : undefined);
-          const method = n.expression.name.text;
-          const path = normal(`${mount ?? ''}${pathArg.text}`);
-          const op = API_OPERATIONS.find((o) => o.method === method && normal(`/v1${o.path}`) === path);
-          if (mount !== undefined && !mount.startsWith('/internal')) {
-            expect([`${method} ${path}`, op !== undefined]).toEqual([`${method} ${path}`, true]);
-            found.push({ op: op!, codes: codesOf(handler), where: `${file.slice(root.length + 1)}:${source.getLineAndCharacterOfPosition(n.getStart()).line + 1}` });
-          }
-        }
+        if (pathArg && ts.isStringLiteral(pathArg) && handler && factory) record(factory, n.expression.name.text, pathArg.text, codesOf(handler), n);
+      } else if (ts.isCallExpression(n) && factory) {
+        for (const r of expandBuilder(n)) record(factory, r.method, r.path, r.codes, n);
       }
       ts.forEachChild(n, (c) => visit(c, factory));
     };
@@ -128,5 +177,8 @@ describe('every status a service route can answer is documented for its operatio
     expect(of('getWebhook')).toContain('webhook_not_found');
     expect(of('deleteModel')).toContain('model_builtin_immutable');
     expect(of('predict')).toEqual(expect.arrayContaining(['model_output_not_finite', 'model_not_ready']));
+    // Through the saved-resource route builder: the spec's own members are followed.
+    expect(of('getInsight')).toContain('insight_not_found');
+    expect(of('updateDashboard')).toEqual(expect.arrayContaining(['dashboard_not_found', 'validation_failed']));
   });
 });

@@ -79,7 +79,14 @@ describe('webhook delivery', () => {
     await waitFor(() => h.at('/once').some((r) => r.headers['webhook-id'] === later.id), { what: 'a later event' });
     await sleep(100);
     expect(h.at('/once').filter((r) => r.headers['webhook-id'] === ev.id)).toHaveLength(1);
-    const log = await a.call('GET', `/webhooks/${once.id}/deliveries`);
+    // An attempt is stored after its answer (in the next batch), so the log is read once it shows the later event.
+    const log = await waitFor(
+      async () => {
+        const r = await a.call('GET', `/webhooks/${once.id}/deliveries`);
+        return r.body.data.some((d: { id: string }) => d.id === later.id) ? r : null;
+      },
+      { what: 'the later event in the deliveries log' },
+    );
     expect(log.body.data.filter((d: { id: string }) => d.id === ev.id)).toHaveLength(1);
   });
 
@@ -252,13 +259,15 @@ describe('webhook delivery', () => {
     ).toEqual([...ids].sort()); // t1's test never reached t2
     expect(h.at('/t1')).toHaveLength(1);
 
-    const page1 = await waitFor(
+    // Attempts are stored in batches after their answers: page only once all three are in the log.
+    await waitFor(
       async () => {
-        const r = await f.call('GET', `/webhooks/${t2.id}/deliveries?limit=2`);
-        return r.body.data.length === 2 && r.body.data.every((x: { status: string }) => x.status === 'succeeded') ? r : null;
+        const r = await f.call('GET', `/webhooks/${t2.id}/deliveries?limit=10`);
+        return r.body.data.length === 3 && r.body.data.every((x: { status: string }) => x.status === 'succeeded') ? r : null;
       },
-      { what: 'the first page' },
+      { what: 'all three test events in the log' },
     );
+    const page1 = await f.call('GET', `/webhooks/${t2.id}/deliveries?limit=2`);
     expect(page1.body.data.map((x: { id: string }) => x.id)).toEqual([ids[2], ids[1]]);
     expect(page1.body.hasMore).toBe(true);
     const page2 = await f.call('GET', `/webhooks/${t2.id}/deliveries?limit=2&cursor=${page1.body.nextCursor}`);
