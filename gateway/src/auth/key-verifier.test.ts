@@ -242,6 +242,27 @@ describe('KeyVerifier memory', () => {
   });
 });
 
+describe('KeyVerifier lookups', () => {
+  it('asks accounts about the cold keys of one turn of the event loop in one call', async () => {
+    const answer = { current: { ok: true, key } as KeyVerifyOutcome };
+    const accounts = await fakeAccounts(answer);
+    const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 100 });
+    const secrets = Array.from({ length: 3 }, () => generateApiKey());
+    try {
+      const outcomes = await Promise.all([...secrets, secrets[0]!].map((s) => verifier.verify(s)));
+      expect(outcomes.every((o) => o.ok && o.key.keyId === key.keyId)).toBe(true);
+      expect(accounts.batches).toEqual([secrets.map(hashApiKey)]);
+      expect(accounts.calls()).toBe(0);
+      // Positive control: a lone cold key goes by itself on the single route.
+      expect((await verifier.verify(generateApiKey())).ok).toBe(true);
+      expect(accounts.calls()).toBe(1);
+      expect(accounts.batches.length).toBe(1);
+    } finally {
+      await accounts.close();
+    }
+  });
+});
+
 describe('KeyVerifier refresh-ahead', () => {
   it('answers a key in steady use from the cache, refreshing it once in the background per half TTL', async () => {
     const answer = { current: { ok: true, key } as KeyVerifyOutcome };

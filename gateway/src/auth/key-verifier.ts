@@ -52,6 +52,8 @@ export class KeyVerifier {
   private readonly refreshing = new Set<string>();
   private refreshTimer: NodeJS.Timeout | null = null;
   private readonly refreshBatches = new Set<Promise<void>>();
+  /** Lookups waiting to be sent to accounts at the end of this turn of the event loop. */
+  private fetchQueue: Map<string, Array<{ resolve: (o: VerifyOutcome) => void; reject: (err: unknown) => void }>> | null = null;
   readonly stats = { memoryHits: 0, redisHits: 0, accountsCalls: 0, refreshCalls: 0, refreshedKeys: 0 };
 
   constructor(opts: { accountsUrl: string; internalSecret: string; ttlMs: number; maxEntries: number; redis?: Redis; now?: () => number }) {
@@ -256,8 +258,39 @@ export class KeyVerifier {
     return outcome;
   }
 
-  private async fetchOutcome(hash: string): Promise<VerifyOutcome> {
+  /**
+   * Lookups that reach accounts in the same turn of the event loop go in one call (many cold keys at once, as
+   * after a restart, cost one round trip and two queries in accounts instead of one call each).
+   */
+  private fetchOutcome(hash: string): Promise<VerifyOutcome> {
+    if (!this.fetchQueue) {
+      this.fetchQueue = new Map();
+      setImmediate(() => this.sendFetches());
+    }
+    const queue = this.fetchQueue;
+    // Single-flight (lookup()) already makes each hash ask once; a second ask here would share the first.
+    const promise = new Promise<VerifyOutcome>((resolve, reject) => {
+      const waiting = queue.get(hash) ?? [];
+      waiting.push({ resolve, reject });
+      queue.set(hash, waiting);
+    });
+    if (queue.size >= KEY_VERIFY_BATCH_MAX) this.sendFetches();
+    return promise;
+  }
+
+  private sendFetches(): void {
+    const batch = this.fetchQueue;
+    this.fetchQueue = null;
+    if (!batch?.size) return;
+    const hashes = [...batch.keys()];
     this.stats.accountsCalls++;
-    return verifyWithAccounts<VerifyOutcome>(this.accountsUrl, this.token, 'key', hash);
+    const asked =
+      hashes.length === 1
+        ? verifyWithAccounts<VerifyOutcome>(this.accountsUrl, this.token, 'key', hashes[0]!).then((outcome) => [outcome])
+        : verifyManyWithAccounts<VerifyOutcome>(this.accountsUrl, this.token, hashes);
+    asked.then(
+      (outcomes) => hashes.forEach((hash, i) => batch.get(hash)!.forEach((w) => w.resolve(outcomes[i]!))),
+      (err: unknown) => batch.forEach((waiting) => waiting.forEach((w) => w.reject(err))),
+    );
   }
 }

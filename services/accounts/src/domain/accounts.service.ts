@@ -151,8 +151,8 @@ export class AccountsService {
   }
 
   /**
-   * Verifies many keys by their hashes in two queries (the gateway's background refresh of the keys it has
-   * cached); the outcomes are in the order of `hashes`.
+   * Verifies many keys by their hashes in two queries (the gateway's batched lookups and background refreshes);
+   * the outcomes are in the order of `hashes`.
    */
   async verifyHashes(hashes: readonly string[], now = new Date(this.now())): Promise<VerifyOutcome[]> {
     const keys = new Map((await this.keys.findByHashes(hashes)).map((k) => [k.hash, k]));

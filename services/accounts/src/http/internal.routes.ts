@@ -17,7 +17,7 @@ export function internalRoutes(accounts: AccountsService, identity: IdentityServ
     const { hash } = parseOr400(verifyBody, req.body, 'body');
     res.json(await accounts.verifyHash(hash));
   });
-  // The gateway's background refresh of the keys it holds: one outcome per hash, in the same order.
+  // The gateway's background refresh of the keys it holds, and its lookups that coincide: one outcome per hash, in order.
   router.post('/keys/verify-many', async (req, res) => {
     const { hashes } = parseOr400(verifyManyBody, req.body, 'body');
     res.json({ outcomes: await accounts.verifyHashes(hashes) });
