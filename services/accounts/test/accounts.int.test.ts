@@ -46,8 +46,7 @@ describe('accounts', () => {
   });
 
   it('verifies many keys in one call on the internal route, guarded by the same token, in the order asked', async () => {
-    const verifyMany = (body: unknown, token?: string) =>
-      http('POST', `${svc.url}/internal/keys/verify-many`, { body, headers: token ? { [INTERNAL_TOKEN_HEADER]: token } : {} });
+    const verifyMany = (body: unknown, token?: string) => http('POST', `${svc.url}/internal/keys/verify-many`, { body, headers: token ? { [INTERNAL_TOKEN_HEADER]: token } : {} });
     const token = internalServiceToken(TEST_INTERNAL_SECRET);
     const { accountId } = cli('create-account', '--name', 'Many').out as { accountId: string };
     const first = await svc.accounts.createKey(accountId, { name: 'one' });

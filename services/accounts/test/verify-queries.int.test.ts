@@ -95,7 +95,7 @@ describe('key verification queries', () => {
     // The single-key path agrees on each.
     for (const hash of hashes) expect(await service.verifyHash(hash, now)).toEqual((await service.verifyHashes([hash], now))[0]);
 
-    const lastUsed = async (keyId: string) => ((await keys.coll.raw.findOne({ _id: keyId as never })) as { lastUsedAt: Date | null }).lastUsedAt;
+    const lastUsed = async (keyId: string) => (await keys.coll.raw.findOne({ _id: keyId as never }))?.lastUsedAt as Date | null;
     expect(await lastUsed(valid.keyId)).toEqual(now);
     for (const other of [revoked, deletedKey, closedAccount, untouched]) expect(await lastUsed(other.keyId)).toBeNull();
     // An account's id finds only its own live account.
