@@ -59,12 +59,14 @@ describe('key verification queries', () => {
       { ok: true, key: { accountId: b.accountId } },
     ]);
     const sent = filtersSince(from);
-    // The reads and the touch of the first verification (which finds lastUsedAt unset), then the batch's.
+    // The reads and the touch of the first verification (which finds lastUsedAt unset), then the batch's: its
+    // keys in one query, each account by its id, and the touch of the key not yet touched.
     expect(sent).toEqual([
       { coll: 'api_keys', op: 'find', fields: ['hash'] },
       { coll: 'accounts', op: 'find', fields: ['_id'] },
       { coll: 'api_keys', op: 'update', fields: ['_id'] },
       { coll: 'api_keys', op: 'find', fields: ['hash'] },
+      { coll: 'accounts', op: 'find', fields: ['_id'] },
       { coll: 'accounts', op: 'find', fields: ['_id'] },
       { coll: 'api_keys', op: 'update', fields: ['_id'] },
     ]);
