@@ -15,3 +15,17 @@ export async function verifyWithAccounts<T>(accountsUrl: string, token: string, 
   if (!res.ok) throw new Error(`accounts answered ${res.status} to a ${what} verification`);
   return (await res.json()) as T;
 }
+
+/** Asks accounts about many keys at once (POST /internal/keys/verify-many): one outcome per hash, in order. */
+export async function verifyManyWithAccounts<T>(accountsUrl: string, token: string, hashes: readonly string[]): Promise<T[]> {
+  const res = await fetch(`${accountsUrl}/internal/keys/verify-many`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', [INTERNAL_TOKEN_HEADER]: token },
+    body: JSON.stringify({ hashes }),
+    signal: AbortSignal.timeout(5_000),
+  });
+  if (!res.ok) throw new Error(`accounts answered ${res.status} to a verification of ${hashes.length} keys`);
+  const { outcomes } = (await res.json()) as { outcomes: T[] };
+  if (outcomes?.length !== hashes.length) throw new Error(`accounts answered ${outcomes?.length} outcomes for ${hashes.length} keys`);
+  return outcomes;
+}

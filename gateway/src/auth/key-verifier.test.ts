@@ -9,19 +9,42 @@ import { KeyVerifier } from './key-verifier.ts';
 const SECRET = 'verifier-test-secret-0123456789abcdef0123456789';
 const key = { keyId: 'key_01HZZZZZZZZZZZZZZZZZZZZZZZ', accountId: 'acct_01HZZZZZZZZZZZZZZZZZZZZZZZ', plan: 'starter' as const, scopes: [...SCOPES], expiresAt: null };
 
-/** The accounts service's verify route, answering whatever `answer` holds now. */
+/**
+ * The accounts service's verify routes, answering whatever `answer` holds when the request arrives. `calls`
+ * counts single verifications (a request waiting on accounts), `batches` the hashes of each batch (background
+ * refreshes); `holdBatches` keeps batch answers (already decided) from leaving until it resolves.
+ */
 async function fakeAccounts(answer: { current: KeyVerifyOutcome }) {
   let calls = 0;
+  const batches: string[][] = [];
+  let hold: Promise<void> | null = null;
+  const batchWaiters: (() => void)[] = [];
   const server: Server = createServer((req, res) => {
-    calls++;
-    req.resume();
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
     req.on('end', () => {
       res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify(answer.current));
+      if (req.url !== '/internal/keys/verify-many') {
+        calls++;
+        return res.end(JSON.stringify(answer.current));
+      }
+      const { hashes } = JSON.parse(body) as { hashes: string[] };
+      batches.push(hashes);
+      const reply = JSON.stringify({ outcomes: hashes.map(() => answer.current) });
+      for (const reached of batchWaiters.splice(0)) reached();
+      void (hold ?? Promise.resolve()).then(() => res.end(reply));
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls: () => calls, close: () => new Promise((r) => server.close(r)) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    calls: () => calls,
+    batches,
+    /** Resolves when the next batch request has been answered (decided), before its reply is sent. */
+    nextBatch: () => new Promise<void>((r) => batchWaiters.push(r)),
+    holdBatches: (p: Promise<void> | null) => void (hold = p),
+    close: () => new Promise((r) => server.close(r)),
+  };
 }
 
 /** Just the Redis calls the verifier makes, over a map; `get` can be held, and awaited, to order a race. */
@@ -47,6 +70,7 @@ function fakeRedis() {
       const ops: (() => void)[] = [];
       const chain = {
         set: (k: string, v: string) => (ops.push(() => void data.set(k, v)), chain),
+        del: (k: string) => (ops.push(() => void data.delete(k)), chain),
         sadd: () => chain,
         expire: () => chain,
         exec: async () => ops.forEach((op) => op()),
@@ -195,7 +219,7 @@ describe('KeyVerifier memory', () => {
     expect(grown).toBeLessThan(grownKept / 5);
   }, 60_000);
 
-  it('forgets an outcome once its TTL has passed and asks again', async () => {
+  it('looks up, on its request, a key left unused for its whole TTL, and refreshes nothing unused', async () => {
     const answer = { current: { ok: true, key } as KeyVerifyOutcome };
     const accounts = await fakeAccounts(answer);
     let clock = 1_000_000;
@@ -203,13 +227,129 @@ describe('KeyVerifier memory', () => {
       const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 10, now: () => clock });
       const secret = generateApiKey();
       await verifier.verify(secret);
-      clock += 29_000;
-      await verifier.verify(secret);
+      clock += 10_000;
+      await verifier.verify(secret); // within the first half of the TTL: from the cache, no refresh
       expect(accounts.calls()).toBe(1);
-      clock += 2_000;
+      clock += 21_000;
       answer.current = { ok: false, reason: 'revoked' };
       expect(await verifier.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
       expect(accounts.calls()).toBe(2);
+      await verifier.settleRefreshes();
+      expect(accounts.batches).toEqual([]);
+    } finally {
+      await accounts.close();
+    }
+  });
+});
+
+describe('KeyVerifier lookups', () => {
+  it('asks accounts about the cold keys of one turn of the event loop in one call', async () => {
+    const answer = { current: { ok: true, key } as KeyVerifyOutcome };
+    const accounts = await fakeAccounts(answer);
+    const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 100 });
+    const secrets = Array.from({ length: 3 }, () => generateApiKey());
+    try {
+      const outcomes = await Promise.all([...secrets, secrets[0]!].map((s) => verifier.verify(s)));
+      expect(outcomes.every((o) => o.ok && o.key.keyId === key.keyId)).toBe(true);
+      expect(accounts.batches).toEqual([secrets.map(hashApiKey)]);
+      expect(accounts.calls()).toBe(0);
+      // Positive control: a lone cold key goes by itself on the single route.
+      expect((await verifier.verify(generateApiKey())).ok).toBe(true);
+      expect(accounts.calls()).toBe(1);
+      expect(accounts.batches.length).toBe(1);
+    } finally {
+      await accounts.close();
+    }
+  });
+});
+
+describe('KeyVerifier refresh-ahead', () => {
+  it('answers a key in steady use from the cache, refreshing it once in the background per half TTL', async () => {
+    const answer = { current: { ok: true, key } as KeyVerifyOutcome };
+    const accounts = await fakeAccounts(answer);
+    const { redis, data } = fakeRedis();
+    let clock = 1_000_000;
+    const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 10, redis, now: () => clock });
+    const secret = generateApiKey();
+    try {
+      expect(await verifier.verify(secret)).toMatchObject({ ok: true, key: { plan: 'starter' } });
+      clock += 14_000;
+      await verifier.verify(secret);
+      await verifier.settleRefreshes();
+      expect(accounts.batches).toEqual([]); // positive control: not yet half the TTL
+      // The plan changed and its event was lost: the refresh is what brings the change in.
+      answer.current = { ok: true, key: { ...key, plan: 'enterprise' } };
+      clock += 2_000;
+      const served = await Promise.all(Array.from({ length: 5 }, () => verifier.verify(secret)));
+      expect(served.map((o) => o.ok && o.key.plan)).toEqual(Array(5).fill('starter')); // none waited for accounts
+      await verifier.settleRefreshes();
+      expect(accounts.batches).toEqual([[hashApiKey(secret)]]); // one refresh for the five uses
+      expect(accounts.calls()).toBe(1);
+      expect(await verifier.verify(secret)).toMatchObject({ ok: true, key: { plan: 'enterprise' } });
+      expect(JSON.parse(data.get(`kc:${hashApiKey(secret)}`)!)).toMatchObject({ ok: true, key: { plan: 'enterprise' } });
+      // Five minutes of use every 10 s, far past the TTL: never a lookup on a request.
+      for (let i = 0; i < 30; i++) {
+        clock += 10_000;
+        expect((await verifier.verify(secret)).ok).toBe(true);
+        await verifier.settleRefreshes();
+      }
+      expect(accounts.calls()).toBe(1);
+      expect(accounts.batches.length).toBe(16);
+    } finally {
+      await accounts.close();
+    }
+  });
+
+  it('does not put back a refreshed answer when its key was evicted while the refresh was asking', async () => {
+    const answer = { current: { ok: true, key } as KeyVerifyOutcome };
+    const accounts = await fakeAccounts(answer);
+    const { redis, data } = fakeRedis();
+    let clock = 1_000_000;
+    const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 10, redis, now: () => clock });
+    const secret = generateApiKey();
+    const hash = hashApiKey(secret);
+    try {
+      await verifier.verify(secret);
+      clock += 16_000;
+      let release!: () => void;
+      accounts.holdBatches(new Promise<void>((r) => (release = r)));
+      const decided = accounts.nextBatch();
+      expect((await verifier.verify(secret)).ok).toBe(true); // from the cache; queues the refresh
+      const refreshing = verifier.settleRefreshes();
+      await decided; // accounts has answered "valid", before the revocation
+      answer.current = { ok: false, reason: 'revoked' };
+      await verifier.evictKey(key.keyId);
+      // A request in between looks the key up again and holds the new answer.
+      expect(await verifier.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
+      release();
+      accounts.holdBatches(null);
+      await refreshing;
+      expect(accounts.batches).toEqual([[hash]]);
+      expect(await verifier.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
+      expect(data.has(`kc:${hash}`)).toBe(false);
+      expect(accounts.calls()).toBe(2);
+    } finally {
+      await accounts.close();
+    }
+  });
+
+  it('drops the shared entry when a refresh finds the key no longer valid', async () => {
+    const answer = { current: { ok: true, key } as KeyVerifyOutcome };
+    const accounts = await fakeAccounts(answer);
+    const { redis, data } = fakeRedis();
+    let clock = 1_000_000;
+    const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 10, redis, now: () => clock });
+    const secret = generateApiKey();
+    try {
+      await verifier.verify(secret);
+      expect(data.has(`kc:${hashApiKey(secret)}`)).toBe(true);
+      answer.current = { ok: false, reason: 'revoked' }; // and the event was lost
+      clock += 16_000;
+      expect((await verifier.verify(secret)).ok).toBe(true);
+      await verifier.settleRefreshes();
+      expect(await verifier.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
+      expect(data.has(`kc:${hashApiKey(secret)}`)).toBe(false);
+      expect(accounts.calls()).toBe(1);
     } finally {
       await accounts.close();
     }

@@ -1,7 +1,7 @@
-import { hashApiKey, internalServiceToken, isWellFormedApiKey, type KeyVerifyOutcome, type VerifiedKey } from '@dap/contracts';
+import { hashApiKey, internalServiceToken, isWellFormedApiKey, KEY_VERIFY_BATCH_MAX, type KeyVerifyOutcome, type VerifiedKey } from '@dap/contracts';
 import type { Redis } from '@dap/redis';
 import { LRUCache } from 'lru-cache';
-import { verifyWithAccounts } from './accounts-verify.ts';
+import { verifyManyWithAccounts, verifyWithAccounts } from './accounts-verify.ts';
 
 export type { VerifiedKey };
 export type VerifyOutcome = KeyVerifyOutcome | { ok: false; reason: 'malformed' };
@@ -9,6 +9,14 @@ export type VerifyOutcome = KeyVerifyOutcome | { ok: false; reason: 'malformed' 
 const NEGATIVE_TTL_MS = 5_000;
 /** How long an eviction is remembered: far longer than any lookup it could race with takes. */
 const EVICTION_MEMORY_MS = 60_000;
+/** How long refreshes gather into one batch: an entry being refreshed still has half its TTL to serve. */
+const REFRESH_GATHER_MS = 50;
+
+/** An outcome held in process, and when it was obtained (on the verifier's clock). */
+interface Entry {
+  outcome: VerifyOutcome;
+  at: number;
+}
 
 /**
  * Verifies API keys against the accounts service, caching positive outcomes in process and in Redis (shared
@@ -17,9 +25,14 @@ const EVICTION_MEMORY_MS = 60_000;
  * bounds how stale a missed event could leave us. Negative outcomes stay in process, so a flood of random
  * keys cannot fill Redis. The in-process cache holds at most `maxEntries` outcomes, least recently used out
  * first, so key churn cannot grow the gateway's memory; a key pushed out is read from Redis again.
+ *
+ * Refresh-ahead: a valid key used once half its TTL has passed is answered from the cache and asked about
+ * again in the background, many keys in one call to accounts, and the fresh answer replaces the entry in
+ * process and in Redis. A key in steady use so never waits for accounts; one unused for a whole TTL is
+ * looked up on its next request, as a new key is.
  */
 export class KeyVerifier {
-  private readonly cache: LRUCache<string, { outcome: VerifyOutcome }>;
+  private readonly cache: LRUCache<string, Entry>;
   private readonly inflight = new Map<string, Promise<VerifyOutcome>>();
   private readonly accountsUrl: string;
   private readonly token: string;
@@ -34,7 +47,14 @@ export class KeyVerifier {
    */
   private readonly evicted = new Map<string, { seq: number; at: number }>();
   private evictions = 0;
-  readonly stats = { memoryHits: 0, redisHits: 0, accountsCalls: 0 };
+  /** Hashes waiting for the next refresh batch, and every hash queued or being refreshed (one refresh per key at a time). */
+  private readonly refreshQueue: string[] = [];
+  private readonly refreshing = new Set<string>();
+  private refreshTimer: NodeJS.Timeout | null = null;
+  private readonly refreshBatches = new Set<Promise<void>>();
+  /** Lookups waiting to be sent to accounts at the end of this turn of the event loop. */
+  private fetchQueue: Map<string, Array<{ resolve: (o: VerifyOutcome) => void; reject: (err: unknown) => void }>> | null = null;
+  readonly stats = { memoryHits: 0, redisHits: 0, accountsCalls: 0, refreshCalls: 0, refreshedKeys: 0 };
 
   constructor(opts: { accountsUrl: string; internalSecret: string; ttlMs: number; maxEntries: number; redis?: Redis; now?: () => number }) {
     this.accountsUrl = opts.accountsUrl;
@@ -55,10 +75,19 @@ export class KeyVerifier {
     if (!isWellFormedApiKey(secret)) return { ok: false, reason: 'malformed' };
     const hash = hashApiKey(secret);
     const hit = this.cache.get(hash);
-    if (hit) this.stats.memoryHits++;
+    if (hit) {
+      this.stats.memoryHits++;
+      if (hit.outcome.ok && this.now() - hit.at >= this.ttlMs / 2) this.refreshAhead(hash);
+    }
     const outcome = hit ? hit.outcome : await this.lookup(hash);
     if (outcome.ok && outcome.key.expiresAt && Date.parse(outcome.key.expiresAt) <= now) return { ok: false, reason: outcome.key.replaced ? 'replaced' : 'expired' };
     return outcome;
+  }
+
+  /** Sends the refreshes waiting for their batch now, and waits until every refresh under way has finished. */
+  async settleRefreshes(): Promise<void> {
+    this.sendRefreshes();
+    await Promise.all(this.refreshBatches);
   }
 
   async evictKey(keyId: string): Promise<void> {
@@ -123,20 +152,77 @@ export class KeyVerifier {
     }
   }
 
-  private async redisPut(hash: string, outcome: VerifyOutcome): Promise<void> {
-    if (!this.redis || !outcome.ok) return;
+  private redisPut(hash: string, outcome: VerifyOutcome): Promise<void> {
+    return this.redisPutMany([[hash, outcome]]);
+  }
+
+  /** Shares valid outcomes for the TTL; for any other outcome, removes the shared entry an earlier answer left. */
+  private async redisPutMany(entries: ReadonlyArray<readonly [string, VerifyOutcome]>): Promise<void> {
+    if (!this.redis || !entries.length) return;
     const ttl = Math.max(1, Math.ceil(this.ttlMs / 1000));
     try {
-      await this.redis
-        .multi()
-        .set(`kc:${hash}`, JSON.stringify(outcome), 'EX', ttl)
-        .set(`kc:id:${outcome.key.keyId}`, hash, 'EX', ttl)
-        .sadd(`kc:acct:${outcome.key.accountId}`, outcome.key.keyId)
-        .expire(`kc:acct:${outcome.key.accountId}`, ttl)
-        .exec();
+      const tx = this.redis.multi();
+      for (const [hash, outcome] of entries) {
+        if (!outcome.ok) tx.del(`kc:${hash}`);
+        else
+          tx.set(`kc:${hash}`, JSON.stringify(outcome), 'EX', ttl)
+            .set(`kc:id:${outcome.key.keyId}`, hash, 'EX', ttl)
+            .sadd(`kc:acct:${outcome.key.accountId}`, outcome.key.keyId)
+            .expire(`kc:acct:${outcome.key.accountId}`, ttl);
+      }
+      await tx.exec();
     } catch {
       // best effort
     }
+  }
+
+  private keep(hash: string, outcome: VerifyOutcome): void {
+    // At least 1 ms: lru-cache reads a TTL of 0 as "never expires".
+    this.cache.set(hash, { outcome, at: this.now() }, { ttl: Math.max(1, outcome.ok ? this.ttlMs : NEGATIVE_TTL_MS) });
+  }
+
+  private refreshAhead(hash: string): void {
+    if (this.refreshing.has(hash)) return;
+    this.refreshing.add(hash);
+    this.refreshQueue.push(hash);
+    if (this.refreshQueue.length >= KEY_VERIFY_BATCH_MAX) this.sendRefreshes();
+    else this.refreshTimer ??= setTimeout(() => this.sendRefreshes(), REFRESH_GATHER_MS).unref();
+  }
+
+  private sendRefreshes(): void {
+    if (this.refreshTimer) clearTimeout(this.refreshTimer);
+    this.refreshTimer = null;
+    while (this.refreshQueue.length) {
+      const hashes = this.refreshQueue.splice(0, KEY_VERIFY_BATCH_MAX);
+      const batch: Promise<void> = this.refresh(hashes)
+        .catch(() => {
+          // Accounts away: the entries serve out their TTL, then a request looks its key up.
+        })
+        .finally(() => {
+          for (const hash of hashes) this.refreshing.delete(hash);
+          this.refreshBatches.delete(batch);
+        });
+      this.refreshBatches.add(batch);
+    }
+  }
+
+  private async refresh(hashes: string[]): Promise<void> {
+    const seq = this.evictions;
+    this.stats.refreshCalls++;
+    this.stats.refreshedKeys += hashes.length;
+    const outcomes = await verifyManyWithAccounts<VerifyOutcome>(this.accountsUrl, this.token, hashes);
+    const fresh: Array<[string, VerifyOutcome]> = [];
+    hashes.forEach((hash, i) => {
+      const outcome = outcomes[i]!;
+      const held = this.cache.peek(hash);
+      // Gone while we asked (evicted, expired, pushed out), or evicted and looked up again: this answer may
+      // predate the eviction, so it is not put back; the next request decides.
+      if (!held || this.evictedSince(held.outcome, seq) || this.evictedSince(outcome, seq)) return;
+      this.keep(hash, outcome);
+      fresh.push([hash, outcome]);
+    });
+    // Sent before any later eviction's commands on this connection, so that eviction removes them again.
+    await this.redisPutMany(fresh);
   }
 
   /** One request to accounts per key at a time, however many callers are waiting on it. */
@@ -151,7 +237,7 @@ export class KeyVerifier {
             outcome = await this.fetchOutcome(hash);
             await this.redisPut(hash, outcome);
           }
-          this.cache.set(hash, { outcome }, { ttl: outcome.ok ? this.ttlMs : NEGATIVE_TTL_MS });
+          this.keep(hash, outcome);
           return outcome;
         })
         .finally(() => this.inflight.delete(hash));
@@ -172,8 +258,39 @@ export class KeyVerifier {
     return outcome;
   }
 
-  private async fetchOutcome(hash: string): Promise<VerifyOutcome> {
+  /**
+   * Lookups that reach accounts in the same turn of the event loop go in one call (many cold keys at once, as
+   * after a restart, cost one round trip and two queries in accounts instead of one call each).
+   */
+  private fetchOutcome(hash: string): Promise<VerifyOutcome> {
+    if (!this.fetchQueue) {
+      this.fetchQueue = new Map();
+      setImmediate(() => this.sendFetches());
+    }
+    const queue = this.fetchQueue;
+    // Single-flight (lookup()) already makes each hash ask once; a second ask here would share the first.
+    const promise = new Promise<VerifyOutcome>((resolve, reject) => {
+      const waiting = queue.get(hash) ?? [];
+      waiting.push({ resolve, reject });
+      queue.set(hash, waiting);
+    });
+    if (queue.size >= KEY_VERIFY_BATCH_MAX) this.sendFetches();
+    return promise;
+  }
+
+  private sendFetches(): void {
+    const batch = this.fetchQueue;
+    this.fetchQueue = null;
+    if (!batch?.size) return;
+    const hashes = [...batch.keys()];
     this.stats.accountsCalls++;
-    return verifyWithAccounts<VerifyOutcome>(this.accountsUrl, this.token, 'key', hash);
+    const asked =
+      hashes.length === 1
+        ? verifyWithAccounts<VerifyOutcome>(this.accountsUrl, this.token, 'key', hashes[0]!).then((outcome) => [outcome])
+        : verifyManyWithAccounts<VerifyOutcome>(this.accountsUrl, this.token, hashes);
+    asked.then(
+      (outcomes) => hashes.forEach((hash, i) => batch.get(hash)!.forEach((w) => w.resolve(outcomes[i]!))),
+      (err: unknown) => batch.forEach((waiting) => waiting.forEach((w) => w.reject(err))),
+    );
   }
 }

@@ -74,6 +74,9 @@ export interface VerifiedKey {
 /** `replaced`: a rolled key after its grace period (an `expired` key reached the expiry it was created with). */
 export type KeyVerifyOutcome = { ok: true; key: VerifiedKey } | { ok: false; reason: 'unknown' | 'revoked' | 'expired' | 'replaced' };
 
+/** Hashes one call to accounts' internal `POST /internal/keys/verify-many` may carry (the gateway's batched lookups and refreshes). */
+export const KEY_VERIFY_BATCH_MAX = 500;
+
 /** What accounts answers the gateway's internal session verification. */
 export interface VerifiedSession {
   sessionId: string;

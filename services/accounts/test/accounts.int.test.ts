@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { hashApiKey, internalServiceToken, INTERNAL_TOKEN_HEADER, newId } from '@dap/contracts';
+import { hashApiKey, internalServiceToken, INTERNAL_TOKEN_HEADER, KEY_VERIFY_BATCH_MAX, newId } from '@dap/contracts';
 import { createLogger } from '@dap/logger';
 import { http, repoRoot, stackEnv, TEST_INTERNAL_SECRET, uniqueSuffix } from '@dap/testing';
 import { loadAccountsConfig } from '../src/config.ts';
@@ -43,6 +43,33 @@ describe('accounts', () => {
     const unknown = await verify('0'.repeat(64), internalServiceToken(TEST_INTERNAL_SECRET));
     expect(unknown.body).toEqual({ ok: false, reason: 'unknown' });
     expect((await verify('not-a-hash', internalServiceToken(TEST_INTERNAL_SECRET))).status).toBe(400);
+  });
+
+  it('verifies many keys in one call on the internal route, guarded by the same token, in the order asked', async () => {
+    const verifyMany = (body: unknown, token?: string) => http('POST', `${svc.url}/internal/keys/verify-many`, { body, headers: token ? { [INTERNAL_TOKEN_HEADER]: token } : {} });
+    const token = internalServiceToken(TEST_INTERNAL_SECRET);
+    const { accountId } = cli('create-account', '--name', 'Many').out as { accountId: string };
+    const first = await svc.accounts.createKey(accountId, { name: 'one' });
+    const second = await svc.accounts.createKey(accountId, { name: 'two' });
+    await svc.accounts.revokeKey(accountId, second.key._id);
+    const hashes = [hashApiKey(second.secret), '0'.repeat(64), hashApiKey(first.secret)];
+    expect((await verifyMany({ hashes })).status).toBe(401);
+    expect((await verifyMany({ hashes }, internalServiceToken('x'.repeat(40)))).status).toBe(401);
+    const ok = await verifyMany({ hashes }, token);
+    expect(ok.status).toBe(200);
+    expect(ok.body).toEqual({
+      outcomes: [
+        { ok: false, reason: 'revoked' },
+        { ok: false, reason: 'unknown' },
+        { ok: true, key: { keyId: first.key._id, accountId, plan: 'starter', scopes: first.key.scopes, expiresAt: null } },
+      ],
+    });
+    for (const bad of [{ hashes: [] }, { hashes: ['not-a-hash'] }, { hashes: Array(KEY_VERIFY_BATCH_MAX + 1).fill('0'.repeat(64)) }, { hash: '0'.repeat(64) }]) {
+      const refused = await verifyMany(bad, token);
+      expect(refused.status).toBe(400);
+      expect(refused.body).toMatchObject({ status: 400 });
+    }
+    expect((await verifyMany({ hashes: Array(KEY_VERIFY_BATCH_MAX).fill('0'.repeat(64)) }, token)).status).toBe(200);
   });
 
   it('creates an account and key from the operator CLI; the key verifies, stores only its hash, and revokes', async () => {

@@ -6,7 +6,6 @@ import type { ApiKeyDoc, ApiKeyRepository } from '../persistence/api-key.reposit
 
 export type VerifyOutcome = KeyVerifyOutcome;
 
-/** Only touch lastUsedAt once a minute per key, so verification stays a read. */
 const TOUCH_EVERY_MS = 60_000;
 
 /** A new account's document (its own tenant: the account id is its `_id`). */
@@ -31,6 +30,30 @@ export function newKeyDoc(input: { name: string; scopes?: Scope[]; expiresAt?: D
       lastUsedAt: null,
       expiresAt: input.expiresAt ?? null,
       revokedAt: null,
+    },
+  };
+}
+
+/** Only touch lastUsedAt once a minute per key, so verification stays a read. */
+function dueForTouch(key: ApiKeyDoc, now: Date): boolean {
+  return !key.lastUsedAt || now.getTime() - key.lastUsedAt.getTime() > TOUCH_EVERY_MS;
+}
+
+/** What a key (found by its hash, or not) and its account say about a request presenting it at `now`. */
+function keyOutcome(key: ApiKeyDoc | null, account: AccountDoc | null, now: Date): VerifyOutcome {
+  if (!key) return { ok: false, reason: 'unknown' };
+  if (key.revokedAt) return { ok: false, reason: 'revoked' };
+  if (key.expiresAt && key.expiresAt.getTime() <= now.getTime()) return { ok: false, reason: key.replacedBy ? 'replaced' : 'expired' };
+  if (!account) return { ok: false, reason: 'unknown' };
+  return {
+    ok: true,
+    key: {
+      keyId: key._id,
+      accountId: key.accountId,
+      plan: account.plan,
+      scopes: key.scopes,
+      expiresAt: key.expiresAt?.toISOString() ?? null,
+      ...(key.replacedBy ? { replaced: true } : {}),
     },
   };
 }
@@ -121,23 +144,28 @@ export class AccountsService {
   /** Verifies a key by its hash (the gateway never sends the key itself). */
   async verifyHash(hash: string, now = new Date(this.now())): Promise<VerifyOutcome> {
     const key = await this.keys.findByHash(hash);
-    if (!key) return { ok: false, reason: 'unknown' };
-    if (key.revokedAt) return { ok: false, reason: 'revoked' };
-    if (key.expiresAt && key.expiresAt.getTime() <= now.getTime()) return { ok: false, reason: key.replacedBy ? 'replaced' : 'expired' };
-    const account = await this.accounts.get(key.accountId);
-    if (!account) return { ok: false, reason: 'unknown' };
-    if (!key.lastUsedAt || now.getTime() - key.lastUsedAt.getTime() > TOUCH_EVERY_MS) await this.keys.touch(key.accountId, key._id, now);
-    return {
-      ok: true,
-      key: {
-        keyId: key._id,
-        accountId: key.accountId,
-        plan: account.plan,
-        scopes: key.scopes,
-        expiresAt: key.expiresAt?.toISOString() ?? null,
-        ...(key.replacedBy ? { replaced: true } : {}),
-      },
-    };
+    const account = key ? await this.accounts.get(key.accountId) : null;
+    const outcome = keyOutcome(key, account, now);
+    if (outcome.ok && key && dueForTouch(key, now)) await this.keys.touch([key], now);
+    return outcome;
+  }
+
+  /**
+   * Verifies many keys by their hashes in two queries (the gateway's batched lookups and background refreshes);
+   * the outcomes are in the order of `hashes`.
+   */
+  async verifyHashes(hashes: readonly string[], now = new Date(this.now())): Promise<VerifyOutcome[]> {
+    const keys = new Map((await this.keys.findByHashes(hashes)).map((k) => [k.hash, k]));
+    const accounts = new Map((await this.accounts.getMany([...new Set([...keys.values()].map((k) => k.accountId))])).map((a) => [a._id, a]));
+    const due: ApiKeyDoc[] = [];
+    const outcomes = hashes.map((hash) => {
+      const key = keys.get(hash) ?? null;
+      const outcome = keyOutcome(key, key ? (accounts.get(key.accountId) ?? null) : null, now);
+      if (outcome.ok && key && dueForTouch(key, now)) due.push(key);
+      return outcome;
+    });
+    await this.keys.touch(due, now);
+    return outcomes;
   }
 
   async verifySecret(secret: string): Promise<VerifyOutcome> {

@@ -31,6 +31,16 @@ export class AccountRepository extends TenantRepository<AccountDoc> {
     return this.coll.findById(accountId, accountId);
   }
 
+  /**
+   * Live accounts of these ids (any order; unknown and deleted ones left out): one read by `_id` each, in
+   * parallel. The local MongoDB-wire server answers `_id: {$in}` by a scan (1.9 ms at 10,000 accounts against
+   * 0.4 ms for one `_id`), which grows with the collection; these reads do not.
+   */
+  async getMany(accountIds: readonly string[]): Promise<AccountDoc[]> {
+    const found = await Promise.all([...new Set(accountIds)].map((id) => this.get(id)));
+    return found.filter((a): a is AccountDoc => a !== null);
+  }
+
   /** Operator lookup by e-mail (CLI); not reachable from the public API. */
   async findByEmail(email: string): Promise<AccountDoc | null> {
     return (await this.coll.raw.findOne({ email, deletedAt: null })) as AccountDoc | null;

@@ -24,13 +24,32 @@ export class ApiKeyRepository extends TenantRepository<ApiKeyDoc> {
 
   /**
    * The one lookup without an account id: the presented key's hash is what tells us the account.
-   * Only the gateway reaches it, through the internal verify route.
+   * Only the gateway reaches it, through the internal verify routes. The query names the unique hash alone
+   * and deleted keys are left out here: the local MongoDB-wire server uses an index only for a query on
+   * exactly its fields, and scans the whole collection otherwise (docs/architecture.md, "Identity and limits").
    */
   async findByHash(hash: string): Promise<ApiKeyDoc | null> {
-    return (await this.coll.raw.findOne({ hash, deletedAt: null })) as ApiKeyDoc | null;
+    const doc = (await this.coll.raw.findOne({ hash }, { projection: { _outbox: 0 } })) as ApiKeyDoc | null;
+    return doc && doc.deletedAt == null ? doc : null;
   }
 
-  async touch(accountId: string, keyId: string, at: Date): Promise<void> {
-    await this.coll.raw.updateOne({ _id: keyId as never, accountId }, { $set: { lastUsedAt: at } });
+  /** The live keys of these hashes (any order; unknown and deleted ones left out), in one indexed query. */
+  async findByHashes(hashes: readonly string[]): Promise<ApiKeyDoc[]> {
+    if (!hashes.length) return [];
+    const docs = (await this.coll.raw.find({ hash: { $in: [...hashes] } }, { projection: { _outbox: 0 } }).toArray()) as unknown as ApiKeyDoc[];
+    return docs.filter((d) => d.deletedAt == null);
+  }
+
+  /**
+   * Records that keys just read by findByHash/findByHashes were used. Each update names the key's `_id`
+   * alone (one index probe, as above): the documents were read from this collection, so each id is a key of
+   * the account it was read with (a key never changes account).
+   */
+  async touch(keys: readonly ApiKeyDoc[], at: Date): Promise<void> {
+    if (!keys.length) return;
+    await this.coll.raw.bulkWrite(
+      keys.map((k) => ({ updateOne: { filter: { _id: k._id as never }, update: { $set: { lastUsedAt: at } } } })),
+      { ordered: false },
+    );
   }
 }
