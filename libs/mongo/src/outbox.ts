@@ -170,7 +170,6 @@ export class OutboxRelay<E extends StagedEntry = StagedEntry> {
 
   start(): void {
     this.stopped = false;
-    void this.ensurePendingIndexes().catch((err: unknown) => this.logger.warn({ err }, 'could not create the outbox index; sweeps scan the collection'));
     const tick = () => {
       this.kick();
       if (!this.stopped) this.timer = setTimeout(tick, this.intervalMs);
@@ -184,19 +183,6 @@ export class OutboxRelay<E extends StagedEntry = StagedEntry> {
       if (!this.stopped) this.stagedTimer = setTimeout(stagedTick, staged.sweepMs ?? 60_000);
     };
     stagedTick();
-  }
-
-  /**
-   * The sweep's query (`_outboxPending: true`) runs every interval; without an index it reads the whole
-   * collection each time (every account and key, in accounts). A relayed collection with no index on the flag
-   * gets one, holding only pending documents; one a repository made itself is left as it is.
-   */
-  private async ensurePendingIndexes(): Promise<void> {
-    for (const coll of this.collections.values()) {
-      const existing = await coll.indexes().catch(() => []); // a collection not created yet has none
-      if (existing.some((i) => Object.keys(i.key as Document).join() === '_outboxPending')) continue;
-      await coll.createIndex({ _outboxPending: 1 }, { name: 'outbox_pending', partialFilterExpression: { _outboxPending: true } });
-    }
   }
 
   /** Asks for a sweep: a query for every pending document. */

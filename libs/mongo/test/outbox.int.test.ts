@@ -283,20 +283,6 @@ describe('OutboxRelay (on the test stack MongoDB)', () => {
     });
   });
 
-  it('gives each relayed collection an index on the pending flag, and keeps one a repository made itself', async () => {
-    const bare = mongo.db.collection(`bare_${uniqueSuffix()}`);
-    const own = mongo.db.collection(`own_${uniqueSuffix()}`);
-    await own.createIndex({ _outboxPending: 1 });
-    const relay = new OutboxRelay({ collections: [bare, own], publisher: { publish: async () => {} }, logger, intervalMs: 60_000 });
-    const flagIndexes = async (c: Collection<Document>) => (await c.indexes()).filter((i) => '_outboxPending' in (i.key as Document)).map((i) => i.name);
-    expect(await flagIndexes(bare)).toEqual([]); // the control: none before the relay starts
-    relay.start();
-    await waitFor(async () => (await flagIndexes(bare)).length === 1, { what: 'the outbox index' });
-    expect(await flagIndexes(bare)).toEqual(['outbox_pending']);
-    expect(await flagIndexes(own)).toEqual(['_outboxPending_1']);
-    await relay.stop();
-  });
-
   it('sweeps the collections only earlier versions wrote to at start, and not on later sweeps', async () => {
     const legacy = mongo.db.collection('legacy');
     const current = mongo.db.collection('current');
