@@ -88,6 +88,23 @@ function fakeRedis() {
   };
 }
 
+/** A verifier on a clock the test moves (`advance`), with Redis unless told not, against an accounts stand-in answering `answer.current`. */
+async function clockedVerifier(opts: { redis?: boolean } = {}) {
+  const answer = { current: { ok: true, key } as KeyVerifyOutcome };
+  const accounts = await fakeAccounts(answer);
+  const { redis, data } = fakeRedis();
+  let clock = 1_000_000;
+  const verifier = new KeyVerifier({
+    accountsUrl: accounts.url,
+    internalSecret: SECRET,
+    ttlMs: 30_000,
+    maxEntries: 10,
+    ...(opts.redis === false ? {} : { redis }),
+    now: () => clock,
+  });
+  return { answer, accounts, data, verifier, secret: generateApiKey(), advance: (ms: number) => void (clock += ms) };
+}
+
 describe('KeyVerifier', () => {
   it('says a cached rolled key past its grace period was replaced, and a plain one past its expiry expired', async () => {
     const end = Date.parse('2026-01-01T00:00:00Z');
@@ -220,17 +237,13 @@ describe('KeyVerifier memory', () => {
   }, 60_000);
 
   it('looks up, on its request, a key left unused for its whole TTL, and refreshes nothing unused', async () => {
-    const answer = { current: { ok: true, key } as KeyVerifyOutcome };
-    const accounts = await fakeAccounts(answer);
-    let clock = 1_000_000;
+    const { answer, accounts, verifier, secret, advance } = await clockedVerifier({ redis: false });
     try {
-      const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 10, now: () => clock });
-      const secret = generateApiKey();
       await verifier.verify(secret);
-      clock += 10_000;
+      advance(10_000);
       await verifier.verify(secret); // within the first half of the TTL: from the cache, no refresh
       expect(accounts.calls()).toBe(1);
-      clock += 21_000;
+      advance(21_000);
       answer.current = { ok: false, reason: 'revoked' };
       expect(await verifier.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
       expect(accounts.calls()).toBe(2);
@@ -265,21 +278,16 @@ describe('KeyVerifier lookups', () => {
 
 describe('KeyVerifier refresh-ahead', () => {
   it('answers a key in steady use from the cache, refreshing it once in the background per half TTL', async () => {
-    const answer = { current: { ok: true, key } as KeyVerifyOutcome };
-    const accounts = await fakeAccounts(answer);
-    const { redis, data } = fakeRedis();
-    let clock = 1_000_000;
-    const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 10, redis, now: () => clock });
-    const secret = generateApiKey();
+    const { answer, accounts, data, verifier, secret, advance } = await clockedVerifier();
     try {
       expect(await verifier.verify(secret)).toMatchObject({ ok: true, key: { plan: 'starter' } });
-      clock += 14_000;
+      advance(14_000);
       await verifier.verify(secret);
       await verifier.settleRefreshes();
       expect(accounts.batches).toEqual([]); // positive control: not yet half the TTL
       // The plan changed and its event was lost: the refresh is what brings the change in.
       answer.current = { ok: true, key: { ...key, plan: 'enterprise' } };
-      clock += 2_000;
+      advance(2_000);
       const served = await Promise.all(Array.from({ length: 5 }, () => verifier.verify(secret)));
       expect(served.map((o) => o.ok && o.key.plan)).toEqual(Array(5).fill('starter')); // none waited for accounts
       await verifier.settleRefreshes();
@@ -289,7 +297,7 @@ describe('KeyVerifier refresh-ahead', () => {
       expect(JSON.parse(data.get(`kc:${hashApiKey(secret)}`)!)).toMatchObject({ ok: true, key: { plan: 'enterprise' } });
       // Five minutes of use every 10 s, far past the TTL: never a lookup on a request.
       for (let i = 0; i < 30; i++) {
-        clock += 10_000;
+        advance(10_000);
         expect((await verifier.verify(secret)).ok).toBe(true);
         await verifier.settleRefreshes();
       }
@@ -301,16 +309,11 @@ describe('KeyVerifier refresh-ahead', () => {
   });
 
   it('does not put back a refreshed answer when its key was evicted while the refresh was asking', async () => {
-    const answer = { current: { ok: true, key } as KeyVerifyOutcome };
-    const accounts = await fakeAccounts(answer);
-    const { redis, data } = fakeRedis();
-    let clock = 1_000_000;
-    const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 10, redis, now: () => clock });
-    const secret = generateApiKey();
+    const { answer, accounts, data, verifier, secret, advance } = await clockedVerifier();
     const hash = hashApiKey(secret);
     try {
       await verifier.verify(secret);
-      clock += 16_000;
+      advance(16_000);
       let release!: () => void;
       accounts.holdBatches(new Promise<void>((r) => (release = r)));
       const decided = accounts.nextBatch();
@@ -334,17 +337,12 @@ describe('KeyVerifier refresh-ahead', () => {
   });
 
   it('drops the shared entry when a refresh finds the key no longer valid', async () => {
-    const answer = { current: { ok: true, key } as KeyVerifyOutcome };
-    const accounts = await fakeAccounts(answer);
-    const { redis, data } = fakeRedis();
-    let clock = 1_000_000;
-    const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 10, redis, now: () => clock });
-    const secret = generateApiKey();
+    const { answer, accounts, data, verifier, secret, advance } = await clockedVerifier();
     try {
       await verifier.verify(secret);
       expect(data.has(`kc:${hashApiKey(secret)}`)).toBe(true);
       answer.current = { ok: false, reason: 'revoked' }; // and the event was lost
-      clock += 16_000;
+      advance(16_000);
       expect((await verifier.verify(secret)).ok).toBe(true);
       await verifier.settleRefreshes();
       expect(await verifier.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
