@@ -164,7 +164,7 @@ export class OutboxRelay<E extends StagedEntry = StagedEntry> {
   }
 
   /** The staged collection's index (nothing to do without one). */
-  async init(): Promise<void> {
+  async ensureIndexes(): Promise<void> {
     await this.staged?.collection.createIndex({ createdAt: 1 });
   }
 
@@ -183,6 +183,23 @@ export class OutboxRelay<E extends StagedEntry = StagedEntry> {
       if (!this.stopped) this.stagedTimer = setTimeout(stagedTick, staged.sweepMs ?? 60_000);
     };
     stagedTick();
+  }
+
+  /**
+   * The collections this relay sweeps on every interval that have no index led by the pending flag: each sweep
+   * of such a collection reads all of it. Their repositories declare OUTBOX_PENDING_INDEX.
+   */
+  async unindexedSweeps(): Promise<string[]> {
+    const missing: string[] = [];
+    for (const coll of this.collections.values()) {
+      if (this.atStartOnly.has(coll.collectionName)) continue;
+      const indexes = await coll
+        .listIndexes()
+        .toArray()
+        .catch(() => []);
+      if (!indexes.some((ix) => Object.keys((ix as { key?: object }).key ?? {})[0] === '_outboxPending')) missing.push(coll.collectionName);
+    }
+    return missing;
   }
 
   /** Asks for a sweep: a query for every pending document. */

@@ -7,6 +7,12 @@ import { TenantCollection, type TenantDoc } from './tenant-collection.ts';
 export type IndexOf = readonly [keys: IndexSpecification, options?: CreateIndexesOptions];
 
 /**
+ * The index every collection an outbox relay sweeps needs: the sweep asks for `{ _outboxPending: true }`
+ * every interval, which without it reads the whole collection. startOutboxRelay refuses a collection without it.
+ */
+export const OUTBOX_PENDING_INDEX: IndexOf = [{ _outboxPending: 1 }];
+
+/**
  * The base of a repository over one tenant collection: the collection, and its indexes declared once, where
  * the repository is defined, and created by ensureIndexes() at start-up.
  */

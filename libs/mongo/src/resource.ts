@@ -28,9 +28,12 @@ export function outboxRelayOf<E extends StagedEntry = StagedEntry>(db: Db, plan:
 
 /**
  * Starts a service's outbox relay and registers its stop: polling ends, then what is still waiting is
- * published; what a failed flush leaves stays in the documents for the next start.
+ * published; what a failed flush leaves stays in the documents for the next start. Refuses to start (after the
+ * repositories created their indexes) while a swept collection lacks OUTBOX_PENDING_INDEX.
  */
-export function startOutboxRelay<E extends StagedEntry>(life: Lifecycle, relay: OutboxRelay<E>, logger: Logger): void {
+export async function startOutboxRelay<E extends StagedEntry>(life: Lifecycle, relay: OutboxRelay<E>, logger: Logger): Promise<void> {
+  const unindexed = await relay.unindexedSweeps();
+  if (unindexed.length) throw new Error(`outbox relay: no index on _outboxPending in ${unindexed.join(', ')} (declare OUTBOX_PENDING_INDEX)`);
   relay.start();
   life.onStop('outbox relay', async () => {
     await relay.stop();

@@ -87,7 +87,7 @@ export class SourceProjectionRepository {
   }
 
   /** The index the per-account counts use. */
-  async init(): Promise<void> {
+  async ensureIndexes(): Promise<void> {
     await this.raw.createIndex({ accountId: 1, _id: 1 });
   }
 

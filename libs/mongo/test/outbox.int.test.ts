@@ -2,7 +2,7 @@ import type { Collection, Document } from 'mongodb';
 import { makeEvent, newId, type DomainEvent } from '@dap/contracts';
 import { Lifecycle } from '@dap/lifecycle';
 import { createLogger } from '@dap/logger';
-import { OutboxRelay, outboxRelayOf, startOutboxRelay, TenantCollection, type StagedBatch, type TenantDoc } from '@dap/mongo';
+import { OUTBOX_PENDING_INDEX, OutboxRelay, outboxRelayOf, startOutboxRelay, TenantCollection, type StagedBatch, type TenantDoc } from '@dap/mongo';
 import { uniqueSuffix, waitFor } from '@dap/testing';
 import { useTestDatabase } from './test-database.ts';
 
@@ -213,7 +213,7 @@ describe('OutboxRelay (on the test stack MongoDB)', () => {
 
     it('publishes a recorded batch from memory once, and deletes it', async () => {
       const relay = relayFor(`i${uniqueSuffix()}`);
-      await relay.init();
+      await relay.ensureIndexes();
       relay.start();
       const entries = [{ doc: 'a', n: 1, events: [event(1)] }];
       const id = await relay.stage(entries);
@@ -314,12 +314,35 @@ describe('OutboxRelay (on the test stack MongoDB)', () => {
       // Left by another process (the accounts CLI) and never handed over to this relay.
       raw.insertOne({ _id: id as never, accountId, n: 1, deletedAt: null, _outbox: [e], _outboxPending: true });
 
+    it('refuses to start while a swept collection has no index on the pending flag, and starts once it has', async () => {
+      const raw = mongo.db.collection('unindexed');
+      const atStartOnly = mongo.db.collection('unindexed_at_start');
+      await raw.insertOne({ _id: 'u' as never, accountId, n: 1, deletedAt: null, _outbox: [], _outboxPending: false });
+      await atStartOnly.insertOne({ _id: 'v' as never, accountId, n: 1, deletedAt: null, _outbox: [], _outboxPending: false });
+      await raw.createIndex({ accountId: 1, _outboxPending: 1 }); // names the flag, but does not lead with it
+      const relay = new OutboxRelay({
+        collections: [raw, atStartOnly],
+        sweptAtStartOnly: ['unindexed_at_start'],
+        publisher: { publish: async () => {} },
+        logger,
+        intervalMs: 60_000,
+      });
+      const life = new Lifecycle(logger);
+      await expect(startOutboxRelay(life, relay, logger)).rejects.toThrow('outbox relay: no index on _outboxPending in unindexed (declare OUTBOX_PENDING_INDEX)');
+      expect(life.opened).toEqual([]);
+      await raw.createIndex(...OUTBOX_PENDING_INDEX);
+      await startOutboxRelay(life, relay, logger); // a collection swept at start only needs none
+      expect(life.opened).toEqual(['outbox relay']);
+      await life.stop();
+    });
+
     it('at stop, ends polling and then publishes what is still pending', async () => {
       const raw = mongo.db.collection('shutdown');
+      await raw.createIndex(...OUTBOX_PENDING_INDEX);
       const published: DomainEvent[] = [];
       const relay = new OutboxRelay({ collections: [raw], publisher: { publish: async (e) => void published.push(...e) }, logger, intervalMs: 60_000 });
       const life = new Lifecycle(logger);
-      startOutboxRelay(life, relay, logger);
+      await startOutboxRelay(life, relay, logger);
       expect(life.opened).toEqual(['outbox relay']);
       await relay.flush(); // the start-up sweep, on an empty collection
       const left = event(1);
@@ -331,6 +354,7 @@ describe('OutboxRelay (on the test stack MongoDB)', () => {
 
     it('logs a flush that fails at stop and still stops, leaving the events for the next start', async () => {
       const raw = mongo.db.collection('shutdown_down');
+      await raw.createIndex(...OUTBOX_PENDING_INDEX);
       let refused = 0;
       const relay = new OutboxRelay({
         collections: [raw],
@@ -346,7 +370,7 @@ describe('OutboxRelay (on the test stack MongoDB)', () => {
       const warn = jest.spyOn(logger, 'warn');
       try {
         const life = new Lifecycle(logger);
-        startOutboxRelay(life, relay, logger);
+        await startOutboxRelay(life, relay, logger);
         await relay.flush();
         await pending(raw, 'q', event(2));
         await expect(life.stop()).resolves.toBeUndefined();

@@ -25,7 +25,7 @@ describe('SourceProjectionRepository (on the test stack MongoDB)', () => {
 
   beforeAll(async () => {
     repo = new SourceProjectionRepository(mongo.db);
-    await repo.init();
+    await repo.ensureIndexes();
   });
 
   it('builds the source from its events, with unknown column types read as strings', async () => {

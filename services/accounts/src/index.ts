@@ -61,7 +61,7 @@ export async function startAccounts(config: AccountsConfig, deps: { logger?: Log
       bodyLimitBytes: config.BODY_LIMIT_BYTES,
       ready: domain.mongo.ping,
     });
-    startOutboxRelay(life, outbox, logger);
+    await startOutboxRelay(life, outbox, logger);
     const server = await openHttpServer(life, app, config);
     logger.info({ url: server.url }, 'accounts listening');
     return {

@@ -40,7 +40,7 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
     const dashboardRepo = new DashboardRepository(mongo.db);
     await Promise.all([
       reportRepo.ensureIndexes(),
-      sourceRepo.init(),
+      sourceRepo.ensureIndexes(),
       activityRepo.ensureIndexes(),
       usageRepo.ensureIndexes(),
       usageStatsRepo.ensureIndexes(),
@@ -64,7 +64,7 @@ export async function startAnalytics(config: AnalyticsConfig, deps: { logger?: L
 
     const outbox = outboxRelayOf(mongo.db, ANALYTICS_OUTBOX, eventing.producer, logger);
     relay = outbox;
-    startOutboxRelay(life, outbox, logger);
+    await startOutboxRelay(life, outbox, logger);
 
     const reports = new ReportsService({
       reports: reportRepo,

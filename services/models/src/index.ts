@@ -53,7 +53,6 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger;
     const producer = eventing.producer;
 
     const relay = outboxRelayOf(mongo.db, modelsOutbox(config), producer, logger);
-    startOutboxRelay(life, relay, logger);
     const predictionLog = new TenantCollection<PredictionLogDoc>(mongo.db, PREDICTION_LOG_COLLECTION, (w) => relay.written(w));
     const modelsColl = new TenantCollection<ModelDoc>(mongo.db, MODELS_COLLECTION, (w) => relay.written(w));
 
@@ -62,11 +61,12 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger;
       { write: config.PREDICTION_LOG_WRITE, maxBatch: 500, maxQueued: config.PREDICTION_LOG_MAX_QUEUED, retryMs: 1_000 },
       logger,
     );
-    // Closed after the server and the shadow runs (registered later, so stopped earlier), before the relay.
-    life.onStop('prediction log', () => logRepository.close(5_000));
     const modelRepository = new ModelRepository(modelsColl);
     await logRepository.ensureIndexes(config.PREDICTION_LOG_RETENTION_DAYS, logger);
     await modelRepository.ensureIndexes(logger);
+    await startOutboxRelay(life, relay, logger);
+    // Closed after the server and the shadow runs (registered later, so stopped earlier), before the relay.
+    life.onStop('prediction log', () => logRepository.close(5_000));
     const artifacts = new ArtifactRepository(mongo.db);
     const versionRepository = new ModelVersionRepository(mongo.db);
     await versionRepository.ensureIndexes(logger);

@@ -70,7 +70,7 @@ export async function startSources(config: SourcesConfig, deps: { logger?: Logge
     await repo.ensureIndexes();
     relay = outboxRelayOf(mongo.db, SOURCES_OUTBOX, eventing.producer, logger);
     const outbox = relay;
-    startOutboxRelay(life, outbox, logger);
+    await startOutboxRelay(life, outbox, logger);
 
     const downloads = new DownloadWorker({ logger });
     life.onStop('download worker', () => downloads.stop());

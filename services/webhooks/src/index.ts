@@ -30,11 +30,11 @@ export async function startWebhooks(config: WebhooksConfig, deps: { logger?: Log
     const outbox = outboxRelayOf(mongo.db, webhooksOutbox(mongo.db, config), eventing.producer, logger);
     relay = outbox;
     const deliveries = new DeliveryRepository(mongo.db, outbox, deps.now);
-    await Promise.all([endpoints.init(), deliveries.init(), outbox.init()]);
+    await Promise.all([endpoints.ensureIndexes(), deliveries.ensureIndexes(), outbox.ensureIndexes()]);
     const secrets = new SecretBox(config.WEBHOOK_SECRET_KEY);
     const resealed = await endpoints.resealLegacySecrets((sealed, id) => secrets.resealLegacy(sealed, id));
     if (resealed > 0) logger.info({ resealed }, 'endpoint secrets re-sealed in the current form');
-    startOutboxRelay(life, outbox, logger);
+    await startOutboxRelay(life, outbox, logger);
 
     const guard = new OutboundGuard({ allowPrivate: config.ALLOW_PRIVATE_TARGETS, platform: platformEndpointsOf(config) });
     const sender = await life.open(

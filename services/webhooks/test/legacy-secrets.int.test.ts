@@ -30,7 +30,7 @@ describe('re-sealing legacy endpoint secrets', () => {
 
   it('re-seals legacy current and previous secrets in place and leaves current-form ones alone', async () => {
     const repo = new EndpointRepository(mongo.db, () => undefined);
-    await repo.init();
+    await repo.ensureIndexes();
     const [s1, s2, s3] = [newWebhookSecret(), newWebhookSecret(), newWebhookSecret()];
     const current = box.seal(s3, 'whk_c');
     await repo.coll.raw.insertMany([

@@ -1,5 +1,5 @@
 import type { Db } from 'mongodb';
-import { TenantRepository, type TenantDoc, type WrittenEvents } from '@dap/mongo';
+import { OUTBOX_PENDING_INDEX, TenantRepository, type TenantDoc, type WrittenEvents } from '@dap/mongo';
 import type { Plan } from '@dap/contracts';
 
 export interface AccountDoc extends TenantDoc {
@@ -22,6 +22,7 @@ export class AccountRepository extends TenantRepository<AccountDoc> {
       [
         // Sparse (not partial): the wire-compatible local server supports only sparse unique indexes.
         [{ email: 1 }, { unique: true, sparse: true }],
+        OUTBOX_PENDING_INDEX,
       ],
       onEvents,
     );

@@ -1,5 +1,5 @@
 import type { Db } from 'mongodb';
-import { TenantRepository, type TenantDoc, type WrittenEvents } from '@dap/mongo';
+import { OUTBOX_PENDING_INDEX, TenantRepository, type TenantDoc, type WrittenEvents } from '@dap/mongo';
 import type { Scope } from '@dap/contracts';
 
 export interface ApiKeyDoc extends TenantDoc {
@@ -19,7 +19,7 @@ export const API_KEYS_COLLECTION = 'api_keys';
 
 export class ApiKeyRepository extends TenantRepository<ApiKeyDoc> {
   constructor(db: Db, onEvents: (written: WrittenEvents) => void) {
-    super(db, API_KEYS_COLLECTION, [[{ hash: 1 }, { unique: true }], [{ accountId: 1, _id: -1 }]], onEvents);
+    super(db, API_KEYS_COLLECTION, [[{ hash: 1 }, { unique: true }], [{ accountId: 1, _id: -1 }], OUTBOX_PENDING_INDEX], onEvents);
   }
 
   /**

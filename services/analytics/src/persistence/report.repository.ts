@@ -1,6 +1,6 @@
 import type { Db, Document, Filter } from 'mongodb';
 import type { Cell } from '@dap/datasets';
-import { TenantCollection, type TenantDoc, type WrittenEvents } from '@dap/mongo';
+import { OUTBOX_PENDING_INDEX, TenantCollection, type TenantDoc, type WrittenEvents } from '@dap/mongo';
 import type { AnalyticsQuery, DomainEvent, QueryStatistics } from '@dap/contracts';
 import { stampActiveTrace } from '@dap/tracing';
 
@@ -85,6 +85,7 @@ export class ReportRepository {
   async ensureIndexes(): Promise<void> {
     await this.coll.raw.createIndex({ accountId: 1, _id: -1 });
     await this.coll.raw.createIndex({ status: 1, createdAt: 1 });
+    await this.coll.raw.createIndex(...OUTBOX_PENDING_INDEX);
   }
 
   async insert(accountId: string, doc: Omit<ReportDoc, 'accountId'>): Promise<ReportDoc> {

@@ -1,7 +1,7 @@
 import type { Document } from 'mongodb';
 import type { DomainEvent } from '@dap/contracts';
 import type { Logger } from '@dap/logger';
-import type { TenantCollection, TenantDoc } from '@dap/mongo';
+import { OUTBOX_PENDING_INDEX, type IndexOf, type TenantCollection, type TenantDoc } from '@dap/mongo';
 import { DEFAULT_ALIASES, type ModelFeature, type ModelRecord } from '../domain/model.ts';
 import { PROFILE_CATEGORIES, type FeatureProfile } from '../domain/training/drift.ts';
 import type { TrainingSpec } from '../domain/training/train.ts';
@@ -100,7 +100,7 @@ export class ModelRepository {
   }
 
   async ensureIndexes(logger: Logger): Promise<void> {
-    const specs: [Document, Document][] = [
+    const specs: IndexOf[] = [
       [{ accountId: 1, _id: -1 }, { name: 'account_id' }],
       [
         { status: 1, 'lease.until': 1 },
@@ -111,9 +111,11 @@ export class ModelRepository {
       try {
         await this.coll.raw.createIndex(keys, options);
       } catch (err) {
-        logger.warn({ err, index: options.name }, 'could not create a models index; continuing without it');
+        logger.warn({ err, index: options?.name }, 'could not create a models index; continuing without it');
       }
     }
+    // Not optional: the outbox relay does not start without it.
+    await this.coll.raw.createIndex(...OUTBOX_PENDING_INDEX);
   }
 
   async findById(accountId: string, id: string): Promise<ModelRecord | null> {

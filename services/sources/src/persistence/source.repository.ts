@@ -1,6 +1,6 @@
 import type { Column, DomainEvent, IncrementalSettings, SchemaPolicy, SourceConfigDto, SourceStatus, SourceType, SyncMode, SyncSchedule } from '@dap/contracts';
 import type { StagedFormat } from '@dap/datasets';
-import { TenantCollection, type TenantDoc } from '@dap/mongo';
+import { OUTBOX_PENDING_INDEX, TenantCollection, type TenantDoc } from '@dap/mongo';
 
 export interface SourceDoc extends TenantDoc {
   name: string;
@@ -83,7 +83,7 @@ export class SourceRepository {
     await this.coll.raw.createIndex({ status: 1 });
     await this.coll.raw.createIndex({ nextRunAt: 1 }, { sparse: true });
     await this.coll.raw.createIndex({ retryAt: 1 }, { sparse: true });
-    await this.coll.raw.createIndex({ _outboxPending: 1 });
+    await this.coll.raw.createIndex(...OUTBOX_PENDING_INDEX);
   }
 
   findById(accountId: string, id: string): Promise<SourceDoc | null> {

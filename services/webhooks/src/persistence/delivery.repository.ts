@@ -1,6 +1,7 @@
 import type { AnyBulkWriteOperation, Collection, Db, Filter, UpdateFilter } from 'mongodb';
 import { MongoBulkWriteError } from 'mongodb';
 import type { DomainEvent } from '@dap/contracts';
+import { OUTBOX_PENDING_INDEX } from '@dap/mongo';
 import type { TraceCarrier } from '@dap/tracing';
 import type { ResponseRecord } from '../domain/response-record.ts';
 import { Batcher } from './batcher.ts';
@@ -231,9 +232,9 @@ export class DeliveryRepository {
     this.now = now;
   }
 
-  async init(): Promise<void> {
+  async ensureIndexes(): Promise<void> {
     await this.raw.createIndex({ status: 1, nextAttemptAt: 1 });
-    await this.raw.createIndex({ _outboxPending: 1 });
+    await this.raw.createIndex(...OUTBOX_PENDING_INDEX);
     await this.raw.createIndex({ lockedInstance: 1, status: 1 });
     await this.raw.createIndex({ endpointId: 1, status: 1 });
     await this.raw.createIndex({ endpointId: 1, subject: 1, status: 1, eventId: 1 });

@@ -1,6 +1,6 @@
 import type { Db, Document } from 'mongodb';
 import type { DomainEvent, WebhookFilter } from '@dap/contracts';
-import { TenantCollection, type TenantDoc } from '@dap/mongo';
+import { OUTBOX_PENDING_INDEX, TenantCollection, type TenantDoc } from '@dap/mongo';
 import { Batcher } from './batcher.ts';
 
 export interface EndpointDoc extends TenantDoc {
@@ -43,9 +43,10 @@ export class EndpointRepository {
     this.coll = new TenantCollection<EndpointDoc>(db, ENDPOINTS_COLLECTION, onEvents);
   }
 
-  async init(): Promise<void> {
+  async ensureIndexes(): Promise<void> {
     await this.coll.raw.createIndex({ accountId: 1, _id: -1 });
     await this.coll.raw.createIndex({ accountId: 1, status: 1 });
+    await this.coll.raw.createIndex(...OUTBOX_PENDING_INDEX);
   }
 
   /**
