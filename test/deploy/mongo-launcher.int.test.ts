@@ -192,4 +192,71 @@ maybe('MongoLauncher storage', () => {
       await second.stop();
     }
   }, 120_000);
+
+  test('non-unique indexes answer equality queries, and a query that pins an index by equality reads through it; both survive writes and restarts', async () => {
+    const file = join(dir, 'secondary.h2');
+    const n = 2_000;
+    const docs = Array.from({ length: n }, (_, i) => ({
+      _id: `d${i}`,
+      accountId: `a${i % 10}`,
+      status: i % 3 === 0 ? 'bad' : 'ok',
+      flag: i % 100 === 0,
+      meta: { kind: `k${i % 5}` },
+      tags: [`t${i % 7}`, `u${i % 11}`],
+      n: i % 4,
+    }));
+    const ids = (pred: (d: (typeof docs)[number]) => boolean) => docs.filter(pred).map((d) => d._id).sort();
+    const found = async (c: Collection<Doc>, q: object) => (await c.find(q).toArray()).map((d) => d._id as string).sort();
+    // The test collection's (createIndex reads the database's index list with a scan of its own).
+    const scans = (l: Launched) => l.lines.filter((line) => line.startsWith('MongoLauncher: scan launcher.docs '));
+    // Every query the indexes should answer, with what it must find.
+    const check = async (c: Collection<Doc>) => {
+      expect(await found(c, { flag: true })).toEqual(ids((d) => d.flag));
+      expect(await found(c, { accountId: 'a3', status: 'bad' })).toEqual(ids((d) => d.accountId === 'a3' && d.status === 'bad'));
+      expect(await found(c, { 'meta.kind': 'k1', flag: true })).toEqual(ids((d) => d.meta.kind === 'k1' && d.flag));
+      expect(await found(c, { tags: 'u3' })).toEqual(ids((d) => d.tags.includes('u3')));
+      expect(await found(c, { n: 2.0 })).toEqual(ids((d) => d.n === 2)); // a double finds the integers stored
+      expect(await found(c, { _id: 'd42', accountId: 'a2' })).toEqual(['d42']);
+      expect(await found(c, { _id: 'd42', accountId: 'a3' })).toEqual([]);
+      expect(await found(c, { _id: 'd43', status: 'ok', flag: false })).toEqual(['d43']);
+    };
+
+    const first = await launch(file, ['-Ddap.mongo.logScans=true']);
+    try {
+      await withCollection(first.url, async (c) => {
+        await c.insertMany(docs.slice(0, n / 2));
+        // Indexes made on a collection that has documents, then documents added after.
+        for (const keys of [{ flag: 1 }, { accountId: 1, status: 1 }, { 'meta.kind': 1 }, { tags: 1 }, { n: 1 }]) await c.createIndex(keys);
+        await c.insertMany(docs.slice(n / 2));
+        await check(c);
+        // Writes move documents between keys: pinned by _id (and another field), by an index, and deleted.
+        const d7 = docs[7]!;
+        await c.updateOne({ _id: 'd7', accountId: 'a7' }, { $set: { flag: true } });
+        d7.flag = true;
+        await c.updateMany({ flag: true, accountId: 'a0' }, { $set: { flag: false } });
+        for (const d of docs) if (d.flag && d.accountId === 'a0') d.flag = false;
+        await c.deleteOne({ _id: 'd101', accountId: 'a1' });
+        docs.splice(101, 1);
+        await c.updateOne({ _id: 'd5' }, { $set: { tags: ['u3'] } });
+        docs[5]!.tags = ['u3'];
+        await check(c);
+        expect(await found(c, { flag: true })).toContain('d7');
+        expect(scans(first)).toEqual([]);
+        // The positive control: no index covers status alone (the compound one needs accountId too).
+        expect(await found(c, { status: 'bad' })).toEqual(ids((d) => d.status === 'bad'));
+        expect(scans(first)).toEqual(['MongoLauncher: scan launcher.docs [status]']);
+      });
+    } finally {
+      await first.stop();
+    }
+
+    // Kept in memory: rebuilt from the documents when the server opens the collection again.
+    const second = await launch(file, ['-Ddap.mongo.logScans=true']);
+    try {
+      await withCollection(second.url, check);
+      expect(scans(second)).toEqual([]);
+    } finally {
+      await second.stop();
+    }
+  }, 120_000);
 });

@@ -3,9 +3,13 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
 import java.util.Date;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 
@@ -19,6 +23,10 @@ import de.bwaldvogel.mongo.backend.CursorRegistry;
 import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.backend.IndexKey;
 import de.bwaldvogel.mongo.backend.KeyValue;
+import de.bwaldvogel.mongo.backend.Missing;
+import de.bwaldvogel.mongo.backend.QueryResult;
+import de.bwaldvogel.mongo.backend.Utils;
+import de.bwaldvogel.mongo.backend.h2.H2Collection;
 import de.bwaldvogel.mongo.backend.h2.H2Backend;
 import de.bwaldvogel.mongo.backend.h2.H2Database;
 import de.bwaldvogel.mongo.bson.BsonTimestamp;
@@ -150,11 +158,24 @@ public final class MongoLauncher {
             super(databaseName, mvStore, cursors);
         }
 
-        /** Opens the collection's document map with BSON values and locked keys first; H2Database's own openMap then finds it open. */
+        /**
+         * Opens the collection's document map with BSON values and locked keys first, and the collection as an
+         * {@link IndexedCollection}. The maps' names are H2Database's own ("databases." and "meta." + namespace).
+         */
         @Override
         protected MongoCollection<Object> openOrCreateCollection(String collectionName, CollectionOptions options) {
-            DocumentValues.openDataMap(OrderedKeysBackend.store(), "databases." + getFullCollectionNamespace(collectionName));
-            return super.openOrCreateCollection(collectionName, options);
+            MVStore mvStore = OrderedKeysBackend.store();
+            String namespace = getFullCollectionNamespace(collectionName);
+            DocumentValues.openDataMap(mvStore, "databases." + namespace);
+            MVMap<Object, Document> dataMap = mvStore.openMap("databases." + namespace);
+            MVMap<String, Object> metaMap = mvStore.openMap("meta." + namespace);
+            return new IndexedCollection(this, collectionName, options, dataMap, metaMap, cursorRegistry);
+        }
+
+        /** mongo-java-server keeps no index that is not unique; this keeps one in memory (see SecondaryIndex). */
+        @Override
+        protected Index<Object> openOrCreateSecondaryIndex(String collectionName, String indexName, List<IndexKey> keys, boolean sparse) {
+            return new SecondaryIndex(indexName, keys, sparse);
         }
 
         /** Opens the index map with the fast key order first; H2Database's own openMap then finds it open. */
@@ -162,6 +183,180 @@ public final class MongoLauncher {
         protected Index<Object> openOrCreateUniqueIndex(String collectionName, String indexName, List<IndexKey> keys, boolean sparse) {
             KeyOrder.openIndexMap(OrderedKeysBackend.store(), getFullCollectionNamespace(collectionName) + "._index_" + indexName);
             return super.openOrCreateUniqueIndex(collectionName, indexName, keys, sparse);
+        }
+    }
+
+    /**
+     * A collection that answers a query from an index whenever the query pins that index's fields by equality,
+     * not only when it names exactly those fields (mongo-java-server's own rule, kept first). `{_id, accountId,
+     * deletedAt}` then reads one document by `_id` instead of the whole collection, as MongoDB does; every
+     * document the index gives is still checked against the whole query. A unique index is taken at once;
+     * otherwise the secondary index with the fewest documents for those values.
+     */
+    static final class IndexedCollection extends H2Collection {
+        /** -Ddap.mongo.logScans=true prints each query that reads the whole collection (the launcher's test, finding a missing index). */
+        private static final boolean LOG_SCANS = Boolean.getBoolean("dap.mongo.logScans");
+
+        IndexedCollection(MongoDatabase database, String name, CollectionOptions options, MVMap<Object, Document> dataMap,
+                MVMap<String, Object> metaMap, CursorRegistry cursors) {
+            super(database, name, options, dataMap, metaMap, cursors);
+        }
+
+        @Override
+        protected QueryResult queryDocuments(Document query, Document orderBy, int skip, int limit, int batchSize, Document fieldSelector) {
+            List<Index<Object>> indexes = getIndexes();
+            if (indexes.stream().anyMatch(index -> index.canHandle(query))) {
+                return super.queryDocuments(query, orderBy, skip, limit, batchSize, fieldSelector);
+            }
+            Collection<Object> narrowest = null;
+            for (Index<Object> index : indexes) {
+                if (!index.isUnique() && !(index instanceof SecondaryIndex)) continue;
+                Document part = new Document();
+                for (IndexKey key : index.getKeys()) {
+                    if (!query.containsKey(key.getKey())) {
+                        part = null;
+                        break;
+                    }
+                    part.put(key.getKey(), query.get(key.getKey()));
+                }
+                if (part == null || !index.canHandle(part)) continue;
+                if (index.isUnique()) return matchDocuments(query, index.getPositions(part), orderBy, skip, limit, batchSize, fieldSelector);
+                @SuppressWarnings("unchecked") // a SecondaryIndex answers a List
+                Collection<Object> positions = (Collection<Object>) index.getPositions(part);
+                if (narrowest == null || positions.size() < narrowest.size()) narrowest = positions;
+            }
+            if (narrowest != null) return matchDocuments(query, narrowest, orderBy, skip, limit, batchSize, fieldSelector);
+            if (LOG_SCANS) System.out.println("MongoLauncher: scan " + getFullName() + " " + query.keySet());
+            return super.queryDocuments(query, orderBy, skip, limit, batchSize, fieldSelector);
+        }
+    }
+
+    /**
+     * A non-unique index (`createIndex({ _outboxPending: 1 })`, `{ accountId: 1, status: 1 }`, ...), which
+     * mongo-java-server accepts and ignores: without it the outbox relay's sweep for pending documents read
+     * every document of the collection each time (the accounts service's, every 250 ms, 200,000 documents with
+     * 100,000 keys). Kept in memory and rebuilt from the documents when the server opens the collection, as
+     * mongo-java-server does for an index it finds empty. It answers equality on all its fields with plain
+     * values (string, number, boolean, date, ObjectId); anything else is left to a scan, as before. The
+     * partial filter of a partial index is not applied: the index holds every document, and the query still
+     * checks each one. A document it cannot index (parallel arrays) turns it off: queries scan again.
+     */
+    static final class SecondaryIndex extends Index<Object> {
+        private final Map<KeyValue, Set<Object>> positionsByKey = new HashMap<>();
+        private final Map<Object, Object> positionById = new HashMap<>();
+        private boolean usable = true;
+
+        SecondaryIndex(String name, List<IndexKey> keys, boolean sparse) {
+            super(name, keys, sparse);
+        }
+
+        private Set<KeyValue> keyValuesOf(Document document) {
+            if (isSparse() && keys().stream().allMatch(key -> Utils.getSubdocumentValue(document, key) instanceof Missing)) return Set.of();
+            return getKeyValues(document);
+        }
+
+        private void link(Document document, Object position) {
+            if (!usable) return;
+            try {
+                for (KeyValue kv : keyValuesOf(document)) positionsByKey.computeIfAbsent(kv, k -> new LinkedHashSet<>()).add(position);
+            } catch (RuntimeException e) {
+                usable = false;
+                positionsByKey.clear();
+            }
+        }
+
+        private void unlink(Document document, Object position) {
+            if (!usable) return;
+            try {
+                for (KeyValue kv : keyValuesOf(document)) {
+                    Set<Object> positions = positionsByKey.get(kv);
+                    if (positions != null && positions.remove(position) && positions.isEmpty()) positionsByKey.remove(kv);
+                }
+            } catch (RuntimeException e) {
+                usable = false;
+                positionsByKey.clear();
+            }
+        }
+
+        @Override
+        public synchronized Object getPosition(Document document) {
+            return positionById.get(document.get("_id"));
+        }
+
+        @Override
+        public void checkAdd(Document document, MongoCollection<Object> collection) {
+            // Not unique: nothing can conflict.
+        }
+
+        @Override
+        public synchronized void add(Document document, Object position, MongoCollection<Object> collection) {
+            positionById.put(document.get("_id"), position);
+            link(document, position);
+        }
+
+        @Override
+        public synchronized Object remove(Document document) {
+            Object position = positionById.remove(document.get("_id"));
+            if (position != null) unlink(document, position);
+            return position;
+        }
+
+        @Override
+        public void checkUpdate(Document oldDocument, Document newDocument, MongoCollection<Object> collection) {
+            // Not unique: nothing can conflict.
+        }
+
+        @Override
+        public synchronized void updateInPlace(Document oldDocument, Document newDocument, Object position, MongoCollection<Object> collection) {
+            unlink(oldDocument, position);
+            link(newDocument, position);
+        }
+
+        private static boolean isPlain(Object value) {
+            return value instanceof String || value instanceof Number || value instanceof Boolean || value instanceof Date || value instanceof ObjectId;
+        }
+
+        @Override
+        public synchronized boolean canHandle(Document query) {
+            return usable && query.keySet().equals(keySet()) && query.values().stream().allMatch(SecondaryIndex::isPlain);
+        }
+
+        /** The query's values as a document (dotted keys nested), so they go through the same key extraction as stored ones. */
+        @Override
+        public synchronized Iterable<Object> getPositions(Document query) {
+            Document probe = new Document();
+            for (String key : keys()) {
+                String[] path = key.split("\\.");
+                Document at = probe;
+                for (int i = 0; i < path.length - 1; i++) {
+                    Object next = at.get(path[i]);
+                    if (!(next instanceof Document)) {
+                        next = new Document();
+                        at.put(path[i], next);
+                    }
+                    at = (Document) next;
+                }
+                at.put(path[path.length - 1], query.get(key));
+            }
+            List<Object> found = new ArrayList<>();
+            for (KeyValue kv : getKeyValues(probe)) found.addAll(positionsByKey.getOrDefault(kv, Set.of()));
+            return found;
+        }
+
+        @Override
+        public synchronized long getCount() {
+            return positionById.size();
+        }
+
+        @Override
+        public long getDataSize() {
+            return 0;
+        }
+
+        @Override
+        public synchronized void drop() {
+            positionsByKey.clear();
+            positionById.clear();
         }
     }
 
