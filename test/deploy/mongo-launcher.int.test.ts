@@ -205,7 +205,11 @@ maybe('MongoLauncher storage', () => {
       tags: [`t${i % 7}`, `u${i % 11}`],
       n: i % 4,
     }));
-    const ids = (pred: (d: (typeof docs)[number]) => boolean) => docs.filter(pred).map((d) => d._id).sort();
+    const ids = (pred: (d: (typeof docs)[number]) => boolean) =>
+      docs
+        .filter(pred)
+        .map((d) => d._id)
+        .sort();
     const found = async (c: Collection<Doc>, q: object) => (await c.find(q).toArray()).map((d) => d._id as string).sort();
     // The test collection's (createIndex reads the database's index list with a scan of its own).
     const scans = (l: Launched) => l.lines.filter((line) => line.startsWith('MongoLauncher: scan launcher.docs '));
