@@ -412,7 +412,9 @@ launch_mongo() {
   else
     # Per-connection INFO lines from the wire handler would drown the log (and every probe).
     # G1 with a pause goal and room to grow: SerialGC in 384 MB paused it for up to 100 ms under test load.
-    spawn mongo "$LOGS/mongo.log" java -Xms256m -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+    # MONGO_JAVA_OPTS adds JVM options (-Ddap.mongo.logScans=true logs every collection scan).
+    # shellcheck disable=SC2086
+    spawn mongo "$LOGS/mongo.log" java -Xms256m -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 ${MONGO_JAVA_OPTS:-} \
       -Dorg.slf4j.simpleLogger.showDateTime=true \
       -Dorg.slf4j.simpleLogger.dateTimeFormat="yyyy-MM-dd'T'HH:mm:ss.SSS" \
       -Dorg.slf4j.simpleLogger.log.de.bwaldvogel.mongo.wire.MongoWireProtocolHandler=warn \

@@ -81,8 +81,7 @@ export interface OutboxRelayOptions<E extends StagedEntry> {
   batchSize?: number;
   /**
    * Collections whose documents get no events while some are pending (logs, which get them only when inserted):
-   * they are cleared by id alone, without the emptiness condition (which the local stack's MongoDB-wire server
-   * answers by scanning the collection under its write lock).
+   * they are cleared by id alone in one write per document, without the emptiness condition's second write.
    */
   insertOnly?: string[];
   /** Collections that only earlier versions wrote events to: swept at start, not on every interval. */
@@ -107,8 +106,7 @@ export interface OutboxRelayOptions<E extends StagedEntry> {
  * consumers de-duplicate. Two paths lead there:
  * - hand-off: a writer passes the events it has just stored (`written`, `recorded`); everything handed over
  *   while a pass runs goes out in the next pass as one Kafka batch, and the documents are cleared by id in one
- *   bulk write per collection. No query for pending documents, which on a MongoDB-wire server without index
- *   support (the local stack's) is a scan of the whole collection.
+ *   bulk write per collection. No query for pending documents.
  * - sweep: at start-up, every `intervalMs` and on `kick()`, a query for pending documents finds what a crashed
  *   writer (this process before a restart, or another instance) left behind; staged batches are swept every
  *   `staged.sweepMs`.

@@ -40,8 +40,7 @@ export class TenantCollection<T extends TenantDoc> {
 
   /**
    * By `_id` alone, with the tenant and deletion checked on the document: the same answer as the scoped query,
-   * but one index probe on the local MongoDB-wire server too, which uses an index only for a query on exactly
-   * its fields and scans the collection otherwise.
+   * one index probe on any server (docs/architecture.md, "Queries the local MongoDB-wire server can index").
    */
   async findById(accountId: string, id: string): Promise<T | null> {
     if (!accountId) throw new Error('accountId is required');

@@ -63,8 +63,8 @@ export const modelsConfigShape = {
    */
   OUTBOX_LINGER_MS: z.coerce.number().int().min(0).max(5_000).default(20),
   /**
-   * The outbox sweep for events a crashed writer left (live writes hand theirs to the relay at once). The
-   * prediction log is large, and a MongoDB-wire server without index support scans it on every sweep.
+   * The outbox sweep for events a crashed writer left (live writes hand theirs to the relay at once); each
+   * sweep is a query on the pending index of the models and the prediction log.
    */
   OUTBOX_INTERVAL_MS: z.coerce.number().int().min(50).default(15_000),
 };

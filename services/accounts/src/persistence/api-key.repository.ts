@@ -25,8 +25,7 @@ export class ApiKeyRepository extends TenantRepository<ApiKeyDoc> {
   /**
    * The one lookup without an account id: the presented key's hash is what tells us the account.
    * Only the gateway reaches it, through the internal verify routes. The query names the unique hash alone
-   * and deleted keys are left out here: the local MongoDB-wire server uses an index only for a query on
-   * exactly its fields, and scans the whole collection otherwise (docs/architecture.md, "Identity and limits").
+   * and deleted keys are left out here: one probe of the unique index (docs/architecture.md, "Identity and limits").
    */
   async findByHash(hash: string): Promise<ApiKeyDoc | null> {
     const doc = (await this.coll.raw.findOne({ hash }, { projection: { _outbox: 0 } })) as ApiKeyDoc | null;

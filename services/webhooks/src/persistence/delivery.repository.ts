@@ -340,9 +340,8 @@ export class DeliveryRepository {
   }
 
   /**
-   * Writes a batch of records by id. The local wire-compatible server uses no index for a filter with fields
-   * besides `_id` (it would scan the collection for every attempt), and every by-id read or write costs it
-   * index look-ups that dominate its CPU, so claims are not read back when they cannot have changed hands:
+   * Writes a batch of records by id. Every by-id read or write costs the local wire-compatible server index
+   * look-ups that dominate its CPU, so claims are not read back when they cannot have changed hands:
    * a claim with more than CLAIM_MARGIN_MS to run is held by its owner until then, whoever else looks. Only
    * records whose claim is about to lapse (the owner stalled) are checked by id first; between that check
    * and the write (milliseconds) a claim could only change hands if the owner stalled again for its lease.
@@ -421,7 +420,7 @@ export class DeliveryRepository {
   /** One delivery of the account's endpoint with its body, or null (another account's answers null too). */
   async findForEndpoint(accountId: string, endpointId: string, eventId: string): Promise<DeliveryDoc | null> {
     if (!accountId) throw new Error('accountId is required');
-    // Read by _id alone (the local wire-compatible server indexes nothing else here), then checked.
+    // Read by _id alone (one index probe), then checked.
     const found = await this.raw.findOne({ _id: deliveryIdOf(eventId, endpointId) }, { projection: { _outbox: 0 } });
     return found && found.accountId === accountId && found.endpointId === endpointId ? found : null;
   }
