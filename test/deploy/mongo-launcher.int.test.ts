@@ -223,6 +223,15 @@ maybe('MongoLauncher storage', () => {
       expect(await found(c, { _id: 'd42', accountId: 'a2' })).toEqual(['d42']);
       expect(await found(c, { _id: 'd42', accountId: 'a3' })).toEqual([]);
       expect(await found(c, { _id: 'd43', status: 'ok', flag: false })).toEqual(['d43']);
+      // Leading fields of a compound index: the first alone, and the first two of three.
+      expect(await found(c, { accountId: 'a4', flag: false })).toEqual(ids((d) => d.accountId === 'a4' && !d.flag));
+      expect(await found(c, { accountId: 'a5', n: 1, status: { $in: ['ok', 'bad'] } })).toEqual(ids((d) => d.accountId === 'a5' && d.n === 1));
+      expect(await c.find({ accountId: 'a6', _id: { $lt: 'd3' } }, { sort: { _id: -1 }, limit: 3 }).toArray()).toEqual(
+        docs
+          .filter((d) => d.accountId === 'a6' && d._id < 'd3')
+          .sort((x, y) => (x._id < y._id ? 1 : -1))
+          .slice(0, 3),
+      );
     };
 
     const first = await launch(file, ['-Ddap.mongo.logScans=true']);
@@ -230,7 +239,8 @@ maybe('MongoLauncher storage', () => {
       await withCollection(first.url, async (c) => {
         await c.insertMany(docs.slice(0, n / 2));
         // Indexes made on a collection that has documents, then documents added after.
-        for (const keys of [{ flag: 1 }, { accountId: 1, status: 1 }, { 'meta.kind': 1 }, { tags: 1 }, { n: 1 }]) await c.createIndex(keys);
+        const indexes = [{ flag: 1 }, { accountId: 1, status: 1 }, { 'meta.kind': 1 }, { tags: 1 }, { n: 1 }, { accountId: 1, n: 1, status: 1 }, { accountId: 1, _id: -1 }];
+        for (const keys of indexes) await c.createIndex(keys);
         await c.insertMany(docs.slice(n / 2));
         await check(c);
         // Writes move documents between keys: pinned by _id (and another field), by an index, and deleted.

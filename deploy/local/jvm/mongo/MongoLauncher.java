@@ -188,10 +188,11 @@ public final class MongoLauncher {
 
     /**
      * A collection that answers a query from an index whenever the query pins that index's fields by equality,
-     * not only when it names exactly those fields (mongo-java-server's own rule, kept first). `{_id, accountId,
-     * deletedAt}` then reads one document by `_id` instead of the whole collection, as MongoDB does; every
-     * document the index gives is still checked against the whole query. A unique index is taken at once;
-     * otherwise the secondary index with the fewest documents for those values.
+     * not only when it names exactly those fields (mongo-java-server's own rule, kept first): a unique index when
+     * the query pins all its fields (`{ _id, accountId, deletedAt }` reads one document by `_id`, as MongoDB
+     * does), else the secondary index whose leading fields the query pins that gives the fewest documents
+     * (`{ accountId, deletedAt }` through `{ accountId: 1, _id: -1 }`). Every document an index gives is still
+     * checked against the whole query.
      */
     static final class IndexedCollection extends H2Collection {
         /** -Ddap.mongo.logScans=true prints each query that reads the whole collection (the launcher's test, finding a missing index). */
@@ -210,20 +211,20 @@ public final class MongoLauncher {
             }
             Collection<Object> narrowest = null;
             for (Index<Object> index : indexes) {
-                if (!index.isUnique() && !(index instanceof SecondaryIndex)) continue;
-                Document part = new Document();
-                for (IndexKey key : index.getKeys()) {
-                    if (!query.containsKey(key.getKey())) {
-                        part = null;
-                        break;
+                if (index instanceof SecondaryIndex secondary) {
+                    Collection<Object> positions = secondary.positionsForLeadingFields(query);
+                    if (positions != null && (narrowest == null || positions.size() < narrowest.size())) narrowest = positions;
+                } else if (index.isUnique()) {
+                    Document part = new Document();
+                    for (IndexKey key : index.getKeys()) {
+                        if (!query.containsKey(key.getKey())) {
+                            part = null;
+                            break;
+                        }
+                        part.put(key.getKey(), query.get(key.getKey()));
                     }
-                    part.put(key.getKey(), query.get(key.getKey()));
+                    if (part != null && index.canHandle(part)) return matchDocuments(query, index.getPositions(part), orderBy, skip, limit, batchSize, fieldSelector);
                 }
-                if (part == null || !index.canHandle(part)) continue;
-                if (index.isUnique()) return matchDocuments(query, index.getPositions(part), orderBy, skip, limit, batchSize, fieldSelector);
-                @SuppressWarnings("unchecked") // a SecondaryIndex answers a List
-                Collection<Object> positions = (Collection<Object>) index.getPositions(part);
-                if (narrowest == null || positions.size() < narrowest.size()) narrowest = positions;
             }
             if (narrowest != null) return matchDocuments(query, narrowest, orderBy, skip, limit, batchSize, fieldSelector);
             if (LOG_SCANS) System.out.println("MongoLauncher: scan " + getFullName() + " " + query.keySet());
@@ -232,22 +233,38 @@ public final class MongoLauncher {
     }
 
     /**
-     * A non-unique index (`createIndex({ _outboxPending: 1 })`, `{ accountId: 1, status: 1 }`, ...), which
+     * A non-unique index (`createIndex({ _outboxPending: 1 })`, `{ accountId: 1, _id: -1 }`, ...), which
      * mongo-java-server accepts and ignores: without it the outbox relay's sweep for pending documents read
      * every document of the collection each time (the accounts service's, every 250 ms, 200,000 documents with
-     * 100,000 keys). Kept in memory and rebuilt from the documents when the server opens the collection, as
-     * mongo-java-server does for an index it finds empty. It answers equality on all its fields with plain
-     * values (string, number, boolean, date, ObjectId); anything else is left to a scan, as before. The
-     * partial filter of a partial index is not applied: the index holds every document, and the query still
-     * checks each one. A document it cannot index (parallel arrays) turns it off: queries scan again.
+     * 100,000 keys), and every per-account list read every account's documents. Kept in memory and rebuilt
+     * from the documents when the server opens the collection, as mongo-java-server does for an index it finds
+     * empty. It answers equality on its first field, or its first two, with plain values (string, number,
+     * boolean, date, ObjectId); anything else is left to a scan, as before. The partial filter of a partial
+     * index is not applied: the index holds every document, and the query still checks each one. A document it
+     * cannot index (parallel arrays) turns it off: queries scan again. Memory: about 100-200 bytes per document
+     * and distinct value kept.
      */
     static final class SecondaryIndex extends Index<Object> {
-        private final Map<KeyValue, Set<Object>> positionsByKey = new HashMap<>();
-        private final Map<Object, Object> positionById = new HashMap<>();
+        /**
+         * Leading fields kept: one, and two where the second is not `_id` (a level per document is memory for
+         * nothing: `_id` has its own index). A query pinning more fields is read through the first ones.
+         */
+        private static final int MAX_LEVELS = 2;
+        /** Per number of leading fields, each value's documents: one position, or a PositionSet of several. */
+        private final List<Map<KeyValue, Object>> levels = new ArrayList<>();
+        private long count;
         private boolean usable = true;
+
+        /** Positions of one key where there are several (a position is a document's `_id`, never a Set). */
+        private static final class PositionSet extends LinkedHashSet<Object> {
+            private static final long serialVersionUID = 1L;
+        }
 
         SecondaryIndex(String name, List<IndexKey> keys, boolean sparse) {
             super(name, keys, sparse);
+            for (int n = 1; n <= Math.min(MAX_LEVELS, keys.size()); n++) {
+                if (n == 1 || !keys.get(n - 1).getKey().equals("_id")) levels.add(new HashMap<>());
+            }
         }
 
         private Set<KeyValue> keyValuesOf(Document document) {
@@ -255,13 +272,33 @@ public final class MongoLauncher {
             return getKeyValues(document);
         }
 
+        private static KeyValue leading(KeyValue kv, int fields) {
+            if (fields == kv.size()) return kv;
+            List<Object> values = new ArrayList<>(fields);
+            for (int i = 0; i < fields; i++) values.add(kv.get(i));
+            return new KeyValue(values);
+        }
+
         private void link(Document document, Object position) {
             if (!usable) return;
             try {
-                for (KeyValue kv : keyValuesOf(document)) positionsByKey.computeIfAbsent(kv, k -> new LinkedHashSet<>()).add(position);
+                for (KeyValue kv : keyValuesOf(document)) {
+                    for (int n = 1; n <= levels.size(); n++) {
+                        levels.get(n - 1).merge(leading(kv, n), position, (old, p) -> {
+                            if (old instanceof PositionSet set) {
+                                set.add(p);
+                                return set;
+                            }
+                            if (old.equals(p)) return old;
+                            PositionSet set = new PositionSet();
+                            set.add(old);
+                            set.add(p);
+                            return set;
+                        });
+                    }
+                }
             } catch (RuntimeException e) {
-                usable = false;
-                positionsByKey.clear();
+                turnOff();
             }
         }
 
@@ -269,18 +306,32 @@ public final class MongoLauncher {
             if (!usable) return;
             try {
                 for (KeyValue kv : keyValuesOf(document)) {
-                    Set<Object> positions = positionsByKey.get(kv);
-                    if (positions != null && positions.remove(position) && positions.isEmpty()) positionsByKey.remove(kv);
+                    for (int n = 1; n <= levels.size(); n++) {
+                        levels.get(n - 1).computeIfPresent(leading(kv, n), (k, old) -> {
+                            if (!(old instanceof PositionSet set)) return old.equals(position) ? null : old;
+                            set.remove(position);
+                            return set.isEmpty() ? null : set.size() == 1 ? set.iterator().next() : set;
+                        });
+                    }
                 }
             } catch (RuntimeException e) {
-                usable = false;
-                positionsByKey.clear();
+                turnOff();
             }
+        }
+
+        private void turnOff() {
+            usable = false;
+            levels.forEach(Map::clear);
+        }
+
+        /** A document's position in the H2 backend is its `_id`. */
+        private static Object positionOf(Document document) {
+            return Missing.ofNullable(document.get("_id"));
         }
 
         @Override
         public synchronized Object getPosition(Document document) {
-            return positionById.get(document.get("_id"));
+            return positionOf(document);
         }
 
         @Override
@@ -290,14 +341,15 @@ public final class MongoLauncher {
 
         @Override
         public synchronized void add(Document document, Object position, MongoCollection<Object> collection) {
-            positionById.put(document.get("_id"), position);
+            count++;
             link(document, position);
         }
 
         @Override
         public synchronized Object remove(Document document) {
-            Object position = positionById.remove(document.get("_id"));
-            if (position != null) unlink(document, position);
+            Object position = positionOf(document);
+            count--;
+            unlink(document, position);
             return position;
         }
 
@@ -316,16 +368,36 @@ public final class MongoLauncher {
             return value instanceof String || value instanceof Number || value instanceof Boolean || value instanceof Date || value instanceof ObjectId;
         }
 
-        @Override
-        public synchronized boolean canHandle(Document query) {
-            return usable && query.keySet().equals(keySet()) && query.values().stream().allMatch(SecondaryIndex::isPlain);
+        /** How many of the kept leading fields the query gives plain values for. */
+        private int leadingFieldsPinned(Document query) {
+            int n = 0;
+            for (String key : keys().subList(0, levels.size())) {
+                if (!isPlain(query.get(key))) break;
+                n++;
+            }
+            return n;
         }
 
-        /** The query's values as a document (dotted keys nested), so they go through the same key extraction as stored ones. */
+        /** mongo-java-server's own rule (a query on exactly the index's fields); others go through positionsForLeadingFields. */
+        @Override
+        public synchronized boolean canHandle(Document query) {
+            return usable && query.keySet().equals(keySet()) && leadingFieldsPinned(query) == levels.size() && levels.size() == keys().size();
+        }
+
         @Override
         public synchronized Iterable<Object> getPositions(Document query) {
+            return positionsForLeadingFields(query);
+        }
+
+        /**
+         * The documents whose leading fields have the query's values, for as many leading fields as the query pins;
+         * null when it pins none. The values go through the same key extraction as stored ones (dotted keys nested).
+         */
+        synchronized Collection<Object> positionsForLeadingFields(Document query) {
+            int pinned = usable ? leadingFieldsPinned(query) : 0;
+            if (pinned == 0) return null;
             Document probe = new Document();
-            for (String key : keys()) {
+            for (String key : keys().subList(0, pinned)) {
                 String[] path = key.split("\\.");
                 Document at = probe;
                 for (int i = 0; i < path.length - 1; i++) {
@@ -338,14 +410,18 @@ public final class MongoLauncher {
                 }
                 at.put(path[path.length - 1], query.get(key));
             }
-            List<Object> found = new ArrayList<>();
-            for (KeyValue kv : getKeyValues(probe)) found.addAll(positionsByKey.getOrDefault(kv, Set.of()));
-            return found;
+            Set<Object> found = new LinkedHashSet<>();
+            for (KeyValue kv : getKeyValues(probe)) {
+                Object at = levels.get(pinned - 1).get(leading(kv, pinned));
+                if (at instanceof PositionSet set) found.addAll(set);
+                else if (at != null) found.add(at);
+            }
+            return new ArrayList<>(found);
         }
 
         @Override
         public synchronized long getCount() {
-            return positionById.size();
+            return count;
         }
 
         @Override
@@ -355,8 +431,8 @@ public final class MongoLauncher {
 
         @Override
         public synchronized void drop() {
-            positionsByKey.clear();
-            positionById.clear();
+            levels.forEach(Map::clear);
+            count = 0;
         }
     }
 
