@@ -252,6 +252,11 @@ public final class MongoLauncher {
         private static final int MAX_LEVELS = 2;
         /** Per number of leading fields, each value's documents: one position, or a PositionSet of several. */
         private final List<Map<KeyValue, Object>> levels = new ArrayList<>();
+        /**
+         * Documents with no key at all (an empty array in an indexed field): they may still match a query on the
+         * fields before it, so every lookup includes them (the query checks each document anyway).
+         */
+        private final Set<Object> unkeyed = new LinkedHashSet<>();
         private long count;
         private boolean usable = true;
 
@@ -267,8 +272,9 @@ public final class MongoLauncher {
             }
         }
 
+        /** Null for a document a sparse index leaves out (none of its fields). */
         private Set<KeyValue> keyValuesOf(Document document) {
-            if (isSparse() && keys().stream().allMatch(key -> Utils.getSubdocumentValue(document, key) instanceof Missing)) return Set.of();
+            if (isSparse() && keys().stream().allMatch(key -> Utils.getSubdocumentValue(document, key) instanceof Missing)) return null;
             return getKeyValues(document);
         }
 
@@ -282,7 +288,10 @@ public final class MongoLauncher {
         private void link(Document document, Object position) {
             if (!usable) return;
             try {
-                for (KeyValue kv : keyValuesOf(document)) {
+                Set<KeyValue> kvs = keyValuesOf(document);
+                if (kvs == null) return;
+                if (kvs.isEmpty()) unkeyed.add(position);
+                for (KeyValue kv : kvs) {
                     for (int n = 1; n <= levels.size(); n++) {
                         levels.get(n - 1).merge(leading(kv, n), position, (old, p) -> {
                             if (old instanceof PositionSet set) {
@@ -305,7 +314,9 @@ public final class MongoLauncher {
         private void unlink(Document document, Object position) {
             if (!usable) return;
             try {
-                for (KeyValue kv : keyValuesOf(document)) {
+                unkeyed.remove(position);
+                Set<KeyValue> kvs = keyValuesOf(document);
+                for (KeyValue kv : kvs == null ? Set.<KeyValue>of() : kvs) {
                     for (int n = 1; n <= levels.size(); n++) {
                         levels.get(n - 1).computeIfPresent(leading(kv, n), (k, old) -> {
                             if (!(old instanceof PositionSet set)) return old.equals(position) ? null : old;
@@ -322,6 +333,7 @@ public final class MongoLauncher {
         private void turnOff() {
             usable = false;
             levels.forEach(Map::clear);
+            unkeyed.clear();
         }
 
         /** A document's position in the H2 backend is its `_id`. */
@@ -410,7 +422,7 @@ public final class MongoLauncher {
                 }
                 at.put(path[path.length - 1], query.get(key));
             }
-            Set<Object> found = new LinkedHashSet<>();
+            Set<Object> found = new LinkedHashSet<>(unkeyed);
             for (KeyValue kv : getKeyValues(probe)) {
                 Object at = levels.get(pinned - 1).get(leading(kv, pinned));
                 if (at instanceof PositionSet set) found.addAll(set);
@@ -432,6 +444,7 @@ public final class MongoLauncher {
         @Override
         public synchronized void drop() {
             levels.forEach(Map::clear);
+            unkeyed.clear();
             count = 0;
         }
     }
