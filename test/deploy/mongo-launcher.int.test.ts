@@ -240,7 +240,7 @@ maybe('MongoLauncher storage', () => {
       await withCollection(first.url, async (c) => {
         await c.insertMany(docs.slice(0, n / 2));
         // Indexes made on a collection that has documents, then documents added after.
-        const indexes = [
+        const indexes: Record<string, 1 | -1>[] = [
           { flag: 1 },
           { accountId: 1, status: 1 },
           { 'meta.kind': 1 },
