@@ -210,6 +210,8 @@ describe('models connected to the data', () => {
     await dialog.getByRole('button', { name: 'Delete model' }).click();
     await heading(page, 'Models').waitFor();
     expect((await api('GET', `/models/${modelId}`)).status).toBe(404);
+    // The list has loaded (the built-in model's card is there) before the deleted one's absence means anything.
+    await page.locator('.model-card', { hasText: 'forecast' }).first().waitFor();
     expect(await page.locator('.model-card', { hasText: 'Spend' }).count()).toBe(0);
     expect(await page.locator('.model-card', { hasText: 'forecast' }).count()).toBe(1);
     expect(errors).toEqual([]);

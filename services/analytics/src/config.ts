@@ -4,7 +4,7 @@ import { datasetConfig, duckdbSize, duckdbSpillConfig, loadConfig, serviceConfig
 export const analyticsConfigShape = {
   ...serviceConfigShape('analytics'),
   ...datasetConfig,
-  /** A query still running after this long answers 202 and finishes in the background. */
+  /** A query still running after this long answers 202 and finishes in the background; 0: every one answers 202 at once. */
   QUERY_BUDGET_MS: z.coerce.number().int().min(0).max(60_000).default(2_000),
   /** A query running longer than this is interrupted and its report fails. */
   QUERY_TIMEOUT_MS: z.coerce.number().int().min(1).max(3_600_000).default(30_000),
