@@ -5,7 +5,8 @@ import type { Redis } from '@dap/redis';
  * before any key is looked up, which blunts key guessing and credential stuffing. Redis shares the count
  * across gateway instances; without Redis each instance counts alone. Only an address that has failed on
  * this instance within the minute is looked up in Redis (an attacker fails on every instance it reaches),
- * so a well-behaved client's request costs no extra Redis round trip.
+ * so a well-behaved client's request costs no extra Redis round trip. Each instance also counts what it saw
+ * itself, the floor when Redis cannot be read.
  */
 export class AuthFailureLimiter {
   private readonly redis: Redis;
@@ -26,32 +27,34 @@ export class AuthFailureLimiter {
       this.suspects.delete(ip);
       return null;
     }
-    let count = 0;
-    let ttlMs = 60_000;
+    // This instance's own count is the floor: a Redis read that fails or comes back short never lets an
+    // address past the limit that this instance alone has seen it reach.
+    const entry = this.local.get(ip);
+    let count = entry && entry.until > now ? entry.count : 0;
+    let ttlMs = entry && entry.until > now ? entry.until - now : 60_000;
     try {
       const [[, c], [, ttl]] = (await this.redis.multi().get(`af:${ip}`).pttl(`af:${ip}`).exec()) as [[null, string | null], [null, number]];
-      count = Number(c ?? 0);
-      ttlMs = ttl > 0 ? ttl : 60_000;
-    } catch {
-      const entry = this.local.get(ip);
-      if (entry && entry.until > Date.now()) {
-        count = entry.count;
-        ttlMs = entry.until - Date.now();
+      if (Number(c ?? 0) >= count) {
+        count = Number(c ?? 0);
+        ttlMs = ttl > 0 ? ttl : 60_000;
       }
+    } catch {
+      // Redis unreachable: the local count decides.
     }
     return count >= this.perMinute ? Math.max(1, Math.ceil(ttlMs / 1000)) : null;
   }
 
-  async recordFailure(ip: string): Promise<void> {
+  async recordFailure(ip: string, now = Date.now()): Promise<void> {
     if (this.suspects.size > 100_000) this.suspects.clear();
-    this.suspects.set(ip, Date.now() + 60_000);
+    this.suspects.set(ip, now + 60_000);
+    if (this.local.size > 100_000) this.local.clear();
+    const entry = this.local.get(ip);
+    if (entry && entry.until > now) entry.count++;
+    else this.local.set(ip, { count: 1, until: now + 60_000 });
     try {
       await this.redis.multi().incr(`af:${ip}`).pexpire(`af:${ip}`, 60_000, 'NX').exec();
     } catch {
-      const now = Date.now();
-      const entry = this.local.get(ip);
-      if (entry && entry.until > now) entry.count++;
-      else this.local.set(ip, { count: 1, until: now + 60_000 });
+      // Counted locally above; other instances count their own.
     }
   }
 }
