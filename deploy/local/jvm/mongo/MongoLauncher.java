@@ -209,11 +209,16 @@ public final class MongoLauncher {
             if (indexes.stream().anyMatch(index -> index.canHandle(query))) {
                 return super.queryDocuments(query, orderBy, skip, limit, batchSize, fieldSelector);
             }
-            Collection<Object> narrowest = null;
+            // Sizes first: only the chosen index's documents are copied.
+            SecondaryIndex narrowest = null;
+            long narrowestSize = Long.MAX_VALUE;
             for (Index<Object> index : indexes) {
                 if (index instanceof SecondaryIndex secondary) {
-                    Collection<Object> positions = secondary.positionsForLeadingFields(query);
-                    if (positions != null && (narrowest == null || positions.size() < narrowest.size())) narrowest = positions;
+                    long size = secondary.sizeForLeadingFields(query);
+                    if (size >= 0 && size < narrowestSize) {
+                        narrowest = secondary;
+                        narrowestSize = size;
+                    }
                 } else if (index.isUnique()) {
                     Document part = new Document();
                     for (IndexKey key : index.getKeys()) {
@@ -226,7 +231,7 @@ public final class MongoLauncher {
                     if (part != null && index.canHandle(part)) return matchDocuments(query, index.getPositions(part), orderBy, skip, limit, batchSize, fieldSelector);
                 }
             }
-            if (narrowest != null) return matchDocuments(query, narrowest, orderBy, skip, limit, batchSize, fieldSelector);
+            if (narrowest != null) return matchDocuments(query, narrowest.positionsForLeadingFields(query), orderBy, skip, limit, batchSize, fieldSelector);
             if (LOG_SCANS) System.out.println("MongoLauncher: scan " + getFullName() + " " + query.keySet());
             return super.queryDocuments(query, orderBy, skip, limit, batchSize, fieldSelector);
         }
@@ -402,10 +407,11 @@ public final class MongoLauncher {
         }
 
         /**
-         * The documents whose leading fields have the query's values, for as many leading fields as the query pins;
-         * null when it pins none. The values go through the same key extraction as stored ones (dotted keys nested).
+         * What the index holds for the query's values on as many leading fields as the query pins (each entry one
+         * position or a PositionSet); null when it pins none. The values go through the same key extraction as
+         * stored ones (dotted keys nested).
          */
-        synchronized Collection<Object> positionsForLeadingFields(Document query) {
+        private List<Object> entriesForLeadingFields(Document query) {
             int pinned = usable ? leadingFieldsPinned(query) : 0;
             if (pinned == 0) return null;
             Document probe = new Document();
@@ -422,11 +428,31 @@ public final class MongoLauncher {
                 }
                 at.put(path[path.length - 1], query.get(key));
             }
-            Set<Object> found = new LinkedHashSet<>(unkeyed);
+            List<Object> entries = new ArrayList<>();
             for (KeyValue kv : getKeyValues(probe)) {
                 Object at = levels.get(pinned - 1).get(leading(kv, pinned));
+                if (at != null) entries.add(at);
+            }
+            return entries;
+        }
+
+        /** How many documents positionsForLeadingFields would give (at most), without copying them; -1 when it would give null. */
+        synchronized long sizeForLeadingFields(Document query) {
+            List<Object> entries = entriesForLeadingFields(query);
+            if (entries == null) return -1;
+            long size = unkeyed.size();
+            for (Object at : entries) size += at instanceof PositionSet set ? set.size() : 1;
+            return size;
+        }
+
+        /** The documents whose leading fields have the query's values, with the unkeyed ones; null when the query pins none. */
+        synchronized Collection<Object> positionsForLeadingFields(Document query) {
+            List<Object> entries = entriesForLeadingFields(query);
+            if (entries == null) return null;
+            Set<Object> found = new LinkedHashSet<>(unkeyed);
+            for (Object at : entries) {
                 if (at instanceof PositionSet set) found.addAll(set);
-                else if (at != null) found.add(at);
+                else found.add(at);
             }
             return new ArrayList<>(found);
         }
