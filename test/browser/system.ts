@@ -68,7 +68,10 @@ export function watchErrors(page: Page): string[] {
 /** `fullPage: false` for pages too long to capture whole on a busy machine (the API reference). */
 export async function screenshot(page: Page, name: string, opts: { fullPage?: boolean } = {}): Promise<void> {
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
-  for (const close of await page.getByRole('button', { name: 'Dismiss notification' }).all()) await close.click().catch(() => undefined);
+  // Always the first: a dismissed toast leaves the list, so the locators `all()` gave would point past its end
+  // and wait out the action timeout. A toast that goes by itself meanwhile is not an error.
+  const close = page.getByRole('button', { name: 'Dismiss notification' });
+  for (let left = await close.count(); left > 0; left--) await close.first().click({ timeout: 2_000 }).catch(() => undefined);
   await page.evaluate('window.scrollTo(0, 0)');
   await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`), fullPage: opts.fullPage ?? true, animations: 'disabled' });
 }
