@@ -71,7 +71,11 @@ export async function screenshot(page: Page, name: string, opts: { fullPage?: bo
   // Always the first: a dismissed toast leaves the list, so the locators `all()` gave would point past its end
   // and wait out the action timeout. A toast that goes by itself meanwhile is not an error.
   const close = page.getByRole('button', { name: 'Dismiss notification' });
-  for (let left = await close.count(); left > 0; left--) await close.first().click({ timeout: 2_000 }).catch(() => undefined);
+  for (let left = await close.count(); left > 0; left--)
+    await close
+      .first()
+      .click({ timeout: 2_000 })
+      .catch(() => undefined);
   await page.evaluate('window.scrollTo(0, 0)');
   await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`), fullPage: opts.fullPage ?? true, animations: 'disabled' });
 }
