@@ -16,6 +16,7 @@ import { InlineOnnxHost, WorkerOnnxHost } from './domain/onnx/onnx-host.ts';
 import { OwnModelRuntimes } from './domain/runtimes.ts';
 import { ServingCache } from './domain/serving-cache.ts';
 import { TrainingService } from './domain/training.service.ts';
+import { startTrainingSweep } from './workers/training-sweep.ts';
 import { modelsOutbox } from './events/outbox.ts';
 import { runSourcesConsumer } from './events/sources.consumer.ts';
 import { ArtifactRepository } from './persistence/artifact.repository.ts';
@@ -142,7 +143,7 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger;
       () => runSourcesConsumer(eventing, logger, sources),
       (c: Consumer) => c.disconnect(),
     );
-    training.start();
+    startTrainingSweep(life, training, config.TRAIN_LEASE_MS);
     logger.info({ url: server.url, training: Boolean(trainWorkers), predictWorkers: workers?.size ?? 0 }, 'models service listening');
 
     return {

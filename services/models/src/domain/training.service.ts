@@ -137,7 +137,6 @@ export class TrainingService {
   /** This process, as a lease holder. */
   readonly owner = randomUUID();
   private readonly jobs = new Map<string, { accountId: string; abort: AbortController; done: Promise<void> }>();
-  private sweeper: NodeJS.Timeout | null = null;
   private sweeping = false;
   private stopped = false;
 
@@ -287,19 +286,14 @@ export class TrainingService {
     this.jobs.get(modelId)?.abort.abort();
   }
 
-  /** Starts claiming lapsed jobs (only an instance with training workers does). */
-  start(): void {
-    if (!this.pool) return;
-    const interval = Math.max(500, Math.floor(this.settings.leaseMs / 2));
-    this.sweeper = setInterval(() => void this.sweep(), interval);
-    this.sweeper.unref();
-    void this.sweep();
+  /** Whether this instance runs training jobs (it has training workers), so it should sweep for lapsed ones. */
+  get trains(): boolean {
+    return this.pool !== null;
   }
 
   /** Cancels this instance's jobs and hands their leases back, so the next instance resumes them at once. */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.sweeper) clearInterval(this.sweeper);
     const jobs = [...this.jobs.entries()];
     for (const [, job] of jobs) job.abort.abort();
     await Promise.all(jobs.map(([, job]) => job.done));
@@ -308,7 +302,7 @@ export class TrainingService {
     );
   }
 
-  /** Claims lapsed training jobs, up to this instance's free capacity. */
+  /** Claims lapsed training jobs, up to this instance's free capacity (run by workers/training-sweep.ts). */
   async sweep(): Promise<void> {
     if (this.sweeping || this.stopped || !this.pool) return;
     this.sweeping = true;
