@@ -60,6 +60,9 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
       redis,
       now: deps.now,
     });
+    // Stopped after the server (registered later, so closed earlier) and before Redis: no request starts a
+    // refresh any more, and none under way outlives the client it writes to.
+    life.onStop('key refreshes', () => keys.stop());
     const sessions = new SessionVerifier({ accountsUrl: config.ACCOUNTS_URL, internalSecret: config.INTERNAL_SECRET });
     const failures = new AuthFailureLimiter(redis, config.AUTH_FAILURES_PER_MINUTE);
     const eventing = await openEventing(life, config, logger);

@@ -277,6 +277,32 @@ describe('KeyVerifier lookups', () => {
 });
 
 describe('KeyVerifier refresh-ahead', () => {
+  it('at stop, drops the refreshes still gathering and waits for those under way', async () => {
+    const gathering = await clockedVerifier();
+    const underWay = await clockedVerifier();
+    try {
+      for (const v of [gathering, underWay]) {
+        await v.verifier.verify(v.secret);
+        v.answer.current = { ok: true, key: { ...key, plan: 'enterprise' } };
+        v.advance(16_000);
+        await v.verifier.verify(v.secret); // past half the TTL: a refresh gathers
+      }
+      await gathering.verifier.stop();
+      await gathering.verifier.settleRefreshes(); // would send anything still queued
+      expect(gathering.accounts.batches).toEqual([]);
+
+      // Positive control: sent, the refresh is under way when stop() is called, which returns once it has written.
+      const sent = underWay.verifier.settleRefreshes();
+      await underWay.verifier.stop();
+      expect(underWay.accounts.batches).toEqual([[hashApiKey(underWay.secret)]]);
+      expect(JSON.parse(underWay.data.get(`kc:${hashApiKey(underWay.secret)}`)!)).toMatchObject({ ok: true, key: { plan: 'enterprise' } });
+      await sent;
+    } finally {
+      await gathering.accounts.close();
+      await underWay.accounts.close();
+    }
+  });
+
   it('answers a key in steady use from the cache, refreshing it once in the background per half TTL', async () => {
     const { answer, accounts, data, verifier, secret, advance } = await clockedVerifier();
     try {

@@ -90,6 +90,17 @@ export class KeyVerifier {
     await Promise.all(this.refreshBatches);
   }
 
+  /**
+   * At shutdown: the refreshes still gathering are dropped (their entries would serve out their TTL anyway), and
+   * those under way are awaited, so none writes to Redis once the gateway has closed it.
+   */
+  async stop(): Promise<void> {
+    if (this.refreshTimer) clearTimeout(this.refreshTimer);
+    this.refreshTimer = null;
+    for (const hash of this.refreshQueue.splice(0)) this.refreshing.delete(hash);
+    await Promise.all(this.refreshBatches);
+  }
+
   async evictKey(keyId: string): Promise<void> {
     const drop = () => {
       this.remember(keyId);
