@@ -48,14 +48,20 @@ async function fakeAccounts(answer: { current: KeyVerifyOutcome }) {
 }
 
 /** Just the Redis calls the verifier makes, over a map; `get` can be held, and awaited, to order a race. */
-function fakeRedis() {
+/** With `clock`, entries set with EX expire on it, and PTTL answers what is left; without, they never expire (PTTL -1). */
+function fakeRedis(clock?: () => number) {
   const data = new Map<string, string>();
+  const expiresAt = new Map<string, number>();
+  const expire = (k: string) => {
+    if (clock && (expiresAt.get(k) ?? Infinity) <= clock()) data.delete(k);
+  };
   let hold: Promise<void> | null = null;
   let holdMget: Promise<void> | null = null;
   const getWaiters: (() => void)[] = [];
   const redis = {
     get: async (k: string) => {
       for (const reached of getWaiters.splice(0)) reached();
+      expire(k);
       const value = data.get(k) ?? null; // read now, answered later: a reply already on its way
       if (hold) await hold;
       return value;
@@ -64,12 +70,24 @@ function fakeRedis() {
       if (holdMget) await holdMget;
       return ks.map((k) => data.get(k) ?? null);
     },
+    pttl: async (k: string) => {
+      expire(k);
+      if (!data.has(k)) return -2;
+      const at = expiresAt.get(k);
+      return clock && at !== undefined ? at - clock() : -1;
+    },
     del: async (...ks: string[]) => ks.filter((k) => data.delete(k)).length,
     smembers: async () => [],
     multi() {
       const ops: (() => void)[] = [];
       const chain = {
-        set: (k: string, v: string) => (ops.push(() => void data.set(k, v)), chain),
+        set: (k: string, v: string, _ex?: 'EX', seconds?: number) => (
+          ops.push(() => {
+            data.set(k, v);
+            if (clock && seconds !== undefined) expiresAt.set(k, clock() + seconds * 1000);
+          }),
+          chain
+        ),
         del: (k: string) => (ops.push(() => void data.delete(k)), chain),
         sadd: () => chain,
         expire: () => chain,
@@ -205,7 +223,7 @@ function collect(): void {
 /** A Redis that knows every key (each answer made from the key's hash), so lookups never reach accounts. */
 function everyKeyRedis() {
   const outcome = (hash: string): KeyVerifyOutcome => ({ ok: true, key: { ...key, keyId: `key_${hash.slice(0, 26).toUpperCase()}` } });
-  return { get: async (k: string) => JSON.stringify(outcome(k.slice('kc:'.length))) } as unknown as Redis;
+  return { get: async (k: string) => JSON.stringify(outcome(k.slice('kc:'.length))), pttl: async () => 30_000 } as unknown as Redis;
 }
 
 describe('KeyVerifier memory', () => {
@@ -277,6 +295,34 @@ describe('KeyVerifier lookups', () => {
 });
 
 describe('KeyVerifier refresh-ahead', () => {
+  it('keeps an entry another instance shared no longer than Redis does, so no answer outlives the TTL', async () => {
+    const answer = { current: { ok: true, key } as KeyVerifyOutcome };
+    const accounts = await fakeAccounts(answer);
+    let clock = 1_000_000;
+    const { redis } = fakeRedis(() => clock);
+    const instance = () => new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 10, redis, now: () => clock });
+    const [first, second] = [instance(), instance()];
+    const secret = generateApiKey();
+    try {
+      expect((await first.verify(secret)).ok).toBe(true);
+      expect(accounts.calls()).toBe(1);
+      clock += 25_000;
+      expect((await second.verify(secret)).ok).toBe(true); // from Redis, with 5 s of its TTL left
+      expect(accounts.calls()).toBe(1);
+      answer.current = { ok: false, reason: 'revoked' }; // and its event was lost
+      clock += 4_000;
+      await second.settleRefreshes();
+      expect(accounts.calls() + accounts.batches.length).toBe(1); // positive control: still served from memory
+      clock += 2_000; // 31 s after the lookup
+      expect(await second.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
+      expect(accounts.calls()).toBe(2);
+    } finally {
+      await first.stop();
+      await second.stop();
+      await accounts.close();
+    }
+  });
+
   it('at stop, drops the refreshes still gathering and waits for those under way', async () => {
     const gathering = await clockedVerifier();
     const underWay = await clockedVerifier();

@@ -153,11 +153,18 @@ export class KeyVerifier {
     }
   }
 
-  private async redisGet(hash: string): Promise<VerifyOutcome | null> {
+  /**
+   * The shared entry and how long Redis keeps it (in one round trip: the client pipelines both), so this
+   * instance keeps it no longer than the instance that looked it up: a key's answer is never older than the TTL.
+   */
+  private async redisGet(hash: string): Promise<{ outcome: VerifyOutcome; ttlMs: number } | null> {
     if (!this.redis) return null;
     try {
-      const raw = await this.redis.get(`kc:${hash}`);
-      return raw ? (JSON.parse(raw) as VerifyOutcome) : null;
+      const [raw, pttl] = await Promise.all([this.redis.get(`kc:${hash}`), this.redis.pttl(`kc:${hash}`)]);
+      if (!raw) return null;
+      // -2: it expired between the two reads; -1: no expiry, which only an entry written by hand has.
+      const ttlMs = pttl === -1 ? this.ttlMs : Math.min(this.ttlMs, Math.max(1, pttl));
+      return { outcome: JSON.parse(raw) as VerifyOutcome, ttlMs };
     } catch {
       return null;
     }
@@ -187,9 +194,11 @@ export class KeyVerifier {
     }
   }
 
-  private keep(hash: string, outcome: VerifyOutcome): void {
+  /** `ttlMs`: what is left of a shared entry's TTL; its age then counts towards the refresh-ahead too. */
+  private keep(hash: string, outcome: VerifyOutcome, ttlMs = outcome.ok ? this.ttlMs : NEGATIVE_TTL_MS): void {
+    const age = outcome.ok ? this.ttlMs - ttlMs : 0;
     // At least 1 ms: lru-cache reads a TTL of 0 as "never expires".
-    this.cache.set(hash, { outcome, at: this.now() }, { ttl: Math.max(1, outcome.ok ? this.ttlMs : NEGATIVE_TTL_MS) });
+    this.cache.set(hash, { outcome, at: this.now() - age }, { ttl: Math.max(1, ttlMs) });
   }
 
   private refreshAhead(hash: string): void {
@@ -242,13 +251,15 @@ export class KeyVerifier {
     if (!pending) {
       const seq = this.evictions;
       pending = this.resolve(hash, seq)
-        .then(async (outcome) => {
+        .then(async ({ outcome, ttlMs }) => {
           // Evicted while we asked: the answer may predate the change, so ask accounts again, now.
           if (this.evictedSince(outcome, seq)) {
-            outcome = await this.fetchOutcome(hash);
-            await this.redisPut(hash, outcome);
+            const fresh = await this.fetchOutcome(hash);
+            await this.redisPut(hash, fresh);
+            this.keep(hash, fresh);
+            return fresh;
           }
-          this.keep(hash, outcome);
+          this.keep(hash, outcome, ttlMs);
           return outcome;
         })
         .finally(() => this.inflight.delete(hash));
@@ -257,7 +268,8 @@ export class KeyVerifier {
     return pending;
   }
 
-  private async resolve(hash: string, seq: number): Promise<VerifyOutcome> {
+  /** The answer, and how long to keep it: a shared entry for what Redis has left of its TTL. */
+  private async resolve(hash: string, seq: number): Promise<{ outcome: VerifyOutcome; ttlMs?: number }> {
     const shared = await this.redisGet(hash);
     if (shared) {
       this.stats.redisHits++;
@@ -266,7 +278,7 @@ export class KeyVerifier {
     const outcome = await this.fetchOutcome(hash);
     // An answer that may predate an eviction is not shared with the other instances.
     if (!this.evictedSince(outcome, seq)) await this.redisPut(hash, outcome);
-    return outcome;
+    return { outcome };
   }
 
   /**
