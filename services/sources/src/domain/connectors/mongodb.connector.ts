@@ -1,5 +1,5 @@
 import { isIPv6 } from 'node:net';
-import { BSON, MongoClient, type Document } from 'mongodb';
+import { BSON, MongoClient, type Document, type ServerHeartbeatFailedEvent } from 'mongodb';
 
 const { EJSON } = BSON;
 import { z } from 'zod';
@@ -7,7 +7,7 @@ import { ConnectorCheckError, type RemoteConnector, type RemoteContext } from '.
 import { closeQuietly, connectionOf, dbConnectionSchema, publicConnection, type DbConnection } from './db-spec.ts';
 import { databaseConnection, writeRows } from './database.ts';
 import { parseMongoFilter } from './mongo-filter.ts';
-import { networkFailure, scrub, TooLargeError } from './remote-errors.ts';
+import { isFinalConnectFailure, networkFailure, scrub, TooLargeError } from './remote-errors.ts';
 
 export interface MongoSpec extends DbConnection {
   collection: string;
@@ -125,7 +125,24 @@ async function connect(spec: MongoSpec, ctx: RemoteContext, signal: AbortSignal)
   const onAbort = () => void client.close(true).catch(() => undefined);
   signal.addEventListener('abort', onAbort, { once: true });
   client.once('topologyClosed', () => signal.removeEventListener('abort', onAbort));
-  await client.connect();
+  // Server selection waits out its whole timeout for a server that may yet come up. A refused connection (or
+  // an unknown host, or TLS that cannot agree) will not, so the check answers at once, as the SQL connectors do.
+  let refuse: (err: unknown) => void = () => undefined;
+  const refused = new Promise<never>((_, reject) => (refuse = reject));
+  const onHeartbeatFailed = (event: ServerHeartbeatFailedEvent) => {
+    if (isFinalConnectFailure(event.failure)) refuse(event.failure);
+  };
+  client.on('serverHeartbeatFailed', onHeartbeatFailed);
+  const connecting = client.connect();
+  connecting.catch(() => undefined); // when the refusal wins, the close below fails it too
+  try {
+    await Promise.race([connecting, refused]);
+  } catch (err) {
+    await client.close(true).catch(() => undefined);
+    throw err;
+  } finally {
+    client.off('serverHeartbeatFailed', onHeartbeatFailed);
+  }
   return client;
 }
 

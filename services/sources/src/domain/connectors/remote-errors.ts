@@ -58,6 +58,19 @@ export function isTargetRefusal(err: unknown, depth = 0): boolean {
   return depth < 5 && e?.cause !== undefined && e.cause !== err && isTargetRefusal(e.cause, depth + 1);
 }
 
+/**
+ * Whether a failed connection attempt is final: refused, an unknown host, an unreachable network, a target the
+ * guard refuses, or TLS that cannot agree. Trying again within the same check would fail the same way (unlike a
+ * timeout or a reset).
+ */
+export function isFinalConnectFailure(err: unknown, depth = 0): boolean {
+  const e = err as { code?: unknown; cause?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : '';
+  if (err instanceof DisallowedTargetError || err instanceof HostNotFoundError) return true;
+  if (/^(ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ERR_DISALLOWED_TARGET)$|^ERR_TLS|^ERR_SSL_|CERT|^DEPTH_ZERO|^UNABLE_TO|^SELF_SIGNED/.test(code)) return true;
+  return depth < 5 && e?.cause !== undefined && e.cause !== err && isFinalConnectFailure(e.cause, depth + 1);
+}
+
 /** A connection that failed for a network reason, as the connector's failure on `field`, or null when it is not one. */
 export function networkFailure(err: unknown, field: string, prefix: string): ConnectorCheckError | null {
   const net = describeNetworkError(err);
