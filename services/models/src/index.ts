@@ -16,6 +16,7 @@ import { InlineOnnxHost, WorkerOnnxHost } from './domain/onnx/onnx-host.ts';
 import { OwnModelRuntimes } from './domain/runtimes.ts';
 import { ServingCache } from './domain/serving-cache.ts';
 import { TrainingService } from './domain/training.service.ts';
+import { TrainingJobs } from './workers/training-jobs.ts';
 import { startTrainingSweep } from './workers/training-sweep.ts';
 import { modelsOutbox } from './events/outbox.ts';
 import { runSourcesConsumer } from './events/sources.consumer.ts';
@@ -111,29 +112,23 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger;
     });
     // Closed before the workers and the database: shadow runs in flight finish and are recorded.
     life.onStop('shadow predictions', () => service.drainShadows());
-    const training = new TrainingService({
-      models: modelRepository,
-      artifacts,
-      versions: versionRepository,
-      sources,
-      datasets,
-      pool: trainWorkers,
-      logger,
-      settings: {
-        timeoutMs: config.TRAIN_TIMEOUT_MS,
-        maxRows: config.TRAIN_MAX_ROWS,
-        leaseMs: config.TRAIN_LEASE_MS,
-        maxAttempts: 3,
-        maxJobs: config.TRAIN_MAX_JOBS,
-        maxClasses: 50,
-        silhouetteSample: 1000,
-        duckdbMemoryLimit: config.TRAIN_DUCKDB_MEMORY_LIMIT,
-        duckdbTempDir: config.DUCKDB_TEMP_DIR,
-        ...(config.DUCKDB_MAX_TEMP_SIZE ? { duckdbMaxTempSize: config.DUCKDB_MAX_TEMP_SIZE } : {}),
-      },
-    });
+    const trainingSettings = {
+      timeoutMs: config.TRAIN_TIMEOUT_MS,
+      maxRows: config.TRAIN_MAX_ROWS,
+      leaseMs: config.TRAIN_LEASE_MS,
+      maxAttempts: 3,
+      maxJobs: config.TRAIN_MAX_JOBS,
+      maxClasses: 50,
+      silhouetteSample: 1000,
+      duckdbMemoryLimit: config.TRAIN_DUCKDB_MEMORY_LIMIT,
+      duckdbTempDir: config.DUCKDB_TEMP_DIR,
+      ...(config.DUCKDB_MAX_TEMP_SIZE ? { duckdbMaxTempSize: config.DUCKDB_MAX_TEMP_SIZE } : {}),
+    };
+    const trainingJobs =
+      trainWorkers && datasets ? new TrainingJobs({ models: modelRepository, artifacts, datasets, pool: trainWorkers, logger, settings: trainingSettings }) : null;
     // Stops before the worker pools (closed in reverse): jobs end and leases go back.
-    life.onStop('training jobs', () => training.stop());
+    if (trainingJobs) life.onStop('training jobs', () => trainingJobs.stop());
+    const training = new TrainingService({ models: modelRepository, versions: versionRepository, sources, datasets, runner: trainingJobs, settings: trainingSettings });
     const lifecycle = new ModelLifecycle({ catalog, models: modelRepository, artifacts, versions, training, onnx, runtimes, logger });
 
     const app = createApp({ logger, bodyLimitBytes: config.BODY_LIMIT_BYTES, internalSecret: config.INTERNAL_SECRET, ready: mongo.ping, models: service, lifecycle });
@@ -143,7 +138,7 @@ export async function startModels(config: ModelsConfig, deps: { logger?: Logger;
       () => runSourcesConsumer(eventing, logger, sources),
       (c: Consumer) => c.disconnect(),
     );
-    startTrainingSweep(life, training, config.TRAIN_LEASE_MS);
+    startTrainingSweep(life, trainingJobs, config.TRAIN_LEASE_MS);
     logger.info({ url: server.url, training: Boolean(trainWorkers), predictWorkers: workers?.size ?? 0 }, 'models service listening');
 
     return {

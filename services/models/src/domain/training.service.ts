@@ -1,16 +1,9 @@
-import { randomUUID } from 'node:crypto';
-import { gzip } from 'node:zlib';
-import { promisify } from 'node:util';
 import { createModelBody, newId, type CallerContext, type Column, type RetrainModelBody, type TrainModelBody } from '@dap/contracts';
-import { readCurrentFile, type DatasetFiles } from '@dap/datasets';
+import type { DatasetFiles } from '@dap/datasets';
 import { parseOrInvalid, type FieldError } from '@dap/errors';
-import type { Logger } from '@dap/logger';
 import type { SourceProjection, SourceProjectionRepository } from '@dap/mongo';
-import { MAX_ARTIFACT_BYTES, type ArtifactRepository } from '../persistence/artifact.repository.ts';
 import type { ModelVersionRepository } from '../persistence/model-version.repository.ts';
 import { recordOf, type ModelDoc, type ModelLease, type ModelRepository } from '../persistence/model.repository.ts';
-import type { TrainJob, TrainJobResult } from '../workers/train.worker.ts';
-import { WorkerJobError, WorkerTimeoutError, type WorkerPool } from '../workers/worker-pool.ts';
 import {
   builtinNotVersioned,
   invalidBody,
@@ -23,14 +16,11 @@ import {
   trainingAtCapacity,
   trainingUnavailable,
 } from './errors.ts';
-import { modelFailed, modelReady } from './events.ts';
 import { DEFAULT_ALIASES, type ModelFeature, type ModelRecord } from './model.ts';
 import type { FeatureProfile } from './training/drift.ts';
 import type { Encoder, FeatureColumn, FeatureKind } from './training/encoding.ts';
 import { TASK_OF } from './training/trained-model.ts';
-import { TrainingError, type TrainingSpec } from './training/train.ts';
-
-const gzipAsync = promisify(gzip);
+import type { TrainingSpec } from './training/train.ts';
 
 const FRESH_SOURCE_MS = 30_000;
 const FRESH_SOURCE_WAIT_MS = 3_000;
@@ -118,51 +108,49 @@ export function trainedFeatures(features: readonly ModelFeature[], profile: read
   });
 }
 
+/** What runs recorded training jobs on this instance (workers/training-jobs.ts). */
+export interface TrainingRunner {
+  /** This process, as a lease holder. */
+  readonly owner: string;
+  /** Jobs held here (queued or running). */
+  readonly active: number;
+  launch(accountId: string, modelId: string): void;
+  cancel(modelId: string): void;
+}
+
 /**
  * Training from a source: checks the request against the source's schema (from the `sources.events`
- * projection), records the model as training, and runs the job on a worker thread, renewing a lease while
- * it runs. On success the artifact is stored, then the model turns ready with `model.ready` in the same
- * write; on failure it turns failed with `model.failed`. Jobs whose lease lapses (their instance died) are
- * claimed and run again by any instance with training workers.
+ * projection) and records the model as training, leased to this instance's runner, which runs the job. Where
+ * this instance has no training workers, the lease starts lapsed, and an instance that has them claims it.
  */
 export class TrainingService {
   private readonly models: ModelRepository;
-  private readonly artifacts: ArtifactRepository;
   private readonly versions: ModelVersionRepository;
   private readonly sources: SourceProjectionRepository;
   private readonly datasets: DatasetFiles | null;
-  private readonly pool: WorkerPool<TrainJob, TrainJobResult> | null;
-  private readonly logger: Logger;
-  private readonly settings: TrainingSettings;
-  /** This process, as a lease holder. */
-  readonly owner = randomUUID();
-  private readonly jobs = new Map<string, { accountId: string; abort: AbortController; done: Promise<void> }>();
-  private sweeping = false;
-  private stopped = false;
+  private readonly runner: TrainingRunner | null;
+  private readonly settings: Pick<TrainingSettings, 'leaseMs' | 'maxJobs'>;
 
   constructor(opts: {
     models: ModelRepository;
-    artifacts: ArtifactRepository;
     versions: ModelVersionRepository;
     sources: SourceProjectionRepository;
     datasets: DatasetFiles | null;
-    pool: WorkerPool<TrainJob, TrainJobResult> | null;
-    logger: Logger;
-    settings: TrainingSettings;
+    /** Null where this instance has no training workers: its jobs wait, lease lapsed, for one that has. */
+    runner: TrainingRunner | null;
+    settings: Pick<TrainingSettings, 'leaseMs' | 'maxJobs'>;
   }) {
     this.models = opts.models;
-    this.artifacts = opts.artifacts;
     this.versions = opts.versions;
     this.sources = opts.sources;
     this.datasets = opts.datasets;
-    this.pool = opts.pool;
-    this.logger = opts.logger;
+    this.runner = opts.runner;
     this.settings = opts.settings;
   }
 
-  /** Jobs held by this instance (queued or running). */
-  get activeJobs(): number {
-    return this.jobs.size;
+  /** Stops this instance's job for a model (it is being deleted). */
+  cancel(modelId: string): void {
+    this.runner?.cancel(modelId);
   }
 
   async create(caller: CallerContext, body: TrainModelBody): Promise<ModelRecord> {
@@ -193,7 +181,7 @@ export class TrainingService {
       aliases: { ...DEFAULT_ALIASES },
     };
     await this.models.insert(caller.accountId, doc);
-    if (this.pool) this.launch(caller.accountId, id);
+    this.runner?.launch(caller.accountId, id);
     return recordOf({ ...doc, accountId: caller.accountId });
   }
 
@@ -237,7 +225,7 @@ export class TrainingService {
       aliases: { ...(doc.aliases ?? DEFAULT_ALIASES) },
     });
     if (!started) throw retrainRaced();
-    if (this.pool) this.launch(caller.accountId, id);
+    this.runner?.launch(caller.accountId, id);
     return recordOf(started);
   }
 
@@ -248,7 +236,7 @@ export class TrainingService {
     if (!source || source.deleted) throw sourceNotFound();
     if (source.status !== 'ready') throw sourceNotReady(source.status);
     const spec = specOf(body, source.schema);
-    if (this.pool && this.jobs.size >= this.settings.maxJobs) {
+    if (this.runner && this.runner.active >= this.settings.maxJobs) {
       throw trainingAtCapacity();
     }
     return { spec, types: new Map(source.schema.map((c) => [c.name, c.type])) };
@@ -256,7 +244,7 @@ export class TrainingService {
 
   /** Without training workers here the lease starts lapsed, so an instance that has them claims it. */
   private newLease(now: Date): ModelLease {
-    return this.pool ? { owner: this.owner, until: new Date(now.getTime() + this.settings.leaseMs), attempts: 1 } : { owner: null, until: new Date(0), attempts: 0 };
+    return this.runner ? { owner: this.runner.owner, until: new Date(now.getTime() + this.settings.leaseMs), attempts: 1 } : { owner: null, until: new Date(0), attempts: 0 };
   }
 
   /**
@@ -279,144 +267,6 @@ export class TrainingService {
       source = await this.sources.find(accountId, sourceId);
     }
     return source;
-  }
-
-  /** Stops this instance's job for a model (it is being deleted). */
-  cancel(modelId: string): void {
-    this.jobs.get(modelId)?.abort.abort();
-  }
-
-  /** Whether this instance runs training jobs (it has training workers), so it should sweep for lapsed ones. */
-  get trains(): boolean {
-    return this.pool !== null;
-  }
-
-  /** Cancels this instance's jobs and hands their leases back, so the next instance resumes them at once. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    const jobs = [...this.jobs.entries()];
-    for (const [, job] of jobs) job.abort.abort();
-    await Promise.all(jobs.map(([, job]) => job.done));
-    await Promise.all(
-      jobs.map(([id, job]) => this.models.releaseLease(job.accountId, id, this.owner).catch((err) => this.logger.warn({ err, modelId: id }, 'could not release a training lease'))),
-    );
-  }
-
-  /** Claims lapsed training jobs, up to this instance's free capacity (run by workers/training-sweep.ts). */
-  async sweep(): Promise<void> {
-    if (this.sweeping || this.stopped || !this.pool) return;
-    this.sweeping = true;
-    try {
-      const capacity = this.settings.maxJobs - this.jobs.size;
-      if (capacity <= 0) return;
-      const now = new Date();
-      for (const lapsed of await this.models.lapsedTrainings(now, capacity)) {
-        if (this.stopped) return;
-        if (this.jobs.has(lapsed._id)) continue;
-        const lease: ModelLease = { owner: this.owner, until: new Date(now.getTime() + this.settings.leaseMs), attempts: lapsed.lease.attempts + 1 };
-        const claimed = await this.models.claimLease(lapsed.accountId, lapsed._id, lapsed.lease, lease);
-        if (!claimed) continue;
-        if (lapsed.lease.attempts >= this.settings.maxAttempts) {
-          const error = `training was interrupted ${lapsed.lease.attempts} times (the service restarted while it ran); create the model again`;
-          await this.models.finishTraining(lapsed.accountId, lapsed._id, this.owner, { status: 'failed', error }, [
-            modelFailed(lapsed.accountId, claimed.requestId ?? null, { id: lapsed._id, name: claimed.name }, error),
-          ]);
-          continue;
-        }
-        this.logger.info({ modelId: lapsed._id, attempt: lease.attempts }, 'resuming an interrupted training job');
-        this.launch(lapsed.accountId, lapsed._id);
-      }
-    } catch (err) {
-      this.logger.warn({ err }, 'training sweep failed; will retry');
-    } finally {
-      this.sweeping = false;
-    }
-  }
-
-  private launch(accountId: string, modelId: string): void {
-    const abort = new AbortController();
-    const renew = setInterval(
-      () => {
-        const until = new Date(Date.now() + this.settings.leaseMs);
-        this.models.renewLease(accountId, modelId, this.owner, until).catch((err) => this.logger.warn({ err, modelId }, 'could not renew a training lease'));
-      },
-      Math.max(200, Math.floor(this.settings.leaseMs / 3)),
-    );
-    renew.unref();
-    const done = this.execute(accountId, modelId, abort.signal)
-      .catch((err) => this.logger.error({ err, modelId }, 'training bookkeeping failed'))
-      .finally(() => {
-        clearInterval(renew);
-        this.jobs.delete(modelId);
-      });
-    this.jobs.set(modelId, { accountId, abort, done });
-  }
-
-  private async execute(accountId: string, modelId: string, signal: AbortSignal): Promise<void> {
-    const doc = await this.models.findDoc(accountId, modelId);
-    if (!doc || doc.status !== 'training' || !doc.spec || !doc.training || !this.pool || !this.datasets) return;
-    const started = performance.now();
-    const requestId = doc.requestId ?? null;
-    try {
-      const { datasets, pool } = this;
-      const sourceId = doc.training.sourceId;
-      const file = await datasets.currentFile(accountId, sourceId);
-      if (!file) throw new TrainingError('the source has no data (it was never synced or was removed)');
-      const jobOn = (data: string): TrainJob => ({
-        spec: doc.spec!,
-        data: { kind: 'parquet', file: data, maxRows: this.settings.maxRows },
-        limits: { maxClasses: this.settings.maxClasses, silhouetteSample: this.settings.silhouetteSample },
-        duckdbMemoryLimit: this.settings.duckdbMemoryLimit,
-        ...(this.settings.duckdbTempDir ? { duckdbTempDir: this.settings.duckdbTempDir } : {}),
-        ...(this.settings.duckdbMaxTempSize ? { duckdbMaxTempSize: this.settings.duckdbMaxTempSize } : {}),
-      });
-      // A newer sync may replace and remove the file under the read: it then reads the current one, once.
-      const result = await readCurrentFile(
-        file,
-        () => datasets.currentFile(accountId, sourceId),
-        (data) => pool.run(jobOn(data), { timeoutMs: this.settings.timeoutMs, signal }),
-      );
-      const packed = await gzipAsync(JSON.stringify(result.outcome.artifact));
-      if (packed.byteLength > MAX_ARTIFACT_BYTES) {
-        throw new TrainingError(`the trained model takes ${packed.byteLength} bytes, over the ${MAX_ARTIFACT_BYTES} that can be stored; lower nEstimators or maxDepth`);
-      }
-      await this.artifacts.put(accountId, modelId, { version: doc.version, format: 'trained-json-gzip', data: packed, summary: result.outcome.parameters });
-      const profile = result.outcome.profile;
-      const features = trainedFeatures(doc.features, profile, result.outcome.artifact.encoder);
-      const durationMs = Math.round(performance.now() - started);
-      const updated = await this.models.finishTraining(
-        accountId,
-        modelId,
-        this.owner,
-        {
-          status: 'ready',
-          error: null,
-          features,
-          evaluation: result.outcome.evaluation,
-          profile,
-          training: { ...doc.training, rows: { ...result.rows, ...result.outcome.rows }, finishedAt: new Date(), durationMs },
-        },
-        [modelReady(accountId, requestId, { id: modelId, name: doc.name, type: doc.type })],
-      );
-      if (!updated && !(await this.models.findDoc(accountId, modelId))) await this.artifacts.remove(accountId, modelId); // deleted meanwhile
-      this.logger.info({ modelId, type: doc.type, rows: result.rows, timing: result.timing, durationMs }, updated ? 'model trained' : 'model trained but no longer wanted');
-    } catch (err) {
-      if (signal.aborted) return; // deleted, or this instance is stopping: the lease passes on
-      const error = this.failureMessage(err, requestId, modelId);
-      const durationMs = Math.round(performance.now() - started);
-      await this.models.finishTraining(accountId, modelId, this.owner, { status: 'failed', error, training: { ...doc.training, finishedAt: new Date(), durationMs } }, [
-        modelFailed(accountId, requestId, { id: modelId, name: doc.name }, error),
-      ]);
-    }
-  }
-
-  /** The reason stored on a failed model: the caller's problem in plain words, or a pointer to our logs. */
-  private failureMessage(err: unknown, requestId: string | null, modelId: string): string {
-    if (err instanceof TrainingError) return err.message;
-    if (err instanceof WorkerJobError && err.expected) return err.message;
-    if (err instanceof WorkerTimeoutError) return `training took longer than ${this.settings.timeoutMs} ms; lower sampleRows, nEstimators or maxIterations, or use fewer features`;
-    this.logger.error({ err, modelId, requestId }, 'training failed unexpectedly');
-    return `training failed unexpectedly; contact support with the request id ${requestId ?? modelId}`;
   }
 }
 
