@@ -13,6 +13,15 @@ import { WorkerJobError, WorkerTimeoutError, type WorkerPool } from './worker-po
 
 const gzipAsync = promisify(gzip);
 
+export interface TrainingJobsDeps {
+  models: ModelRepository;
+  artifacts: ArtifactRepository;
+  datasets: DatasetFiles;
+  pool: WorkerPool<TrainJob, TrainJobResult>;
+  logger: Logger;
+  settings: TrainingSettings;
+}
+
 /**
  * The training jobs of this instance. Each runs on a training worker thread and renews the model's lease
  * while it runs. On success the artifact is stored, then the model turns ready with `model.ready` in the
@@ -20,32 +29,15 @@ const gzipAsync = promisify(gzip);
  * (their instance died) and runs them here.
  */
 export class TrainingJobs implements TrainingRunner {
-  private readonly models: ModelRepository;
-  private readonly artifacts: ArtifactRepository;
-  private readonly datasets: DatasetFiles;
-  private readonly pool: WorkerPool<TrainJob, TrainJobResult>;
-  private readonly logger: Logger;
-  private readonly settings: TrainingSettings;
+  private readonly deps: TrainingJobsDeps;
   /** This process, as a lease holder. */
   readonly owner = randomUUID();
   private readonly jobs = new Map<string, { accountId: string; abort: AbortController; done: Promise<void> }>();
   private sweeping = false;
   private stopped = false;
 
-  constructor(opts: {
-    models: ModelRepository;
-    artifacts: ArtifactRepository;
-    datasets: DatasetFiles;
-    pool: WorkerPool<TrainJob, TrainJobResult>;
-    logger: Logger;
-    settings: TrainingSettings;
-  }) {
-    this.models = opts.models;
-    this.artifacts = opts.artifacts;
-    this.datasets = opts.datasets;
-    this.pool = opts.pool;
-    this.logger = opts.logger;
-    this.settings = opts.settings;
+  constructor(deps: TrainingJobsDeps) {
+    this.deps = deps;
   }
 
   /** Jobs held by this instance (queued or running). */
@@ -65,7 +57,9 @@ export class TrainingJobs implements TrainingRunner {
     for (const [, job] of jobs) job.abort.abort();
     await Promise.all(jobs.map(([, job]) => job.done));
     await Promise.all(
-      jobs.map(([id, job]) => this.models.releaseLease(job.accountId, id, this.owner).catch((err) => this.logger.warn({ err, modelId: id }, 'could not release a training lease'))),
+      jobs.map(([id, job]) =>
+        this.deps.models.releaseLease(job.accountId, id, this.owner).catch((err) => this.deps.logger.warn({ err, modelId: id }, 'could not release a training lease')),
+      ),
     );
   }
 
@@ -74,27 +68,27 @@ export class TrainingJobs implements TrainingRunner {
     if (this.sweeping || this.stopped) return;
     this.sweeping = true;
     try {
-      const capacity = this.settings.maxJobs - this.jobs.size;
+      const capacity = this.deps.settings.maxJobs - this.jobs.size;
       if (capacity <= 0) return;
       const now = new Date();
-      for (const lapsed of await this.models.lapsedTrainings(now, capacity)) {
+      for (const lapsed of await this.deps.models.lapsedTrainings(now, capacity)) {
         if (this.stopped) return;
         if (this.jobs.has(lapsed._id)) continue;
-        const lease: ModelLease = { owner: this.owner, until: new Date(now.getTime() + this.settings.leaseMs), attempts: lapsed.lease.attempts + 1 };
-        const claimed = await this.models.claimLease(lapsed.accountId, lapsed._id, lapsed.lease, lease);
+        const lease: ModelLease = { owner: this.owner, until: new Date(now.getTime() + this.deps.settings.leaseMs), attempts: lapsed.lease.attempts + 1 };
+        const claimed = await this.deps.models.claimLease(lapsed.accountId, lapsed._id, lapsed.lease, lease);
         if (!claimed) continue;
-        if (lapsed.lease.attempts >= this.settings.maxAttempts) {
+        if (lapsed.lease.attempts >= this.deps.settings.maxAttempts) {
           const error = `training was interrupted ${lapsed.lease.attempts} times (the service restarted while it ran); create the model again`;
-          await this.models.finishTraining(lapsed.accountId, lapsed._id, this.owner, { status: 'failed', error }, [
+          await this.deps.models.finishTraining(lapsed.accountId, lapsed._id, this.owner, { status: 'failed', error }, [
             modelFailed(lapsed.accountId, claimed.requestId ?? null, { id: lapsed._id, name: claimed.name }, error),
           ]);
           continue;
         }
-        this.logger.info({ modelId: lapsed._id, attempt: lease.attempts }, 'resuming an interrupted training job');
+        this.deps.logger.info({ modelId: lapsed._id, attempt: lease.attempts }, 'resuming an interrupted training job');
         this.launch(lapsed.accountId, lapsed._id);
       }
     } catch (err) {
-      this.logger.warn({ err }, 'training sweep failed; will retry');
+      this.deps.logger.warn({ err }, 'training sweep failed; will retry');
     } finally {
       this.sweeping = false;
     }
@@ -105,14 +99,14 @@ export class TrainingJobs implements TrainingRunner {
     const abort = new AbortController();
     const renew = setInterval(
       () => {
-        const until = new Date(Date.now() + this.settings.leaseMs);
-        this.models.renewLease(accountId, modelId, this.owner, until).catch((err) => this.logger.warn({ err, modelId }, 'could not renew a training lease'));
+        const until = new Date(Date.now() + this.deps.settings.leaseMs);
+        this.deps.models.renewLease(accountId, modelId, this.owner, until).catch((err) => this.deps.logger.warn({ err, modelId }, 'could not renew a training lease'));
       },
-      Math.max(200, Math.floor(this.settings.leaseMs / 3)),
+      Math.max(200, Math.floor(this.deps.settings.leaseMs / 3)),
     );
     renew.unref();
     const done = this.execute(accountId, modelId, abort.signal)
-      .catch((err) => this.logger.error({ err, modelId }, 'training bookkeeping failed'))
+      .catch((err) => this.deps.logger.error({ err, modelId }, 'training bookkeeping failed'))
       .finally(() => {
         clearInterval(renew);
         this.jobs.delete(modelId);
@@ -121,38 +115,38 @@ export class TrainingJobs implements TrainingRunner {
   }
 
   private async execute(accountId: string, modelId: string, signal: AbortSignal): Promise<void> {
-    const doc = await this.models.findDoc(accountId, modelId);
+    const doc = await this.deps.models.findDoc(accountId, modelId);
     if (!doc || doc.status !== 'training' || !doc.spec || !doc.training) return;
     const started = performance.now();
     const requestId = doc.requestId ?? null;
     try {
-      const { datasets, pool } = this;
+      const { datasets, pool } = this.deps;
       const sourceId = doc.training.sourceId;
       const file = await datasets.currentFile(accountId, sourceId);
       if (!file) throw new TrainingError('the source has no data (it was never synced or was removed)');
       const jobOn = (data: string): TrainJob => ({
         spec: doc.spec!,
-        data: { kind: 'parquet', file: data, maxRows: this.settings.maxRows },
-        limits: { maxClasses: this.settings.maxClasses, silhouetteSample: this.settings.silhouetteSample },
-        duckdbMemoryLimit: this.settings.duckdbMemoryLimit,
-        ...(this.settings.duckdbTempDir ? { duckdbTempDir: this.settings.duckdbTempDir } : {}),
-        ...(this.settings.duckdbMaxTempSize ? { duckdbMaxTempSize: this.settings.duckdbMaxTempSize } : {}),
+        data: { kind: 'parquet', file: data, maxRows: this.deps.settings.maxRows },
+        limits: { maxClasses: this.deps.settings.maxClasses, silhouetteSample: this.deps.settings.silhouetteSample },
+        duckdbMemoryLimit: this.deps.settings.duckdbMemoryLimit,
+        ...(this.deps.settings.duckdbTempDir ? { duckdbTempDir: this.deps.settings.duckdbTempDir } : {}),
+        ...(this.deps.settings.duckdbMaxTempSize ? { duckdbMaxTempSize: this.deps.settings.duckdbMaxTempSize } : {}),
       });
       // A newer sync may replace and remove the file under the read: it then reads the current one, once.
       const result = await readCurrentFile(
         file,
         () => datasets.currentFile(accountId, sourceId),
-        (data) => pool.run(jobOn(data), { timeoutMs: this.settings.timeoutMs, signal }),
+        (data) => pool.run(jobOn(data), { timeoutMs: this.deps.settings.timeoutMs, signal }),
       );
       const packed = await gzipAsync(JSON.stringify(result.outcome.artifact));
       if (packed.byteLength > MAX_ARTIFACT_BYTES) {
         throw new TrainingError(`the trained model takes ${packed.byteLength} bytes, over the ${MAX_ARTIFACT_BYTES} that can be stored; lower nEstimators or maxDepth`);
       }
-      await this.artifacts.put(accountId, modelId, { version: doc.version, format: 'trained-json-gzip', data: packed, summary: result.outcome.parameters });
+      await this.deps.artifacts.put(accountId, modelId, { version: doc.version, format: 'trained-json-gzip', data: packed, summary: result.outcome.parameters });
       const profile = result.outcome.profile;
       const features = trainedFeatures(doc.features, profile, result.outcome.artifact.encoder);
       const durationMs = Math.round(performance.now() - started);
-      const updated = await this.models.finishTraining(
+      const updated = await this.deps.models.finishTraining(
         accountId,
         modelId,
         this.owner,
@@ -166,13 +160,13 @@ export class TrainingJobs implements TrainingRunner {
         },
         [modelReady(accountId, requestId, { id: modelId, name: doc.name, type: doc.type })],
       );
-      if (!updated && !(await this.models.findDoc(accountId, modelId))) await this.artifacts.remove(accountId, modelId); // deleted meanwhile
-      this.logger.info({ modelId, type: doc.type, rows: result.rows, timing: result.timing, durationMs }, updated ? 'model trained' : 'model trained but no longer wanted');
+      if (!updated && !(await this.deps.models.findDoc(accountId, modelId))) await this.deps.artifacts.remove(accountId, modelId); // deleted meanwhile
+      this.deps.logger.info({ modelId, type: doc.type, rows: result.rows, timing: result.timing, durationMs }, updated ? 'model trained' : 'model trained but no longer wanted');
     } catch (err) {
       if (signal.aborted) return; // deleted, or this instance is stopping: the lease passes on
       const error = this.failureMessage(err, requestId, modelId);
       const durationMs = Math.round(performance.now() - started);
-      await this.models.finishTraining(accountId, modelId, this.owner, { status: 'failed', error, training: { ...doc.training, finishedAt: new Date(), durationMs } }, [
+      await this.deps.models.finishTraining(accountId, modelId, this.owner, { status: 'failed', error, training: { ...doc.training, finishedAt: new Date(), durationMs } }, [
         modelFailed(accountId, requestId, { id: modelId, name: doc.name }, error),
       ]);
     }
@@ -182,8 +176,9 @@ export class TrainingJobs implements TrainingRunner {
   private failureMessage(err: unknown, requestId: string | null, modelId: string): string {
     if (err instanceof TrainingError) return err.message;
     if (err instanceof WorkerJobError && err.expected) return err.message;
-    if (err instanceof WorkerTimeoutError) return `training took longer than ${this.settings.timeoutMs} ms; lower sampleRows, nEstimators or maxIterations, or use fewer features`;
-    this.logger.error({ err, modelId, requestId }, 'training failed unexpectedly');
+    if (err instanceof WorkerTimeoutError)
+      return `training took longer than ${this.deps.settings.timeoutMs} ms; lower sampleRows, nEstimators or maxIterations, or use fewer features`;
+    this.deps.logger.error({ err, modelId, requestId }, 'training failed unexpectedly');
     return `training failed unexpectedly; contact support with the request id ${requestId ?? modelId}`;
   }
 }
