@@ -369,14 +369,15 @@ describe('MongoDB sources', () => {
       /\$function is not allowed/,
     );
     await refused({ type: 'mongodb', name: 'x', connection: { url: `${dbs.mongoUrl}/${mongoDb}` }, collection: 'nope' }, 'collection', /does not exist/);
-    // A refused connection is answered at once, not after server selection's timeout (3 s here).
+    // A refused connection is answered at once, not after server selection's timeout (3 s here, so the old
+    // behaviour never took less; the bound leaves room for a loaded machine).
     const started = Date.now();
     await refused(
       { type: 'mongodb', name: 'x', connection: { url: 'mongodb://127.0.0.1:1/x' }, collection: 'c' },
       'connection',
       /could not connect to MongoDB: the connection was refused/,
     );
-    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(Date.now() - started).toBeLessThan(2_500);
   });
 });
 
