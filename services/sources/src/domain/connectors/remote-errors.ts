@@ -51,11 +51,23 @@ export function scrub(message: string, secrets: ReadonlyArray<string | undefined
   return out;
 }
 
-/** Whether the SSRF guard refused the target, here or in an error's causes (drivers wrap what `lookup` threw). */
-export function isTargetRefusal(err: unknown, depth = 0): boolean {
-  const e = err as { code?: unknown; cause?: unknown } | null;
-  if (err instanceof DisallowedTargetError || e?.code === 'ERR_DISALLOWED_TARGET') return true;
-  return depth < 5 && e?.cause !== undefined && e.cause !== err && isTargetRefusal(e.cause, depth + 1);
+/** Whether `test` holds for the error or one of its causes (drivers wrap what a socket or `lookup` threw). */
+function inCauses(err: unknown, test: (e: unknown, code: string) => boolean): boolean {
+  let e = err as { code?: unknown; cause?: unknown } | null | undefined;
+  for (let depth = 0; depth <= 5 && e !== undefined && e !== null; depth++) {
+    if (test(e, typeof e.code === 'string' ? e.code : '')) return true;
+    if (e.cause === e) return false;
+    e = e.cause as typeof e;
+  }
+  return false;
+}
+
+/** OpenSSL's own failures (ERR_SSL_*: a server that does not speak TLS on that port answers "wrong version number"). */
+const TLS_FAILURE = /^ERR_TLS|^ERR_SSL_|^EPROTO$|CERT|^DEPTH_ZERO|^UNABLE_TO|^SELF_SIGNED/;
+
+/** Whether the SSRF guard refused the target, here or in an error's causes. */
+export function isTargetRefusal(err: unknown): boolean {
+  return inCauses(err, (e, code) => e instanceof DisallowedTargetError || code === 'ERR_DISALLOWED_TARGET');
 }
 
 /**
@@ -63,12 +75,10 @@ export function isTargetRefusal(err: unknown, depth = 0): boolean {
  * guard refuses, or TLS that cannot agree. Trying again within the same check would fail the same way (unlike a
  * timeout or a reset).
  */
-export function isFinalConnectFailure(err: unknown, depth = 0): boolean {
-  const e = err as { code?: unknown; cause?: unknown } | null;
-  const code = typeof e?.code === 'string' ? e.code : '';
-  if (err instanceof DisallowedTargetError || err instanceof HostNotFoundError) return true;
-  if (/^(ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ERR_DISALLOWED_TARGET)$|^ERR_TLS|^ERR_SSL_|CERT|^DEPTH_ZERO|^UNABLE_TO|^SELF_SIGNED/.test(code)) return true;
-  return depth < 5 && e?.cause !== undefined && e.cause !== err && isFinalConnectFailure(e.cause, depth + 1);
+export function isFinalConnectFailure(err: unknown): boolean {
+  return (
+    isTargetRefusal(err) || inCauses(err, (e, code) => e instanceof HostNotFoundError || /^(ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH)$/.test(code) || TLS_FAILURE.test(code))
+  );
 }
 
 /** A connection that failed for a network reason, as the connector's failure on `field`, or null when it is not one. */
@@ -108,8 +118,7 @@ export function describeNetworkError(err: unknown): string | null {
     case 'ETIMEOUT':
       return 'the connection timed out';
   }
-  // OpenSSL's own failures (ERR_SSL_*: a server that does not speak TLS on that port answers "wrong version number").
-  if (/^ERR_TLS|^ERR_SSL_|^EPROTO$|CERT|^DEPTH_ZERO|^UNABLE_TO|^SELF_SIGNED/.test(code)) return `TLS error (${code})`;
+  if (TLS_FAILURE.test(code)) return `TLS error (${code})`;
   // Any other system error on the socket is the connection's, not ours.
   if (/^E[A-Z0-9]+$/.test(code)) return `the connection failed (${code})`;
   if (e?.cause && e.cause !== err) return describeNetworkError(e.cause);
