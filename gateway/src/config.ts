@@ -63,6 +63,11 @@ export const gatewayConfigShape = {
   KEY_CACHE_MAX_ENTRIES: z.coerce.number().int().min(1).default(50_000),
   UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
   RATE_LIMIT_WINDOW_MS: z.coerce.number().int().positive().default(60_000),
+  /**
+   * How long a gateway may hold requests it reserved in a busy account's window before it admits them (see
+   * rate-limit/leasing.limiter.ts); 0 asks Redis on every request.
+   */
+  RATE_LIMIT_LEASE_MS: z.coerce.number().int().min(0).max(1_000).default(100),
   /** Per-plan limits, e.g. `starter=20`; overrides the plan table (small limits make exactness tests short). */
   PLAN_LIMITS_OVERRIDE: z
     .string()

@@ -19,6 +19,7 @@ import { idempotency } from './idempotency/idempotency.ts';
 import { serviceProxy, upstreamError } from './proxy/service-proxy.ts';
 import { forwardBuffered, type Targets } from './proxy/upstream.ts';
 import { FailOpenLimiter, InMemoryLimiter, SlidingWindowLimiter } from './rate-limit/sliding-window.limiter.ts';
+import { LeasingLimiter } from './rate-limit/leasing.limiter.ts';
 import { UsageRecorder, usageCallOf } from './usage/usage-recorder.ts';
 
 export function planLimits(override: string | undefined): Record<Plan, number> {
@@ -44,7 +45,21 @@ export async function startGateway(config: GatewayConfig, deps: { logger?: Logge
     const fallbacks = metrics.counter({ name: 'dap_rate_limit_fallback_total', help: 'Limiter checks decided by the in-memory fallback because Redis was unreachable.' });
     const stats = { limiterFallbacks: 0 };
     let lastFallbackLog = 0;
-    const limiter = new FailOpenLimiter(new SlidingWindowLimiter(redis, config.RATE_LIMIT_WINDOW_MS, deps.now), new InMemoryLimiter(config.RATE_LIMIT_WINDOW_MS), (err) => {
+    const window = new SlidingWindowLimiter(redis, config.RATE_LIMIT_WINDOW_MS, deps.now);
+    const leasing =
+      config.RATE_LIMIT_LEASE_MS > 0
+        ? new LeasingLimiter(window, {
+            holdMs: config.RATE_LIMIT_LEASE_MS,
+            clock: deps.now,
+            onReleaseError: (err) => logger.debug({ err: (err as Error).message }, 'could not hand back unused rate-limit permits; they lapse with the window'),
+          })
+        : null;
+    if (leasing) {
+      life.runEvery('rate-limit lease sweep', config.RATE_LIMIT_LEASE_MS, () => leasing.sweep());
+      // Stopped after the server and before Redis: the permits no request will use go back to the window.
+      life.onStop('rate-limit leases', () => leasing.stop());
+    }
+    const limiter = new FailOpenLimiter(leasing ?? window, new InMemoryLimiter(config.RATE_LIMIT_WINDOW_MS), (err) => {
       stats.limiterFallbacks++;
       fallbacks.inc();
       if (Date.now() - lastFallbackLog > 10_000) {
