@@ -34,7 +34,29 @@ describe('LeasingLimiter on Redis', () => {
     for (let i = 0; i < 5; i++) seen.push((await limiter.check(account, 100)).remaining);
     expect(seen).toEqual([99, 98, 97, 96, 95]);
     expect(trips).toHaveBeenCalledTimes(5);
-    for (const [, , want] of trips.mock.calls) expect(want).toBe(1);
+    for (const [, , want, hold] of trips.mock.calls) expect([want, hold]).toEqual([1, 0]);
+    // Stored at the moment of the request, as without leases.
+    const scores = await redis.zrange(`rl:{${account}}`, 0, -1, 'WITHSCORES');
+    expect(scores.filter((_, i) => i % 2 === 1).map(Number)).toEqual(Array(5).fill(clock.t));
+  });
+
+  it('leases one permit at a time to requests a hold apart, and more to requests that follow each other closely', async () => {
+    const { limiter, trips } = instance(60_000);
+    const quiet = newId('acct');
+    for (let i = 0; i < 6; i++) {
+      expect(await limiter.check(quiet, 1_000)).toMatchObject({ allowed: true, remaining: 999 - i });
+      clock.t += 100;
+    }
+    expect(trips.mock.calls.map(([, , want]) => want)).toEqual([1, 1, 1, 1, 1, 1]);
+    expect(await zcard(quiet)).toBe(6);
+    trips.mockClear();
+    const busy = newId('acct');
+    for (let i = 0; i < 40; i++) {
+      expect(await limiter.check(busy, 1_000)).toMatchObject({ allowed: true, remaining: 999 - i });
+      clock.t += 1;
+    }
+    // Doubling while each lease runs out within its hold: 1, 2, 4, 8, then the cap of 1 % (10).
+    expect(trips.mock.calls.map(([, , want]) => want)).toEqual([1, 2, 4, 8, 10, 10, 10]);
   });
 
   it('serves a busy bucket from leases, counts down its remaining exactly, and refuses past the limit', async () => {

@@ -22,8 +22,14 @@ interface Bucket {
   /** The lease being asked for, shared by every request of the bucket that arrives meanwhile. */
   asking: Promise<LimitDecision> | null;
   waiting: number;
-  /** How many permits the next lease asks for: doubled when a lease runs out, cut to its use when one lapses. */
+  /**
+   * How many permits the next lease asks for (at least one per request waiting): doubled when a lease runs out
+   * within a hold of being asked for, cut to its use when one lapses.
+   */
   want: number;
+  /** The last lease was used up, and when it was asked for. */
+  usedUp: boolean;
+  lastAskAt: number;
 }
 
 /**
@@ -102,7 +108,7 @@ export class LeasingLimiter implements Limiter {
   private bucketOf(key: string): Bucket {
     let bucket = this.buckets.get(key);
     if (!bucket) {
-      bucket = { lease: null, asking: null, waiting: 0, want: 1 };
+      bucket = { lease: null, asking: null, waiting: 0, want: 1, usedUp: false, lastAskAt: -Infinity };
       this.buckets.set(key, bucket);
     }
     return bucket;
@@ -122,28 +128,30 @@ export class LeasingLimiter implements Limiter {
     const lease = bucket.lease;
     if (!lease) return Promise.resolve();
     bucket.lease = null;
-    const used = lease.granted - lease.unused.length;
-    bucket.want = lease.unused.length ? Math.max(1, used) : bucket.want;
-    if (!lease.unused.length) return Promise.resolve();
+    bucket.usedUp = !lease.unused.length;
+    if (bucket.usedUp) return Promise.resolve();
+    bucket.want = Math.max(1, lease.granted - lease.unused.length);
     return this.window.release(key, lease.unused).catch(this.onReleaseError);
   }
 
   private ask(key: string, bucket: Bucket, limit: number): Promise<LimitDecision> {
-    const previous = bucket.lease;
-    if (previous) {
-      // Run out: the bucket is busier than the lease was large.
-      bucket.want = Math.min(previous.granted * 2, maxLease(limit));
-      bucket.lease = null;
-    }
-    const want = this.holdMs > 0 ? Math.min(Math.max(bucket.want, bucket.waiting + 1), maxLease(limit)) : 1;
+    if (bucket.lease) void this.retire(key, bucket); // used up, or lapsed
     const startedAt = this.clock();
+    // Used up within a hold: the bucket is busier than its lease was large. A quiet one stays at one permit.
+    if (bucket.usedUp && startedAt - bucket.lastAskAt < this.holdMs) bucket.want *= 2;
+    bucket.want = this.holdMs > 0 ? Math.min(Math.max(bucket.want, bucket.waiting + 1), maxLease(limit)) : 1;
+    bucket.usedUp = false;
+    bucket.lastAskAt = startedAt;
+    const want = bucket.want;
+    // One permit is this request's own, used at once: it needs no hold, and counts exactly as without leases.
+    const hold = want > 1 ? this.holdMs : 0;
     const asking = (async (): Promise<LimitDecision> => {
       // The lease lapses `holdMs` after the question left, and its entries count from `holdMs` after Redis
       // answered it: every permit is used before the moment its entry is stored at.
-      const r = await this.window.reserve(key, limit, want, this.holdMs);
+      const r = await this.window.reserve(key, limit, want, hold);
       if (!r.granted) return { allowed: false, limit, remaining: 0, resetMs: r.resetMs, source: 'redis' };
       const unused = r.members.slice(1); // the first one is this request's
-      bucket.lease = { limit, unused, expiresAt: startedAt + this.holdMs, remainingBeside: r.remaining, resetMs: r.resetMs, grantedAt: this.clock(), granted: r.granted };
+      bucket.lease = { limit, unused, expiresAt: startedAt + hold, remainingBeside: r.remaining, resetMs: r.resetMs, grantedAt: this.clock(), granted: r.granted };
       return { allowed: true, limit, remaining: r.remaining + unused.length, resetMs: r.resetMs, source: 'redis' };
     })();
     bucket.asking = asking;
