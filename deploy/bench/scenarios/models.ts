@@ -117,6 +117,10 @@ export async function modelsScenario(ctx: BenchContext): Promise<ScenarioResult>
   }
   const inProcessBatchPerSec = (batchRounds * BATCH) / ((performance.now() - tb) / 1000);
 
+  // A second models instance that answers before its prediction log is stored: what that default costs.
+  const after = await sys.startExtra('models', 'models-log-after', { pinned: true, env: { PREDICTION_LOG_WRITE: 'after_answer' } });
+  const directAfter = { url: `${after.url}${path}`, headers: via('direct').headers };
+  const pacedAfter: LoadResult[] = [];
   const paced: Record<'gateway' | 'direct', LoadResult[]> = { gateway: [], direct: [] };
   const pacedTrained: Record<'gateway' | 'direct', LoadResult[]> = { gateway: [], direct: [] };
   for (let rep = 0; rep < opts.reps; rep++) {
@@ -136,6 +140,9 @@ export async function modelsScenario(ctx: BenchContext): Promise<ScenarioResult>
       ctx.log(`models/trained-single@${SINGLE_RATE} ${t} rep ${rep + 1}: p50 ${round(c.latency.p50)} ms, p99 ${round(c.latency.p99)} ms`);
       pacedTrained[t].push(c);
     }
+    const a = await ctx.load({ mode: 'paced', method: 'POST', ...directAfter, body: single, rate: SINGLE_RATE, durationSec: opts.durationSec, warmupSec: opts.warmupSec });
+    ctx.log(`models/single@${SINGLE_RATE} direct, log after the answer, rep ${rep + 1}: p50 ${round(a.latency.p50)} ms, p99 ${round(a.latency.p99)} ms`);
+    pacedAfter.push(a);
   }
   const batchRuns: LoadResult[] = [];
   for (let rep = 0; rep < opts.reps; rep++) {
@@ -143,7 +150,7 @@ export async function modelsScenario(ctx: BenchContext): Promise<ScenarioResult>
     ctx.log(`models/batch×${BATCH} gateway rep ${rep + 1}: ${round(r.rps)} req/s = ${Math.round(r.rps * BATCH)} predictions/s, p99 ${round(r.latency.p99)} ms`);
     batchRuns.push(r);
   }
-  const bad = [...paced.gateway, ...paced.direct, ...pacedTrained.gateway, ...pacedTrained.direct, ...batchRuns].reduce(
+  const bad = [...paced.gateway, ...paced.direct, ...pacedTrained.gateway, ...pacedTrained.direct, ...pacedAfter, ...batchRuns].reduce(
     (n, r) => n + r.errors + Object.entries(r.statusCounts).reduce((m, [s, c]) => (s === '200' ? m : m + c), 0),
     0,
   );
@@ -170,6 +177,15 @@ export async function modelsScenario(ctx: BenchContext): Promise<ScenarioResult>
         value: `${round(p99('gateway', pacedTrained))} ms (p50 ${round(p50('gateway', pacedTrained))}; direct p50 ${round(p50('direct', pacedTrained))}, p99 ${round(p99('direct', pacedTrained))} ms)`,
         met: p99('gateway', pacedTrained) < SINGLE_P99_TARGET_MS,
         detail: `POST /v1/models/{id}/predict on a logistic regression (3 features, 500 training rows; KServe's sklearn benchmark: p99 5.6–7.6 ms), one input, open loop at ${SINGLE_RATE} req/s, median of ${opts.reps} × ${opts.durationSec} s`,
+      },
+      {
+        id: 'models.single_log_after_answer',
+        scenario: 'models',
+        figure: 'single prediction directly, log stored after the answer',
+        target: '(report)',
+        value: `p50 ${round(median(pacedAfter.map((r) => r.latency.p50)))} ms, p99 ${round(median(pacedAfter.map((r) => r.latency.p99)))} ms (stored before the answer: p50 ${round(p50('direct'))}, p99 ${round(p99('direct'))} ms)`,
+        met: null,
+        detail: `the same call to a second models instance with PREDICTION_LOG_WRITE=after_answer (a crash may then lose an answered prediction's log entry and prediction.completed), in the same reps`,
       },
       {
         id: 'models.batch_throughput',
