@@ -146,8 +146,8 @@ export class LeasingLimiter implements Limiter {
     // One permit is this request's own, used at once: it needs no hold, and counts exactly as without leases.
     const hold = want > 1 ? this.holdMs : 0;
     const asking = (async (): Promise<LimitDecision> => {
-      // The lease lapses `holdMs` after the question left, and its entries count from `holdMs` after Redis
-      // answered it: every permit is used before the moment its entry is stored at.
+      // The lease lapses `hold` after the question left, and Redis stores its entries `hold` after its own
+      // moment of granting them, which is later: every permit is used before the moment its entry stands at.
       const r = await this.window.reserve(key, limit, want, hold);
       if (!r.granted) return { allowed: false, limit, remaining: 0, resetMs: r.resetMs, source: 'redis' };
       const unused = r.members.slice(1); // the first one is this request's
