@@ -65,9 +65,11 @@ function inCauses(err: unknown, test: (e: unknown, code: string) => boolean): bo
 /** OpenSSL's own failures (ERR_SSL_*: a server that does not speak TLS on that port answers "wrong version number"). */
 const TLS_FAILURE = /^ERR_TLS|^ERR_SSL_|^EPROTO$|CERT|^DEPTH_ZERO|^UNABLE_TO|^SELF_SIGNED/;
 
+const refusedByGuard = (e: unknown, code: string) => e instanceof DisallowedTargetError || code === 'ERR_DISALLOWED_TARGET';
+
 /** Whether the SSRF guard refused the target, here or in an error's causes. */
 export function isTargetRefusal(err: unknown): boolean {
-  return inCauses(err, (e, code) => e instanceof DisallowedTargetError || code === 'ERR_DISALLOWED_TARGET');
+  return inCauses(err, refusedByGuard);
 }
 
 /**
@@ -76,8 +78,9 @@ export function isTargetRefusal(err: unknown): boolean {
  * timeout or a reset).
  */
 export function isFinalConnectFailure(err: unknown): boolean {
-  return (
-    isTargetRefusal(err) || inCauses(err, (e, code) => e instanceof HostNotFoundError || /^(ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH)$/.test(code) || TLS_FAILURE.test(code))
+  return inCauses(
+    err,
+    (e, code) => refusedByGuard(e, code) || e instanceof HostNotFoundError || /^(ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH)$/.test(code) || TLS_FAILURE.test(code),
   );
 }
 
