@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DomainError, ERROR_CODE_GROUPS, ERROR_CODES, ERROR_KINDS, invalidFields, isErrorCode, notFound, parseOrInvalid, type ErrorCode } from './index.ts';
+import { DomainError, ERROR_CODE_GROUPS, ERROR_CODES, ERROR_KINDS, invalidFields, isErrorCode, notFound, parseOrInvalid, readCodeCatalogue, type ErrorCode } from './index.ts';
 
 describe('the error catalogue', () => {
   it('gives every code one kind from the list, under one group only', () => {
@@ -20,6 +20,13 @@ describe('the error catalogue', () => {
     expect(ERROR_CODES.source_not_found.kind).toBe('not_found');
     expect(ERROR_CODES.model_not_ready.kind).toBe('conflict');
     expect(ERROR_CODES.validation_failed.kind).toBe('invalid');
+  });
+
+  it('refuses a catalogue with an unknown kind or a code in two groups', () => {
+    const entry = { kind: 'conflict', meaning: 'A meaning long enough to read.' };
+    expect(readCodeCatalogue({ a: { one_code: entry }, b: { other_code: entry } }).groups).toEqual({ a: ['one_code'], b: ['other_code'] });
+    expect(() => readCodeCatalogue({ a: { one_code: { ...entry, kind: 'teapot' } } })).toThrow('one_code has the unknown kind teapot');
+    expect(() => readCodeCatalogue({ a: { one_code: entry }, b: { one_code: entry } })).toThrow('one_code stands in two groups');
   });
 
   it('knows its codes and nothing else', () => {
