@@ -9,6 +9,13 @@ import { KeyVerifier } from './key-verifier.ts';
 const SECRET = 'verifier-test-secret-0123456789abcdef0123456789';
 const key = { keyId: 'key_01HZZZZZZZZZZZZZZZZZZZZZZZ', accountId: 'acct_01HZZZZZZZZZZZZZZZZZZZZZZZ', plan: 'starter' as const, scopes: [...SCOPES], expiresAt: null };
 
+/** What the running test opened, closed after it whatever its outcome, last opened first. */
+const closers: (() => Promise<unknown>)[] = [];
+const afterThisTest = (close: () => Promise<unknown>) => void closers.push(close);
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
 /**
  * The accounts service's verify routes, answering whatever `answer` holds when the request arrives. `calls`
  * counts single verifications (a request waiting on accounts), `batches` the hashes of each batch (background
@@ -36,6 +43,7 @@ async function fakeAccounts(answer: { current: KeyVerifyOutcome }) {
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  afterThisTest(() => new Promise((r) => server.close(r)));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     calls: () => calls,
@@ -43,7 +51,6 @@ async function fakeAccounts(answer: { current: KeyVerifyOutcome }) {
     /** Resolves when the next batch request has been answered (decided), before its reply is sent. */
     nextBatch: () => new Promise<void>((r) => batchWaiters.push(r)),
     holdBatches: (p: Promise<void> | null) => void (hold = p),
-    close: () => new Promise((r) => server.close(r)),
   };
 }
 
@@ -130,16 +137,12 @@ describe('KeyVerifier', () => {
     const accounts = await fakeAccounts(rolled);
     const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 1_000 });
     const secret = generateApiKey();
-    try {
-      expect((await verifier.verify(secret, end - 1)).ok).toBe(true);
-      expect(await verifier.verify(secret, end)).toEqual({ ok: false, reason: 'replaced' });
-      expect(accounts.calls()).toBe(1); // the second answer came from the cache, checked against the clock
-      rolled.current = { ok: true, key: { ...key, expiresAt: new Date(end).toISOString() } };
-      const other = generateApiKey();
-      expect(await verifier.verify(other, end)).toEqual({ ok: false, reason: 'expired' });
-    } finally {
-      await accounts.close();
-    }
+    expect((await verifier.verify(secret, end - 1)).ok).toBe(true);
+    expect(await verifier.verify(secret, end)).toEqual({ ok: false, reason: 'replaced' });
+    expect(accounts.calls()).toBe(1); // the second answer came from the cache, checked against the clock
+    rolled.current = { ok: true, key: { ...key, expiresAt: new Date(end).toISOString() } };
+    const other = generateApiKey();
+    expect(await verifier.verify(other, end)).toEqual({ ok: false, reason: 'expired' });
   });
 
   it('does not keep an answer read before the key was revoked (eviction racing a lookup)', async () => {
@@ -148,26 +151,22 @@ describe('KeyVerifier', () => {
     const { redis, data, holdGets, nextGet } = fakeRedis();
     const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 1_000, redis });
     const secret = generateApiKey();
-    try {
-      // Another instance cached the key as valid in Redis.
-      data.set(`kc:${hashApiKey(secret)}`, JSON.stringify(answer.current));
-      data.set(`kc:id:${key.keyId}`, hashApiKey(secret));
-      let release!: () => void;
-      holdGets(new Promise<void>((r) => (release = r)));
-      const reached = nextGet();
-      const inFlight = verifier.verify(secret);
-      await reached;
-      // The key is revoked and the eviction event arrives while the Redis read is on its way back.
-      answer.current = { ok: false, reason: 'revoked' };
-      await verifier.evictKey(key.keyId);
-      release();
-      holdGets(null);
-      expect(await inFlight).toEqual({ ok: false, reason: 'revoked' });
-      expect(await verifier.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
-      expect(data.has(`kc:${hashApiKey(secret)}`)).toBe(false);
-    } finally {
-      await accounts.close();
-    }
+    // Another instance cached the key as valid in Redis.
+    data.set(`kc:${hashApiKey(secret)}`, JSON.stringify(answer.current));
+    data.set(`kc:id:${key.keyId}`, hashApiKey(secret));
+    let release!: () => void;
+    holdGets(new Promise<void>((r) => (release = r)));
+    const reached = nextGet();
+    const inFlight = verifier.verify(secret);
+    await reached;
+    // The key is revoked and the eviction event arrives while the Redis read is on its way back.
+    answer.current = { ok: false, reason: 'revoked' };
+    await verifier.evictKey(key.keyId);
+    release();
+    holdGets(null);
+    expect(await inFlight).toEqual({ ok: false, reason: 'revoked' });
+    expect(await verifier.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
+    expect(data.has(`kc:${hashApiKey(secret)}`)).toBe(false);
   });
 
   it('does not keep the shared answer read while the eviction was still removing it', async () => {
@@ -176,23 +175,19 @@ describe('KeyVerifier', () => {
     const { redis, holdMgets, nextGet } = fakeRedis();
     const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 1_000, redis });
     const secret = generateApiKey();
-    try {
-      expect((await verifier.verify(secret)).ok).toBe(true); // cached in memory and Redis
-      answer.current = { ok: false, reason: 'revoked' };
-      let release!: () => void;
-      holdMgets(new Promise<void>((r) => (release = r)));
-      const eviction = verifier.evictKey(key.keyId); // memory dropped; Redis not yet
-      const reached = nextGet();
-      const during = verifier.verify(secret); // reads Redis's old entry
-      await reached;
-      release();
-      holdMgets(null);
-      await eviction;
-      await during; // answered before the eviction finished: either answer is fair
-      expect(await verifier.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
-    } finally {
-      await accounts.close();
-    }
+    expect((await verifier.verify(secret)).ok).toBe(true); // cached in memory and Redis
+    answer.current = { ok: false, reason: 'revoked' };
+    let release!: () => void;
+    holdMgets(new Promise<void>((r) => (release = r)));
+    const eviction = verifier.evictKey(key.keyId); // memory dropped; Redis not yet
+    const reached = nextGet();
+    const during = verifier.verify(secret); // reads Redis's old entry
+    await reached;
+    release();
+    holdMgets(null);
+    await eviction;
+    await during; // answered before the eviction finished: either answer is fair
+    expect(await verifier.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
   });
 
   it('caches a valid key in memory and in Redis, and asks accounts once', async () => {
@@ -201,16 +196,12 @@ describe('KeyVerifier', () => {
     const { redis, data } = fakeRedis();
     const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 1_000, redis });
     const secret = generateApiKey();
-    try {
-      const results = await Promise.all(Array.from({ length: 5 }, () => verifier.verify(secret)));
-      expect(results.every((r) => r.ok)).toBe(true);
-      expect(await verifier.verify(secret)).toMatchObject({ ok: true, key: { keyId: key.keyId } });
-      expect(accounts.calls()).toBe(1);
-      expect(JSON.parse(data.get(`kc:${hashApiKey(secret)}`)!)).toMatchObject({ ok: true });
-      expect(await verifier.verify('not-a-key')).toEqual({ ok: false, reason: 'malformed' });
-    } finally {
-      await accounts.close();
-    }
+    const results = await Promise.all(Array.from({ length: 5 }, () => verifier.verify(secret)));
+    expect(results.every((r) => r.ok)).toBe(true);
+    expect(await verifier.verify(secret)).toMatchObject({ ok: true, key: { keyId: key.keyId } });
+    expect(accounts.calls()).toBe(1);
+    expect(JSON.parse(data.get(`kc:${hashApiKey(secret)}`)!)).toMatchObject({ ok: true });
+    expect(await verifier.verify('not-a-key')).toEqual({ ok: false, reason: 'malformed' });
   });
 });
 
@@ -256,20 +247,16 @@ describe('KeyVerifier memory', () => {
 
   it('looks up, on its request, a key left unused for its whole TTL, and refreshes nothing unused', async () => {
     const { answer, accounts, verifier, secret, advance } = await clockedVerifier({ redis: false });
-    try {
-      await verifier.verify(secret);
-      advance(10_000);
-      await verifier.verify(secret); // within the first half of the TTL: from the cache, no refresh
-      expect(accounts.calls()).toBe(1);
-      advance(21_000);
-      answer.current = { ok: false, reason: 'revoked' };
-      expect(await verifier.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
-      expect(accounts.calls()).toBe(2);
-      await verifier.settleRefreshes();
-      expect(accounts.batches).toEqual([]);
-    } finally {
-      await accounts.close();
-    }
+    await verifier.verify(secret);
+    advance(10_000);
+    await verifier.verify(secret); // within the first half of the TTL: from the cache, no refresh
+    expect(accounts.calls()).toBe(1);
+    advance(21_000);
+    answer.current = { ok: false, reason: 'revoked' };
+    expect(await verifier.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
+    expect(accounts.calls()).toBe(2);
+    await verifier.settleRefreshes();
+    expect(accounts.batches).toEqual([]);
   });
 });
 
@@ -279,18 +266,14 @@ describe('KeyVerifier lookups', () => {
     const accounts = await fakeAccounts(answer);
     const verifier = new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 100 });
     const secrets = Array.from({ length: 3 }, () => generateApiKey());
-    try {
-      const outcomes = await Promise.all([...secrets, secrets[0]!].map((s) => verifier.verify(s)));
-      expect(outcomes.every((o) => o.ok && o.key.keyId === key.keyId)).toBe(true);
-      expect(accounts.batches).toEqual([secrets.map(hashApiKey)]);
-      expect(accounts.calls()).toBe(0);
-      // Positive control: a lone cold key goes by itself on the single route.
-      expect((await verifier.verify(generateApiKey())).ok).toBe(true);
-      expect(accounts.calls()).toBe(1);
-      expect(accounts.batches.length).toBe(1);
-    } finally {
-      await accounts.close();
-    }
+    const outcomes = await Promise.all([...secrets, secrets[0]!].map((s) => verifier.verify(s)));
+    expect(outcomes.every((o) => o.ok && o.key.keyId === key.keyId)).toBe(true);
+    expect(accounts.batches).toEqual([secrets.map(hashApiKey)]);
+    expect(accounts.calls()).toBe(0);
+    // Positive control: a lone cold key goes by itself on the single route.
+    expect((await verifier.verify(generateApiKey())).ok).toBe(true);
+    expect(accounts.calls()).toBe(1);
+    expect(accounts.batches.length).toBe(1);
   });
 });
 
@@ -303,125 +286,104 @@ describe('KeyVerifier refresh-ahead', () => {
     const instance = () => new KeyVerifier({ accountsUrl: accounts.url, internalSecret: SECRET, ttlMs: 30_000, maxEntries: 10, redis, now: () => clock });
     const [first, second] = [instance(), instance()];
     const secret = generateApiKey();
-    try {
-      expect((await first.verify(secret)).ok).toBe(true);
-      expect(accounts.calls()).toBe(1);
-      clock += 25_000;
-      expect((await second.verify(secret)).ok).toBe(true); // from Redis, with 5 s of its TTL left
-      expect(accounts.calls()).toBe(1);
-      answer.current = { ok: false, reason: 'revoked' }; // and its event was lost
-      clock += 4_000;
-      await second.settleRefreshes();
-      expect(accounts.calls() + accounts.batches.length).toBe(1); // positive control: still served from memory
-      clock += 2_000; // 31 s after the lookup
-      expect(await second.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
-      expect(accounts.calls()).toBe(2);
-    } finally {
-      await first.stop();
-      await second.stop();
-      await accounts.close();
-    }
+    afterThisTest(() => first.stop());
+    afterThisTest(() => second.stop());
+    expect((await first.verify(secret)).ok).toBe(true);
+    expect(accounts.calls()).toBe(1);
+    clock += 25_000;
+    expect((await second.verify(secret)).ok).toBe(true); // from Redis, with 5 s of its TTL left
+    expect(accounts.calls()).toBe(1);
+    answer.current = { ok: false, reason: 'revoked' }; // and its event was lost
+    clock += 4_000;
+    await second.settleRefreshes();
+    expect(accounts.calls() + accounts.batches.length).toBe(1); // positive control: still served from memory
+    clock += 2_000; // 31 s after the lookup
+    expect(await second.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
+    expect(accounts.calls()).toBe(2);
   });
 
   it('at stop, drops the refreshes still gathering and waits for those under way', async () => {
     const gathering = await clockedVerifier();
     const underWay = await clockedVerifier();
-    try {
-      for (const v of [gathering, underWay]) {
-        await v.verifier.verify(v.secret);
-        v.answer.current = { ok: true, key: { ...key, plan: 'enterprise' } };
-        v.advance(16_000);
-        await v.verifier.verify(v.secret); // past half the TTL: a refresh gathers
-      }
-      await gathering.verifier.stop();
-      await gathering.verifier.settleRefreshes(); // would send anything still queued
-      expect(gathering.accounts.batches).toEqual([]);
-
-      // Positive control: sent, the refresh is under way when stop() is called, which returns once it has written.
-      const sent = underWay.verifier.settleRefreshes();
-      await underWay.verifier.stop();
-      expect(underWay.accounts.batches).toEqual([[hashApiKey(underWay.secret)]]);
-      expect(JSON.parse(underWay.data.get(`kc:${hashApiKey(underWay.secret)}`)!)).toMatchObject({ ok: true, key: { plan: 'enterprise' } });
-      await sent;
-    } finally {
-      await gathering.accounts.close();
-      await underWay.accounts.close();
+    for (const v of [gathering, underWay]) {
+      await v.verifier.verify(v.secret);
+      v.answer.current = { ok: true, key: { ...key, plan: 'enterprise' } };
+      v.advance(16_000);
+      await v.verifier.verify(v.secret); // past half the TTL: a refresh gathers
     }
+    await gathering.verifier.stop();
+    await gathering.verifier.settleRefreshes(); // would send anything still queued
+    expect(gathering.accounts.batches).toEqual([]);
+
+    // Positive control: sent, the refresh is under way when stop() is called, which returns once it has written.
+    const sent = underWay.verifier.settleRefreshes();
+    await underWay.verifier.stop();
+    expect(underWay.accounts.batches).toEqual([[hashApiKey(underWay.secret)]]);
+    expect(JSON.parse(underWay.data.get(`kc:${hashApiKey(underWay.secret)}`)!)).toMatchObject({ ok: true, key: { plan: 'enterprise' } });
+    await sent;
   });
 
   it('answers a key in steady use from the cache, refreshing it once in the background per half TTL', async () => {
     const { answer, accounts, data, verifier, secret, advance } = await clockedVerifier();
-    try {
-      expect(await verifier.verify(secret)).toMatchObject({ ok: true, key: { plan: 'starter' } });
-      advance(14_000);
-      await verifier.verify(secret);
+    expect(await verifier.verify(secret)).toMatchObject({ ok: true, key: { plan: 'starter' } });
+    advance(14_000);
+    await verifier.verify(secret);
+    await verifier.settleRefreshes();
+    expect(accounts.batches).toEqual([]); // positive control: not yet half the TTL
+    // The plan changed and its event was lost: the refresh is what brings the change in.
+    answer.current = { ok: true, key: { ...key, plan: 'enterprise' } };
+    advance(2_000);
+    const served = await Promise.all(Array.from({ length: 5 }, () => verifier.verify(secret)));
+    expect(served.map((o) => o.ok && o.key.plan)).toEqual(Array(5).fill('starter')); // none waited for accounts
+    await verifier.settleRefreshes();
+    expect(accounts.batches).toEqual([[hashApiKey(secret)]]); // one refresh for the five uses
+    expect(accounts.calls()).toBe(1);
+    expect(await verifier.verify(secret)).toMatchObject({ ok: true, key: { plan: 'enterprise' } });
+    expect(JSON.parse(data.get(`kc:${hashApiKey(secret)}`)!)).toMatchObject({ ok: true, key: { plan: 'enterprise' } });
+    // Five minutes of use every 10 s, far past the TTL: never a lookup on a request.
+    for (let i = 0; i < 30; i++) {
+      advance(10_000);
+      expect((await verifier.verify(secret)).ok).toBe(true);
       await verifier.settleRefreshes();
-      expect(accounts.batches).toEqual([]); // positive control: not yet half the TTL
-      // The plan changed and its event was lost: the refresh is what brings the change in.
-      answer.current = { ok: true, key: { ...key, plan: 'enterprise' } };
-      advance(2_000);
-      const served = await Promise.all(Array.from({ length: 5 }, () => verifier.verify(secret)));
-      expect(served.map((o) => o.ok && o.key.plan)).toEqual(Array(5).fill('starter')); // none waited for accounts
-      await verifier.settleRefreshes();
-      expect(accounts.batches).toEqual([[hashApiKey(secret)]]); // one refresh for the five uses
-      expect(accounts.calls()).toBe(1);
-      expect(await verifier.verify(secret)).toMatchObject({ ok: true, key: { plan: 'enterprise' } });
-      expect(JSON.parse(data.get(`kc:${hashApiKey(secret)}`)!)).toMatchObject({ ok: true, key: { plan: 'enterprise' } });
-      // Five minutes of use every 10 s, far past the TTL: never a lookup on a request.
-      for (let i = 0; i < 30; i++) {
-        advance(10_000);
-        expect((await verifier.verify(secret)).ok).toBe(true);
-        await verifier.settleRefreshes();
-      }
-      expect(accounts.calls()).toBe(1);
-      expect(accounts.batches.length).toBe(16);
-    } finally {
-      await accounts.close();
     }
+    expect(accounts.calls()).toBe(1);
+    expect(accounts.batches.length).toBe(16);
   });
 
   it('does not put back a refreshed answer when its key was evicted while the refresh was asking', async () => {
     const { answer, accounts, data, verifier, secret, advance } = await clockedVerifier();
     const hash = hashApiKey(secret);
-    try {
-      await verifier.verify(secret);
-      advance(16_000);
-      let release!: () => void;
-      accounts.holdBatches(new Promise<void>((r) => (release = r)));
-      const decided = accounts.nextBatch();
-      expect((await verifier.verify(secret)).ok).toBe(true); // from the cache; queues the refresh
-      const refreshing = verifier.settleRefreshes();
-      await decided; // accounts has answered "valid", before the revocation
-      answer.current = { ok: false, reason: 'revoked' };
-      await verifier.evictKey(key.keyId);
-      // A request in between looks the key up again and holds the new answer.
-      expect(await verifier.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
-      release();
-      accounts.holdBatches(null);
-      await refreshing;
-      expect(accounts.batches).toEqual([[hash]]);
-      expect(await verifier.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
-      expect(data.has(`kc:${hash}`)).toBe(false);
-      expect(accounts.calls()).toBe(2);
-    } finally {
-      await accounts.close();
-    }
+    await verifier.verify(secret);
+    advance(16_000);
+    let release!: () => void;
+    accounts.holdBatches(new Promise<void>((r) => (release = r)));
+    const decided = accounts.nextBatch();
+    expect((await verifier.verify(secret)).ok).toBe(true); // from the cache; queues the refresh
+    const refreshing = verifier.settleRefreshes();
+    await decided; // accounts has answered "valid", before the revocation
+    answer.current = { ok: false, reason: 'revoked' };
+    await verifier.evictKey(key.keyId);
+    // A request in between looks the key up again and holds the new answer.
+    expect(await verifier.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
+    release();
+    accounts.holdBatches(null);
+    await refreshing;
+    expect(accounts.batches).toEqual([[hash]]);
+    expect(await verifier.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
+    expect(data.has(`kc:${hash}`)).toBe(false);
+    expect(accounts.calls()).toBe(2);
   });
 
   it('drops the shared entry when a refresh finds the key no longer valid', async () => {
     const { answer, accounts, data, verifier, secret, advance } = await clockedVerifier();
-    try {
-      await verifier.verify(secret);
-      expect(data.has(`kc:${hashApiKey(secret)}`)).toBe(true);
-      answer.current = { ok: false, reason: 'revoked' }; // and the event was lost
-      advance(16_000);
-      expect((await verifier.verify(secret)).ok).toBe(true);
-      await verifier.settleRefreshes();
-      expect(await verifier.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
-      expect(data.has(`kc:${hashApiKey(secret)}`)).toBe(false);
-      expect(accounts.calls()).toBe(1);
-    } finally {
-      await accounts.close();
-    }
+    await verifier.verify(secret);
+    expect(data.has(`kc:${hashApiKey(secret)}`)).toBe(true);
+    answer.current = { ok: false, reason: 'revoked' }; // and the event was lost
+    advance(16_000);
+    expect((await verifier.verify(secret)).ok).toBe(true);
+    await verifier.settleRefreshes();
+    expect(await verifier.verify(secret)).toEqual({ ok: false, reason: 'revoked' });
+    expect(data.has(`kc:${hashApiKey(secret)}`)).toBe(false);
+    expect(accounts.calls()).toBe(1);
   });
 });
