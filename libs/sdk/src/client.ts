@@ -2,10 +2,6 @@ import type {
   Account,
   AnalyticsQueryInput,
   QueryEstimate,
-  CreateModelInput,
-  CreateSourceInput,
-  CreateWebhookInput,
-  UpdateWebhookInput,
   DeliveryFilters,
   Delivery,
   DeliveryDetail,
@@ -15,38 +11,26 @@ import type {
   ModelAliases,
   ModelMetrics,
   ModelMetricsParams,
-  ModelVersion,
   RetrainModelInput,
   UpdateModelAliasesInput,
-  UpdateSourceInput,
   SyncSourceInput,
   OperationId,
   Overview,
   UsageStats,
   UsageStatsParams,
   Page,
-  PredictInput,
-  Prediction,
   Report,
   ReportSummary,
   QueryResult,
   Insight,
-  CreateInsightInput,
-  UpdateInsightInput,
   Dashboard,
   DashboardSummary,
-  AddDashboardTileInput,
   MoveDashboardTileInput,
+  RequestBody,
   ResultOf,
   Source,
   UploadFile,
   Usage,
-  Webhook,
-  WebhookCreated,
-  WebhookSecretRotated,
-  WebhookTest,
-  ReplayWebhookInput,
-  WebhookReplay,
 } from './operations.ts';
 import { Transport, type ApiPromise, type CallInput, type DapClientOptions, type RequestOptions } from './transport.ts';
 
@@ -165,6 +149,26 @@ function formatOfUpload(file: UploadFile, format: FileFormat | undefined): FileF
 export function createDapClient(options: DapClientOptions) {
   const t = new Transport(options);
   const byId = (id: string) => ({ params: { id } });
+  /** An operation on one item by its id alone (get, delete, …). */
+  const byIdCall =
+    <K extends OperationId>(operationId: K) =>
+    (id: string, opts?: RequestOptions): ApiPromise<ResultOf<K>> =>
+      t.call(operationId, byId(id), opts);
+  /** An operation that takes a JSON body alone (create, …). */
+  const bodyCall =
+    <K extends OperationId>(operationId: K) =>
+    (body: RequestBody<K>, opts?: RequestOptions): ApiPromise<ResultOf<K>> =>
+      t.call(operationId, { body }, opts);
+  /** An operation on one item by its id, with a JSON body (update, …). */
+  const byIdBodyCall =
+    <K extends OperationId>(operationId: K) =>
+    (id: string, body: RequestBody<K>, opts?: RequestOptions): ApiPromise<ResultOf<K>> =>
+      t.call(operationId, { ...byId(id), body }, opts);
+  /** A collection's `list` (one page) and `listAll` (every item, page by page) over one list operation. */
+  const paged = <T>(listPage: (query: ListParams, opts?: RequestOptions) => ApiPromise<Page<T>>) => ({
+    list: (query: ListParams = {}, opts?: RequestOptions) => listPage(query, opts),
+    listAll: (params?: ListAllParams, opts?: RequestOptions) => paginate<T>((query) => listPage(query, opts), params),
+  });
 
   return {
     /** Any operation of the OpenAPI document by its operationId, typed by the generated client. */
@@ -180,18 +184,17 @@ export function createDapClient(options: DapClientOptions) {
     },
 
     sources: {
-      list: (query: ListParams = {}, opts?: RequestOptions): ApiPromise<Page<Source>> => t.call('listSources', { query }, opts),
-      listAll: (params?: ListAllParams, opts?: RequestOptions) => paginate<Source>((query) => t.call('listSources', { query }, opts), params),
-      create: (body: CreateSourceInput, opts?: RequestOptions): ApiPromise<Source> => t.call('createSource', { body }, opts),
-      get: (id: string, opts?: RequestOptions): ApiPromise<Source> => t.call('getSource', byId(id), opts),
+      ...paged((query, opts) => t.call('listSources', { query }, opts)),
+      create: bodyCall('createSource'),
+      get: byIdCall('getSource'),
       /** The rows the source's last quarantining sync set aside (schema policy `quarantine`), as CSV text. */
-      quarantine: (id: string, opts?: RequestOptions): ApiPromise<string> => t.call('getSourceQuarantine', byId(id), opts),
+      quarantine: byIdCall('getSourceQuarantine'),
       /**
        * Sets the source's sync schedule (url and database sources), or removes it with `{ schedule: null }`; its
        * schema policy; or its incremental settings (database sources; the next sync is then full).
        */
-      update: (id: string, body: UpdateSourceInput, opts?: RequestOptions): ApiPromise<Source> => t.call('updateSource', { ...byId(id), body }, opts),
-      delete: (id: string, opts?: RequestOptions): ApiPromise<void> => t.call('deleteSource', byId(id), opts),
+      update: byIdBodyCall('updateSource'),
+      delete: byIdCall('deleteSource'),
       /**
        * Syncs again: answers 202 with the source back in `pending`. An incremental source pulls only new and
        * changed rows; `{ mode: 'full' }` pulls everything and restarts its cursor (409 while a sync runs).
@@ -219,9 +222,9 @@ export function createDapClient(options: DapClientOptions) {
       usage: (query: UsageStatsParams = {}, opts?: RequestOptions): ApiPromise<UsageStats> => t.call('getUsageStats', { query }, opts),
       listReports: (query: ListParams = {}, opts?: RequestOptions): ApiPromise<Page<ReportSummary>> => t.call('listReports', { query }, opts),
       listAllReports: (params?: ListAllParams, opts?: RequestOptions) => paginate<ReportSummary>((query) => t.call('listReports', { query }, opts), params),
-      getReport: (id: string, opts?: RequestOptions): ApiPromise<Report> => t.call('getReport', byId(id), opts),
+      getReport: byIdCall('getReport'),
       /** Every row of a completed report's result as CSV text (not only the page in `getReport`'s rows). */
-      exportReportCsv: (id: string, opts?: RequestOptions): ApiPromise<string> => t.call('exportReportCsv', byId(id), opts),
+      exportReportCsv: byIdCall('exportReportCsv'),
       /** Every row of a completed report's result as the bytes of a Parquet file. */
       exportReportParquet: (id: string, opts?: RequestOptions): ApiPromise<Uint8Array> => t.call('exportReportParquet', byId(id), opts) as unknown as ApiPromise<Uint8Array>,
       /** Runs a query; 201 with a completed (or failed) report, or 202 with a running one (see `.withResponse().status`). */
@@ -236,23 +239,23 @@ export function createDapClient(options: DapClientOptions) {
       listInsights: (query: ListParams = {}, opts?: RequestOptions): ApiPromise<Page<Insight>> => t.call('listInsights', { query }, opts),
       listAllInsights: (params?: ListAllParams, opts?: RequestOptions) => paginate<Insight>((query) => t.call('listInsights', { query }, opts), params),
       /** Saves a query as a named insight (checked against its source when it runs). */
-      createInsight: (body: CreateInsightInput, opts?: RequestOptions): ApiPromise<Insight> => t.call('createInsight', { body }, opts),
-      getInsight: (id: string, opts?: RequestOptions): ApiPromise<Insight> => t.call('getInsight', byId(id), opts),
+      createInsight: bodyCall('createInsight'),
+      getInsight: byIdCall('getInsight'),
       /** Renames an insight, or replaces its query or chart. */
-      updateInsight: (id: string, body: UpdateInsightInput, opts?: RequestOptions): ApiPromise<Insight> => t.call('updateInsight', { ...byId(id), body }, opts),
+      updateInsight: byIdBodyCall('updateInsight'),
       /** Deletes an insight and its tiles on every dashboard. */
-      deleteInsight: (id: string, opts?: RequestOptions): ApiPromise<void> => t.call('deleteInsight', byId(id), opts),
+      deleteInsight: byIdCall('deleteInsight'),
       /** Runs an insight's query on the current data; no report is saved. */
-      runInsight: (id: string, opts?: RequestOptions): ApiPromise<QueryResult> => t.call('runInsight', byId(id), opts),
+      runInsight: byIdCall('runInsight'),
       listDashboards: (query: ListParams = {}, opts?: RequestOptions): ApiPromise<Page<DashboardSummary>> => t.call('listDashboards', { query }, opts),
       listAllDashboards: (params?: ListAllParams, opts?: RequestOptions) => paginate<DashboardSummary>((query) => t.call('listDashboards', { query }, opts), params),
       createDashboard: (name: string, opts?: RequestOptions): ApiPromise<Dashboard> => t.call('createDashboard', { body: { name } }, opts),
       /** A dashboard with its tiles and their insights; run each tile's insight for its result. */
-      getDashboard: (id: string, opts?: RequestOptions): ApiPromise<Dashboard> => t.call('getDashboard', byId(id), opts),
+      getDashboard: byIdCall('getDashboard'),
       renameDashboard: (id: string, name: string, opts?: RequestOptions): ApiPromise<Dashboard> => t.call('updateDashboard', { ...byId(id), body: { name } }, opts),
-      deleteDashboard: (id: string, opts?: RequestOptions): ApiPromise<void> => t.call('deleteDashboard', byId(id), opts),
+      deleteDashboard: byIdCall('deleteDashboard'),
       /** Pins an insight to a dashboard: at `x`, `y`, or below the other tiles; tiles in the way move down. */
-      addTile: (id: string, body: AddDashboardTileInput, opts?: RequestOptions): ApiPromise<Dashboard> => t.call('addDashboardTile', { ...byId(id), body }, opts),
+      addTile: byIdBodyCall('addDashboardTile'),
       /** Moves or resizes a tile; tiles in the way move down. */
       moveTile: (id: string, tileId: string, body: MoveDashboardTileInput, opts?: RequestOptions): ApiPromise<Dashboard> =>
         t.call('moveDashboardTile', { params: { id, tileId }, body }, opts),
@@ -260,22 +263,21 @@ export function createDapClient(options: DapClientOptions) {
     },
 
     models: {
-      list: (query: ListParams = {}, opts?: RequestOptions): ApiPromise<Page<Model>> => t.call('listModels', { query }, opts),
-      listAll: (params?: ListAllParams, opts?: RequestOptions) => paginate<Model>((query) => t.call('listModels', { query }, opts), params),
+      ...paged((query, opts) => t.call('listModels', { query }, opts)),
       /**
        * Trains a model on a data source (202 with the model in `training`: poll `get` until ready or
        * failed), or uploads an ONNX model (201, ready at once); see `.withResponse().status`.
        */
-      create: (body: CreateModelInput, opts?: RequestOptions): ApiPromise<Model> => t.call('createModel', { body }, opts),
-      get: (id: string, opts?: RequestOptions): ApiPromise<Model> => t.call('getModel', byId(id), opts),
+      create: bodyCall('createModel'),
+      get: byIdCall('getModel'),
       /** Deletes a trained or uploaded model; built-in models answer 409. */
-      delete: (id: string, opts?: RequestOptions): ApiPromise<void> => t.call('deleteModel', byId(id), opts),
+      delete: byIdCall('deleteModel'),
       /** Runs the version `production` points at, unless the body names a `version` or an `alias`. */
-      predict: (id: string, body: PredictInput, opts?: RequestOptions): ApiPromise<Prediction> => t.call('predict', { ...byId(id), body }, opts),
+      predict: byIdBodyCall('predict'),
       /** Metrics of one version: `production`'s unless `{version}` or `{alias}` picks another. */
       metrics: (id: string, query: ModelMetricsParams = {}, opts?: RequestOptions): ApiPromise<ModelMetrics> => t.call('getModelMetrics', { ...byId(id), query }, opts),
       /** Every version, newest first, with its status, evaluation and the aliases pointing at it. */
-      listVersions: (id: string, opts?: RequestOptions): ApiPromise<{ data: ModelVersion[] }> => t.call('listModelVersions', byId(id), opts),
+      listVersions: byIdCall('listModelVersions'),
       /** Trains version n+1 on the source's current data (202, training); aliases stay where they are. */
       retrain: (id: string, body: RetrainModelInput = {}, opts?: RequestOptions): ApiPromise<Model> => t.call('retrainModel', { ...byId(id), body }, opts),
       /** Moves aliases (a version) or removes them (null) in one atomic write, e.g. `{production: 2, candidate: null}`. */
@@ -284,14 +286,13 @@ export function createDapClient(options: DapClientOptions) {
     },
 
     webhooks: {
-      list: (query: ListParams = {}, opts?: RequestOptions): ApiPromise<Page<Webhook>> => t.call('listWebhooks', { query }, opts),
-      listAll: (params?: ListAllParams, opts?: RequestOptions) => paginate<Webhook>((query) => t.call('listWebhooks', { query }, opts), params),
+      ...paged((query, opts) => t.call('listWebhooks', { query }, opts)),
       /** Registers an endpoint; the answer carries its signing secret, shown this once. */
-      create: (body: CreateWebhookInput, opts?: RequestOptions): ApiPromise<WebhookCreated> => t.call('createWebhook', { body }, opts),
-      get: (id: string, opts?: RequestOptions): ApiPromise<Webhook> => t.call('getWebhook', byId(id), opts),
+      create: bodyCall('createWebhook'),
+      get: byIdCall('getWebhook'),
       /** Changes the URL (checked as at registration), events, description or rate limit named (`rateLimitPerSecond: null` lifts the limit). */
-      update: (id: string, body: UpdateWebhookInput, opts?: RequestOptions): ApiPromise<Webhook> => t.call('updateWebhook', { ...byId(id), body }, opts),
-      delete: (id: string, opts?: RequestOptions): ApiPromise<void> => t.call('deleteWebhook', byId(id), opts),
+      update: byIdBodyCall('updateWebhook'),
+      delete: byIdCall('deleteWebhook'),
       listDeliveries: (id: string, query: ListParams & DeliveryFilters = {}, opts?: RequestOptions): ApiPromise<Page<Delivery>> =>
         t.call('listDeliveries', { ...byId(id), query }, opts),
       /** Every delivery (or those the filters name), page by page. */
@@ -303,18 +304,18 @@ export function createDapClient(options: DapClientOptions) {
       getDelivery: (id: string, messageId: string, opts?: RequestOptions): ApiPromise<DeliveryDetail> => t.call('getDelivery', { params: { id, messageId } }, opts),
       /** Makes a pending message's waiting retry due now (409 `webhook_delivery_not_pending` once it has finished: use redeliver). */
       retryNow: (id: string, messageId: string, opts?: RequestOptions): ApiPromise<Delivery> => t.call('retryDelivery', { params: { id, messageId } }, opts),
-      sendTest: (id: string, opts?: RequestOptions): ApiPromise<WebhookTest> => t.call('sendTestEvent', byId(id), opts),
+      sendTest: byIdCall('sendTestEvent'),
       /** A new signing secret, shown this once; the old one still signs until `previousSecretExpiresAt`. */
-      rotateSecret: (id: string, opts?: RequestOptions): ApiPromise<WebhookSecretRotated> => t.call('rotateWebhookSecret', byId(id), opts),
+      rotateSecret: byIdCall('rotateWebhookSecret'),
       /** Enables a disabled endpoint again; new events go to it from now on. */
-      enable: (id: string, opts?: RequestOptions): ApiPromise<Webhook> => t.call('enableWebhook', byId(id), opts),
+      enable: byIdCall('enableWebhook'),
       /** Sends a message (by its event id, the webhook-id header) to the endpoint again. */
       redeliver: (id: string, messageId: string, opts?: RequestOptions): ApiPromise<Delivery> => t.call('redeliverMessage', { params: { id, messageId } }, opts),
       /**
        * Sends again every message since `since` that did not reach the endpoint (failed, cancelled, or skipped
        * while it was disabled), at most 1000 per call; repeat with `nextSince` while `hasMore`.
        */
-      replay: (id: string, body: ReplayWebhookInput, opts?: RequestOptions): ApiPromise<WebhookReplay> => t.call('replayWebhook', { ...byId(id), body }, opts),
+      replay: byIdBodyCall('replayWebhook'),
     },
   };
 }
