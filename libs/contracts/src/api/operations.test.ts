@@ -1,5 +1,5 @@
 import { SCOPES } from '../plans.ts';
-import { API_OPERATIONS, allowedMethods, matchOperation } from './operations.ts';
+import { API_OPERATIONS, allowedMethods, matchOperation, readOperationDocs } from './operations.ts';
 
 /** A request path for an operation's template, each parameter filled in. */
 const pathOf = (template: string) => template.replace(/\{(\w+)\}/g, (_m, name: string) => `${name}_9`);
@@ -31,5 +31,21 @@ describe('the /v1 route table', () => {
     expect(matchOperation('GET', '/sources/a/b/c').match).toBeNull();
     expect(matchOperation('GET', '/sources/%E0%A4%A').match).toBeNull();
     expect(allowedMethods('/sources/%E0%A4%A')).toEqual([]);
+  });
+});
+
+describe("the operations' words (operation-docs.json)", () => {
+  it('gives every operation its summary and its error notes by status', () => {
+    expect(API_OPERATIONS.filter((op) => !op.summary).map((op) => op.operationId)).toEqual([]);
+    expect(API_OPERATIONS.find((op) => op.operationId === 'getInsight')?.summary).toBe('Retrieve one insight.');
+    expect(API_OPERATIONS.find((op) => op.operationId === 'retryDelivery')?.errorNotes?.[409]).toMatch(/^the message is not pending/);
+  });
+
+  it('refuses an operation without a summary, words for no operation, and a note on a status that is not an error', () => {
+    const docs = { getThing: { summary: 'Get a thing.', errorNotes: { '404': 'no such thing' } } };
+    expect(readOperationDocs(docs, ['getThing']).get('getThing')).toEqual({ summary: 'Get a thing.', errorNotes: { 404: 'no such thing' } });
+    expect(() => readOperationDocs(docs, ['getThing', 'listThings'])).toThrow('listThings has no summary');
+    expect(() => readOperationDocs(docs, [])).toThrow('no operation getThing');
+    expect(() => readOperationDocs({ getThing: { summary: 'Get a thing.', errorNotes: { '200': 'fine' } } }, ['getThing'])).toThrow('notes 200');
   });
 });
