@@ -17,6 +17,7 @@ import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Samples, summarize, type LatencySummary } from './stats.ts';
 
 export interface LoadSpec {
@@ -54,6 +55,11 @@ export interface LoadResult {
   latency: LatencySummary;
   /** paced only: latency counted from when the request was actually written. */
   serviceLatency?: LatencySummary;
+  /**
+   * paced only: how late the load generator's own event loop ran (ms), p99 and max. Its stalls delay the
+   * answers it reads as much as the servers' do, so a latency tail no larger than this is the measurer's.
+   */
+  ownLoopDelay?: { p99: number; max: number };
   /** Responses completed during the warm-up before the measured run (for CPU-per-request figures). */
   warmupRequests?: number;
 }
@@ -137,10 +143,13 @@ function runPaced(spec: LoadSpec, durationSec: number): Promise<LoadResult> {
   let done = 0;
   let inFlight = 0;
   let errors = 0;
+  const loopDelay = monitorEventLoopDelay({ resolution: 2 });
+  loopDelay.enable();
   const start = performance.now();
   return new Promise((resolve) => {
     const finish = () => {
       const elapsed = (performance.now() - start) / 1000;
+      loopDelay.disable();
       agent.destroy();
       resolve({
         mode: 'paced',
@@ -151,6 +160,7 @@ function runPaced(spec: LoadSpec, durationSec: number): Promise<LoadResult> {
         errors,
         latency: summarize(latencies.values()),
         serviceLatency: summarize(service.values()),
+        ownLoopDelay: { p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 },
       });
     };
     const complete = () => {
@@ -191,6 +201,13 @@ function runPaced(spec: LoadSpec, durationSec: number): Promise<LoadResult> {
     };
     tick();
   });
+}
+
+/** A paced run in a log line: its p50 and p99, and how late the load generator's own loop ran. */
+export function describePaced(r: LoadResult): string {
+  const delay = r.ownLoopDelay;
+  const round = (v: number) => Math.round(v * 100) / 100;
+  return `p50 ${round(r.latency.p50)} ms, p99 ${round(r.latency.p99)} ms (the load generator's own loop delay p99 ${round(delay?.p99 ?? NaN)}, max ${round(delay?.max ?? NaN)} ms)`;
 }
 
 export async function runLoad(spec: LoadSpec): Promise<LoadResult> {

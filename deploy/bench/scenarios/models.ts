@@ -1,7 +1,7 @@
 import { BUILTIN_MODELS, FORECAST_MODEL_ID } from '../../../services/models/src/domain/builtin/index.ts';
 import { separableRows } from '../../../services/models/src/domain/training/synthetic-data.ts';
 import { system, type BenchContext, type ScenarioResult } from '../lib/context.ts';
-import type { LoadResult } from '../lib/loadgen.ts';
+import { describePaced, type LoadResult } from '../lib/loadgen.ts';
 import { median, round, Samples, summarize, type LatencySummary } from '../lib/stats.ts';
 import { ownerBench } from './owner-bench.ts';
 
@@ -126,7 +126,7 @@ export async function modelsScenario(ctx: BenchContext): Promise<ScenarioResult>
   for (let rep = 0; rep < opts.reps; rep++) {
     for (const t of ['direct', 'gateway'] as const) {
       const r = await ctx.load({ mode: 'paced', method: 'POST', ...via(t), body: single, rate: SINGLE_RATE, durationSec: opts.durationSec, warmupSec: opts.warmupSec });
-      ctx.log(`models/single@${SINGLE_RATE} ${t} rep ${rep + 1}: p50 ${round(r.latency.p50)} ms, p99 ${round(r.latency.p99)} ms`);
+      ctx.log(`models/single@${SINGLE_RATE} ${t} rep ${rep + 1}: ${describePaced(r)}`);
       paced[t].push(r);
       const c = await ctx.load({
         mode: 'paced',
@@ -137,11 +137,11 @@ export async function modelsScenario(ctx: BenchContext): Promise<ScenarioResult>
         durationSec: opts.durationSec,
         warmupSec: opts.warmupSec,
       });
-      ctx.log(`models/trained-single@${SINGLE_RATE} ${t} rep ${rep + 1}: p50 ${round(c.latency.p50)} ms, p99 ${round(c.latency.p99)} ms`);
+      ctx.log(`models/trained-single@${SINGLE_RATE} ${t} rep ${rep + 1}: ${describePaced(c)}`);
       pacedTrained[t].push(c);
     }
     const a = await ctx.load({ mode: 'paced', method: 'POST', ...directAfter, body: single, rate: SINGLE_RATE, durationSec: opts.durationSec, warmupSec: opts.warmupSec });
-    ctx.log(`models/single@${SINGLE_RATE} direct, log after the answer, rep ${rep + 1}: p50 ${round(a.latency.p50)} ms, p99 ${round(a.latency.p99)} ms`);
+    ctx.log(`models/single@${SINGLE_RATE} direct, log after the answer, rep ${rep + 1}: ${describePaced(a)}`);
     pacedAfter.push(a);
   }
   const batchRuns: LoadResult[] = [];
