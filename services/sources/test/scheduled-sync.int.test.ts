@@ -209,12 +209,11 @@ it('starts a due run once when two instances sweep at the same time', async () =
   const { id, path } = await createScheduled(account, { every: '1m' });
   for (let i = 1; i <= 5; i++) {
     now = at(i * MIN);
-    const swept = await Promise.all([a.sweep(), b.sweep(), a.sweep(), b.sweep()]);
-    // On a miss, the source's state says why none of the four sweeps started the run.
-    const state = swept.includes(1) ? null : await repo.findById(account, id);
-    expect({ i, swept, state }).toEqual({ i, swept: expect.arrayContaining([1]), state: null });
+    // What each sweep returns (how many sources it queued) depends on timing: another account's source may be
+    // waiting too, and a run another sweep queued may already hold this one. So the test counts runs.
+    await Promise.all([a.sweep(), b.sweep(), a.sweep(), b.sweep()]);
     await ranAt(account, id, now);
-    // Both instances queued the source, yet the download count moved by exactly one: one run per due time.
+    // Four sweeps on two instances, yet the download count moved by exactly one: one run per due time.
     expect(downloads(path)).toBe(i);
   }
   expect(countOf(await outbox(account, id), 'source.ready')).toBe(5);
