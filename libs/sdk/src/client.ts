@@ -20,11 +20,8 @@ import type {
   UsageStatsParams,
   Page,
   Report,
-  ReportSummary,
   QueryResult,
-  Insight,
   Dashboard,
-  DashboardSummary,
   MoveDashboardTileInput,
   RequestBody,
   ResultOf,
@@ -170,6 +167,10 @@ export function createDapClient(options: DapClientOptions) {
     listAll: (params?: ListAllParams, opts?: RequestOptions) => paginate<T>((query) => listPage(query, opts), params),
   });
 
+  const reports = paged((query, opts) => t.call('listReports', { query }, opts));
+  const insights = paged((query, opts) => t.call('listInsights', { query }, opts));
+  const dashboards = paged((query, opts) => t.call('listDashboards', { query }, opts));
+
   return {
     /** Any operation of the OpenAPI document by its operationId, typed by the generated client. */
     request<K extends OperationId>(operationId: K, input?: CallInput<K>, opts?: RequestOptions): ApiPromise<ResultOf<K>> {
@@ -220,8 +221,8 @@ export function createDapClient(options: DapClientOptions) {
       overview: (opts?: RequestOptions): ApiPromise<Overview> => t.call('getOverview', {}, opts),
       /** Calls per API key (the dashboard apart) or per operation over 1 h, 24 h or 30 d: requests, 4xx, 5xx, 429s, error rate, series. */
       usage: (query: UsageStatsParams = {}, opts?: RequestOptions): ApiPromise<UsageStats> => t.call('getUsageStats', { query }, opts),
-      listReports: (query: ListParams = {}, opts?: RequestOptions): ApiPromise<Page<ReportSummary>> => t.call('listReports', { query }, opts),
-      listAllReports: (params?: ListAllParams, opts?: RequestOptions) => paginate<ReportSummary>((query) => t.call('listReports', { query }, opts), params),
+      listReports: reports.list,
+      listAllReports: reports.listAll,
       getReport: byIdCall('getReport'),
       /** Every row of a completed report's result as CSV text (not only the page in `getReport`'s rows). */
       exportReportCsv: byIdCall('exportReportCsv'),
@@ -236,8 +237,8 @@ export function createDapClient(options: DapClientOptions) {
       /** Validates a query and estimates what it would read (a dry run): nothing runs and no report is saved. */
       estimate: (body: Omit<AnalyticsQueryInput, 'dryRun'>, opts?: RequestOptions): ApiPromise<QueryEstimate> =>
         t.call('runQuery', { body: { ...body, dryRun: true } }, opts) as ApiPromise<QueryEstimate>,
-      listInsights: (query: ListParams = {}, opts?: RequestOptions): ApiPromise<Page<Insight>> => t.call('listInsights', { query }, opts),
-      listAllInsights: (params?: ListAllParams, opts?: RequestOptions) => paginate<Insight>((query) => t.call('listInsights', { query }, opts), params),
+      listInsights: insights.list,
+      listAllInsights: insights.listAll,
       /** Saves a query as a named insight (checked against its source when it runs). */
       createInsight: bodyCall('createInsight'),
       getInsight: byIdCall('getInsight'),
@@ -247,8 +248,8 @@ export function createDapClient(options: DapClientOptions) {
       deleteInsight: byIdCall('deleteInsight'),
       /** Runs an insight's query on the current data; no report is saved. */
       runInsight: byIdCall('runInsight'),
-      listDashboards: (query: ListParams = {}, opts?: RequestOptions): ApiPromise<Page<DashboardSummary>> => t.call('listDashboards', { query }, opts),
-      listAllDashboards: (params?: ListAllParams, opts?: RequestOptions) => paginate<DashboardSummary>((query) => t.call('listDashboards', { query }, opts), params),
+      listDashboards: dashboards.list,
+      listAllDashboards: dashboards.listAll,
       createDashboard: (name: string, opts?: RequestOptions): ApiPromise<Dashboard> => t.call('createDashboard', { body: { name } }, opts),
       /** A dashboard with its tiles and their insights; run each tile's insight for its result. */
       getDashboard: byIdCall('getDashboard'),
