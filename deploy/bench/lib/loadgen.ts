@@ -18,7 +18,7 @@ import { Agent, request } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { Samples, summarize, type LatencySummary } from './stats.ts';
+import { round, Samples, summarize, type LatencySummary } from './stats.ts';
 
 export interface LoadSpec {
   mode: 'closed' | 'paced' | 'overload';
@@ -206,7 +206,6 @@ function runPaced(spec: LoadSpec, durationSec: number): Promise<LoadResult> {
 /** A paced run in a log line: its p50 and p99, and how late the load generator's own loop ran. */
 export function describePaced(r: LoadResult): string {
   const delay = r.ownLoopDelay;
-  const round = (v: number) => Math.round(v * 100) / 100;
   return `p50 ${round(r.latency.p50)} ms, p99 ${round(r.latency.p99)} ms (the load generator's own loop delay p99 ${round(delay?.p99 ?? NaN)}, max ${round(delay?.max ?? NaN)} ms)`;
 }
 
