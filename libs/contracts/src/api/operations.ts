@@ -166,9 +166,9 @@ export function readOperationDocs(
   for (const id of operationIds) {
     const entry = docs[id];
     if (!entry?.summary) throw new Error(`operation-docs.json: ${id} has no summary`);
-    const notes = Object.entries(entry.errorNotes ?? {});
-    for (const [status] of notes) if (!/^[45]\d\d$/.test(status)) throw new Error(`operation-docs.json: ${id} notes ${status}, not an error status`);
-    byId.set(id, { summary: entry.summary, ...(notes.length ? { errorNotes: Object.fromEntries(notes.map(([k, v]) => [Number(k), v])) } : {}) });
+    const { summary, errorNotes } = entry;
+    for (const status of Object.keys(errorNotes ?? {})) if (!/^[45]\d\d$/.test(status)) throw new Error(`operation-docs.json: ${id} notes ${status}, not an error status`);
+    byId.set(id, { summary, ...(errorNotes ? { errorNotes } : {}) });
   }
   const orphans = Object.keys(docs).filter((id) => !byId.has(id));
   if (orphans.length) throw new Error(`operation-docs.json: no operation ${orphans.join(', ')}`);
